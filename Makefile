@@ -1,0 +1,50 @@
+# keb's two commands: `make run` (the broker on its embedded defaults) and
+# `make test` (every test, DB-backed ones included). Both install what is
+# missing first.
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X main.version=$(VERSION)
+
+.PHONY: all build run test vet fmt-check lint postgres load clean
+
+all: build
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/keb ./cmd/keb
+
+## run: the broker with an embedded PostgreSQL under .keb/ and dev auth on 127.0.0.1:8080
+run: postgres build
+	./bin/keb dev
+
+## test: formatting, vet, and every test against a real PostgreSQL
+test: postgres lint
+	$(GO) test -count=1 ./...
+
+lint: fmt-check vet
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+## postgres: the PostgreSQL server binaries keb dev and the tests start clusters from
+postgres:
+	@if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 \
+		|| [ -n "$$KEB_PG_BIN_DIR" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo ">> installing PostgreSQL server binaries (apt-get install postgresql)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
+	else \
+		echo "PostgreSQL server binaries are missing. Install them with:"; \
+		echo "    sudo apt-get install -y postgresql"; \
+		exit 1; \
+	fi
+
+## load: the load benchmark against a running `make run` (see docs/performance.md)
+load:
+	$(GO) run ./testing/load $(ARGS)
+
+clean:
+	rm -rf bin

@@ -1,0 +1,107 @@
+// Command keb is the Kyma Environment Broker: an Open Service Broker that
+// provisions and deprovisions Kyma runtimes.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/kyma-keb/keb/internal/logging"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// command is one `keb <name>` subcommand.
+type command struct {
+	name    string
+	summary string
+	// flags registers the command's flags on fs and returns the function that
+	// runs it once the flags are parsed.
+	flags func(fs *flag.FlagSet) func(ctx context.Context, args []string) error
+}
+
+func commands() []command {
+	return []command{
+		{"serve", "run the broker (production)", serveCommand},
+		{"dev", "run the broker with an embedded PostgreSQL and dev auth (no set-up needed)", devCommand},
+		{"migrate", "apply (up), roll back (down) or show (status) database migrations", migrateCommand},
+		{"token", "print a token that a running `keb dev` accepts", tokenCommand},
+		{"version", "print the version", versionCommand},
+	}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	for _, c := range commands() {
+		if c.name != args[0] {
+			continue
+		}
+		fs := flag.NewFlagSet("keb "+c.name, flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		runFn := c.flags(fs)
+		fs.Usage = func() {
+			fmt.Fprintf(fs.Output(), "Usage: keb %s [flags]\n\n%s.\n\nFlags (each also read from its environment variable):\n", c.name, c.summary)
+			fs.PrintDefaults()
+		}
+		if err := fs.Parse(args[1:]); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return 0
+			}
+			return 2
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if err := runFn(ctx, fs.Args()); err != nil {
+			fmt.Fprintf(stderr, "keb %s: %v\n", c.name, err)
+			return 1
+		}
+		return 0
+	}
+	fmt.Fprintf(stderr, "keb: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+// usage lists every command with every flag and its environment variable.
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "keb %s: Kyma Environment Broker, an Open Service Broker for Kyma runtimes.\n\nUsage: keb <command> [flags]\n\nCommands:\n", version)
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	for _, c := range commands() {
+		fs := flag.NewFlagSet("keb "+c.name, flag.ContinueOnError)
+		c.flags(fs)
+		n := 0
+		fs.VisitAll(func(*flag.Flag) { n++ })
+		if n == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\nFlags of `keb %s`:\n", c.name)
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+	}
+}
+
+// newLogger builds the process logger from the common flags.
+func newLogger(format, level string) (*logrus.Logger, error) {
+	return logging.New(os.Stderr, format, level)
+}

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+
+	"github.com/kyma-keb/keb/internal/app"
+	"github.com/kyma-keb/keb/internal/config"
+)
+
+func serveCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) error {
+	var cfg config.Config
+	b := config.NewBinder(fs)
+	cfg.BindServe(b)
+	return func(ctx context.Context, _ []string) error {
+		if err := b.Err(); err != nil {
+			return err
+		}
+		log, err := newLogger(cfg.LogFormat, cfg.LogLevel)
+		if err != nil {
+			return err
+		}
+		if cfg.TrustGateway {
+			log.Warn("APP_AUTH_TRUST_GATEWAY is on: token signatures are NOT verified; only run keb behind a gateway that verifies them")
+		}
+		a, err := app.New(ctx, cfg, log, nil)
+		if err != nil {
+			return err
+		}
+		defer a.Close()
+		ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port)))
+		if err != nil {
+			return fmt.Errorf("listening: %w", err)
+		}
+		log.WithField("address", ln.Addr().String()).WithField("version", version).Info("keb is serving")
+		return a.Serve(ctx, ln)
+	}
+}

@@ -1,0 +1,148 @@
+// Package app wires keb's parts together from a config.Config: the database,
+// the catalog, the broker, auth and the HTTP router. `keb serve`, `keb dev`
+// and the HTTP tests all build their server here, so they run the same code.
+package app
+
+import (
+	"context"
+	"crypto"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/sirupsen/logrus"
+
+	"github.com/kyma-keb/keb/internal/auth"
+	"github.com/kyma-keb/keb/internal/broker"
+	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/config"
+	"github.com/kyma-keb/keb/internal/httpapi"
+	"github.com/kyma-keb/keb/internal/storage"
+)
+
+// DevOptions are what `keb dev` adds to a server: its own signing key is
+// trusted and its token endpoint is served. Production never sets them.
+type DevOptions struct {
+	PublicKeys []crypto.PublicKey
+	TokenIssue http.Handler
+}
+
+// App is a built keb server.
+type App struct {
+	Handler http.Handler
+	cfg     config.Config
+	pool    *pgxpool.Pool
+	log     logrus.FieldLogger
+}
+
+// New builds the server described by cfg. ctx bounds background work (JWKS
+// refreshes) for the App's lifetime.
+func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *DevOptions) (*App, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cipher, err := storage.NewCipher(cfg.DatabaseSecretKey, cfg.DatabaseSecretKeysPrior...)
+	if err != nil {
+		return nil, err
+	}
+	cat, err := catalog.Load(cfg.PlansFile)
+	if err != nil {
+		return nil, fmt.Errorf("loading plans: %w", err)
+	}
+	authCfg := auth.Config{
+		JWKSURLs:            cfg.JWKSURLs,
+		PublicKeyFiles:      cfg.PublicKeyFiles,
+		Issuer:              cfg.Issuer,
+		Audience:            cfg.Audience,
+		TrustGateway:        cfg.TrustGateway,
+		JWKSRefreshInterval: cfg.JWKSRefresh,
+	}
+	if dev != nil {
+		authCfg.PublicKeys = dev.PublicKeys
+	}
+	verifier, err := auth.NewVerifier(ctx, authCfg, log)
+	if err != nil {
+		return nil, fmt.Errorf("setting up token verification: %w", err)
+	}
+	pool, err := storage.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.MigrateOnStart {
+		applied, err := storage.MigrateUp(ctx, pool)
+		if err != nil {
+			pool.Close()
+			return nil, err
+		}
+		if len(applied) > 0 {
+			log.WithField("versions", applied).Info("applied database migrations")
+		}
+	}
+	store := storage.NewStore(pool, cipher, nil)
+	brk, err := broker.New(cat, store, broker.Options{
+		DefaultRequestRegion: cfg.DefaultRequestRegion,
+		EnabledPlans:         cfg.EnabledPlans,
+		OperationTimeout:     cfg.OperationTimeout,
+		RetryAfter:           cfg.RetryAfter,
+	}, log)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("building broker: %w", err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	a := &App{cfg: cfg, pool: pool, log: log}
+	opts := httpapi.Options{Broker: brk, Auth: verifier, Log: log, Registry: reg, Ready: a.ready}
+	if dev != nil {
+		opts.DevToken = dev.TokenIssue
+	}
+	a.Handler = httpapi.NewRouter(opts)
+	return a, nil
+}
+
+// ready reports whether the database answers and its schema is at head.
+func (a *App) ready(ctx context.Context) error {
+	st, err := storage.Migrations(ctx, a.pool)
+	if err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	if !st.AtHead() {
+		return fmt.Errorf("database schema at version %d, this keb needs %d: run `keb migrate up`", st.Current, st.Head)
+	}
+	return nil
+}
+
+// Serve answers HTTP on ln until ctx is done, then drains requests for up to
+// the configured shutdown timeout.
+func (a *App) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           a.Handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serving HTTP: %w", err)
+	case <-ctx.Done():
+	}
+	a.log.Info("shutting down: draining requests")
+	sctx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("draining requests: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// Close releases the database pool.
+func (a *App) Close() { a.pool.Close() }

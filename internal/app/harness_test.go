@@ -1,0 +1,182 @@
+package app_test
+
+import (
+	"context"
+	"crypto"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/sirupsen/logrus"
+
+	"github.com/kyma-keb/keb/internal/app"
+	"github.com/kyma-keb/keb/internal/auth"
+	"github.com/kyma-keb/keb/internal/config"
+	"github.com/kyma-keb/keb/internal/storage"
+	"github.com/kyma-keb/keb/testing/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+const (
+	serviceID   = "47c9dcbf-ff30-448e-ab36-d3bad66ba281"
+	azurePlanID = "4deee563-e5ec-4731-b9b1-53b42d855f0c"
+	trialPlanID = "7d55d31d-35ae-4438-bf13-6ffdfa107d9f"
+	testIssuer  = "keb-test"
+	testAud     = "keb"
+	// A fixed test key: 32 bytes, base64.
+	testSecretKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+)
+
+// bundle is one test's broker: its own database, its own signing key and an
+// HTTP server running the whole router.
+type bundle struct {
+	t     *testing.T
+	srv   *httptest.Server
+	key   *auth.DevKey
+	pool  *pgxpool.Pool
+	token string
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	dbURL := pgtest.NewDatabase(t)
+	key, err := auth.LoadOrCreateDevKey(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Defaults
+	cfg.DatabaseURL = dbURL
+	cfg.DatabaseSecretKey = testSecretKey
+	cfg.Issuer, cfg.Audience = testIssuer, testAud
+	cfg.RetryAfter = 7 * time.Second
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	a, err := app.New(ctx, cfg, log, &app.DevOptions{PublicKeys: []crypto.PublicKey{key.Public()}})
+	if err != nil {
+		t.Fatalf("building app: %v", err)
+	}
+	t.Cleanup(a.Close)
+	srv := httptest.NewServer(a.Handler)
+	t.Cleanup(srv.Close)
+	pool, err := storage.Open(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	b := &bundle{t: t, srv: srv, key: key, pool: pool}
+	b.token = b.mint(auth.ScopeBrokerWrite, auth.ScopeCLDRead)
+	return b
+}
+
+func (b *bundle) mint(scopes ...string) string {
+	b.t.Helper()
+	tok, err := b.key.Mint(testIssuer, testAud, "test", scopes, time.Hour)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return tok
+}
+
+// response is what a test looks at: status, headers and decoded JSON body.
+type response struct {
+	status int
+	header http.Header
+	body   map[string]any
+	raw    string
+}
+
+type reqOpt func(*http.Request)
+
+func withHeader(k, v string) reqOpt { return func(r *http.Request) { r.Header.Set(k, v) } }
+func withoutHeader(k string) reqOpt { return func(r *http.Request) { r.Header.Del(k) } }
+
+// do sends an OSB request with the API version header and the bundle's token
+// unless opts say otherwise.
+func (b *bundle) do(method, path, body string, opts ...reqOpt) response {
+	b.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, b.srv.URL+path, rd)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	req.Header.Set("X-Broker-API-Version", "2.17")
+	req.Header.Set("Authorization", "Bearer "+b.token)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for _, o := range opts {
+		o(req)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	out := response{status: res.StatusCode, header: res.Header, raw: string(raw)}
+	if len(raw) > 0 && strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
+		if err := json.Unmarshal(raw, &out.body); err != nil {
+			b.t.Fatalf("%s %s: body is not a JSON object: %v: %s", method, path, err, raw)
+		}
+	}
+	return out
+}
+
+func (b *bundle) expect(r response, status int) response {
+	b.t.Helper()
+	if r.status != status {
+		b.t.Fatalf("status %d, want %d; body: %s", r.status, status, r.raw)
+	}
+	return r
+}
+
+// count runs a counting query; tests use it to prove a 4xx left no trace.
+func (b *bundle) count(query string, args ...any) int {
+	b.t.Helper()
+	var n int
+	if err := b.pool.QueryRow(context.Background(), query, args...).Scan(&n); err != nil {
+		b.t.Fatal(err)
+	}
+	return n
+}
+
+func (b *bundle) rows() (instances, operations int) {
+	return b.count(`SELECT count(*) FROM instances`), b.count(`SELECT count(*) FROM operations`)
+}
+
+func (b *bundle) exec(query string, args ...any) {
+	b.t.Helper()
+	if _, err := b.pool.Exec(context.Background(), query, args...); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+func provisionBody(planID, params string, ctxFields string) string {
+	if ctxFields == "" {
+		ctxFields = `"globalaccount_id":"ga-1","subaccount_id":"sa-1","user_id":"User@Example.com"`
+	}
+	s := `{"service_id":"` + serviceID + `","plan_id":"` + planID + `","context":{` + ctxFields + `}`
+	if params != "" {
+		s += `,"parameters":` + params
+	}
+	return s + `}`
+}
+
+func instancePath(id string) string { return "/oauth/v2/service_instances/" + id }
+
+func provisionPath(id string) string { return instancePath(id) + "?accepts_incomplete=true" }
+
+func deprovisionPath(id, planID string) string {
+	return instancePath(id) + "?accepts_incomplete=true&service_id=" + serviceID + "&plan_id=" + planID
+}

@@ -1,0 +1,194 @@
+package app_test
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestLastOperation(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.expect(b.do(http.MethodPut, provisionPath("inst-1"), provisionBody(azurePlanID, `{"name":"c1"}`, "")), http.StatusAccepted)
+	opID := r.body["operation"].(string)
+
+	// In progress: state, a description a person understands, Retry-After.
+	lo := b.expect(b.do(http.MethodGet, instancePath("inst-1")+"/last_operation?operation="+opID, ""), http.StatusOK)
+	if lo.body["state"] != "in progress" || lo.body["description"] == "" {
+		t.Fatalf("unexpected last_operation: %s", lo.raw)
+	}
+	if ra, err := strconv.Atoi(lo.header.Get("Retry-After")); err != nil || ra != 7 {
+		t.Fatalf("Retry-After %q, want 7", lo.header.Get("Retry-After"))
+	}
+	// Without the operation parameter: the newest operation.
+	b.expect(b.do(http.MethodGet, instancePath("inst-1")+"/last_operation", ""), http.StatusOK)
+
+	// Unknown instance and unknown operation: 404 with an OSB body.
+	for _, path := range []string{
+		instancePath("nope") + "/last_operation",
+		instancePath("inst-1") + "/last_operation?operation=nope",
+	} {
+		nf := b.expect(b.do(http.MethodGet, path, ""), http.StatusNotFound)
+		if nf.body["description"] == nil {
+			t.Fatalf("404 without description: %s", nf.raw)
+		}
+	}
+
+	// Finished: no Retry-After.
+	b.exec(`UPDATE operations SET state = 'succeeded', description = 'Operation succeeded'`)
+	done := b.expect(b.do(http.MethodGet, instancePath("inst-1")+"/last_operation", ""), http.StatusOK)
+	if done.body["state"] != "succeeded" || done.header.Get("Retry-After") != "" {
+		t.Fatalf("unexpected finished last_operation: %v %s", done.header, done.raw)
+	}
+}
+
+func TestGetInstance(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.expect(b.do(http.MethodGet, instancePath("nope"), ""), http.StatusNotFound)
+
+	b.expect(b.do(http.MethodPut, provisionPath("inst-1"), provisionBody(azurePlanID, `{"name":"c1","region":"westeurope"}`,
+		`"globalaccount_id":"g","subaccount_id":"s","user_id":"u","sm_operator_credentials":{"clientid":"cid","clientsecret":"very-secret","sm_url":"https://sm","url":"https://auth"}`)),
+		http.StatusAccepted)
+	// OSB: 404 while provisioning.
+	b.expect(b.do(http.MethodGet, instancePath("inst-1"), ""), http.StatusNotFound)
+
+	b.exec(`UPDATE operations SET state = 'succeeded'`)
+	r := b.expect(b.do(http.MethodGet, instancePath("inst-1"), ""), http.StatusOK)
+	params := r.body["parameters"].(map[string]any)
+	if r.body["service_id"] != serviceID || r.body["plan_id"] != azurePlanID || params["name"] != "c1" || params["region"] != "westeurope" {
+		t.Fatalf("unexpected instance: %s", r.raw)
+	}
+	if strings.Contains(r.raw, "very-secret") {
+		t.Fatal("credentials exposed by GET instance")
+	}
+
+	// GET instance needs OSB 2.14 or later.
+	b.expect(b.do(http.MethodGet, instancePath("inst-1"), "", withHeader("X-Broker-API-Version", "2.13")), http.StatusPreconditionFailed)
+}
+
+func TestCredentialsSealedAtRest(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.expect(b.do(http.MethodPut, provisionPath("inst-1"), provisionBody(azurePlanID, `{"name":"c1"}`,
+		`"globalaccount_id":"g","subaccount_id":"s","user_id":"u","sm_operator_credentials":{"clientid":"cid","clientsecret":"very-secret","sm_url":"https://sm","url":"https://auth"}`)),
+		http.StatusAccepted)
+	if n := b.count(`SELECT count(*) FROM instances WHERE encrypted_credentials LIKE 'v1.%'
+		AND encrypted_credentials NOT LIKE '%very-secret%' AND context::text NOT LIKE '%very-secret%'
+		AND context::text NOT LIKE '%sm_operator_credentials%' AND context->>'globalaccount_id' = 'g'`); n != 1 {
+		t.Fatal("credentials not sealed, or stored in plain text next to the context")
+	}
+}
+
+func TestDeprovision(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	// Unknown instance: 410 Gone with an empty JSON object.
+	gone := b.expect(b.do(http.MethodDelete, deprovisionPath("nope", azurePlanID), ""), http.StatusGone)
+	if strings.TrimSpace(gone.raw) != "{}" {
+		t.Fatalf("410 body %q, want {}", gone.raw)
+	}
+
+	prov := b.expect(b.do(http.MethodPut, provisionPath("inst-1"), provisionBody(azurePlanID, `{"name":"c1"}`, "")), http.StatusAccepted)
+	provOp := prov.body["operation"].(string)
+
+	// accepts_incomplete is required, and refusing writes nothing.
+	b.expect(b.do(http.MethodDelete, instancePath("inst-1")+"?service_id="+serviceID+"&plan_id="+azurePlanID, ""), http.StatusUnprocessableEntity)
+	if _, o := b.rows(); o != 1 {
+		t.Fatalf("refused DELETE wrote an operation: %d operations", o)
+	}
+
+	// A DELETE while provisioning is accepted and halts the provisioning.
+	d := b.expect(b.do(http.MethodDelete, deprovisionPath("inst-1", azurePlanID), ""), http.StatusAccepted)
+	depOp := d.body["operation"].(string)
+	if depOp == "" || depOp == provOp {
+		t.Fatalf("deprovision operation %q", depOp)
+	}
+	halted := b.expect(b.do(http.MethodGet, instancePath("inst-1")+"/last_operation?operation="+provOp, ""), http.StatusOK)
+	if halted.body["state"] != "failed" || !strings.Contains(halted.body["description"].(string), "deprovisioning") {
+		t.Fatalf("provisioning not halted: %s", halted.raw)
+	}
+	// Re-sent DELETE: the same operation.
+	again := b.expect(b.do(http.MethodDelete, deprovisionPath("inst-1", azurePlanID), ""), http.StatusAccepted)
+	if again.body["operation"] != depOp {
+		t.Fatalf("re-sent DELETE got %v, want %s", again.body["operation"], depOp)
+	}
+	// A PUT while deprovisioning runs is a 422 ConcurrencyError.
+	busy := b.expect(b.do(http.MethodPut, provisionPath("inst-1"), provisionBody(azurePlanID, `{"name":"c1"}`, "")), http.StatusUnprocessableEntity)
+	if busy.body["error"] != "ConcurrencyError" {
+		t.Fatalf("want ConcurrencyError, got %s", busy.raw)
+	}
+	lo := b.expect(b.do(http.MethodGet, instancePath("inst-1")+"/last_operation", ""), http.StatusOK)
+	if lo.body["state"] != "in progress" {
+		t.Fatalf("last operation should be the deprovisioning in progress: %s", lo.raw)
+	}
+
+	// Once the instance is gone: last_operation 410, DELETE 410, GET 404.
+	b.exec(`UPDATE operations SET state = 'succeeded' WHERE operation_id = $1`, depOp)
+	b.exec(`UPDATE instances SET deleted_at = now()`)
+	b.expect(b.do(http.MethodGet, instancePath("inst-1")+"/last_operation?operation="+depOp, ""), http.StatusGone)
+	b.expect(b.do(http.MethodDelete, deprovisionPath("inst-1", azurePlanID), ""), http.StatusGone)
+	b.expect(b.do(http.MethodGet, instancePath("inst-1"), ""), http.StatusNotFound)
+	// Its ID cannot be reused for a new instance.
+	b.expect(b.do(http.MethodPut, provisionPath("inst-1"), provisionBody(azurePlanID, `{"name":"c1"}`, "")), http.StatusConflict)
+}
+
+func TestUnsupportedOperations(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.expect(b.do(http.MethodPut, provisionPath("inst-1"), provisionBody(azurePlanID, `{"name":"c1"}`, "")), http.StatusAccepted)
+	r := b.expect(b.do(http.MethodPatch, provisionPath("inst-1"), `{"service_id":"`+serviceID+`","parameters":{"name":"c2"}}`), http.StatusUnprocessableEntity)
+	if r.body["error"] != "UpdateNotSupported" {
+		t.Fatalf("PATCH: %s", r.raw)
+	}
+	bind := b.expect(b.do(http.MethodPut, instancePath("inst-1")+"/service_bindings/b1",
+		`{"service_id":"`+serviceID+`","plan_id":"`+azurePlanID+`"}`), http.StatusBadRequest)
+	if bind.body["error"] != "BindingNotSupported" {
+		t.Fatalf("bind: %s", bind.raw)
+	}
+	nf := b.expect(b.do(http.MethodGet, "/no/such/route", ""), http.StatusNotFound)
+	if nf.body["error"] != "NotFound" {
+		t.Fatalf("unknown route: %s", nf.raw)
+	}
+}
+
+func TestOperatorRoutesNeedTheirScopes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	cases := []struct {
+		name, method, path, scope string
+	}{
+		{"orchestrations", http.MethodGet, "/orchestrations", "broker-upgrade:read"},
+		{"upgrade", http.MethodPost, "/upgrade/kyma", "broker-upgrade:write"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b.expect(b.do(tc.method, tc.path, "", withoutHeader("Authorization")), http.StatusUnauthorized)
+			b.expect(b.do(tc.method, tc.path, ""), http.StatusForbidden) // broker:write is not enough
+			b.expect(b.do(tc.method, tc.path, "", withHeader("Authorization", "Bearer "+b.mint(tc.scope))), http.StatusNotImplemented)
+		})
+	}
+}
+
+func TestHealthAndMetrics(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.expect(b.do(http.MethodGet, "/healthz", "", withoutHeader("Authorization")), http.StatusOK)
+	ready := b.expect(b.do(http.MethodGet, "/readyz", "", withoutHeader("Authorization")), http.StatusOK)
+	if ready.body["status"] != "ready" {
+		t.Fatalf("readyz: %s", ready.raw)
+	}
+	b.expect(b.do(http.MethodGet, "/oauth/v2/catalog", ""), http.StatusOK)
+	m := b.expect(b.do(http.MethodGet, "/metrics", "", withoutHeader("Authorization")), http.StatusOK)
+	want := `keb_http_requests_total{code="200",method="GET",route="/oauth/v2/catalog"} 1`
+	if !strings.Contains(m.raw, want) {
+		t.Fatalf("metrics lack %s", want)
+	}
+	// A database behind on migrations is not ready.
+	b.exec(`DELETE FROM goose_db_version WHERE version_id = (SELECT max(version_id) FROM goose_db_version)`)
+	nr := b.expect(b.do(http.MethodGet, "/readyz", "", withoutHeader("Authorization")), http.StatusServiceUnavailable)
+	if !strings.Contains(nr.body["reason"].(string), "migrate") {
+		t.Fatalf("readyz reason: %s", nr.raw)
+	}
+}

@@ -1,0 +1,63 @@
+package auth
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+)
+
+// Require returns middleware that demands a valid bearer token carrying
+// scope (an empty scope only demands a valid token). Failures follow RFC 6750:
+// 401 for a missing or invalid token, 403 for a valid token lacking the scope.
+// On success the claims are available through ClaimsFromContext.
+func (v *Verifier) Require(scope string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			header := r.Header.Get("Authorization")
+			if header == "" {
+				// RFC 6750 §3.1: no error code when no credentials were sent.
+				w.Header().Set("WWW-Authenticate", "Bearer")
+				writeAuthError(w, http.StatusUnauthorized, "Unauthorized", "missing bearer token")
+				return
+			}
+			scheme, token, _ := strings.Cut(header, " ")
+			token = strings.TrimSpace(token)
+			if !strings.EqualFold(scheme, "Bearer") || token == "" {
+				rejectToken(w, "authorization header is not of the form 'Bearer <token>'")
+				return
+			}
+			claims, err := v.Verify(r.Context(), token)
+			if err != nil {
+				v.log.WithError(err).WithField("path", r.URL.Path).Debug("auth: rejected bearer token")
+				rejectToken(w, err.Error())
+				return
+			}
+			if scope != "" && !claims.HasScope(scope) {
+				w.Header().Set("WWW-Authenticate",
+					`Bearer error="insufficient_scope", scope="`+headerSafe(scope)+`"`)
+				writeAuthError(w, http.StatusForbidden, "Forbidden", "token lacks scope "+scope)
+				return
+			}
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), claimsKey{}, claims)))
+		})
+	}
+}
+
+func rejectToken(w http.ResponseWriter, description string) {
+	w.Header().Set("WWW-Authenticate",
+		`Bearer error="invalid_token", error_description="`+headerSafe(description)+`"`)
+	writeAuthError(w, http.StatusUnauthorized, "Unauthorized", description)
+}
+
+// headerSafe keeps a message inside a quoted-string of the challenge.
+var headerSafe = strings.NewReplacer(`"`, `'`, `\`, `/`, "\r", " ", "\n", " ").Replace
+
+func writeAuthError(w http.ResponseWriter, status int, title, description string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(struct {
+		Error       string `json:"error"`
+		Description string `json:"description"`
+	}{title, description})
+}

@@ -1,0 +1,76 @@
+// Package broker implements brokerapi's ServiceBroker for the kymaruntime
+// service: it validates OSB requests, records accepted operations through the
+// storage package and answers in the OSB spec's terms. It holds no SQL and
+// makes no Kubernetes calls.
+package broker
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/pivotal-cf/brokerapi/v10/domain"
+	"github.com/sirupsen/logrus"
+
+	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/storage"
+)
+
+// instanceStore is the part of storage.Store the broker uses.
+type instanceStore interface {
+	CreateProvisioning(ctx context.Context, inst storage.Instance, op storage.Operation) error
+	CreateDeprovisioning(ctx context.Context, op storage.Operation) (storage.Operation, bool, error)
+	Instance(ctx context.Context, instanceID string) (storage.Instance, error)
+	LastOperation(ctx context.Context, instanceID string) (storage.Operation, error)
+	Operation(ctx context.Context, instanceID, operationID string) (storage.Operation, error)
+}
+
+// Options tune the broker's OSB behaviour.
+type Options struct {
+	DefaultRequestRegion string
+	EnabledPlans         []string
+	OperationTimeout     time.Duration
+	RetryAfter           time.Duration
+}
+
+// Broker is keb's domain.ServiceBroker.
+type Broker struct {
+	catalog  *catalog.Catalog
+	services []domain.Service
+	store    instanceStore
+	opts     Options
+	log      logrus.FieldLogger
+	now      func() time.Time
+}
+
+var _ domain.ServiceBroker = (*Broker)(nil)
+
+// New returns a Broker offering opts.EnabledPlans of cat.
+func New(cat *catalog.Catalog, store instanceStore, opts Options, log logrus.FieldLogger) (*Broker, error) {
+	services, err := cat.Services(opts.EnabledPlans)
+	if err != nil {
+		return nil, err
+	}
+	return &Broker{catalog: cat, services: services, store: store, opts: opts, log: log, now: time.Now}, nil
+}
+
+// Services serves GET /v2/catalog.
+func (b *Broker) Services(context.Context) ([]domain.Service, error) {
+	return b.services, nil
+}
+
+func (b *Broker) platformRegion(ctx context.Context) string {
+	if r := regionFrom(ctx); r != "" {
+		return r
+	}
+	return b.opts.DefaultRequestRegion
+}
+
+// internal logs an unexpected error with its cause and returns the generic
+// 500, so that no SQL or driver text reaches a response body.
+func (b *Broker) internal(log logrus.FieldLogger, action string, err error) error {
+	log.WithError(err).Error(action)
+	return errInternal
+}
+
+func newOperationID() string { return uuid.NewString() }

@@ -1,0 +1,59 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/pivotal-cf/brokerapi/v10/domain/apiresponses"
+)
+
+// Every OSB failure keb answers is named here. brokerapi matches failures
+// with a type switch, not errors.As, so these are returned unwrapped.
+var (
+	errAsyncRequired            = apiresponses.ErrAsyncRequired
+	errConcurrentInstanceAccess = apiresponses.NewFailureResponseBuilder(
+		errors.New("another operation of this instance is in progress; retry once it has finished"),
+		http.StatusUnprocessableEntity, "concurrent-instance-access").WithErrorKey("ConcurrencyError").Build()
+	// errInstanceGone is OSB's 410 for a DELETE of an unknown or gone
+	// instance; the spec asks for an empty JSON object as its body.
+	errInstanceGone     = apiresponses.ErrInstanceDoesNotExist
+	errInstanceNotFound = apiresponses.NewFailureResponseBuilder(
+		errors.New("instance does not exist"), http.StatusNotFound, "instance-not-found").
+		WithErrorKey("NotFound").Build()
+	errInstanceBeingProvisioned = apiresponses.NewFailureResponseBuilder(
+		errors.New("instance is being provisioned; poll last_operation until it succeeds"), http.StatusNotFound,
+		"instance-being-provisioned").WithErrorKey("NotFound").Build()
+	errInstanceNotProvisioned = apiresponses.NewFailureResponseBuilder(
+		errors.New("instance provisioning did not succeed"), http.StatusNotFound,
+		"instance-not-provisioned").WithErrorKey("NotFound").Build()
+	errOperationNotFound = apiresponses.NewFailureResponseBuilder(
+		errors.New("operation does not exist for this instance"), http.StatusNotFound, "operation-not-found").
+		WithErrorKey("NotFound").Build()
+	errUpdateNotSupported = apiresponses.NewFailureResponseBuilder(
+		errors.New("updating a Kyma runtime instance is not supported yet"), http.StatusUnprocessableEntity,
+		"update-not-supported").WithErrorKey("UpdateNotSupported").Build()
+	errBindingNotSupported = apiresponses.NewFailureResponseBuilder(
+		errors.New("the kymaruntime service is not bindable"), http.StatusBadRequest,
+		"binding-not-supported").WithErrorKey("BindingNotSupported").Build()
+	errTrialExists = apiresponses.NewFailureResponseBuilder(
+		errors.New("the global account already has a trial Kyma runtime; only one is allowed"), http.StatusBadRequest,
+		"trial-exists").WithErrorKey("TrialExists").Build()
+	errInternal = apiresponses.NewFailureResponseBuilder(
+		errors.New("internal error: the broker could not complete the request; retry later"),
+		http.StatusInternalServerError, "internal-error").WithErrorKey("InternalError").Build()
+)
+
+// errConflict is OSB's 409 for a PUT whose attributes differ from the
+// existing instance's; why says what differs.
+func errConflict(why string) error {
+	return apiresponses.NewFailureResponseBuilder(
+		fmt.Errorf("instance already exists with different attributes: %s", why), http.StatusConflict,
+		"instance-conflict").WithErrorKey("Conflict").Build()
+}
+
+// errBadRequest is a 400 whose description names the offending fields.
+func errBadRequest(err error) error {
+	return apiresponses.NewFailureResponseBuilder(err, http.StatusBadRequest, "invalid-request").
+		WithErrorKey("BadRequest").Build()
+}

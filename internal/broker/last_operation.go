@@ -1,0 +1,47 @@
+package broker
+
+import (
+	"context"
+	"errors"
+
+	"github.com/pivotal-cf/brokerapi/v10/domain"
+	"github.com/sirupsen/logrus"
+
+	"github.com/kyma-keb/keb/internal/logging"
+	"github.com/kyma-keb/keb/internal/storage"
+)
+
+// LastOperation serves GET /v2/service_instances/{instance_id}/last_operation.
+// Without an operation parameter it reports the newest operation. While the
+// operation runs it asks the platform to come back after Retry-After.
+func (b *Broker) LastOperation(ctx context.Context, instanceID string, details domain.PollDetails) (domain.LastOperation, error) {
+	log := logging.FromContext(ctx, b.log).WithFields(logrus.Fields{"instance_id": instanceID, "operation_id": details.OperationData})
+	inst, err := b.store.Instance(ctx, instanceID)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return domain.LastOperation{}, errInstanceNotFound
+	case err != nil:
+		return domain.LastOperation{}, b.internal(log, "reading instance", err)
+	}
+	var op storage.Operation
+	if details.OperationData != "" {
+		op, err = b.store.Operation(ctx, instanceID, details.OperationData)
+	} else {
+		op, err = b.store.LastOperation(ctx, instanceID)
+	}
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return domain.LastOperation{}, errOperationNotFound
+	case err != nil:
+		return domain.LastOperation{}, b.internal(log, "reading operation", err)
+	}
+	// OSB: a finished deprovisioning of an instance that is gone is a 410,
+	// which the platform takes as success.
+	if inst.DeletedAt != nil && op.Type == storage.OperationTypeDeprovision && op.State == storage.StateSucceeded {
+		return domain.LastOperation{}, errInstanceGone
+	}
+	if op.InProgress() {
+		hintsFrom(ctx).RetryAfter = b.opts.RetryAfter
+	}
+	return domain.LastOperation{State: domain.LastOperationState(op.State), Description: op.Description}, nil
+}

@@ -1,0 +1,198 @@
+package broker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/pivotal-cf/brokerapi/v10/domain"
+	"github.com/sirupsen/logrus"
+
+	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/logging"
+	"github.com/kyma-keb/keb/internal/storage"
+)
+
+// descriptionQueued is what a freshly accepted provisioning says until a
+// worker picks it up.
+const descriptionQueued = "Provisioning accepted: waiting for a worker to start it"
+
+// Provision serves PUT /v2/service_instances/{instance_id}. It validates the
+// request, and either recognises a re-sent request (same operation, or 200
+// once provisioned) or writes the instance and its operation in one
+// transaction and answers 202.
+func (b *Broker) Provision(ctx context.Context, instanceID string, details domain.ProvisionDetails, asyncAllowed bool) (domain.ProvisionedServiceSpec, error) {
+	log := logging.FromContext(ctx, b.log).WithFields(logrus.Fields{"instance_id": instanceID, "plan_id": details.PlanID})
+	if !asyncAllowed {
+		return domain.ProvisionedServiceSpec{}, errAsyncRequired
+	}
+	plan, ok := b.catalog.PlanByID(details.PlanID)
+	if !ok {
+		return domain.ProvisionedServiceSpec{}, errBadRequest(fmt.Errorf("plan %s is not offered", details.PlanID))
+	}
+	region := b.platformRegion(ctx)
+	pctx, err := catalog.ValidateContext(details.RawContext)
+	if err != nil {
+		return domain.ProvisionedServiceSpec{}, errBadRequest(err)
+	}
+	params, err := b.catalog.ValidateParameters(plan.ID, region, details.RawParameters)
+	if err != nil {
+		return domain.ProvisionedServiceSpec{}, errBadRequest(err)
+	}
+	provider := plan.Provider
+	if provider == "" {
+		if provider, err = catalog.ProviderForPlatformRegion(region); err != nil {
+			return domain.ProvisionedServiceSpec{}, errBadRequest(err)
+		}
+	}
+	storedContext, err := contextWithoutCredentials(details.RawContext)
+	if err != nil {
+		return domain.ProvisionedServiceSpec{}, errBadRequest(err)
+	}
+	inst := storage.Instance{
+		InstanceID:      instanceID,
+		GlobalAccountID: pctx.GlobalAccountID,
+		SubAccountID:    pctx.SubAccountID,
+		UserID:          pctx.UserID,
+		ServiceID:       details.ServiceID,
+		PlanID:          plan.ID,
+		PlanName:        plan.Name,
+		PlatformRegion:  region,
+		Provider:        provider,
+		Parameters:      normalizedParameters(details.RawParameters),
+		Context:         storedContext,
+	}
+	if params.Region != nil {
+		inst.ProviderRegion = *params.Region
+	}
+	if pctx.SMOperatorCredentials != nil {
+		if inst.Credentials, err = json.Marshal(pctx.SMOperatorCredentials); err != nil {
+			return domain.ProvisionedServiceSpec{}, b.internal(log, "encoding credentials", err)
+		}
+	}
+	op := storage.Operation{
+		ID:          newOperationID(),
+		InstanceID:  instanceID,
+		Type:        storage.OperationTypeProvision,
+		State:       storage.StateInProgress,
+		Description: descriptionQueued,
+		Deadline:    b.now().Add(b.opts.OperationTimeout),
+	}
+
+	err = b.store.CreateProvisioning(ctx, inst, op)
+	switch {
+	case err == nil:
+		log.WithField("operation_id", op.ID).Info("provisioning accepted")
+		return domain.ProvisionedServiceSpec{IsAsync: true, OperationData: op.ID}, nil
+	case errors.Is(err, storage.ErrAlreadyExists):
+		// A re-sent request, or a conflicting one: the stored instance decides.
+		return b.provisionExisting(ctx, log, inst)
+	case errors.Is(err, storage.ErrTrialExists):
+		return domain.ProvisionedServiceSpec{}, errTrialExists
+	default:
+		return domain.ProvisionedServiceSpec{}, b.internal(log, "storing provisioning", err)
+	}
+}
+
+// provisionExisting answers a PUT for an instance ID that is taken, per OSB:
+// identical attributes get the running operation (202) or 200 once
+// provisioned; anything else is a 409.
+func (b *Broker) provisionExisting(ctx context.Context, log logrus.FieldLogger, want storage.Instance) (domain.ProvisionedServiceSpec, error) {
+	have, err := b.store.Instance(ctx, want.InstanceID)
+	if err != nil {
+		return domain.ProvisionedServiceSpec{}, b.internal(log, "reading existing instance", err)
+	}
+	if have.DeletedAt != nil {
+		return domain.ProvisionedServiceSpec{}, errConflict("the instance ID belongs to a deprovisioned instance")
+	}
+	if diff := differences(have, want); diff != "" {
+		return domain.ProvisionedServiceSpec{}, errConflict(diff)
+	}
+	op, err := b.store.LastOperation(ctx, want.InstanceID)
+	if err != nil {
+		return domain.ProvisionedServiceSpec{}, b.internal(log, "reading last operation", err)
+	}
+	switch {
+	case op.Type == storage.OperationTypeProvision && op.InProgress():
+		return domain.ProvisionedServiceSpec{IsAsync: true, OperationData: op.ID}, nil
+	case op.Type == storage.OperationTypeProvision && op.State == storage.StateFailed:
+		return domain.ProvisionedServiceSpec{}, errConflict("its provisioning failed; deprovision it, then provision again")
+	case op.InProgress():
+		return domain.ProvisionedServiceSpec{}, errConcurrentInstanceAccess
+	case op.Type == storage.OperationTypeDeprovision:
+		return domain.ProvisionedServiceSpec{}, errConflict("the instance is deprovisioned")
+	default:
+		return domain.ProvisionedServiceSpec{AlreadyExists: true, DashboardURL: have.DashboardURL}, nil
+	}
+}
+
+// differences names the attributes in which two requests for one instance
+// differ, or returns "" when OSB considers them identical.
+func differences(have, want storage.Instance) string {
+	var diff []string
+	if have.ServiceID != want.ServiceID {
+		diff = append(diff, "service_id")
+	}
+	if have.PlanID != want.PlanID {
+		diff = append(diff, "plan_id")
+	}
+	if !jsonEqual(have.Parameters, want.Parameters) {
+		diff = append(diff, "parameters")
+	}
+	if have.GlobalAccountID != want.GlobalAccountID {
+		diff = append(diff, "context.globalaccount_id")
+	}
+	if have.SubAccountID != want.SubAccountID {
+		diff = append(diff, "context.subaccount_id")
+	}
+	if have.PlatformRegion != want.PlatformRegion {
+		diff = append(diff, "platform region")
+	}
+	if len(diff) == 0 {
+		return ""
+	}
+	return strings.Join(diff, ", ") + " differ"
+}
+
+// normalizedParameters treats absent parameters as {} (OSB: absent equals
+// empty) and compacts the JSON.
+func normalizedParameters(raw json.RawMessage) json.RawMessage {
+	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return json.RawMessage("{}")
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return raw
+	}
+	return buf.Bytes()
+}
+
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(normalizedParameters(a), &x) != nil || json.Unmarshal(normalizedParameters(b), &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+// contextWithoutCredentials keeps every context field the platform sent
+// except sm_operator_credentials, which is stored sealed, apart.
+func contextWithoutCredentials(raw json.RawMessage) (json.RawMessage, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return json.RawMessage("{}"), nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, fmt.Errorf("context must be a JSON object: %w", err)
+	}
+	delete(fields, "sm_operator_credentials")
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return nil, fmt.Errorf("encoding context: %w", err)
+	}
+	return out, nil
+}

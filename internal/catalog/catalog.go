@@ -1,0 +1,280 @@
+// Package catalog is keb's OSB catalog: the kymaruntime service, its plans, the parameter JSON
+// schemas platforms render as forms, and the validation of provisioning parameters and context
+// against those very schemas.
+//
+// Regions, machine types and plan defaults come from a plans file (resources/plans.yaml, embedded,
+// replaceable by the operator); service and plan IDs are Go constants because platforms store
+// them forever.
+package catalog
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/pivotal-cf/brokerapi/v10/domain"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kyma-keb/keb/resources"
+)
+
+// The kymaruntime service. Its ID and name are stored by every platform that provisioned a
+// runtime, so they never change.
+const (
+	ServiceID          = "47c9dcbf-ff30-448e-ab36-d3bad66ba281"
+	ServiceName        = "kymaruntime"
+	serviceDescription = "SAP BTP, Kyma Runtime"
+)
+
+// ErrUnknownPlan is wrapped by errors about a plan ID or name the catalog does not hold.
+var ErrUnknownPlan = errors.New("unknown plan")
+
+// Catalog holds the plans described by one plans file, each with its compiled parameter schema.
+// It is immutable after Load and safe for concurrent use.
+type Catalog struct {
+	source string                // the plans file, for error messages
+	plans  map[string]*planEntry // by plan ID
+	byName map[string]*planEntry
+
+	trialRegions    []Option
+	trialDefault    string
+	trialByPlatform map[string]string
+	// providerTrialRegions maps provider → trial region → hyperscaler region.
+	providerTrialRegions map[string]map[string]string
+	// providerDefaults holds each provider's default region and machine type, used where the
+	// provider is only known per request (free).
+	providerDefaults map[string]providerDefault
+}
+
+type providerDefault struct{ region, machineType string }
+
+// planEntry is one plan with everything needed to list and validate it.
+type planEntry struct {
+	plan Plan
+	// offers holds, per provider the plan may run on, the regions and machine types it offers.
+	offers map[string]offer
+	// schemaJSON is the create-parameters schema: served in the catalog and compiled into
+	// schema, so what platforms show and what keb enforces cannot drift apart.
+	schemaJSON []byte
+	schemaDoc  map[string]any
+	schema     *jsonschema.Schema
+}
+
+type offer struct {
+	regions      []Option
+	machineTypes []Option
+}
+
+// Load reads the plans file at path, or the embedded resources/plans.yaml when path is "", checks
+// it and compiles every plan's parameter schema. Any mistake in the file is an error naming the
+// file and each offending entry.
+func Load(path string) (*Catalog, error) {
+	source, data, err := readPlansFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var f plansFile
+	// Strict, so that a misspelt key is reported instead of silently falling back to zero.
+	if err := yaml.UnmarshalStrict(data, &f); err != nil {
+		return nil, fmt.Errorf("plans file %s: %w", source, err)
+	}
+	if err := f.check(); err != nil {
+		return nil, fmt.Errorf("plans file %s: %w", source, err)
+	}
+	c, err := build(source, &f)
+	if err != nil {
+		return nil, fmt.Errorf("plans file %s: %w", source, err)
+	}
+	return c, nil
+}
+
+func readPlansFile(path string) (source string, data []byte, err error) {
+	if path == "" {
+		source = "embedded resources/" + resources.PlansFile
+		data, err = resources.FS.ReadFile(resources.PlansFile)
+	} else {
+		source = path
+		data, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return source, nil, fmt.Errorf("read plans file %s: %w", source, err)
+	}
+	return source, data, nil
+}
+
+// build turns a checked plans file into a catalog, compiling each plan's schema once.
+func build(source string, f *plansFile) (*Catalog, error) {
+	c := &Catalog{
+		source:               source,
+		plans:                map[string]*planEntry{},
+		byName:               map[string]*planEntry{},
+		trialDefault:         f.TrialRegions.Default,
+		trialByPlatform:      map[string]string{},
+		providerTrialRegions: map[string]map[string]string{},
+		providerDefaults:     map[string]providerDefault{},
+	}
+	for _, r := range f.TrialRegions.Regions {
+		c.trialRegions = append(c.trialRegions, Option{Code: r.Code, DisplayName: r.DisplayName})
+		for _, pr := range r.PlatformRegions {
+			c.trialByPlatform[pr] = r.Code
+		}
+	}
+	for name, p := range f.Providers {
+		c.providerTrialRegions[name] = p.TrialRegions
+		c.providerDefaults[name] = providerDefault{region: p.DefaultRegion, machineType: p.DefaultMachineType}
+	}
+
+	compiler := newSchemaCompiler()
+	for _, name := range sortedKeys(f.Plans) {
+		spec := f.Plans[name]
+		e := &planEntry{plan: spec.toPlan(name, f.Providers), offers: map[string]offer{}}
+		providers := e.plan.Providers
+		if !e.plan.ByPlatformRegion() {
+			providers = []string{e.plan.Provider}
+		}
+		for _, prov := range providers {
+			ps := f.Providers[prov]
+			e.offers[prov] = offer{
+				regions:      narrow(ps.Regions, spec.Regions),
+				machineTypes: narrow(ps.MachineTypes, spec.MachineTypes),
+			}
+		}
+		doc := c.createSchema(e)
+		if err := e.compile(compiler, doc); err != nil {
+			return nil, fmt.Errorf("plan %s: %w", name, err)
+		}
+		c.plans[e.plan.ID] = e
+		c.byName[name] = e
+	}
+	return c, nil
+}
+
+// Services returns the OSB catalog: the kymaruntime service with the enabled plans, in the order
+// given. A name that is not a known plan, or a plan the plans file does not describe, is an error
+// naming it, so that a typo in the configuration stops keb at start-up.
+func (c *Catalog) Services(enabledPlans []string) ([]domain.Service, error) {
+	var plans []domain.ServicePlan
+	seen := map[string]bool{}
+	for _, raw := range enabledPlans {
+		name := strings.TrimSpace(raw)
+		if name == "" || seen[name] {
+			continue
+		}
+		seen[name] = true
+		e, err := c.entryByName(name)
+		if err != nil {
+			return nil, fmt.Errorf("enabled plans: %w", err)
+		}
+		sp, err := e.servicePlan()
+		if err != nil {
+			return nil, fmt.Errorf("enabled plans: plan %s: %w", name, err)
+		}
+		plans = append(plans, sp)
+	}
+	if len(plans) == 0 {
+		// OSB requires at least one plan per service.
+		return nil, errors.New("enabled plans: none given")
+	}
+	return []domain.Service{{
+		ID:                   ServiceID,
+		Name:                 ServiceName,
+		Description:          serviceDescription,
+		Bindable:             false,
+		InstancesRetrievable: true,
+		PlanUpdatable:        false,
+		Tags:                 []string{"SAP", "Kyma"},
+		Plans:                plans,
+		Metadata: &domain.ServiceMetadata{
+			DisplayName:         "Kyma Environment",
+			ProviderDisplayName: "SAP",
+			LongDescription:     "Kyma Environment",
+			DocumentationUrl:    "https://kyma-project.io/docs",
+			SupportUrl:          "https://kyma-project.io",
+		},
+	}}, nil
+}
+
+func (c *Catalog) entryByName(name string) (*planEntry, error) {
+	if e, ok := c.byName[name]; ok {
+		return e, nil
+	}
+	if _, known := planIDs[name]; known {
+		return nil, fmt.Errorf("%w %q: not described in plans file %s", ErrUnknownPlan, name, c.source)
+	}
+	return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownPlan, name, strings.Join(sortedKeys(planIDs), ", "))
+}
+
+// servicePlan renders the plan for the OSB catalog. The schema is decoded afresh from the
+// compiled bytes each time, so callers may change the result without touching the catalog.
+func (e *planEntry) servicePlan() (domain.ServicePlan, error) {
+	create, err := decodeSchema(e.schemaJSON)
+	if err != nil {
+		return domain.ServicePlan{}, err
+	}
+	return domain.ServicePlan{
+		ID:          e.plan.ID,
+		Name:        e.plan.Name,
+		Description: e.plan.Description,
+		// OSB treats a plan without "free" as free of charge; only trial and free are.
+		Free:     domain.FreeValue(e.plan.Trial || e.plan.Name == FreePlanName),
+		Metadata: &domain.ServicePlanMetadata{DisplayName: e.plan.DisplayName},
+		Schemas: &domain.ServiceSchemas{Instance: domain.ServiceInstanceSchema{
+			Create: domain.Schema{Parameters: create},
+			// keb updates nothing yet; an explicit empty schema rather than a null one, which
+			// some OSB clients cannot parse.
+			Update: domain.Schema{Parameters: updateSchema()},
+		}},
+	}, nil
+}
+
+func decodeSchema(b []byte) (map[string]any, error) {
+	var m map[string]any
+	d := json.NewDecoder(strings.NewReader(string(b)))
+	d.UseNumber()
+	if err := d.Decode(&m); err != nil {
+		return nil, fmt.Errorf("decode parameter schema: %w", err)
+	}
+	return m, nil
+}
+
+// PlanByID returns the plan with that ID, if the plans file describes it. Enabled or not does
+// not matter: instances of a plan disabled later must still be served.
+func (c *Catalog) PlanByID(id string) (Plan, bool) {
+	e, ok := c.plans[id]
+	if !ok {
+		return Plan{}, false
+	}
+	return e.plan.clone(), true
+}
+
+// PlanByName returns the plan with that name, if the plans file describes it.
+func (c *Catalog) PlanByName(name string) (Plan, bool) {
+	e, ok := c.byName[name]
+	if !ok {
+		return Plan{}, false
+	}
+	return e.plan.clone(), true
+}
+
+// Plans returns every plan the plans file describes, sorted by name.
+func (c *Catalog) Plans() []Plan {
+	out := make([]Plan, 0, len(c.byName))
+	for _, name := range sortedKeys(c.byName) {
+		out = append(out, c.byName[name].plan.clone())
+	}
+	return out
+}
+
+// CreateSchema returns the create-parameters JSON schema of a plan, the exact document served
+// in the catalog and used by ValidateParameters.
+func (c *Catalog) CreateSchema(planID string) (json.RawMessage, error) {
+	e, ok := c.plans[planID]
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownPlan, planID)
+	}
+	return slices.Clone(e.schemaJSON), nil
+}

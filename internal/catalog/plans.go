@@ -1,0 +1,111 @@
+package catalog
+
+import "time"
+
+// Plan IDs. Platforms store them with every instance they ever provisioned, so they are a
+// forever-contract: never change one, only add new plans.
+const (
+	AzurePlanID             = "4deee563-e5ec-4731-b9b1-53b42d855f0c"
+	AWSPlanID               = "361c511f-f939-4621-b228-d0fb79a1fe15"
+	GCPPlanID               = "ca6e5357-707f-4565-bbbd-b3ab732597c6"
+	AzureLitePlanID         = "8cb22518-aa26-44c5-91a0-e669ec9bf443"
+	TrialPlanID             = "7d55d31d-35ae-4438-bf13-6ffdfa107d9f"
+	FreePlanID              = "b1a5764e-2ea1-4f95-94c0-2b4538b37b55"
+	PreviewPlanID           = "5cb3d976-b85c-42ea-a636-79cadda109a9"
+	SapConvergedCloudPlanID = "03b812ac-c991-4528-b5bd-08b303523a63"
+)
+
+// Plan names, as they appear in the catalog, in the enabled-plans setting and in the plans file.
+// Like the IDs, they are stored by platforms and must not change.
+const (
+	AzurePlanName             = "azure"
+	AWSPlanName               = "aws"
+	GCPPlanName               = "gcp"
+	AzureLitePlanName         = "azure_lite"
+	TrialPlanName             = "trial"
+	FreePlanName              = "free"
+	PreviewPlanName           = "preview"
+	SapConvergedCloudPlanName = "sap-converged-cloud"
+)
+
+// planIDs maps every plan name keb knows to its ID. The plans file describes plans by name; only
+// names listed here are accepted, so a typo in the file cannot invent a plan with no ID.
+var planIDs = map[string]string{
+	AzurePlanName:             AzurePlanID,
+	AWSPlanName:               AWSPlanID,
+	GCPPlanName:               GCPPlanID,
+	AzureLitePlanName:         AzureLitePlanID,
+	TrialPlanName:             TrialPlanID,
+	FreePlanName:              FreePlanID,
+	PreviewPlanName:           PreviewPlanID,
+	SapConvergedCloudPlanName: SapConvergedCloudPlanID,
+}
+
+// DefaultEnabledPlans returns the plans offered when the operator does not configure a list.
+// A fresh slice each call, so callers may modify it.
+func DefaultEnabledPlans() []string {
+	return []string{AzurePlanName, GCPPlanName, AzureLitePlanName, TrialPlanName, AWSPlanName}
+}
+
+// Plan is one service plan with the limits and defaults the plans file gives it. Values are
+// copies: changing a returned Plan does not change the catalog.
+type Plan struct {
+	ID          string
+	Name        string
+	DisplayName string
+	Description string
+
+	// Provider is the hyperscaler the plan runs on: "azure", "aws", "gcp" or "openstack".
+	// It is "" for plans whose provider follows the platform region (free); use
+	// Catalog.ProviderForPlan to resolve it for a request.
+	Provider string
+	// Providers lists, for a plan with Provider "", the providers it may run on; a platform
+	// region of any other provider falls back to the first one.
+	Providers []string
+
+	// Lite plans get smaller runtimes; overrides labelled default-for-lite skip them.
+	Lite bool
+	// Trial plans skip paid provisioning steps and are removed after Lifetime.
+	Trial bool
+	// SharedPool plans take their hyperscaler account from the shared pool (never claimed by
+	// one tenant).
+	SharedPool bool
+	// OnePerGlobalAccount plans allow at most one runtime per global account.
+	OnePerGlobalAccount bool
+	// Lifetime is how long a runtime of this plan lives; 0 means until deprovisioned.
+	Lifetime time.Duration
+
+	// AutoScalerMin and AutoScalerMax bound what users may request for either autoscaler
+	// parameter. For plans with a basic form users cannot set them at all.
+	AutoScalerMin int
+	AutoScalerMax int
+	// DefaultAutoScalerMin and DefaultAutoScalerMax apply when the user does not set them.
+	DefaultAutoScalerMin int
+	DefaultAutoScalerMax int
+	// DefaultNodeCount applies when the user does not set nodeCount.
+	DefaultNodeCount int
+	// MaxZonesCount bounds zonesCount; DefaultZonesCount applies when the user does not set it.
+	MaxZonesCount     int
+	DefaultZonesCount int
+
+	// DefaultRegion is the region used when the request has none. It is "" for trial plans
+	// (the default follows the platform region, see Catalog.TrialRegion) and for plans whose
+	// provider follows the platform region.
+	DefaultRegion string
+	// DefaultMachineType is the machine type used when the request has none; "" for plans
+	// whose provider follows the platform region.
+	DefaultMachineType string
+
+	// BasicForm plans accept only name, region, modules, administrators and oidc.
+	BasicForm bool
+}
+
+// ByPlatformRegion reports whether the plan's provider is chosen per request from the
+// platform region rather than fixed.
+func (p Plan) ByPlatformRegion() bool { return p.Provider == "" }
+
+// clone returns a deep copy, so callers cannot change the catalog through shared slices.
+func (p Plan) clone() Plan {
+	p.Providers = append([]string(nil), p.Providers...)
+	return p
+}

@@ -1,0 +1,359 @@
+package catalog
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// The plans file format (resources/plans.yaml). Field names are what operators edit, so they
+// favour readability; the file's own comments document them.
+
+const (
+	formFull  = "full"
+	formBasic = "basic"
+	// byPlatformRegion as a plan's provider means "decided per request by the platform region".
+	byPlatformRegion = "byPlatformRegion"
+)
+
+type plansFile struct {
+	Providers    map[string]providerSpec `json:"providers"`
+	TrialRegions trialRegionsSpec        `json:"trialRegions"`
+	Plans        map[string]planSpec     `json:"plans"`
+}
+
+type providerSpec struct {
+	DisplayName        string            `json:"displayName"`
+	DefaultRegion      string            `json:"defaultRegion"`
+	DefaultMachineType string            `json:"defaultMachineType"`
+	Regions            []optionSpec      `json:"regions"`
+	MachineTypes       []optionSpec      `json:"machineTypes"`
+	TrialRegions       map[string]string `json:"trialRegions,omitempty"`
+}
+
+type optionSpec struct {
+	Code        string `json:"code"`
+	DisplayName string `json:"displayName"`
+}
+
+type trialRegionsSpec struct {
+	Default string            `json:"default"`
+	Regions []trialRegionSpec `json:"regions"`
+}
+
+type trialRegionSpec struct {
+	Code            string   `json:"code"`
+	DisplayName     string   `json:"displayName"`
+	PlatformRegions []string `json:"platformRegions"`
+}
+
+type planSpec struct {
+	DisplayName         string         `json:"displayName"`
+	Description         string         `json:"description"`
+	Provider            string         `json:"provider"`
+	Providers           []string       `json:"providers,omitempty"`
+	Form                string         `json:"form"`
+	Regions             []string       `json:"regions,omitempty"`
+	MachineTypes        []string       `json:"machineTypes,omitempty"`
+	DefaultRegion       string         `json:"defaultRegion,omitempty"`
+	DefaultMachineType  string         `json:"defaultMachineType,omitempty"`
+	AutoScaler          autoScalerSpec `json:"autoScaler"`
+	NodeCount           int            `json:"nodeCount"`
+	Zones               zonesSpec      `json:"zones"`
+	Lite                bool           `json:"lite,omitempty"`
+	Trial               bool           `json:"trial,omitempty"`
+	SharedPool          bool           `json:"sharedPool,omitempty"`
+	OnePerGlobalAccount bool           `json:"onePerGlobalAccount,omitempty"`
+	LifetimeDays        int            `json:"lifetimeDays,omitempty"`
+}
+
+type autoScalerSpec struct {
+	Min        int `json:"min"`
+	Max        int `json:"max"`
+	DefaultMin int `json:"defaultMin"`
+	DefaultMax int `json:"defaultMax"`
+}
+
+type zonesSpec struct {
+	Max     int `json:"max"`
+	Default int `json:"default"`
+}
+
+// maxZones is the most availability zones any hyperscaler region offers keb.
+const maxZones = 3
+
+// fileChecker collects every mistake in a plans file, so an operator fixes them in one go
+// instead of one restart per typo.
+type fileChecker struct{ errs []error }
+
+func (fc *fileChecker) addf(format string, args ...any) {
+	fc.errs = append(fc.errs, fmt.Errorf(format, args...))
+}
+
+// err joins the mistakes into one line, which reads better in a start-up log than one per line.
+func (fc *fileChecker) err() error {
+	if len(fc.errs) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(fc.errs))
+	for i, e := range fc.errs {
+		msgs[i] = e.Error()
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}
+
+// check reports every inconsistency in the file: unknown names, defaults outside their lists,
+// bounds that contradict each other.
+func (f *plansFile) check() error {
+	fc := &fileChecker{}
+	if len(f.Providers) == 0 {
+		fc.addf("providers: none described")
+	}
+	for _, name := range sortedKeys(f.Providers) {
+		f.Providers[name].check(fc, name)
+	}
+	f.TrialRegions.check(fc)
+	if len(f.Plans) == 0 {
+		fc.addf("plans: none described")
+	}
+	for _, name := range sortedKeys(f.Plans) {
+		f.checkPlan(fc, name, f.Plans[name])
+	}
+	return fc.err()
+}
+
+func (p providerSpec) check(fc *fileChecker, name string) {
+	switch name {
+	case ProviderAzure, ProviderAWS, ProviderGCP, ProviderOpenStack:
+	default:
+		fc.addf("providers.%s: unknown provider (known: %s, %s, %s, %s)", name,
+			ProviderAzure, ProviderAWS, ProviderGCP, ProviderOpenStack)
+	}
+	checkOptions(fc, "providers."+name+".regions", p.Regions)
+	checkOptions(fc, "providers."+name+".machineTypes", p.MachineTypes)
+	if !hasOptionSpec(p.Regions, p.DefaultRegion) {
+		fc.addf("providers.%s.defaultRegion: %q is not one of its regions", name, p.DefaultRegion)
+	}
+	if !hasOptionSpec(p.MachineTypes, p.DefaultMachineType) {
+		fc.addf("providers.%s.defaultMachineType: %q is not one of its machine types", name, p.DefaultMachineType)
+	}
+	for _, trialRegion := range sortedKeys(p.TrialRegions) {
+		if !hasOptionSpec(p.Regions, p.TrialRegions[trialRegion]) {
+			fc.addf("providers.%s.trialRegions.%s: %q is not one of its regions", name, trialRegion, p.TrialRegions[trialRegion])
+		}
+	}
+}
+
+func checkOptions(fc *fileChecker, path string, opts []optionSpec) {
+	if len(opts) == 0 {
+		fc.addf("%s: must list at least one entry", path)
+	}
+	seen := map[string]bool{}
+	for i, o := range opts {
+		if o.Code == "" {
+			fc.addf("%s[%d].code: must not be empty", path, i)
+		}
+		if seen[o.Code] {
+			fc.addf("%s[%d].code: %q is listed twice", path, i, o.Code)
+		}
+		seen[o.Code] = true
+	}
+}
+
+func hasOptionSpec(opts []optionSpec, code string) bool {
+	return slices.ContainsFunc(opts, func(o optionSpec) bool { return o.Code == code })
+}
+
+func (t trialRegionsSpec) check(fc *fileChecker) {
+	if len(t.Regions) == 0 {
+		fc.addf("trialRegions.regions: must list at least one entry")
+	}
+	seenCode, seenPlatform := map[string]bool{}, map[string]string{}
+	for i, r := range t.Regions {
+		if r.Code == "" {
+			fc.addf("trialRegions.regions[%d].code: must not be empty", i)
+		}
+		if seenCode[r.Code] {
+			fc.addf("trialRegions.regions[%d].code: %q is listed twice", i, r.Code)
+		}
+		seenCode[r.Code] = true
+		for _, pr := range r.PlatformRegions {
+			if other, dup := seenPlatform[pr]; dup {
+				fc.addf("trialRegions.regions[%d].platformRegions: %q is already mapped to %q", i, pr, other)
+			}
+			seenPlatform[pr] = r.Code
+		}
+	}
+	if !seenCode[t.Default] {
+		fc.addf("trialRegions.default: %q is not one of the trial regions", t.Default)
+	}
+}
+
+func (f *plansFile) checkPlan(fc *fileChecker, name string, p planSpec) {
+	path := "plans." + name
+	if _, known := planIDs[name]; !known {
+		fc.addf("%s: unknown plan (known: %s)", path, strings.Join(sortedKeys(planIDs), ", "))
+		return
+	}
+	if p.Description == "" {
+		fc.addf("%s.description: must not be empty", path)
+	}
+	switch p.Form {
+	case formFull, formBasic:
+	default:
+		fc.addf("%s.form: %q must be %q or %q", path, p.Form, formFull, formBasic)
+	}
+
+	if p.Provider == byPlatformRegion {
+		if len(p.Providers) == 0 {
+			fc.addf("%s.providers: a plan with provider %s must list the providers it may run on", path, byPlatformRegion)
+		}
+		for _, prov := range p.Providers {
+			if _, ok := f.Providers[prov]; !ok {
+				fc.addf("%s.providers: %q is not described under providers", path, prov)
+			}
+		}
+		// Lists and defaults of one provider make no sense when the provider varies per request.
+		if len(p.Regions) > 0 || len(p.MachineTypes) > 0 || p.DefaultRegion != "" || p.DefaultMachineType != "" {
+			fc.addf("%s: regions, machineTypes, defaultRegion and defaultMachineType need a fixed provider", path)
+		}
+	} else {
+		if len(p.Providers) > 0 {
+			fc.addf("%s.providers: only allowed with provider %s", path, byPlatformRegion)
+		}
+		prov, ok := f.Providers[p.Provider]
+		if !ok {
+			fc.addf("%s.provider: %q is not described under providers (or use %s)", path, p.Provider, byPlatformRegion)
+		} else {
+			checkSubset(fc, path+".regions", p.Regions, prov.Regions)
+			checkSubset(fc, path+".machineTypes", p.MachineTypes, prov.MachineTypes)
+			if p.DefaultRegion != "" && !offered(p.Regions, prov.Regions, p.DefaultRegion) {
+				fc.addf("%s.defaultRegion: %q is not offered by the plan", path, p.DefaultRegion)
+			}
+			if p.DefaultRegion == "" && !offered(p.Regions, prov.Regions, prov.DefaultRegion) {
+				fc.addf("%s.defaultRegion: needed, the provider's default %q is not among the plan's regions", path, prov.DefaultRegion)
+			}
+			if p.DefaultMachineType != "" && !offered(p.MachineTypes, prov.MachineTypes, p.DefaultMachineType) {
+				fc.addf("%s.defaultMachineType: %q is not offered by the plan", path, p.DefaultMachineType)
+			}
+			if p.DefaultMachineType == "" && !offered(p.MachineTypes, prov.MachineTypes, prov.DefaultMachineType) {
+				fc.addf("%s.defaultMachineType: needed, the provider's default %q is not among the plan's machine types", path, prov.DefaultMachineType)
+			}
+			if p.Trial {
+				for _, tr := range f.TrialRegions.Regions {
+					if _, ok := prov.TrialRegions[tr.Code]; !ok {
+						fc.addf("%s: trial plan on %s needs providers.%s.trialRegions.%s", path, p.Provider, p.Provider, tr.Code)
+					}
+				}
+			}
+		}
+	}
+
+	a := p.AutoScaler
+	switch {
+	case a.Min < 1:
+		fc.addf("%s.autoScaler.min: %d must be at least 1", path, a.Min)
+	case a.Max < a.Min:
+		fc.addf("%s.autoScaler.max: %d must not be below min %d", path, a.Max, a.Min)
+	case a.DefaultMin < a.Min || a.DefaultMin > a.Max:
+		fc.addf("%s.autoScaler.defaultMin: %d must be within min..max (%d..%d)", path, a.DefaultMin, a.Min, a.Max)
+	case a.DefaultMax < a.DefaultMin || a.DefaultMax > a.Max:
+		fc.addf("%s.autoScaler.defaultMax: %d must be within defaultMin..max (%d..%d)", path, a.DefaultMax, a.DefaultMin, a.Max)
+	case p.NodeCount < a.Min || p.NodeCount > a.Max:
+		fc.addf("%s.nodeCount: %d must be within autoScaler min..max (%d..%d)", path, p.NodeCount, a.Min, a.Max)
+	}
+	if p.Zones.Max < 1 || p.Zones.Max > maxZones {
+		fc.addf("%s.zones.max: %d must be within 1..%d", path, p.Zones.Max, maxZones)
+	} else if p.Zones.Default < 1 || p.Zones.Default > p.Zones.Max {
+		fc.addf("%s.zones.default: %d must be within 1..max (%d)", path, p.Zones.Default, p.Zones.Max)
+	}
+	if p.LifetimeDays < 0 {
+		fc.addf("%s.lifetimeDays: %d must not be negative", path, p.LifetimeDays)
+	}
+}
+
+func checkSubset(fc *fileChecker, path string, codes []string, all []optionSpec) {
+	for _, code := range codes {
+		if !hasOptionSpec(all, code) {
+			fc.addf("%s: %q is not offered by the provider", path, code)
+		}
+	}
+}
+
+// offered reports whether code is in the plan's subset, or in the provider's list when the plan
+// has no subset.
+func offered(subset []string, all []optionSpec, code string) bool {
+	if len(subset) > 0 {
+		return slices.Contains(subset, code)
+	}
+	return hasOptionSpec(all, code)
+}
+
+// narrow returns the provider's options limited to the plan's subset, in the provider's order.
+func narrow(all []optionSpec, subset []string) []Option {
+	var out []Option
+	for _, o := range all {
+		if len(subset) == 0 || slices.Contains(subset, o.Code) {
+			out = append(out, Option{Code: o.Code, DisplayName: o.DisplayName})
+		}
+	}
+	return out
+}
+
+// toPlan converts a checked plan entry to its public form.
+func (p planSpec) toPlan(name string, providers map[string]providerSpec) Plan {
+	plan := Plan{
+		ID:                   planIDs[name],
+		Name:                 name,
+		DisplayName:          p.DisplayName,
+		Description:          p.Description,
+		Lite:                 p.Lite,
+		Trial:                p.Trial,
+		SharedPool:           p.SharedPool,
+		OnePerGlobalAccount:  p.OnePerGlobalAccount,
+		Lifetime:             time.Duration(p.LifetimeDays) * 24 * time.Hour,
+		AutoScalerMin:        p.AutoScaler.Min,
+		AutoScalerMax:        p.AutoScaler.Max,
+		DefaultAutoScalerMin: p.AutoScaler.DefaultMin,
+		DefaultAutoScalerMax: p.AutoScaler.DefaultMax,
+		DefaultNodeCount:     p.NodeCount,
+		MaxZonesCount:        p.Zones.Max,
+		DefaultZonesCount:    p.Zones.Default,
+		BasicForm:            p.Form == formBasic,
+	}
+	if plan.DisplayName == "" {
+		plan.DisplayName = name
+	}
+	if p.Provider == byPlatformRegion {
+		plan.Providers = append([]string(nil), p.Providers...)
+		return plan
+	}
+	plan.Provider = p.Provider
+	prov := providers[p.Provider]
+	plan.DefaultRegion = firstNonEmpty(p.DefaultRegion, prov.DefaultRegion)
+	plan.DefaultMachineType = firstNonEmpty(p.DefaultMachineType, prov.DefaultMachineType)
+	if p.Trial {
+		// A trial's region follows the platform region; see Catalog.TrialRegion.
+		plan.DefaultRegion = ""
+	}
+	return plan
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,390 @@
+package catalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// The parameter schemas follow KEB's form conventions, read by the BTP cockpit: JSON Schema
+// draft-04, "_show_form_view" to render a form, "_controlsOrder" for the order of the fields
+// and "_enumDisplayName" for the label of each enum value. Validators ignore "_" keywords.
+
+const (
+	draft04 = "http://json-schema.org/draft-04/schema#"
+
+	// namePattern is the runtime name rule; the shoot and the Kyma CR reuse the name.
+	namePattern = "^[a-zA-Z0-9-]*$"
+	// moduleNamePattern is a Kubernetes label value: module names select ModuleTemplates by label.
+	// It matches "" so that an empty name gets only minLength's clearer "must not be empty".
+	moduleNamePattern = "^([a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?)?$"
+	// httpsPattern rejects plain-HTTP OIDC issuers: the API server only trusts HTTPS issuers.
+	httpsPattern = "^https://"
+
+	nameMaxLength = 64
+)
+
+// patternMeanings says in words what each pattern demands, for error messages.
+var patternMeanings = map[string]string{
+	namePattern:       "may contain only letters, digits and hyphens",
+	moduleNamePattern: "must be a module name: letters, digits, '-', '_' and '.', starting and ending with a letter or digit",
+	httpsPattern:      "must be an https:// URL",
+}
+
+// Parameter names, also the keys of ProvisioningParameters' JSON.
+const (
+	paramName           = "name"
+	paramRegion         = "region"
+	paramMachineType    = "machineType"
+	paramAutoScalerMin  = "autoScalerMin"
+	paramAutoScalerMax  = "autoScalerMax"
+	paramNodeCount      = "nodeCount"
+	paramZonesCount     = "zonesCount"
+	paramComponents     = "components"
+	paramKymaVersion    = "kymaVersion"
+	paramModules        = "modules"
+	paramAdministrators = "administrators"
+	paramOIDC           = "oidc"
+)
+
+// Optional components a runtime may get on top of the default ones.
+const (
+	ComponentKiali   = "kiali"
+	ComponentTracing = "tracing"
+)
+
+// Kyma release channels and module custom-resource policies, as the Kyma CR spells them.
+const (
+	ChannelRegular                      = "regular"
+	ChannelFast                         = "fast"
+	CustomResourcePolicyCreateAndDelete = "CreateAndDelete"
+	CustomResourcePolicyIgnore          = "Ignore"
+)
+
+// OIDCSigningAlgs are the JWS algorithms the API server accepts for OIDC tokens.
+var OIDCSigningAlgs = []string{"RS256", "RS384", "RS512", "ES256", "ES384", "ES512", "PS256", "PS384", "PS512"}
+
+// properties accumulates a schema's properties and their display order together, so that
+// _controlsOrder lists exactly the properties by construction.
+type properties struct {
+	order []string
+	props map[string]any
+}
+
+func (p *properties) add(name string, schema map[string]any) {
+	if p.props == nil {
+		p.props = map[string]any{}
+	}
+	p.order = append(p.order, name)
+	p.props[name] = schema
+}
+
+// object returns an object schema over the properties; extra keys are merged in.
+func (p *properties) object(extra map[string]any) map[string]any {
+	s := map[string]any{
+		"type":                 "object",
+		"properties":           p.props,
+		"_controlsOrder":       p.order,
+		"additionalProperties": false,
+	}
+	for k, v := range extra {
+		s[k] = v
+	}
+	return s
+}
+
+// createSchema builds the create-parameters schema of a plan.
+func (c *Catalog) createSchema(e *planEntry) map[string]any {
+	plan := e.plan
+	var p properties
+	p.add(paramName, map[string]any{
+		"type":        "string",
+		"title":       "Cluster Name",
+		"description": "Name of the runtime: letters, digits and hyphens.",
+		"minLength":   1,
+		"maxLength":   nameMaxLength,
+		"pattern":     namePattern,
+	})
+	p.add(paramRegion, c.regionSchema(e))
+	if !plan.BasicForm {
+		offer := e.offers[plan.Provider]
+		p.add(paramMachineType, withDefault(enumSchema("Machine Type",
+			"Type of the worker nodes.", offer.machineTypes), plan.DefaultMachineType))
+		p.add(paramAutoScalerMin, map[string]any{
+			"type":        "integer",
+			"title":       "Minimum nodes",
+			"description": "Fewest worker nodes the autoscaler keeps.",
+			"minimum":     plan.AutoScalerMin,
+			"maximum":     plan.AutoScalerMax,
+			"default":     plan.DefaultAutoScalerMin,
+		})
+		p.add(paramAutoScalerMax, map[string]any{
+			"type":        "integer",
+			"title":       "Maximum nodes",
+			"description": "Most worker nodes the autoscaler may add.",
+			"minimum":     plan.AutoScalerMin,
+			"maximum":     plan.AutoScalerMax,
+			"default":     plan.DefaultAutoScalerMax,
+		})
+		p.add(paramNodeCount, map[string]any{
+			"type":        "integer",
+			"title":       "Node count",
+			"description": "Number of worker nodes to start with.",
+			"minimum":     plan.AutoScalerMin,
+			"maximum":     plan.AutoScalerMax,
+			"default":     plan.DefaultNodeCount,
+		})
+		// A plan with a single zone (lite) has nothing to choose, so no field.
+		if plan.MaxZonesCount > 1 {
+			p.add(paramZonesCount, map[string]any{
+				"type":        "integer",
+				"title":       "Availability zones",
+				"description": "Number of availability zones the worker nodes spread over.",
+				"minimum":     1,
+				"maximum":     plan.MaxZonesCount,
+				"default":     plan.DefaultZonesCount,
+			})
+		}
+		p.add(paramComponents, map[string]any{
+			"type":        "array",
+			"title":       "Optional components",
+			"uniqueItems": true,
+			"items": map[string]any{
+				"type":             "string",
+				"enum":             []string{ComponentKiali, ComponentTracing},
+				"_enumDisplayName": map[string]string{ComponentKiali: "Kiali", ComponentTracing: "Tracing"},
+			},
+		})
+		p.add(paramKymaVersion, map[string]any{
+			"type":        "string",
+			"title":       "Kyma version",
+			"description": "Kyma version to install instead of the default one.",
+			"minLength":   1,
+			"maxLength":   nameMaxLength,
+		})
+	}
+	p.add(paramModules, modulesSchema())
+	p.add(paramAdministrators, map[string]any{
+		"type":        "array",
+		"title":       "Administrators",
+		"description": "E-mail addresses of the users who get cluster-admin rights. Without any, the user who provisions the runtime gets them.",
+		"uniqueItems": true,
+		"items":       map[string]any{"type": "string", "format": "email"},
+	})
+	p.add(paramOIDC, oidcSchema())
+
+	return p.object(map[string]any{
+		"$schema":         draft04,
+		"_show_form_view": true,
+		"required":        []string{paramName},
+	})
+}
+
+// regionSchema offers the plan's regions: trial regions for trial plans, the union over its
+// providers for plans whose provider follows the platform region (narrowed per request by
+// ValidateParameters), else its provider's regions.
+func (c *Catalog) regionSchema(e *planEntry) map[string]any {
+	const title, desc = "Region", "Region of the cluster."
+	switch {
+	case e.plan.Trial:
+		return enumSchema(title, "Region of the trial cluster. Without one, the region follows the platform region.", c.trialRegions)
+	case e.plan.ByPlatformRegion():
+		var all []Option
+		for _, prov := range e.plan.Providers {
+			for _, r := range e.offers[prov].regions {
+				if !hasOption(all, r.Code) {
+					all = append(all, r)
+				}
+			}
+		}
+		return enumSchema(title, desc+" The regions offered depend on the platform region.", all)
+	default:
+		return withDefault(enumSchema(title, desc, e.offers[e.plan.Provider].regions), e.plan.DefaultRegion)
+	}
+}
+
+func enumSchema(title, description string, opts []Option) map[string]any {
+	names := make(map[string]string, len(opts))
+	for _, o := range opts {
+		names[o.Code] = o.DisplayName
+	}
+	return map[string]any{
+		"type":             "string",
+		"title":            title,
+		"description":      description,
+		"enum":             optionCodes(opts),
+		"_enumDisplayName": names,
+	}
+}
+
+func withDefault(s map[string]any, def string) map[string]any {
+	if def != "" {
+		s["default"] = def
+	}
+	return s
+}
+
+// modulesSchema accepts either {default: bool, channel?} or {list: [...], channel?}: the two
+// forms are exclusive, so each branch forbids the other's keys. "list" is required in the custom
+// branch so that {} and {channel} mean the default modules.
+func modulesSchema() map[string]any {
+	channel := func() map[string]any {
+		return map[string]any{
+			"type":             "string",
+			"title":            "Channel",
+			"description":      "Release channel of the modules.",
+			"enum":             []string{ChannelRegular, ChannelFast},
+			"_enumDisplayName": map[string]string{ChannelRegular: "Regular - default version", ChannelFast: "Fast - latest version"},
+		}
+	}
+
+	var def properties
+	def.add("default", map[string]any{
+		"type":        "boolean",
+		"title":       "Use default modules",
+		"description": "true installs the default modules, false installs none.",
+		"default":     true,
+	})
+	def.add("channel", channel())
+
+	var item properties
+	item.add("name", map[string]any{
+		"type":        "string",
+		"title":       "Name",
+		"description": "Technical name of the module, for example btp-operator.",
+		"minLength":   1,
+		"maxLength":   63,
+		"pattern":     moduleNamePattern,
+	})
+	// "" is accepted for channel and policy because forms send it for "not chosen".
+	item.add("channel", map[string]any{
+		"type":             "string",
+		"title":            "Channel",
+		"enum":             []string{"", ChannelRegular, ChannelFast},
+		"_enumDisplayName": map[string]string{"": "", ChannelRegular: "Regular - default version", ChannelFast: "Fast - latest version"},
+	})
+	item.add("customResourcePolicy", map[string]any{
+		"type":  "string",
+		"title": "Custom resource policy",
+		"enum":  []string{"", CustomResourcePolicyCreateAndDelete, CustomResourcePolicyIgnore},
+		"_enumDisplayName": map[string]string{
+			"":                                  "",
+			CustomResourcePolicyCreateAndDelete: "CreateAndDelete - the module's default resource is created and deleted",
+			CustomResourcePolicyIgnore:          "Ignore - the module's default resource is not created",
+		},
+	})
+	item.add("managed", map[string]any{
+		"type":        "boolean",
+		"title":       "Managed",
+		"description": "false leaves the module's resources alone on the cluster.",
+		"default":     true,
+	})
+
+	var custom properties
+	custom.add("channel", channel())
+	custom.add("list", map[string]any{
+		"type":        "array",
+		"title":       "Modules",
+		"description": "Exactly the modules to install; an empty list installs none.",
+		"items":       item.object(map[string]any{"required": []string{"name"}}),
+	})
+
+	return map[string]any{
+		"type":           "object",
+		"title":          "Modules",
+		"description":    "Use the default modules, or list the modules you want.",
+		"_controlsOrder": []string{"default", "channel", "list"},
+		"oneOf": []any{
+			def.object(map[string]any{"title": "Default"}),
+			custom.object(map[string]any{"title": "Custom", "required": []string{"list"}}),
+		},
+	}
+}
+
+func oidcSchema() map[string]any {
+	var p properties
+	p.add("clientID", map[string]any{
+		"type": "string", "title": "Client ID", "minLength": 1,
+		"description": "Client ID of the OpenID Connect client.",
+	})
+	p.add("issuerURL", map[string]any{
+		"type": "string", "title": "Issuer URL", "format": "uri", "pattern": httpsPattern,
+		"description": "URL of the OpenID issuer; only https is accepted.",
+	})
+	p.add("groupsClaim", map[string]any{
+		"type": "string", "title": "Groups claim",
+		"description": "JWT claim holding the user's groups.",
+	})
+	p.add("signingAlgs", map[string]any{
+		"type": "array", "title": "Signing algorithms", "uniqueItems": true,
+		"description": "Accepted signing algorithms.",
+		"items":       map[string]any{"type": "string", "enum": OIDCSigningAlgs},
+	})
+	p.add("usernameClaim", map[string]any{
+		"type": "string", "title": "Username claim",
+		"description": "JWT claim holding the user name.",
+	})
+	p.add("usernamePrefix", map[string]any{
+		"type": "string", "title": "Username prefix",
+		"description": "Prefix added to user names, to tell them from other authenticators' users.",
+	})
+	return p.object(map[string]any{
+		"title":       "OIDC",
+		"description": "OpenID Connect configuration of the cluster's API server.",
+		"required":    []string{"clientID", "issuerURL"},
+	})
+}
+
+// updateSchema is the update-parameters schema: keb updates nothing yet.
+func updateSchema() map[string]any {
+	return map[string]any{
+		"$schema":              draft04,
+		"type":                 "object",
+		"_show_form_view":      false,
+		"_controlsOrder":       []any{},
+		"properties":           map[string]any{},
+		"additionalProperties": false,
+	}
+}
+
+// newSchemaCompiler returns a compiler for draft-04 schemas. Format assertions (email, uri) are
+// on by default for draft-04, and unknown "_" keywords are ignored.
+func newSchemaCompiler() *jsonschema.Compiler {
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft4)
+	c.AssertFormat()
+	return c
+}
+
+// compile marshals the schema document and compiles those very bytes, so the catalog serves
+// exactly what validation enforces.
+func (e *planEntry) compile(c *jsonschema.Compiler, doc map[string]any) error {
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return fmt.Errorf("marshal parameter schema: %w", err)
+	}
+	sch, parsed, err := compileSchema(c, "keb:///plans/"+e.plan.Name+"/create.json", b)
+	if err != nil {
+		return err
+	}
+	e.schemaJSON, e.schemaDoc, e.schema = b, parsed, sch
+	return nil
+}
+
+func compileSchema(c *jsonschema.Compiler, url string, b []byte) (*jsonschema.Schema, map[string]any, error) {
+	parsed, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		return nil, nil, fmt.Errorf("parse schema %s: %w", url, err)
+	}
+	if err := c.AddResource(url, parsed); err != nil {
+		return nil, nil, fmt.Errorf("add schema %s: %w", url, err)
+	}
+	sch, err := c.Compile(url)
+	if err != nil {
+		return nil, nil, fmt.Errorf("compile schema %s: %w", url, err)
+	}
+	doc, _ := parsed.(map[string]any)
+	return sch, doc, nil
+}

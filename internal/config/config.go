@@ -1,0 +1,220 @@
+// Package config reads keb's settings from APP_* environment variables and
+// command-line flags. Every setting is a flag whose default comes from its
+// environment variable, so `keb <cmd> --help` is the configuration reference.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is everything `keb serve` and `keb dev` need.
+type Config struct {
+	Host string
+	Port int
+
+	DatabaseURL             string
+	DatabaseSecretKey       string
+	DatabaseSecretKeysPrior []string
+	MigrateOnStart          bool
+
+	DefaultRequestRegion string
+	EnabledPlans         []string
+	PlansFile            string
+	OperationTimeout     time.Duration
+	RetryAfter           time.Duration
+
+	JWKSURLs        []string
+	PublicKeyFiles  []string
+	Issuer          string
+	Audience        string
+	TrustGateway    bool
+	JWKSRefresh     time.Duration
+	ShutdownTimeout time.Duration
+
+	LogFormat string
+	LogLevel  string
+}
+
+// Defaults are the values used when neither flag nor environment says otherwise.
+var Defaults = Config{
+	Host:                 "0.0.0.0",
+	Port:                 8080,
+	MigrateOnStart:       true,
+	DefaultRequestRegion: "cf-eu10",
+	EnabledPlans:         []string{"azure", "gcp", "azure_lite", "trial", "aws"},
+	OperationTimeout:     24 * time.Hour,
+	RetryAfter:           10 * time.Second,
+	JWKSRefresh:          15 * time.Minute,
+	ShutdownTimeout:      30 * time.Second,
+	LogFormat:            "auto",
+	LogLevel:             "info",
+}
+
+// Binder registers flags whose defaults come from environment variables, and
+// remembers which malformed environment values it met so that Validate can
+// name them instead of silently using a default.
+type Binder struct {
+	fs   *flag.FlagSet
+	errs []error
+}
+
+// NewBinder binds flags on fs.
+func NewBinder(fs *flag.FlagSet) *Binder { return &Binder{fs: fs} }
+
+// Err returns the malformed environment values met while binding.
+func (b *Binder) Err() error { return errors.Join(b.errs...) }
+
+func usage(help, env string) string { return fmt.Sprintf("%s (env %s)", help, env) }
+
+// String binds a string flag.
+func (b *Binder) String(p *string, name, env, def, help string) {
+	if v, ok := os.LookupEnv(env); ok {
+		def = v
+	}
+	b.fs.StringVar(p, name, def, usage(help, env))
+}
+
+// Int binds an int flag.
+func (b *Binder) Int(p *int, name, env string, def int, help string) {
+	if v, ok := os.LookupEnv(env); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			b.errs = append(b.errs, fmt.Errorf("%s=%q: not an integer", env, v))
+		} else {
+			def = n
+		}
+	}
+	b.fs.IntVar(p, name, def, usage(help, env))
+}
+
+// Bool binds a bool flag.
+func (b *Binder) Bool(p *bool, name, env string, def bool, help string) {
+	if v, ok := os.LookupEnv(env); ok {
+		x, err := strconv.ParseBool(v)
+		if err != nil {
+			b.errs = append(b.errs, fmt.Errorf("%s=%q: not a boolean", env, v))
+		} else {
+			def = x
+		}
+	}
+	b.fs.BoolVar(p, name, def, usage(help, env))
+}
+
+// Duration binds a duration flag (Go syntax: 90s, 15m, 24h).
+func (b *Binder) Duration(p *time.Duration, name, env string, def time.Duration, help string) {
+	if v, ok := os.LookupEnv(env); ok {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			b.errs = append(b.errs, fmt.Errorf("%s=%q: not a duration (use e.g. 90s, 15m, 24h)", env, v))
+		} else {
+			def = d
+		}
+	}
+	b.fs.DurationVar(p, name, def, usage(help, env))
+}
+
+// List binds a comma-separated list flag.
+func (b *Binder) List(p *[]string, name, env string, def []string, help string) {
+	if v, ok := os.LookupEnv(env); ok {
+		def = splitList(v)
+	}
+	*p = def
+	b.fs.Func(name, usage(help+fmt.Sprintf(" (comma-separated; default %q)", strings.Join(def, ",")), env), func(s string) error {
+		*p = splitList(s)
+		return nil
+	})
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}
+
+// BindDatabase binds the database URL. APP_DATABASE_URL wins; the common
+// DATABASE_URL is honoured when it is absent.
+func (c *Config) BindDatabase(b *Binder) {
+	def := os.Getenv("DATABASE_URL")
+	b.String(&c.DatabaseURL, "database-url", "APP_DATABASE_URL", def,
+		"PostgreSQL URL, e.g. postgres://keb@localhost:5432/keb (DATABASE_URL is used when unset)")
+}
+
+// BindServe binds every setting of the broker server.
+func (c *Config) BindServe(b *Binder) {
+	d := Defaults
+	b.String(&c.Host, "host", "APP_HOST", d.Host, "address to listen on")
+	b.Int(&c.Port, "port", "APP_PORT", d.Port, "HTTP port")
+	c.BindDatabase(b)
+	c.BindBroker(b)
+	b.String(&c.DatabaseSecretKey, "database-secret-key", "APP_DATABASE_SECRET_KEY", "",
+		"32-byte key (raw or base64) sealing secrets at rest with AES-GCM")
+	b.List(&c.DatabaseSecretKeysPrior, "database-secret-keys-previous", "APP_DATABASE_SECRET_KEYS_PREVIOUS", nil,
+		"earlier secret keys, still accepted for reading after a rotation")
+	b.Bool(&c.MigrateOnStart, "migrate", "APP_DATABASE_MIGRATE", d.MigrateOnStart,
+		"apply database migrations at start")
+	b.List(&c.JWKSURLs, "auth-jwks-urls", "APP_AUTH_JWKS_URLS", nil, "JWKS URLs of trusted token issuers")
+	b.List(&c.PublicKeyFiles, "auth-public-key-files", "APP_AUTH_PUBLIC_KEY_FILES", nil,
+		"PEM files with public keys of trusted token issuers")
+	b.String(&c.Issuer, "auth-issuer", "APP_AUTH_ISSUER", "", "required token issuer (iss); empty accepts any")
+	b.String(&c.Audience, "auth-audience", "APP_AUTH_AUDIENCE", "", "required token audience (aud); empty accepts any")
+	b.Bool(&c.TrustGateway, "auth-trust-gateway", "APP_AUTH_TRUST_GATEWAY", false,
+		"trust an upstream gateway that already verified tokens: signatures are NOT checked (scopes and expiry are)")
+	b.Duration(&c.JWKSRefresh, "auth-jwks-refresh", "APP_AUTH_JWKS_REFRESH", d.JWKSRefresh, "how often JWKS are re-fetched")
+	c.BindCommon(b)
+}
+
+// BindBroker binds the OSB behaviour shared by `serve` and `dev`.
+func (c *Config) BindBroker(b *Binder) {
+	d := Defaults
+	b.String(&c.DefaultRequestRegion, "default-request-region", "APP_BROKER_DEFAULT_REQUEST_REGION", d.DefaultRequestRegion,
+		"platform region of requests to /oauth/v2/... (without a region segment)")
+	b.List(&c.EnabledPlans, "enabled-plans", "APP_BROKER_ENABLED_PLANS", d.EnabledPlans, "plans offered in the catalog")
+	b.String(&c.PlansFile, "plans-file", "APP_BROKER_PLANS_FILE", "",
+		"plans/providers YAML replacing the embedded resources/plans.yaml")
+	b.Duration(&c.OperationTimeout, "operation-timeout", "APP_BROKER_OPERATION_TIMEOUT", d.OperationTimeout,
+		"how long an operation may run before it fails")
+	b.Duration(&c.RetryAfter, "retry-after", "APP_BROKER_RETRY_AFTER", d.RetryAfter,
+		"Retry-After sent with last_operation while an operation is in progress")
+}
+
+// BindCommon binds logging and shutdown settings.
+func (c *Config) BindCommon(b *Binder) {
+	d := Defaults
+	b.Duration(&c.ShutdownTimeout, "shutdown-timeout", "APP_SHUTDOWN_TIMEOUT", d.ShutdownTimeout,
+		"how long to drain requests on SIGTERM")
+	b.String(&c.LogFormat, "log-format", "APP_LOG_FORMAT", d.LogFormat, "auto (text on a terminal, else JSON), json or text")
+	b.String(&c.LogLevel, "log-level", "APP_LOG_LEVEL", d.LogLevel, "debug, info, warn or error")
+}
+
+// Validate checks what flags alone cannot.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Port < 0 || c.Port > 65535 {
+		errs = append(errs, fmt.Errorf("port %d is out of range", c.Port))
+	}
+	if c.DatabaseURL == "" {
+		errs = append(errs, errors.New("no database: set APP_DATABASE_URL (or DATABASE_URL)"))
+	}
+	if len(c.EnabledPlans) == 0 {
+		errs = append(errs, errors.New("APP_BROKER_ENABLED_PLANS is empty: enable at least one plan"))
+	}
+	if c.OperationTimeout <= 0 {
+		errs = append(errs, errors.New("APP_BROKER_OPERATION_TIMEOUT must be positive"))
+	}
+	switch c.LogFormat {
+	case "auto", "json", "text":
+	default:
+		errs = append(errs, fmt.Errorf("APP_LOG_FORMAT=%q: use auto, json or text", c.LogFormat))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,154 @@
+// Package devstack is `keb dev`: the whole broker on one machine with no prior
+// set-up. It starts PostgreSQL from the machine's server binaries (data kept
+// under the dev directory), creates a dev signing key and client, and serves
+// the broker plus a dev-only token endpoint.
+package devstack
+
+import (
+	"context"
+	"crypto"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/sirupsen/logrus"
+
+	"github.com/kyma-keb/keb/internal/app"
+	"github.com/kyma-keb/keb/internal/auth"
+	"github.com/kyma-keb/keb/internal/config"
+	"github.com/kyma-keb/keb/internal/pgserver"
+)
+
+// Issuer and Audience are the claims of dev tokens; `keb dev` demands them.
+const (
+	Issuer   = "keb-dev"
+	Audience = "keb"
+)
+
+// databaseName is the dev database inside the dev cluster.
+const databaseName = "keb"
+
+// Options configure `keb dev`.
+type Options struct {
+	Dir    string // dev state: pgdata, signing key, client, secret key
+	Config config.Config
+	Out    io.Writer // where the start banner goes
+}
+
+// Run starts the dev stack and serves until ctx is done.
+func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
+	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
+		return fmt.Errorf("creating dev directory: %w", err)
+	}
+	cfg := opts.Config
+	if cfg.DatabaseURL == "" {
+		srv, err := pgserver.Start(ctx, pgserver.Options{DataDir: filepath.Join(opts.Dir, "pgdata"), Log: log})
+		if err != nil {
+			return fmt.Errorf("starting dev PostgreSQL: %w", err)
+		}
+		defer func() {
+			if err := srv.Stop(context.Background()); err != nil {
+				log.WithError(err).Warn("stopping dev PostgreSQL")
+			}
+		}()
+		if cfg.DatabaseURL, err = ensureDatabase(ctx, srv.URL, databaseName); err != nil {
+			return err
+		}
+	}
+	if cfg.DatabaseSecretKey == "" {
+		key, err := loadOrCreateSecretKey(filepath.Join(opts.Dir, "secret-key"))
+		if err != nil {
+			return err
+		}
+		cfg.DatabaseSecretKey = key
+	}
+	devKey, err := auth.LoadOrCreateDevKey(opts.Dir)
+	if err != nil {
+		return fmt.Errorf("loading dev signing key: %w", err)
+	}
+	client, err := auth.LoadOrCreateDevClient(opts.Dir)
+	if err != nil {
+		return fmt.Errorf("loading dev client: %w", err)
+	}
+	cfg.Issuer, cfg.Audience = Issuer, Audience
+
+	a, err := app.New(ctx, cfg, log, &app.DevOptions{
+		PublicKeys: []crypto.PublicKey{devKey.Public()},
+		TokenIssue: auth.DevTokenHandler(devKey, client, Issuer, Audience),
+	})
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port)))
+	if err != nil {
+		return fmt.Errorf("listening: %w", err)
+	}
+	printBanner(opts.Out, "http://"+ln.Addr().String(), client, cfg.DatabaseURL)
+	return a.Serve(ctx, ln)
+}
+
+// ensureDatabase creates the dev database if it is missing and returns its URL.
+func ensureDatabase(ctx context.Context, adminURL, name string) (string, error) {
+	conn, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return "", fmt.Errorf("connecting to dev PostgreSQL: %w", err)
+	}
+	defer conn.Close(ctx)
+	var exists bool
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil {
+		return "", fmt.Errorf("looking up dev database: %w", err)
+	}
+	if !exists {
+		if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+			return "", fmt.Errorf("creating dev database: %w", err)
+		}
+	}
+	u, err := url.Parse(adminURL)
+	if err != nil {
+		return "", fmt.Errorf("parsing dev PostgreSQL URL: %w", err)
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
+// loadOrCreateSecretKey keeps the dev AES key in a file so that credentials
+// sealed in one run still open in the next.
+func loadOrCreateSecretKey(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		return strings.TrimSpace(string(b)), nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("reading dev secret key: %w", err)
+	}
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return "", fmt.Errorf("generating dev secret key: %w", err)
+	}
+	key := base64.StdEncoding.EncodeToString(raw)
+	if err := os.WriteFile(path, []byte(key+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("writing dev secret key: %w", err)
+	}
+	return key, nil
+}
+
+func printBanner(out io.Writer, baseURL string, client auth.DevClient, dbURL string) {
+	fmt.Fprintf(out, `
+keb dev is serving the broker at %[1]s
+  database:        %[4]s
+  dev OAuth2 client (dev only): client_id=%[2]s client_secret=%[3]s
+  get a token:     curl -s -X POST %[1]s/oauth2/token -u '%[2]s:%[3]s' -F grant_type=client_credentials -F 'scope=broker:write cld:read'
+             or:   go run ./cmd/keb token --scope "broker:write cld:read"
+  catalog:         curl -s %[1]s/oauth/v2/catalog -H 'X-Broker-API-Version: 2.17' -H "Authorization: Bearer $TOKEN"
+
+`, baseURL, client.ID, client.Secret, dbURL)
+}

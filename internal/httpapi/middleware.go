@@ -1,0 +1,161 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/gorilla/mux"
+	"github.com/sirupsen/logrus"
+
+	"github.com/kyma-keb/keb/internal/broker"
+	"github.com/kyma-keb/keb/internal/logging"
+)
+
+const (
+	headerRequestID       = "X-Request-Id"
+	headerRequestIdentity = "X-Broker-API-Request-Identity"
+	headerAPIVersion      = "X-Broker-API-Version"
+)
+
+// requestContext gives every request an ID (the caller's X-Request-Id or a
+// new one) and a logger carrying it, and echoes OSB's request identity on
+// every answer, including those keb writes before brokerapi runs.
+func requestContext(log logrus.FieldLogger) mux.MiddlewareFunc {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			id := req.Header.Get(headerRequestID)
+			if id == "" || len(id) > 128 {
+				id = uuid.NewString()
+			}
+			w.Header().Set(headerRequestID, id)
+			if ident := req.Header.Get(headerRequestIdentity); ident != "" {
+				w.Header().Set(headerRequestIdentity, ident)
+			}
+			fields := logrus.Fields{"request_id": id}
+			if ident := req.Header.Get(headerRequestIdentity); ident != "" {
+				fields["request_identity"] = ident
+			}
+			ctx := logging.WithLogger(req.Context(), log.WithFields(fields))
+			next.ServeHTTP(w, req.WithContext(ctx))
+		})
+	}
+}
+
+// statusRecorder remembers the status code for logs and metrics.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusRecorder) code() int {
+	if s.status == 0 {
+		return http.StatusOK
+	}
+	return s.status
+}
+
+func routeOf(req *http.Request) string {
+	if r := mux.CurrentRoute(req); r != nil {
+		if t, err := r.GetPathTemplate(); err == nil {
+			return t
+		}
+	}
+	return "unmatched"
+}
+
+// accessLog writes one line per request; probes are logged at debug level so
+// they don't drown the log.
+func accessLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, req)
+		entry := logging.FromContext(req.Context(), logrus.StandardLogger()).WithFields(logrus.Fields{
+			"method": req.Method, "route": routeOf(req), "path": req.URL.Path,
+			"status": rec.code(), "duration_ms": time.Since(start).Milliseconds(),
+		})
+		switch route := routeOf(req); {
+		case route == "/healthz" || route == "/readyz" || route == "/metrics":
+			entry.Debug("request")
+		case rec.code() >= 500:
+			entry.Error("request")
+		default:
+			entry.Info("request")
+		}
+	})
+}
+
+// checkAPIVersion answers 412 for a missing or non-2.x X-Broker-API-Version
+// with an OSB error body. brokerapi checks too, but its body lacks the
+// "error" field.
+func checkAPIVersion(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		v := req.Header.Get(headerAPIVersion)
+		var major, minor int
+		if n, err := fmt.Sscanf(v, "%d.%d", &major, &minor); v == "" || err != nil || n != 2 || major != 2 {
+			writeError(w, http.StatusPreconditionFailed, "PreconditionFailed",
+				fmt.Sprintf("header %s must be 2.x (got %q); keb implements OSB API 2.17", headerAPIVersion, v))
+			return
+		}
+		next.ServeHTTP(w, req)
+	})
+}
+
+// hintWriter sets Retry-After from the broker's hints just before the status
+// line goes out.
+type hintWriter struct {
+	http.ResponseWriter
+	hints *broker.Hints
+}
+
+func (h *hintWriter) WriteHeader(code int) {
+	if h.hints.RetryAfter > 0 && code == http.StatusOK {
+		secs := int(h.hints.RetryAfter.Round(time.Second) / time.Second)
+		h.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+	}
+	h.ResponseWriter.WriteHeader(code)
+}
+
+func withResponseHints(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		ctx, hints := broker.ContextWithHints(req.Context())
+		next.ServeHTTP(&hintWriter{ResponseWriter: w, hints: hints}, req.WithContext(ctx))
+	})
+}
+
+// writeError writes an OSB error body.
+func writeError(w http.ResponseWriter, status int, key, description string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": key, "description": description})
+}
+
+func notFound(w http.ResponseWriter, req *http.Request) {
+	writeError(w, http.StatusNotFound, "NotFound", fmt.Sprintf("no route for %s %s", req.Method, req.URL.Path))
+}
+
+func methodNotAllowed(w http.ResponseWriter, req *http.Request) {
+	writeError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", fmt.Sprintf("%s is not allowed on %s", req.Method, req.URL.Path))
+}
+
+func notYetServed(w http.ResponseWriter, req *http.Request) {
+	writeError(w, http.StatusNotImplemented, "NotImplemented", fmt.Sprintf("%s is not served by this version of keb", req.URL.Path))
+}

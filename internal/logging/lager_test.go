@@ -1,0 +1,43 @@
+package logging
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"code.cloudfoundry.org/lager/v3"
+	"github.com/pivotal-cf/brokerapi/v10/domain"
+)
+
+func TestLagerSinkRedactsCredentials(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	log, err := New(&buf, "json", "debug")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := NewLager("brokerapi", log)
+	details := domain.ProvisionDetails{
+		ServiceID:  "svc",
+		RawContext: json.RawMessage(`{"globalaccount_id":"ga","sm_operator_credentials":{"clientid":"id","clientsecret":"s3cr3t-value"}}`),
+	}
+	l.Session("provision").Error("provision-failed", errors.New("boom"), lager.Data{"instance-details": details})
+
+	out := buf.String()
+	if strings.Contains(out, "s3cr3t-value") {
+		t.Fatalf("secret leaked into log: %s", out)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &rec); err != nil {
+		t.Fatalf("log line is not JSON: %v: %s", err, out)
+	}
+	if rec["level"] != "warning" || rec["msg"] != "brokerapi.provision.provision-failed" || rec["error"] != "boom" {
+		t.Fatalf("unexpected record: %v", rec)
+	}
+	ctx := rec["instance-details"].(map[string]any)["context"].(map[string]any)
+	if ctx["globalaccount_id"] != "ga" || ctx["sm_operator_credentials"] != "[REDACTED]" {
+		t.Fatalf("context not kept/redacted as expected: %v", ctx)
+	}
+}

@@ -1,0 +1,30 @@
+// Package storage keeps keb's durable state in PostgreSQL: instances, their
+// operations, and the schema migrations that shape them. It knows nothing of
+// HTTP or Kubernetes.
+package storage
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Open connects a pgx pool to databaseURL and checks it with a ping, because
+// pgxpool connects lazily and would otherwise report a bad URL only on first use.
+func Open(ctx context.Context, databaseURL string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("parsing database URL: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating database pool: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connecting to database %s@%s:%d/%s: %w",
+			cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database, err)
+	}
+	return pool, nil
+}

@@ -1,0 +1,65 @@
+package storage
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Operation types.
+const (
+	OperationTypeProvision   = "provision"
+	OperationTypeDeprovision = "deprovision"
+	OperationTypeUpdate      = "update"
+)
+
+// Operation states, in OSB's words so last_operation needs no mapping.
+const (
+	StateInProgress = "in progress"
+	StateSucceeded  = "succeeded"
+	StateFailed     = "failed"
+)
+
+// Instance is a service instance as the platform asked for it.
+type Instance struct {
+	InstanceID      string          `db:"instance_id"`
+	RuntimeID       string          `db:"runtime_id"`
+	GlobalAccountID string          `db:"global_account_id"`
+	SubAccountID    string          `db:"subaccount_id"`
+	UserID          string          `db:"user_id"`
+	ServiceID       string          `db:"service_id"`
+	PlanID          string          `db:"plan_id"`
+	PlanName        string          `db:"plan_name"`
+	PlatformRegion  string          `db:"platform_region"`
+	Provider        string          `db:"provider"`
+	ProviderRegion  string          `db:"provider_region"`
+	Parameters      json.RawMessage `db:"parameters"`
+	Context         json.RawMessage `db:"context"`
+	// Credentials is the plaintext sm_operator_credentials JSON. It is sealed
+	// on the way into the database and opened on the way out; nil when the
+	// request carried none.
+	Credentials  []byte     `db:"-"`
+	DashboardURL string     `db:"dashboard_url"`
+	CreatedAt    time.Time  `db:"created_at"`
+	UpdatedAt    time.Time  `db:"updated_at"`
+	DeletedAt    *time.Time `db:"deleted_at"`
+}
+
+// Operation is one provisioning, deprovisioning or update of an instance.
+type Operation struct {
+	ID             string          `db:"operation_id"`
+	InstanceID     string          `db:"instance_id"`
+	Type           string          `db:"type"`
+	State          string          `db:"state"`
+	Description    string          `db:"description"`
+	Stage          string          `db:"stage"`
+	FinishedStages []string        `db:"finished_stages"`
+	ErrorMessage   string          `db:"error_message"`
+	Deadline       time.Time       `db:"deadline"`
+	Data           json.RawMessage `db:"data"`
+	CreatedAt      time.Time       `db:"created_at"`
+	UpdatedAt      time.Time       `db:"updated_at"`
+	FinishedAt     *time.Time      `db:"finished_at"`
+}
+
+// InProgress reports whether the operation has not finished yet.
+func (o Operation) InProgress() bool { return o.State == StateInProgress }

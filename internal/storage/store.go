@@ -1,0 +1,190 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Enqueuer puts an accepted operation on the work queue inside the
+// transaction that writes the operation, so that neither exists without the
+// other.
+type Enqueuer interface {
+	EnqueueTx(ctx context.Context, tx pgx.Tx, op Operation) error
+}
+
+// Store reads and writes instances and operations.
+type Store struct {
+	pool     *pgxpool.Pool
+	cipher   *Cipher
+	enqueuer Enqueuer
+}
+
+// NewStore returns a Store over pool. enqueuer may be nil while no engine
+// drains the queue; accepted operations then wait in the database.
+func NewStore(pool *pgxpool.Pool, cipher *Cipher, enqueuer Enqueuer) *Store {
+	return &Store{pool: pool, cipher: cipher, enqueuer: enqueuer}
+}
+
+// Pool exposes the pool for health checks and for packages that join the
+// store's transactions.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+const instanceColumns = `instance_id, runtime_id, global_account_id, subaccount_id, user_id, service_id,
+	plan_id, plan_name, platform_region, provider, provider_region, parameters, context,
+	encrypted_credentials, dashboard_url, created_at, updated_at, deleted_at`
+
+const operationColumns = `operation_id, instance_id, type, state, description, stage, finished_stages,
+	error_message, deadline, data, created_at, updated_at, finished_at`
+
+// instanceRow is an Instance as stored, with credentials still sealed.
+type instanceRow struct {
+	Instance
+	EncryptedCredentials *string `db:"encrypted_credentials"`
+}
+
+func (s *Store) open(row instanceRow) (Instance, error) {
+	inst := row.Instance
+	if row.EncryptedCredentials != nil {
+		plain, err := s.cipher.Open(*row.EncryptedCredentials, inst.InstanceID)
+		if err != nil {
+			return Instance{}, fmt.Errorf("opening credentials of instance %s: %w", inst.InstanceID, err)
+		}
+		inst.Credentials = plain
+	}
+	return inst, nil
+}
+
+// CreateProvisioning writes a new instance, its provisioning operation and
+// the operation's queue entry in one transaction. It returns ErrAlreadyExists
+// when the instance ID is taken and ErrTrialExists when the global account
+// already holds a trial.
+func (s *Store) CreateProvisioning(ctx context.Context, inst Instance, op Operation) error {
+	var sealed *string
+	if inst.Credentials != nil {
+		v, err := s.cipher.Seal(inst.Credentials, inst.InstanceID)
+		if err != nil {
+			return fmt.Errorf("sealing credentials: %w", err)
+		}
+		sealed = &v
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO instances (instance_id, runtime_id, global_account_id, subaccount_id,
+			user_id, service_id, plan_id, plan_name, platform_region, provider, provider_region, parameters,
+			context, encrypted_credentials)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+			inst.InstanceID, inst.RuntimeID, inst.GlobalAccountID, inst.SubAccountID, inst.UserID, inst.ServiceID,
+			inst.PlanID, inst.PlanName, inst.PlatformRegion, inst.Provider, inst.ProviderRegion,
+			jsonOrEmpty(inst.Parameters), jsonOrEmpty(inst.Context), sealed)
+		if err != nil {
+			return fmt.Errorf("inserting instance: %w", interpretError(err))
+		}
+		return s.insertOperation(ctx, tx, op)
+	})
+	return interpretError(err)
+}
+
+func (s *Store) insertOperation(ctx context.Context, tx pgx.Tx, op Operation) error {
+	_, err := tx.Exec(ctx, `INSERT INTO operations (operation_id, instance_id, type, state, description, stage, deadline, data)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		op.ID, op.InstanceID, op.Type, op.State, op.Description, op.Stage, op.Deadline, jsonOrEmpty(op.Data))
+	if err != nil {
+		return fmt.Errorf("inserting operation: %w", interpretError(err))
+	}
+	if s.enqueuer != nil {
+		if err := s.enqueuer.EnqueueTx(ctx, tx, op); err != nil {
+			return fmt.Errorf("enqueueing operation %s: %w", op.ID, err)
+		}
+	}
+	return nil
+}
+
+// Instance returns the instance with that ID, deleted ones included.
+func (s *Store) Instance(ctx context.Context, instanceID string) (Instance, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT `+instanceColumns+` FROM instances WHERE instance_id = $1`, instanceID)
+	row, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[instanceRow])
+	if err != nil {
+		return Instance{}, interpretError(err)
+	}
+	return s.open(row)
+}
+
+// LastOperation returns the newest operation of an instance.
+func (s *Store) LastOperation(ctx context.Context, instanceID string) (Operation, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT `+operationColumns+` FROM operations
+		WHERE instance_id = $1 ORDER BY created_at DESC, operation_id DESC LIMIT 1`, instanceID)
+	op, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Operation])
+	return op, interpretError(err)
+}
+
+// Operation returns one operation of an instance.
+func (s *Store) Operation(ctx context.Context, instanceID, operationID string) (Operation, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT `+operationColumns+` FROM operations
+		WHERE instance_id = $1 AND operation_id = $2`, instanceID, operationID)
+	op, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Operation])
+	return op, interpretError(err)
+}
+
+// haltedByDeprovisioning is what a provisioning stopped by a DELETE says.
+const haltedByDeprovisioning = "Provisioning halted: the platform requested deprovisioning"
+
+// CreateDeprovisioning accepts a deprovisioning of an instance in one
+// transaction. A deprovisioning already in progress is returned as it is
+// (created false), so a re-sent DELETE gets the same operation. A provisioning
+// in progress is halted: the engine sees its state change at its next step
+// boundary. It returns ErrNotFound for an unknown or deleted instance and
+// ErrOperationInProgress while an update runs.
+func (s *Store) CreateDeprovisioning(ctx context.Context, op Operation) (Operation, bool, error) {
+	var result Operation
+	created := false
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var deleted bool
+		err := tx.QueryRow(ctx, `SELECT deleted_at IS NOT NULL FROM instances WHERE instance_id = $1 FOR UPDATE`,
+			op.InstanceID).Scan(&deleted)
+		if err != nil {
+			return interpretError(err)
+		}
+		if deleted {
+			return ErrNotFound
+		}
+		rows, _ := tx.Query(ctx, `SELECT `+operationColumns+` FROM operations
+			WHERE instance_id = $1 AND state = $2`, op.InstanceID, StateInProgress)
+		active, err := pgx.CollectRows(rows, pgx.RowToStructByName[Operation])
+		if err != nil {
+			return fmt.Errorf("reading active operations: %w", err)
+		}
+		for _, a := range active {
+			switch a.Type {
+			case OperationTypeDeprovision:
+				result = a
+				return nil
+			case OperationTypeUpdate:
+				return ErrOperationInProgress
+			case OperationTypeProvision:
+				if _, err := tx.Exec(ctx, `UPDATE operations SET state = $2, description = $3, error_message = $3,
+					updated_at = now(), finished_at = now() WHERE operation_id = $1`,
+					a.ID, StateFailed, haltedByDeprovisioning); err != nil {
+					return fmt.Errorf("halting provisioning %s: %w", a.ID, err)
+				}
+			}
+		}
+		if err := s.insertOperation(ctx, tx, op); err != nil {
+			return err
+		}
+		result, created = op, true
+		return nil
+	})
+	if err != nil {
+		return Operation{}, false, interpretError(err)
+	}
+	return result, created, nil
+}
+
+func jsonOrEmpty(b []byte) []byte {
+	if len(b) == 0 {
+		return []byte("{}")
+	}
+	return b
+}

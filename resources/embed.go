@@ -1,0 +1,14 @@
+// Package resources holds the files keb ships inside its binary.
+package resources
+
+import "embed"
+
+// PlansFile is the name, inside FS, of the default plans file: hyperscaler regions, machine
+// types and plan defaults read by internal/catalog.
+const PlansFile = "plans.yaml"
+
+// FS holds the embedded resources. Files are listed by name, not by directory, so that a file
+// dropped into resources/ is only shipped once someone decides it should be.
+//
+//go:embed plans.yaml
+var FS embed.FS
