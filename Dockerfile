@@ -1,0 +1,15 @@
+# Multi-stage build: a static keb binary on a minimal base, run as non-root.
+FROM golang:1.26 AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+ARG VERSION=dev
+RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/keb ./cmd/keb
+
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/keb /usr/local/bin/keb
+USER 65532:65532
+EXPOSE 8080
+ENTRYPOINT ["/usr/local/bin/keb"]
+CMD ["serve"]
