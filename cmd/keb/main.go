@@ -83,7 +83,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // usage lists every command with every flag and its environment variable.
 func usage(w io.Writer) {
-	fmt.Fprintf(w, "keb %s: Kyma Environment Broker, an Open Service Broker for Kyma runtimes.\n\nUsage: keb <command> [flags]\n\nCommands:\n", version)
+	fmt.Fprintf(w, "keb (version %s): the Kyma Environment Broker, an Open Service Broker for Kyma runtimes.\n\nUsage: keb <command> [flags]\n\nCommands:\n", version)
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}

@@ -43,11 +43,9 @@ func (b *Broker) Provision(ctx context.Context, instanceID string, details domai
 	if err != nil {
 		return domain.ProvisionedServiceSpec{}, errBadRequest(err)
 	}
-	provider := plan.Provider
-	if provider == "" {
-		if provider, err = catalog.ProviderForPlatformRegion(region); err != nil {
-			return domain.ProvisionedServiceSpec{}, errBadRequest(err)
-		}
+	resolved, err := b.catalog.Resolve(plan.ID, region, params)
+	if err != nil {
+		return domain.ProvisionedServiceSpec{}, errBadRequest(err)
 	}
 	storedContext, err := contextWithoutCredentials(details.RawContext)
 	if err != nil {
@@ -62,12 +60,10 @@ func (b *Broker) Provision(ctx context.Context, instanceID string, details domai
 		PlanID:          plan.ID,
 		PlanName:        plan.Name,
 		PlatformRegion:  region,
-		Provider:        provider,
+		Provider:        resolved.Provider,
+		ProviderRegion:  resolved.ProviderRegion,
 		Parameters:      normalizedParameters(details.RawParameters),
 		Context:         storedContext,
-	}
-	if params.Region != nil {
-		inst.ProviderRegion = *params.Region
 	}
 	if pctx.SMOperatorCredentials != nil {
 		if inst.Credentials, err = json.Marshal(pctx.SMOperatorCredentials); err != nil {

@@ -208,6 +208,10 @@ func (f *plansFile) checkPlan(fc *fileChecker, name string, p planSpec) {
 	}
 
 	if p.Provider == byPlatformRegion {
+		if p.Trial {
+			// Trial regions map to one provider's regions; see providers.*.trialRegions.
+			fc.addf("%s: a trial plan needs a fixed provider", path)
+		}
 		if len(p.Providers) == 0 {
 			fc.addf("%s.providers: a plan with provider %s must list the providers it may run on", path, byPlatformRegion)
 		}
@@ -233,13 +237,14 @@ func (f *plansFile) checkPlan(fc *fileChecker, name string, p planSpec) {
 			if p.DefaultRegion != "" && !offered(p.Regions, prov.Regions, p.DefaultRegion) {
 				fc.addf("%s.defaultRegion: %q is not offered by the plan", path, p.DefaultRegion)
 			}
-			if p.DefaultRegion == "" && !offered(p.Regions, prov.Regions, prov.DefaultRegion) {
+			// Without its own default, a plan narrowing the regions must keep the provider's.
+			if p.DefaultRegion == "" && len(p.Regions) > 0 && !slices.Contains(p.Regions, prov.DefaultRegion) {
 				fc.addf("%s.defaultRegion: needed, the provider's default %q is not among the plan's regions", path, prov.DefaultRegion)
 			}
 			if p.DefaultMachineType != "" && !offered(p.MachineTypes, prov.MachineTypes, p.DefaultMachineType) {
 				fc.addf("%s.defaultMachineType: %q is not offered by the plan", path, p.DefaultMachineType)
 			}
-			if p.DefaultMachineType == "" && !offered(p.MachineTypes, prov.MachineTypes, prov.DefaultMachineType) {
+			if p.DefaultMachineType == "" && len(p.MachineTypes) > 0 && !slices.Contains(p.MachineTypes, prov.DefaultMachineType) {
 				fc.addf("%s.defaultMachineType: needed, the provider's default %q is not among the plan's machine types", path, prov.DefaultMachineType)
 			}
 			if p.Trial {

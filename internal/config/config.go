@@ -125,7 +125,11 @@ func (b *Binder) List(p *[]string, name, env string, def []string, help string) 
 		def = splitList(v)
 	}
 	*p = def
-	b.fs.Func(name, usage(help+fmt.Sprintf(" (comma-separated; default %q)", strings.Join(def, ",")), env), func(s string) error {
+	help += " (comma-separated"
+	if len(def) > 0 {
+		help += fmt.Sprintf("; default %q", strings.Join(def, ","))
+	}
+	b.fs.Func(name, usage(help+")", env), func(s string) error {
 		*p = splitList(s)
 		return nil
 	})

@@ -30,7 +30,8 @@ type Options struct {
 	DataDir string
 	// Port is the TCP port on 127.0.0.1; 0 picks a free one. A persistent
 	// DataDir remembers the port it got so restarts keep the same URL, unless
-	// that port has been taken meanwhile.
+	// that port has been taken meanwhile. A server already running in
+	// DataDir keeps its port.
 	Port int
 	// Throwaway turns off crash safety (fsync, synchronous_commit,
 	// full_page_writes) for clusters deleted after use, i.e. tests. Never
@@ -96,6 +97,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	if srv, err := reuseRunning(ctx, r, dataDir); srv != nil || err != nil {
+		if srv != nil && opts.Port != 0 && srv.Port != opts.Port {
+			// Restarting someone else's server to move it would pull the
+			// database out from under them.
+			log.Warnf("PostgreSQL already runs in the data directory on port %d, not the requested %d; using it", srv.Port, opts.Port)
+		}
 		return srv, err
 	}
 	if err := writeConfig(r, dataDir, opts.Throwaway); err != nil {
@@ -236,7 +242,9 @@ func pgCtlStart(ctx context.Context, r *runner, dataDir string, port int) error 
 		return nil
 	}
 	logTail := lastLines(readFrom(logPath, before), 30)
-	lockConflict := strings.Contains(logTail, `lock file "postmaster.pid" already exists`)
+	// "lock file ... already exists", "... is empty" (caught mid-write) or
+	// "could not create lock file ...": another postmaster got there first.
+	lockConflict := strings.Contains(logTail, `lock file "`+pidFileName+`"`)
 	if !lockConflict {
 		// pg_ctl gave up (timeout, cancelled ctx) but the postmaster may still
 		// be coming up; nobody would ever stop it.

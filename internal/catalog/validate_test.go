@@ -1,0 +1,311 @@
+package catalog
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestValidateParameters(t *testing.T) {
+	t.Parallel()
+	c := defaultCatalog(t)
+
+	tests := []struct {
+		name           string
+		planID         string
+		platformRegion string
+		raw            string
+		// wantFields are the offending fields, in order; nil means valid.
+		wantFields []string
+		// wantInError are substrings of Error().
+		wantInError []string
+		check       func(t *testing.T, p ProvisioningParameters)
+	}{
+		{name: "minimal", raw: `{"name":"x"}`, check: func(t *testing.T, p ProvisioningParameters) {
+			if p.Name != "x" || p.Region != nil || p.AutoScalerMin != nil || p.Modules != nil {
+				t.Errorf("params = %+v, want only the name", p)
+			}
+		}},
+		{name: "nil raw requires name", raw: "", wantFields: []string{"name"}, wantInError: []string{"invalid parameters: name is required"}},
+		{name: "empty object requires name", raw: `{}`, wantFields: []string{"name"}},
+		{name: "null requires name", raw: `null`, wantFields: []string{"name"}},
+		{name: "not an object", raw: `["x"]`, wantFields: []string{""}, wantInError: []string{"must be an object"}},
+		{name: "malformed JSON", raw: `{"name":`, wantFields: []string{""}, wantInError: []string{"valid JSON"}},
+		{name: "name wrong type", raw: `{"name":3}`, wantFields: []string{"name"}, wantInError: []string{"name must be a string"}},
+		{name: "empty name", raw: `{"name":""}`, wantFields: []string{"name"}, wantInError: []string{"name must not be empty"}},
+		{name: "bad name pattern", raw: `{"name":"my cluster!"}`, wantFields: []string{"name"}, wantInError: []string{"letters, digits and hyphens"}},
+		{name: "name length 64 ok", raw: `{"name":"` + strings.Repeat("a", 64) + `"}`},
+		{name: "name length 65", raw: `{"name":"` + strings.Repeat("a", 65) + `"}`, wantFields: []string{"name"}, wantInError: []string{"at most 64 characters"}},
+		{name: "unknown property", raw: `{"name":"x","nodes":3}`, wantFields: []string{"nodes"}, wantInError: []string{"nodes is not a supported parameter"}},
+		{name: "region not in enum", raw: `{"name":"x","region":"mars"}`, wantFields: []string{"region"},
+			wantInError: []string{`region "mars" is not one of: eastus`}},
+		{name: "region in enum", raw: `{"name":"x","region":"westeurope"}`, check: func(t *testing.T, p ProvisioningParameters) {
+			if p.Region == nil || *p.Region != "westeurope" {
+				t.Errorf("region = %v", p.Region)
+			}
+		}},
+		{name: "aws region rejected on azure", raw: `{"name":"x","region":"eu-central-1"}`, wantFields: []string{"region"}},
+		{name: "machine type", raw: `{"name":"x","machineType":"Standard_D8s_v5"}`},
+		{name: "lite machine type narrowed", planID: AzureLitePlanID, raw: `{"name":"x","machineType":"Standard_D8s_v5"}`, wantFields: []string{"machineType"}},
+		{name: "autoscaler within bounds", raw: `{"name":"x","autoScalerMin":3,"autoScalerMax":20}`, check: func(t *testing.T, p ProvisioningParameters) {
+			if *p.AutoScalerMin != 3 || *p.AutoScalerMax != 20 {
+				t.Errorf("autoscaler = %d..%d", *p.AutoScalerMin, *p.AutoScalerMax)
+			}
+		}},
+		{name: "autoscaler whole float accepted", raw: `{"name":"x","autoScalerMin":4.0}`, check: func(t *testing.T, p ProvisioningParameters) {
+			if *p.AutoScalerMin != 4 {
+				t.Errorf("autoScalerMin = %d", *p.AutoScalerMin)
+			}
+		}},
+		{name: "autoscaler fraction", raw: `{"name":"x","autoScalerMin":3.5}`, wantFields: []string{"autoScalerMin"}, wantInError: []string{"whole number"}},
+		{name: "autoscaler above max", raw: `{"name":"x","autoScalerMax":21}`, wantFields: []string{"autoScalerMax"},
+			wantInError: []string{"autoScalerMax must be at most 20"}},
+		{name: "autoscaler below min", raw: `{"name":"x","autoScalerMin":2}`, wantFields: []string{"autoScalerMin"}, wantInError: []string{"at least 3"}},
+		{name: "both bounds wrong", raw: `{"name":"x","autoScalerMin":1,"autoScalerMax":99}`, wantFields: []string{"autoScalerMax", "autoScalerMin"}},
+		{name: "lite bounds", planID: AzureLitePlanID, raw: `{"name":"x","autoScalerMin":2,"autoScalerMax":11}`, wantFields: []string{"autoScalerMax"},
+			wantInError: []string{"at most 10"}},
+		{name: "min greater than max", raw: `{"name":"x","autoScalerMin":10,"autoScalerMax":5}`, wantFields: []string{"autoScalerMin"},
+			wantInError: []string{"autoScalerMin must not be greater than autoScalerMax (10 > 5)"}},
+		{name: "min greater than default max", planID: AzureLitePlanID, raw: `{"name":"x","autoScalerMax":2,"autoScalerMin":3}`, wantFields: []string{"autoScalerMin"}},
+		{name: "max less than default min", raw: `{"name":"x","autoScalerMax":3}`},
+		{name: "node count", raw: `{"name":"x","nodeCount":5}`},
+		{name: "node count above max", raw: `{"name":"x","nodeCount":50}`, wantFields: []string{"nodeCount"}},
+		{name: "zones count", raw: `{"name":"x","zonesCount":1}`},
+		{name: "zones count above 3", raw: `{"name":"x","zonesCount":4}`, wantFields: []string{"zonesCount"}},
+		{name: "zones count not offered on lite", planID: AzureLitePlanID, raw: `{"name":"x","zonesCount":1}`, wantFields: []string{"zonesCount"}},
+		{name: "components", raw: `{"name":"x","components":["kiali","tracing"]}`},
+		{name: "components unknown", raw: `{"name":"x","components":["kiali","istio"]}`, wantFields: []string{"components[1]"},
+			wantInError: []string{`components[1] "istio" is not one of: kiali, tracing`}},
+		{name: "components repeated", raw: `{"name":"x","components":["kiali","kiali"]}`, wantFields: []string{"components"}},
+		{name: "kyma version", raw: `{"name":"x","kymaVersion":"2.20.0"}`},
+		{name: "modules default true", raw: `{"name":"x","modules":{"default":true}}`, check: func(t *testing.T, p ProvisioningParameters) {
+			if !p.Modules.UsesDefaultModules() {
+				t.Errorf("modules %+v do not use the defaults", p.Modules)
+			}
+		}},
+		{name: "modules default false", raw: `{"name":"x","modules":{"default":false}}`, check: func(t *testing.T, p ProvisioningParameters) {
+			if l, custom := p.Modules.CustomList(); p.Modules.UsesDefaultModules() || custom || l != nil {
+				t.Errorf("modules %+v: want none", p.Modules)
+			}
+		}},
+		{name: "modules default with channel", raw: `{"name":"x","modules":{"default":true,"channel":"fast"}}`, check: func(t *testing.T, p ProvisioningParameters) {
+			if p.Modules.Channel != "fast" || !p.Modules.UsesDefaultModules() {
+				t.Errorf("modules = %+v", p.Modules)
+			}
+		}},
+		{name: "modules empty object means default", raw: `{"name":"x","modules":{}}`, check: func(t *testing.T, p ProvisioningParameters) {
+			if !p.Modules.UsesDefaultModules() {
+				t.Errorf("modules %+v do not use the defaults", p.Modules)
+			}
+		}},
+		{name: "modules list", raw: `{"name":"x","modules":{"channel":"regular","list":[{"name":"btp-operator","channel":"fast","customResourcePolicy":"Ignore","managed":false},{"name":"keda"}]}}`,
+			check: func(t *testing.T, p ProvisioningParameters) {
+				l, custom := p.Modules.CustomList()
+				if !custom || len(l) != 2 || l[0].Name != "btp-operator" || l[0].CustomResourcePolicy != "Ignore" || *l[0].Managed || l[1].Name != "keda" {
+					t.Errorf("modules = %+v", p.Modules)
+				}
+			}},
+		{name: "modules empty list means none", raw: `{"name":"x","modules":{"list":[]}}`, check: func(t *testing.T, p ProvisioningParameters) {
+			l, custom := p.Modules.CustomList()
+			if !custom || len(l) != 0 || p.Modules.UsesDefaultModules() {
+				t.Errorf("modules = %+v, want an empty custom list", p.Modules)
+			}
+			// Stored and read back, "none" must stay "none".
+			b, _ := json.Marshal(p)
+			if !strings.Contains(string(b), `"modules":{"list":[]}`) {
+				t.Errorf("marshalled %s lost the empty list", b)
+			}
+		}},
+		{name: "modules invalid customResourcePolicy", raw: `{"name":"x","modules":{"list":[{"name":"keda","customResourcePolicy":"Sometimes"}]}}`,
+			wantFields:  []string{"modules.list[0].customResourcePolicy"},
+			wantInError: []string{`modules.list[0].customResourcePolicy "Sometimes" is not one of: CreateAndDelete, Ignore`}},
+		{name: "modules list entry without name", raw: `{"name":"x","modules":{"list":[{"channel":"fast"}]}}`, wantFields: []string{"modules.list[0].name"},
+			wantInError: []string{"modules.list[0].name is required"}},
+		{name: "modules list entry empty name", raw: `{"name":"x","modules":{"list":[{"name":""}]}}`, wantFields: []string{"modules.list[0].name"},
+			wantInError: []string{"modules.list[0].name must not be empty"}},
+		{name: "modules duplicate name", raw: `{"name":"x","modules":{"list":[{"name":"keda"},{"name":"keda","channel":"fast"}]}}`,
+			wantFields: []string{"modules.list[1].name"}},
+		{name: "modules default and list", raw: `{"name":"x","modules":{"default":true,"list":[]}}`, wantFields: []string{"modules"},
+			wantInError: []string{"modules must match one of its allowed forms"}},
+		{name: "modules default not boolean", raw: `{"name":"x","modules":{"default":"yes"}}`, wantFields: []string{"modules.default"}},
+		{name: "modules not an object", raw: `{"name":"x","modules":"all"}`, wantFields: []string{"modules"}, wantInError: []string{"modules must be an object"}},
+		{name: "modules unknown channel", raw: `{"name":"x","modules":{"channel":"nightly"}}`, wantFields: []string{"modules.channel"}},
+		{name: "administrators", raw: `{"name":"x","administrators":["admin@example.com"]}`},
+		{name: "administrators not an e-mail", raw: `{"name":"x","administrators":["admin"]}`, wantFields: []string{"administrators[0]"},
+			wantInError: []string{"e-mail"}},
+		{name: "oidc", raw: `{"name":"x","oidc":{"clientID":"c","issuerURL":"https://issuer.example.com","signingAlgs":["RS256"],"usernameClaim":"sub","usernamePrefix":"-","groupsClaim":"groups"}}`,
+			check: func(t *testing.T, p ProvisioningParameters) {
+				if p.OIDC == nil || p.OIDC.IssuerURL != "https://issuer.example.com" || !slices.Equal(p.OIDC.SigningAlgs, []string{"RS256"}) {
+					t.Errorf("oidc = %+v", p.OIDC)
+				}
+			}},
+		{name: "oidc http issuer", raw: `{"name":"x","oidc":{"clientID":"c","issuerURL":"http://issuer.example.com"}}`, wantFields: []string{"oidc.issuerURL"},
+			wantInError: []string{"https://"}},
+		{name: "oidc missing client", raw: `{"name":"x","oidc":{"issuerURL":"https://issuer.example.com"}}`, wantFields: []string{"oidc.clientID"}},
+		{name: "oidc unknown alg", raw: `{"name":"x","oidc":{"clientID":"c","issuerURL":"https://i.example.com","signingAlgs":["none"]}}`, wantFields: []string{"oidc.signingAlgs[0]"}},
+		{name: "several problems all named", raw: `{"name":"a b","region":"mars","autoScalerMax":99,"extra":true}`,
+			wantFields:  []string{"autoScalerMax", "extra", "name", "region"},
+			wantInError: []string{"autoScalerMax must be at most 20", `region "mars" is not one of`, "extra is not a supported parameter"}},
+		{name: "over 64 KiB", raw: `{"name":"x","kymaVersion":"` + strings.Repeat("a", 64<<10) + `"}`, wantFields: []string{""},
+			wantInError: []string{"64 KiB"}},
+
+		{name: "trial minimal", planID: TrialPlanID, raw: `{"name":"x"}`},
+		{name: "trial region", planID: TrialPlanID, raw: `{"name":"x","region":"us"}`},
+		{name: "trial hyperscaler region rejected", planID: TrialPlanID, raw: `{"name":"x","region":"eastus"}`, wantFields: []string{"region"},
+			wantInError: []string{"europe, us, asia"}},
+		{name: "trial has no autoscaler", planID: TrialPlanID, raw: `{"name":"x","autoScalerMin":1}`, wantFields: []string{"autoScalerMin"}},
+		{name: "trial modules", planID: TrialPlanID, raw: `{"name":"x","modules":{"default":false}}`},
+
+		{name: "free on aws platform region", planID: FreePlanID, platformRegion: "cf-eu10", raw: `{"name":"x","region":"eu-central-1"}`},
+		{name: "free azure region on aws platform region", planID: FreePlanID, platformRegion: "cf-eu10", raw: `{"name":"x","region":"westeurope"}`,
+			wantFields: []string{"region"}, wantInError: []string{"not offered in this platform region (AWS)"}},
+		{name: "free on azure platform region", planID: FreePlanID, platformRegion: "cf-eu20", raw: `{"name":"x","region":"westeurope"}`},
+		{name: "free default platform region is aws", planID: FreePlanID, raw: `{"name":"x","region":"westeurope"}`, wantFields: []string{"region"}},
+		{name: "free on gcp platform region falls back to aws", planID: FreePlanID, platformRegion: "cf-us30", raw: `{"name":"x","region":"us-east-1"}`},
+		{name: "free region nowhere offered", planID: FreePlanID, raw: `{"name":"x","region":"mars"}`, wantFields: []string{"region"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			planID := tt.planID
+			if planID == "" {
+				planID = AzurePlanID
+			}
+			var raw json.RawMessage
+			if tt.raw != "" {
+				raw = json.RawMessage(tt.raw)
+			}
+			p, err := c.ValidateParameters(planID, tt.platformRegion, raw)
+			if tt.wantFields == nil {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				if tt.check != nil {
+					tt.check(t, p)
+				}
+				return
+			}
+			var verr *ValidationError
+			if !errors.As(err, &verr) {
+				t.Fatalf("err = %v (%T), want *ValidationError", err, err)
+			}
+			if verr.Subject != "parameters" {
+				t.Errorf("subject = %q", verr.Subject)
+			}
+			if got := verr.Fields(); !slices.Equal(got, tt.wantFields) {
+				t.Errorf("fields = %q, want %q (error: %v)", got, tt.wantFields, err)
+			}
+			for _, want := range tt.wantInError {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not contain %q", err, want)
+				}
+			}
+			for _, p := range verr.Problems {
+				// Messages are for platform users: no Go or JSON-schema jargon.
+				for _, noise := range []string{"jsonschema", "keb:///", "struct", "json:", "oneOf", "additionalProperties"} {
+					if strings.Contains(p.Message, noise) {
+						t.Errorf("message %q contains %q", p.Message, noise)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestValidateParametersUnknownPlan(t *testing.T) {
+	t.Parallel()
+	_, err := defaultCatalog(t).ValidateParameters("no-such-plan", "", json.RawMessage(`{"name":"x"}`))
+	var verr *ValidationError
+	if !errors.Is(err, ErrUnknownPlan) || errors.As(err, &verr) {
+		t.Errorf("err = %v, want ErrUnknownPlan and no ValidationError", err)
+	}
+}
+
+func TestValidationErrorFormatting(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		err      *ValidationError
+		want     string
+		wantLine string
+	}{
+		{
+			name: "fields and whole-document problem",
+			err: newValidationError("parameters", []FieldProblem{
+				{Field: "region", Message: `"mars" is not one of: eastus`},
+				{Field: "autoScalerMax", Message: "must be at most 20"},
+				{Field: "autoScalerMax", Message: "must be at most 20"},
+			}),
+			want:     `invalid parameters: autoScalerMax must be at most 20; region "mars" is not one of: eastus`,
+			wantLine: "parameters.autoScalerMax: must be at most 20",
+		},
+		{
+			name:     "root problem",
+			err:      newValidationError("context", []FieldProblem{{Message: "must be an object, not a list"}}),
+			want:     "invalid context: must be an object, not a list",
+			wantLine: "context: must be an object, not a list",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := tt.err.Error(); got != tt.want {
+				t.Errorf("Error() = %q, want %q", got, tt.want)
+			}
+			if got := tt.err.Problems[0].String(tt.err.Subject); got != tt.wantLine {
+				t.Errorf("String() = %q, want %q", got, tt.wantLine)
+			}
+		})
+	}
+}
+
+func TestResolve(t *testing.T) {
+	t.Parallel()
+	c := defaultCatalog(t)
+	ptr := func(s string) *string { return &s }
+	intp := func(i int) *int { return &i }
+
+	tests := []struct {
+		name           string
+		planID         string
+		platformRegion string
+		params         ProvisioningParameters
+		want           Resolved
+	}{
+		{name: "azure defaults", planID: AzurePlanID, params: ProvisioningParameters{Name: "x"},
+			want: Resolved{Provider: "azure", Region: "eastus", ProviderRegion: "eastus", MachineType: "Standard_D2s_v5", AutoScalerMin: 3, AutoScalerMax: 20, NodeCount: 3, ZonesCount: 3}},
+		{name: "aws given values", planID: AWSPlanID, params: ProvisioningParameters{Name: "x", Region: ptr("us-east-1"), MachineType: ptr("m6i.xlarge"), AutoScalerMin: intp(4), AutoScalerMax: intp(8), NodeCount: intp(5), ZonesCount: intp(1)},
+			want: Resolved{Provider: "aws", Region: "us-east-1", ProviderRegion: "us-east-1", MachineType: "m6i.xlarge", AutoScalerMin: 4, AutoScalerMax: 8, NodeCount: 5, ZonesCount: 1}},
+		{name: "lite defaults", planID: AzureLitePlanID, params: ProvisioningParameters{Name: "x"},
+			want: Resolved{Provider: "azure", Region: "eastus", ProviderRegion: "eastus", MachineType: "Standard_D4s_v5", AutoScalerMin: 2, AutoScalerMax: 10, NodeCount: 3, ZonesCount: 1}},
+		{name: "trial region follows platform region", planID: TrialPlanID, platformRegion: "cf-us10", params: ProvisioningParameters{Name: "x"},
+			want: Resolved{Provider: "azure", Region: "us", ProviderRegion: "eastus", MachineType: "Standard_D2s_v5", AutoScalerMin: 1, AutoScalerMax: 1, NodeCount: 1, ZonesCount: 1}},
+		{name: "trial default region europe", planID: TrialPlanID, platformRegion: "cf-jp20", params: ProvisioningParameters{Name: "x"},
+			want: Resolved{Provider: "azure", Region: "europe", ProviderRegion: "westeurope", MachineType: "Standard_D2s_v5", AutoScalerMin: 1, AutoScalerMax: 1, NodeCount: 1, ZonesCount: 1}},
+		{name: "trial asked region", planID: TrialPlanID, platformRegion: "cf-eu10", params: ProvisioningParameters{Name: "x", Region: ptr("asia")},
+			want: Resolved{Provider: "azure", Region: "asia", ProviderRegion: "southeastasia", MachineType: "Standard_D2s_v5", AutoScalerMin: 1, AutoScalerMax: 1, NodeCount: 1, ZonesCount: 1}},
+		{name: "free on azure platform", planID: FreePlanID, platformRegion: "cf-eu20", params: ProvisioningParameters{Name: "x"},
+			want: Resolved{Provider: "azure", Region: "eastus", ProviderRegion: "eastus", MachineType: "Standard_D2s_v5", AutoScalerMin: 1, AutoScalerMax: 1, NodeCount: 1, ZonesCount: 1}},
+		{name: "free without platform region", planID: FreePlanID, params: ProvisioningParameters{Name: "x"},
+			want: Resolved{Provider: "aws", Region: "eu-central-1", ProviderRegion: "eu-central-1", MachineType: "m6i.large", AutoScalerMin: 1, AutoScalerMax: 1, NodeCount: 1, ZonesCount: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := c.Resolve(tt.planID, tt.platformRegion, tt.params)
+			if err != nil {
+				t.Fatalf("Resolve: %v", err)
+			}
+			if got.Plan.ID != tt.planID {
+				t.Errorf("plan = %s", got.Plan.ID)
+			}
+			got.Plan, got.Parameters = Plan{}, ProvisioningParameters{}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Resolve =\n %+v\nwant\n %+v", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,274 @@
+package pgserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/sirupsen/logrus"
+)
+
+func TestThrowawayServer(t *testing.T) {
+	t.Parallel()
+	dataDir := filepath.Join(t.TempDir(), "pgdata")
+	srv := start(t, Options{DataDir: dataDir, Throwaway: true})
+
+	if !strings.HasPrefix(srv.URL, "postgres://keb@127.0.0.1:") || srv.Port == 0 || srv.Reused {
+		t.Fatalf("unexpected server %+v", srv)
+	}
+	conn := connect(t, srv.URL)
+	execSQL(t, conn, "CREATE TABLE things (id int PRIMARY KEY)")
+	execSQL(t, conn, "INSERT INTO things VALUES (1), (2)")
+	if n := queryInt(t, conn, "SELECT count(*) FROM things"); n != 2 {
+		t.Fatalf("count = %d, want 2", n)
+	}
+	for setting, want := range map[string]string{
+		"fsync": "off", "full_page_writes": "off", "synchronous_commit": "off",
+		"max_connections": "200", "listen_addresses": "127.0.0.1", "unix_socket_directories": "",
+	} {
+		if got := queryString(t, conn, "SHOW "+setting); got != want {
+			t.Errorf("%s = %q, want %q", setting, got, want)
+		}
+	}
+	conn.Close(context.Background())
+
+	stop(t, srv)
+	if err := srv.Stop(context.Background()); err != nil {
+		t.Fatalf("second Stop: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, pidFileName)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("postmaster.pid still there after Stop: %v", err)
+	}
+	if c, err := pgx.Connect(ctxT(t), srv.URL); err == nil {
+		c.Close(context.Background())
+		t.Fatal("connected after Stop")
+	}
+}
+
+func TestPersistentRestartKeepsDataAndPort(t *testing.T) {
+	t.Parallel()
+	dataDir := filepath.Join(t.TempDir(), "pgdata")
+	first := start(t, Options{DataDir: dataDir})
+	conn := connect(t, first.URL)
+	execSQL(t, conn, "CREATE TABLE kept (v text)")
+	execSQL(t, conn, "INSERT INTO kept VALUES ('hello')")
+	if got := queryString(t, conn, "SHOW fsync"); got != "on" {
+		t.Errorf("persistent cluster has fsync=%s", got)
+	}
+	conn.Close(context.Background())
+	stop(t, first)
+
+	second := start(t, Options{DataDir: dataDir})
+	if second.Reused {
+		t.Fatal("restart after Stop claims to reuse a running server")
+	}
+	if second.Port != first.Port || second.URL != first.URL {
+		t.Errorf("restart moved the server from port %d to %d", first.Port, second.Port)
+	}
+	conn = connect(t, second.URL)
+	if got := queryString(t, conn, "SELECT v FROM kept"); got != "hello" {
+		t.Fatalf("data after restart = %q", got)
+	}
+	conn.Close(context.Background())
+}
+
+func TestStartReusesRunningServer(t *testing.T) {
+	t.Parallel()
+	dataDir := filepath.Join(t.TempDir(), "pgdata")
+	first := start(t, Options{DataDir: dataDir, Throwaway: true})
+	second := start(t, Options{DataDir: dataDir, Throwaway: true})
+	if !second.Reused || second.URL != first.URL {
+		t.Fatalf("second Start = %+v, want reuse of %s", second, first.URL)
+	}
+	// Stopping the borrower must leave the owner's server running.
+	stop(t, second)
+	conn := connect(t, first.URL)
+	conn.Close(context.Background())
+
+	stop(t, first)
+	if pf, err := readPidFile(dataDir); err == nil && postmasterAlive(pf.pid, dataDir) {
+		t.Fatal("server still running after its starter stopped it")
+	}
+}
+
+func TestStartAfterKilledServer(t *testing.T) {
+	t.Parallel()
+	dataDir := filepath.Join(t.TempDir(), "pgdata")
+	first := start(t, Options{DataDir: dataDir})
+	conn := connect(t, first.URL)
+	execSQL(t, conn, "CREATE TABLE survived (id int)")
+	conn.Close(context.Background())
+
+	// What a SIGKILLed `keb dev` with a crashed server leaves behind: a
+	// postmaster.pid naming a dead (or zombie) process.
+	pf, err := readPidFile(dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pf.pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("killing postmaster: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for postmasterAlive(pf.pid, dataDir) {
+		if time.Now().After(deadline) {
+			t.Fatal("killed postmaster still alive")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, pidFileName)); err != nil {
+		t.Fatalf("expected a stale postmaster.pid: %v", err)
+	}
+
+	second := start(t, Options{DataDir: dataDir})
+	if second.Reused {
+		t.Fatal("reused a dead server")
+	}
+	conn = connect(t, second.URL)
+	execSQL(t, conn, "SELECT * FROM survived")
+	conn.Close(context.Background())
+}
+
+func TestStartIgnoresPidFileOfUnrelatedProcess(t *testing.T) {
+	t.Parallel()
+	dataDir := filepath.Join(t.TempDir(), "pgdata")
+	stop(t, start(t, Options{DataDir: dataDir, Throwaway: true}))
+
+	// After a reboot or a long time, the PID in a stale postmaster.pid can
+	// belong to a live, unrelated process; pg_ctl would think the server
+	// runs. Our own PID stands in for that process.
+	writeFile(t, filepath.Join(dataDir, pidFileName),
+		fmt.Sprintf("%d\n%s\n1700000000\n5999\n\n127.0.0.1\n  1234  5678\nready   \n", os.Getpid(), dataDir))
+	srv := start(t, Options{DataDir: dataDir, Throwaway: true})
+	if srv.Reused {
+		t.Fatal("took an unrelated process for the server")
+	}
+	connect(t, srv.URL).Close(context.Background())
+}
+
+func TestConcurrentStartsShareOneServer(t *testing.T) {
+	t.Parallel()
+	dataDir := filepath.Join(t.TempDir(), "pgdata")
+	stop(t, start(t, Options{DataDir: dataDir}))
+
+	// Two `keb dev` started at once on a stopped cluster.
+	servers := make([]*Server, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i := range servers {
+		wg.Go(func() { servers[i], errs[i] = Start(ctxT(t), Options{DataDir: dataDir}) })
+	}
+	wg.Wait()
+	for i, srv := range servers {
+		if errs[i] != nil {
+			t.Fatalf("Start %d: %v", i, errs[i])
+		}
+		t.Cleanup(func() { _ = srv.Stop(context.Background()) })
+	}
+	if servers[0].URL != servers[1].URL || servers[0].Reused == servers[1].Reused {
+		t.Fatalf("want one started and one reused server on the same URL, got %+v and %+v", servers[0], servers[1])
+	}
+	connect(t, servers[0].URL).Close(context.Background())
+}
+
+func TestStartRefusesForeignDirectory(t *testing.T) {
+	t.Parallel()
+	dataDir := t.TempDir()
+	writeFile(t, filepath.Join(dataDir, "notes.txt"), "mine")
+	_, err := Start(ctxT(t), Options{DataDir: dataDir})
+	if err == nil || !strings.Contains(err.Error(), "not empty") {
+		t.Fatalf("Start in a non-empty non-cluster directory: %v", err)
+	}
+}
+
+// start starts a server and makes sure it is stopped when the test ends,
+// even if it fails halfway.
+func start(t *testing.T, opts Options) *Server {
+	t.Helper()
+	log := logrus.New()
+	log.SetLevel(logrus.DebugLevel)
+	log.SetOutput(testWriter{t})
+	opts.Log = log
+	began := time.Now()
+	srv, err := Start(ctxT(t), opts)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Logf("Start took %s (reused=%v)", time.Since(began).Round(time.Millisecond), srv.Reused)
+	t.Cleanup(func() {
+		if err := srv.Stop(context.Background()); err != nil {
+			t.Errorf("Stop at cleanup: %v", err)
+		}
+	})
+	return srv
+}
+
+func stop(t *testing.T, srv *Server) {
+	t.Helper()
+	if err := srv.Stop(ctxT(t)); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func connect(t *testing.T, url string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(ctxT(t), url)
+	if err != nil {
+		t.Fatalf("connecting to %s: %v", url, err)
+	}
+	return conn
+}
+
+func execSQL(t *testing.T, conn *pgx.Conn, sql string) {
+	t.Helper()
+	if _, err := conn.Exec(ctxT(t), sql); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+func queryInt(t *testing.T, conn *pgx.Conn, sql string) int64 {
+	t.Helper()
+	var n int64
+	if err := conn.QueryRow(ctxT(t), sql).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+func queryString(t *testing.T, conn *pgx.Conn, sql string) string {
+	t.Helper()
+	var s string
+	if err := conn.QueryRow(ctxT(t), sql).Scan(&s); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return s
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testWriter sends the server's progress log to t.Log, shown on failure or -v.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
