@@ -11,9 +11,11 @@ import (
 // Every OSB failure keb answers is named here. brokerapi matches failures
 // with a type switch, not errors.As, so these are returned unwrapped.
 var (
-	errAsyncRequired            = apiresponses.ErrAsyncRequired
+	errAsyncRequired = apiresponses.ErrAsyncRequired
+	// errConcurrentInstanceAccess uses the spec's own description: OSB
+	// clients match it verbatim to recognise a ConcurrencyError.
 	errConcurrentInstanceAccess = apiresponses.NewFailureResponseBuilder(
-		errors.New("another operation of this instance is in progress; retry once it has finished"),
+		errors.New("The Service Broker does not support concurrent requests that mutate the same resource."),
 		http.StatusUnprocessableEntity, "concurrent-instance-access").WithErrorKey("ConcurrencyError").Build()
 	// errInstanceGone is OSB's 410 for a DELETE of an unknown or gone
 	// instance; the spec asks for an empty JSON object as its body.

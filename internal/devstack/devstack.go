@@ -147,7 +147,7 @@ keb dev is serving the broker at %[1]s
   database:        %[4]s
   dev OAuth2 client (dev only): client_id=%[2]s client_secret=%[3]s
   get a token:     curl -s -X POST %[1]s/oauth2/token -u '%[2]s:%[3]s' -F grant_type=client_credentials -F 'scope=broker:write cld:read'
-             or:   go run ./cmd/keb token --scope "broker:write cld:read"
+             or:   bin/keb token --scope "broker:write cld:read"
   catalog:         curl -s %[1]s/oauth/v2/catalog -H 'X-Broker-API-Version: 2.17' -H "Authorization: Bearer $TOKEN"
 
 `, baseURL, client.ID, client.Secret, dbURL)
