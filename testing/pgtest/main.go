@@ -44,11 +44,12 @@ var (
 // PostgreSQL server once per test binary, runs the tests, removes what it
 // created and exits. Without a server it exits non-zero.
 func Main(m *testing.M) {
-	os.Exit(run(m))
+	os.Exit(Run(m))
 }
 
-// run is Main without os.Exit, so that deferred cleanup runs.
-func run(m *testing.M) int {
+// Run is Main without os.Exit: it returns the exit code, so that a package
+// needing more (such as a kube-apiserver from k8stest) can wrap it.
+func Run(m *testing.M) int {
 	// testing.Verbose needs parsed flags; m.Run parses them again harmlessly.
 	if !flag.Parsed() {
 		flag.Parse()

@@ -1,0 +1,122 @@
+// Package k8stest starts real kube-apiservers (with etcd) for tests, from the
+// binaries `make` builds into bin/k8s, with keb's CRDs installed.
+package k8stest
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kyma-keb/keb/resources"
+)
+
+// AssetsEnv names the directory with kube-apiserver and etcd; controller-runtime's envtest reads it too.
+const AssetsEnv = "KUBEBUILDER_ASSETS"
+
+// BinDir returns the directory holding kube-apiserver and etcd: $KUBEBUILDER_ASSETS, else <repo>/bin/k8s.
+// It fails with the fix when the binaries are missing: tests never skip for want of them.
+func BinDir() (string, error) {
+	dir := os.Getenv(AssetsEnv)
+	if dir == "" {
+		_, file, _, _ := runtime.Caller(0)
+		dir = filepath.Join(filepath.Dir(file), "..", "..", "bin", "k8s")
+	}
+	for _, bin := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
+			return "", fmt.Errorf("%s not found in %s: run `make k8s-bins` (or `make test`, which builds them; the first build takes minutes)", bin, dir)
+		}
+	}
+	return filepath.Abs(dir)
+}
+
+// CRDs returns keb's CustomResourceDefinitions from the embedded resources.
+func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	var out []*apiextensionsv1.CustomResourceDefinition
+	err := fs.WalkDir(resources.CRDs, "crds", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := resources.CRDs.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(b, crd); err != nil {
+			return fmt.Errorf("decoding %s: %w", path, err)
+		}
+		out = append(out, crd)
+		return nil
+	})
+	return out, err
+}
+
+// Environment is one running kube-apiserver.
+type Environment struct {
+	Config *rest.Config
+	env    *envtest.Environment
+}
+
+// Start starts a kube-apiserver and etcd. crds selects which of keb's CRDs to install: nil installs all of them.
+func Start(crds []*apiextensionsv1.CustomResourceDefinition) (*Environment, error) {
+	dir, err := BinDir()
+	if err != nil {
+		return nil, err
+	}
+	if crds == nil {
+		if crds, err = CRDs(); err != nil {
+			return nil, err
+		}
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory:    dir,
+		CRDs:                     crds,
+		ErrorIfCRDPathMissing:    true,
+		ControlPlaneStopTimeout:  time.Minute,
+		ControlPlaneStartTimeout: 2 * time.Minute,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting kube-apiserver: %w", err)
+	}
+	return &Environment{Config: cfg, env: env}, nil
+}
+
+// Stop stops the apiserver and etcd and removes their data.
+func (e *Environment) Stop() error { return e.env.Stop() }
+
+// Main starts one apiserver for a test package, runs its tests, stops it and
+// exits. The environment is in *env while the tests run.
+func Main(m *testing.M, env **Environment) { os.Exit(Run(m, env, nil)) }
+
+// Run is Main without os.Exit; inner runs the tests (nil means m.Run), so a
+// package can combine it with pgtest.Run:
+//
+//	func TestMain(m *testing.M) { os.Exit(k8stest.Run(m, &env, pgtest.Run)) }
+func Run(m *testing.M, env **Environment, inner func(*testing.M) int) int {
+	e, err := Start(nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "k8stest: the tests need a kube-apiserver and never skip:", err)
+		return 1
+	}
+	*env = e
+	if inner == nil {
+		inner = func(m *testing.M) int { return m.Run() }
+	}
+	code := inner(m)
+	if err := e.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "k8stest: stopping:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}

@@ -1,0 +1,41 @@
+package k8stest
+
+import (
+	"context"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+var env *Environment
+
+func TestMain(m *testing.M) { Main(m, &env) }
+
+func TestCRDsAreServed(t *testing.T) {
+	t.Parallel()
+	c, err := client.New(env.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ name, apiVersion, kind string }{
+		{"runtime", "infrastructuremanager.kyma-project.io/v1", "Runtime"},
+		{"kyma", "operator.kyma-project.io/v1beta2", "Kyma"},
+		{"btpoperator", "operator.kyma-project.io/v1alpha1", "BtpOperator"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			u := &unstructured.Unstructured{}
+			u.SetAPIVersion(tc.apiVersion)
+			u.SetKind(tc.kind)
+			u.SetNamespace("default")
+			u.SetName("probe")
+			if tc.kind == "Runtime" {
+				u.Object["spec"] = map[string]any{"shoot": map[string]any{"name": "s", "region": "r", "provider": map[string]any{"type": "azure"}}}
+			}
+			if err := c.Create(context.Background(), u); err != nil {
+				t.Fatalf("creating %s: %v", tc.kind, err)
+			}
+		})
+	}
+}
