@@ -62,7 +62,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(fs.Output(), "Usage: keb %s [flags]\n\n%s.\n\nFlags (each also read from its environment variable):\n", c.name, c.summary)
 			fs.PrintDefaults()
 		}
-		if err := fs.Parse(args[1:]); err != nil {
+		positional, err := parseInterspersed(fs, args[1:])
+		if err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				return 0
 			}
@@ -70,7 +71,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		if err := runFn(ctx, fs.Args()); err != nil {
+		if err := runFn(ctx, positional); err != nil {
 			fmt.Fprintf(stderr, "keb %s: %v\n", c.name, err)
 			return 1
 		}
@@ -104,4 +105,21 @@ func usage(w io.Writer) {
 // newLogger builds the process logger from the common flags.
 func newLogger(format, level string) (*logrus.Logger, error) {
 	return logging.New(os.Stderr, format, level)
+}
+
+// parseInterspersed parses flags before and after positional arguments, so
+// that `keb migrate status --database-url X` works like
+// `keb migrate --database-url X status`.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return positional, nil
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
 }

@@ -18,7 +18,7 @@ func tokenCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) err
 	var ttl time.Duration
 	var printSecret bool
 	b := config.NewBinder(fs)
-	b.String(&dir, "dir", "APP_DEV_DIR", ".keb", "dev state directory of the running `keb dev`")
+	b.String(&dir, "dir", "APP_DEV_DIR", ".keb", "dev state directory of the running keb dev")
 	b.String(&scope, "scope", "KEB_TOKEN_SCOPE", "broker:write cld:read", "space-separated scopes of the token")
 	b.Duration(&ttl, "ttl", "KEB_TOKEN_TTL", time.Hour, "token lifetime")
 	fs.BoolVar(&printSecret, "client-secret", false, "print the dev OAuth2 client's secret instead of a token (for the curl walkthrough)")

@@ -39,6 +39,31 @@ type Config struct {
 
 	LogFormat string
 	LogLevel  string
+
+	Engine Engine
+}
+
+// Engine is what drives accepted operations: the work queue, the control
+// plane, the account pool and the steps' timing.
+type Engine struct {
+	Workers          int
+	JobTimeout       time.Duration
+	RescueAfter      time.Duration
+	KCPKubeconfig    string
+	GardenerKubecfg  string
+	GardenerProject  string
+	KymaVersion      string
+	OnDemandVersion  bool
+	DashboardDomain  string
+	RuntimeTimeout   time.Duration
+	AccountTimeout   time.Duration
+	BTPMgrTimeout    time.Duration
+	RemovalTimeout   time.Duration
+	RuntimePoll      time.Duration
+	AccountPoll      time.Duration
+	BTPMgrPoll       time.Duration
+	RemovalPoll      time.Duration
+	ControlNamespace string
 }
 
 // Defaults are the values used when neither flag nor environment says otherwise.
@@ -54,6 +79,23 @@ var Defaults = Config{
 	ShutdownTimeout:      30 * time.Second,
 	LogFormat:            "auto",
 	LogLevel:             "info",
+	Engine: Engine{
+		Workers:          20,
+		JobTimeout:       time.Minute,
+		RescueAfter:      2 * time.Minute,
+		GardenerProject:  "kyma-dev",
+		KymaVersion:      "2.20.0",
+		DashboardDomain:  "kyma.example.com",
+		RuntimeTimeout:   time.Hour,
+		AccountTimeout:   30 * time.Minute,
+		BTPMgrTimeout:    20 * time.Minute,
+		RemovalTimeout:   time.Hour,
+		RuntimePoll:      30 * time.Second,
+		AccountPoll:      time.Minute,
+		BTPMgrPoll:       10 * time.Second,
+		RemovalPoll:      15 * time.Second,
+		ControlNamespace: "kcp-system",
+	},
 }
 
 // Binder registers flags whose defaults come from environment variables, and
@@ -124,7 +166,8 @@ func (b *Binder) List(p *[]string, name, env string, def []string, help string) 
 	if v, ok := os.LookupEnv(env); ok {
 		def = splitList(v)
 	}
-	*p = def
+	// A copy: binding must never let a caller mutate Defaults.
+	*p = append([]string(nil), def...)
 	help += " (comma-separated"
 	if len(def) > 0 {
 		help += fmt.Sprintf("; default %q", strings.Join(def, ","))
@@ -174,6 +217,7 @@ func (c *Config) BindServe(b *Binder) {
 	b.Bool(&c.TrustGateway, "auth-trust-gateway", "APP_AUTH_TRUST_GATEWAY", false,
 		"trust an upstream gateway that already verified tokens: signatures are NOT checked (scopes and expiry are)")
 	b.Duration(&c.JWKSRefresh, "auth-jwks-refresh", "APP_AUTH_JWKS_REFRESH", d.JWKSRefresh, "how often JWKS are re-fetched")
+	c.BindEngine(b)
 	c.BindCommon(b)
 }
 
@@ -189,6 +233,45 @@ func (c *Config) BindBroker(b *Binder) {
 		"how long an operation may run before it fails")
 	b.Duration(&c.RetryAfter, "retry-after", "APP_BROKER_RETRY_AFTER", d.RetryAfter,
 		"Retry-After sent with last_operation while an operation is in progress")
+}
+
+// BindEngine binds the settings of the engine that drives operations.
+func (c *Config) BindEngine(b *Binder) {
+	d := Defaults.Engine
+	e := &c.Engine
+	b.Int(&e.Workers, "workers", "APP_WORKERS", d.Workers,
+		"operations this replica works on at once; 0 accepts requests but drives no operation")
+	b.Duration(&e.JobTimeout, "worker-job-timeout", "APP_WORKER_JOB_TIMEOUT", d.JobTimeout,
+		"bound on one run of an operation's steps")
+	b.Duration(&e.RescueAfter, "worker-rescue-after", "APP_WORKER_RESCUE_AFTER", d.RescueAfter,
+		"how long a killed replica's operations wait before another replica takes them over (> job timeout)")
+	b.String(&e.KCPKubeconfig, "kcp-kubeconfig", "APP_KCP_KUBECONFIG", os.Getenv("KUBECONFIG"),
+		"kubeconfig of the control plane (Runtime and Kyma CRs); KUBECONFIG is used when unset")
+	b.String(&e.GardenerKubecfg, "gardener-kubeconfig", "APP_GARDENER_KUBECONFIG_PATH", "",
+		"kubeconfig of the cluster holding the hyperscaler account pool (default: the control plane)")
+	b.String(&e.GardenerProject, "gardener-project", "APP_GARDENER_PROJECT", d.GardenerProject,
+		"project of the account pool: secrets live in namespace garden-<project>")
+	b.String(&e.KymaVersion, "kyma-version", "APP_KYMA_VERSION", d.KymaVersion, "default Kyma version")
+	b.Bool(&e.OnDemandVersion, "on-demand-version", "APP_ENABLE_ON_DEMAND_VERSION", false,
+		"let the kymaVersion provisioning parameter choose the Kyma version")
+	b.String(&e.DashboardDomain, "dashboard-domain", "APP_DASHBOARD_DOMAIN", d.DashboardDomain,
+		"domain of runtime dashboards: https://console.<shoot>.<domain>")
+	b.Duration(&e.RuntimeTimeout, "runtime-timeout", "APP_PROVISIONING_RUNTIME_TIMEOUT", d.RuntimeTimeout,
+		"how long provisioning waits for the cluster")
+	b.Duration(&e.AccountTimeout, "account-timeout", "APP_PROVISIONING_ACCOUNT_TIMEOUT", d.AccountTimeout,
+		"how long provisioning waits for a free hyperscaler account")
+	b.Duration(&e.BTPMgrTimeout, "btp-manager-timeout", "APP_PROVISIONING_BTP_MANAGER_TIMEOUT", d.BTPMgrTimeout,
+		"how long provisioning waits for the runtime to serve the BtpOperator kind")
+	b.Duration(&e.RemovalTimeout, "removal-timeout", "APP_DEPROVISIONING_TIMEOUT", d.RemovalTimeout,
+		"how long deprovisioning waits for the Kyma and Runtime CRs to be gone")
+	b.Duration(&e.RuntimePoll, "runtime-poll", "APP_PROVISIONING_RUNTIME_POLL", d.RuntimePoll,
+		"how often a waiting provisioning looks at its cluster (watches wake it sooner)")
+	b.Duration(&e.BTPMgrPoll, "btp-manager-poll", "APP_PROVISIONING_BTP_MANAGER_POLL", d.BTPMgrPoll,
+		"how often the final step retries while the runtime lacks the BtpOperator kind")
+	b.Duration(&e.RemovalPoll, "removal-poll", "APP_DEPROVISIONING_POLL", d.RemovalPoll,
+		"how often a deprovisioning looks whether its CRs are gone (watches wake it sooner)")
+	e.AccountPoll = d.AccountPoll
+	e.ControlNamespace = d.ControlNamespace
 }
 
 // BindCommon binds logging and shutdown settings.
@@ -214,6 +297,9 @@ func (c *Config) Validate() error {
 	}
 	if c.OperationTimeout <= 0 {
 		errs = append(errs, errors.New("APP_BROKER_OPERATION_TIMEOUT must be positive"))
+	}
+	if c.Engine.Workers > 0 && c.Engine.RescueAfter <= c.Engine.JobTimeout {
+		errs = append(errs, errors.New("APP_WORKER_RESCUE_AFTER must be longer than APP_WORKER_JOB_TIMEOUT"))
 	}
 	switch c.LogFormat {
 	case "auto", "json", "text":

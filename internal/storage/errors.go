@@ -15,6 +15,8 @@ var (
 	ErrAlreadyExists = errors.New("already exists")
 	// ErrTrialExists means the global account already holds a trial instance.
 	ErrTrialExists = errors.New("global account already has a trial instance")
+	// ErrArchived means the instance ID belonged to a deprovisioned instance.
+	ErrArchived = errors.New("instance was deprovisioned")
 	// ErrOperationInProgress means another operation of the instance runs.
 	ErrOperationInProgress = errors.New("another operation of the instance is in progress")
 )
@@ -35,7 +37,7 @@ func interpretError(err error) error {
 		case "operations_one_active_per_instance":
 			return ErrOperationInProgress
 		}
-		return fmt.Errorf("%w: %s", ErrAlreadyExists, pgErr.ConstraintName)
+		return fmt.Errorf("unique constraint %s violated: %w", pgErr.ConstraintName, err)
 	}
 	return err
 }

@@ -10,24 +10,34 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/database"
+	"github.com/pressly/goose/v3/lock"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/kyma-keb/keb/migrations"
 )
 
 // MigrationState tells where a database stands against the embedded migrations.
 type MigrationState struct {
-	Current int64 // highest applied version, 0 for an empty database
-	Head    int64 // highest embedded version
+	Current     int64 // highest applied version, 0 for an empty database
+	Head        int64 // highest embedded version
+	QueueBehind bool  // the work queue's (River's) tables lack migrations
 }
 
 // AtHead reports whether every embedded migration has been applied.
-func (s MigrationState) AtHead() bool { return s.Current == s.Head }
+func (s MigrationState) AtHead() bool { return s.Current == s.Head && !s.QueueBehind }
 
-// newProvider builds a goose provider over the embedded migrations. goose
-// takes locks so that replicas starting at once apply each migration once.
+// newProvider builds a goose provider over the embedded migrations. Its
+// session lock (a PostgreSQL advisory lock) makes replicas starting at once
+// apply each migration once.
 func newProvider(pool *pgxpool.Pool) (*goose.Provider, *sql.DB, error) {
 	db := stdlib.OpenDBFromPool(pool)
-	p, err := goose.NewProvider(database.DialectPostgres, db, migrations.FS)
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		db.Close()
+		return nil, nil, fmt.Errorf("creating migration lock: %w", err)
+	}
+	p, err := goose.NewProvider(database.DialectPostgres, db, migrations.FS, goose.WithSessionLocker(locker))
 	if err != nil {
 		db.Close()
 		return nil, nil, fmt.Errorf("loading embedded migrations: %w", err)
@@ -38,6 +48,17 @@ func newProvider(pool *pgxpool.Pool) (*goose.Provider, *sql.DB, error) {
 // MigrateUp applies every embedded migration not yet applied and returns the
 // versions it applied.
 func MigrateUp(ctx context.Context, pool *pgxpool.Pool) ([]int64, error) {
+	// goose locks its own migrations, River's migrator does not: one lock
+	// around both keeps replicas starting together from racing on either.
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("acquiring connection for migration lock: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtext('keb-migrate-up'))`); err != nil {
+		return nil, fmt.Errorf("taking migration lock: %w", err)
+	}
+	defer func() { _, _ = conn.Exec(context.Background(), `SELECT pg_advisory_unlock(hashtext('keb-migrate-up'))`) }()
 	p, db, err := newProvider(pool)
 	if err != nil {
 		return nil, err
@@ -50,6 +71,14 @@ func MigrateUp(ctx context.Context, pool *pgxpool.Pool) ([]int64, error) {
 	applied := make([]int64, 0, len(res))
 	for _, r := range res {
 		applied = append(applied, r.Source.Version)
+	}
+	// The work queue's tables are River's own; River versions them itself.
+	rm, err := rivermigrate.New(riverpgxv5.New(pool), nil)
+	if err != nil {
+		return nil, fmt.Errorf("loading queue migrations: %w", err)
+	}
+	if _, err := rm.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return nil, fmt.Errorf("applying queue migrations: %w", err)
 	}
 	return applied, nil
 }
@@ -87,5 +116,18 @@ func Migrations(ctx context.Context, pool *pgxpool.Pool) (MigrationState, error)
 	if len(srcs) > 0 {
 		head = srcs[len(srcs)-1].Version
 	}
-	return MigrationState{Current: cur, Head: head}, nil
+	st := MigrationState{Current: cur, Head: head}
+	rm, err := rivermigrate.New(riverpgxv5.New(pool), nil)
+	if err != nil {
+		return MigrationState{}, fmt.Errorf("loading queue migrations: %w", err)
+	}
+	existing, err := rm.ExistingVersions(ctx)
+	if err != nil {
+		// Before the first `migrate up` River's own table does not exist.
+		st.QueueBehind = true
+		return st, nil
+	}
+	all := rm.AllVersions()
+	st.QueueBehind = len(existing) == 0 || existing[len(existing)-1].Version < all[len(all)-1].Version
+	return st, nil
 }

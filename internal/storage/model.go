@@ -39,6 +39,7 @@ type Instance struct {
 	// request carried none.
 	Credentials  []byte     `db:"-"`
 	DashboardURL string     `db:"dashboard_url"`
+	ClusterID    string     `db:"cluster_id"`
 	CreatedAt    time.Time  `db:"created_at"`
 	UpdatedAt    time.Time  `db:"updated_at"`
 	DeletedAt    *time.Time `db:"deleted_at"`
@@ -56,6 +57,7 @@ type Operation struct {
 	ErrorMessage   string          `db:"error_message"`
 	Deadline       time.Time       `db:"deadline"`
 	Data           json.RawMessage `db:"data"`
+	JobID          *int64          `db:"job_id"`
 	CreatedAt      time.Time       `db:"created_at"`
 	UpdatedAt      time.Time       `db:"updated_at"`
 	FinishedAt     *time.Time      `db:"finished_at"`
@@ -63,3 +65,22 @@ type Operation struct {
 
 // InProgress reports whether the operation has not finished yet.
 func (o Operation) InProgress() bool { return o.State == StateInProgress }
+
+// ArchivedInstance is what is kept of an instance after deprovisioning.
+type ArchivedInstance struct {
+	InstanceID              string    `db:"instance_id"`
+	RuntimeID               string    `db:"runtime_id"`
+	GlobalAccountID         string    `db:"global_account_id"`
+	SubAccountID            string    `db:"subaccount_id"`
+	PlanID                  string    `db:"plan_id"`
+	PlanName                string    `db:"plan_name"`
+	PlatformRegion          string    `db:"platform_region"`
+	Provider                string    `db:"provider"`
+	ProviderRegion          string    `db:"provider_region"`
+	ShootName               string    `db:"shoot_name"`
+	ProvisioningState       string    `db:"provisioning_state"`
+	LastDeprovisioningID    string    `db:"last_deprovisioning_id"`
+	InstanceCreatedAt       time.Time `db:"instance_created_at"`
+	DeprovisioningStartedAt time.Time `db:"deprovisioning_started_at"`
+	ArchivedAt              time.Time `db:"archived_at"`
+}

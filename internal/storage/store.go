@@ -34,10 +34,10 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 const instanceColumns = `instance_id, runtime_id, global_account_id, subaccount_id, user_id, service_id,
 	plan_id, plan_name, platform_region, provider, provider_region, parameters, context,
-	encrypted_credentials, dashboard_url, created_at, updated_at, deleted_at`
+	encrypted_credentials, dashboard_url, cluster_id, created_at, updated_at, deleted_at`
 
 const operationColumns = `operation_id, instance_id, type, state, description, stage, finished_stages,
-	error_message, deadline, data, created_at, updated_at, finished_at`
+	error_message, deadline, data, job_id, created_at, updated_at, finished_at`
 
 // instanceRow is an Instance as stored, with credentials still sealed.
 type instanceRow struct {
@@ -71,6 +71,15 @@ func (s *Store) CreateProvisioning(ctx context.Context, inst Instance, op Operat
 		sealed = &v
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// An archived (deprovisioned) instance's ID is never reused.
+		var archived bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM instances_archive WHERE instance_id = $1)`,
+			inst.InstanceID).Scan(&archived); err != nil {
+			return fmt.Errorf("checking archive: %w", err)
+		}
+		if archived {
+			return ErrArchived
+		}
 		_, err := tx.Exec(ctx, `INSERT INTO instances (instance_id, runtime_id, global_account_id, subaccount_id,
 			user_id, service_id, plan_id, plan_name, platform_region, provider, provider_region, parameters,
 			context, encrypted_credentials)

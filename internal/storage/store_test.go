@@ -146,8 +146,11 @@ func TestCreateProvisioningConflicts(t *testing.T) {
 			wantErr: storage.ErrAlreadyExists,
 		},
 		{
-			name:    "same instance ID of a deleted instance",
-			setup:   func(f *fixture) { f.provision("inst-1", "ga-1", "azure", "op-1"); f.exec(`UPDATE instances SET deleted_at = now()`) },
+			name: "same instance ID of a deleted instance",
+			setup: func(f *fixture) {
+				f.provision("inst-1", "ga-1", "azure", "op-1")
+				f.exec(`UPDATE instances SET deleted_at = now()`)
+			},
 			inst:    newInstance("inst-1", "ga-1", "azure"),
 			wantErr: storage.ErrAlreadyExists,
 		},

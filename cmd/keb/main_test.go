@@ -1,0 +1,315 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/kyma-keb/keb/testing/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// flagOnly lists, per command, the flags that deliberately have no
+// environment variable: they choose what a one-off invocation prints rather
+// than configure keb.
+var flagOnly = map[string]map[string]bool{
+	"token": {"client-secret": true},
+}
+
+func runKeb(args ...string) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	code = run(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// captureStdout runs fn with os.Stdout redirected, for the commands that
+// print there rather than to run's stdout. Tests using it must not be
+// parallel.
+func captureStdout(t *testing.T, fn func()) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := os.Stdout
+	os.Stdout = w
+	done := make(chan string)
+	go func() {
+		b, _ := io.ReadAll(r)
+		done <- string(b)
+	}()
+	defer func() { os.Stdout = orig }()
+	fn()
+	os.Stdout = orig
+	w.Close()
+	out := <-done
+	r.Close()
+	return out
+}
+
+func TestTopLevelHelp(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+	}{
+		{name: "--help", args: []string{"--help"}, wantCode: 0},
+		{name: "-h", args: []string{"-h"}, wantCode: 0},
+		{name: "help", args: []string{"help"}, wantCode: 0},
+		{name: "no arguments", args: nil, wantCode: 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			code, out, errOut := runKeb(tc.args...)
+			if code != tc.wantCode {
+				t.Errorf("exit code %d, want %d", code, tc.wantCode)
+			}
+			if !strings.Contains(out, "Usage: keb <command>") {
+				t.Errorf("no usage line in:\n%s", out)
+			}
+			for _, c := range commands() {
+				if !regexp.MustCompile(`(?m)^  ` + c.name + ` +` + regexp.QuoteMeta(c.summary) + `$`).MatchString(out) {
+					t.Errorf("command %q with its summary not listed in:\n%s", c.name, out)
+				}
+			}
+			if errOut != "" {
+				t.Errorf("help wrote to stderr: %s", errOut)
+			}
+		})
+	}
+}
+
+// helpSections splits the top-level help into each command's flag entries,
+// keyed by command and flag name, each with its whole usage text.
+func helpSections(t *testing.T, help string) map[string]map[string]string {
+	t.Helper()
+	sections := map[string]map[string]string{}
+	header := regexp.MustCompile("^Flags of `keb ([a-z]+)`:$")
+	entry := regexp.MustCompile(`^  -([a-z0-9-]+)`)
+	var cmd, name string
+	for _, line := range strings.Split(help, "\n") {
+		if m := header.FindStringSubmatch(line); m != nil {
+			cmd, name = m[1], ""
+			sections[cmd] = map[string]string{}
+			continue
+		}
+		if cmd == "" {
+			continue
+		}
+		if m := entry.FindStringSubmatch(line); m != nil {
+			name = m[1]
+			sections[cmd][name] = line
+			continue
+		}
+		if name != "" && strings.HasPrefix(line, "    ") {
+			sections[cmd][name] += "\n" + line
+		}
+	}
+	return sections
+}
+
+var envMention = regexp.MustCompile(`\(env (APP|KEB)_[A-Z0-9_]+\)`)
+
+func TestHelpNamesTheVariableOfEveryFlag(t *testing.T) {
+	t.Parallel()
+	code, help, _ := runKeb("--help")
+	if code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	sections := helpSections(t, help)
+	for _, c := range commands() {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+			c.flags(fs)
+			fs.VisitAll(func(f *flag.Flag) {
+				text, listed := sections[c.name][f.Name]
+				if !listed {
+					t.Errorf("flag --%s of `keb %s` is missing from the help", f.Name, c.name)
+					return
+				}
+				hasEnv := envMention.MatchString(text)
+				switch {
+				case flagOnly[c.name][f.Name] && hasEnv:
+					t.Errorf("--%s is listed as flag-only but names a variable; update flagOnly: %s", f.Name, text)
+				case !flagOnly[c.name][f.Name] && !hasEnv:
+					t.Errorf("help of --%s of `keb %s` names no (env APP_...) or (env KEB_...) variable:\n%s", f.Name, c.name, text)
+				}
+			})
+			for name := range sections[c.name] {
+				if fs.Lookup(name) == nil {
+					t.Errorf("help lists --%s, which `keb %s` does not accept", name, c.name)
+				}
+			}
+		})
+	}
+}
+
+func TestCommandHelp(t *testing.T) {
+	t.Parallel()
+	for _, c := range commands() {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			code, out, errOut := runKeb(c.name, "--help")
+			if code != 0 {
+				t.Errorf("`keb %s --help` exit code %d, want 0; stderr:\n%s", c.name, code, errOut)
+			}
+			if !strings.Contains(errOut, "Usage: keb "+c.name) || !strings.Contains(errOut, c.summary) {
+				t.Errorf("`keb %s --help` printed:\n%s", c.name, errOut)
+			}
+			if out != "" {
+				t.Errorf("`keb %s --help` wrote to stdout: %s", c.name, out)
+			}
+			fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+			c.flags(fs)
+			fs.VisitAll(func(f *flag.Flag) {
+				if !strings.Contains(errOut, "  -"+f.Name) {
+					t.Errorf("flag --%s not in `keb %s --help`", f.Name, c.name)
+				}
+			})
+		})
+	}
+}
+
+func TestBadInvocations(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStderr []string
+	}{
+		{name: "unknown command", args: []string{"bogus"}, wantCode: 2, wantStderr: []string{`unknown command "bogus"`, "Commands:", "serve", "migrate"}},
+		{name: "flag as command", args: []string{"--port", "8080"}, wantCode: 2, wantStderr: []string{`unknown command "--port"`}},
+		{name: "unknown flag", args: []string{"serve", "--no-such-flag"}, wantCode: 2, wantStderr: []string{"no-such-flag", "Usage: keb serve"}},
+		{name: "malformed flag value", args: []string{"serve", "--port", "eighty"}, wantCode: 2, wantStderr: []string{"eighty", "-port"}},
+		{name: "migrate without action", args: []string{"migrate"}, wantCode: 1, wantStderr: []string{"keb migrate:", "up|down|status"}},
+		{name: "migrate with two actions", args: []string{"migrate", "up", "down"}, wantCode: 1, wantStderr: []string{"up|down|status"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			code, out, errOut := runKeb(tc.args...)
+			if code != tc.wantCode {
+				t.Errorf("exit code %d, want %d; stderr:\n%s", code, tc.wantCode, errOut)
+			}
+			for _, w := range tc.wantStderr {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("stderr does not mention %q:\n%s", w, errOut)
+				}
+			}
+			if out != "" {
+				t.Errorf("stdout: %s", out)
+			}
+		})
+	}
+}
+
+func TestMalformedEnvironmentIsReported(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want []string
+	}{
+		{name: "serve with a bad port", args: []string{"serve"}, env: map[string]string{"APP_PORT": "eighty"}, want: []string{"keb serve:", `APP_PORT="eighty"`}},
+		{name: "serve with a bad bool", args: []string{"serve"}, env: map[string]string{"APP_DATABASE_MIGRATE": "maybe"}, want: []string{"APP_DATABASE_MIGRATE"}},
+		{name: "dev with a bad duration", args: []string{"dev"}, env: map[string]string{"APP_BROKER_RETRY_AFTER": "10"}, want: []string{"keb dev:", "APP_BROKER_RETRY_AFTER"}},
+		{name: "token with a bad ttl", args: []string{"token"}, env: map[string]string{"KEB_TOKEN_TTL": "1 hour"}, want: []string{"keb token:", "KEB_TOKEN_TTL"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			code, _, errOut := runKeb(tc.args...)
+			if code != 1 {
+				t.Errorf("exit code %d, want 1", code)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("stderr does not mention %q:\n%s", w, errOut)
+				}
+			}
+		})
+	}
+}
+
+func TestMigrateWithoutDatabase(t *testing.T) {
+	t.Setenv("APP_DATABASE_URL", "")
+	t.Setenv("DATABASE_URL", "")
+	os.Unsetenv("APP_DATABASE_URL")
+	os.Unsetenv("DATABASE_URL")
+	code, _, errOut := runKeb("migrate", "status")
+	if code != 1 || !strings.Contains(errOut, "no database") || !strings.Contains(errOut, "APP_DATABASE_URL") {
+		t.Errorf("exit code %d, stderr %q; want 1 and a message naming APP_DATABASE_URL", code, errOut)
+	}
+}
+
+func TestMigrateAgainstDatabase(t *testing.T) {
+	dbURL := pgtest.NewDatabase(t) // at head
+	status := regexp.MustCompile(`schema version (\d+), head (\d+), at head: (true|false)`)
+
+	migrate := func(args ...string) string {
+		t.Helper()
+		var code int
+		var errOut string
+		out := captureStdout(t, func() { code, _, errOut = runKeb(append([]string{"migrate"}, args...)...) })
+		if code != 0 {
+			t.Fatalf("keb migrate %v: exit code %d, stderr:\n%s", args, code, errOut)
+		}
+		return out
+	}
+
+	out := migrate("--database-url", dbURL, "status")
+	m := status.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("`keb migrate status` printed %q, want the schema version", out)
+	}
+	head := m[2]
+	if m[1] != head || m[3] != "true" || head == "0" {
+		t.Fatalf("migrated database: %q", out)
+	}
+
+	// The database can come from the environment as well.
+	t.Setenv("APP_DATABASE_URL", dbURL)
+	if out := migrate("status"); !strings.Contains(out, "at head: true") {
+		t.Errorf("status via APP_DATABASE_URL: %q", out)
+	}
+
+	if out := migrate("down"); !strings.Contains(out, "rolled back migration "+head) {
+		t.Errorf("`keb migrate down` printed %q", out)
+	}
+	if m := status.FindStringSubmatch(migrate("status")); m == nil || m[1] == head || m[3] != "false" {
+		t.Errorf("status after down: %v", m)
+	}
+	if out := migrate("up"); !strings.Contains(out, "applied 1 migration(s): ["+head+"]") {
+		t.Errorf("`keb migrate up` printed %q", out)
+	}
+	if out := migrate("up"); !strings.Contains(out, "applied 0 migration(s)") {
+		t.Errorf("second `keb migrate up` printed %q", out)
+	}
+	if out := migrate("status"); !strings.Contains(out, "schema version "+head+", head "+head+", at head: true") {
+		t.Errorf("status after up: %q", out)
+	}
+
+	code, _, errOut := runKeb("migrate", "sideways")
+	if code != 1 || !strings.Contains(errOut, `unknown migrate action "sideways"`) {
+		t.Errorf("`keb migrate sideways`: exit %d, stderr %q", code, errOut)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	var code int
+	out := captureStdout(t, func() { code, _, _ = runKeb("version") })
+	if code != 0 || strings.TrimSpace(out) != version {
+		t.Errorf("`keb version`: exit %d, printed %q, want %q", code, out, version)
+	}
+}

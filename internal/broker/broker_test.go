@@ -1,0 +1,706 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pivotal-cf/brokerapi/v10/domain"
+
+	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/storage"
+)
+
+const testContext = `{"globalaccount_id":"ga-1","subaccount_id":"sa-1","user_id":"User@Example.com"}`
+
+func provisionDetails(planID, params, rawContext string) domain.ProvisionDetails {
+	d := domain.ProvisionDetails{ServiceID: catalog.ServiceID, PlanID: planID, RawContext: json.RawMessage(rawContext)}
+	if params != "" {
+		d.RawParameters = json.RawMessage(params)
+	}
+	return d
+}
+
+func azureDetails() domain.ProvisionDetails {
+	return provisionDetails(catalog.AzurePlanID, `{"name":"c1"}`, testContext)
+}
+
+// storedAzure is the instance a Provision of azureDetails writes.
+func storedAzure() storage.Instance {
+	return storage.Instance{
+		InstanceID: "inst-1", GlobalAccountID: "ga-1", SubAccountID: "sa-1", UserID: "user@example.com",
+		ServiceID: catalog.ServiceID, PlanID: catalog.AzurePlanID, PlanName: catalog.AzurePlanName,
+		PlatformRegion: "cf-eu10", Parameters: json.RawMessage(`{"name":"c1"}`), Context: json.RawMessage(`{}`),
+	}
+}
+
+func opOf(id, typ, state string) storage.Operation {
+	return storage.Operation{ID: id, InstanceID: "inst-1", Type: typ, State: state, Description: typ + " is " + state}
+}
+
+func TestUnexpectedStoreErrorsAreGeneric500s(t *testing.T) {
+	t.Parallel()
+	alreadyExists := func(storage.Instance, storage.Operation) error {
+		return fmt.Errorf("inserting instance: %w", storage.ErrAlreadyExists)
+	}
+	provisioned := func(string) (storage.Instance, error) { return storedAzure(), nil }
+	failDriver := func(string) (storage.Instance, error) { return storage.Instance{}, errDriver }
+	tests := []struct {
+		name  string
+		store *fakeStore
+		call  func(b *Broker) error
+	}{
+		{
+			name:  "Provision: writing fails",
+			store: &fakeStore{createProvisioning: func(storage.Instance, storage.Operation) error { return errDriver }},
+			call: func(b *Broker) error {
+				_, err := b.Provision(context.Background(), "inst-1", azureDetails(), true)
+				return err
+			},
+		},
+		{
+			name: "Provision: wrapped driver error",
+			store: &fakeStore{createProvisioning: func(storage.Instance, storage.Operation) error {
+				return fmt.Errorf("inserting instance: %w", errDriver)
+			}},
+			call: func(b *Broker) error {
+				_, err := b.Provision(context.Background(), "inst-1", azureDetails(), true)
+				return err
+			},
+		},
+		{
+			name:  "Provision again: reading the instance fails",
+			store: &fakeStore{createProvisioning: alreadyExists, instance: failDriver},
+			call: func(b *Broker) error {
+				_, err := b.Provision(context.Background(), "inst-1", azureDetails(), true)
+				return err
+			},
+		},
+		{
+			name: "Provision again: reading the last operation fails",
+			store: &fakeStore{createProvisioning: alreadyExists, instance: provisioned,
+				lastOperation: func(string) (storage.Operation, error) { return storage.Operation{}, errDriver }},
+			call: func(b *Broker) error {
+				_, err := b.Provision(context.Background(), "inst-1", azureDetails(), true)
+				return err
+			},
+		},
+		{
+			name: "Deprovision: writing fails",
+			store: &fakeStore{createDeprovisioning: func(storage.Operation) (storage.Operation, bool, error) {
+				return storage.Operation{}, false, errDriver
+			}},
+			call: func(b *Broker) error {
+				_, err := b.Deprovision(context.Background(), "inst-1", domain.DeprovisionDetails{}, true)
+				return err
+			},
+		},
+		{
+			name:  "GetInstance: reading the instance fails",
+			store: &fakeStore{instance: failDriver},
+			call: func(b *Broker) error {
+				_, err := b.GetInstance(context.Background(), "inst-1", domain.FetchInstanceDetails{})
+				return err
+			},
+		},
+		{
+			name: "GetInstance: reading the last operation fails",
+			store: &fakeStore{instance: provisioned,
+				lastOperation: func(string) (storage.Operation, error) { return storage.Operation{}, errDriver }},
+			call: func(b *Broker) error {
+				_, err := b.GetInstance(context.Background(), "inst-1", domain.FetchInstanceDetails{})
+				return err
+			},
+		},
+		{
+			name:  "LastOperation: reading the instance fails",
+			store: &fakeStore{instance: failDriver},
+			call: func(b *Broker) error {
+				_, err := b.LastOperation(context.Background(), "inst-1", domain.PollDetails{OperationData: "op-1"})
+				return err
+			},
+		},
+		{
+			name: "LastOperation: reading the named operation fails",
+			store: &fakeStore{instance: provisioned,
+				operation: func(string, string) (storage.Operation, error) { return storage.Operation{}, errDriver }},
+			call: func(b *Broker) error {
+				_, err := b.LastOperation(context.Background(), "inst-1", domain.PollDetails{OperationData: "op-1"})
+				return err
+			},
+		},
+		{
+			name: "LastOperation: reading the newest operation fails",
+			store: &fakeStore{instance: provisioned,
+				lastOperation: func(string) (storage.Operation, error) { return storage.Operation{}, errDriver }},
+			call: func(b *Broker) error {
+				_, err := b.LastOperation(context.Background(), "inst-1", domain.PollDetails{})
+				return err
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b, hook := newTestBroker(t, tc.store)
+			err := tc.call(b)
+			f := asFailure(t, err)
+			if f.status != http.StatusInternalServerError || f.key != "InternalError" {
+				t.Errorf("status %d, error key %q; want 500 InternalError", f.status, f.key)
+			}
+			for _, leak := range []string{secretDetail, "pq:", "connection refused", "db.internal"} {
+				if strings.Contains(f.description, leak) || strings.Contains(err.Error(), leak) {
+					t.Errorf("response description %q leaks %q", f.description, leak)
+				}
+			}
+			if f.description == "" {
+				t.Error("empty description: the platform shows the user nothing")
+			}
+			// The cause is not lost: it is logged.
+			logged := false
+			for _, e := range hook.AllEntries() {
+				if cause, ok := e.Data["error"].(error); ok && strings.Contains(cause.Error(), secretDetail) {
+					logged = true
+				}
+			}
+			if !logged {
+				t.Error("the store error was not logged")
+			}
+		})
+	}
+}
+
+func TestAsyncRequired(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		call func(b *Broker) error
+	}{
+		{name: "Provision", call: func(b *Broker) error {
+			_, err := b.Provision(context.Background(), "inst-1", azureDetails(), false)
+			return err
+		}},
+		{name: "Provision with an invalid request", call: func(b *Broker) error {
+			_, err := b.Provision(context.Background(), "inst-1", provisionDetails("no-such-plan", "", ""), false)
+			return err
+		}},
+		{name: "Deprovision", call: func(b *Broker) error {
+			_, err := b.Deprovision(context.Background(), "inst-1", domain.DeprovisionDetails{}, false)
+			return err
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			store := &fakeStore{}
+			b, _ := newTestBroker(t, store)
+			f := asFailure(t, tc.call(b))
+			if f.status != http.StatusUnprocessableEntity || f.key != "AsyncRequired" {
+				t.Errorf("status %d, key %q; want 422 AsyncRequired", f.status, f.key)
+			}
+			if calls := store.called(); len(calls) != 0 {
+				t.Errorf("store was called: %v", calls)
+			}
+		})
+	}
+}
+
+func TestProvisionWritesWhatThePlatformSent(t *testing.T) {
+	t.Parallel()
+	const secret = "the-client-secret"
+	creds := `"sm_operator_credentials":{"clientid":"cid","clientsecret":"` + secret + `","sm_url":"https://sm","url":"https://uaa"}`
+	tests := []struct {
+		name        string
+		ctx         context.Context
+		details     domain.ProvisionDetails
+		wantRegion  string
+		wantParams  string
+		wantContext map[string]any
+		wantCreds   bool
+	}{
+		{
+			name:        "default request region",
+			ctx:         context.Background(),
+			details:     provisionDetails(catalog.AzurePlanID, `{ "name" : "c1" }`, testContext),
+			wantRegion:  "cf-eu10",
+			wantParams:  `{"name":"c1"}`,
+			wantContext: map[string]any{"globalaccount_id": "ga-1", "subaccount_id": "sa-1", "user_id": "User@Example.com"},
+		},
+		{
+			name:        "region from the path",
+			ctx:         ContextWithRegion(context.Background(), "cf-us10"),
+			details:     azureDetails(),
+			wantRegion:  "cf-us10",
+			wantParams:  `{"name":"c1"}`,
+			wantContext: map[string]any{"globalaccount_id": "ga-1", "subaccount_id": "sa-1", "user_id": "User@Example.com"},
+		},
+		{
+			name: "credentials are kept apart from the context",
+			ctx:  context.Background(),
+			details: provisionDetails(catalog.AzurePlanID, `{"name":"c1"}`,
+				`{"globalaccount_id":"ga-1","subaccount_id":"sa-1","user_id":"u","platform":"cf","x-extra":{"k":[1,2]},`+creds+`}`),
+			wantRegion: "cf-eu10",
+			wantParams: `{"name":"c1"}`,
+			wantContext: map[string]any{"globalaccount_id": "ga-1", "subaccount_id": "sa-1", "user_id": "u",
+				"platform": "cf", "x-extra": map[string]any{"k": []any{1.0, 2.0}}},
+			wantCreds: true,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var gotInst storage.Instance
+			var gotOp storage.Operation
+			store := &fakeStore{createProvisioning: func(inst storage.Instance, op storage.Operation) error {
+				gotInst, gotOp = inst, op
+				return nil
+			}}
+			b, _ := newTestBroker(t, store)
+			before := time.Now()
+			spec, err := b.Provision(tc.ctx, "inst-1", tc.details, true)
+			if err != nil {
+				t.Fatalf("Provision: %v", err)
+			}
+			if !spec.IsAsync || spec.OperationData != gotOp.ID || gotOp.ID == "" {
+				t.Errorf("spec %+v, stored operation %q", spec, gotOp.ID)
+			}
+			if gotOp.InstanceID != "inst-1" || gotOp.Type != storage.OperationTypeProvision || !gotOp.InProgress() || gotOp.Description == "" {
+				t.Errorf("operation %+v", gotOp)
+			}
+			if d := gotOp.Deadline.Sub(before); d < testTimeout || d > testTimeout+time.Minute {
+				t.Errorf("deadline is %s after the request, want the operation timeout %s", d, testTimeout)
+			}
+			if gotInst.InstanceID != "inst-1" || gotInst.PlanID != catalog.AzurePlanID || gotInst.PlanName != catalog.AzurePlanName ||
+				gotInst.ServiceID != catalog.ServiceID || gotInst.GlobalAccountID != "ga-1" || gotInst.SubAccountID != "sa-1" {
+				t.Errorf("instance %+v", gotInst)
+			}
+			if gotInst.UserID != strings.ToLower(gotInst.UserID) {
+				t.Errorf("user ID %q is not lower-cased", gotInst.UserID)
+			}
+			if gotInst.PlatformRegion != tc.wantRegion {
+				t.Errorf("platform region %q, want %q", gotInst.PlatformRegion, tc.wantRegion)
+			}
+			if gotInst.Provider == "" || gotInst.ProviderRegion == "" {
+				t.Errorf("provider %q / region %q not resolved", gotInst.Provider, gotInst.ProviderRegion)
+			}
+			if string(gotInst.Parameters) != tc.wantParams {
+				t.Errorf("parameters stored as %s, want %s", gotInst.Parameters, tc.wantParams)
+			}
+			var storedCtx map[string]any
+			if err := json.Unmarshal(gotInst.Context, &storedCtx); err != nil {
+				t.Fatalf("stored context %s: %v", gotInst.Context, err)
+			}
+			if !reflect.DeepEqual(storedCtx, tc.wantContext) {
+				t.Errorf("context stored as %v, want %v", storedCtx, tc.wantContext)
+			}
+			if strings.Contains(string(gotInst.Context), secret) {
+				t.Errorf("stored context holds the credentials: %s", gotInst.Context)
+			}
+			if !tc.wantCreds {
+				if gotInst.Credentials != nil {
+					t.Errorf("credentials %q without any in the request", gotInst.Credentials)
+				}
+				return
+			}
+			var c map[string]any
+			if err := json.Unmarshal(gotInst.Credentials, &c); err != nil || c["clientsecret"] != secret || c["clientid"] != "cid" {
+				t.Errorf("credentials handed to the store: %s (%v)", gotInst.Credentials, err)
+			}
+		})
+	}
+}
+
+func TestProvisionOfAnExistingInstance(t *testing.T) {
+	t.Parallel()
+	deleted := time.Now()
+	tests := []struct {
+		name     string
+		details  domain.ProvisionDetails
+		have     func() storage.Instance
+		last     storage.Operation
+		wantSpec domain.ProvisionedServiceSpec
+		// wantStatus and wantDesc describe a failure instead.
+		wantStatus int
+		wantKey    string
+		wantDesc   string
+	}{
+		{
+			name:     "identical, provisioning in progress",
+			details:  azureDetails(),
+			have:     storedAzure,
+			last:     opOf("op-running", storage.OperationTypeProvision, storage.StateInProgress),
+			wantSpec: domain.ProvisionedServiceSpec{IsAsync: true, OperationData: "op-running"},
+		},
+		{
+			name:    "same parameters in another order and spacing",
+			details: provisionDetails(catalog.AzurePlanID, "{\n  \"region\": \"westeurope\",\n  \"name\": \"c1\"\n}", testContext),
+			have: func() storage.Instance {
+				i := storedAzure()
+				i.Parameters = json.RawMessage(`{"name":"c1","region":"westeurope"}`)
+				return i
+			},
+			last:     opOf("op-running", storage.OperationTypeProvision, storage.StateInProgress),
+			wantSpec: domain.ProvisionedServiceSpec{IsAsync: true, OperationData: "op-running"},
+		},
+		{
+			name:     "identical, provisioned",
+			details:  azureDetails(),
+			have:     func() storage.Instance { i := storedAzure(); i.DashboardURL = "https://dash"; return i },
+			last:     opOf("op-done", storage.OperationTypeProvision, storage.StateSucceeded),
+			wantSpec: domain.ProvisionedServiceSpec{AlreadyExists: true, DashboardURL: "https://dash"},
+		},
+		{
+			name:       "different parameters",
+			details:    provisionDetails(catalog.AzurePlanID, `{"name":"c2"}`, testContext),
+			have:       storedAzure,
+			last:       opOf("op-running", storage.OperationTypeProvision, storage.StateInProgress),
+			wantStatus: http.StatusConflict, wantKey: "Conflict", wantDesc: "parameters",
+		},
+		{
+			name:       "different subaccount",
+			details:    provisionDetails(catalog.AzurePlanID, `{"name":"c1"}`, `{"globalaccount_id":"ga-1","subaccount_id":"sa-2","user_id":"u"}`),
+			have:       storedAzure,
+			last:       opOf("op-running", storage.OperationTypeProvision, storage.StateInProgress),
+			wantStatus: http.StatusConflict, wantKey: "Conflict", wantDesc: "context.subaccount_id",
+		},
+		{
+			name:       "deprovisioned instance",
+			details:    azureDetails(),
+			have:       func() storage.Instance { i := storedAzure(); i.DeletedAt = &deleted; return i },
+			wantStatus: http.StatusConflict, wantKey: "Conflict", wantDesc: "deprovisioned",
+		},
+		{
+			name:       "provisioning failed",
+			details:    azureDetails(),
+			have:       storedAzure,
+			last:       opOf("op-failed", storage.OperationTypeProvision, storage.StateFailed),
+			wantStatus: http.StatusConflict, wantKey: "Conflict", wantDesc: "failed",
+		},
+		{
+			name:       "update in progress",
+			details:    azureDetails(),
+			have:       storedAzure,
+			last:       opOf("op-update", storage.OperationTypeUpdate, storage.StateInProgress),
+			wantStatus: http.StatusUnprocessableEntity, wantKey: "ConcurrencyError",
+		},
+		{
+			name:       "deprovisioning in progress",
+			details:    azureDetails(),
+			have:       storedAzure,
+			last:       opOf("op-deprov", storage.OperationTypeDeprovision, storage.StateInProgress),
+			wantStatus: http.StatusUnprocessableEntity, wantKey: "ConcurrencyError",
+		},
+		{
+			name:       "deprovisioning finished",
+			details:    azureDetails(),
+			have:       storedAzure,
+			last:       opOf("op-deprov", storage.OperationTypeDeprovision, storage.StateSucceeded),
+			wantStatus: http.StatusConflict, wantKey: "Conflict", wantDesc: "deprovisioned",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			store := &fakeStore{
+				createProvisioning: func(storage.Instance, storage.Operation) error {
+					return fmt.Errorf("inserting instance: %w", storage.ErrAlreadyExists)
+				},
+				instance:      func(string) (storage.Instance, error) { return tc.have(), nil },
+				lastOperation: func(string) (storage.Operation, error) { return tc.last, nil },
+			}
+			b, _ := newTestBroker(t, store)
+			spec, err := b.Provision(context.Background(), "inst-1", tc.details, true)
+			if tc.wantStatus == 0 {
+				if err != nil {
+					t.Fatalf("Provision: %v", err)
+				}
+				if !reflect.DeepEqual(spec, tc.wantSpec) {
+					t.Errorf("spec %+v, want %+v", spec, tc.wantSpec)
+				}
+				return
+			}
+			f := asFailure(t, err)
+			if f.status != tc.wantStatus || f.key != tc.wantKey || !strings.Contains(f.description, tc.wantDesc) {
+				t.Errorf("got %d %s %q, want %d %s mentioning %q", f.status, f.key, f.description, tc.wantStatus, tc.wantKey, tc.wantDesc)
+			}
+		})
+	}
+}
+
+func TestProvisionTrialExists(t *testing.T) {
+	t.Parallel()
+	store := &fakeStore{createProvisioning: func(storage.Instance, storage.Operation) error {
+		return fmt.Errorf("inserting instance: %w", storage.ErrTrialExists)
+	}}
+	b, _ := newTestBroker(t, store)
+	_, err := b.Provision(context.Background(), "inst-1", provisionDetails(catalog.TrialPlanID, `{"name":"t"}`, testContext), true)
+	f := asFailure(t, err)
+	if f.status != http.StatusBadRequest || f.key != "TrialExists" {
+		t.Errorf("got %d %s, want 400 TrialExists", f.status, f.key)
+	}
+	if calls := store.called(); !slices.Equal(calls, []string{"CreateProvisioning"}) {
+		t.Errorf("store calls %v", calls)
+	}
+}
+
+func TestDeprovision(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		result   func(op storage.Operation) (storage.Operation, bool, error)
+		wantOpID string // "new" for the operation the broker made
+		// wantStatus and wantKey describe a failure instead.
+		wantStatus int
+		wantKey    string
+		wantEmpty  bool
+	}{
+		{
+			name:     "accepted",
+			result:   func(op storage.Operation) (storage.Operation, bool, error) { return op, true, nil },
+			wantOpID: "new",
+		},
+		{
+			name: "already running",
+			result: func(storage.Operation) (storage.Operation, bool, error) {
+				return opOf("op-first", storage.OperationTypeDeprovision, storage.StateInProgress), false, nil
+			},
+			wantOpID: "op-first",
+		},
+		{
+			name: "unknown or deleted instance",
+			result: func(storage.Operation) (storage.Operation, bool, error) {
+				return storage.Operation{}, false, storage.ErrNotFound
+			},
+			wantStatus: http.StatusGone, wantEmpty: true,
+		},
+		{
+			name: "update in progress",
+			result: func(storage.Operation) (storage.Operation, bool, error) {
+				return storage.Operation{}, false, fmt.Errorf("x: %w", storage.ErrOperationInProgress)
+			},
+			wantStatus: http.StatusUnprocessableEntity, wantKey: "ConcurrencyError",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var asked storage.Operation
+			store := &fakeStore{createDeprovisioning: func(op storage.Operation) (storage.Operation, bool, error) {
+				asked = op
+				return tc.result(op)
+			}}
+			b, _ := newTestBroker(t, store)
+			before := time.Now()
+			spec, err := b.Deprovision(context.Background(), "inst-1", domain.DeprovisionDetails{}, true)
+			if asked.InstanceID != "inst-1" || asked.Type != storage.OperationTypeDeprovision || !asked.InProgress() || asked.ID == "" {
+				t.Errorf("broker asked for %+v", asked)
+			}
+			if d := asked.Deadline.Sub(before); d < testTimeout || d > testTimeout+time.Minute {
+				t.Errorf("deadline is %s after the request, want %s", d, testTimeout)
+			}
+			if tc.wantStatus != 0 {
+				f := asFailure(t, err)
+				if f.status != tc.wantStatus || f.key != tc.wantKey || f.empty != tc.wantEmpty {
+					t.Errorf("got %+v, want %d %q (empty body %v)", f, tc.wantStatus, tc.wantKey, tc.wantEmpty)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Deprovision: %v", err)
+			}
+			want := tc.wantOpID
+			if want == "new" {
+				want = asked.ID
+			}
+			if !spec.IsAsync || spec.OperationData != want {
+				t.Errorf("spec %+v, want async with operation %s", spec, want)
+			}
+		})
+	}
+}
+
+func TestLastOperationRetryAfterHint(t *testing.T) {
+	t.Parallel()
+	deleted := time.Now()
+	tests := []struct {
+		name        string
+		inst        storage.Instance
+		op          storage.Operation
+		poll        domain.PollDetails
+		wantState   domain.LastOperationState
+		wantHint    time.Duration
+		wantFailure int
+	}{
+		{
+			name:      "provisioning in progress",
+			inst:      storedAzure(),
+			op:        opOf("op-1", storage.OperationTypeProvision, storage.StateInProgress),
+			poll:      domain.PollDetails{OperationData: "op-1"},
+			wantState: domain.InProgress, wantHint: testRetryAfter,
+		},
+		{
+			name:      "newest operation in progress",
+			inst:      storedAzure(),
+			op:        opOf("op-1", storage.OperationTypeDeprovision, storage.StateInProgress),
+			wantState: domain.InProgress, wantHint: testRetryAfter,
+		},
+		{
+			name:      "provisioning succeeded",
+			inst:      storedAzure(),
+			op:        opOf("op-1", storage.OperationTypeProvision, storage.StateSucceeded),
+			poll:      domain.PollDetails{OperationData: "op-1"},
+			wantState: domain.Succeeded,
+		},
+		{
+			name:      "provisioning failed",
+			inst:      storedAzure(),
+			op:        opOf("op-1", storage.OperationTypeProvision, storage.StateFailed),
+			wantState: domain.Failed,
+		},
+		{
+			name:        "deprovisioned and gone",
+			inst:        func() storage.Instance { i := storedAzure(); i.DeletedAt = &deleted; return i }(),
+			op:          opOf("op-1", storage.OperationTypeDeprovision, storage.StateSucceeded),
+			wantFailure: http.StatusGone,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			store := &fakeStore{
+				instance:      func(string) (storage.Instance, error) { return tc.inst, nil },
+				lastOperation: func(string) (storage.Operation, error) { return tc.op, nil },
+				operation: func(_, id string) (storage.Operation, error) {
+					if id != tc.op.ID {
+						return storage.Operation{}, storage.ErrNotFound
+					}
+					return tc.op, nil
+				},
+			}
+			b, _ := newTestBroker(t, store)
+			ctx, hints := ContextWithHints(context.Background())
+			got, err := b.LastOperation(ctx, "inst-1", tc.poll)
+			if hints.RetryAfter != tc.wantHint {
+				t.Errorf("Retry-After hint %s, want %s", hints.RetryAfter, tc.wantHint)
+			}
+			if tc.wantFailure != 0 {
+				if f := asFailure(t, err); f.status != tc.wantFailure {
+					t.Errorf("status %d, want %d", f.status, tc.wantFailure)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("LastOperation: %v", err)
+			}
+			if got.State != tc.wantState || got.Description != tc.op.Description {
+				t.Errorf("got %+v, want state %q with the operation's description", got, tc.wantState)
+			}
+			// Without a hints carrier in the context the broker must not fail.
+			if _, err := b.LastOperation(context.Background(), "inst-1", tc.poll); err != nil {
+				t.Errorf("LastOperation without hints: %v", err)
+			}
+		})
+	}
+}
+
+func TestLastOperationNotFound(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		store   *fakeStore
+		poll    domain.PollDetails
+		wantKey string
+	}{
+		{
+			name:  "unknown instance",
+			store: &fakeStore{instance: func(string) (storage.Instance, error) { return storage.Instance{}, storage.ErrNotFound }},
+			poll:  domain.PollDetails{OperationData: "op-1"}, wantKey: "NotFound",
+		},
+		{
+			name: "unknown operation",
+			store: &fakeStore{
+				instance:  func(string) (storage.Instance, error) { return storedAzure(), nil },
+				operation: func(string, string) (storage.Operation, error) { return storage.Operation{}, storage.ErrNotFound },
+			},
+			poll: domain.PollDetails{OperationData: "op-other"}, wantKey: "NotFound",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b, _ := newTestBroker(t, tc.store)
+			ctx, hints := ContextWithHints(context.Background())
+			_, err := b.LastOperation(ctx, "inst-1", tc.poll)
+			if f := asFailure(t, err); f.status != http.StatusNotFound || f.key != tc.wantKey {
+				t.Errorf("got %+v, want 404 %s", f, tc.wantKey)
+			}
+			if hints.RetryAfter != 0 {
+				t.Errorf("Retry-After hint %s on a 404", hints.RetryAfter)
+			}
+		})
+	}
+}
+
+func TestGetInstance(t *testing.T) {
+	t.Parallel()
+	deleted := time.Now()
+	tests := []struct {
+		name       string
+		inst       storage.Instance
+		instErr    error
+		last       storage.Operation
+		wantStatus int
+		wantKey    string
+	}{
+		{name: "unknown", instErr: storage.ErrNotFound, wantStatus: http.StatusNotFound, wantKey: "NotFound"},
+		{name: "deleted", inst: func() storage.Instance { i := storedAzure(); i.DeletedAt = &deleted; return i }(), wantStatus: http.StatusNotFound, wantKey: "NotFound"},
+		{name: "being provisioned", inst: storedAzure(), last: opOf("op", storage.OperationTypeProvision, storage.StateInProgress), wantStatus: http.StatusNotFound, wantKey: "NotFound"},
+		{name: "provisioning failed", inst: storedAzure(), last: opOf("op", storage.OperationTypeProvision, storage.StateFailed), wantStatus: http.StatusNotFound, wantKey: "NotFound"},
+		{name: "being updated", inst: storedAzure(), last: opOf("op", storage.OperationTypeUpdate, storage.StateInProgress), wantStatus: http.StatusUnprocessableEntity, wantKey: "ConcurrencyError"},
+		{name: "provisioned", inst: storedAzure(), last: opOf("op", storage.OperationTypeProvision, storage.StateSucceeded)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b, _ := newTestBroker(t, &fakeStore{
+				instance:      func(string) (storage.Instance, error) { return tc.inst, tc.instErr },
+				lastOperation: func(string) (storage.Operation, error) { return tc.last, nil },
+			})
+			spec, err := b.GetInstance(context.Background(), "inst-1", domain.FetchInstanceDetails{})
+			if tc.wantStatus != 0 {
+				if f := asFailure(t, err); f.status != tc.wantStatus || f.key != tc.wantKey {
+					t.Errorf("got %+v, want %d %s", f, tc.wantStatus, tc.wantKey)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("GetInstance: %v", err)
+			}
+			if spec.ServiceID != catalog.ServiceID || spec.PlanID != catalog.AzurePlanID || fmt.Sprint(spec.Parameters) != "map[name:c1]" {
+				t.Errorf("spec %+v", spec)
+			}
+		})
+	}
+}
+
+func TestStoreSentinelsAreNotMistakenForInternalErrors(t *testing.T) {
+	t.Parallel()
+	// Wrapped sentinels keep their meaning; anything else is internal.
+	if !errors.Is(fmt.Errorf("a: %w", fmt.Errorf("b: %w", storage.ErrNotFound)), storage.ErrNotFound) {
+		t.Fatal("test premise broken")
+	}
+	b, _ := newTestBroker(t, &fakeStore{instance: func(string) (storage.Instance, error) {
+		return storage.Instance{}, fmt.Errorf("reading: %w", fmt.Errorf("query: %w", storage.ErrNotFound))
+	}})
+	_, err := b.GetInstance(context.Background(), "inst-1", domain.FetchInstanceDetails{})
+	if f := asFailure(t, err); f.status != http.StatusNotFound {
+		t.Errorf("doubly wrapped ErrNotFound answered %d, want 404", f.status)
+	}
+}

@@ -1,0 +1,206 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The methods in this file serve the engine (internal/process): loading an
+// operation, checkpointing its steps and finishing it. Every write to an
+// operation is conditional on it still being in progress, so that a halted
+// operation (a DELETE arrived) is never overwritten by its old worker.
+
+// Work returns an operation and its instance.
+func (s *Store) Work(ctx context.Context, operationID string) (Operation, Instance, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT `+operationColumns+` FROM operations WHERE operation_id = $1`, operationID)
+	op, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Operation])
+	if err != nil {
+		return Operation{}, Instance{}, interpretError(err)
+	}
+	inst, err := s.Instance(ctx, op.InstanceID)
+	if err != nil {
+		return Operation{}, Instance{}, err
+	}
+	return op, inst, nil
+}
+
+// SaveProgress stores an in-progress operation's description, stage,
+// checkpoints and data. It returns false when the operation is no longer in
+// progress: its worker must stop.
+func (s *Store) SaveProgress(ctx context.Context, op Operation) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE operations SET description = $2, stage = $3, finished_stages = $4,
+		data = $5, updated_at = now() WHERE operation_id = $1 AND state = $6`,
+		op.ID, op.Description, op.Stage, op.FinishedStages, jsonOrEmpty(op.Data), StateInProgress)
+	if err != nil {
+		return false, fmt.Errorf("saving progress of operation %s: %w", op.ID, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// Finish ends an in-progress operation as succeeded or failed. It returns
+// false when the operation had already ended (or is gone).
+func (s *Store) Finish(ctx context.Context, op Operation) (bool, error) {
+	if op.State == StateInProgress {
+		return false, errors.New("finishing an operation needs a final state")
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE operations SET state = $2, description = $3, error_message = $4,
+		stage = $5, finished_stages = $6, data = $7, updated_at = now(), finished_at = now()
+		WHERE operation_id = $1 AND state = $8`,
+		op.ID, op.State, op.Description, op.ErrorMessage, op.Stage, op.FinishedStages, jsonOrEmpty(op.Data), StateInProgress)
+	if err != nil {
+		return false, fmt.Errorf("finishing operation %s: %w", op.ID, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// SetRuntimeIdentity records the runtime ID and cluster ID of an instance the
+// first time they are chosen and returns the ones stored, so that a step run
+// twice after a crash keeps the first choice.
+func (s *Store) SetRuntimeIdentity(ctx context.Context, instanceID, runtimeID, clusterID string) (string, string, error) {
+	var rid, cid string
+	err := s.pool.QueryRow(ctx, `UPDATE instances SET
+			runtime_id = CASE WHEN runtime_id = '' THEN $2 ELSE runtime_id END,
+			cluster_id = CASE WHEN cluster_id = '' THEN $3 ELSE cluster_id END,
+			updated_at = now()
+		WHERE instance_id = $1 RETURNING runtime_id, cluster_id`, instanceID, runtimeID, clusterID).Scan(&rid, &cid)
+	if err != nil {
+		return "", "", fmt.Errorf("recording runtime of instance %s: %w", instanceID, interpretError(err))
+	}
+	return rid, cid, nil
+}
+
+// SetProvisioned records what a successful provisioning produced.
+func (s *Store) SetProvisioned(ctx context.Context, instanceID, providerRegion, dashboardURL string) error {
+	_, err := s.pool.Exec(ctx, `UPDATE instances SET provider_region = $2, dashboard_url = $3, updated_at = now()
+		WHERE instance_id = $1`, instanceID, providerRegion, dashboardURL)
+	if err != nil {
+		return fmt.Errorf("recording provisioned instance %s: %w", instanceID, err)
+	}
+	return nil
+}
+
+// LastOperationOfType returns the newest operation of a type of an instance.
+func (s *Store) LastOperationOfType(ctx context.Context, instanceID, opType string) (Operation, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT `+operationColumns+` FROM operations
+		WHERE instance_id = $1 AND type = $2 ORDER BY created_at DESC, operation_id DESC LIMIT 1`, instanceID, opType)
+	op, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Operation])
+	return op, interpretError(err)
+}
+
+// OtherInstancesOfTenant counts the global account's other instances on a
+// provider: a dedicated hyperscaler account is released only when none is left.
+func (s *Store) OtherInstancesOfTenant(ctx context.Context, globalAccountID, provider, exceptInstanceID string) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM instances WHERE global_account_id = $1 AND provider = $2
+		AND instance_id <> $3 AND deleted_at IS NULL`, globalAccountID, provider, exceptInstanceID).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("counting instances of global account %s: %w", globalAccountID, err)
+	}
+	return n, nil
+}
+
+// Archive keeps a summary of an instance being deprovisioned. Idempotent.
+func (s *Store) Archive(ctx context.Context, a ArchivedInstance) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO instances_archive (instance_id, runtime_id, global_account_id,
+		subaccount_id, plan_id, plan_name, platform_region, provider, provider_region, shoot_name,
+		provisioning_state, last_deprovisioning_id, instance_created_at, deprovisioning_started_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+		ON CONFLICT (instance_id) DO NOTHING`,
+		a.InstanceID, a.RuntimeID, a.GlobalAccountID, a.SubAccountID, a.PlanID, a.PlanName, a.PlatformRegion,
+		a.Provider, a.ProviderRegion, a.ShootName, a.ProvisioningState, a.LastDeprovisioningID,
+		a.InstanceCreatedAt, a.DeprovisioningStartedAt)
+	if err != nil {
+		return fmt.Errorf("archiving instance %s: %w", a.InstanceID, err)
+	}
+	return nil
+}
+
+// Archived returns the archive entry of a deprovisioned instance.
+func (s *Store) Archived(ctx context.Context, instanceID string) (ArchivedInstance, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT instance_id, runtime_id, global_account_id, subaccount_id, plan_id,
+		plan_name, platform_region, provider, provider_region, shoot_name, provisioning_state,
+		last_deprovisioning_id, instance_created_at, deprovisioning_started_at, archived_at
+		FROM instances_archive WHERE instance_id = $1`, instanceID)
+	a, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[ArchivedInstance])
+	return a, interpretError(err)
+}
+
+// RemoveInstance deletes an archived instance with its operations. It is the
+// last thing a deprovisioning does; it refuses an instance that is not in the
+// archive, so no instance ever vanishes without trace.
+func (s *Store) RemoveInstance(ctx context.Context, instanceID string) error {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM instances WHERE instance_id = $1
+		AND EXISTS (SELECT 1 FROM instances_archive WHERE instance_id = $1)`, instanceID)
+	if err != nil {
+		return fmt.Errorf("removing instance %s: %w", instanceID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		var exists bool
+		if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM instances WHERE instance_id = $1)`,
+			instanceID).Scan(&exists); err != nil {
+			return fmt.Errorf("checking instance %s: %w", instanceID, err)
+		}
+		if exists {
+			return fmt.Errorf("instance %s is not archived; refusing to remove it", instanceID)
+		}
+	}
+	return nil
+}
+
+// WaitingJob returns the River job of the in-progress operation of the
+// instance running runtimeID, for wake-ups.
+func (s *Store) WaitingJob(ctx context.Context, runtimeID string) (int64, error) {
+	var id *int64
+	err := s.pool.QueryRow(ctx, `SELECT o.job_id FROM operations o JOIN instances i USING (instance_id)
+		WHERE i.runtime_id = $1 AND o.state = $2 AND o.job_id IS NOT NULL`, runtimeID, StateInProgress).Scan(&id)
+	if err != nil {
+		return 0, interpretError(err)
+	}
+	if id == nil {
+		return 0, ErrNotFound
+	}
+	return *id, nil
+}
+
+// SetJobID links an operation to its queue job, inside the enqueueing transaction.
+func SetJobID(ctx context.Context, tx pgx.Tx, operationID string, jobID int64) error {
+	if _, err := tx.Exec(ctx, `UPDATE operations SET job_id = $2 WHERE operation_id = $1`, operationID, jobID); err != nil {
+		return fmt.Errorf("linking operation %s to job %d: %w", operationID, jobID, err)
+	}
+	return nil
+}
+
+// LockInstance takes a session-level advisory lock on an instance on a
+// dedicated connection. The lock is released by unlock, or by PostgreSQL when
+// the connection dies with its process: a killed replica never keeps it.
+func (s *Store) LockInstance(ctx context.Context, instanceID string) (func(), bool, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("acquiring connection for instance lock: %w", err)
+	}
+	var ok bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtextextended($1, 0))`, instanceID).Scan(&ok); err != nil {
+		conn.Release()
+		return nil, false, fmt.Errorf("locking instance %s: %w", instanceID, err)
+	}
+	if !ok {
+		conn.Release()
+		return nil, false, nil
+	}
+	return func() {
+		// A fresh context: the work's context may be cancelled by now, and
+		// an unreleased lock would block the instance until the connection
+		// is recycled.
+		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := conn.Exec(uctx, `SELECT pg_advisory_unlock(hashtextextended($1, 0))`, instanceID); err != nil {
+			// Closing the connection releases the lock for sure.
+			_ = conn.Conn().Close(uctx)
+		}
+		conn.Release()
+	}, true, nil
+}
