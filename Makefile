@@ -5,20 +5,21 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build run test vet fmt-check lint postgres load clean
+.PHONY: all build run test vet fmt-check lint postgres k8s-bins load clean
 
 all: build
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/keb ./cmd/keb
 
-## run: the broker with an embedded PostgreSQL under .keb/ and dev auth on 127.0.0.1:8080
-run: postgres build
+## run: the whole local stack: PostgreSQL and a control plane under .keb/, simulated
+## runtimes, dev auth; the broker on 127.0.0.1:8080
+run: postgres k8s-bins build
 	./bin/keb dev
 
-## test: formatting, vet, and every test against a real PostgreSQL
-test: postgres lint
-	$(GO) test -count=1 ./...
+## test: formatting, vet, and every test against real PostgreSQL and kube-apiservers
+test: postgres k8s-bins lint
+	KUBEBUILDER_ASSETS=$(CURDIR)/bin/k8s $(GO) test -count=1 -timeout 30m ./...
 
 lint: fmt-check vet
 
@@ -41,6 +42,11 @@ postgres:
 		echo "    sudo apt-get install -y postgresql"; \
 		exit 1; \
 	fi
+
+## k8s-bins: kube-apiserver and etcd built from the Go module proxy into bin/k8s
+## (once; the first build takes about 6 minutes on 2 cores)
+k8s-bins:
+	@bash testing/envtest/build-bins.sh
 
 ## load: the load benchmark against a running `make run` (see docs/performance.md)
 load:

@@ -4,22 +4,29 @@ import (
 	"context"
 	"flag"
 	"os"
+	"time"
 
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/devstack"
+	"github.com/kyma-keb/keb/internal/infrasim"
 )
 
 func devCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) error {
 	var cfg config.Config
-	var dir string
+	var dir, binDir, mode string
+	var delay time.Duration
 	b := config.NewBinder(fs)
 	b.String(&cfg.Host, "host", "APP_HOST", "127.0.0.1", "address to listen on")
 	b.Int(&cfg.Port, "port", "APP_PORT", 8080, "HTTP port")
 	b.String(&dir, "dir", "APP_DEV_DIR", ".keb", "directory for dev state: PostgreSQL data, signing key, client, secret key")
+	b.String(&binDir, "k8s-bin-dir", "APP_DEV_K8S_BIN_DIR", "bin/k8s", "kube-apiserver and etcd for the local control plane and runtimes (make k8s-bins)")
+	b.Duration(&delay, "runtime-delay", "APP_DEV_RUNTIME_DELAY", 5*time.Second, "how long the simulated infrastructure manager takes to create a cluster")
+	b.String(&mode, "runtime-mode", "APP_DEV_RUNTIME_MODE", string(infrasim.ModeDedicated), "dedicated (an apiserver per runtime) or shared (one for all)")
 	cfg.BindDatabase(b)
 	b.String(&cfg.DatabaseSecretKey, "database-secret-key", "APP_DATABASE_SECRET_KEY", "",
 		"32-byte key sealing secrets at rest (default: generated once into <dir>/secret-key)")
 	cfg.BindBroker(b)
+	cfg.BindEngine(b)
 	cfg.BindCommon(b)
 	return func(ctx context.Context, _ []string) error {
 		if err := b.Err(); err != nil {
@@ -30,6 +37,7 @@ func devCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) error
 		if err != nil {
 			return err
 		}
-		return devstack.Run(ctx, devstack.Options{Dir: dir, Config: cfg, Out: os.Stdout}, log)
+		return devstack.Run(ctx, devstack.Options{Dir: dir, Config: cfg, Out: os.Stdout, K8sBinDir: binDir,
+			RuntimeDelay: delay, RuntimeMode: infrasim.Mode(mode)}, log)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/httpapi"
+	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -38,6 +39,7 @@ type App struct {
 	cfg     config.Config
 	pool    *pgxpool.Pool
 	log     logrus.FieldLogger
+	engine  *engine
 }
 
 // New builds the server described by cfg. ctx bounds background work (JWKS
@@ -83,7 +85,21 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 			log.WithField("versions", applied).Info("applied database migrations")
 		}
 	}
-	store := storage.NewStore(pool, cipher, nil)
+	// The insert-only queue client writes queue entries in the transaction
+	// that accepts an operation; the engine's own client works them.
+	inserter, err := process.NewQueue(pool, nil, process.QueueConfig{}, log)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	store := storage.NewStore(pool, cipher, inserter)
+	var eng *engine
+	if cfg.Engine.Workers > 0 {
+		if eng, err = newEngine(cfg, pool, store, cat, log); err != nil {
+			pool.Close()
+			return nil, err
+		}
+	}
 	brk, err := broker.New(cat, store, broker.Options{
 		DefaultRequestRegion: cfg.DefaultRequestRegion,
 		EnabledPlans:         cfg.EnabledPlans,
@@ -96,7 +112,7 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	a := &App{cfg: cfg, pool: pool, log: log}
+	a := &App{cfg: cfg, pool: pool, log: log, engine: eng}
 	opts := httpapi.Options{Broker: brk, Auth: verifier, Log: log, Registry: reg, Ready: a.ready}
 	if dev != nil {
 		opts.DevToken = dev.TokenIssue
@@ -125,8 +141,28 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 	}
-	errc := make(chan error, 1)
+	errc := make(chan error, 3)
 	go func() { errc <- srv.Serve(ln) }()
+	if a.engine != nil {
+		if err := a.engine.queue.Start(ctx); err != nil {
+			_ = srv.Close()
+			return err
+		}
+		defer func() {
+			// Running steps get the shutdown timeout to reach their next
+			// checkpoint; what is cut off is redone by another replica.
+			sctx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownTimeout)
+			defer cancel()
+			if err := a.engine.queue.Stop(sctx); err != nil {
+				a.log.WithError(err).Warn("stopping workers")
+			}
+		}()
+		go func() {
+			if err := a.engine.watcher.Start(ctx); err != nil {
+				a.log.WithError(err).Error("control-plane watch stopped; operations fall back to polling")
+			}
+		}()
+	}
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serving HTTP: %w", err)

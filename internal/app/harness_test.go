@@ -57,6 +57,7 @@ func setup(t *testing.T) *bundle {
 	cfg.DatabaseSecretKey = testSecretKey
 	cfg.Issuer, cfg.Audience = testIssuer, testAud
 	cfg.RetryAfter = 7 * time.Second
+	cfg.Engine.Workers = 0 // these tests look at the front door only
 	log := logrus.New()
 	log.SetOutput(io.Discard)
 	a, err := app.New(ctx, cfg, log, &app.DevOptions{PublicKeys: []crypto.PublicKey{key.Public()}})

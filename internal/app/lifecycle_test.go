@@ -125,9 +125,18 @@ func TestDeprovision(t *testing.T) {
 	}
 
 	// Once the instance is gone: last_operation 410, DELETE 410, GET 404.
-	b.exec(`UPDATE operations SET state = 'succeeded' WHERE operation_id = $1`, depOp)
-	b.exec(`UPDATE instances SET deleted_at = now()`)
-	b.expect(b.do(http.MethodGet, instancePath("inst-1")+"/last_operation?operation="+depOp, ""), http.StatusGone)
+	// (What the engine's archive and remove_instance steps leave behind.)
+	b.exec(`INSERT INTO instances_archive (instance_id, runtime_id, global_account_id, subaccount_id, plan_id,
+		plan_name, platform_region, provider, provider_region, last_deprovisioning_id, instance_created_at,
+		deprovisioning_started_at) SELECT instance_id, runtime_id, global_account_id, subaccount_id, plan_id,
+		plan_name, platform_region, provider, provider_region, $1, created_at, now() FROM instances`, depOp)
+	b.exec(`DELETE FROM instances`)
+	finished := b.expect(b.do(http.MethodGet, instancePath("inst-1")+"/last_operation?operation="+depOp, ""), http.StatusOK)
+	if finished.body["state"] != "succeeded" {
+		t.Fatalf("finished deprovisioning: %s", finished.raw)
+	}
+	b.expect(b.do(http.MethodGet, instancePath("inst-1")+"/last_operation", ""), http.StatusGone)
+	b.expect(b.do(http.MethodGet, instancePath("inst-1")+"/last_operation?operation="+provOp, ""), http.StatusNotFound)
 	b.expect(b.do(http.MethodDelete, deprovisionPath("inst-1", azurePlanID), ""), http.StatusGone)
 	b.expect(b.do(http.MethodGet, instancePath("inst-1"), ""), http.StatusNotFound)
 	// Its ID cannot be reused for a new instance.

@@ -23,6 +23,7 @@ type instanceStore interface {
 	Instance(ctx context.Context, instanceID string) (storage.Instance, error)
 	LastOperation(ctx context.Context, instanceID string) (storage.Operation, error)
 	Operation(ctx context.Context, instanceID, operationID string) (storage.Operation, error)
+	Archived(ctx context.Context, instanceID string) (storage.ArchivedInstance, error)
 }
 
 // Options tune the broker's OSB behaviour.

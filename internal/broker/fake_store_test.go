@@ -25,6 +25,7 @@ type fakeStore struct {
 	instance             func(instanceID string) (storage.Instance, error)
 	lastOperation        func(instanceID string) (storage.Operation, error)
 	operation            func(instanceID, operationID string) (storage.Operation, error)
+	archived             func(instanceID string) (storage.ArchivedInstance, error)
 
 	mu    sync.Mutex
 	calls []string
@@ -142,4 +143,12 @@ func asFailure(t *testing.T, err error) failure {
 		t.Fatalf("unexpected error body %T", body)
 	}
 	return out
+}
+
+func (f *fakeStore) Archived(_ context.Context, instanceID string) (storage.ArchivedInstance, error) {
+	f.record("Archived")
+	if f.archived == nil {
+		return storage.ArchivedInstance{}, storage.ErrNotFound
+	}
+	return f.archived(instanceID)
 }

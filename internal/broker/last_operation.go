@@ -19,7 +19,7 @@ func (b *Broker) LastOperation(ctx context.Context, instanceID string, details d
 	inst, err := b.store.Instance(ctx, instanceID)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
-		return domain.LastOperation{}, errInstanceNotFound
+		return b.goneOrArchived(ctx, log, instanceID, details.OperationData)
 	case err != nil:
 		return domain.LastOperation{}, b.internal(log, "reading instance", err)
 	}
@@ -44,4 +44,28 @@ func (b *Broker) LastOperation(ctx context.Context, instanceID string, details d
 		hintsFrom(ctx).RetryAfter = b.opts.RetryAfter
 	}
 	return domain.LastOperation{State: domain.LastOperationState(op.State), Description: op.Description}, nil
+}
+
+// descriptionDeprovisioned is what a finished deprovisioning says once its
+// instance is gone.
+const descriptionDeprovisioned = "Operation succeeded: the runtime is deprovisioned"
+
+// goneOrArchived answers a poll for an instance without a row. For a
+// deprovisioned instance, a poll of its deprovisioning says succeeded, and a
+// poll without an operation gets 410, which OSB platforms take as success.
+// Anything else is unknown: 404.
+func (b *Broker) goneOrArchived(ctx context.Context, log logrus.FieldLogger, instanceID, operationID string) (domain.LastOperation, error) {
+	a, err := b.store.Archived(ctx, instanceID)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return domain.LastOperation{}, errInstanceNotFound
+	case err != nil:
+		return domain.LastOperation{}, b.internal(log, "reading archive", err)
+	case operationID == a.LastDeprovisioningID:
+		return domain.LastOperation{State: domain.Succeeded, Description: descriptionDeprovisioned}, nil
+	case operationID == "":
+		return domain.LastOperation{}, errInstanceGone
+	default:
+		return domain.LastOperation{}, errOperationNotFound
+	}
 }

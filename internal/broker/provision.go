@@ -87,6 +87,8 @@ func (b *Broker) Provision(ctx context.Context, instanceID string, details domai
 	case errors.Is(err, storage.ErrAlreadyExists):
 		// A re-sent request, or a conflicting one: the stored instance decides.
 		return b.provisionExisting(ctx, log, inst)
+	case errors.Is(err, storage.ErrArchived):
+		return domain.ProvisionedServiceSpec{}, errConflict("the instance ID belongs to a deprovisioned instance")
 	case errors.Is(err, storage.ErrTrialExists):
 		return domain.ProvisionedServiceSpec{}, errTrialExists
 	default:

@@ -17,13 +17,16 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/sirupsen/logrus"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/app"
 	"github.com/kyma-keb/keb/internal/auth"
 	"github.com/kyma-keb/keb/internal/config"
+	"github.com/kyma-keb/keb/internal/infrasim"
 	"github.com/kyma-keb/keb/internal/pgserver"
 )
 
@@ -38,9 +41,18 @@ const databaseName = "keb"
 
 // Options configure `keb dev`.
 type Options struct {
-	Dir    string // dev state: pgdata, signing key, client, secret key
+	Dir    string // dev state: pgdata, signing key, client, secret key, control-plane data
 	Config config.Config
 	Out    io.Writer // where the start banner goes
+	// K8sBinDir holds kube-apiserver and etcd for the control plane and the
+	// simulated runtimes.
+	K8sBinDir string
+	// RuntimeDelay is how long the simulated infrastructure manager takes to
+	// create a cluster.
+	RuntimeDelay time.Duration
+	// RuntimeMode is infrasim's mode: dedicated (an apiserver per runtime)
+	// or shared (one for all, for load tests).
+	RuntimeMode infrasim.Mode
 }
 
 // Run starts the dev stack and serves until ctx is done.
@@ -74,15 +86,58 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 	if err != nil {
 		return fmt.Errorf("loading dev signing key: %w", err)
 	}
-	client, err := auth.LoadOrCreateDevClient(opts.Dir)
+	devClient, err := auth.LoadOrCreateDevClient(opts.Dir)
 	if err != nil {
 		return fmt.Errorf("loading dev client: %w", err)
 	}
 	cfg.Issuer, cfg.Audience = Issuer, Audience
 
+	binDir, err := filepath.Abs(opts.K8sBinDir)
+	if err != nil {
+		return err
+	}
+	log.Info("starting the local control plane (kube-apiserver + etcd)")
+	kcp, err := startControlPlane(opts.Dir, binDir)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := kcp.stop(); err != nil {
+			log.WithError(err).Warn("stopping the control plane")
+		}
+	}()
+	scheme, err := app.Scheme()
+	if err != nil {
+		return err
+	}
+	kc, err := client.New(kcp.config, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("control-plane client: %w", err)
+	}
+	if err := seed(ctx, kc, cfg.Engine.ControlNamespace, "garden-"+cfg.Engine.GardenerProject); err != nil {
+		return err
+	}
+	sim, err := infrasim.New(kcp.config, scheme, infrasim.Options{
+		Namespace: cfg.Engine.ControlNamespace, Delay: opts.RuntimeDelay, Mode: opts.RuntimeMode,
+		BinDir: binDir, Log: log.WithField("component", "infrasim"),
+	})
+	if err != nil {
+		return fmt.Errorf("simulated infrastructure manager: %w", err)
+	}
+	simDone := make(chan error, 1)
+	simCtx, stopSim := context.WithCancel(ctx)
+	go func() { simDone <- sim.Start(simCtx) }()
+	defer func() {
+		stopSim()
+		if err := <-simDone; err != nil {
+			log.WithError(err).Warn("simulated infrastructure manager stopped")
+		}
+	}()
+	cfg.Engine.KCPKubeconfig = kcp.kubeconfig
+
 	a, err := app.New(ctx, cfg, log, &app.DevOptions{
 		PublicKeys: []crypto.PublicKey{devKey.Public()},
-		TokenIssue: auth.DevTokenHandler(devKey, client, Issuer, Audience),
+		TokenIssue: auth.DevTokenHandler(devKey, devClient, Issuer, Audience),
 	})
 	if err != nil {
 		return err
@@ -92,7 +147,7 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 	if err != nil {
 		return fmt.Errorf("listening: %w", err)
 	}
-	printBanner(opts.Out, "http://"+ln.Addr().String(), client, cfg.DatabaseURL)
+	printBanner(opts.Out, "http://"+ln.Addr().String(), devClient, cfg.DatabaseURL, kcp.kubeconfig)
 	return a.Serve(ctx, ln)
 }
 
@@ -141,14 +196,15 @@ func loadOrCreateSecretKey(path string) (string, error) {
 	return key, nil
 }
 
-func printBanner(out io.Writer, baseURL string, client auth.DevClient, dbURL string) {
+func printBanner(out io.Writer, baseURL string, client auth.DevClient, dbURL, kubeconfig string) {
 	fmt.Fprintf(out, `
 keb dev is serving the broker at %[1]s
   database:        %[4]s
+  control plane:   kubectl --kubeconfig %[5]s get runtimes,kymas -A
   dev OAuth2 client (dev only): client_id=%[2]s client_secret=%[3]s
   get a token:     curl -s -X POST %[1]s/oauth2/token -u '%[2]s:%[3]s' -F grant_type=client_credentials -F 'scope=broker:write cld:read'
              or:   bin/keb token --scope "broker:write cld:read"
   catalog:         curl -s %[1]s/oauth/v2/catalog -H 'X-Broker-API-Version: 2.17' -H "Authorization: Bearer $TOKEN"
 
-`, baseURL, client.ID, client.Secret, dbURL)
+`, baseURL, client.ID, client.Secret, dbURL, kubeconfig)
 }

@@ -90,6 +90,20 @@ func Start(crds []*apiextensionsv1.CustomResourceDefinition) (*Environment, erro
 	return &Environment{Config: cfg, env: env}, nil
 }
 
+// WriteKubeconfig writes a kubeconfig of a cluster-admin user to path, for
+// code under test that takes a kubeconfig file.
+func (e *Environment) WriteKubeconfig(path string) error {
+	user, err := e.env.AddUser(envtest.User{Name: "keb-test", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return fmt.Errorf("adding kubeconfig user: %w", err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return fmt.Errorf("rendering kubeconfig: %w", err)
+	}
+	return os.WriteFile(path, kc, 0o600)
+}
+
 // Stop stops the apiserver and etcd and removes their data.
 func (e *Environment) Stop() error { return e.env.Stop() }
 

@@ -1,0 +1,133 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/kyma-keb/keb/internal/btpmanager"
+	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/config"
+	"github.com/kyma-keb/keb/internal/hyperscaler"
+	"github.com/kyma-keb/keb/internal/kyma"
+	"github.com/kyma-keb/keb/internal/process"
+	"github.com/kyma-keb/keb/internal/process/deprovisioning"
+	"github.com/kyma-keb/keb/internal/process/provisioning"
+	"github.com/kyma-keb/keb/internal/runtime"
+	"github.com/kyma-keb/keb/internal/storage"
+)
+
+// Scheme knows every kind keb reads or writes: core kinds plus the Runtime,
+// Kyma and BtpOperator CRs.
+func Scheme() (*k8sruntime.Scheme, error) {
+	s := k8sruntime.NewScheme()
+	for _, add := range []func(*k8sruntime.Scheme) error{
+		clientgoscheme.AddToScheme, runtime.AddToScheme, kyma.AddToScheme, btpmanager.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			return nil, fmt.Errorf("building scheme: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// LoadKubeconfig reads a kubeconfig file into a rest.Config.
+func LoadKubeconfig(path string) (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// engine is the running part of keb that drives operations.
+type engine struct {
+	queue   *process.Queue
+	watcher *process.Watcher
+}
+
+// newEngine builds the workers, the pipelines and the control-plane watch.
+func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat *catalog.Catalog, log logrus.FieldLogger) (*engine, error) {
+	ec := cfg.Engine
+	if ec.KCPKubeconfig == "" {
+		return nil, errors.New("no control plane: set APP_KCP_KUBECONFIG (or KUBECONFIG), or APP_WORKERS=0 to only accept requests")
+	}
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	kcpCfg, err := LoadKubeconfig(ec.KCPKubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	kcp, err := client.New(kcpCfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("control-plane client: %w", err)
+	}
+	// The account pool is read straight from the API server: a cached read
+	// could hand one account to two tenants.
+	gardener := kcp
+	if ec.GardenerKubecfg != "" && ec.GardenerKubecfg != ec.KCPKubeconfig {
+		gcfg, err := LoadKubeconfig(ec.GardenerKubecfg)
+		if err != nil {
+			return nil, err
+		}
+		if gardener, err = client.New(gcfg, client.Options{Scheme: scheme}); err != nil {
+			return nil, fmt.Errorf("account pool client: %w", err)
+		}
+	}
+	ns := ec.ControlNamespace
+	pool2 := hyperscaler.NewPool(gardener, "garden-"+ec.GardenerProject, sharedUsage(kcp, ns))
+	provCfg := provisioning.Config{
+		DefaultKymaVersion: ec.KymaVersion, OnDemandVersion: ec.OnDemandVersion, Namespace: ns,
+		DashboardDomain: ec.DashboardDomain, AccountTimeout: ec.AccountTimeout, RuntimeTimeout: ec.RuntimeTimeout,
+		BTPManagerTimeout: ec.BTPMgrTimeout, AccountPoll: ec.AccountPoll, RuntimePoll: ec.RuntimePoll,
+		BTPManagerPoll: ec.BTPMgrPoll,
+	}
+	pipelines := map[string]process.Pipeline{
+		storage.OperationTypeProvision: provisioning.Pipeline(provisioning.Deps{
+			Config: provCfg, Catalog: cat, Store: store, Finisher: store, KCP: kcp, Pool: pool2,
+			Runtimes: runtime.NewClientCache(kcp, scheme),
+		}),
+		storage.OperationTypeDeprovision: deprovisioning.Pipeline(deprovisioning.Deps{
+			Config: deprovisioning.Config{Namespace: ns, RemovalTimeout: ec.RemovalTimeout, RemovalPoll: ec.RemovalPoll},
+			Store:  store, KCP: kcp, Pool: pool2,
+		}),
+	}
+	eng := process.NewEngine(store, pipelines, log.WithField("component", "engine"))
+	queue, err := process.NewQueue(pool, eng, process.QueueConfig{
+		Workers: ec.Workers, JobTimeout: ec.JobTimeout, RescueAfter: ec.RescueAfter,
+	}, log)
+	if err != nil {
+		return nil, err
+	}
+	watcher := process.NewWatcher(kcpCfg, scheme, ns, store, queue, log.WithField("component", "watch"))
+	return &engine{queue: queue, watcher: watcher}, nil
+}
+
+// sharedUsage counts the Runtime CRs using a shared hyperscaler account, so
+// the pool can hand out the least used one.
+func sharedUsage(kcp client.Reader, namespace string) hyperscaler.UsageCounter {
+	return func(ctx context.Context, secretName string) (int, error) {
+		var list runtime.RuntimeList
+		if err := kcp.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+			return 0, fmt.Errorf("listing runtimes: %w", err)
+		}
+		n := 0
+		for _, rt := range list.Items {
+			if rt.Spec.Shoot.SecretBindingName == secretName {
+				n++
+			}
+		}
+		return n, nil
+	}
+}

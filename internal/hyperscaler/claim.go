@@ -1,0 +1,137 @@
+package hyperscaler
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// maxClaimRounds bounds how often Claim re-lists the pool after losing every candidate to
+// concurrent claims. Each round either finds the tenant's Secret, claims one, or loses all
+// candidates to others, so running out means heavy contention: the caller retries later.
+const maxClaimRounds = 10
+
+// Claim returns the tenant's account of hyperscalerType, claiming one if the tenant has none.
+//
+// The tenant's account is its Secret of that type that is neither shared nor dirty. Without one,
+// Claim labels an unassigned Secret (no tenant-name, not shared, not dirty) tenant-name=<tenant>,
+// trying candidates by name. The label is written with an Update carrying the resourceVersion
+// read, so when two callers race for one Secret the API server rejects the second (409) and that
+// caller moves on to the next candidate. Two concurrent claims for the same tenant may each
+// label a Secret; after labelling, Claim re-lists the tenant's Secrets and, if there are several,
+// keeps the one with the lowest name and releases the others, so both callers return the same
+// account. The lowest name is the right pick because every caller tries candidates in the same
+// (name) order, so the first Secret a tenant gets, which an early caller may already have
+// returned, is lower than any it gets later in the race. (Only a lower-named Secret joining the
+// pool, or being released back to it, in the middle of such a race could make two calls
+// disagree.)
+//
+// ErrNoAccount (wrapped) means no unassigned Secret of that type is left.
+func (p *Pool) Claim(ctx context.Context, hyperscalerType, tenant string) (Account, error) {
+	if hyperscalerType == "" || tenant == "" {
+		return Account{}, fmt.Errorf("claiming a hyperscaler account needs a type and a tenant, got type %q and tenant %q", hyperscalerType, tenant)
+	}
+	var lastLost error
+	for range maxClaimRounds {
+		// Also the check after a successful claim: it settles duplicates left by a concurrent
+		// claim for the same tenant.
+		if name, found, err := p.tenantSecret(ctx, hyperscalerType, tenant); err != nil || found {
+			return Account{SecretName: name}, err
+		}
+		candidates, err := p.list(ctx,
+			is(LabelHyperscalerType, hyperscalerType),
+			hasNo(LabelTenantName),
+			isNot(LabelShared, labelTrue),
+			isNot(LabelDirty, labelTrue))
+		if err != nil {
+			return Account{}, fmt.Errorf("claiming a %s account for tenant %s: %w", hyperscalerType, tenant, err)
+		}
+		if len(candidates) == 0 {
+			// A concurrent claim for the same tenant may have taken the last free Secret between
+			// our two lists: that Secret is ours as well.
+			if name, found, err := p.tenantSecret(ctx, hyperscalerType, tenant); err != nil || found {
+				return Account{SecretName: name}, err
+			}
+			return Account{}, fmt.Errorf("no unassigned %s account in %s for tenant %s: %w", hyperscalerType, p.namespace, tenant, ErrNoAccount)
+		}
+		slices.SortFunc(candidates, byName)
+		if lastLost, err = p.claimFirstFree(ctx, candidates, tenant); err != nil {
+			return Account{}, fmt.Errorf("claiming a %s account for tenant %s: %w", hyperscalerType, tenant, err)
+		}
+	}
+	return Account{}, fmt.Errorf("claiming a %s account for tenant %s in %s: every candidate was taken concurrently, %d times: %w",
+		hyperscalerType, tenant, p.namespace, maxClaimRounds, lastLost)
+}
+
+// claimFirstFree labels the first candidate it can for tenant. Losing a candidate to a concurrent
+// writer (409 Conflict) or to deletion (404) is not an error: it returns that loss after trying
+// all of them, and nil once one is labelled.
+func (p *Pool) claimFirstFree(ctx context.Context, candidates []corev1.Secret, tenant string) (lost, err error) {
+	for i := range candidates {
+		s := &candidates[i]
+		if s.Labels == nil {
+			s.Labels = map[string]string{}
+		}
+		s.Labels[LabelTenantName] = tenant
+		// s carries the resourceVersion listed: this is the optimistic lock that makes a claim
+		// exclusive.
+		err := p.c.Update(ctx, s)
+		switch {
+		case err == nil:
+			return nil, nil
+		case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+			lost = err
+		default:
+			return nil, fmt.Errorf("labelling secret %s/%s: %w", s.Namespace, s.Name, err)
+		}
+	}
+	return lost, nil
+}
+
+// tenantSecret returns the name of the tenant's live (neither shared nor dirty) Secret of
+// hyperscalerType. If the tenant holds several, it keeps the lowest name and releases the others,
+// so that every caller settles on the same one.
+func (p *Pool) tenantSecret(ctx context.Context, hyperscalerType, tenant string) (string, bool, error) {
+	owned, err := p.list(ctx,
+		is(LabelHyperscalerType, hyperscalerType),
+		is(LabelTenantName, tenant),
+		isNot(LabelShared, labelTrue),
+		isNot(LabelDirty, labelTrue))
+	if err != nil {
+		return "", false, fmt.Errorf("finding the %s account of tenant %s: %w", hyperscalerType, tenant, err)
+	}
+	if len(owned) == 0 {
+		return "", false, nil
+	}
+	slices.SortFunc(owned, byName)
+	for _, extra := range owned[1:] {
+		if err := p.release(ctx, extra.Name, tenant); err != nil {
+			return "", false, fmt.Errorf("releasing duplicate %s account of tenant %s: %w", hyperscalerType, tenant, err)
+		}
+	}
+	return owned[0].Name, true, nil
+}
+
+// release removes the tenant-name label from the Secret, returning it to the pool, unless it no
+// longer belongs to tenant or became dirty meanwhile (another caller already acted on it).
+func (p *Pool) release(ctx context.Context, name, tenant string) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s := &corev1.Secret{}
+		if err := p.c.Get(ctx, client.ObjectKey{Namespace: p.namespace, Name: name}, s); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		if s.Labels[LabelTenantName] != tenant || s.Labels[LabelDirty] == labelTrue {
+			return nil
+		}
+		delete(s.Labels, LabelTenantName)
+		return p.c.Update(ctx, s)
+	})
+}
+
+func byName(a, b corev1.Secret) int { return strings.Compare(a.Name, b.Name) }

@@ -1,0 +1,103 @@
+// Package hyperscaler hands out hyperscaler accounts: Secrets in the Gardener project namespace,
+// pooled by the hyperscaler-type label and claimed per tenant (global account) with the tenant-name
+// label.
+package hyperscaler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Label keys on the pool's Secrets. They are shared with the people and tools that fill and clean
+// the pool: never rename them.
+const (
+	// LabelHyperscalerType names the pool a Secret belongs to (TypeAzure, TypeAWS, ...).
+	LabelHyperscalerType = "hyperscaler-type"
+	// LabelTenantName holds the global account ID that claimed the Secret.
+	LabelTenantName = "tenant-name"
+	// LabelShared set to "true" puts the Secret in a pool used by many tenants: never claimed.
+	LabelShared = "shared"
+	// LabelDirty set to "true" marks a released Secret awaiting cleanup: never handed out again.
+	LabelDirty = "dirty"
+)
+
+// labelTrue is the value that switches LabelShared and LabelDirty on.
+const labelTrue = "true"
+
+// ErrNoAccount means the pool has no Secret left to hand out for the requested hyperscaler type
+// (no unassigned one for Claim, no shared one for ClaimShared). The caller retries for a while,
+// since the pool may be refilled, then fails the operation saying so.
+var ErrNoAccount = errors.New("no hyperscaler account available")
+
+// Account is the Secret a runtime's cluster is created with.
+type Account struct {
+	// SecretName is the Secret's name in the pool's namespace (the Gardener secret binding name).
+	SecretName string
+	// Shared is true for an account from a shared pool, used by many tenants.
+	Shared bool
+}
+
+// UsageCounter tells how many runtimes use the shared Secret secretName. The caller counts the
+// Runtime CRs whose spec.shoot.secretBindingName is that name; ClaimShared uses it to spread
+// tenants over the shared pool.
+type UsageCounter func(ctx context.Context, secretName string) (int, error)
+
+// Pool hands out the hyperscaler accounts kept in one namespace.
+type Pool struct {
+	c         client.Client
+	namespace string
+	usage     UsageCounter
+}
+
+// NewPool returns the pool of Secrets in namespace (garden-<project>). c must read straight from
+// the API server, not from a cache: a stale read would hand one account to two tenants. usage
+// counts the runtimes on a shared Secret; nil counts zero for all, so ClaimShared then picks the
+// lowest name.
+func NewPool(c client.Client, namespace string, usage UsageCounter) *Pool {
+	if usage == nil {
+		usage = func(context.Context, string) (int, error) { return 0, nil }
+	}
+	return &Pool{c: c, namespace: namespace, usage: usage}
+}
+
+// list returns the pool's Secrets matching all the given label conditions.
+func (p *Pool) list(ctx context.Context, conds ...labelCondition) ([]corev1.Secret, error) {
+	sel := labels.NewSelector()
+	for _, c := range conds {
+		r, err := labels.NewRequirement(c.key, c.op, c.values)
+		if err != nil {
+			// Only a tenant or type that is not a valid label value gets here.
+			return nil, fmt.Errorf("selecting secrets by label %s: %w", c.key, err)
+		}
+		sel = sel.Add(*r)
+	}
+	list := &corev1.SecretList{}
+	if err := p.c.List(ctx, list, client.InNamespace(p.namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return nil, fmt.Errorf("listing secrets %q in %s: %w", sel, p.namespace, err)
+	}
+	return list.Items, nil
+}
+
+// labelCondition is one term of a label selector.
+type labelCondition struct {
+	key    string
+	op     selection.Operator
+	values []string
+}
+
+func is(key, value string) labelCondition {
+	return labelCondition{key: key, op: selection.Equals, values: []string{value}}
+}
+
+// isNot also matches Secrets without the label: an absent "dirty" label means clean.
+func isNot(key, value string) labelCondition {
+	return labelCondition{key: key, op: selection.NotEquals, values: []string{value}}
+}
+
+func hasNo(key string) labelCondition { return labelCondition{key: key, op: selection.DoesNotExist} }

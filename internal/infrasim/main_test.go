@@ -1,0 +1,163 @@
+package infrasim
+
+import (
+	"context"
+	"io"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kebruntime "github.com/kyma-keb/keb/internal/runtime"
+	"github.com/kyma-keb/keb/testing/k8stest"
+)
+
+// env is the control plane (KCP) the simulators in this package serve.
+var env *k8stest.Environment
+
+func TestMain(m *testing.M) { k8stest.Main(m, &env) }
+
+func testScheme(t *testing.T) *k8sruntime.Scheme {
+	t.Helper()
+	s := k8sruntime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := kebruntime.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func kcpClient(t *testing.T) client.Client {
+	t.Helper()
+	c, err := client.New(env.Config, client.Options{Scheme: testScheme(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func createNamespace(t *testing.T, c client.Client, ns string) {
+	t.Helper()
+	err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	if client.IgnoreAlreadyExists(err) != nil {
+		t.Fatalf("creating namespace %s: %v", ns, err)
+	}
+}
+
+// testLog shows the simulator's log with `go test -v` only.
+func testLog() logrus.FieldLogger {
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	if testing.Verbose() {
+		l.SetOutput(os.Stderr)
+		l.SetLevel(logrus.DebugLevel)
+	}
+	return l
+}
+
+// startSimulator runs a simulator on namespace ns of the package's KCP until
+// the returned stop (also run at cleanup), which waits for Start to return.
+func startSimulator(t *testing.T, ns string, opts Options) (*Simulator, func()) {
+	t.Helper()
+	binDir, err := k8stest.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Namespace, opts.BinDir, opts.Log = ns, binDir, testLog()
+	sim, err := New(env.Config, nil, opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sim.Start(ctx) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("simulator stopped with: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return sim, stop
+}
+
+func newRuntime(ns, name, runtimeID string) *kebruntime.Runtime {
+	rt := &kebruntime.Runtime{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: kebruntime.RuntimeSpec{Shoot: kebruntime.RuntimeShoot{
+			Name: "c-" + name, Region: "westeurope", Provider: kebruntime.RuntimeProvider{Type: "azure"},
+		}},
+	}
+	if runtimeID != "" {
+		rt.Labels = map[string]string{kebruntime.LabelRuntimeID: runtimeID}
+	}
+	return rt
+}
+
+// eventually polls cond until it holds or a minute passes (cluster starts take
+// seconds on a busy machine).
+func eventually(t *testing.T, what string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	var lastErr error
+	for time.Now().Before(deadline) {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		lastErr = err
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s (last error: %v)", what, lastErr)
+}
+
+// waitForState waits until the Runtime reports state and returns it.
+func waitForState(t *testing.T, c client.Client, key client.ObjectKey, state string) *kebruntime.Runtime {
+	t.Helper()
+	rt := &kebruntime.Runtime{}
+	eventually(t, key.String()+" to be "+state, func() (bool, error) {
+		err := c.Get(context.Background(), key, rt)
+		return err == nil && rt.Status.State == state, err
+	})
+	return rt
+}
+
+// kubeconfigOf reads the runtime's kubeconfig Secret and returns its REST config.
+func kubeconfigOf(t *testing.T, c client.Client, ns, runtimeID string) *rest.Config {
+	t.Helper()
+	secret := &corev1.Secret{}
+	key := client.ObjectKey{Namespace: ns, Name: kebruntime.KubeconfigSecretName(runtimeID)}
+	if err := c.Get(context.Background(), key, secret); err != nil {
+		t.Fatalf("reading kubeconfig secret %s: %v", key, err)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[kebruntime.KubeconfigKey])
+	if err != nil {
+		t.Fatalf("parsing kubeconfig from %s: %v", key, err)
+	}
+	return cfg
+}
+
+// reachable reports whether an apiserver answers at cfg within a few seconds.
+func reachable(cfg *rest.Config) error {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = 5 * time.Second
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return err
+	}
+	return c.List(context.Background(), &corev1.NamespaceList{})
+}

@@ -1,0 +1,339 @@
+package infrasim
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	kebruntime "github.com/kyma-keb/keb/internal/runtime"
+)
+
+// fakeClusters stands in for the cluster pool, so reconciler tests need no apiserver.
+type fakeClusters struct {
+	mu         sync.Mutex
+	ensured    map[string]int
+	owned      map[string]bool
+	released   []string
+	ensureErr  error
+	releaseErr error
+}
+
+func (f *fakeClusters) Ensure(_ context.Context, runtimeID string) ([]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ensureErr != nil {
+		return nil, f.ensureErr
+	}
+	f.ensured[runtimeID]++
+	f.owned[runtimeID] = true
+	return []byte("kubeconfig of " + runtimeID), nil
+}
+
+func (f *fakeClusters) Owns(runtimeID string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.owned[runtimeID]
+}
+
+func (f *fakeClusters) Release(runtimeID string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.releaseErr != nil {
+		return f.releaseErr
+	}
+	delete(f.owned, runtimeID)
+	f.released = append(f.released, runtimeID)
+	return nil
+}
+
+var errBoom = errors.New("boom")
+
+// clock is a settable now for the delay logic.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time     { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
+
+type bundle struct {
+	r        *reconciler
+	c        client.Client
+	clusters *fakeClusters
+	clock    *clock
+	req      reconcile.Request
+}
+
+const unitRuntimeID = "rid-unit"
+
+// setup builds a reconciler on a fake control plane holding rt (nil: none).
+func setup(t *testing.T, scheme *k8sruntime.Scheme, rt *kebruntime.Runtime, funcs interceptor.Funcs) *bundle {
+	t.Helper()
+	b := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&kebruntime.Runtime{}).WithInterceptorFuncs(funcs)
+	if rt != nil {
+		b = b.WithObjects(rt)
+	}
+	clk := &clock{t: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clusters := &fakeClusters{ensured: map[string]int{}, owned: map[string]bool{}}
+	c := b.Build()
+	return &bundle{
+		r: &reconciler{
+			client: c, clusters: clusters, delay: time.Minute, log: testLog(), now: clk.now,
+		},
+		c: c, clusters: clusters, clock: clk,
+		req: reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "kcp-system", Name: "unit"}},
+	}
+}
+
+func (b *bundle) runtime(t *testing.T) *kebruntime.Runtime {
+	t.Helper()
+	rt := &kebruntime.Runtime{}
+	if err := b.c.Get(context.Background(), b.req.NamespacedName, rt); err != nil {
+		t.Fatalf("reading the Runtime: %v", err)
+	}
+	return rt
+}
+
+func (b *bundle) secretExists(t *testing.T) bool {
+	t.Helper()
+	err := b.c.Get(context.Background(), client.ObjectKey{Namespace: "kcp-system", Name: kebruntime.KubeconfigSecretName(unitRuntimeID)}, &corev1.Secret{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+func unitRuntime(state string, finalizer bool, deleting bool) *kebruntime.Runtime {
+	rt := newRuntime("kcp-system", "unit", unitRuntimeID)
+	rt.Status.State = state
+	if finalizer {
+		rt.Finalizers = []string{Finalizer}
+	}
+	if deleting {
+		now := metav1.Now()
+		rt.DeletionTimestamp = &now
+	}
+	return rt
+}
+
+func TestReconcileWaitsForTheDelayThenProvisionsOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, testScheme(t), unitRuntime("", false, false), interceptor.Funcs{})
+
+	res, err := b.r.Reconcile(ctx, b.req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RequeueAfter != time.Minute {
+		t.Fatalf("first reconcile: RequeueAfter = %s, want the full delay", res.RequeueAfter)
+	}
+	rt := b.runtime(t)
+	if rt.Status.State != kebruntime.StatePending || !controllerutil.ContainsFinalizer(rt, Finalizer) {
+		t.Fatalf("after the first reconcile: state %q, finalizers %v; want Pending with %s", rt.Status.State, rt.Finalizers, Finalizer)
+	}
+
+	b.clock.add(40 * time.Second)
+	if res, err = b.r.Reconcile(ctx, b.req); err != nil || res.RequeueAfter != 20*time.Second {
+		t.Fatalf("mid-delay reconcile = %+v, %v; want RequeueAfter 20s", res, err)
+	}
+	if n := b.clusters.ensured[unitRuntimeID]; n != 0 {
+		t.Fatalf("a cluster was requested %d times before the delay ran out", n)
+	}
+
+	b.clock.add(20 * time.Second)
+	for i := range 3 { // repeats must not start more clusters
+		if res, err = b.r.Reconcile(ctx, b.req); err != nil || res != (reconcile.Result{}) {
+			t.Fatalf("reconcile %d after the delay = %+v, %v; want done", i, res, err)
+		}
+	}
+	if got := b.runtime(t).Status.State; got != kebruntime.StateReady {
+		t.Fatalf("state = %q, want Ready", got)
+	}
+	if !b.secretExists(t) {
+		t.Fatal("Ready without a kubeconfig Secret")
+	}
+	if n := b.clusters.ensured[unitRuntimeID]; n != 1 {
+		t.Fatalf("cluster requested %d times, want once", n)
+	}
+}
+
+func TestReconcileReadyRuntimeWithoutClusterGetsAFreshOne(t *testing.T) {
+	t.Parallel()
+	b := setup(t, testScheme(t), unitRuntime(kebruntime.StateReady, true, false), interceptor.Funcs{})
+	if _, err := b.r.Reconcile(context.Background(), b.req); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.clusters.ensured[unitRuntimeID]; n != 1 {
+		t.Fatalf("cluster requested %d times, want once", n)
+	}
+	if !b.secretExists(t) {
+		t.Fatal("kubeconfig not rewritten")
+	}
+	if got := b.runtime(t).Status.State; got != kebruntime.StateReady {
+		t.Fatalf("state = %q, want Ready", got)
+	}
+}
+
+func TestReconcileTearsDownDeletedRuntimes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rt := unitRuntime(kebruntime.StateReady, true, true)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kcp-system", Name: kebruntime.KubeconfigSecretName(unitRuntimeID)}}
+	b := setup(t, testScheme(t), rt, interceptor.Funcs{})
+	if err := b.c.Create(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.r.Reconcile(ctx, b.req); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.c.Get(ctx, b.req.NamespacedName, &kebruntime.Runtime{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("Runtime still there after teardown (get error %v)", err)
+	}
+	if b.secretExists(t) {
+		t.Fatal("kubeconfig Secret survived the teardown")
+	}
+	if len(b.clusters.released) != 1 {
+		t.Fatalf("released %v, want the runtime's cluster once", b.clusters.released)
+	}
+	// The CR is gone: a late reconcile is a no-op.
+	if _, err := b.r.Reconcile(ctx, b.req); err != nil {
+		t.Fatalf("reconciling a gone Runtime: %v", err)
+	}
+}
+
+// Error branches: each failure is returned (so controller-runtime retries) and
+// leaves the Runtime where a retry can pick it up.
+func TestReconcileErrors(t *testing.T) {
+	t.Parallel()
+	failStatus := func(state string) interceptor.Funcs {
+		return interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if obj.(*kebruntime.Runtime).Status.State == state {
+				return errBoom
+			}
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		}}
+	}
+	cases := []struct {
+		name       string
+		runtime    *kebruntime.Runtime
+		funcs      interceptor.Funcs
+		ensureErr  error
+		releaseErr error
+		wantErr    string
+		wantState  string
+		wantSecret bool
+		wantGone   bool
+	}{
+		{
+			name: "reading the Runtime fails", runtime: unitRuntime("", false, false),
+			funcs: interceptor.Funcs{Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+				return errBoom
+			}},
+			wantErr: "reading Runtime",
+		},
+		{
+			name: "adding the finalizer fails", runtime: unitRuntime("", false, false),
+			funcs: interceptor.Funcs{Patch: func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error {
+				return errBoom
+			}},
+			wantErr: "adding finalizer",
+		},
+		{
+			name: "setting Pending fails", runtime: unitRuntime("", true, false),
+			funcs: failStatus(kebruntime.StatePending), wantErr: "setting Runtime kcp-system/unit to Pending",
+		},
+		{
+			name: "starting the cluster fails", runtime: unitRuntime(kebruntime.StatePending, true, false),
+			ensureErr: errBoom, wantErr: "giving runtime rid-unit a cluster", wantState: kebruntime.StatePending,
+		},
+		{
+			name: "writing the kubeconfig fails", runtime: unitRuntime(kebruntime.StatePending, true, false),
+			funcs: interceptor.Funcs{Apply: func(context.Context, client.WithWatch, k8sruntime.ApplyConfiguration, ...client.ApplyOption) error {
+				return errBoom
+			}},
+			wantErr: "writing kubeconfig secret", wantState: kebruntime.StatePending,
+		},
+		{
+			name: "setting Ready fails", runtime: unitRuntime(kebruntime.StatePending, true, false),
+			funcs: failStatus(kebruntime.StateReady), wantErr: "to Ready", wantState: kebruntime.StatePending, wantSecret: true,
+		},
+		{
+			name: "setting Failed fails", runtime: newFailing(unitRuntime(kebruntime.StatePending, true, false)),
+			funcs: failStatus(kebruntime.StateFailed), wantErr: "to Failed", wantState: kebruntime.StatePending,
+		},
+		{
+			name: "setting Terminating fails", runtime: unitRuntime(kebruntime.StateReady, true, true),
+			funcs: failStatus(kebruntime.StateTerminating), wantErr: "to Terminating", wantState: kebruntime.StateReady,
+		},
+		{
+			name: "stopping the cluster fails", runtime: unitRuntime(kebruntime.StateReady, true, true),
+			releaseErr: errBoom, wantErr: "tearing down runtime rid-unit", wantState: kebruntime.StateTerminating,
+		},
+		{
+			name: "deleting the kubeconfig fails", runtime: unitRuntime(kebruntime.StateReady, true, true),
+			funcs: interceptor.Funcs{Delete: func(context.Context, client.WithWatch, client.Object, ...client.DeleteOption) error {
+				return errBoom
+			}},
+			wantErr: "deleting kubeconfig secret", wantState: kebruntime.StateTerminating,
+		},
+		{
+			name: "removing the finalizer fails", runtime: unitRuntime(kebruntime.StateReady, true, true),
+			funcs: interceptor.Funcs{Patch: func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error {
+				return errBoom
+			}},
+			wantErr: "removing finalizer", wantState: kebruntime.StateTerminating,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, testScheme(t), tc.runtime, tc.funcs)
+			b.r.delay = 0
+			b.clusters.ensureErr, b.clusters.releaseErr = tc.ensureErr, tc.releaseErr
+			if tc.runtime.Name == "unit" && tc.runtime.Annotations["fail"] != "" {
+				b.r.failRuntimes = func(string) string { return "no capacity" }
+			}
+			_, err := b.r.Reconcile(context.Background(), b.req)
+			if !errors.Is(err, errBoom) || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("Reconcile() error = %v, want errBoom wrapped with %q", err, tc.wantErr)
+			}
+			if tc.wantState == "" {
+				return
+			}
+			rt := &kebruntime.Runtime{}
+			if err := b.c.Get(context.Background(), b.req.NamespacedName, rt); err != nil {
+				t.Fatalf("Runtime gone after a failed reconcile: %v", err)
+			}
+			if rt.Status.State != tc.wantState {
+				t.Errorf("state = %q, want %q", rt.Status.State, tc.wantState)
+			}
+			if !controllerutil.ContainsFinalizer(rt, Finalizer) {
+				t.Error("the finalizer is gone after a failed reconcile")
+			}
+			if got := b.secretExists(t); got != tc.wantSecret {
+				t.Errorf("kubeconfig Secret exists = %v, want %v", got, tc.wantSecret)
+			}
+		})
+	}
+}
+
+// newFailing marks a test Runtime for the FailRuntimes hook.
+func newFailing(rt *kebruntime.Runtime) *kebruntime.Runtime {
+	rt.Annotations = map[string]string{"fail": "true"}
+	return rt
+}

@@ -1,0 +1,174 @@
+package kyma
+
+import (
+	"context"
+	"maps"
+	"reflect"
+	"testing"
+
+	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-keb/keb/testing/k8stest"
+)
+
+var env *k8stest.Environment
+
+func TestMain(m *testing.M) { k8stest.Main(m, &env) }
+
+func ptr[T any](v T) *T { return &v }
+
+func TestNewKymaLabels(t *testing.T) {
+	t.Parallel()
+	k := NewKyma(KymaInput{
+		InstanceID: "inst-1", RuntimeID: "RT-ABC", GlobalAccountID: "ga-1", SubAccountID: "sa-1",
+		PlanID: "4deee563-e5ec-4731-b9b1-53b42d855f0c", PlanName: "azure", Region: "eastus", PlatformRegion: "cf-eu20",
+	})
+	want := map[string]string{
+		"kyma-project.io/instance-id":         "inst-1",
+		"kyma-project.io/runtime-id":          "RT-ABC",
+		"kyma-project.io/global-account-id":   "ga-1",
+		"kyma-project.io/subaccount-id":       "sa-1",
+		"kyma-project.io/broker-plan-id":      "4deee563-e5ec-4731-b9b1-53b42d855f0c",
+		"kyma-project.io/broker-plan-name":    "azure",
+		"kyma-project.io/region":              "eastus",
+		"kyma-project.io/platform-region":     "cf-eu20",
+		"operator.kyma-project.io/kyma-name":  "rt-abc",
+		"operator.kyma-project.io/managed-by": "lifecycle-manager",
+	}
+	if !maps.Equal(k.Labels, want) {
+		t.Errorf("labels = %v, want %v", k.Labels, want)
+	}
+	if k.Name != "rt-abc" || k.Namespace != "kcp-system" {
+		t.Errorf("name = %s/%s, want kcp-system/rt-abc", k.Namespace, k.Name)
+	}
+	if k.APIVersion != "operator.kyma-project.io/v1beta2" || k.Kind != "Kyma" {
+		t.Errorf("type = %s %s", k.APIVersion, k.Kind)
+	}
+}
+
+func TestNewKymaModulesAndChannel(t *testing.T) {
+	t.Parallel()
+	custom := []Module{
+		{Name: "keda", Channel: ChannelFast},
+		{Name: "serverless", CustomResourcePolicy: CustomResourcePolicyIgnore, Managed: ptr(false)},
+	}
+	defaults := DefaultModules()
+	cases := []struct {
+		name        string
+		channel     string
+		modules     *ModulesParam
+		wantModules []Module
+		wantChannel string
+	}{
+		{name: "absent: default modules, regular", wantModules: defaults, wantChannel: ChannelRegular},
+		{name: "empty object: default modules", modules: &ModulesParam{}, wantModules: defaults, wantChannel: ChannelRegular},
+		{name: "default true", modules: &ModulesParam{Default: ptr(true)}, wantModules: defaults, wantChannel: ChannelRegular},
+		{name: "default false: none", modules: &ModulesParam{Default: ptr(false)}, wantModules: nil, wantChannel: ChannelRegular},
+		{name: "list: exactly those", modules: &ModulesParam{List: custom}, wantModules: custom, wantChannel: ChannelRegular},
+		{name: "empty list: none", modules: &ModulesParam{List: []Module{}}, wantModules: []Module{}, wantChannel: ChannelRegular},
+		{name: "configured channel", channel: ChannelFast, wantModules: defaults, wantChannel: ChannelFast},
+		{name: "modules channel wins over configured", channel: ChannelRegular, modules: &ModulesParam{Default: ptr(true), Channel: ChannelFast}, wantModules: defaults, wantChannel: ChannelFast},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			k := NewKyma(KymaInput{RuntimeID: "rt", Channel: tc.channel, Modules: tc.modules})
+			if !reflect.DeepEqual(k.Spec.Modules, tc.wantModules) {
+				t.Errorf("modules = %+v, want %+v", k.Spec.Modules, tc.wantModules)
+			}
+			if k.Spec.Channel != tc.wantChannel {
+				t.Errorf("channel = %q, want %q", k.Spec.Channel, tc.wantChannel)
+			}
+		})
+	}
+}
+
+// TestNewKymaDoesNotAlias guards the default list and the caller's list against later edits of a CR.
+func TestNewKymaDoesNotAlias(t *testing.T) {
+	t.Parallel()
+	list := []Module{{Name: "keda", Managed: ptr(true)}}
+	k := NewKyma(KymaInput{RuntimeID: "rt", Modules: &ModulesParam{List: list}})
+	k.Spec.Modules[0].Name = "changed"
+	*k.Spec.Modules[0].Managed = false
+	if list[0].Name != "keda" || !*list[0].Managed {
+		t.Errorf("caller's list changed: %+v", list[0])
+	}
+	d := NewKyma(KymaInput{RuntimeID: "rt"})
+	d.Spec.Modules[0].Name = "changed"
+	if DefaultModules()[0].Name == "changed" {
+		t.Error("default modules changed through a CR")
+	}
+}
+
+// TestKymaAcceptedByAPIServer writes NewKyma's output through a typed client: the CRD must accept
+// it, and it must read back unchanged.
+func TestKymaAcceptedByAPIServer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newClient(t)
+	ensureNamespace(t, c, Namespace)
+	cases := []struct {
+		name    string
+		modules *ModulesParam
+	}{
+		{name: "default modules"},
+		{name: "no modules", modules: &ModulesParam{Default: ptr(false)}},
+		{name: "custom modules", modules: &ModulesParam{Channel: ChannelFast, List: []Module{
+			{Name: "keda", Channel: ChannelRegular, CustomResourcePolicy: CustomResourcePolicyIgnore, Managed: ptr(false)},
+		}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			want := NewKyma(KymaInput{RuntimeID: uuid.NewString(), InstanceID: "i", Modules: tc.modules})
+			if err := c.Create(ctx, want.DeepCopy()); err != nil {
+				t.Fatalf("create: %v", err)
+			}
+			var got Kyma
+			if err := c.Get(ctx, client.ObjectKeyFromObject(want), &got); err != nil {
+				t.Fatalf("get: %v", err)
+			}
+			if !reflect.DeepEqual(got.Spec, want.Spec) || !maps.Equal(got.Labels, want.Labels) {
+				t.Errorf("read back spec %+v labels %v, want %+v %v", got.Spec, got.Labels, want.Spec, want.Labels)
+			}
+			var list KymaList
+			if err := c.List(ctx, &list, client.InNamespace(Namespace), client.MatchingLabels{LabelRuntimeID: want.Labels[LabelRuntimeID]}); err != nil {
+				t.Fatalf("list: %v", err)
+			}
+			if len(list.Items) != 1 || !reflect.DeepEqual(list.DeepCopy().Items[0].Spec, want.Spec) {
+				t.Errorf("list by runtime ID label = %+v", list.Items)
+			}
+		})
+	}
+}
+
+func newClient(t *testing.T) client.Client {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(env.Config, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// ensureNamespace creates ns unless another test already did (tests share the apiserver).
+func ensureNamespace(t *testing.T, c client.Client, ns string) {
+	t.Helper()
+	err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("creating namespace %s: %v", ns, err)
+	}
+}

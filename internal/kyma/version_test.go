@@ -1,0 +1,87 @@
+package kyma
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+)
+
+type versionCase struct {
+	name, globalAccount, requested string
+	onDemand                       bool
+	want                           string
+}
+
+func runVersionCases(t *testing.T, c client.Reader, cases []versionCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := ResolveVersion(context.Background(), c, tc.globalAccount, tc.requested, tc.onDemand, "2.4.0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("version = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestResolveVersion owns kcp-system/kyma-versions on the shared apiserver: first without the
+// ConfigMap, then with it. No other test touches that ConfigMap, so this test runs in parallel.
+func TestResolveVersion(t *testing.T) {
+	t.Parallel()
+	c := newClient(t)
+	ensureNamespace(t, c, Namespace)
+
+	t.Run("without ConfigMap", func(t *testing.T) {
+		runVersionCases(t, c, []versionCase{
+			{name: "default", globalAccount: "ga-pinned", want: "2.4.0"},
+			{name: "on demand", globalAccount: "ga-pinned", requested: "PR-99", onDemand: true, want: "PR-99"},
+			{name: "requested but on demand off", globalAccount: "ga-pinned", requested: "PR-99", want: "2.4.0"},
+		})
+	})
+
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: VersionsConfigMap},
+		Data:       map[string]string{"ga-pinned": "2.3.1", "ga-empty": ""},
+	}
+	if err := c.Create(context.Background(), cm); err != nil {
+		t.Fatalf("creating ConfigMap: %v", err)
+	}
+
+	t.Run("with ConfigMap", func(t *testing.T) {
+		runVersionCases(t, c, []versionCase{
+			{name: "pinned account", globalAccount: "ga-pinned", want: "2.3.1"},
+			{name: "other account", globalAccount: "ga-other", want: "2.4.0"},
+			{name: "empty pin means no pin", globalAccount: "ga-empty", want: "2.4.0"},
+			{name: "on demand wins over pin", globalAccount: "ga-pinned", requested: "2.5.0", onDemand: true, want: "2.5.0"},
+			{name: "on demand without request uses pin", globalAccount: "ga-pinned", onDemand: true, want: "2.3.1"},
+			{name: "requested but on demand off uses pin", globalAccount: "ga-pinned", requested: "2.5.0", want: "2.3.1"},
+		})
+	})
+}
+
+// TestResolveVersionReadError: a failed read is not mistaken for "no pin" (fake client: the only
+// way to make the apiserver fail on demand).
+func TestResolveVersionReadError(t *testing.T) {
+	t.Parallel()
+	boom := errors.New("apiserver unavailable")
+	c := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+			return boom
+		},
+	}).Build()
+	_, err := ResolveVersion(context.Background(), c, "ga", "", false, "2.4.0")
+	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "kyma-versions") {
+		t.Errorf("err = %v, want it to wrap %v and name the ConfigMap", err, boom)
+	}
+}

@@ -1,0 +1,106 @@
+package overrides
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+)
+
+// globalPrefix prefixes the keys of global overrides in the stored Secret.
+const globalPrefix = "global"
+
+// checkComponent rejects component names the stored Secret's "<component>.<key>" keys could not
+// tell apart from global overrides or from another component.
+func checkComponent(component string) error {
+	if component == "" || component == globalPrefix || strings.Contains(component, ".") {
+		return fmt.Errorf("component name %q is not allowed: it is empty, %q or contains a dot", component, globalPrefix)
+	}
+	return nil
+}
+
+// Store writes o into the Secret name in namespace, with the given labels added to any it has,
+// so that secret-sourced values never land in plain text in the database. Keys are
+// "global.<key>" for global overrides and "<component>.<key>" for a component's; the Secret's data
+// is replaced as a whole, dropping overrides resolved earlier but gone now. It creates or updates
+// the Secret and writes nothing when it already holds exactly this, so running a step twice
+// is harmless.
+func Store(ctx context.Context, c client.Client, namespace, name string, labels map[string]string, o Overrides) error {
+	data, err := encode(o)
+	if err != nil {
+		return fmt.Errorf("storing overrides in secret %s/%s: %w", namespace, name, err)
+	}
+	// Conflict: a concurrent writer updated it; AlreadyExists: one created it after our read.
+	// Either way, read again and re-apply.
+	retriable := func(err error) bool { return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) }
+	err = retry.OnError(retry.DefaultRetry, retriable, func() error {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+		_, err := controllerutil.CreateOrUpdate(ctx, c, s, func() error {
+			if s.ResourceVersion == "" {
+				// A Secret's type is immutable: set it only on create.
+				s.Type = corev1.SecretTypeOpaque
+			}
+			if len(labels) > 0 && s.Labels == nil {
+				s.Labels = map[string]string{}
+			}
+			maps.Copy(s.Labels, labels)
+			// A copy: decoding the server's answer into s may write into this map.
+			s.Data = maps.Clone(data)
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("storing overrides in secret %s/%s: %w", namespace, name, err)
+	}
+	return nil
+}
+
+// Load reads back overrides written by Store. A missing Secret is an error for which
+// apierrors.IsNotFound holds.
+func Load(ctx context.Context, r client.Reader, namespace, name string) (Overrides, error) {
+	s := &corev1.Secret{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s); err != nil {
+		return Overrides{}, fmt.Errorf("loading overrides from secret %s/%s: %w", namespace, name, err)
+	}
+	o := Overrides{Global: map[string]string{}, Components: map[string]map[string]string{}}
+	for k, v := range s.Data {
+		prefix, key, ok := strings.Cut(k, ".")
+		if !ok {
+			return Overrides{}, fmt.Errorf("loading overrides from secret %s/%s: key %q has no <component>. or global. prefix", namespace, name, k)
+		}
+		if prefix == globalPrefix {
+			o.Global[key] = string(v)
+			continue
+		}
+		if o.Components[prefix] == nil {
+			o.Components[prefix] = map[string]string{}
+		}
+		o.Components[prefix][key] = string(v)
+	}
+	return o, nil
+}
+
+// encode flattens o into the stored Secret's data.
+func encode(o Overrides) (map[string][]byte, error) {
+	data := make(map[string][]byte, len(o.Global))
+	for k, v := range o.Global {
+		data[globalPrefix+"."+k] = []byte(v)
+	}
+	for component, values := range o.Components {
+		if err := checkComponent(component); err != nil {
+			return nil, err
+		}
+		for k, v := range values {
+			data[component+"."+k] = []byte(v)
+		}
+	}
+	return data, nil
+}

@@ -1,0 +1,54 @@
+package deprovisioning
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-keb/keb/internal/kyma"
+	"github.com/kyma-keb/keb/internal/process"
+	"github.com/kyma-keb/keb/internal/runtime"
+)
+
+// DeleteRuntime deletes the Runtime CR and waits until the infrastructure
+// manager has removed the cluster and let the CR go; then it deletes the
+// runtime's overrides Secret.
+type DeleteRuntime struct {
+	KCP    client.Client
+	Config Config
+}
+
+// Name implements process.Step.
+func (s *DeleteRuntime) Name() string { return "delete_runtime" }
+
+// Timeout implements process.TimedStep.
+func (s *DeleteRuntime) Timeout() time.Duration { return s.Config.RemovalTimeout }
+
+// Run implements process.Step.
+func (s *DeleteRuntime) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
+	if op.Data.RuntimeID == "" {
+		return process.Done()
+	}
+	op.Describe("Deleting the cluster %s", op.Data.ShootName)
+	rt := &runtime.Runtime{}
+	rt.Name, rt.Namespace = kyma.Name(op.Data.RuntimeID), s.Config.Namespace
+	gone, err := deleteAndCheck(ctx, s.KCP, rt)
+	if err != nil {
+		return process.StepResult{}, fmt.Errorf("deleting Runtime CR: %w", err)
+	}
+	if !gone {
+		op.Describe("Waiting for the cluster %s to be deleted", op.Data.ShootName)
+		return process.RetryAfter(s.Config.RemovalPoll)
+	}
+	if op.Data.OverridesSecret != "" {
+		sec := &corev1.Secret{}
+		sec.Name, sec.Namespace = op.Data.OverridesSecret, s.Config.Namespace
+		if _, err := deleteAndCheck(ctx, s.KCP, sec); err != nil {
+			return process.StepResult{}, fmt.Errorf("deleting overrides Secret: %w", err)
+		}
+	}
+	return process.Done()
+}

@@ -1,0 +1,50 @@
+package deprovisioning
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/kyma-keb/keb/internal/process"
+	"github.com/kyma-keb/keb/internal/storage"
+)
+
+// provisioningReader finds what the instance's provisioning recorded.
+type provisioningReader interface {
+	LastOperationOfType(ctx context.Context, instanceID, opType string) (storage.Operation, error)
+}
+
+// Initialization gathers what the provisioning created (it may have been
+// halted part way), so the later steps know what to remove.
+type Initialization struct {
+	Store provisioningReader
+}
+
+// Name implements process.Step.
+func (s *Initialization) Name() string { return "initialization" }
+
+// Run implements process.Step.
+func (s *Initialization) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
+	op.Describe("Preparing to deprovision the runtime")
+	prov, err := s.Store.LastOperationOfType(ctx, op.InstanceID, storage.OperationTypeProvision)
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return process.StepResult{}, fmt.Errorf("reading provisioning: %w", err)
+	}
+	if err == nil && len(prov.Data) > 0 {
+		var pd process.Data
+		if err := json.Unmarshal(prov.Data, &pd); err != nil {
+			return process.StepResult{}, fmt.Errorf("decoding provisioning data: %w", err)
+		}
+		op.Data.ShootName, op.Data.Provider, op.Data.Region = pd.ShootName, pd.Provider, pd.Region
+		op.Data.HyperscalerType, op.Data.HyperscalerSecret, op.Data.HyperscalerShared = pd.HyperscalerType, pd.HyperscalerSecret, pd.HyperscalerShared
+		op.Data.OverridesSecret = pd.OverridesSecret
+	}
+	// The instance row is the authority on the runtime ID: it is written
+	// once, before anything is created in the control plane.
+	op.Data.RuntimeID = op.Instance.RuntimeID
+	if op.Data.Provider == "" {
+		op.Data.Provider = op.Instance.Provider
+	}
+	return process.Done()
+}

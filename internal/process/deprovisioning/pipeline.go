@@ -1,0 +1,53 @@
+// Package deprovisioning holds the steps that tear a runtime down and remove
+// its instance, one file per step. Step names are persisted in operations'
+// checkpoints: never rename one.
+package deprovisioning
+
+import (
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-keb/keb/internal/hyperscaler"
+	"github.com/kyma-keb/keb/internal/process"
+)
+
+// Config holds the settings the deprovisioning steps read.
+type Config struct {
+	Namespace string // control-plane namespace (kcp-system)
+	// RemovalTimeout bounds waiting for a CR to be gone; RemovalPoll is how
+	// often the wait looks (watches usually wake it sooner).
+	RemovalTimeout time.Duration
+	RemovalPoll    time.Duration
+}
+
+// Store is the part of storage.Store the deprovisioning steps use.
+type Store interface {
+	provisioningReader
+	tenantCounter
+	archiver
+	instanceRemover
+}
+
+// Deps are the parts the steps use.
+type Deps struct {
+	Config Config
+	Store  Store
+	KCP    client.Client
+	Pool   *hyperscaler.Pool
+}
+
+// Pipeline returns the deprovisioning pipeline.
+func Pipeline(d Deps) process.Pipeline {
+	return process.Pipeline{
+		Steps: []process.Step{
+			&Initialization{Store: d.Store},
+			&DeleteKyma{KCP: d.KCP, Config: d.Config},
+			&DeleteRuntime{KCP: d.KCP, Config: d.Config},
+			&ReleaseHyperscalerSecret{Store: d.Store, Pool: d.Pool},
+			&Archive{Store: d.Store},
+			&RemoveInstance{Store: d.Store},
+		},
+		Done: "Operation succeeded: the runtime is deprovisioned",
+	}
+}

@@ -1,0 +1,48 @@
+package deprovisioning
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/kyma-keb/keb/internal/process"
+)
+
+// tenantCounter counts a global account's other instances on a provider.
+type tenantCounter interface {
+	OtherInstancesOfTenant(ctx context.Context, globalAccountID, provider, exceptInstanceID string) (int, error)
+}
+
+// accountReleaser marks a tenant's dedicated account for cleanup.
+type accountReleaser interface {
+	MarkDirty(ctx context.Context, hyperscalerType, tenant string) error
+}
+
+// ReleaseHyperscalerSecret gives back a dedicated hyperscaler account once no
+// other runtime of the tenant uses it: the account is labelled dirty and
+// waits for cleanup. Shared accounts are never released.
+type ReleaseHyperscalerSecret struct {
+	Store tenantCounter
+	Pool  accountReleaser
+}
+
+// Name implements process.Step.
+func (s *ReleaseHyperscalerSecret) Name() string { return "release_hyperscaler_secret" }
+
+// Run implements process.Step.
+func (s *ReleaseHyperscalerSecret) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
+	if op.Data.HyperscalerSecret == "" || op.Data.HyperscalerShared {
+		return process.Done()
+	}
+	op.Describe("Releasing the %s hyperscaler account", op.Data.HyperscalerType)
+	others, err := s.Store.OtherInstancesOfTenant(ctx, op.Instance.GlobalAccountID, op.Data.Provider, op.InstanceID)
+	if err != nil {
+		return process.StepResult{}, err
+	}
+	if others > 0 {
+		return process.Done() // still used by the tenant's other runtimes
+	}
+	if err := s.Pool.MarkDirty(ctx, op.Data.HyperscalerType, op.Instance.GlobalAccountID); err != nil {
+		return process.StepResult{}, fmt.Errorf("releasing hyperscaler account: %w", err)
+	}
+	return process.Done()
+}

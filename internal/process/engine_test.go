@@ -1,0 +1,254 @@
+package process
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/kyma-keb/keb/internal/storage"
+)
+
+// memStore is an in-memory operationStore for the engine's unit tests; the
+// real store is exercised by the end-to-end tests.
+type memStore struct {
+	mu     sync.Mutex
+	op     storage.Operation
+	locked bool
+	saves  int
+}
+
+func (m *memStore) Work(context.Context, string) (storage.Operation, storage.Instance, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.op, storage.Instance{InstanceID: m.op.InstanceID}, nil
+}
+
+func (m *memStore) SaveProgress(_ context.Context, op storage.Operation) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.saves++
+	if m.op.State != storage.StateInProgress {
+		return false, nil
+	}
+	m.op = op
+	return true, nil
+}
+
+func (m *memStore) Finish(_ context.Context, op storage.Operation) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.op.State != storage.StateInProgress {
+		return false, nil
+	}
+	m.op = op
+	return true, nil
+}
+
+func (m *memStore) LockInstance(context.Context, string) (func(), bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.locked {
+		return nil, false, nil
+	}
+	m.locked = true
+	return func() { m.mu.Lock(); m.locked = false; m.mu.Unlock() }, true, nil
+}
+
+func (m *memStore) halt() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.op.State = storage.StateFailed
+}
+
+// fakeStep records its runs and returns what run says.
+type fakeStep struct {
+	name    string
+	timeout time.Duration
+	runs    int
+	run     func(op *Operation) (StepResult, error)
+}
+
+func (s *fakeStep) Name() string { return s.name }
+
+func (s *fakeStep) Run(_ context.Context, op *Operation) (StepResult, error) {
+	s.runs++
+	if s.run == nil {
+		return Done()
+	}
+	return s.run(op)
+}
+
+type timedStep struct{ *fakeStep }
+
+func (t timedStep) Timeout() time.Duration { return t.timeout }
+
+type bundle struct {
+	store  *memStore
+	engine *Engine
+	clock  time.Time
+}
+
+func setup(t *testing.T, steps ...Step) *bundle {
+	t.Helper()
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	b := &bundle{
+		clock: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC),
+		store: &memStore{op: storage.Operation{ID: "op-1", InstanceID: "inst-1", Type: "provision",
+			State: storage.StateInProgress, Deadline: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)}},
+	}
+	b.engine = NewEngine(b.store, map[string]Pipeline{"provision": {Steps: steps, Done: "all done"}}, log)
+	b.engine.now = func() time.Time { return b.clock }
+	return b
+}
+
+func TestStepsRunInOrderAndSucceed(t *testing.T) {
+	t.Parallel()
+	a, c := &fakeStep{name: "a"}, &fakeStep{name: "c"}
+	b := setup(t, a, c)
+	out, err := b.engine.Process(context.Background(), "op-1")
+	if err != nil || out.RetryAfter != 0 {
+		t.Fatalf("Process: %+v, %v", out, err)
+	}
+	if b.store.op.State != storage.StateSucceeded || b.store.op.Description != "all done" {
+		t.Fatalf("operation not succeeded: %+v", b.store.op)
+	}
+	if strings.Join(b.store.op.FinishedStages, ",") != "a,c" || a.runs != 1 || c.runs != 1 {
+		t.Fatalf("checkpoints %v, runs %d %d", b.store.op.FinishedStages, a.runs, c.runs)
+	}
+}
+
+func TestCheckpointedStepsNeverRunAgain(t *testing.T) {
+	t.Parallel()
+	a := &fakeStep{name: "a"}
+	waits := 0
+	w := &fakeStep{name: "wait", run: func(op *Operation) (StepResult, error) {
+		waits++
+		if waits == 1 {
+			op.Describe("waiting for the cluster")
+			return RetryAfter(30 * time.Second)
+		}
+		return Done()
+	}}
+	b := setup(t, a, w)
+	out, err := b.engine.Process(context.Background(), "op-1")
+	if err != nil || out.RetryAfter != 30*time.Second {
+		t.Fatalf("first run: %+v, %v", out, err)
+	}
+	if b.store.op.Description != "waiting for the cluster" || b.store.op.Stage != "wait" {
+		t.Fatalf("waiting operation not saved with its description: %+v", b.store.op)
+	}
+	if _, err := b.engine.Process(context.Background(), "op-1"); err != nil {
+		t.Fatal(err)
+	}
+	if a.runs != 1 || w.runs != 2 || b.store.op.State != storage.StateSucceeded {
+		t.Fatalf("runs a=%d wait=%d, state %s", a.runs, w.runs, b.store.op.State)
+	}
+}
+
+func TestFailures(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name    string
+		step    Step
+		advance time.Duration
+		want    string // in the error message
+	}{
+		{name: "failure result", step: &fakeStep{name: "s", run: func(*Operation) (StepResult, error) {
+			return Fail("cluster quota exceeded")
+		}}, want: "cluster quota exceeded"},
+		{name: "permanent error", step: &fakeStep{name: "s", run: func(*Operation) (StepResult, error) {
+			return StepResult{}, Permanent(errors.New("bad plan"))
+		}}, want: "bad plan"},
+		{name: "panic", step: &fakeStep{name: "s", run: func(*Operation) (StepResult, error) {
+			panic("boom")
+		}}, advance: 2 * time.Hour, want: "panicked"},
+		{name: "step deadline while waiting", step: timedStep{&fakeStep{name: "s", timeout: time.Hour, run: func(op *Operation) (StepResult, error) {
+			op.Describe("Waiting for the cluster (infrastructure state: Pending: quota)")
+			return RetryAfter(time.Minute)
+		}}}, advance: 2 * time.Hour, want: "timed out after 1h0m0s: Waiting for the cluster (infrastructure state: Pending: quota)"},
+		{name: "operation deadline", step: &fakeStep{name: "s", run: func(op *Operation) (StepResult, error) {
+			return RetryAfter(time.Minute)
+		}}, advance: 25 * time.Hour, want: "operation timed out"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, tc.step)
+			ctx := context.Background()
+			// First run starts the step's clock; the second happens later.
+			_, _ = b.engine.Process(ctx, "op-1")
+			b.clock = b.clock.Add(tc.advance)
+			if b.store.op.State == storage.StateInProgress {
+				if _, err := b.engine.Process(ctx, "op-1"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if b.store.op.State != storage.StateFailed || !strings.Contains(b.store.op.ErrorMessage, tc.want) {
+				t.Fatalf("want failed with %q, got %s: %q", tc.want, b.store.op.State, b.store.op.ErrorMessage)
+			}
+			if !strings.HasPrefix(b.store.op.Description, "Operation failed: ") {
+				t.Fatalf("description %q", b.store.op.Description)
+			}
+		})
+	}
+}
+
+func TestUnexpectedErrorsBackOffWithoutFailing(t *testing.T) {
+	t.Parallel()
+	s := &fakeStep{name: "s", run: func(*Operation) (StepResult, error) { return StepResult{}, errors.New("apiserver unavailable") }}
+	b := setup(t, s)
+	var last time.Duration
+	for range 4 {
+		out, err := b.engine.Process(context.Background(), "op-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.RetryAfter <= last {
+			t.Fatalf("backoff did not grow: %s after %s", out.RetryAfter, last)
+		}
+		last = out.RetryAfter
+	}
+	if b.store.op.State != storage.StateInProgress {
+		t.Fatalf("a temporary error failed the operation: %+v", b.store.op)
+	}
+}
+
+func TestHaltedOperationStopsAtNextStepBoundary(t *testing.T) {
+	t.Parallel()
+	var b *bundle
+	first := &fakeStep{name: "first", run: func(*Operation) (StepResult, error) {
+		b.store.halt() // a DELETE arrives while this step runs
+		return Done()
+	}}
+	second := &fakeStep{name: "second"}
+	b = setup(t, first, second)
+	out, err := b.engine.Process(context.Background(), "op-1")
+	if err != nil || out.RetryAfter != 0 {
+		t.Fatalf("Process: %+v, %v", out, err)
+	}
+	if second.runs != 0 {
+		t.Fatal("a halted operation ran its next step")
+	}
+	if b.store.op.State != storage.StateFailed {
+		t.Fatalf("the halt was overwritten: %+v", b.store.op)
+	}
+}
+
+func TestBusyInstanceWaits(t *testing.T) {
+	t.Parallel()
+	s := &fakeStep{name: "s"}
+	b := setup(t, s)
+	unlock, _, _ := b.store.LockInstance(context.Background(), "inst-1")
+	defer unlock()
+	out, err := b.engine.Process(context.Background(), "op-1")
+	if err != nil || out.RetryAfter != b.engine.LockedRetry || s.runs != 0 {
+		t.Fatalf("busy instance: %+v, %v, runs %d", out, err, s.runs)
+	}
+}

@@ -1,0 +1,66 @@
+package provisioning
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-keb/keb/internal/kyma"
+	"github.com/kyma-keb/keb/internal/process"
+	"github.com/kyma-keb/keb/internal/runtime"
+)
+
+// CheckRuntime waits until the infrastructure manager reports the cluster
+// Ready and its kubeconfig Secret exists. Waiting releases the worker; a
+// watch on the Runtime CR and the Secret wakes the operation early.
+type CheckRuntime struct {
+	KCP    client.Reader
+	Config Config
+}
+
+// Name implements process.Step.
+func (s *CheckRuntime) Name() string { return "check_runtime" }
+
+// Timeout implements process.TimedStep.
+func (s *CheckRuntime) Timeout() time.Duration { return s.Config.RuntimeTimeout }
+
+// Run implements process.Step.
+func (s *CheckRuntime) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
+	rt := &runtime.Runtime{}
+	err := s.KCP.Get(ctx, client.ObjectKey{Namespace: s.Config.Namespace, Name: kyma.Name(op.Data.RuntimeID)}, rt)
+	if apierrors.IsNotFound(err) {
+		return process.Fail("the Runtime CR of runtime %s disappeared before the cluster was ready", op.Data.RuntimeID)
+	}
+	if err != nil {
+		return process.StepResult{}, fmt.Errorf("reading Runtime CR: %w", err)
+	}
+	switch rt.Status.State {
+	case runtime.StateFailed:
+		return process.Fail("the infrastructure manager could not create the cluster: %s", rt.Status.Message)
+	case runtime.StateReady:
+	default:
+		state := rt.Status.State
+		if state == "" {
+			state = "not yet picked up"
+		}
+		op.Describe("Waiting for the cluster %s to be created (infrastructure state: %s)", op.Data.ShootName, state)
+		if rt.Status.Message != "" {
+			op.Describe("Waiting for the cluster %s to be created (infrastructure state: %s: %s)", op.Data.ShootName, state, rt.Status.Message)
+		}
+		return process.RetryAfter(s.Config.RuntimePoll)
+	}
+	secret := &corev1.Secret{}
+	err = s.KCP.Get(ctx, client.ObjectKey{Namespace: s.Config.Namespace, Name: runtime.KubeconfigSecretName(op.Data.RuntimeID)}, secret)
+	if apierrors.IsNotFound(err) {
+		op.Describe("Waiting for the kubeconfig of cluster %s", op.Data.ShootName)
+		return process.RetryAfter(s.Config.RuntimePoll)
+	}
+	if err != nil {
+		return process.StepResult{}, fmt.Errorf("reading kubeconfig Secret: %w", err)
+	}
+	return process.Done()
+}

@@ -1,0 +1,41 @@
+package provisioning
+
+import (
+	"context"
+	"errors"
+
+	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/kyma"
+	"github.com/kyma-keb/keb/internal/process"
+)
+
+// Components decides which Kyma components the runtime gets: the version's
+// base list, minus those disabled for the plan, plus requested optional ones.
+type Components struct {
+	Catalog *catalog.Catalog
+}
+
+// Name implements process.Step.
+func (s *Components) Name() string { return "components" }
+
+// Run implements process.Step.
+func (s *Components) Run(_ context.Context, op *process.Operation) (process.StepResult, error) {
+	op.Describe("Choosing the Kyma components")
+	params, err := Parameters(op)
+	if err != nil {
+		return process.Fail("%v", err)
+	}
+	plan, _ := s.Catalog.PlanByID(op.Instance.PlanID)
+	comps, err := kyma.Components(op.Data.KymaVersion, plan.Name, params.Components)
+	if errors.Is(err, kyma.ErrUnknownKymaVersion) {
+		return process.Fail("Kyma version %s is not supported: %v", op.Data.KymaVersion, err)
+	}
+	if err != nil {
+		return process.StepResult{}, err
+	}
+	op.Data.Components = op.Data.Components[:0]
+	for _, c := range comps {
+		op.Data.Components = append(op.Data.Components, c.Name)
+	}
+	return process.Done()
+}

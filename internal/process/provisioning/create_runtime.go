@@ -1,0 +1,117 @@
+package provisioning
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/kyma-keb/keb/internal/kyma"
+	"github.com/kyma-keb/keb/internal/process"
+	"github.com/kyma-keb/keb/internal/runtime"
+)
+
+// CreateRuntime asks the infrastructure manager for the cluster: a Runtime CR
+// in the control plane carrying the cluster and the Kyma configuration.
+type CreateRuntime struct {
+	KCP    client.Client
+	Config Config
+}
+
+// Name implements process.Step.
+func (s *CreateRuntime) Name() string { return "create_runtime" }
+
+// Run implements process.Step. CreateOrUpdate makes a re-run converge on the
+// same CR instead of failing on AlreadyExists.
+func (s *CreateRuntime) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
+	op.Describe("Requesting the cluster from the infrastructure manager")
+	params, err := Parameters(op)
+	if err != nil {
+		return process.Fail("%v", err)
+	}
+	d := op.Data
+	admins := params.Administrators
+	if len(admins) == 0 {
+		admins = []string{op.Instance.UserID}
+	}
+	rt := &runtime.Runtime{ObjectMeta: metav1.ObjectMeta{Name: kyma.Name(d.RuntimeID), Namespace: s.Config.Namespace}}
+	_, err = controllerutil.CreateOrUpdate(ctx, s.KCP, rt, func() error {
+		rt.Labels = mergeLabels(rt.Labels, Labels(op))
+		rt.Spec = runtime.RuntimeSpec{
+			Shoot: runtime.RuntimeShoot{
+				Name:              d.ShootName,
+				PlatformRegion:    op.Instance.PlatformRegion,
+				Region:            d.ProviderRegion,
+				SecretBindingName: d.HyperscalerSecret,
+				Provider: runtime.RuntimeProvider{
+					Type: d.Provider,
+					Workers: []runtime.Worker{{
+						Name:        "cpu-worker-0",
+						MachineType: d.MachineType,
+						Minimum:     d.AutoScalerMin,
+						Maximum:     d.AutoScalerMax,
+						Zones:       Zones(d.Provider, d.ProviderRegion, d.ZonesCount),
+					}},
+				},
+			},
+			Security: runtime.RuntimeSecurity{Administrators: admins},
+			Kyma: runtime.RuntimeKyma{
+				Version:            d.KymaVersion,
+				Components:         d.Components,
+				OverridesSecretRef: d.OverridesSecret,
+			},
+		}
+		return nil
+	})
+	if err != nil {
+		return process.StepResult{}, fmt.Errorf("creating Runtime CR: %w", err)
+	}
+	return process.Done()
+}
+
+// Labels are the labels of the control-plane CRs of an operation's runtime.
+func Labels(op *process.Operation) map[string]string {
+	i := op.Instance
+	return map[string]string{
+		LabelInstanceID:                      i.InstanceID,
+		runtime.LabelRuntimeID:               op.Data.RuntimeID,
+		"kyma-project.io/global-account-id":  i.GlobalAccountID,
+		"kyma-project.io/subaccount-id":      i.SubAccountID,
+		"kyma-project.io/broker-plan-id":     i.PlanID,
+		"kyma-project.io/broker-plan-name":   i.PlanName,
+		"kyma-project.io/region":             op.Data.Region,
+		"kyma-project.io/platform-region":    i.PlatformRegion,
+		"kyma-project.io/shoot-name":         op.Data.ShootName,
+		"operator.kyma-project.io/kyma-name": kyma.Name(op.Data.RuntimeID),
+	}
+}
+
+func mergeLabels(have, want map[string]string) map[string]string {
+	if have == nil {
+		have = map[string]string{}
+	}
+	for k, v := range want {
+		have[k] = v
+	}
+	return have
+}
+
+// Zones names the first n availability zones of a region the way each
+// provider does.
+func Zones(provider, region string, n int) []string {
+	zones := make([]string, 0, n)
+	for i := range n {
+		switch strings.ToLower(provider) {
+		case "azure":
+			zones = append(zones, fmt.Sprint(i+1))
+		case "gcp":
+			zones = append(zones, fmt.Sprintf("%s-%c", region, 'a'+i))
+		default:
+			zones = append(zones, fmt.Sprintf("%s%c", region, 'a'+i))
+		}
+	}
+	return zones
+}

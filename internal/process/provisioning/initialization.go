@@ -1,0 +1,74 @@
+package provisioning
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/kyma"
+	"github.com/kyma-keb/keb/internal/process"
+)
+
+// runtimeIdentityStore keeps the first runtime ID and cluster ID chosen for
+// an instance, so a step re-run after a crash reuses them.
+type runtimeIdentityStore interface {
+	SetRuntimeIdentity(ctx context.Context, instanceID, runtimeID, clusterID string) (string, string, error)
+}
+
+// Initialization applies the plan's defaults, names the runtime and decides
+// its Kyma version.
+type Initialization struct {
+	Catalog *catalog.Catalog
+	Store   runtimeIdentityStore
+	KCP     client.Reader
+	Config  Config
+}
+
+// Name implements process.Step.
+func (s *Initialization) Name() string { return "initialization" }
+
+// Run implements process.Step.
+func (s *Initialization) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
+	op.Describe("Preparing the runtime: applying plan defaults")
+	params, err := Parameters(op)
+	if err != nil {
+		return process.Fail("%v", err)
+	}
+	res, err := s.Catalog.Resolve(op.Instance.PlanID, op.Instance.PlatformRegion, params)
+	if err != nil {
+		return process.Fail("resolving plan defaults: %v", err)
+	}
+	runtimeID, clusterID, err := s.Store.SetRuntimeIdentity(ctx, op.InstanceID, uuid.NewString(), uuid.NewString())
+	if err != nil {
+		return process.StepResult{}, err
+	}
+	version, err := kyma.ResolveVersion(ctx, s.KCP, op.Instance.GlobalAccountID, params.KymaVersion,
+		s.Config.OnDemandVersion, s.Config.DefaultKymaVersion)
+	if err != nil {
+		return process.StepResult{}, fmt.Errorf("resolving Kyma version: %w", err)
+	}
+	d := &op.Data
+	d.RuntimeID, d.ClusterID, d.KymaVersion = runtimeID, clusterID, version
+	// Shoot names are short and DNS-safe; derived from the runtime ID so a
+	// re-run names the same shoot.
+	d.ShootName = "c-" + strings.ReplaceAll(runtimeID, "-", "")[:7]
+	d.Provider, d.Region, d.ProviderRegion = res.Provider, res.Region, res.ProviderRegion
+	d.MachineType, d.AutoScalerMin, d.AutoScalerMax, d.ZonesCount = res.MachineType, res.AutoScalerMin, res.AutoScalerMax, res.ZonesCount
+	return process.Done()
+}
+
+// Parameters decodes the instance's stored (already validated) parameters.
+func Parameters(op *process.Operation) (catalog.ProvisioningParameters, error) {
+	var p catalog.ProvisioningParameters
+	if len(op.Instance.Parameters) > 0 {
+		if err := json.Unmarshal(op.Instance.Parameters, &p); err != nil {
+			return p, fmt.Errorf("decoding stored parameters: %w", err)
+		}
+	}
+	return p, nil
+}

@@ -1,0 +1,71 @@
+package provisioning
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-keb/keb/internal/btpmanager"
+	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/process"
+	"github.com/kyma-keb/keb/internal/runtime"
+)
+
+// runtimeClients gives a client for a provisioned runtime.
+type runtimeClients interface {
+	Client(ctx context.Context, runtimeID string) (client.Client, error)
+}
+
+// InjectBTPManager is the final step: it puts the sap-btp-manager Secret and
+// the BtpOperator CR into the new runtime, so that BTP Manager installs the
+// SAP BTP service operator with the platform's Service Manager credentials.
+type InjectBTPManager struct {
+	Runtimes runtimeClients
+	Config   Config
+}
+
+// Name implements process.Step.
+func (s *InjectBTPManager) Name() string { return "inject_btp_manager" }
+
+// Timeout implements process.TimedStep: how long the runtime may take to
+// serve the BtpOperator kind.
+func (s *InjectBTPManager) Timeout() time.Duration { return s.Config.BTPManagerTimeout }
+
+// Run implements process.Step.
+func (s *InjectBTPManager) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
+	if op.Instance.Credentials == nil {
+		op.Describe("Skipped the SAP BTP service operator set-up: the request carried no sm_operator_credentials")
+		return process.Done()
+	}
+	var creds catalog.SMOperatorCredentials
+	if err := json.Unmarshal(op.Instance.Credentials, &creds); err != nil {
+		return process.Fail("stored Service Manager credentials are unreadable")
+	}
+	op.Describe("Setting up the SAP BTP service operator in the runtime")
+	c, err := s.Runtimes.Client(ctx, op.Data.RuntimeID)
+	if errors.Is(err, runtime.ErrKubeconfigNotFound) {
+		op.Describe("Waiting for the kubeconfig of cluster %s", op.Data.ShootName)
+		return process.RetryAfter(s.Config.BTPManagerPoll)
+	}
+	if err != nil {
+		return process.StepResult{}, fmt.Errorf("connecting to the runtime: %w", err)
+	}
+	err = btpmanager.Inject(ctx, c, btpmanager.Credentials{
+		ClientID:     creds.ClientID,
+		ClientSecret: creds.ClientSecret,
+		SMURL:        creds.SMURL,
+		TokenURL:     creds.URL,
+	}, op.Data.ClusterID)
+	if errors.Is(err, btpmanager.ErrBtpOperatorNotServed) {
+		op.Describe("Waiting for the runtime to serve the BtpOperator kind (CRD btpoperators.operator.kyma-project.io)")
+		return process.RetryAfter(s.Config.BTPManagerPoll)
+	}
+	if err != nil {
+		return process.StepResult{}, fmt.Errorf("injecting the sap-btp-manager Secret: %w", err)
+	}
+	return process.Done()
+}

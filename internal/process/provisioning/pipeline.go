@@ -1,0 +1,71 @@
+// Package provisioning holds the steps that turn an accepted provisioning
+// into a running Kyma runtime, one file per step. Step names are persisted
+// in operations' checkpoints: never rename one.
+package provisioning
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/hyperscaler"
+	"github.com/kyma-keb/keb/internal/process"
+	"github.com/kyma-keb/keb/internal/runtime"
+)
+
+// Config holds the settings the provisioning steps read.
+type Config struct {
+	// DefaultKymaVersion is APP_KYMA_VERSION.
+	DefaultKymaVersion string
+	// OnDemandVersion lets the kymaVersion parameter choose the version.
+	OnDemandVersion bool
+	// Namespace is the control-plane namespace of Runtime and Kyma CRs,
+	// kubeconfigs and overrides (kcp-system).
+	Namespace string
+	// DashboardDomain builds a runtime's dashboard URL.
+	DashboardDomain string
+	// Timeouts of waiting steps.
+	AccountTimeout, RuntimeTimeout, BTPManagerTimeout time.Duration
+	// Poll intervals of waiting steps; watches usually wake them sooner.
+	AccountPoll, RuntimePoll, BTPManagerPoll time.Duration
+}
+
+// Deps are the parts the steps use.
+type Deps struct {
+	Config   Config
+	Catalog  *catalog.Catalog
+	Store    runtimeIdentityStore
+	Finisher provisionedStore
+	KCP      client.Client
+	Pool     *hyperscaler.Pool
+	Runtimes *runtime.ClientCache
+}
+
+// provisionedStore records what a finished provisioning produced.
+type provisionedStore interface {
+	SetProvisioned(ctx context.Context, instanceID, providerRegion, dashboardURL string) error
+}
+
+// Pipeline returns the provisioning pipeline.
+func Pipeline(d Deps) process.Pipeline {
+	return process.Pipeline{
+		Steps: []process.Step{
+			&Initialization{Catalog: d.Catalog, Store: d.Store, KCP: d.KCP, Config: d.Config},
+			&ResolveHyperscalerSecret{Catalog: d.Catalog, Pool: d.Pool, Config: d.Config},
+			&Overrides{Catalog: d.Catalog, KCP: d.KCP, Config: d.Config},
+			&Components{Catalog: d.Catalog},
+			&CreateRuntime{KCP: d.KCP, Config: d.Config},
+			&CheckRuntime{KCP: d.KCP, Config: d.Config},
+			&ApplyKyma{KCP: d.KCP, Catalog: d.Catalog, Config: d.Config},
+			&InjectBTPManager{Runtimes: d.Runtimes, Config: d.Config},
+		},
+		Succeeded: func(ctx context.Context, op *process.Operation) error {
+			url := fmt.Sprintf("https://console.%s.%s", op.Data.ShootName, d.Config.DashboardDomain)
+			return d.Finisher.SetProvisioned(ctx, op.InstanceID, op.Data.ProviderRegion, url)
+		},
+		Done: "Operation succeeded: the Kyma runtime is ready",
+	}
+}

@@ -1,0 +1,57 @@
+package provisioning
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/hyperscaler"
+	"github.com/kyma-keb/keb/internal/process"
+)
+
+// accountPool hands out hyperscaler accounts.
+type accountPool interface {
+	Claim(ctx context.Context, hyperscalerType, tenant string) (hyperscaler.Account, error)
+	ClaimShared(ctx context.Context, hyperscalerType string) (hyperscaler.Account, error)
+}
+
+// ResolveHyperscalerSecret picks the cloud account the runtime is created
+// in: the tenant's own (claimed on first use), or a shared one for plans on
+// shared pools.
+type ResolveHyperscalerSecret struct {
+	Catalog *catalog.Catalog
+	Pool    accountPool
+	Config  Config
+}
+
+// Name implements process.Step.
+func (s *ResolveHyperscalerSecret) Name() string { return "resolve_hyperscaler_secret" }
+
+// Timeout implements process.TimedStep: how long to wait for a free account.
+func (s *ResolveHyperscalerSecret) Timeout() time.Duration { return s.Config.AccountTimeout }
+
+// Run implements process.Step.
+func (s *ResolveHyperscalerSecret) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
+	hsType, err := hyperscaler.HyperscalerType(op.Data.Provider)
+	if err != nil {
+		return process.Fail("%v", err)
+	}
+	plan, _ := s.Catalog.PlanByID(op.Instance.PlanID)
+	op.Describe("Choosing a %s account for the runtime", hsType)
+	var acc hyperscaler.Account
+	if plan.SharedPool {
+		acc, err = s.Pool.ClaimShared(ctx, hsType)
+	} else {
+		acc, err = s.Pool.Claim(ctx, hsType, op.Instance.GlobalAccountID)
+	}
+	if errors.Is(err, hyperscaler.ErrNoAccount) {
+		op.Describe("Waiting for a free %s hyperscaler account: none is available in the account pool", hsType)
+		return process.RetryAfter(s.Config.AccountPoll)
+	}
+	if err != nil {
+		return process.StepResult{}, err
+	}
+	op.Data.HyperscalerType, op.Data.HyperscalerSecret, op.Data.HyperscalerShared = hsType, acc.SecretName, acc.Shared
+	return process.Done()
+}

@@ -1,0 +1,136 @@
+package process
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/sirupsen/logrus"
+
+	"github.com/kyma-keb/keb/internal/logging"
+	"github.com/kyma-keb/keb/internal/storage"
+)
+
+// OperationArgs is the queue entry of an operation: its ID only, never data.
+type OperationArgs struct {
+	OperationID string `json:"operation_id" river:"unique"`
+}
+
+// Kind is stored in every queued job: renaming it orphans jobs already in the
+// queue. Never rename it.
+func (OperationArgs) Kind() string { return "keb_operation" }
+
+// InsertOpts makes one job per operation, and lets it be snoozed and retried
+// for as long as the operation's own deadline allows.
+func (OperationArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{MaxAttempts: 10000, UniqueOpts: river.UniqueOpts{ByArgs: true}}
+}
+
+// QueueConfig tunes the workers of one replica.
+type QueueConfig struct {
+	// Workers is how many operations this replica works on at once; 0
+	// makes an insert-only queue (the replica accepts but never works).
+	Workers int
+	// JobTimeout bounds one run of an operation's steps.
+	JobTimeout time.Duration
+	// RescueAfter is how long a job may look running before River hands it
+	// to another replica: the bound on taking over a killed replica's work.
+	RescueAfter time.Duration
+	// PollInterval is how often idle workers look for work they were not
+	// notified of (scheduled jobs coming due).
+	PollInterval time.Duration
+}
+
+// Queue is keb's durable work queue (River, in PostgreSQL).
+type Queue struct {
+	client  *river.Client[pgx.Tx]
+	working bool
+}
+
+var _ storage.Enqueuer = (*Queue)(nil)
+
+type operationWorker struct {
+	river.WorkerDefaults[OperationArgs]
+	engine  *Engine
+	timeout time.Duration
+}
+
+// Work hands an operation to the engine and turns its outcome into River's
+// terms: a wait is a snooze, which releases the worker and costs no attempt.
+func (w *operationWorker) Work(ctx context.Context, job *river.Job[OperationArgs]) error {
+	out, err := w.engine.Process(ctx, job.Args.OperationID)
+	if err != nil {
+		return fmt.Errorf("processing operation %s: %w", job.Args.OperationID, err)
+	}
+	if out.RetryAfter > 0 {
+		return river.JobSnooze(out.RetryAfter)
+	}
+	return nil
+}
+
+func (w *operationWorker) Timeout(*river.Job[OperationArgs]) time.Duration { return w.timeout }
+
+// NewQueue builds the queue. With engine nil or cfg.Workers 0 it only
+// inserts.
+func NewQueue(pool *pgxpool.Pool, engine *Engine, cfg QueueConfig, log logrus.FieldLogger) (*Queue, error) {
+	rc := &river.Config{Logger: logging.Slog(log.WithField("component", "queue"), slog.LevelWarn)}
+	working := engine != nil && cfg.Workers > 0
+	if working {
+		workers := river.NewWorkers()
+		river.AddWorker(workers, &operationWorker{engine: engine, timeout: cfg.JobTimeout})
+		rc.Workers = workers
+		rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}}
+		rc.JobTimeout = cfg.JobTimeout
+		rc.RescueStuckJobsAfter = cfg.RescueAfter
+		if cfg.PollInterval > 0 {
+			rc.FetchPollInterval = cfg.PollInterval
+		}
+	}
+	client, err := river.NewClient(riverpgxv5.New(pool), rc)
+	if err != nil {
+		return nil, fmt.Errorf("creating work queue: %w", err)
+	}
+	return &Queue{client: client, working: working}, nil
+}
+
+// EnqueueTx queues an operation inside the transaction that writes it: the
+// job exists exactly when the operation does.
+func (q *Queue) EnqueueTx(ctx context.Context, tx pgx.Tx, op storage.Operation) error {
+	res, err := q.client.InsertTx(ctx, tx, OperationArgs{OperationID: op.ID}, nil)
+	if err != nil {
+		return fmt.Errorf("queueing operation: %w", err)
+	}
+	return storage.SetJobID(ctx, tx, op.ID, res.Job.ID)
+}
+
+// Wake makes a waiting job available at once (a watch saw its runtime change).
+func (q *Queue) Wake(ctx context.Context, jobID int64) error {
+	if _, err := q.client.JobRetry(ctx, jobID); err != nil {
+		return fmt.Errorf("waking job %d: %w", jobID, err)
+	}
+	return nil
+}
+
+// Start starts the workers (a no-op for an insert-only queue).
+func (q *Queue) Start(ctx context.Context) error {
+	if !q.working {
+		return nil
+	}
+	if err := q.client.Start(ctx); err != nil {
+		return fmt.Errorf("starting workers: %w", err)
+	}
+	return nil
+}
+
+// Stop lets running steps finish (bounded by ctx), then stops the workers.
+func (q *Queue) Stop(ctx context.Context) error {
+	if !q.working {
+		return nil
+	}
+	return q.client.Stop(ctx)
+}

@@ -1,0 +1,122 @@
+// Package process is keb's engine: it drives accepted operations through
+// their pipelines of steps, one step at a time, checkpointing each finished
+// step in the database. The queue that hands operations to workers is River,
+// in PostgreSQL, so operations survive restarts and any number of replicas
+// share the work.
+package process
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kyma-keb/keb/internal/storage"
+)
+
+// Step is one stage of a pipeline.
+type Step interface {
+	// Name is persisted in every operation's checkpoints: renaming a step
+	// re-runs it for operations in flight. Never rename one.
+	Name() string
+	// Run does the step's work. It must be idempotent: after a crash it may
+	// run again although its effect already happened. Zero StepResult means
+	// done; RetryAfter means "call me again later" (the worker is released,
+	// nothing sleeps); Failure fails the operation for good. A returned error
+	// is unexpected and temporary: the step is retried with backoff until the
+	// step or operation deadline.
+	Run(ctx context.Context, op *Operation) (StepResult, error)
+}
+
+// TimedStep is a Step with its own deadline, counted from its first run and
+// stored in the database, so that a restart does not reset it.
+type TimedStep interface {
+	Step
+	Timeout() time.Duration
+}
+
+// StepResult says what happens after a step ran.
+type StepResult struct {
+	RetryAfter time.Duration
+	Failure    error
+}
+
+// Done is the result of a finished step.
+func Done() (StepResult, error) { return StepResult{}, nil }
+
+// RetryAfter asks to run the step again after d.
+func RetryAfter(d time.Duration) (StepResult, error) { return StepResult{RetryAfter: d}, nil }
+
+// Fail ends the operation as failed; msg is shown to the platform user.
+func Fail(format string, args ...any) (StepResult, error) {
+	return StepResult{Failure: fmt.Errorf(format, args...)}, nil
+}
+
+// Operation is what a step sees: the stored operation, its instance, and
+// typed data that steps hand to later steps.
+type Operation struct {
+	storage.Operation
+	Instance storage.Instance
+	Data     Data
+	// now is the engine's clock, so that deadlines are testable.
+	now func() time.Time
+}
+
+// Now is the engine's current time.
+func (o *Operation) Now() time.Time { return o.now() }
+
+// Describe sets the description the platform sees in last_operation: what
+// the operation is doing or waiting for, in a platform user's words.
+func (o *Operation) Describe(format string, args ...any) {
+	o.Description = fmt.Sprintf(format, args...)
+}
+
+// Data is what steps record for later steps and for operators. It is stored
+// as the operation's data (JSON); it never holds secrets.
+type Data struct {
+	RuntimeID         string   `json:"runtimeID,omitempty"`
+	ShootName         string   `json:"shootName,omitempty"`
+	ClusterID         string   `json:"clusterID,omitempty"`
+	KymaVersion       string   `json:"kymaVersion,omitempty"`
+	Provider          string   `json:"provider,omitempty"`
+	Region            string   `json:"region,omitempty"`
+	ProviderRegion    string   `json:"providerRegion,omitempty"`
+	MachineType       string   `json:"machineType,omitempty"`
+	AutoScalerMin     int      `json:"autoScalerMin,omitempty"`
+	AutoScalerMax     int      `json:"autoScalerMax,omitempty"`
+	ZonesCount        int      `json:"zonesCount,omitempty"`
+	HyperscalerType   string   `json:"hyperscalerType,omitempty"`
+	HyperscalerSecret string   `json:"hyperscalerSecret,omitempty"`
+	HyperscalerShared bool     `json:"hyperscalerShared,omitempty"`
+	OverridesSecret   string   `json:"overridesSecret,omitempty"`
+	Components        []string `json:"components,omitempty"`
+	// StepStartedAt holds each step's first run, for step deadlines.
+	StepStartedAt map[string]time.Time `json:"stepStartedAt,omitempty"`
+	// Failures counts consecutive unexpected errors of the current step, for
+	// backoff without burning the queue's attempts.
+	Failures int `json:"failures,omitempty"`
+}
+
+func decodeData(raw json.RawMessage) (Data, error) {
+	var d Data
+	if len(raw) == 0 {
+		return d, nil
+	}
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return d, fmt.Errorf("decoding operation data: %w", err)
+	}
+	return d, nil
+}
+
+// Permanent marks an error that retrying cannot fix.
+func Permanent(err error) error { return permanentError{err} }
+
+type permanentError struct{ error }
+
+func (p permanentError) Unwrap() error { return p.error }
+
+func isPermanent(err error) bool {
+	var p permanentError
+	return errors.As(err, &p)
+}

@@ -1,0 +1,101 @@
+package process
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/kyma-keb/keb/internal/runtime"
+	"github.com/kyma-keb/keb/internal/storage"
+)
+
+// waitingJobs finds the queue job of the operation waiting on a runtime.
+type waitingJobs interface {
+	WaitingJob(ctx context.Context, runtimeID string) (int64, error)
+}
+
+// waker makes a waiting job run now.
+type waker interface {
+	Wake(ctx context.Context, jobID int64) error
+}
+
+// Watcher wakes operations waiting on the control plane as soon as what
+// they wait for changes (a Runtime CR's status, a kubeconfig Secret), instead
+// of at their next poll. Polls remain the safety net: a missed event only
+// costs latency.
+type Watcher struct {
+	cfg       *rest.Config
+	scheme    *k8sruntime.Scheme
+	namespace string
+	jobs      waitingJobs
+	queue     waker
+	log       logrus.FieldLogger
+}
+
+// NewWatcher watches namespace of the control plane at cfg.
+func NewWatcher(cfg *rest.Config, scheme *k8sruntime.Scheme, namespace string, jobs waitingJobs, queue waker, log logrus.FieldLogger) *Watcher {
+	return &Watcher{cfg: cfg, scheme: scheme, namespace: namespace, jobs: jobs, queue: queue, log: log}
+}
+
+// Start watches until ctx is done.
+func (w *Watcher) Start(ctx context.Context) error {
+	c, err := cache.New(w.cfg, cache.Options{
+		Scheme:            w.scheme,
+		DefaultNamespaces: map[string]cache.Config{w.namespace: {}},
+	})
+	if err != nil {
+		return fmt.Errorf("creating control-plane watch: %w", err)
+	}
+	// Secrets are watched as metadata only: the watcher needs their names,
+	// never their kubeconfigs.
+	secrets := &metav1.PartialObjectMetadata{}
+	secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	for _, obj := range []client.Object{&runtime.Runtime{}, secrets} {
+		inf, err := c.GetInformer(ctx, obj)
+		if err != nil {
+			return fmt.Errorf("watching %T: %w", obj, err)
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(o any) { w.changed(ctx, o) },
+			UpdateFunc: func(_, o any) { w.changed(ctx, o) },
+			DeleteFunc: func(o any) { w.changed(ctx, o) },
+		}); err != nil {
+			return fmt.Errorf("handling %T events: %w", obj, err)
+		}
+	}
+	return c.Start(ctx)
+}
+
+func (w *Watcher) changed(ctx context.Context, o any) {
+	if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+		o = d.Obj
+	}
+	obj, ok := o.(client.Object)
+	if !ok {
+		return
+	}
+	runtimeID := obj.GetLabels()[runtime.LabelRuntimeID]
+	if runtimeID == "" {
+		return
+	}
+	jobID, err := w.jobs.WaitingJob(ctx, runtimeID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return
+	}
+	if err == nil {
+		err = w.queue.Wake(ctx, jobID)
+	}
+	if err != nil {
+		w.log.WithError(err).WithField("runtime_id", runtimeID).Debug("waking operation")
+	}
+}

@@ -1,0 +1,134 @@
+package runtime
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// ErrKubeconfigNotFound is returned (wrapped) while the runtime's kubeconfig
+// Secret does not exist yet, or has no kubeconfig in it: the infrastructure
+// manager has not finished, so callers retry later rather than fail.
+var ErrKubeconfigNotFound = errors.New("runtime kubeconfig not found")
+
+// RuntimeRequestTimeout bounds every request a runtime client makes: a runtime
+// apiserver that hangs must not hold a worker forever.
+const RuntimeRequestTimeout = 30 * time.Second
+
+// ClientCache builds controller-runtime clients for runtimes from their
+// kubeconfig Secrets (Namespace/KubeconfigSecretName(runtimeID), key
+// KubeconfigKey), and caches them by runtime ID and the Secret's
+// resourceVersion: a rotated kubeconfig gives a new client. It is safe for
+// concurrent use.
+type ClientCache struct {
+	kcp    client.Reader
+	scheme *k8sruntime.Scheme
+
+	mu      sync.Mutex
+	clients map[string]cachedClient
+}
+
+type cachedClient struct {
+	resourceVersion string
+	// digest of the kubeconfig: a Secret rewritten with the same kubeconfig
+	// (a new resourceVersion, e.g. a label change) keeps its client.
+	digest [sha256.Size]byte
+	client client.Client
+	// http is the client's transport, kept to close its idle connections when
+	// the client is dropped: runtimes come and go, their connections must not pile up.
+	http *http.Client
+}
+
+// NewClientCache returns a cache reading kubeconfig Secrets through kcp; the
+// clients it builds encode objects with scheme (nil: client-go's scheme).
+// kcp may be a cached client: a stale read only delays a rotation until the
+// cache catches up.
+func NewClientCache(kcp client.Reader, scheme *k8sruntime.Scheme) *ClientCache {
+	return &ClientCache{kcp: kcp, scheme: scheme, clients: map[string]cachedClient{}}
+}
+
+// Client returns a client for the runtime, reusing the cached one while the
+// kubeconfig Secret is unchanged. It fails with ErrKubeconfigNotFound (wrapped)
+// while the Secret is missing. Clients talk to the apiserver directly (no watch
+// cache) and time out after RuntimeRequestTimeout.
+func (c *ClientCache) Client(ctx context.Context, runtimeID string) (client.Client, error) {
+	key := client.ObjectKey{Namespace: Namespace, Name: KubeconfigSecretName(runtimeID)}
+	secret := &corev1.Secret{}
+	if err := c.kcp.Get(ctx, key, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("secret %s of runtime %s: %w", key, runtimeID, ErrKubeconfigNotFound)
+		}
+		return nil, fmt.Errorf("reading kubeconfig secret %s of runtime %s: %w", key, runtimeID, err)
+	}
+	kubeconfig := secret.Data[KubeconfigKey]
+	if len(kubeconfig) == 0 {
+		// A Secret without its key is treated like no Secret: the writer is not done.
+		return nil, fmt.Errorf("secret %s of runtime %s has no %q key: %w", key, runtimeID, KubeconfigKey, ErrKubeconfigNotFound)
+	}
+	digest := sha256.Sum256(kubeconfig)
+
+	// Building a client does no I/O (its REST mapper is lazy), so holding the
+	// lock while building is cheap and keeps one client per runtime.
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cached, ok := c.clients[runtimeID]; ok {
+		if cached.resourceVersion == secret.ResourceVersion || cached.digest == digest {
+			cached.resourceVersion = secret.ResourceVersion
+			c.clients[runtimeID] = cached
+			return cached.client, nil
+		}
+	}
+	built, err := c.build(kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("building client for runtime %s from secret %s: %w", runtimeID, key, err)
+	}
+	built.resourceVersion, built.digest = secret.ResourceVersion, digest
+	if old, ok := c.clients[runtimeID]; ok {
+		old.http.CloseIdleConnections()
+	}
+	c.clients[runtimeID] = built
+	return built.client, nil
+}
+
+// Forget drops the runtime's client, e.g. once the runtime is deprovisioned.
+func (c *ClientCache) Forget(runtimeID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cached, ok := c.clients[runtimeID]; ok {
+		cached.http.CloseIdleConnections()
+		delete(c.clients, runtimeID)
+	}
+}
+
+func (c *ClientCache) build(kubeconfig []byte) (cachedClient, error) {
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return cachedClient{}, fmt.Errorf("parsing kubeconfig: %w", err)
+	}
+	// The kubeconfig comes from a Secret, not from an operator's machine: an
+	// exec plugin or auth provider in it would run code inside keb.
+	if cfg.ExecProvider != nil || cfg.AuthProvider != nil {
+		return cachedClient{}, errors.New("kubeconfig uses an exec plugin or auth provider, which keb refuses")
+	}
+	cfg.Timeout = RuntimeRequestTimeout
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return cachedClient{}, fmt.Errorf("building HTTP client: %w", err)
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: c.scheme, HTTPClient: hc})
+	if err != nil {
+		return cachedClient{}, fmt.Errorf("building client: %w", err)
+	}
+	return cachedClient{client: cl, http: hc}, nil
+}

@@ -1,0 +1,104 @@
+// Package runtime holds the Runtime custom resource keb writes to ask the
+// infrastructure manager for a cluster, the wire names of the kubeconfig
+// Secret it answers with, and a cache of clients for provisioned runtimes.
+package runtime
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// LabelRuntimeID carries the runtime ID on Runtime CRs and kubeconfig Secrets.
+// The infrastructure manager reads it to name the kubeconfig Secret, so it is a
+// wire contract: never rename.
+const LabelRuntimeID = "kyma-project.io/runtime-id"
+
+// Runtime states reported in status.state. The CRD's enum lists exactly these.
+const (
+	// StatePending means the cluster is being created.
+	StatePending = "Pending"
+	// StateReady means the cluster exists and its kubeconfig Secret is written.
+	StateReady = "Ready"
+	// StateFailed means the cluster could not be created; status.message says why.
+	StateFailed = "Failed"
+	// StateTerminating means the Runtime CR is being deleted and its cluster torn down.
+	StateTerminating = "Terminating"
+)
+
+// Runtime asks the infrastructure manager for a Kyma runtime cluster
+// (infrastructuremanager.kyma-project.io/v1, kind Runtime, in Namespace).
+type Runtime struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   RuntimeSpec   `json:"spec"`
+	Status RuntimeStatus `json:"status,omitempty"`
+}
+
+// RuntimeList is a list of Runtime CRs.
+type RuntimeList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	Items []Runtime `json:"items"`
+}
+
+// RuntimeSpec describes the cluster to create and, in Kyma, what keb installs on it.
+type RuntimeSpec struct {
+	Shoot    RuntimeShoot    `json:"shoot"`
+	Security RuntimeSecurity `json:"security,omitempty"`
+	// Kyma is keb's addition to upstream's spec: what to install once the cluster is Ready.
+	Kyma RuntimeKyma `json:"kyma,omitempty"`
+}
+
+// RuntimeShoot is the Gardener shoot behind the runtime.
+type RuntimeShoot struct {
+	Name              string          `json:"name"`
+	Purpose           string          `json:"purpose,omitempty"`
+	PlatformRegion    string          `json:"platformRegion,omitempty"`
+	Region            string          `json:"region"`
+	SecretBindingName string          `json:"secretBindingName,omitempty"`
+	Provider          RuntimeProvider `json:"provider"`
+}
+
+// RuntimeProvider is the hyperscaler and the worker pools.
+type RuntimeProvider struct {
+	Type    string   `json:"type"`
+	Workers []Worker `json:"workers,omitempty"`
+}
+
+// Worker is one autoscaled worker pool.
+type Worker struct {
+	Name        string   `json:"name"`
+	MachineType string   `json:"machineType"`
+	Minimum     int      `json:"minimum"`
+	Maximum     int      `json:"maximum"`
+	Zones       []string `json:"zones,omitempty"`
+}
+
+// RuntimeSecurity lists who administers the cluster.
+type RuntimeSecurity struct {
+	Administrators []string `json:"administrators,omitempty"`
+}
+
+// RuntimeKyma is what keb installs into the runtime.
+type RuntimeKyma struct {
+	Version            string   `json:"version,omitempty"`
+	Components         []string `json:"components,omitempty"`
+	OverridesSecretRef string   `json:"overridesSecretRef,omitempty"`
+}
+
+// RuntimeStatus is written by the infrastructure manager through the status subresource.
+type RuntimeStatus struct {
+	// State is one of StatePending, StateReady, StateFailed, StateTerminating.
+	State   string `json:"state,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// RuntimeID returns the runtime ID of the CR: its LabelRuntimeID label, or its
+// name when the label is missing (keb names Runtime CRs after the runtime ID).
+func (r *Runtime) RuntimeID() string {
+	if id := r.Labels[LabelRuntimeID]; id != "" {
+		return id
+	}
+	return r.Name
+}
