@@ -7,6 +7,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -54,10 +55,24 @@ type reconciler struct {
 
 var _ reconcile.Reconciler = (*reconciler)(nil)
 
+// staleRetry is how soon a reconcile that read a stale Runtime runs again.
+const staleRetry = 200 * time.Millisecond
+
 // Reconcile moves a Runtime through Pending → Ready (or Failed), and on
 // deletion through Terminating to gone. Every write is idempotent, so a
 // reconcile interrupted at any point is finished by the next one.
 func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	if apierrors.IsConflict(err) {
+		// Writes to the Runtime carry the resourceVersion read from the cache,
+		// which may predate our own last write; acting on it could, say, put a
+		// Ready runtime back to Pending. Read again shortly: not worth an error log.
+		return reconcile.Result{RequeueAfter: staleRetry}, nil
+	}
+	return res, err
+}
+
+func (r *reconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	rt := &kebruntime.Runtime{}
 	if err := r.client.Get(ctx, req.NamespacedName, rt); err != nil {
 		// Gone means our finalizer was removed, so teardown already ran (or was
@@ -191,7 +206,8 @@ func (r *reconciler) pendingSince(rt *kebruntime.Runtime) time.Time {
 func (r *reconciler) setStatus(ctx context.Context, rt *kebruntime.Runtime, state, message string) error {
 	base := rt.DeepCopy()
 	rt.Status = kebruntime.RuntimeStatus{State: state, Message: message}
-	if err := r.client.Status().Patch(ctx, rt, client.MergeFrom(base)); err != nil {
+	patch := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
+	if err := r.client.Status().Patch(ctx, rt, patch); err != nil {
 		return fmt.Errorf("setting Runtime %s/%s to %s: %w", rt.Namespace, rt.Name, state, err)
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -67,7 +68,7 @@ type clock struct {
 	t  time.Time
 }
 
-func (c *clock) now() time.Time     { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *clock) add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
 
 type bundle struct {
@@ -329,6 +330,22 @@ func TestReconcileErrors(t *testing.T) {
 				t.Errorf("kubeconfig Secret exists = %v, want %v", got, tc.wantSecret)
 			}
 		})
+	}
+}
+
+// A write rejected for a stale resourceVersion means the cache lags our own
+// writes: read again soon, without an error (and its log line).
+func TestReconcileRetriesStaleReadsQuietly(t *testing.T) {
+	t.Parallel()
+	conflict := apierrors.NewConflict(schema.GroupResource{Group: kebruntime.GroupVersion.Group, Resource: "runtimes"}, "unit", errors.New("stale"))
+	b := setup(t, testScheme(t), unitRuntime("", true, false), interceptor.Funcs{
+		SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+			return conflict
+		},
+	})
+	res, err := b.r.Reconcile(context.Background(), b.req)
+	if err != nil || res.RequeueAfter != staleRetry {
+		t.Fatalf("Reconcile() = %+v, %v; want RequeueAfter %s and no error", res, err, staleRetry)
 	}
 }
 

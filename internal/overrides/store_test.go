@@ -173,3 +173,29 @@ func TestStoreWriteErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestStoreConcurrentlyCreatesOnce(t *testing.T) {
+	t.Parallel()
+	c, ns := setup(t)
+	errs := make(chan error, 5)
+	start := make(chan struct{})
+	for range cap(errs) {
+		go func() {
+			<-start // release all at once: the losers of the create see AlreadyExists and retry
+			errs <- Store(context.Background(), c, ns, "ov", nil, sampleOverrides())
+		}()
+	}
+	close(start)
+	for range cap(errs) {
+		if err := <-errs; err != nil {
+			t.Errorf("concurrent Store: %v", err)
+		}
+	}
+	loaded, err := Load(context.Background(), c, ns, "ov")
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if !reflect.DeepEqual(loaded, sampleOverrides()) {
+		t.Errorf("Load = %+v, want %+v", loaded, sampleOverrides())
+	}
+}

@@ -58,7 +58,9 @@ func MigrateUp(ctx context.Context, pool *pgxpool.Pool) ([]int64, error) {
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtext('keb-migrate-up'))`); err != nil {
 		return nil, fmt.Errorf("taking migration lock: %w", err)
 	}
-	defer func() { _, _ = conn.Exec(context.Background(), `SELECT pg_advisory_unlock(hashtext('keb-migrate-up'))`) }()
+	defer func() {
+		_, _ = conn.Exec(context.Background(), `SELECT pg_advisory_unlock(hashtext('keb-migrate-up'))`)
+	}()
 	p, db, err := newProvider(pool)
 	if err != nil {
 		return nil, err

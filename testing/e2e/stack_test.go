@@ -1,0 +1,179 @@
+package e2e
+
+import (
+	"context"
+	"crypto"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/kyma-keb/keb/internal/app"
+	"github.com/kyma-keb/keb/internal/auth"
+	"github.com/kyma-keb/keb/internal/config"
+	"github.com/kyma-keb/keb/internal/hyperscaler"
+	"github.com/kyma-keb/keb/internal/infrasim"
+	"github.com/kyma-keb/keb/testing/k8stest"
+	"github.com/kyma-keb/keb/testing/pgtest"
+)
+
+const (
+	serviceID   = "47c9dcbf-ff30-448e-ab36-d3bad66ba281"
+	azurePlanID = "4deee563-e5ec-4731-b9b1-53b42d855f0c"
+	testIssuer  = "keb-e2e"
+	testAud     = "keb"
+	secretKey   = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+	kcpNS       = "kcp-system"
+	poolNS      = "garden-kyma-dev"
+)
+
+// stack is a whole keb on real parts: PostgreSQL, a control-plane
+// kube-apiserver, the simulated infrastructure manager giving runtimes real
+// apiservers, and the broker with its workers, over HTTP.
+type stack struct {
+	t      *testing.T
+	url    string
+	token  string
+	kcp    client.Client
+	scheme *k8sruntime.Scheme
+	key    *auth.DevKey
+}
+
+// newStack seeds the control plane's pool with accounts and starts keb.
+// Each stack uses its own namespaces' objects by name prefix, so stacks must
+// not run in parallel on one control plane.
+func newStack(t *testing.T, mode infrasim.Mode, accounts int) *stack {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	scheme, err := app.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := client.New(kcp.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seedPool(t, kc, accounts)
+
+	bin, err := k8stest.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	sim, err := infrasim.New(kcp.Config, scheme, infrasim.Options{Namespace: kcpNS, Mode: mode, BinDir: bin, Delay: time.Second, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	simDone := make(chan struct{})
+	go func() { _ = sim.Start(ctx); close(simDone) }()
+	t.Cleanup(func() { cancel(); <-simDone })
+
+	kubeconfig := filepath.Join(t.TempDir(), "kcp.kubeconfig")
+	if err := kcp.WriteKubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	key, err := auth.LoadOrCreateDevKey(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Defaults
+	cfg.DatabaseURL = pgtest.NewDatabase(t)
+	cfg.DatabaseSecretKey = secretKey
+	cfg.Issuer, cfg.Audience = testIssuer, testAud
+	cfg.ShutdownTimeout = 10 * time.Second
+	cfg.Engine.KCPKubeconfig = kubeconfig
+	cfg.Engine.Workers = 8
+	cfg.Engine.RuntimePoll = 2 * time.Second
+	cfg.Engine.BTPMgrPoll = time.Second
+	cfg.Engine.RemovalPoll = time.Second
+	a, err := app.New(ctx, cfg, log, &app.DevOptions{PublicKeys: []crypto.PublicKey{key.Public()}})
+	if err != nil {
+		t.Fatalf("building keb: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() { _ = a.Serve(ctx, ln); close(served) }()
+	t.Cleanup(func() { cancel(); <-served; a.Close() })
+	tok, err := key.Mint(testIssuer, testAud, "e2e", []string{auth.ScopeBrokerWrite, auth.ScopeCLDRead}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &stack{t: t, url: "http://" + ln.Addr().String(), token: tok, kcp: kc, scheme: scheme, key: key}
+}
+
+func seedPool(t *testing.T, c client.Client, accounts int) {
+	t.Helper()
+	ctx := context.Background()
+	for _, ns := range []string{kcpNS, poolNS} {
+		_ = c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}
+	for i := range accounts {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("azure-%03d", i), Namespace: poolNS,
+			Labels: map[string]string{hyperscaler.LabelHyperscalerType: "azure"}}}
+		_ = c.Create(ctx, s)
+	}
+}
+
+// call sends an OSB request and decodes the JSON answer.
+func (s *stack) call(method, path, body string) (int, map[string]any) {
+	s.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, s.url+path, rd)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	req.Header.Set("X-Broker-API-Version", "2.17")
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(res.Body).Decode(&out)
+	return res.StatusCode, out
+}
+
+// waitFor polls last_operation until the operation is no longer in progress
+// and returns its final state and description (or "gone" for a 410).
+func (s *stack) waitFor(instanceID, opID string, within time.Duration) (string, string) {
+	s.t.Helper()
+	deadline := time.Now().Add(within)
+	last := ""
+	for time.Now().Before(deadline) {
+		code, body := s.call(http.MethodGet, "/oauth/v2/service_instances/"+instanceID+"/last_operation?operation="+opID, "")
+		switch {
+		case code == http.StatusGone:
+			return "gone", ""
+		case code != http.StatusOK:
+			s.t.Fatalf("last_operation: %d %v", code, body)
+		case body["state"] != "in progress":
+			return body["state"].(string), fmt.Sprint(body["description"])
+		}
+		last = fmt.Sprint(body["description"])
+		time.Sleep(500 * time.Millisecond)
+	}
+	s.t.Fatalf("operation %s still in progress after %s: %s", opID, within, last)
+	return "", ""
+}
