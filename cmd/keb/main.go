@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/sirupsen/logrus"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kyma-keb/keb/internal/logging"
 )
@@ -102,9 +103,15 @@ func usage(w io.Writer) {
 	}
 }
 
-// newLogger builds the process logger from the common flags.
+// newLogger builds the process logger from the common flags, and makes it
+// the logger of controller-runtime and client-go too.
 func newLogger(format, level string) (*logrus.Logger, error) {
-	return logging.New(os.Stderr, format, level)
+	log, err := logging.New(os.Stderr, format, level)
+	if err != nil {
+		return nil, err
+	}
+	ctrllog.SetLogger(logging.Logr(log))
+	return log, nil
 }
 
 // parseInterspersed parses flags before and after positional arguments, so

@@ -25,7 +25,7 @@ func migrateCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) e
 		if cfg.DatabaseURL == "" {
 			return errors.New("no database: set APP_DATABASE_URL (or DATABASE_URL) or pass --database-url")
 		}
-		pool, err := storage.Open(ctx, cfg.DatabaseURL)
+		pool, err := storage.Open(ctx, cfg.DatabaseURL, 0)
 		if err != nil {
 			return err
 		}

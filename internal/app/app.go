@@ -71,7 +71,7 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	if err != nil {
 		return nil, fmt.Errorf("setting up token verification: %w", err)
 	}
-	pool, err := storage.Open(ctx, cfg.DatabaseURL)
+	pool, err := storage.Open(ctx, cfg.DatabaseURL, cfg.PoolSize())
 	if err != nil {
 		return nil, err
 	}

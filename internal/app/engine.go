@@ -69,6 +69,9 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat 
 	if err != nil {
 		return nil, err
 	}
+	// client-go's default rate limit (a few requests per second) would make
+	// the workers queue behind their own client, not the API server.
+	kcpCfg.QPS, kcpCfg.Burst = float32(10*ec.Workers+50), 20*ec.Workers+100
 	kcp, err := client.New(kcpCfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, fmt.Errorf("control-plane client: %w", err)
@@ -81,6 +84,7 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat 
 		if err != nil {
 			return nil, err
 		}
+		gcfg.QPS, gcfg.Burst = kcpCfg.QPS, kcpCfg.Burst
 		if gardener, err = client.New(gcfg, client.Options{Scheme: scheme}); err != nil {
 			return nil, fmt.Errorf("account pool client: %w", err)
 		}
@@ -104,6 +108,7 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat 
 		}),
 	}
 	eng := process.NewEngine(store, pipelines, log.WithField("component", "engine"))
+	eng.Slice = ec.JobTimeout / 3
 	queue, err := process.NewQueue(pool, eng, process.QueueConfig{
 		Workers: ec.Workers, JobTimeout: ec.JobTimeout, RescueAfter: ec.RescueAfter,
 	}, log)

@@ -67,7 +67,7 @@ func setup(t *testing.T) *bundle {
 	t.Cleanup(a.Close)
 	srv := httptest.NewServer(a.Handler)
 	t.Cleanup(srv.Close)
-	pool, err := storage.Open(ctx, dbURL)
+	pool, err := storage.Open(ctx, dbURL, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

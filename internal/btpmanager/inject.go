@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -39,7 +40,10 @@ func Inject(ctx context.Context, c client.Client, creds Credentials, clusterID s
 	if err := ensureNamespace(ctx, c); err != nil {
 		return err
 	}
-	if err := applySecret(ctx, c, data); err != nil {
+	// A concurrent writer (BTP Manager, an operator, another keb worker)
+	// makes the update a Conflict: read again and re-apply, at once.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error { return applySecret(ctx, c, data) })
+	if err != nil {
 		return err
 	}
 	return ensureBtpOperator(ctx, c)

@@ -19,6 +19,7 @@ type Config struct {
 	Port int
 
 	DatabaseURL             string
+	DatabaseMaxConns        int
 	DatabaseSecretKey       string
 	DatabaseSecretKeysPrior []string
 	MigrateOnStart          bool
@@ -194,6 +195,8 @@ func (c *Config) BindDatabase(b *Binder) {
 	def := os.Getenv("DATABASE_URL")
 	b.String(&c.DatabaseURL, "database-url", "APP_DATABASE_URL", def,
 		"PostgreSQL URL, e.g. postgres://keb@localhost:5432/keb (DATABASE_URL is used when unset)")
+	b.Int(&c.DatabaseMaxConns, "database-max-conns", "APP_DATABASE_MAX_CONNS", 0,
+		"database connections of this replica (0: twice the workers plus 10)")
 }
 
 // BindServe binds every setting of the broker server.
@@ -307,4 +310,14 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("APP_LOG_FORMAT=%q: use auto, json or text", c.LogFormat))
 	}
 	return errors.Join(errs...)
+}
+
+// PoolSize is the number of database connections a replica opens.
+func (c *Config) PoolSize() int32 {
+	if c.DatabaseMaxConns > 0 {
+		return int32(c.DatabaseMaxConns)
+	}
+	// Each worker may hold an instance lock on one connection while its
+	// step queries on another; the queue and the HTTP side need more.
+	return int32(2*c.Engine.Workers + 10)
 }

@@ -218,7 +218,9 @@ func (r *reconciler) setStatus(ctx context.Context, rt *kebruntime.Runtime, stat
 func (r *reconciler) applyKubeconfig(ctx context.Context, namespace, runtimeID string, kubeconfig []byte) error {
 	name := kebruntime.KubeconfigSecretName(runtimeID)
 	secret := corev1ac.Secret(name, namespace).
-		WithLabels(map[string]string{labelManagedBy: managedBy}).
+		// The runtime-id label is how keb's watch maps this Secret to the
+		// operation waiting for it, as with the real infrastructure manager.
+		WithLabels(map[string]string{labelManagedBy: managedBy, kebruntime.LabelRuntimeID: runtimeID}).
 		WithType(corev1.SecretTypeOpaque).
 		WithData(map[string][]byte{kebruntime.KubeconfigKey: kubeconfig})
 	if err := r.client.Apply(ctx, secret, client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {

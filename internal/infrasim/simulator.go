@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/kyma-keb/keb/internal/logging"
 	kebruntime "github.com/kyma-keb/keb/internal/runtime"
 )
 
@@ -69,7 +70,11 @@ type Options struct {
 	FailRuntimes func(runtimeID string) string
 }
 
-// Simulator plays the infrastructure manager against a control plane.
+// Simulator plays the infrastructure manager against a control plane. Its
+// clusters live as long as its process: after a restart, each Ready runtime
+// gets a fresh, empty cluster and a rewritten kubeconfig (objects in the old
+// cluster are lost), which keeps kubeconfigs pointing at an apiserver that
+// answers, while a Ready runtime is never given a second cluster by one process.
 type Simulator struct {
 	mgr      manager.Manager
 	clusters *clusterPool
@@ -100,7 +105,7 @@ func New(kcp *rest.Config, scheme *k8sruntime.Scheme, opts Options) (*Simulator,
 	skipNameValidation := true
 	mgr, err := manager.New(kcp, manager.Options{
 		Scheme: scheme,
-		Logger: newLogr(opts.Log),
+		Logger: logging.Logr(opts.Log),
 		// Only Runtime CRs are read (from this cache); Secrets are written blind.
 		Cache:   cache.Options{DefaultNamespaces: map[string]cache.Config{opts.Namespace: {}}},
 		Metrics: metricsserver.Options{BindAddress: "0"}, // keb serves its own metrics

@@ -44,11 +44,16 @@ type Engine struct {
 	MaxBackoff time.Duration
 	// LockedRetry is how soon an operation whose instance is busy is tried again.
 	LockedRetry time.Duration
+	// Slice bounds how long one Process call keeps running steps before it
+	// yields the worker (and lets the queue reschedule at once): well under
+	// the queue's job timeout, so no step is cut off by it.
+	Slice time.Duration
 }
 
 // NewEngine returns an engine running the pipelines by operation type.
 func NewEngine(store operationStore, pipelines map[string]Pipeline, log logrus.FieldLogger) *Engine {
-	return &Engine{store: store, pipelines: pipelines, log: log, now: time.Now, MaxBackoff: time.Minute, LockedRetry: 5 * time.Second}
+	return &Engine{store: store, pipelines: pipelines, log: log, now: time.Now, MaxBackoff: time.Minute,
+		LockedRetry: 5 * time.Second, Slice: 20 * time.Second}
 }
 
 // Outcome says what the queue does with an operation after Process.
@@ -108,10 +113,14 @@ func (e *Engine) Process(ctx context.Context, operationID string) (Outcome, erro
 			op.Deadline.UTC().Format(time.RFC3339), op.Description))
 	}
 
+	began := time.Now()
 	for _, step := range pipe.Steps {
 		name := step.Name()
 		if slices.Contains(o.FinishedStages, name) {
 			continue
+		}
+		if time.Since(began) > e.Slice {
+			return Outcome{RetryAfter: yieldDelay}, nil // progress is saved at every checkpoint
 		}
 		o.Stage = name
 		if o.Data.StepStartedAt == nil {
@@ -212,10 +221,26 @@ func (e *Engine) encode(o *Operation) error {
 	return nil
 }
 
+// yieldDelay is the wait of an operation that yielded its worker: tiny, so it
+// continues at once unless others are queued.
+const yieldDelay = time.Millisecond
+
+// bookkeeping returns a context for saving what a step did: when the job's
+// context ended (timeout, shutdown) mid-step, the result must still be
+// recorded, or the step's effect would be redone and its wait forgotten.
+func bookkeeping(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx.Err() == nil {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+}
+
 func (e *Engine) save(ctx context.Context, o *Operation) (bool, error) {
 	if err := e.encode(o); err != nil {
 		return false, err
 	}
+	ctx, cancel := bookkeeping(ctx)
+	defer cancel()
 	return e.store.SaveProgress(ctx, o.Operation)
 }
 
@@ -223,6 +248,8 @@ func (e *Engine) finish(ctx context.Context, o *Operation) (bool, error) {
 	if err := e.encode(o); err != nil {
 		return false, err
 	}
+	ctx, cancel := bookkeeping(ctx)
+	defer cancel()
 	return e.store.Finish(ctx, o.Operation)
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/sirupsen/logrus"
 
 	"github.com/kyma-keb/keb/internal/logging"
@@ -87,6 +88,7 @@ func NewQueue(pool *pgxpool.Pool, engine *Engine, cfg QueueConfig, log logrus.Fi
 		rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}}
 		rc.JobTimeout = cfg.JobTimeout
 		rc.RescueStuckJobsAfter = cfg.RescueAfter
+		rc.RetryPolicy = boundedRetry{max: 30 * time.Second}
 		if cfg.PollInterval > 0 {
 			rc.FetchPollInterval = cfg.PollInterval
 		}
@@ -133,4 +135,15 @@ func (q *Queue) Stop(ctx context.Context) error {
 		return nil
 	}
 	return q.client.Stop(ctx)
+}
+
+// boundedRetry retries failed runs (the engine's own bookkeeping failed, or a
+// replica died and its job was rescued) after 1s, 2s, 4s… capped at max.
+// River's default grows as attempt⁴, which would park a rescued operation
+// for minutes; the operation's own deadline is the real limit.
+type boundedRetry struct{ max time.Duration }
+
+func (b boundedRetry) NextRetry(job *rivertype.JobRow) time.Time {
+	d := time.Duration(1<<min(len(job.Errors), 10)) * time.Second
+	return time.Now().Add(min(d, b.max))
 }

@@ -23,7 +23,7 @@ func TestConcurrentMigrateUpAppliesOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p, err := storage.Open(ctx, url)
+			p, err := storage.Open(ctx, url, 0)
 			if err != nil {
 				errs[i] = err
 				return

@@ -12,10 +12,17 @@ import (
 
 // Open connects a pgx pool to databaseURL and checks it with a ping, because
 // pgxpool connects lazily and would otherwise report a bad URL only on first use.
-func Open(ctx context.Context, databaseURL string) (*pgxpool.Pool, error) {
+//
+// maxConns > 0 sizes the pool (else pgx's default, or pool_max_conns in the
+// URL): a replica needs about two connections per worker (one holds the
+// instance lock while the other runs the step's queries) plus the queue's own.
+func Open(ctx context.Context, databaseURL string, maxConns int32) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("parsing database URL: %w", err)
+	}
+	if maxConns > 0 {
+		cfg.MaxConns = maxConns
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -11,11 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sirupsen/logrus"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kyma-keb/keb/internal/logging"
 	"github.com/kyma-keb/keb/resources"
 )
 
@@ -116,6 +119,9 @@ func Main(m *testing.M, env **Environment) { os.Exit(Run(m, env, nil)) }
 //
 //	func TestMain(m *testing.M) { os.Exit(k8stest.Run(m, &env, pgtest.Run)) }
 func Run(m *testing.M, env **Environment, inner func(*testing.M) int) int {
+	// controller-runtime and client-go log through logrus: errors show,
+	// chatter does not.
+	ctrllog.SetLogger(logging.Logr(logrus.StandardLogger()))
 	e, err := Start(nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "k8stest: the tests need a kube-apiserver and never skip:", err)

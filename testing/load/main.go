@@ -38,6 +38,8 @@ func main() {
 	conc := flag.Int("concurrency", 16, "concurrent clients")
 	dur := flag.Duration("duration", 15*time.Second, "how long to run each phase")
 	maxReq := flag.Int("requests", 200000, "upper bound of requests per phase")
+	mode := flag.String("mode", "osb", "osb: accept and poll throughput; pipeline: whole provisionings per second; waiting: first-step latency behind -n waiting operations")
+	ops := flag.Int("n", 100, "operations for -mode pipeline and waiting")
 	flag.Parse()
 
 	if *token == "" {
@@ -51,6 +53,14 @@ func main() {
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *conc * 2}, Timeout: 30 * time.Second}
 	l := &loader{base: strings.TrimRight(*base, "/"), token: *token, client: client}
+	switch *mode {
+	case "pipeline":
+		l.pipeline(*ops, *conc)
+		return
+	case "waiting":
+		l.waiting(*ops, *conc)
+		return
+	}
 
 	var ids sync.Map
 	var n atomic.Int64

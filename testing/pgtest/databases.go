@@ -46,7 +46,7 @@ func NewPool(t testing.TB) *pgxpool.Pool {
 	dbURL := NewDatabase(t)
 	ctx, cancel := context.WithTimeout(context.Background(), dbTimeout)
 	defer cancel()
-	pool, err := storage.Open(ctx, dbURL)
+	pool, err := storage.Open(ctx, dbURL, 0)
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
@@ -107,7 +107,7 @@ func createTemplate(name string) error {
 	if err := createDatabase(ctx, name, ""); err != nil {
 		return err
 	}
-	pool, err := storage.Open(ctx, databaseURL(adminURL, name))
+	pool, err := storage.Open(ctx, databaseURL(adminURL, name), 0)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package infrasim
+package logging
 
 import (
 	"fmt"
@@ -7,6 +7,9 @@ import (
 	"github.com/sirupsen/logrus"
 )
 
+// Logr returns a logr.Logger writing through log (for controller-runtime and
+// client-go).
+//
 // logrusSink routes controller-runtime's logr output (manager lifecycle,
 // reconciler errors) into the simulator's logrus logger. controller-runtime's
 // informational messages are lifecycle chatter, so they go to Debug; errors
@@ -19,7 +22,7 @@ type logrusSink struct {
 
 var _ logr.LogSink = (*logrusSink)(nil)
 
-func newLogr(log logrus.FieldLogger) logr.Logger {
+func Logr(log logrus.FieldLogger) logr.Logger {
 	return logr.New(&logrusSink{log: log, fields: logrus.Fields{}})
 }
 
