@@ -200,7 +200,7 @@ func printBanner(out io.Writer, baseURL string, client auth.DevClient, dbURL, ku
 	fmt.Fprintf(out, `
 keb dev is serving the broker at %[1]s
   database:        %[4]s
-  control plane:   kubectl --kubeconfig %[5]s get runtimes,kymas -A
+  control plane:   bin/k8s/kubectl --kubeconfig %[5]s get runtimes,kymas -A
   dev OAuth2 client (dev only): client_id=%[2]s client_secret=%[3]s
   get a token:     curl -s -X POST %[1]s/oauth2/token -u '%[2]s:%[3]s' -F grant_type=client_credentials -F 'scope=broker:write cld:read'
              or:   bin/keb token --scope "broker:write cld:read"

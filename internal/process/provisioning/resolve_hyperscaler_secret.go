@@ -38,7 +38,7 @@ func (s *ResolveHyperscalerSecret) Run(ctx context.Context, op *process.Operatio
 		return process.Fail("%v", err)
 	}
 	plan, _ := s.Catalog.PlanByID(op.Instance.PlanID)
-	op.Describe("Choosing a %s account for the runtime", hsType)
+	op.Describe("Choosing the %s hyperscaler account for the runtime", hsType)
 	var acc hyperscaler.Account
 	if plan.SharedPool {
 		acc, err = s.Pool.ClaimShared(ctx, hsType)
