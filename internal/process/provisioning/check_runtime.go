@@ -45,7 +45,7 @@ func (s *CheckRuntime) Run(ctx context.Context, op *process.Operation) (process.
 	default:
 		state := rt.Status.State
 		if state == "" {
-			state = "not yet picked up"
+			state = "requested"
 		}
 		op.Describe("Waiting for the cluster %s to be created (infrastructure state: %s)", op.Data.ShootName, state)
 		if rt.Status.Message != "" {

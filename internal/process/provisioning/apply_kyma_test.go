@@ -1,0 +1,135 @@
+package provisioning_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/kyma"
+	"github.com/kyma-keb/keb/internal/process"
+	"github.com/kyma-keb/keb/internal/process/provisioning"
+)
+
+// The Kyma CR always goes to kcp-system (kyma.Namespace), whatever Config.Namespace says, so
+// these tests read it there; each runtime ID is unique, so parallel tests do not collide.
+
+func TestApplyKyma(t *testing.T) {
+	t.Parallel()
+	f := false
+	defaults := []kyma.Module{
+		{Name: "btp-operator", CustomResourcePolicy: "CreateAndDelete"},
+		{Name: "istio", CustomResourcePolicy: "CreateAndDelete"},
+		{Name: "api-gateway", CustomResourcePolicy: "CreateAndDelete"},
+	}
+	tests := []struct {
+		name        string
+		params      string
+		wantChannel string
+		wantModules []kyma.Module
+	}{
+		{name: "modules absent: default modules incl. btp-operator", params: `{"name":"x"}`,
+			wantChannel: "regular", wantModules: defaults},
+		{name: "no parameters at all: default modules", wantChannel: "regular", wantModules: defaults},
+		{name: "default true: default modules", params: `{"name":"x","modules":{"default":true}}`,
+			wantChannel: "regular", wantModules: defaults},
+		{name: "default false: no modules", params: `{"name":"x","modules":{"default":false}}`,
+			wantChannel: "regular", wantModules: nil},
+		{name: "list: exactly those", wantChannel: "regular",
+			params:      `{"name":"x","modules":{"list":[{"name":"keda"},{"name":"serverless","channel":"fast","customResourcePolicy":"Ignore","managed":false}]}}`,
+			wantModules: []kyma.Module{{Name: "keda"}, {Name: "serverless", Channel: "fast", CustomResourcePolicy: "Ignore", Managed: &f}}},
+		{name: "empty list: no modules", params: `{"name":"x","modules":{"list":[]}}`,
+			wantChannel: "regular", wantModules: nil},
+		{name: "channel fast with the defaults", params: `{"name":"x","modules":{"channel":"fast"}}`,
+			wantChannel: "fast", wantModules: defaults},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ensureNamespace(t, kyma.Namespace)
+			c := kcpClient(t)
+			op := initializedOp(t, catalog.AzurePlanID, tc.params, process.Data{Provider: "azure", Region: "westeurope"})
+			step := &provisioning.ApplyKyma{KCP: c, Catalog: loadCatalog(t), Config: testConfig(newNamespace(t))}
+			res, err := step.Run(context.Background(), op)
+			mustDone(t, "apply_kyma", res, err)
+			if !strings.Contains(op.Description, "Kyma") {
+				t.Errorf("description %q does not mention Kyma", op.Description)
+			}
+			k := &kyma.Kyma{}
+			name := strings.ToLower(op.Data.RuntimeID)
+			if err := c.Get(context.Background(), client.ObjectKey{Namespace: kyma.Namespace, Name: name}, k); err != nil {
+				t.Fatalf("reading Kyma CR: %v", err)
+			}
+			i := op.Instance
+			wantLabels := map[string]string{
+				"kyma-project.io/instance-id":         i.InstanceID,
+				"kyma-project.io/runtime-id":          op.Data.RuntimeID,
+				"kyma-project.io/global-account-id":   i.GlobalAccountID,
+				"kyma-project.io/subaccount-id":       i.SubAccountID,
+				"kyma-project.io/broker-plan-id":      catalog.AzurePlanID,
+				"kyma-project.io/broker-plan-name":    "azure",
+				"kyma-project.io/region":              "westeurope",
+				"kyma-project.io/platform-region":     i.PlatformRegion,
+				"operator.kyma-project.io/kyma-name":  name,
+				"operator.kyma-project.io/managed-by": "lifecycle-manager",
+			}
+			for key, v := range wantLabels {
+				if k.Labels[key] != v {
+					t.Errorf("label %s = %q, want %q", key, k.Labels[key], v)
+				}
+			}
+			if k.Spec.Channel != tc.wantChannel {
+				t.Errorf("channel %q, want %q", k.Spec.Channel, tc.wantChannel)
+			}
+			if g, w := mustJSON(t, k.Spec.Modules), mustJSON(t, tc.wantModules); g != w {
+				t.Errorf("modules:\n got %s\nwant %s", g, w)
+			}
+		})
+	}
+}
+
+func TestApplyKymaIsIdempotent(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		params string
+	}{
+		{name: "default modules", params: `{"name":"x"}`},
+		{name: "custom list", params: `{"name":"x","modules":{"list":[{"name":"keda"}]}}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ensureNamespace(t, kyma.Namespace)
+			c := kcpClient(t)
+			op := initializedOp(t, catalog.AWSPlanID, tc.params, process.Data{Provider: "aws", Region: "eu-central-1"})
+			step := &provisioning.ApplyKyma{KCP: c, Catalog: loadCatalog(t), Config: testConfig(newNamespace(t))}
+			var first kyma.Kyma
+			for run := range 2 {
+				res, err := step.Run(context.Background(), op)
+				mustDone(t, "apply_kyma", res, err)
+				list := &kyma.KymaList{}
+				if err := c.List(context.Background(), list, client.InNamespace(kyma.Namespace),
+					client.MatchingLabels{kyma.LabelInstanceID: op.InstanceID}); err != nil {
+					t.Fatal(err)
+				}
+				if len(list.Items) != 1 {
+					t.Fatalf("run %d: %d Kyma CRs of the instance, want 1", run, len(list.Items))
+				}
+				if run == 0 {
+					first = list.Items[0]
+					continue
+				}
+				got := list.Items[0]
+				if g, w := mustJSON(t, got.Spec), mustJSON(t, first.Spec); g != w {
+					t.Errorf("re-run changed the spec:\n got %s\nwant %s", g, w)
+				}
+				if got.ResourceVersion != first.ResourceVersion {
+					t.Errorf("re-run rewrote the unchanged CR (resourceVersion %s → %s)", first.ResourceVersion, got.ResourceVersion)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,138 @@
+package provisioning_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/process"
+	"github.com/kyma-keb/keb/internal/process/provisioning"
+	"github.com/kyma-keb/keb/internal/runtime"
+)
+
+// createRuntimeCR creates the operation's Runtime CR in ns with the given status, as the
+// infrastructure manager would report it.
+func createRuntimeCR(t *testing.T, ns string, op *process.Operation, state, message string) {
+	t.Helper()
+	c := kcpClient(t)
+	rt := &runtime.Runtime{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.ToLower(op.Data.RuntimeID),
+			Labels: map[string]string{runtime.LabelRuntimeID: op.Data.RuntimeID}},
+		Spec: runtime.RuntimeSpec{Shoot: runtime.RuntimeShoot{Name: op.Data.ShootName, Region: "eastus",
+			Provider: runtime.RuntimeProvider{Type: "azure"}}},
+	}
+	if err := c.Create(context.Background(), rt); err != nil {
+		t.Fatalf("creating Runtime CR: %v", err)
+	}
+	if state == "" && message == "" {
+		return
+	}
+	rt.Status = runtime.RuntimeStatus{State: state, Message: message}
+	if err := c.Status().Update(context.Background(), rt); err != nil {
+		t.Fatalf("setting Runtime status %s: %v", state, err)
+	}
+}
+
+func createKubeconfigSecret(t *testing.T, ns, runtimeID string) {
+	t.Helper()
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: runtime.KubeconfigSecretName(runtimeID)},
+		Data:       map[string][]byte{runtime.KubeconfigKey: []byte("apiVersion: v1\nkind: Config\n")},
+	}
+	if err := kcpClient(t).Create(context.Background(), s); err != nil {
+		t.Fatalf("creating kubeconfig Secret: %v", err)
+	}
+}
+
+func TestCheckRuntime(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		noCR       bool
+		state      string
+		message    string
+		kubeconfig bool
+		want       outcome
+		// wantText must all be in the description (retry) or in the failure (failure).
+		wantText []string
+	}{
+		{name: "not yet picked up: waits", want: retry, wantText: []string{"not yet picked up"}},
+		{name: "Pending: waits, naming the state", state: runtime.StatePending, want: retry,
+			wantText: []string{"Pending"}},
+		{name: "Pending with a message: waits, showing it", state: runtime.StatePending, message: "creating control plane",
+			want: retry, wantText: []string{"Pending", "creating control plane"}},
+		{name: "Failed: fails with the infrastructure's message", state: runtime.StateFailed,
+			message: "quota exceeded for Standard_D4s_v5 in westeurope", want: failure,
+			wantText: []string{"quota exceeded for Standard_D4s_v5 in westeurope"}},
+		{name: "Ready without kubeconfig Secret: waits for the kubeconfig", state: runtime.StateReady, want: retry,
+			wantText: []string{"kubeconfig"}},
+		{name: "Ready with kubeconfig Secret: done", state: runtime.StateReady, kubeconfig: true, want: done},
+		{name: "kubeconfig Secret before Ready: still waits", state: runtime.StatePending, kubeconfig: true, want: retry,
+			wantText: []string{"Pending"}},
+		{name: "Runtime CR missing: fails for good", noCR: true, want: failure, wantText: []string{"Runtime CR"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ns := newNamespace(t)
+			op := initializedOp(t, catalog.AzurePlanID, "", process.Data{Provider: "azure"})
+			if !tc.noCR {
+				createRuntimeCR(t, ns, op, tc.state, tc.message)
+			}
+			if tc.kubeconfig {
+				createKubeconfigSecret(t, ns, op.Data.RuntimeID)
+			}
+			cfg := testConfig(ns)
+			step := &provisioning.CheckRuntime{KCP: kcpClient(t), Config: cfg}
+			res, err := step.Run(context.Background(), op)
+			if got := outcomeOf(res, err); got != tc.want {
+				t.Fatalf("outcome %s (result %+v, error %v), want %s", got, res, err, tc.want)
+			}
+			switch tc.want {
+			case retry:
+				if res.RetryAfter != cfg.RuntimePoll {
+					t.Errorf("retry after %s, want the runtime poll %s", res.RetryAfter, cfg.RuntimePoll)
+				}
+				want := append([]string{op.Data.ShootName}, tc.wantText...)
+				if m := missingFrom(op.Description, want...); m != "" {
+					t.Errorf("description %q does not mention %q", op.Description, m)
+				}
+			case failure:
+				want := append([]string{op.Data.RuntimeID}, tc.wantText...)
+				if tc.state == runtime.StateFailed {
+					want = tc.wantText
+				}
+				if m := missingFrom(res.Failure.Error(), want...); m != "" {
+					t.Errorf("failure %q does not mention %q", res.Failure, m)
+				}
+			}
+		})
+	}
+}
+
+func TestTimedStepsUseTheirConfiguredTimeouts(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig("unused")
+	tests := []struct {
+		name string
+		step process.TimedStep
+		want time.Duration
+	}{
+		{name: "resolve_hyperscaler_secret waits for an account", step: &provisioning.ResolveHyperscalerSecret{Config: cfg}, want: cfg.AccountTimeout},
+		{name: "check_runtime waits for the cluster", step: &provisioning.CheckRuntime{Config: cfg}, want: cfg.RuntimeTimeout},
+		{name: "inject_btp_manager waits for the BtpOperator kind", step: &provisioning.InjectBTPManager{Config: cfg}, want: cfg.BTPManagerTimeout},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := tc.step.Timeout(); got != tc.want {
+				t.Errorf("timeout %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
