@@ -103,8 +103,9 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat 
 			Runtimes: runtime.NewClientCache(kcp, scheme),
 		}),
 		storage.OperationTypeDeprovision: deprovisioning.Pipeline(deprovisioning.Deps{
-			Config: deprovisioning.Config{Namespace: ns, RemovalTimeout: ec.RemovalTimeout, RemovalPoll: ec.RemovalPoll},
-			Store:  store, KCP: kcp, Pool: pool2,
+			Config: deprovisioning.Config{Namespace: ns, RemovalTimeout: ec.RemovalTimeout, RemovalPoll: ec.RemovalPoll,
+				SharedPlanIDs: sharedPlanIDs(cat)},
+			Store: store, KCP: kcp, Pool: pool2,
 		}),
 	}
 	eng := process.NewEngine(store, pipelines, log.WithField("component", "engine"))
@@ -135,4 +136,15 @@ func sharedUsage(kcp client.Reader, namespace string) hyperscaler.UsageCounter {
 		}
 		return n, nil
 	}
+}
+
+// sharedPlanIDs lists the plans whose runtimes use shared hyperscaler accounts.
+func sharedPlanIDs(cat *catalog.Catalog) []string {
+	var ids []string
+	for _, p := range cat.Plans() {
+		if p.SharedPool {
+			ids = append(ids, p.ID)
+		}
+	}
+	return ids
 }

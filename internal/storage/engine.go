@@ -92,11 +92,13 @@ func (s *Store) LastOperationOfType(ctx context.Context, instanceID, opType stri
 }
 
 // OtherInstancesOfTenant counts the global account's other instances on a
-// provider: a dedicated hyperscaler account is released only when none is left.
-func (s *Store) OtherInstancesOfTenant(ctx context.Context, globalAccountID, provider, exceptInstanceID string) (int, error) {
+// provider, leaving out plans that run on shared accounts: a dedicated
+// hyperscaler account is released only when no instance needing it is left.
+func (s *Store) OtherInstancesOfTenant(ctx context.Context, globalAccountID, provider, exceptInstanceID string, sharedPlanIDs []string) (int, error) {
 	var n int
 	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM instances WHERE global_account_id = $1 AND provider = $2
-		AND instance_id <> $3 AND deleted_at IS NULL`, globalAccountID, provider, exceptInstanceID).Scan(&n)
+		AND instance_id <> $3 AND deleted_at IS NULL AND NOT (plan_id = ANY(coalesce($4::text[], '{}')))`,
+		globalAccountID, provider, exceptInstanceID, sharedPlanIDs).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("counting instances of global account %s: %w", globalAccountID, err)
 	}

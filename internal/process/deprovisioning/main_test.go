@@ -92,7 +92,9 @@ const (
 	temporary
 )
 
-func (o outcome) String() string { return [...]string{"done", "retry", "failure", "temporary error"}[o] }
+func (o outcome) String() string {
+	return [...]string{"done", "retry", "failure", "temporary error"}[o]
+}
 
 func outcomeOf(res process.StepResult, err error) outcome {
 	switch {
@@ -147,7 +149,7 @@ func (s *fakeStore) LastOperationOfType(_ context.Context, instanceID, opType st
 	return s.provisioning, nil
 }
 
-func (s *fakeStore) OtherInstancesOfTenant(_ context.Context, globalAccountID, provider, exceptInstanceID string) (int, error) {
+func (s *fakeStore) OtherInstancesOfTenant(_ context.Context, globalAccountID, provider, exceptInstanceID string, _ []string) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.countedCalls = append(s.countedCalls, [3]string{globalAccountID, provider, exceptInstanceID})

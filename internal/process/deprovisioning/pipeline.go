@@ -15,6 +15,8 @@ import (
 // Config holds the settings the deprovisioning steps read.
 type Config struct {
 	Namespace string // control-plane namespace (kcp-system)
+	// SharedPlanIDs are the plans on shared hyperscaler accounts.
+	SharedPlanIDs []string
 	// RemovalTimeout bounds waiting for a CR to be gone; RemovalPoll is how
 	// often the wait looks (watches usually wake it sooner).
 	RemovalTimeout time.Duration
@@ -44,7 +46,7 @@ func Pipeline(d Deps) process.Pipeline {
 			&Initialization{Store: d.Store},
 			&DeleteKyma{KCP: d.KCP, Config: d.Config},
 			&DeleteRuntime{KCP: d.KCP, Config: d.Config},
-			&ReleaseHyperscalerSecret{Store: d.Store, Pool: d.Pool},
+			&ReleaseHyperscalerSecret{Store: d.Store, Pool: d.Pool, SharedPlanIDs: d.Config.SharedPlanIDs},
 			&Archive{Store: d.Store},
 			&RemoveInstance{Store: d.Store},
 		},

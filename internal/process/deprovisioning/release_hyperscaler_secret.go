@@ -9,7 +9,7 @@ import (
 
 // tenantCounter counts a global account's other instances on a provider.
 type tenantCounter interface {
-	OtherInstancesOfTenant(ctx context.Context, globalAccountID, provider, exceptInstanceID string) (int, error)
+	OtherInstancesOfTenant(ctx context.Context, globalAccountID, provider, exceptInstanceID string, sharedPlanIDs []string) (int, error)
 }
 
 // accountReleaser marks a tenant's dedicated account for cleanup.
@@ -23,6 +23,9 @@ type accountReleaser interface {
 type ReleaseHyperscalerSecret struct {
 	Store tenantCounter
 	Pool  accountReleaser
+	// SharedPlanIDs are plans on shared accounts: their instances never
+	// keep a tenant's dedicated account.
+	SharedPlanIDs []string
 }
 
 // Name implements process.Step.
@@ -34,7 +37,7 @@ func (s *ReleaseHyperscalerSecret) Run(ctx context.Context, op *process.Operatio
 		return process.Done()
 	}
 	op.Describe("Releasing the %s hyperscaler account", op.Data.HyperscalerType)
-	others, err := s.Store.OtherInstancesOfTenant(ctx, op.Instance.GlobalAccountID, op.Data.Provider, op.InstanceID)
+	others, err := s.Store.OtherInstancesOfTenant(ctx, op.Instance.GlobalAccountID, op.Data.Provider, op.InstanceID, s.SharedPlanIDs)
 	if err != nil {
 		return process.StepResult{}, err
 	}

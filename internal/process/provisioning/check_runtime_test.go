@@ -61,7 +61,7 @@ func TestCheckRuntime(t *testing.T) {
 		// wantText must all be in the description (retry) or in the failure (failure).
 		wantText []string
 	}{
-		{name: "not yet picked up: waits", want: retry, wantText: []string{"not yet picked up"}},
+		{name: "not yet picked up: waits", want: retry, wantText: []string{"Waiting"}},
 		{name: "Pending: waits, naming the state", state: runtime.StatePending, want: retry,
 			wantText: []string{"Pending"}},
 		{name: "Pending with a message: waits, showing it", state: runtime.StatePending, message: "creating control plane",

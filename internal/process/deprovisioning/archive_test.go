@@ -1,0 +1,121 @@
+package deprovisioning_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/kyma-keb/keb/internal/process/deprovisioning"
+	"github.com/kyma-keb/keb/internal/storage"
+)
+
+func TestArchive(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		provState  string // the provisioning's state; "" with noProv
+		noProv     bool
+		provErr    error
+		archiveErr error
+		want       outcome
+		wantState  string
+	}{
+		{name: "succeeded provisioning", provState: storage.StateSucceeded, want: done, wantState: storage.StateSucceeded},
+		{name: "failed provisioning", provState: storage.StateFailed, want: done, wantState: storage.StateFailed},
+		{name: "provisioning halted in progress", provState: storage.StateInProgress, want: done, wantState: storage.StateInProgress},
+		{name: "no provisioning found: archived without its state", noProv: true, want: done, wantState: ""},
+		{name: "store unavailable reading the provisioning: temporary, nothing archived", provErr: errors.New("db down"), want: temporary},
+		{name: "archive write fails: temporary", provState: storage.StateSucceeded, archiveErr: errors.New("db down"), want: temporary},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			op := newOp()
+			op.Data.ShootName = "c-abc1234"
+			store := &fakeStore{provErr: tc.provErr, archiveErr: tc.archiveErr}
+			if !tc.noProv {
+				store.provisioning = storage.Operation{ID: "prov-1", InstanceID: op.InstanceID,
+					Type: storage.OperationTypeProvision, State: tc.provState}
+			}
+			step := &deprovisioning.Archive{Store: store}
+			res, err := step.Run(context.Background(), op)
+			mustOutcome(t, "archive", tc.want, res, err)
+			if tc.want != done {
+				if len(store.archived) != 0 {
+					t.Errorf("archived %v although the step did not finish", store.archived)
+				}
+				return
+			}
+			if len(store.archived) != 1 {
+				t.Fatalf("archived %d rows, want 1", len(store.archived))
+			}
+			i := op.Instance
+			want := storage.ArchivedInstance{
+				InstanceID: i.InstanceID, RuntimeID: i.RuntimeID, GlobalAccountID: i.GlobalAccountID,
+				SubAccountID: i.SubAccountID, PlanID: i.PlanID, PlanName: "azure", PlatformRegion: "cf-eu20",
+				Provider: "azure", ProviderRegion: "westeurope", ShootName: "c-abc1234",
+				ProvisioningState: tc.wantState, LastDeprovisioningID: op.ID,
+				InstanceCreatedAt: i.CreatedAt, DeprovisioningStartedAt: op.CreatedAt,
+			}
+			if g, w := mustJSON(t, store.archived[0]), mustJSON(t, want); g != w {
+				t.Errorf("archived:\n got %s\nwant %s", g, w)
+			}
+			if op.Description == "" {
+				t.Error("no description set")
+			}
+		})
+	}
+}
+
+func TestRemoveInstance(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		err  error
+		want outcome
+	}{
+		{name: "instance removed", want: done},
+		{name: "store refuses (not archived): temporary", err: errors.New("instance x is not archived; refusing to remove it"), want: temporary},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			op := newOp()
+			store := &fakeStore{removeErr: tc.err}
+			step := &deprovisioning.RemoveInstance{Store: store}
+			res, err := step.Run(context.Background(), op)
+			mustOutcome(t, "remove_instance", tc.want, res, err)
+			if tc.err != nil && !errors.Is(err, tc.err) {
+				t.Errorf("error %v, want the store's %v", err, tc.err)
+			}
+			if len(store.removed) != 1 || store.removed[0] != op.InstanceID {
+				t.Errorf("removed %v, want exactly [%s]", store.removed, op.InstanceID)
+			}
+			if op.Description == "" {
+				t.Error("no description set")
+			}
+		})
+	}
+}
+
+// TestPipelineStepNames pins the step names and order: they are persisted in in-flight
+// operations' checkpoints.
+func TestPipelineStepNames(t *testing.T) {
+	t.Parallel()
+	want := []string{"initialization", "delete_kyma", "delete_runtime", "release_hyperscaler_secret", "archive", "remove_instance"}
+	pipe := deprovisioning.Pipeline(deprovisioning.Deps{})
+	if len(pipe.Steps) != len(want) {
+		t.Fatalf("%d steps, want %d", len(pipe.Steps), len(want))
+	}
+	for i, s := range pipe.Steps {
+		t.Run(want[i], func(t *testing.T) {
+			t.Parallel()
+			if s.Name() != want[i] {
+				t.Errorf("step %d is %q, want %q", i, s.Name(), want[i])
+			}
+		})
+	}
+	if pipe.Done == "" {
+		t.Error("no description for a succeeded deprovisioning")
+	}
+}

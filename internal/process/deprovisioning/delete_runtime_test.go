@@ -1,0 +1,110 @@
+package deprovisioning_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kyma-keb/keb/internal/process/deprovisioning"
+	"github.com/kyma-keb/keb/internal/runtime"
+)
+
+func TestDeleteRuntime(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		noRuntime bool
+		noCR      bool
+		finalizer bool
+		// overrides: the operation records an overrides Secret; overridesExist: it is stored.
+		overrides, overridesExist bool
+	}{
+		{name: "no runtime ID: done, nothing touched", noRuntime: true, overrides: true, overridesExist: true},
+		{name: "Runtime CR and overrides Secret deleted", overrides: true, overridesExist: true},
+		{name: "Runtime CR deleted, no overrides recorded"},
+		{name: "overrides Secret recorded but already gone", overrides: true},
+		{name: "Runtime CR already gone: overrides still cleaned up", noCR: true, overrides: true, overridesExist: true},
+		{name: "finalizer holds the CR: waits, keeps overrides, then done once released",
+			finalizer: true, overrides: true, overridesExist: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ns := newNamespace(t)
+			c := kcpClient(t)
+			op := newOp()
+			runtimeID := op.Instance.RuntimeID
+			if !tc.noRuntime {
+				op.Data.RuntimeID = runtimeID
+			}
+			op.Data.ShootName = "c-" + strings.ReplaceAll(runtimeID, "-", "")[:7]
+			rt := &runtime.Runtime{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.ToLower(runtimeID)},
+				Spec: runtime.RuntimeSpec{Shoot: runtime.RuntimeShoot{Name: op.Data.ShootName, Region: "westeurope",
+					Provider: runtime.RuntimeProvider{Type: "azure"}}},
+			}
+			if tc.finalizer {
+				rt.Finalizers = []string{holdFinalizer}
+			}
+			if !tc.noCR {
+				if err := c.Create(context.Background(), rt); err != nil {
+					t.Fatalf("creating Runtime CR: %v", err)
+				}
+			}
+			ov := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "overrides-" + runtimeID},
+				Data: map[string][]byte{"global.domain": []byte("example.com")}}
+			if tc.overrides {
+				op.Data.OverridesSecret = ov.Name
+			}
+			if tc.overridesExist {
+				if err := c.Create(context.Background(), ov); err != nil {
+					t.Fatalf("creating overrides Secret: %v", err)
+				}
+			}
+			cfg := testConfig(ns)
+			step := &deprovisioning.DeleteRuntime{KCP: c, Config: cfg}
+			res, err := step.Run(context.Background(), op)
+
+			if tc.noRuntime {
+				mustOutcome(t, "delete_runtime", done, res, err)
+				if ok, deleting := exists(t, rt); !ok || deleting {
+					t.Error("a Runtime CR was touched although the operation names no runtime")
+				}
+				if ok, _ := exists(t, ov); !ok {
+					t.Error("the overrides Secret was deleted although the operation names no runtime")
+				}
+				return
+			}
+			if tc.finalizer {
+				mustOutcome(t, "delete_runtime while held", retry, res, err)
+				if res.RetryAfter != cfg.RemovalPoll {
+					t.Errorf("retry after %s, want %s", res.RetryAfter, cfg.RemovalPoll)
+				}
+				if !strings.Contains(op.Description, op.Data.ShootName) {
+					t.Errorf("description %q does not name the cluster %s", op.Description, op.Data.ShootName)
+				}
+				if ok, deleting := exists(t, rt); !ok || !deleting {
+					t.Fatalf("held CR: exists %v, being deleted %v; want both", ok, deleting)
+				}
+				// The cluster may still need its overrides until it is gone.
+				if ok, _ := exists(t, ov); !ok {
+					t.Error("overrides Secret deleted while the cluster is still being removed")
+				}
+				releaseFinalizers(t, rt)
+				res, err = step.Run(context.Background(), op)
+			}
+			mustOutcome(t, "delete_runtime", done, res, err)
+			if ok, _ := exists(t, rt); ok {
+				t.Error("Runtime CR still exists after the step finished")
+			}
+			if ok, _ := exists(t, ov); ok {
+				t.Error("overrides Secret still exists after the step finished")
+			}
+			res, err = step.Run(context.Background(), op)
+			mustOutcome(t, "delete_runtime re-run", done, res, err)
+		})
+	}
+}

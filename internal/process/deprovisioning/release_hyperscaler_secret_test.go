@@ -1,0 +1,137 @@
+package deprovisioning_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-keb/keb/internal/hyperscaler"
+	"github.com/kyma-keb/keb/internal/process/deprovisioning"
+)
+
+// poolSecret is an account of the pool; tenant "self" is the tested instance's global account.
+type poolSecret struct {
+	name, typ, tenant string
+	shared, dirty     bool
+}
+
+func newPool(t *testing.T, tenant string, secrets ...poolSecret) (*hyperscaler.Pool, string) {
+	t.Helper()
+	c := kcpClient(t)
+	ns := newNamespace(t)
+	for _, s := range secrets {
+		l := map[string]string{hyperscaler.LabelHyperscalerType: s.typ}
+		if s.tenant == "self" {
+			l[hyperscaler.LabelTenantName] = tenant
+		} else if s.tenant != "" {
+			l[hyperscaler.LabelTenantName] = s.tenant
+		}
+		if s.shared {
+			l[hyperscaler.LabelShared] = "true"
+		}
+		if s.dirty {
+			l[hyperscaler.LabelDirty] = "true"
+		}
+		obj := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: s.name, Labels: l}}
+		if err := c.Create(context.Background(), obj); err != nil {
+			t.Fatalf("creating pool secret %s: %v", s.name, err)
+		}
+	}
+	return hyperscaler.NewPool(c, ns, nil), ns
+}
+
+// dirtyLabels returns each pool Secret's dirty label.
+func dirtyLabels(t *testing.T, ns string) map[string]string {
+	t.Helper()
+	list := &corev1.SecretList{}
+	if err := kcpClient(t).List(context.Background(), list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, s := range list.Items {
+		out[s.Name] = s.Labels[hyperscaler.LabelDirty]
+	}
+	return out
+}
+
+func TestReleaseHyperscalerSecret(t *testing.T) {
+	t.Parallel()
+	pool := []poolSecret{
+		{name: "az-mine", typ: "azure", tenant: "self"},
+		{name: "az-other-tenant", typ: "azure", tenant: "someone-else"},
+		{name: "az-free", typ: "azure"},
+		{name: "az-shared", typ: "azure", shared: true},
+		{name: "gcp-mine", typ: "gcp", tenant: "self"},
+	}
+	tests := []struct {
+		name     string
+		secret   string // the recorded account; "" none
+		typ      string
+		shared   bool
+		others   int
+		countErr error
+		want     outcome
+		// wantCounted: the store was asked for the tenant's other instances.
+		wantCounted bool
+		wantDirty   []string // pool Secrets dirty afterwards
+	}{
+		{name: "shared account: nothing released", secret: "az-shared", typ: "azure", shared: true, want: done},
+		{name: "provisioning never got an account: nothing released", want: done},
+		{name: "other instances of the tenant: account kept", secret: "az-mine", typ: "azure", others: 1,
+			want: done, wantCounted: true},
+		{name: "last instance of the tenant: account marked dirty", secret: "az-mine", typ: "azure",
+			want: done, wantCounted: true, wantDirty: []string{"az-mine"}},
+		{name: "last gcp instance: only the gcp account marked dirty", secret: "gcp-mine", typ: "gcp",
+			want: done, wantCounted: true, wantDirty: []string{"gcp-mine"}},
+		{name: "store unavailable: temporary error, nothing released", secret: "az-mine", typ: "azure",
+			countErr: errors.New("db down"), want: temporary, wantCounted: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			op := newOp()
+			if tc.typ != "" {
+				op.Data.Provider = tc.typ
+			}
+			op.Data.HyperscalerSecret, op.Data.HyperscalerType, op.Data.HyperscalerShared = tc.secret, tc.typ, tc.shared
+			p, ns := newPool(t, op.Instance.GlobalAccountID, pool...)
+			store := &fakeStore{others: tc.others, countErr: tc.countErr}
+			step := &deprovisioning.ReleaseHyperscalerSecret{Store: store, Pool: p}
+			res, err := step.Run(context.Background(), op)
+			mustOutcome(t, "release_hyperscaler_secret", tc.want, res, err)
+
+			switch {
+			case !tc.wantCounted && len(store.countedCalls) > 0:
+				t.Errorf("store asked %v, want no question", store.countedCalls)
+			case tc.wantCounted:
+				want := [3]string{op.Instance.GlobalAccountID, op.Data.Provider, op.InstanceID}
+				if len(store.countedCalls) != 1 || store.countedCalls[0] != want {
+					t.Errorf("store asked %v, want once %v", store.countedCalls, want)
+				}
+			}
+			dirty := dirtyLabels(t, ns)
+			wantDirty := map[string]bool{}
+			for _, n := range tc.wantDirty {
+				wantDirty[n] = true
+			}
+			for name, label := range dirty {
+				if (label == "true") != wantDirty[name] {
+					t.Errorf("pool secret %s: dirty=%q, want dirty %v", name, label, wantDirty[name])
+				}
+			}
+			if tc.want != done {
+				return
+			}
+			// A re-run after a crash changes nothing more.
+			res, err = step.Run(context.Background(), op)
+			mustOutcome(t, "re-run", done, res, err)
+			if again := dirtyLabels(t, ns); mustJSON(t, again) != mustJSON(t, dirty) {
+				t.Errorf("re-run changed the pool: %v → %v", dirty, again)
+			}
+		})
+	}
+}
