@@ -103,6 +103,10 @@ func New(kcp *rest.Config, scheme *k8sruntime.Scheme, opts Options) (*Simulator,
 	}
 
 	skipNameValidation := true
+	// client-go's default rate limit (5 requests/s) would make a few hundred
+	// runtimes queue behind the simulator's own client, not the API server.
+	kcp = rest.CopyConfig(kcp)
+	kcp.QPS, kcp.Burst = 500, 1000
 	mgr, err := manager.New(kcp, manager.Options{
 		Scheme: scheme,
 		Logger: logging.Logr(opts.Log),

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -16,7 +17,7 @@ import (
 // operationStore is the part of storage.Store the engine uses.
 type operationStore interface {
 	Work(ctx context.Context, operationID string) (storage.Operation, storage.Instance, error)
-	SaveProgress(ctx context.Context, op storage.Operation) (bool, error)
+	SaveProgress(ctx context.Context, op storage.Operation) (woken *time.Time, ok bool, err error)
 	Finish(ctx context.Context, op storage.Operation) (bool, error)
 	// LockInstance takes an exclusive lock on an instance, held until
 	// unlock is called or the holder's database connection dies (so a
@@ -155,7 +156,7 @@ func (e *Engine) Process(ctx context.Context, operationID string) (Outcome, erro
 		}
 		o.Data.Failures = 0
 		o.FinishedStages = append(o.FinishedStages, name)
-		if ok, err := e.save(ctx, o); err != nil || !ok {
+		if _, ok, err := e.save(ctx, o); err != nil || !ok {
 			return Outcome{}, err // !ok: halted (e.g. a DELETE arrived)
 		}
 		slog.Debug("step done")
@@ -202,14 +203,29 @@ func (e *Engine) stepTimedOut(step Step, o *Operation) (bool, string) {
 }
 
 func (e *Engine) wait(ctx context.Context, o *Operation, d time.Duration) (Outcome, error) {
-	ok, err := e.save(ctx, o)
+	woken, ok, err := e.save(ctx, o)
 	if err != nil {
 		return Outcome{}, err
 	}
 	if !ok {
 		return Outcome{}, nil // halted while the step ran
 	}
-	return Outcome{RetryAfter: d}, nil
+	// A watch saw the awaited change while the step ran (its wake-up of
+	// the running job was a no-op): look again at once, don't sleep on it.
+	if woken != nil && (o.WokenAt == nil || woken.After(*o.WokenAt)) {
+		return Outcome{RetryAfter: yieldDelay}, nil
+	}
+	return Outcome{RetryAfter: jitter(d)}, nil
+}
+
+// jitter spreads waits by up to a fifth: operations accepted in a burst would
+// otherwise poll in bursts forever, and a new operation would queue behind
+// each of them.
+func jitter(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d
+	}
+	return d + rand.N(d/5)
 }
 
 func (e *Engine) encode(o *Operation) error {
@@ -235,9 +251,9 @@ func bookkeeping(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 }
 
-func (e *Engine) save(ctx context.Context, o *Operation) (bool, error) {
+func (e *Engine) save(ctx context.Context, o *Operation) (*time.Time, bool, error) {
 	if err := e.encode(o); err != nil {
-		return false, err
+		return nil, false, err
 	}
 	ctx, cancel := bookkeeping(ctx)
 	defer cancel()

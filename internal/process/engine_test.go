@@ -29,15 +29,24 @@ func (m *memStore) Work(context.Context, string) (storage.Operation, storage.Ins
 	return m.op, storage.Instance{InstanceID: m.op.InstanceID}, nil
 }
 
-func (m *memStore) SaveProgress(_ context.Context, op storage.Operation) (bool, error) {
+func (m *memStore) SaveProgress(_ context.Context, op storage.Operation) (*time.Time, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.saves++
 	if m.op.State != storage.StateInProgress {
-		return false, nil
+		return nil, false, nil
 	}
+	woken := m.op.WokenAt
 	m.op = op
-	return true, nil
+	m.op.WokenAt = woken
+	return woken, true, nil
+}
+
+// wake is what the watch does: it marks the operation woken.
+func (m *memStore) wake(at time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.op.WokenAt = &at
 }
 
 func (m *memStore) Finish(_ context.Context, op storage.Operation) (bool, error) {
@@ -138,7 +147,7 @@ func TestCheckpointedStepsNeverRunAgain(t *testing.T) {
 	}}
 	b := setup(t, a, w)
 	out, err := b.engine.Process(context.Background(), "op-1")
-	if err != nil || out.RetryAfter != 30*time.Second {
+	if err != nil || !jittered(out.RetryAfter, 30*time.Second) {
 		t.Fatalf("first run: %+v, %v", out, err)
 	}
 	if b.store.op.Description != "waiting for the cluster" || b.store.op.Stage != "wait" {
@@ -252,3 +261,28 @@ func TestBusyInstanceWaits(t *testing.T) {
 		t.Fatalf("busy instance: %+v, %v, runs %d", out, err, s.runs)
 	}
 }
+
+func TestWakeDuringStepIsNotLost(t *testing.T) {
+	t.Parallel()
+	var b *bundle
+	calls := 0
+	s := &fakeStep{name: "wait", run: func(op *Operation) (StepResult, error) {
+		calls++
+		if calls == 1 {
+			b.store.wake(b.clock) // the cluster became ready while this step looked
+		}
+		return RetryAfter(30 * time.Second)
+	}}
+	b = setup(t, s)
+	out, err := b.engine.Process(context.Background(), "op-1")
+	if err != nil || out.RetryAfter >= time.Second {
+		t.Fatalf("a wake during the step was lost: %+v, %v", out, err)
+	}
+	out, err = b.engine.Process(context.Background(), "op-1")
+	if err != nil || !jittered(out.RetryAfter, 30*time.Second) {
+		t.Fatalf("no new wake, so the step's own wait applies: %+v, %v", out, err)
+	}
+}
+
+// jittered reports whether got is want spread by the engine's jitter (up to a fifth).
+func jittered(got, want time.Duration) bool { return got >= want && got <= want+want/5 }

@@ -110,12 +110,15 @@ func (q *Queue) EnqueueTx(ctx context.Context, tx pgx.Tx, op storage.Operation) 
 	return storage.SetJobID(ctx, tx, op.ID, res.Job.ID)
 }
 
-// Wake makes a waiting job available at once (a watch saw its runtime change).
-func (q *Queue) Wake(ctx context.Context, jobID int64) error {
-	if _, err := q.client.JobRetry(ctx, jobID); err != nil {
-		return fmt.Errorf("waking job %d: %w", jobID, err)
+// Wake makes a waiting job available at once (a watch saw its runtime
+// change). running reports that the job was running, so the wake-up did
+// nothing: the caller may try again once the run has ended.
+func (q *Queue) Wake(ctx context.Context, jobID int64) (running bool, err error) {
+	row, err := q.client.JobRetry(ctx, jobID)
+	if err != nil {
+		return false, fmt.Errorf("waking job %d: %w", jobID, err)
 	}
-	return nil
+	return row.State == rivertype.JobStateRunning, nil
 }
 
 // Start starts the workers (a no-op for an insert-only queue).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,14 +20,15 @@ import (
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
-// waitingJobs finds the queue job of the operation waiting on a runtime.
+// waitingJobs marks the operation waiting on a runtime as woken and finds its
+// queue job.
 type waitingJobs interface {
-	WaitingJob(ctx context.Context, runtimeID string) (int64, error)
+	WakeRuntime(ctx context.Context, runtimeID string) (int64, error)
 }
 
 // waker makes a waiting job run now.
 type waker interface {
-	Wake(ctx context.Context, jobID int64) error
+	Wake(ctx context.Context, jobID int64) (running bool, err error)
 }
 
 // Watcher wakes operations waiting on the control plane as soon as what
@@ -88,14 +90,34 @@ func (w *Watcher) changed(ctx context.Context, o any) {
 	if runtimeID == "" {
 		return
 	}
-	jobID, err := w.jobs.WaitingJob(ctx, runtimeID)
+	jobID, err := w.jobs.WakeRuntime(ctx, runtimeID)
 	if errors.Is(err, storage.ErrNotFound) {
 		return
 	}
 	if err == nil {
-		err = w.queue.Wake(ctx, jobID)
+		go w.wake(ctx, runtimeID, jobID)
+		return
 	}
-	if err != nil {
-		w.log.WithError(err).WithField("runtime_id", runtimeID).Debug("waking operation")
+	w.log.WithError(err).WithField("runtime_id", runtimeID).Debug("waking operation")
+}
+
+// wake retries for a little while if the job is running: between its last
+// save and the queue marking it snoozed, a wake-up would otherwise be lost
+// (the run itself notices wakes that land before its save).
+func (w *Watcher) wake(ctx context.Context, runtimeID string, jobID int64) {
+	for range 10 {
+		running, err := w.queue.Wake(ctx, jobID)
+		if err != nil {
+			w.log.WithError(err).WithField("runtime_id", runtimeID).Debug("waking operation")
+			return
+		}
+		if !running {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 }

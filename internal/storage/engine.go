@@ -29,16 +29,19 @@ func (s *Store) Work(ctx context.Context, operationID string) (Operation, Instan
 }
 
 // SaveProgress stores an in-progress operation's description, stage,
-// checkpoints and data. It returns false when the operation is no longer in
-// progress: its worker must stop.
-func (s *Store) SaveProgress(ctx context.Context, op Operation) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE operations SET description = $2, stage = $3, finished_stages = $4,
-		data = $5, updated_at = now() WHERE operation_id = $1 AND state = $6`,
-		op.ID, op.Description, op.Stage, op.FinishedStages, jsonOrEmpty(op.Data), StateInProgress)
-	if err != nil {
-		return false, fmt.Errorf("saving progress of operation %s: %w", op.ID, err)
+// checkpoints and data, and returns its current wake time. ok is false when
+// the operation is no longer in progress: its worker must stop.
+func (s *Store) SaveProgress(ctx context.Context, op Operation) (woken *time.Time, ok bool, err error) {
+	err = s.pool.QueryRow(ctx, `UPDATE operations SET description = $2, stage = $3, finished_stages = $4,
+		data = $5, updated_at = now() WHERE operation_id = $1 AND state = $6 RETURNING woken_at`,
+		op.ID, op.Description, op.Stage, op.FinishedStages, jsonOrEmpty(op.Data), StateInProgress).Scan(&woken)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, nil
 	}
-	return tag.RowsAffected() == 1, nil
+	if err != nil {
+		return nil, false, fmt.Errorf("saving progress of operation %s: %w", op.ID, err)
+	}
+	return woken, true, nil
 }
 
 // Finish ends an in-progress operation as succeeded or failed. It returns
@@ -153,12 +156,13 @@ func (s *Store) RemoveInstance(ctx context.Context, instanceID string) error {
 	return nil
 }
 
-// WaitingJob returns the River job of the in-progress operation of the
-// instance running runtimeID, for wake-ups.
-func (s *Store) WaitingJob(ctx context.Context, runtimeID string) (int64, error) {
+// WakeRuntime marks the in-progress operation of the instance running
+// runtimeID as woken and returns its River job, for wake-ups.
+func (s *Store) WakeRuntime(ctx context.Context, runtimeID string) (int64, error) {
 	var id *int64
-	err := s.pool.QueryRow(ctx, `SELECT o.job_id FROM operations o JOIN instances i USING (instance_id)
-		WHERE i.runtime_id = $1 AND o.state = $2 AND o.job_id IS NOT NULL`, runtimeID, StateInProgress).Scan(&id)
+	err := s.pool.QueryRow(ctx, `UPDATE operations o SET woken_at = clock_timestamp() FROM instances i
+		WHERE o.instance_id = i.instance_id AND i.runtime_id = $1 AND o.state = $2 AND o.job_id IS NOT NULL
+		RETURNING o.job_id`, runtimeID, StateInProgress).Scan(&id)
 	if err != nil {
 		return 0, interpretError(err)
 	}

@@ -58,6 +58,7 @@ type Operation struct {
 	Deadline       time.Time       `db:"deadline"`
 	Data           json.RawMessage `db:"data"`
 	JobID          *int64          `db:"job_id"`
+	WokenAt        *time.Time      `db:"woken_at"`
 	CreatedAt      time.Time       `db:"created_at"`
 	UpdatedAt      time.Time       `db:"updated_at"`
 	FinishedAt     *time.Time      `db:"finished_at"`

@@ -37,7 +37,7 @@ const instanceColumns = `instance_id, runtime_id, global_account_id, subaccount_
 	encrypted_credentials, dashboard_url, cluster_id, created_at, updated_at, deleted_at`
 
 const operationColumns = `operation_id, instance_id, type, state, description, stage, finished_stages,
-	error_message, deadline, data, job_id, created_at, updated_at, finished_at`
+	error_message, deadline, data, job_id, woken_at, created_at, updated_at, finished_at`
 
 // instanceRow is an Instance as stored, with credentials still sealed.
 type instanceRow struct {

@@ -39,6 +39,8 @@ func main() {
 	dur := flag.Duration("duration", 15*time.Second, "how long to run each phase")
 	maxReq := flag.Int("requests", 200000, "upper bound of requests per phase")
 	mode := flag.String("mode", "osb", "osb: accept and poll throughput; pipeline: whole provisionings per second; waiting: first-step latency behind -n waiting operations")
+	creds := flag.Bool("credentials", true, "pipeline/waiting: send sm_operator_credentials, so the final step writes into the runtime")
+	samples := flag.Int("samples", 30, "waiting: new provisionings measured")
 	ops := flag.Int("n", 100, "operations for -mode pipeline and waiting")
 	flag.Parse()
 
@@ -52,13 +54,13 @@ func main() {
 		}
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *conc * 2}, Timeout: 30 * time.Second}
-	l := &loader{base: strings.TrimRight(*base, "/"), token: *token, client: client}
+	l := &loader{base: strings.TrimRight(*base, "/"), token: *token, client: client, credentials: *creds}
 	switch *mode {
 	case "pipeline":
 		l.pipeline(*ops, *conc)
 		return
 	case "waiting":
-		l.waiting(*ops, *conc)
+		l.waiting(*ops, *conc, *samples)
 		return
 	}
 
@@ -92,6 +94,7 @@ func main() {
 type loader struct {
 	base, token string
 	client      *http.Client
+	credentials bool
 }
 
 func (l *loader) do(method, path, body string) (int, error) {

@@ -20,9 +20,12 @@ const trialPlanID = "7d55d31d-35ae-4438-bf13-6ffdfa107d9f"
 // operation runs all steps including the final injection.
 func (l *loader) provisionTrial() (instanceID, opID string, err error) {
 	id := uuid.NewString()
-	body := fmt.Sprintf(`{"service_id":%q,"plan_id":%q,"context":{"globalaccount_id":"load-ga-%s","subaccount_id":"load-sa","user_id":"load@example.com",
-		"sm_operator_credentials":{"clientid":"c","clientsecret":"s","sm_url":"https://sm.example.com","url":"https://auth.example.com"}},"parameters":{"name":"load"}}`,
-		serviceID, trialPlanID, id)
+	creds := ""
+	if l.credentials {
+		creds = `,"sm_operator_credentials":{"clientid":"c","clientsecret":"s","sm_url":"https://sm.example.com","url":"https://auth.example.com"}`
+	}
+	body := fmt.Sprintf(`{"service_id":%q,"plan_id":%q,"context":{"globalaccount_id":"load-ga-%s","subaccount_id":"load-sa","user_id":"load@example.com"%s},"parameters":{"name":"load"}}`,
+		serviceID, trialPlanID, id, creds)
 	req, _ := http.NewRequest(http.MethodPut, l.base+"/oauth/v2/service_instances/"+id+"?accepts_incomplete=true", strings.NewReader(body))
 	l.headers(req)
 	res, err := l.client.Do(req)
@@ -116,7 +119,7 @@ func (l *loader) pipeline(n, conc int) {
 // waiting accepts n provisionings that end up waiting on slow runtimes
 // (start keb dev with a long --runtime-delay), then measures how long new
 // provisionings take to get their first step done.
-func (l *loader) waiting(n, conc int) {
+func (l *loader) waiting(n, conc, samples int) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, conc)
 	type op struct{ inst, id string }
@@ -155,7 +158,7 @@ func (l *loader) waiting(n, conc int) {
 		time.Sleep(2 * time.Second)
 	}
 	var lat []time.Duration
-	for range 10 {
+	for range samples {
 		t0 := time.Now()
 		inst, id, err := l.provisionTrial()
 		if err != nil {
@@ -175,6 +178,6 @@ func (l *loader) waiting(n, conc int) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	slices.Sort(lat)
-	fmt.Printf("waiting: with %d operations waiting, a new provisioning's first step finished after p50=%s max=%s (10 samples)\n",
-		n, lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
+	fmt.Printf("waiting: with %d operations waiting, a new provisioning's first step finished after p50=%s p90=%s max=%s (%d samples)\n",
+		n, lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)*9/10].Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond), len(lat))
 }
