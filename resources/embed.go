@@ -12,10 +12,3 @@ const PlansFile = "plans.yaml"
 //
 //go:embed plans.yaml
 var FS embed.FS
-
-// CRDs holds the CustomResourceDefinitions keb writes or reads (Runtime, Kyma,
-// BtpOperator), under crds/. The dev stack and the envtest suites install
-// them; a deployment applies them from this folder.
-//
-//go:embed crds/*.yaml
-var CRDs embed.FS

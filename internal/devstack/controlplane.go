@@ -3,19 +3,16 @@ package devstack
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/resources"
@@ -38,7 +35,7 @@ func startControlPlane(dir, binDir string) (*controlPlane, error) {
 			return nil, fmt.Errorf("%s not found in %s: build it with `make k8s-bins` (`make run` does; the first build takes minutes)", bin, binDir)
 		}
 	}
-	crds, err := loadCRDs()
+	crds, err := resources.LoadCRDs()
 	if err != nil {
 		return nil, err
 	}
@@ -75,27 +72,6 @@ func startControlPlane(dir, binDir string) (*controlPlane, error) {
 }
 
 func (c *controlPlane) stop() error { return c.env.Stop() }
-
-// loadCRDs reads keb's CRDs from the embedded resources.
-func loadCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	var out []*apiextensionsv1.CustomResourceDefinition
-	err := fs.WalkDir(resources.CRDs, "crds", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := resources.CRDs.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.Unmarshal(b, crd); err != nil {
-			return fmt.Errorf("decoding %s: %w", path, err)
-		}
-		out = append(out, crd)
-		return nil
-	})
-	return out, err
-}
 
 // seed creates what a fresh control plane needs to provision: its
 // namespaces, a dev account pool with dedicated accounts per hyperscaler and

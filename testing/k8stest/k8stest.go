@@ -4,7 +4,6 @@ package k8stest
 
 import (
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -16,7 +15,6 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kyma-keb/keb/internal/logging"
 	"github.com/kyma-keb/keb/resources"
@@ -42,25 +40,7 @@ func BinDir() (string, error) {
 }
 
 // CRDs returns keb's CustomResourceDefinitions from the embedded resources.
-func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	var out []*apiextensionsv1.CustomResourceDefinition
-	err := fs.WalkDir(resources.CRDs, "crds", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := resources.CRDs.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.UnmarshalStrict(b, crd); err != nil {
-			return fmt.Errorf("decoding %s: %w", path, err)
-		}
-		out = append(out, crd)
-		return nil
-	})
-	return out, err
-}
+func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) { return resources.LoadCRDs() }
 
 // Environment is one running kube-apiserver.
 type Environment struct {
