@@ -62,7 +62,7 @@ if ((need_etcd)); then
   mkdir -p "$work/etcd"
   cd "$work/etcd"
   go mod init keb.local/etcd-bin >/dev/null 2>&1
-  go get "go.etcd.io/etcd/server/v3@v$ETCD_VERSION" >/dev/null
+  go get "go.etcd.io/etcd/server/v3@v$ETCD_VERSION" >/dev/null 2>&1 || go get "go.etcd.io/etcd/server/v3@v$ETCD_VERSION"
   go build -trimpath -ldflags "-s -w" -o "$OUT_DIR/etcd" go.etcd.io/etcd/server/v3
   stamp etcd "$ETCD_VERSION"
 fi
