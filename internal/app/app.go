@@ -23,6 +23,7 @@ import (
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/httpapi"
 	"github.com/kyma-keb/keb/internal/process"
+	"github.com/kyma-keb/keb/internal/runtimes"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -113,7 +114,8 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	a := &App{cfg: cfg, pool: pool, log: log, engine: eng}
-	opts := httpapi.Options{Broker: brk, Auth: verifier, Log: log, Registry: reg, Ready: a.ready}
+	opts := httpapi.Options{Broker: brk, Auth: verifier, Log: log, Registry: reg, Ready: a.ready,
+		Runtimes: runtimes.NewHandler(store, catalog.ServiceID)}
 	if dev != nil {
 		opts.DevToken = dev.TokenIssue
 	}

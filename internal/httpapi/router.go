@@ -37,6 +37,9 @@ type Options struct {
 	// DevToken, when set, is served at POST /oauth2/token. Only `keb dev`
 	// sets it: a production broker never issues tokens.
 	DevToken http.Handler
+	// Runtimes serves the operators' runtime listing at GET /info/runtimes
+	// and GET /runtimes; nil answers 501.
+	Runtimes http.Handler
 }
 
 // osbRoutes are brokerapi's routes, registered one by one so that metrics
@@ -77,6 +80,16 @@ func NewRouter(opts Options) http.Handler {
 			r.Handle(prefix+rt.path, h).Methods(rt.methods...)
 		}
 	}
+
+	// The runtime listing is served at KEB's path and at the shorter one
+	// its CLI uses; both need cld:read.
+	runtimes := opts.Runtimes
+	if runtimes == nil {
+		runtimes = http.HandlerFunc(notYetServed)
+	}
+	requireCLDRead := opts.Auth.Require(auth.ScopeCLDRead)
+	r.Handle("/info/runtimes", requireCLDRead(runtimes)).Methods(http.MethodGet)
+	r.Handle("/runtimes", requireCLDRead(runtimes)).Methods(http.MethodGet)
 
 	// Operator endpoints get their auth rules now; their handlers arrive
 	// with the operator issues and answer 501 until then.

@@ -1,0 +1,295 @@
+// Package runtimes serves GET /info/runtimes (also at /runtimes): the
+// operators' listing of every runtime, live and archived, in KEB's JSON shape.
+package runtimes
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/kyma-keb/keb/internal/logging"
+	"github.com/kyma-keb/keb/internal/storage"
+)
+
+// Store is what the handler reads runtimes from; *storage.Store satisfies it.
+type Store interface {
+	Runtimes(ctx context.Context, q storage.RuntimeQuery) (storage.RuntimePage, error)
+}
+
+const (
+	// MaxPageSize bounds a page so that one request's cost is bounded too.
+	MaxPageSize     = 100
+	defaultPageSize = 100
+	// serviceClassName is the only service keb offers.
+	serviceClassName = "kymaruntime"
+
+	opDetailLast = "last"
+	opDetailAll  = "all"
+	stateAll     = "all"
+)
+
+// Handler answers the runtime listing.
+type Handler struct {
+	store Store
+	// serviceID is shown for archived runtimes, whose archive entry does not
+	// keep it (keb offers a single service).
+	serviceID string
+}
+
+// NewHandler returns the listing handler over store. serviceID is the
+// catalog's service ID.
+func NewHandler(store Store, serviceID string) *Handler {
+	return &Handler{store: store, serviceID: serviceID}
+}
+
+// Response is the body of a listing.
+type Response struct {
+	Data       []RuntimeDTO `json:"data"`
+	Count      int          `json:"count"`
+	TotalCount int          `json:"totalCount"`
+	// Next is an opaque cursor: pass it back as ?next= for the following
+	// page. Omitted on the last page.
+	Next string `json:"next,omitempty"`
+}
+
+// RuntimeDTO is one runtime, with KEB's field names.
+type RuntimeDTO struct {
+	InstanceID       string          `json:"instanceID"`
+	RuntimeID        string          `json:"runtimeID"`
+	GlobalAccountID  string          `json:"globalAccountID"`
+	SubAccountID     string          `json:"subAccountID"`
+	ProviderRegion   string          `json:"region"`
+	SubAccountRegion string          `json:"subAccountRegion"`
+	ShootName        string          `json:"shootName"`
+	ServiceClassID   string          `json:"serviceClassID"`
+	ServiceClassName string          `json:"serviceClassName"`
+	ServicePlanID    string          `json:"servicePlanID"`
+	ServicePlanName  string          `json:"servicePlanName"`
+	Provider         string          `json:"provider"`
+	Parameters       json.RawMessage `json:"parameters"`
+	UserID           string          `json:"userID"`
+	Status           RuntimeStatus   `json:"status"`
+}
+
+// RuntimeStatus is a runtime's state and the operations that explain it.
+type RuntimeStatus struct {
+	CreatedAt      time.Time     `json:"createdAt"`
+	ModifiedAt     time.Time     `json:"modifiedAt"`
+	DeletedAt      *time.Time    `json:"deletedAt,omitempty"`
+	State          string        `json:"state"`
+	Provisioning   *OperationDTO `json:"provisioning,omitempty"`
+	Deprovisioning *OperationDTO `json:"deprovisioning,omitempty"`
+	// Operations lists every operation, newest first; only with
+	// op_detail=all.
+	Operations []OperationDTO `json:"operations,omitempty"`
+}
+
+// OperationDTO is one operation of a runtime.
+type OperationDTO struct {
+	OperationID    string    `json:"operationID"`
+	Type           string    `json:"type"`
+	State          string    `json:"state"`
+	Description    string    `json:"description"`
+	CreatedAt      time.Time `json:"createdAt"`
+	UpdatedAt      time.Time `json:"updatedAt"`
+	FinishedStages []string  `json:"finishedStages"`
+	Error          string    `json:"error,omitempty"`
+}
+
+// filters maps query parameters to the query's filter slices.
+var filters = map[string]func(q *storage.RuntimeQuery) *[]string{
+	"account":     func(q *storage.RuntimeQuery) *[]string { return &q.GlobalAccountIDs },
+	"subaccount":  func(q *storage.RuntimeQuery) *[]string { return &q.SubAccountIDs },
+	"instance_id": func(q *storage.RuntimeQuery) *[]string { return &q.InstanceIDs },
+	"runtime_id":  func(q *storage.RuntimeQuery) *[]string { return &q.RuntimeIDs },
+	"region":      func(q *storage.RuntimeQuery) *[]string { return &q.Regions },
+	"plan":        func(q *storage.RuntimeQuery) *[]string { return &q.Plans },
+	"shoot":       func(q *storage.RuntimeQuery) *[]string { return &q.Shoots },
+}
+
+// ParseQuery turns query parameters into a storage query. Every bad value is
+// reported, not just the first, so an operator fixes a request in one go.
+// Unknown parameter names are ignored, as KEB does.
+func ParseQuery(v url.Values) (storage.RuntimeQuery, error) {
+	var q storage.RuntimeQuery
+	var problems []string
+	for name, field := range filters {
+		for _, val := range v[name] {
+			if val != "" {
+				*field(&q) = append(*field(&q), val)
+			}
+		}
+	}
+
+	all := false
+	for _, s := range v["state"] {
+		switch {
+		case s == stateAll:
+			all = true
+		case contains(storage.RuntimeStates, s):
+			if !contains(q.States, s) {
+				q.States = append(q.States, s)
+			}
+		default:
+			problems = append(problems, fmt.Sprintf("unknown state %q (want one of %s, %s)", s,
+				strings.Join(storage.RuntimeStates, ", "), stateAll))
+		}
+	}
+	if all {
+		q.States = append([]string(nil), storage.RuntimeStates...)
+	}
+
+	switch d := v.Get("op_detail"); d {
+	case "", opDetailLast:
+	case opDetailAll:
+		q.AllOperations = true
+	default:
+		problems = append(problems, fmt.Sprintf("unknown op_detail %q (want %s or %s)", d, opDetailLast, opDetailAll))
+	}
+
+	q.Page, q.PageSize = 1, defaultPageSize
+	if s := v.Get("page_size"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > MaxPageSize {
+			problems = append(problems, fmt.Sprintf("bad page_size %q (want 1 to %d)", s, MaxPageSize))
+		} else {
+			q.PageSize = n
+		}
+	}
+	if s := v.Get("page"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			problems = append(problems, fmt.Sprintf("bad page %q (want a number from 1)", s))
+		} else {
+			q.Page = n
+		}
+	}
+	if s := v.Get("next"); s != "" {
+		c, err := DecodeCursor(s)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("malformed next %q", s))
+		} else {
+			q.After = &c
+		}
+	}
+	if len(problems) > 0 {
+		return storage.RuntimeQuery{}, errors.New(strings.Join(problems, "; "))
+	}
+	return q, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// EncodeCursor makes the opaque next token. It is not signed: it only says
+// where to resume, and a forged one shows nothing the caller could not list.
+func EncodeCursor(c storage.RuntimeCursor) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(c.CreatedAt.UTC().Format(time.RFC3339Nano) + "|" + c.InstanceID))
+}
+
+// DecodeCursor reads a token made by EncodeCursor.
+func DecodeCursor(s string) (storage.RuntimeCursor, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return storage.RuntimeCursor{}, fmt.Errorf("decoding cursor: %w", err)
+	}
+	ts, id, ok := strings.Cut(string(raw), "|")
+	if !ok || id == "" {
+		return storage.RuntimeCursor{}, errors.New("cursor has no instance ID")
+	}
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return storage.RuntimeCursor{}, fmt.Errorf("cursor time: %w", err)
+	}
+	return storage.RuntimeCursor{CreatedAt: t, InstanceID: id}, nil
+}
+
+// ServeHTTP answers one listing request.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	q, err := ParseQuery(req.URL.Query())
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "BadRequest", "description": err.Error()})
+		return
+	}
+	page, err := h.store.Runtimes(req.Context(), q)
+	if err != nil {
+		logging.FromContext(req.Context(), logrus.StandardLogger()).WithError(err).Error("listing runtimes")
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "InternalServerError",
+			"description": "listing runtimes failed"})
+		return
+	}
+	resp := Response{Data: make([]RuntimeDTO, 0, len(page.Runtimes)), Count: len(page.Runtimes), TotalCount: page.Total}
+	for _, r := range page.Runtimes {
+		resp.Data = append(resp.Data, h.dto(r, q.AllOperations))
+	}
+	if page.Next != nil {
+		resp.Next = EncodeCursor(*page.Next)
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// dto maps a stored runtime to KEB's shape. Only listed fields are copied, so
+// nothing secret (credentials, context) can leak through a new column.
+func (h *Handler) dto(r storage.Runtime, allOps bool) RuntimeDTO {
+	serviceID := r.ServiceID
+	if serviceID == "" {
+		serviceID = h.serviceID
+	}
+	params := r.Parameters
+	if len(params) == 0 {
+		params = json.RawMessage(`{}`)
+	}
+	d := RuntimeDTO{
+		InstanceID: r.InstanceID, RuntimeID: r.RuntimeID, GlobalAccountID: r.GlobalAccountID,
+		SubAccountID: r.SubAccountID, ProviderRegion: r.ProviderRegion, SubAccountRegion: r.PlatformRegion,
+		ShootName: r.ShootName, ServiceClassID: serviceID, ServiceClassName: serviceClassName,
+		ServicePlanID: r.PlanID, ServicePlanName: r.PlanName, Provider: r.Provider, Parameters: params,
+		UserID: r.UserID,
+		Status: RuntimeStatus{
+			CreatedAt: r.CreatedAt, ModifiedAt: r.UpdatedAt, DeletedAt: r.DeletedAt, State: r.State,
+			Provisioning: operationDTO(r.Provisioning), Deprovisioning: operationDTO(r.Deprovisioning),
+		},
+	}
+	if allOps {
+		d.Status.Operations = make([]OperationDTO, 0, len(r.Operations))
+		for i := range r.Operations {
+			d.Status.Operations = append(d.Status.Operations, *operationDTO(&r.Operations[i]))
+		}
+	}
+	return d
+}
+
+func operationDTO(op *storage.RuntimeOperation) *OperationDTO {
+	if op == nil {
+		return nil
+	}
+	stages := op.FinishedStages
+	if stages == nil {
+		stages = []string{}
+	}
+	return &OperationDTO{
+		OperationID: op.ID, Type: op.Type, State: op.State, Description: op.Description,
+		CreatedAt: op.CreatedAt, UpdatedAt: op.UpdatedAt, FinishedStages: stages, Error: op.ErrorMessage,
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,66 @@
+package runtimes_test
+
+import (
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/kyma-keb/keb/internal/runtimes"
+	"github.com/kyma-keb/keb/internal/storage"
+)
+
+func TestCursorRoundTrip(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		c    storage.RuntimeCursor
+	}{
+		{name: "microseconds", c: storage.RuntimeCursor{CreatedAt: time.Date(2026, 3, 4, 5, 6, 7, 123456000, time.UTC), InstanceID: "inst-1"}},
+		{name: "id with separator", c: storage.RuntimeCursor{CreatedAt: time.Unix(0, 0).UTC(), InstanceID: "a|b"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := runtimes.DecodeCursor(runtimes.EncodeCursor(tc.c))
+			if err != nil || !got.CreatedAt.Equal(tc.c.CreatedAt) || got.InstanceID != tc.c.InstanceID {
+				t.Fatalf("round trip of %+v gave %+v, %v", tc.c, got, err)
+			}
+		})
+	}
+}
+
+func TestParseQuery(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name    string
+		query   string
+		wantErr bool
+		check   func(storage.RuntimeQuery) bool
+	}{
+		{name: "defaults", query: "", check: func(q storage.RuntimeQuery) bool {
+			return q.Page == 1 && q.PageSize == 100 && q.States == nil && !q.AllOperations
+		}},
+		{name: "state all", query: "state=all&state=failed", check: func(q storage.RuntimeQuery) bool {
+			return len(q.States) == len(storage.RuntimeStates)
+		}},
+		{name: "repeated filters", query: "account=a&account=b&plan=trial", check: func(q storage.RuntimeQuery) bool {
+			return len(q.GlobalAccountIDs) == 2 && len(q.Plans) == 1
+		}},
+		{name: "op_detail all", query: "op_detail=all", check: func(q storage.RuntimeQuery) bool { return q.AllOperations }},
+		{name: "negative page", query: "page=-1", wantErr: true},
+		{name: "page_size 101", query: "page_size=101", wantErr: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			v, _ := url.ParseQuery(tc.query)
+			q, err := runtimes.ParseQuery(v)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err %v, want error %v", err, tc.wantErr)
+			}
+			if tc.check != nil && !tc.check(q) {
+				t.Fatalf("query %+v", q)
+			}
+		})
+	}
+}

@@ -1,0 +1,374 @@
+package storage_test
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/kyma-keb/keb/internal/storage"
+	"github.com/kyma-keb/keb/testing/pgtest"
+)
+
+// seedOp is one operation of a seeded instance, oldest first.
+type seedOp struct {
+	typ, state, shoot string
+}
+
+// seedRuntime is an instance written straight into the tables, with a fixed
+// creation time so the listing order is known.
+type seedRuntime struct {
+	id, account, subaccount, region, plan string
+	ops                                   []seedOp
+	archived                              bool // only in instances_archive
+	archivedToo                           bool // in both tables (deprovisioning not yet finished)
+}
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func (f *fixture) seedRuntimes(rs []seedRuntime) {
+	f.t.Helper()
+	for n, r := range rs {
+		created := epoch.Add(time.Duration(n) * time.Minute)
+		shoot := ""
+		for _, op := range r.ops {
+			if op.shoot != "" {
+				shoot = op.shoot
+			}
+		}
+		if r.archived || r.archivedToo {
+			f.exec(`INSERT INTO instances_archive (instance_id, runtime_id, global_account_id, subaccount_id, plan_id,
+				plan_name, platform_region, provider, provider_region, shoot_name, provisioning_state,
+				last_deprovisioning_id, instance_created_at, deprovisioning_started_at)
+				VALUES ($1, 'rt-'||$1, $2, $3, 'plan-id-'||$4, $4, 'cf-eu10', 'azure', $5, $6, 'succeeded',
+				'deprov-'||$1, $7, $7::timestamptz + interval '1 hour')`,
+				r.id, r.account, r.subaccount, r.plan, r.region, shoot, created)
+		}
+		if r.archived {
+			continue
+		}
+		f.exec(`INSERT INTO instances (instance_id, runtime_id, global_account_id, subaccount_id, user_id, service_id,
+			plan_id, plan_name, platform_region, provider, provider_region, parameters, encrypted_credentials, created_at)
+			VALUES ($1, 'rt-'||$1, $2, $3, 'user@example.com', 'svc', 'plan-id-'||$4, $4, 'cf-eu10', 'azure', $5,
+			'{"name":"x"}', 'sealed-secret', $6)`, r.id, r.account, r.subaccount, r.plan, r.region, created)
+		for k, op := range r.ops {
+			f.exec(`INSERT INTO operations (operation_id, instance_id, type, state, description, finished_stages,
+				error_message, deadline, data, created_at)
+				VALUES ($1, $2, $3, $4, 'desc', '{start}', CASE WHEN $4 = 'failed' THEN 'boom' ELSE '' END,
+				now() + interval '1 hour', jsonb_build_object('shootName', $5::text), $6)`,
+				fmt.Sprintf("%s-op%d", r.id, k), r.id, op.typ, op.state, op.shoot, created.Add(time.Duration(k+1)*time.Second))
+		}
+	}
+}
+
+var (
+	provOK     = seedOp{"provision", "succeeded", ""}
+	provFailed = seedOp{"provision", "failed", ""}
+	provRun    = seedOp{"provision", "in progress", ""}
+	deprovRun  = seedOp{"deprovision", "in progress", ""}
+	updateOK   = seedOp{"update", "succeeded", ""}
+)
+
+func shootOK(name string) seedOp { return seedOp{"provision", "succeeded", name} }
+
+// listingFixture covers every state, two accounts, two regions, two plans.
+func listingFixture(t *testing.T) *fixture {
+	f := newFixture(t, nil)
+	f.seedRuntimes([]seedRuntime{
+		{id: "a-ok", account: "ga-1", subaccount: "sa-1", region: "westeurope", plan: "azure", ops: []seedOp{shootOK("c-aok"), updateOK}},
+		{id: "a-prov", account: "ga-1", subaccount: "sa-2", region: "westeurope", plan: "azure", ops: []seedOp{provRun}},
+		{id: "a-fail", account: "ga-1", subaccount: "sa-1", region: "eastus", plan: "trial", ops: []seedOp{provFailed}},
+		{id: "b-deprov", account: "ga-2", subaccount: "sa-3", region: "eastus", plan: "azure", ops: []seedOp{shootOK("c-bdep"), deprovRun}, archivedToo: true},
+		{id: "b-arch", account: "ga-2", subaccount: "sa-3", region: "westeurope", plan: "azure", ops: []seedOp{shootOK("c-barch")}, archived: true},
+		{id: "b-ok", account: "ga-2", subaccount: "sa-4", region: "eastus", plan: "trial", ops: []seedOp{shootOK("c-bok")}},
+		{id: "b-refail", account: "ga-2", subaccount: "sa-4", region: "eastus", plan: "azure", ops: []seedOp{provOK, seedOp{"deprovision", "failed", ""}}},
+	})
+	return f
+}
+
+func ids(p storage.RuntimePage) []string {
+	out := make([]string, 0, len(p.Runtimes))
+	for _, r := range p.Runtimes {
+		out = append(out, r.InstanceID)
+	}
+	return out
+}
+
+func TestRuntimesStatesAndFilters(t *testing.T) {
+	t.Parallel()
+	f := listingFixture(t)
+	cases := []struct {
+		name string
+		q    storage.RuntimeQuery
+		want []string // in listing order
+	}{
+		{name: "default hides deprovisioned", q: storage.RuntimeQuery{}, want: []string{"a-ok", "a-prov", "a-fail", "b-deprov", "b-ok", "b-refail"}},
+		{name: "all states", q: storage.RuntimeQuery{States: storage.RuntimeStates}, want: []string{"a-ok", "a-prov", "a-fail", "b-deprov", "b-arch", "b-ok", "b-refail"}},
+		{name: "deprovisioned only from archive", q: storage.RuntimeQuery{States: []string{"deprovisioned"}}, want: []string{"b-arch"}},
+		{name: "provisioning", q: storage.RuntimeQuery{States: []string{"provisioning"}}, want: []string{"a-prov"}},
+		{name: "succeeded", q: storage.RuntimeQuery{States: []string{"succeeded"}}, want: []string{"a-ok", "b-ok"}},
+		{name: "failed (provisioning or deprovisioning)", q: storage.RuntimeQuery{States: []string{"failed"}}, want: []string{"a-fail", "b-refail"}},
+		{name: "deprovisioning shown once though archived", q: storage.RuntimeQuery{States: []string{"deprovisioning"}}, want: []string{"b-deprov"}},
+		{name: "suspended matches nothing yet", q: storage.RuntimeQuery{States: []string{"suspended"}}, want: []string{}},
+		{name: "states OR", q: storage.RuntimeQuery{States: []string{"provisioning", "deprovisioned"}}, want: []string{"a-prov", "b-arch"}},
+		{name: "account", q: storage.RuntimeQuery{GlobalAccountIDs: []string{"ga-1"}}, want: []string{"a-ok", "a-prov", "a-fail"}},
+		{name: "account OR", q: storage.RuntimeQuery{GlobalAccountIDs: []string{"ga-1", "ga-2"}}, want: []string{"a-ok", "a-prov", "a-fail", "b-deprov", "b-ok", "b-refail"}},
+		{name: "subaccount", q: storage.RuntimeQuery{SubAccountIDs: []string{"sa-1", "sa-4"}}, want: []string{"a-ok", "a-fail", "b-ok", "b-refail"}},
+		{name: "instance_id", q: storage.RuntimeQuery{InstanceIDs: []string{"a-ok", "b-arch"}}, want: []string{"a-ok"}},
+		{name: "instance_id archived with all", q: storage.RuntimeQuery{InstanceIDs: []string{"a-ok", "b-arch"}, States: storage.RuntimeStates}, want: []string{"a-ok", "b-arch"}},
+		{name: "runtime_id", q: storage.RuntimeQuery{RuntimeIDs: []string{"rt-b-ok"}}, want: []string{"b-ok"}},
+		{name: "region", q: storage.RuntimeQuery{Regions: []string{"westeurope"}}, want: []string{"a-ok", "a-prov"}},
+		{name: "plan", q: storage.RuntimeQuery{Plans: []string{"trial"}}, want: []string{"a-fail", "b-ok"}},
+		{name: "shoot live", q: storage.RuntimeQuery{Shoots: []string{"c-aok", "c-bok"}}, want: []string{"a-ok", "b-ok"}},
+		{name: "shoot archived", q: storage.RuntimeQuery{Shoots: []string{"c-barch"}, States: []string{"deprovisioned"}}, want: []string{"b-arch"}},
+		{name: "AND across filters", q: storage.RuntimeQuery{GlobalAccountIDs: []string{"ga-2"}, Plans: []string{"azure"}, Regions: []string{"eastus"}}, want: []string{"b-deprov", "b-refail"}},
+		{name: "AND across with state", q: storage.RuntimeQuery{GlobalAccountIDs: []string{"ga-1", "ga-2"}, States: []string{"succeeded", "failed"}, Plans: []string{"trial"}}, want: []string{"a-fail", "b-ok"}},
+		{name: "no match", q: storage.RuntimeQuery{GlobalAccountIDs: []string{"ga-1"}, Regions: []string{"nowhere"}}, want: []string{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			page, err := f.store.Runtimes(f.ctx, tc.q)
+			if err != nil {
+				t.Fatalf("Runtimes: %v", err)
+			}
+			if got := ids(page); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+			if page.Total != len(tc.want) || page.Next != nil {
+				t.Fatalf("total %d next %v, want %d and no next", page.Total, page.Next, len(tc.want))
+			}
+		})
+	}
+}
+
+func TestRuntimesRowContents(t *testing.T) {
+	t.Parallel()
+	f := listingFixture(t)
+	page, err := f.store.Runtimes(f.ctx, storage.RuntimeQuery{States: storage.RuntimeStates})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]storage.Runtime{}
+	for _, r := range page.Runtimes {
+		byID[r.InstanceID] = r
+	}
+	ok := byID["a-ok"]
+	if ok.State != "succeeded" || ok.ShootName != "c-aok" || ok.RuntimeID != "rt-a-ok" || ok.PlatformRegion != "cf-eu10" ||
+		ok.Provisioning == nil || ok.Provisioning.ID != "a-ok-op0" || ok.Provisioning.State != "succeeded" ||
+		!reflect.DeepEqual(ok.Provisioning.FinishedStages, []string{"start"}) || ok.Deprovisioning != nil || ok.Operations != nil {
+		t.Errorf("a-ok = %+v (prov %+v)", ok, ok.Provisioning)
+	}
+	if d := byID["b-deprov"]; d.State != "deprovisioning" || d.Deprovisioning == nil || d.Deprovisioning.ID != "b-deprov-op1" ||
+		d.Provisioning == nil || d.Provisioning.ID != "b-deprov-op0" {
+		t.Errorf("b-deprov = %+v", d)
+	}
+	if fl := byID["a-fail"]; fl.Provisioning == nil || fl.Provisioning.ErrorMessage != "boom" {
+		t.Errorf("a-fail provisioning = %+v", fl.Provisioning)
+	}
+	a := byID["b-arch"]
+	if a.State != "deprovisioned" || a.DeletedAt == nil || a.ShootName != "c-barch" || a.Provisioning != nil ||
+		a.Deprovisioning == nil || a.Deprovisioning.ID != "deprov-b-arch" || a.Deprovisioning.State != "succeeded" {
+		t.Errorf("b-arch = %+v (deprov %+v)", a, a.Deprovisioning)
+	}
+}
+
+func TestRuntimesAllOperations(t *testing.T) {
+	t.Parallel()
+	f := listingFixture(t)
+	page, err := f.store.Runtimes(f.ctx, storage.RuntimeQuery{States: storage.RuntimeStates, AllOperations: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"a-ok": {"a-ok-op1", "a-ok-op0"}, "a-prov": {"a-prov-op0"}, "a-fail": {"a-fail-op0"},
+		"b-deprov": {"b-deprov-op1", "b-deprov-op0"}, "b-arch": {}, "b-ok": {"b-ok-op0"},
+		"b-refail": {"b-refail-op1", "b-refail-op0"},
+	}
+	for _, r := range page.Runtimes {
+		got := []string{}
+		for _, op := range r.Operations {
+			got = append(got, op.ID)
+		}
+		if !reflect.DeepEqual(got, want[r.InstanceID]) {
+			t.Errorf("%s operations %v, want %v (newest first)", r.InstanceID, got, want[r.InstanceID])
+		}
+	}
+}
+
+func TestRuntimesPaging(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	var seed []seedRuntime
+	for i := range 23 {
+		id := fmt.Sprintf("inst-%02d", i)
+		r := seedRuntime{id: id, account: "ga-1", subaccount: "sa", region: "westeurope", plan: "azure", ops: []seedOp{provOK}}
+		if i%5 == 0 {
+			r.archived = true // archived rows interleave with live ones
+		}
+		seed = append(seed, r)
+	}
+	f.seedRuntimes(seed)
+	// Two instances created at the same instant: the cursor must use the ID
+	// as the tie-breaker.
+	f.exec(`UPDATE instances SET created_at = $1 WHERE instance_id IN ('inst-06', 'inst-07')`, epoch)
+	f.exec(`UPDATE instances_archive SET instance_created_at = $1 WHERE instance_id = 'inst-05'`, epoch)
+	base := storage.RuntimeQuery{States: storage.RuntimeStates}
+	full, err := f.store.Runtimes(f.ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full.Total != 23 || len(full.Runtimes) != 23 {
+		t.Fatalf("one big page has %d of total %d", len(full.Runtimes), full.Total)
+	}
+	order := ids(full)
+	for _, size := range []int{1, 4, 7, 23} {
+		t.Run(fmt.Sprintf("page_size %d", size), func(t *testing.T) {
+			t.Parallel()
+			var byOffset, byCursor []string
+			for page := 1; ; page++ {
+				q := base
+				q.Page, q.PageSize = page, size
+				p, err := f.store.Runtimes(f.ctx, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if p.Total != 23 {
+					t.Fatalf("page %d total %d", page, p.Total)
+				}
+				if len(p.Runtimes) == 0 {
+					break
+				}
+				byOffset = append(byOffset, ids(p)...)
+			}
+			q := base
+			q.PageSize = size
+			for {
+				p, err := f.store.Runtimes(f.ctx, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				byCursor = append(byCursor, ids(p)...)
+				if p.Total != 23 {
+					t.Fatalf("cursor page total %d", p.Total)
+				}
+				if p.Next == nil {
+					break
+				}
+				q.After = p.Next
+			}
+			if !reflect.DeepEqual(byOffset, order) || !reflect.DeepEqual(byCursor, order) {
+				t.Fatalf("pages differ from the full listing:\noffset %v\ncursor %v\nfull   %v", byOffset, byCursor, order)
+			}
+		})
+	}
+}
+
+// statementCounter counts the statements a pool sends.
+type statementCounter struct{ n atomic.Int64 }
+
+func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+
+func (c *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func TestRuntimesStatementCountIsBounded(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	var seed []seedRuntime
+	for i := range 120 {
+		seed = append(seed, seedRuntime{id: fmt.Sprintf("inst-%03d", i), account: "ga-1", subaccount: "sa",
+			region: "westeurope", plan: "azure", ops: []seedOp{provOK, updateOK}, archived: i%10 == 0})
+	}
+	f.seedRuntimes(seed)
+
+	cfg, err := pgxpool.ParseConfig(f.pool.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter := &statementCounter{}
+	cfg.ConnConfig.Tracer = counter
+	pool, err := pgxpool.NewWithConfig(f.ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	store := storage.NewStore(pool, f.cipher, nil)
+
+	for _, allOps := range []bool{false, true} {
+		counts := map[int]int64{}
+		for _, size := range []int{1, 100} {
+			before := counter.n.Load()
+			p, err := store.Runtimes(f.ctx, storage.RuntimeQuery{States: storage.RuntimeStates, PageSize: size, AllOperations: allOps})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Runtimes) != size {
+				t.Fatalf("page of %d has %d rows", size, len(p.Runtimes))
+			}
+			counts[size] = counter.n.Load() - before
+		}
+		t.Logf("op_detail all=%v: statements per page: size 1 → %d, size 100 → %d", allOps, counts[1], counts[100])
+		if counts[1] != counts[100] || counts[100] > 3 {
+			t.Errorf("all operations %v: %d statements for a page of 1, %d for a page of 100", allOps, counts[1], counts[100])
+		}
+	}
+}
+
+// TestRuntimesPlanUsesIndexes EXPLAINs the page statement over 10,000
+// generated instances: filtering by account must not scan the instances
+// table. The plan it logs is the one quoted in docs/runtimes.md.
+func TestRuntimesPlanUsesIndexes(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.NewPool(t)
+	ctx := testCtx(t)
+	for _, sql := range []string{
+		`INSERT INTO instances (instance_id, runtime_id, global_account_id, subaccount_id, user_id, service_id, plan_id,
+			plan_name, platform_region, provider, provider_region, created_at)
+		SELECT 'inst-'||g, 'rt-'||g, 'ga-'||(g % 500), 'sa-'||g, 'u', 'svc', 'p', 'azure', 'cf-eu10', 'azure',
+			'westeurope', now() - g * interval '1 minute' FROM generate_series(1, 10000) g`,
+		`INSERT INTO operations (operation_id, instance_id, type, state, deadline, data, created_at)
+		SELECT 'op-'||g, 'inst-'||g, 'provision', 'succeeded', now(), jsonb_build_object('shootName', 'c-'||g),
+			now() - g * interval '1 minute' FROM generate_series(1, 10000) g`,
+		`INSERT INTO instances_archive (instance_id, runtime_id, global_account_id, subaccount_id, plan_id, plan_name,
+			platform_region, provider, provider_region, last_deprovisioning_id, instance_created_at, deprovisioning_started_at)
+		SELECT 'old-'||g, 'rt-old-'||g, 'ga-'||(g % 500), 'sa', 'p', 'azure', 'cf-eu10', 'azure', 'westeurope', 'd',
+			now() - g * interval '1 minute', now() FROM generate_series(1, 2000) g`,
+		`ANALYZE instances, operations, instances_archive`,
+	} {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	seqScan := regexp.MustCompile(`Seq Scan on instances\b`)
+	cases := []struct {
+		name string
+		q    storage.RuntimeQuery
+	}{
+		{name: "account", q: storage.RuntimeQuery{GlobalAccountIDs: []string{"ga-7"}, PageSize: 100}},
+		{name: "account all states", q: storage.RuntimeQuery{GlobalAccountIDs: []string{"ga-7", "ga-8"}, PageSize: 100, States: storage.RuntimeStates}},
+		{name: "no filter", q: storage.RuntimeQuery{PageSize: 100}},
+	}
+	for _, tc := range cases {
+		sql, args := storage.RuntimesPageSQL(tc.q)
+		rows, _ := pool.Query(ctx, "EXPLAIN "+sql, args...)
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatalf("%s: EXPLAIN: %v", tc.name, err)
+		}
+		plan := strings.Join(lines, "\n")
+		t.Logf("%s:\n%s", tc.name, plan)
+		if seqScan.MatchString(plan) {
+			t.Errorf("%s: plan scans instances:\n%s", tc.name, plan)
+		}
+	}
+}
