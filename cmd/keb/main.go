@@ -36,6 +36,7 @@ func commands() []command {
 		{"dev", "run the broker with an embedded PostgreSQL and dev auth (no set-up needed)", devCommand},
 		{"migrate", "apply (up), roll back (down) or show (status) database migrations", migrateCommand},
 		{"token", "print a token that a running `keb dev` accepts", tokenCommand},
+		{"runtimes", "list runtimes (GET /info/runtimes) as a table or JSON", runtimesCommand},
 		{"version", "print the version", versionCommand},
 	}
 }

@@ -1,0 +1,289 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kyma-keb/keb/internal/auth"
+	"github.com/kyma-keb/keb/internal/config"
+	"github.com/kyma-keb/keb/internal/devstack"
+	"github.com/kyma-keb/keb/internal/runtimes"
+)
+
+// runtimesFilters are the filter flags of `keb runtimes`, with the query
+// parameter of GET /info/runtimes each one fills.
+var runtimesFilters = []struct{ flag, param, env, help string }{
+	{"account", "account", "KEB_RUNTIMES_ACCOUNT", "global account ID"},
+	{"subaccount", "subaccount", "KEB_RUNTIMES_SUBACCOUNT", "subaccount ID"},
+	{"instance-id", "instance_id", "KEB_RUNTIMES_INSTANCE_ID", "instance ID"},
+	{"runtime-id", "runtime_id", "KEB_RUNTIMES_RUNTIME_ID", "runtime ID"},
+	{"region", "region", "KEB_RUNTIMES_REGION", "provider region"},
+	{"plan", "plan", "KEB_RUNTIMES_PLAN", "plan name"},
+	{"shoot", "shoot", "KEB_RUNTIMES_SHOOT", "shoot name"},
+	{"state", "state", "KEB_RUNTIMES_STATE", "state (provisioning, succeeded, failed, deprovisioning, deprovisioned, suspended, all)"},
+}
+
+// runtimesOptions is one `keb runtimes` invocation.
+type runtimesOptions struct {
+	url, token, dir, output string
+	pageSize                int
+	all                     bool
+	query                   url.Values
+	now                     func() time.Time
+	client                  *http.Client
+}
+
+func runtimesCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) error {
+	// The command struct hands no writer to commands, so this one prints to
+	// the process's stdout and stderr like `keb token`.
+	return bindRuntimes(fs, os.Stdout, os.Stderr, time.Now)
+}
+
+// bindRuntimes registers the flags of `keb runtimes` and returns the
+// function that lists runtimes to stdout (stderr gets hints only); now is
+// the clock ages are computed from.
+func bindRuntimes(fs *flag.FlagSet, stdout, stderr io.Writer, now func() time.Time) func(ctx context.Context, args []string) error {
+	opts := runtimesOptions{query: url.Values{}, now: now}
+	b := config.NewBinder(fs)
+	b.String(&opts.url, "url", "KEB_URL", "http://127.0.0.1:8080", "base URL of the broker")
+	b.String(&opts.token, "token", "KEB_TOKEN", "", "bearer token with scope cld:read (default: one minted with the dev key in --dir, as keb token does)")
+	b.String(&opts.dir, "dir", "APP_DEV_DIR", ".keb", "dev state directory of the running keb dev (for the default token)")
+	b.Int(&opts.pageSize, "page-size", "KEB_RUNTIMES_PAGE_SIZE", 0, fmt.Sprintf("runtimes per page, 1 to %d (0: the server's default)", runtimes.MaxPageSize))
+	b.Bool(&opts.all, "all", "KEB_RUNTIMES_ALL", false, "follow the next cursors and list every page")
+	b.String(&opts.output, "o", "KEB_OUTPUT", "table", "output format: table or json")
+	for _, f := range runtimesFilters {
+		bindRepeatable(fs, opts.query, f.param, f.flag, f.env,
+			"only runtimes with this "+f.help+" (repeatable or comma-separated; any of them matches)")
+	}
+	return func(ctx context.Context, args []string) error {
+		if err := b.Err(); err != nil {
+			return err
+		}
+		if len(args) > 0 {
+			return fmt.Errorf("unexpected arguments %q (filters are flags, e.g. --instance-id)", args)
+		}
+		return listRuntimes(ctx, opts, stdout, stderr)
+	}
+}
+
+// bindRepeatable binds a filter flag whose values accumulate in q[param]:
+// each occurrence adds its comma-separated values. The environment variable,
+// if set, gives the values used when the flag is not given at all.
+func bindRepeatable(fs *flag.FlagSet, q url.Values, param, name, env, help string) {
+	if v, ok := os.LookupEnv(env); ok {
+		if vals := splitValues(v); len(vals) > 0 {
+			q[param] = vals
+		}
+	}
+	fromEnv := true
+	fs.Func(name, fmt.Sprintf("%s (env %s)", help, env), func(s string) error {
+		if fromEnv {
+			q.Del(param)
+			fromEnv = false
+		}
+		for _, v := range splitValues(s) {
+			q.Add(param, v)
+		}
+		return nil
+	})
+}
+
+func splitValues(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}
+
+// listRuntimes fetches one page (or every page with all) and prints it.
+func listRuntimes(ctx context.Context, opts runtimesOptions, stdout, stderr io.Writer) error {
+	if opts.output != "table" && opts.output != "json" {
+		return fmt.Errorf("unknown output format %q (want table or json)", opts.output)
+	}
+	if opts.pageSize < 0 || opts.pageSize > runtimes.MaxPageSize {
+		return fmt.Errorf("bad --page-size %d (want 1 to %d, or 0 for the server's default)", opts.pageSize, runtimes.MaxPageSize)
+	}
+	base, err := url.Parse(strings.TrimRight(opts.url, "/") + "/info/runtimes")
+	if err != nil || base.Scheme == "" || base.Host == "" {
+		return fmt.Errorf("bad --url %q: want e.g. http://127.0.0.1:8080", opts.url)
+	}
+	token := opts.token
+	if token == "" {
+		if token, err = devToken(opts.dir); err != nil {
+			return err
+		}
+	}
+	client := opts.client
+	if client == nil {
+		client = &http.Client{Timeout: 30 * time.Second}
+	}
+	now := opts.now
+	if now == nil {
+		now = time.Now
+	}
+
+	var all runtimes.Response
+	seen := map[string]bool{}
+	next := ""
+	for {
+		q := url.Values{}
+		for k, v := range opts.query {
+			q[k] = v
+		}
+		if opts.pageSize > 0 {
+			q.Set("page_size", strconv.Itoa(opts.pageSize))
+		}
+		if next != "" {
+			q.Set("next", next)
+		}
+		u := *base
+		u.RawQuery = q.Encode()
+		page, err := fetchRuntimes(ctx, client, u.String(), token)
+		if err != nil {
+			return err
+		}
+		if !opts.all {
+			all = page
+			break
+		}
+		all.Data = append(all.Data, page.Data...)
+		all.TotalCount = page.TotalCount
+		if page.Next == "" {
+			break
+		}
+		if seen[page.Next] {
+			return fmt.Errorf("the server returned the cursor %q twice; stopping", page.Next)
+		}
+		seen[page.Next] = true
+		next = page.Next
+	}
+	if all.Data == nil {
+		all.Data = []runtimes.RuntimeDTO{}
+	}
+	if opts.all {
+		all.Count = len(all.Data)
+	}
+
+	if opts.output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(all)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 3, ' ', 0)
+	fmt.Fprintln(tw, "INSTANCE\tRUNTIME\tACCOUNT\tPLAN\tREGION\tSTATE\tAGE")
+	for _, r := range all.Data {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", orDash(r.InstanceID), orDash(r.RuntimeID),
+			orDash(r.GlobalAccountID), orDash(r.ServicePlanName), orDash(r.ProviderRegion),
+			orDash(r.Status.State), age(now(), r.Status.CreatedAt))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if all.Next != "" {
+		fmt.Fprintf(stderr, "%d of %d runtimes shown; --all lists every page\n", len(all.Data), all.TotalCount)
+	}
+	return nil
+}
+
+// fetchRuntimes makes one request; any answer but 200 is an error carrying
+// the server's description.
+func fetchRuntimes(ctx context.Context, client *http.Client, u, token string) (runtimes.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return runtimes.Response{}, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Accept", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return runtimes.Response{}, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return runtimes.Response{}, fmt.Errorf("reading the answer of %s: %w", u, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Error       string `json:"error"`
+			Description string `json:"description"`
+		}
+		msg := strings.TrimSpace(string(body))
+		if json.Unmarshal(body, &e) == nil && (e.Description != "" || e.Error != "") {
+			msg = e.Description
+			if msg == "" {
+				msg = e.Error
+			}
+		}
+		if len(msg) > 500 {
+			msg = msg[:500] + "..."
+		}
+		if msg == "" {
+			msg = http.StatusText(resp.StatusCode)
+		}
+		return runtimes.Response{}, fmt.Errorf("the broker answered %s: %s", resp.Status, msg)
+	}
+	var page runtimes.Response
+	if err := json.Unmarshal(body, &page); err != nil {
+		return runtimes.Response{}, fmt.Errorf("decoding the answer of %s: %w", u, err)
+	}
+	return page, nil
+}
+
+// devToken mints a cld:read token with the dev key in dir, as `keb token`
+// does; it never creates a key, since a running `keb dev` would refuse it.
+func devToken(dir string) (string, error) {
+	if _, err := os.Stat(dir + "/dev-signing-key.pem"); err != nil {
+		return "", fmt.Errorf("no --token and no dev signing key in %s: start `keb dev` (make run) or pass --token / KEB_TOKEN", dir)
+	}
+	key, err := auth.LoadOrCreateDevKey(dir)
+	if err != nil {
+		return "", err
+	}
+	tok, err := key.Mint(devstack.Issuer, devstack.Audience, "keb-token-cli", []string{auth.ScopeCLDRead}, 5*time.Minute)
+	if err != nil {
+		return "", errors.Join(errors.New("minting a dev token"), err)
+	}
+	return tok, nil
+}
+
+// age renders how long ago t was: 45s, 5m, 3h, 2d.
+func age(now, t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := now.Sub(t)
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d/time.Hour))
+	default:
+		return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
