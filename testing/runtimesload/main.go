@@ -1,0 +1,295 @@
+// Command runtimesload loads a keb database with many instances and measures
+// GET /info/runtimes on them (issue 4: a page of 100 answers in p99 <= 25 ms
+// with 100,000 instances).
+//
+//	go run ./testing/runtimesload -load 100000 -database-url "$APP_DATABASE_URL"
+//	go run ./testing/runtimesload -measure
+//
+// -load writes straight into the database with COPY (instances, one
+// provisioning each, some deprovisionings, some archived rows) and runs
+// ANALYZE. -measure only talks to -url (loopback by default) and sends a
+// bounded number of requests: -n per query after -warmup, sequentially.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/kyma-keb/keb/internal/auth"
+	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/devstack"
+)
+
+const (
+	idPrefix = "rtload-"
+	accounts = 500
+)
+
+type plan struct {
+	id, name, provider string
+	regions            []string
+}
+
+var plans = []plan{
+	{catalog.AzurePlanID, catalog.AzurePlanName, "Azure", []string{"westeurope", "northeurope", "eastus", "swedencentral"}},
+	{catalog.AWSPlanID, catalog.AWSPlanName, "AWS", []string{"eu-central-1", "us-east-1", "ap-southeast-1"}},
+	{catalog.GCPPlanID, catalog.GCPPlanName, "GCP", []string{"europe-west3", "us-central1"}},
+	{catalog.AzureLitePlanID, catalog.AzureLitePlanName, "Azure", []string{"westeurope", "eastus"}},
+}
+
+var platformRegions = []string{"cf-eu10", "cf-us10", "cf-eu20", "cf-ap21"}
+
+func main() {
+	load := flag.Int("load", 0, "insert this many instances (e.g. 100000) into -database-url, then ANALYZE")
+	archived := flag.Int("archived", -1, "archived instances to insert with -load (default: a tenth of -load)")
+	dbURL := flag.String("database-url", os.Getenv("APP_DATABASE_URL"), "keb database (printed by `keb dev` as \"database:\")")
+	measure := flag.Bool("measure", false, "measure GET /info/runtimes on -url")
+	base := flag.String("url", "http://127.0.0.1:8080", "keb base URL")
+	token := flag.String("token", os.Getenv("KEB_TOKEN"), "bearer token with cld:read (default: minted with the dev key in -dir)")
+	dir := flag.String("dir", ".keb", "dev state directory of the running `keb dev`")
+	n := flag.Int("n", 200, "measured requests per query")
+	warmup := flag.Int("warmup", 20, "unmeasured requests per query before measuring")
+	budget := flag.Duration("budget", 60*time.Second, "stop measuring a query after this long, whatever -n")
+	flag.Parse()
+	if *load == 0 && !*measure {
+		fmt.Fprintln(os.Stderr, "runtimesload: give -load N and/or -measure")
+		flag.Usage()
+		os.Exit(2)
+	}
+	ctx := context.Background()
+	if *load > 0 {
+		if *dbURL == "" {
+			fail(fmt.Errorf("-load needs -database-url or APP_DATABASE_URL"))
+		}
+		if *archived < 0 {
+			*archived = *load / 10
+		}
+		if err := loadDB(ctx, *dbURL, *load, *archived); err != nil {
+			fail(err)
+		}
+	}
+	if *measure {
+		if *token == "" {
+			key, err := auth.LoadOrCreateDevKey(*dir)
+			if err != nil {
+				fail(err)
+			}
+			if *token, err = key.Mint(devstack.Issuer, devstack.Audience, "runtimesload", []string{auth.ScopeCLDRead}, time.Hour); err != nil {
+				fail(err)
+			}
+		}
+		m := &measurer{base: strings.TrimRight(*base, "/"), token: *token,
+			client: &http.Client{Timeout: 30 * time.Second}}
+		if err := m.run(*n, *warmup, *budget); err != nil {
+			fail(err)
+		}
+	}
+}
+
+// loadDB inserts n instances and archived rows with COPY in batches.
+func loadDB(ctx context.Context, dbURL string, n, archived int) error {
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	var existing int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM instances WHERE instance_id LIKE $1`, idPrefix+"%").Scan(&existing); err != nil {
+		return err
+	}
+	if existing > 0 {
+		return fmt.Errorf("database already holds %d %s* instances; load into a fresh keb dev database", existing, idPrefix)
+	}
+	start := time.Now()
+	rng := rand.New(rand.NewPCG(4, 100000))
+	// Instances are spread over the last year, oldest first.
+	origin := time.Now().Add(-365 * 24 * time.Hour).UTC()
+	step := 365 * 24 * time.Hour / time.Duration(n+archived+1)
+
+	instCols := []string{"instance_id", "runtime_id", "global_account_id", "subaccount_id", "user_id", "service_id",
+		"plan_id", "plan_name", "platform_region", "provider", "provider_region", "parameters", "context",
+		"dashboard_url", "created_at", "updated_at"}
+	opCols := []string{"operation_id", "instance_id", "type", "state", "description", "stage", "finished_stages",
+		"error_message", "deadline", "data", "created_at", "updated_at", "finished_at"}
+	stages := []string{"initialization", "create_runtime", "check_runtime", "create_kyma", "sap_btp_manager"}
+
+	const batch = 10000
+	states := map[string]int{}
+	for lo := 0; lo < n; lo += batch {
+		hi := min(n, lo+batch)
+		var inst, ops [][]any
+		for i := lo; i < hi; i++ {
+			p := plans[rng.IntN(len(plans))]
+			region := p.regions[rng.IntN(len(p.regions))]
+			ga := fmt.Sprintf("%sga-%03d", idPrefix, rng.IntN(accounts))
+			id := fmt.Sprintf("%sinst-%07d", idPrefix, i)
+			rid := fmt.Sprintf("%srt-%07d", idPrefix, i)
+			created := origin.Add(time.Duration(i) * step)
+			params := fmt.Sprintf(`{"name":"rt-%d","region":%q}`, i, region)
+			ctxJSON := fmt.Sprintf(`{"globalaccount_id":%q,"subaccount_id":"%ssa-%07d"}`, ga, idPrefix, i)
+			shoot := fmt.Sprintf(`{"shootName":"c-%07x"}`, i)
+			// Mix: 85% succeeded, 5% provisioning, 5% failed, 5% deprovisioning.
+			r := rng.IntN(100)
+			pState, desc, errMsg, done := "succeeded", "Operation succeeded", "", stages
+			var pFinished any = created.Add(20 * time.Minute)
+			switch {
+			case r < 5:
+				pState, desc, done, pFinished = "in progress", "Operation in progress", stages[:2], nil
+			case r < 10:
+				pState, desc, errMsg, done = "failed", "Operation failed", "check_runtime: cluster did not become ready", stages[:2]
+			}
+			updated := created.Add(20 * time.Minute)
+			inst = append(inst, []any{id, rid, ga, fmt.Sprintf("%ssa-%07d", idPrefix, i), "user@example.com",
+				catalog.ServiceID, p.id, p.name, platformRegions[rng.IntN(len(platformRegions))], p.provider, region,
+				params, ctxJSON, "https://console.example.com/?kubeconfigID=" + rid, created, updated})
+			ops = append(ops, []any{id + "-p", id, "provision", pState, desc, done[len(done)-1], done, errMsg,
+				created.Add(time.Hour), shoot, created, updated, pFinished})
+			state := map[string]string{"succeeded": "succeeded", "in progress": "provisioning", "failed": "failed"}[pState]
+			if r >= 10 && r < 15 {
+				dc := created.Add(24 * time.Hour)
+				ops = append(ops, []any{id + "-d", id, "deprovision", "in progress", "Operation in progress",
+					"deprovisioning", []string{}, "", dc.Add(time.Hour), "{}", dc, dc, nil})
+				state = "deprovisioning"
+			}
+			states[state]++
+		}
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"instances"}, instCols, pgx.CopyFromRows(inst)); err != nil {
+			_ = tx.Rollback(ctx)
+			return fmt.Errorf("copying instances: %w", err)
+		}
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"operations"}, opCols, pgx.CopyFromRows(ops)); err != nil {
+			_ = tx.Rollback(ctx)
+			return fmt.Errorf("copying operations: %w", err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			return err
+		}
+	}
+
+	arcCols := []string{"instance_id", "runtime_id", "global_account_id", "subaccount_id", "plan_id", "plan_name",
+		"platform_region", "provider", "provider_region", "shoot_name", "provisioning_state", "last_deprovisioning_id",
+		"instance_created_at", "deprovisioning_started_at", "archived_at"}
+	var arc [][]any
+	for j := 0; j < archived; j++ {
+		p := plans[rng.IntN(len(plans))]
+		region := p.regions[rng.IntN(len(p.regions))]
+		// Archived instances are interleaved with live ones in the order.
+		created := origin.Add(time.Duration(rng.IntN(n+archived)) * step).Add(time.Duration(j%1000) * time.Microsecond)
+		id := fmt.Sprintf("%sarch-%07d", idPrefix, j)
+		arc = append(arc, []any{id, fmt.Sprintf("%sart-%07d", idPrefix, j), fmt.Sprintf("%sga-%03d", idPrefix, rng.IntN(accounts)),
+			fmt.Sprintf("%sasa-%07d", idPrefix, j), p.id, p.name, platformRegions[rng.IntN(len(platformRegions))],
+			p.provider, region, fmt.Sprintf("a-%07x", j), "succeeded", id + "-d", created,
+			created.Add(48 * time.Hour), created.Add(49 * time.Hour)})
+	}
+	if _, err := conn.CopyFrom(ctx, pgx.Identifier{"instances_archive"}, arcCols, pgx.CopyFromRows(arc)); err != nil {
+		return fmt.Errorf("copying archive: %w", err)
+	}
+	loaded := time.Since(start)
+	if _, err := conn.Exec(ctx, `ANALYZE instances; ANALYZE operations; ANALYZE instances_archive`); err != nil {
+		return err
+	}
+	fmt.Printf("loaded %d instances (%v) and %d archived in %s, ANALYZE done after %s\n", n, states, archived,
+		loaded.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+type measurer struct {
+	base, token string
+	client      *http.Client
+}
+
+type listing struct {
+	Count      int    `json:"count"`
+	TotalCount int    `json:"totalCount"`
+	Next       string `json:"next"`
+}
+
+func (m *measurer) get(query string) (listing, error) {
+	req, err := http.NewRequest(http.MethodGet, m.base+"/info/runtimes?"+query, nil)
+	if err != nil {
+		return listing{}, err
+	}
+	req.Header.Set("Authorization", "Bearer "+m.token)
+	res, err := m.client.Do(req)
+	if err != nil {
+		return listing{}, err
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		return listing{}, err
+	}
+	if res.StatusCode != http.StatusOK {
+		return listing{}, fmt.Errorf("GET /info/runtimes?%s: %d %s", query, res.StatusCode, body)
+	}
+	var l listing
+	return l, json.Unmarshal(body, &l)
+}
+
+func (m *measurer) run(n, warmup int, budget time.Duration) error {
+	// A cursor deep in the listing: the next of offset page 750 (rows
+	// 75,001-75,100 in the default order).
+	deep, err := m.get("page=750&page_size=100")
+	if err != nil {
+		return err
+	}
+	if deep.Next == "" {
+		return fmt.Errorf("page 750 has no next cursor (count %d, total %d); load 100,000 instances first", deep.Count, deep.TotalCount)
+	}
+	queries := []struct{ name, query string }{
+		{"no filter", "page_size=100"},
+		{"account=<one of 500>", "account=" + idPrefix + "ga-007&page_size=100"},
+		{"state=succeeded", "state=succeeded&page_size=100"},
+		{"plan=azure&region=westeurope", "plan=azure&region=westeurope&page_size=100"},
+		{"state=all (with archive)", "state=all&page_size=100"},
+		{"next=<cursor after row 75,100>", "next=" + url.QueryEscape(deep.Next) + "&page_size=100"},
+		{"op_detail=all", "op_detail=all&page_size=100"},
+	}
+	fmt.Printf("GET %s/info/runtimes, %d sequential requests per query after %d warm-up\n", m.base, n, warmup)
+	fmt.Printf("| query | count | totalCount | n | p50 | p99 | max |\n|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, q := range queries {
+		var l listing
+		for range warmup {
+			if l, err = m.get(q.query); err != nil {
+				return err
+			}
+		}
+		lat := make([]time.Duration, 0, n)
+		start := time.Now()
+		for i := 0; i < n && time.Since(start) < budget; i++ {
+			t0 := time.Now()
+			if _, err := m.get(q.query); err != nil {
+				return err
+			}
+			lat = append(lat, time.Since(t0))
+		}
+		slices.Sort(lat)
+		pct := func(p float64) time.Duration {
+			return lat[min(len(lat)-1, int(float64(len(lat))*p))].Round(10 * time.Microsecond)
+		}
+		fmt.Printf("| %s | %d | %d | %d | %s | %s | %s |\n", q.name, l.Count, l.TotalCount, len(lat),
+			pct(0.50), pct(0.99), lat[len(lat)-1].Round(10*time.Microsecond))
+	}
+	return nil
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "runtimesload:", err)
+	os.Exit(1)
+}
