@@ -291,11 +291,12 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// runtimesSQL returns the page statement (LIMIT page_size+1, to know whether a
+// RuntimesSQL returns the page statement (LIMIT page_size+1, to know whether a
 // next page exists without another statement), the count statement, and
 // their arguments. The count ignores the cursor: it is the total of the
-// listing, not of what is left.
-func runtimesSQL(q RuntimeQuery) (page string, pageArgs []any, count string, countArgs []any) {
+// listing, not of what is left. Exported so that tests and
+// testing/runtimesload EXPLAIN exactly what Runtimes runs.
+func RuntimesSQL(q RuntimeQuery) (page string, pageArgs []any, count string, countArgs []any) {
 	states := q.States
 	if len(states) == 0 {
 		states = DefaultRuntimeStates
@@ -349,7 +350,7 @@ func runtimesSQL(q RuntimeQuery) (page string, pageArgs []any, count string, cou
 // instance_id) order. It runs at most three statements whatever the page
 // size: the page, the count, and (with AllOperations) the page's operations.
 func (s *Store) Runtimes(ctx context.Context, q RuntimeQuery) (RuntimePage, error) {
-	pageSQL, pageArgs, countSQL, countArgs := runtimesSQL(q)
+	pageSQL, pageArgs, countSQL, countArgs := RuntimesSQL(q)
 	rows, _ := s.pool.Query(ctx, pageSQL, pageArgs...)
 	raw, err := pgx.CollectRows(rows, pgx.RowToStructByName[runtimeRow])
 	if err != nil {

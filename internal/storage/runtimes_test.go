@@ -359,7 +359,7 @@ func TestRuntimesPlanUsesIndexes(t *testing.T) {
 		{name: "no filter", q: storage.RuntimeQuery{PageSize: 100}},
 	}
 	for _, tc := range cases {
-		sql, args := storage.RuntimesPageSQL(tc.q)
+		sql, args, _, _ := storage.RuntimesSQL(tc.q)
 		rows, _ := pool.Query(ctx, "EXPLAIN "+sql, args...)
 		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
 		if err != nil {

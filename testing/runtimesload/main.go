@@ -30,6 +30,7 @@ import (
 	"github.com/kyma-keb/keb/internal/auth"
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/devstack"
+	"github.com/kyma-keb/keb/internal/storage"
 )
 
 const (
@@ -56,6 +57,7 @@ func main() {
 	archived := flag.Int("archived", -1, "archived instances to insert with -load (default: a tenth of -load)")
 	dbURL := flag.String("database-url", os.Getenv("APP_DATABASE_URL"), "keb database (printed by `keb dev` as \"database:\")")
 	measure := flag.Bool("measure", false, "measure GET /info/runtimes on -url")
+	explain := flag.String("explain", "", "EXPLAIN ANALYZE in -database-url the statements keb runs for a page: with no filter, or with account=<this value> (\"-\" for no filter)")
 	base := flag.String("url", "http://127.0.0.1:8080", "keb base URL")
 	token := flag.String("token", os.Getenv("KEB_TOKEN"), "bearer token with cld:read (default: minted with the dev key in -dir)")
 	dir := flag.String("dir", ".keb", "dev state directory of the running `keb dev`")
@@ -63,8 +65,8 @@ func main() {
 	warmup := flag.Int("warmup", 20, "unmeasured requests per query before measuring")
 	budget := flag.Duration("budget", 60*time.Second, "stop measuring a query after this long, whatever -n")
 	flag.Parse()
-	if *load == 0 && !*measure {
-		fmt.Fprintln(os.Stderr, "runtimesload: give -load N and/or -measure")
+	if *load == 0 && !*measure && *explain == "" {
+		fmt.Fprintln(os.Stderr, "runtimesload: give -load N, -measure and/or -explain")
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -77,6 +79,11 @@ func main() {
 			*archived = *load / 10
 		}
 		if err := loadDB(ctx, *dbURL, *load, *archived); err != nil {
+			fail(err)
+		}
+	}
+	if *explain != "" {
+		if err := explainPage(ctx, *dbURL, *explain); err != nil {
 			fail(err)
 		}
 	}
@@ -292,4 +299,38 @@ func (m *measurer) run(n, warmup int, budget time.Duration) error {
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "runtimesload:", err)
 	os.Exit(1)
+}
+
+// explainPage prints EXPLAIN ANALYZE of the statements keb runs for one page
+// of 100, taken from the store itself so they cannot drift from the product.
+func explainPage(ctx context.Context, dbURL, account string) error {
+	if dbURL == "" {
+		return fmt.Errorf("-explain needs -database-url or APP_DATABASE_URL")
+	}
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	q := storage.RuntimeQuery{Page: 1, PageSize: 100}
+	if account != "-" {
+		q.GlobalAccountIDs = []string{account}
+	}
+	page, pageArgs, count, countArgs := storage.RuntimesSQL(q)
+	for _, st := range []struct {
+		name string
+		sql  string
+		args []any
+	}{{"page", page, pageArgs}, {"count", count, countArgs}} {
+		rows, err := conn.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+st.sql, st.args...)
+		if err != nil {
+			return fmt.Errorf("explaining the %s statement: %w", st.name, err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return fmt.Errorf("explaining the %s statement: %w", st.name, err)
+		}
+		fmt.Printf("== %s statement\n%s\n", st.name, strings.Join(lines, "\n"))
+	}
+	return nil
 }
