@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -44,15 +45,25 @@ func (s *Store) SaveProgress(ctx context.Context, op Operation) (woken *time.Tim
 	return woken, true, nil
 }
 
-// Finish ends an in-progress operation as succeeded or failed. It returns
-// false when the operation had already ended (or is gone).
+// Finish ends an in-progress operation as succeeded or failed and, in the
+// same statement, moves its instance to the state the outcome implies. It
+// returns false when the operation had already ended (or is gone).
 func (s *Store) Finish(ctx context.Context, op Operation) (bool, error) {
 	if op.State == StateInProgress {
 		return false, errors.New("finishing an operation needs a final state")
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE operations SET state = $2, description = $3, error_message = $4,
-		stage = $5, finished_stages = $6, data = $7, updated_at = now(), finished_at = now()
-		WHERE operation_id = $1 AND state = $8`,
+	tag, err := s.pool.Exec(ctx, `WITH op AS (
+			UPDATE operations SET state = $2, description = $3, error_message = $4,
+				stage = $5, finished_stages = $6, data = $7, updated_at = now(), finished_at = now()
+			WHERE operation_id = $1 AND state = $8
+			RETURNING instance_id, type, state, temporary)
+		UPDATE instances i SET updated_at = now(), state = CASE
+				WHEN op.state = 'failed' THEN 'failed'
+				WHEN op.type = 'deprovision' AND op.temporary THEN 'suspended'
+				WHEN op.type = 'deprovision' THEN 'deprovisioned'
+				ELSE 'succeeded'
+			END
+		FROM op WHERE i.instance_id = op.instance_id`,
 		op.ID, op.State, op.Description, op.ErrorMessage, op.Stage, op.FinishedStages, jsonOrEmpty(op.Data), StateInProgress)
 	if err != nil {
 		return false, fmt.Errorf("finishing operation %s: %w", op.ID, err)
@@ -60,26 +71,46 @@ func (s *Store) Finish(ctx context.Context, op Operation) (bool, error) {
 	return tag.RowsAffected() == 1, nil
 }
 
-// SetRuntimeIdentity records the runtime ID and cluster ID of an instance the
-// first time they are chosen and returns the ones stored, so that a step run
-// twice after a crash keeps the first choice.
-func (s *Store) SetRuntimeIdentity(ctx context.Context, instanceID, runtimeID, clusterID string) (string, string, error) {
-	var rid, cid string
+// RuntimeIdentity names an instance's runtime: the runtime ID (the Runtime
+// CR's name), the cluster ID BTP Manager knows it by, and the shoot name.
+type RuntimeIdentity struct {
+	RuntimeID string
+	ClusterID string
+	ShootName string
+}
+
+// SetRuntimeIdentity records the runtime identity of an instance the first
+// time one is chosen and returns the one stored, so that a step run twice
+// after a crash keeps the first choice. The shoot name goes with the runtime
+// ID; the cluster ID outlives both (a resumed instance keeps it).
+func (s *Store) SetRuntimeIdentity(ctx context.Context, instanceID string, proposed RuntimeIdentity) (RuntimeIdentity, error) {
+	var id RuntimeIdentity
 	err := s.pool.QueryRow(ctx, `UPDATE instances SET
+			shoot_name = CASE WHEN runtime_id = '' THEN $4 ELSE shoot_name END,
 			runtime_id = CASE WHEN runtime_id = '' THEN $2 ELSE runtime_id END,
 			cluster_id = CASE WHEN cluster_id = '' THEN $3 ELSE cluster_id END,
 			updated_at = now()
-		WHERE instance_id = $1 RETURNING runtime_id, cluster_id`, instanceID, runtimeID, clusterID).Scan(&rid, &cid)
+		WHERE instance_id = $1 RETURNING runtime_id, cluster_id, shoot_name`,
+		instanceID, proposed.RuntimeID, proposed.ClusterID, proposed.ShootName).Scan(&id.RuntimeID, &id.ClusterID, &id.ShootName)
 	if err != nil {
-		return "", "", fmt.Errorf("recording runtime of instance %s: %w", instanceID, interpretError(err))
+		return RuntimeIdentity{}, fmt.Errorf("recording runtime of instance %s: %w", instanceID, interpretError(err))
 	}
-	return rid, cid, nil
+	return id, nil
+}
+
+// Provisioned is what a successful provisioning produced.
+type Provisioned struct {
+	ProviderRegion string
+	DashboardURL   string
+	// Parameters are the resolved values the runtime was built with.
+	Parameters json.RawMessage
 }
 
 // SetProvisioned records what a successful provisioning produced.
-func (s *Store) SetProvisioned(ctx context.Context, instanceID, providerRegion, dashboardURL string) error {
-	_, err := s.pool.Exec(ctx, `UPDATE instances SET provider_region = $2, dashboard_url = $3, updated_at = now()
-		WHERE instance_id = $1`, instanceID, providerRegion, dashboardURL)
+func (s *Store) SetProvisioned(ctx context.Context, instanceID string, p Provisioned) error {
+	_, err := s.pool.Exec(ctx, `UPDATE instances SET provider_region = $2, dashboard_url = $3,
+		resolved_parameters = $4, updated_at = now() WHERE instance_id = $1`,
+		instanceID, p.ProviderRegion, p.DashboardURL, jsonOrEmpty(p.Parameters))
 	if err != nil {
 		return fmt.Errorf("recording provisioned instance %s: %w", instanceID, err)
 	}

@@ -37,13 +37,26 @@ type Instance struct {
 	// Credentials is the plaintext sm_operator_credentials JSON. It is sealed
 	// on the way into the database and opened on the way out; nil when the
 	// request carried none.
-	Credentials  []byte     `db:"-"`
-	DashboardURL string     `db:"dashboard_url"`
-	ClusterID    string     `db:"cluster_id"`
-	CreatedAt    time.Time  `db:"created_at"`
-	UpdatedAt    time.Time  `db:"updated_at"`
-	DeletedAt    *time.Time `db:"deleted_at"`
+	Credentials  []byte `db:"-"`
+	DashboardURL string `db:"dashboard_url"`
+	ClusterID    string `db:"cluster_id"`
+	// State is the runtime's state as operators see it (Runtime* constants),
+	// kept in step with the instance's operations.
+	State     string `db:"state"`
+	ShootName string `db:"shoot_name"`
+	// ResolvedParameters are the values the last successful provisioning
+	// ran with; {} until one succeeded.
+	ResolvedParameters json.RawMessage `db:"resolved_parameters"`
+	// ExpiredAt is set once a trial or free instance expired.
+	ExpiredAt *time.Time `db:"expired_at"`
+	CreatedAt time.Time  `db:"created_at"`
+	UpdatedAt time.Time  `db:"updated_at"`
+	DeletedAt *time.Time `db:"deleted_at"`
 }
+
+// Suspended reports whether the instance is suspended: its runtime is gone,
+// the instance stays.
+func (i Instance) Suspended() bool { return i.State == RuntimeSuspended }
 
 // Operation is one provisioning, deprovisioning or update of an instance.
 type Operation struct {
@@ -57,11 +70,14 @@ type Operation struct {
 	ErrorMessage   string          `db:"error_message"`
 	Deadline       time.Time       `db:"deadline"`
 	Data           json.RawMessage `db:"data"`
-	JobID          *int64          `db:"job_id"`
-	WokenAt        *time.Time      `db:"woken_at"`
-	CreatedAt      time.Time       `db:"created_at"`
-	UpdatedAt      time.Time       `db:"updated_at"`
-	FinishedAt     *time.Time      `db:"finished_at"`
+	// Temporary marks a deprovisioning that suspends the instance: the
+	// runtime is removed, the instance stays.
+	Temporary  bool       `db:"temporary"`
+	JobID      *int64     `db:"job_id"`
+	WokenAt    *time.Time `db:"woken_at"`
+	CreatedAt  time.Time  `db:"created_at"`
+	UpdatedAt  time.Time  `db:"updated_at"`
+	FinishedAt *time.Time `db:"finished_at"`
 }
 
 // InProgress reports whether the operation has not finished yet.

@@ -34,10 +34,11 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 const instanceColumns = `instance_id, runtime_id, global_account_id, subaccount_id, user_id, service_id,
 	plan_id, plan_name, platform_region, provider, provider_region, parameters, context,
-	encrypted_credentials, dashboard_url, cluster_id, created_at, updated_at, deleted_at`
+	encrypted_credentials, dashboard_url, cluster_id, state, shoot_name, resolved_parameters, expired_at,
+	created_at, updated_at, deleted_at`
 
 const operationColumns = `operation_id, instance_id, type, state, description, stage, finished_stages,
-	error_message, deadline, data, job_id, woken_at, created_at, updated_at, finished_at`
+	error_message, deadline, data, temporary, job_id, woken_at, created_at, updated_at, finished_at`
 
 // instanceRow is an Instance as stored, with credentials still sealed.
 type instanceRow struct {
@@ -96,9 +97,9 @@ func (s *Store) CreateProvisioning(ctx context.Context, inst Instance, op Operat
 }
 
 func (s *Store) insertOperation(ctx context.Context, tx pgx.Tx, op Operation) error {
-	_, err := tx.Exec(ctx, `INSERT INTO operations (operation_id, instance_id, type, state, description, stage, deadline, data)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		op.ID, op.InstanceID, op.Type, op.State, op.Description, op.Stage, op.Deadline, jsonOrEmpty(op.Data))
+	_, err := tx.Exec(ctx, `INSERT INTO operations (operation_id, instance_id, type, state, description, stage,
+		deadline, data, temporary) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		op.ID, op.InstanceID, op.Type, op.State, op.Description, op.Stage, op.Deadline, jsonOrEmpty(op.Data), op.Temporary)
 	if err != nil {
 		return fmt.Errorf("inserting operation: %w", interpretError(err))
 	}
@@ -165,19 +166,25 @@ func (s *Store) CreateDeprovisioning(ctx context.Context, op Operation) (Operati
 			return fmt.Errorf("reading active operations: %w", err)
 		}
 		for _, a := range active {
-			switch a.Type {
-			case OperationTypeDeprovision:
+			switch {
+			case a.Type == OperationTypeDeprovision && !a.Temporary:
 				result = a
 				return nil
-			case OperationTypeUpdate:
+			case a.Type == OperationTypeDeprovision, a.Type == OperationTypeUpdate:
+				// A suspension is not a deprovisioning: the platform
+				// retries its DELETE once the suspension ended.
 				return ErrOperationInProgress
-			case OperationTypeProvision:
+			case a.Type == OperationTypeProvision:
 				if _, err := tx.Exec(ctx, `UPDATE operations SET state = $2, description = $3, error_message = $3,
 					updated_at = now(), finished_at = now() WHERE operation_id = $1`,
 					a.ID, StateFailed, haltedByDeprovisioning); err != nil {
 					return fmt.Errorf("halting provisioning %s: %w", a.ID, err)
 				}
 			}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE instances SET state = $2, updated_at = now() WHERE instance_id = $1`,
+			op.InstanceID, RuntimeDeprovisioning); err != nil {
+			return fmt.Errorf("marking instance deprovisioning: %w", err)
 		}
 		if err := s.insertOperation(ctx, tx, op); err != nil {
 			return err

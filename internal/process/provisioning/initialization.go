@@ -12,12 +12,13 @@ import (
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process"
+	"github.com/kyma-keb/keb/internal/storage"
 )
 
 // runtimeIdentityStore keeps the first runtime ID and cluster ID chosen for
 // an instance, so a step re-run after a crash reuses them.
 type runtimeIdentityStore interface {
-	SetRuntimeIdentity(ctx context.Context, instanceID, runtimeID, clusterID string) (string, string, error)
+	SetRuntimeIdentity(ctx context.Context, instanceID string, proposed storage.RuntimeIdentity) (storage.RuntimeIdentity, error)
 }
 
 // Initialization applies the plan's defaults, names the runtime and decides
@@ -43,7 +44,9 @@ func (s *Initialization) Run(ctx context.Context, op *process.Operation) (proces
 	if err != nil {
 		return process.Fail("resolving plan defaults: %v", err)
 	}
-	runtimeID, clusterID, err := s.Store.SetRuntimeIdentity(ctx, op.InstanceID, uuid.NewString(), uuid.NewString())
+	runtimeID := uuid.NewString()
+	id, err := s.Store.SetRuntimeIdentity(ctx, op.InstanceID, storage.RuntimeIdentity{
+		RuntimeID: runtimeID, ClusterID: uuid.NewString(), ShootName: ShootName(runtimeID)})
 	if err != nil {
 		return process.StepResult{}, err
 	}
@@ -53,13 +56,19 @@ func (s *Initialization) Run(ctx context.Context, op *process.Operation) (proces
 		return process.StepResult{}, fmt.Errorf("resolving Kyma version: %w", err)
 	}
 	d := &op.Data
-	d.RuntimeID, d.ClusterID, d.KymaVersion = runtimeID, clusterID, version
-	// Shoot names are short and DNS-safe; derived from the runtime ID so a
-	// re-run names the same shoot.
-	d.ShootName = "c-" + strings.ReplaceAll(runtimeID, "-", "")[:7]
+	d.RuntimeID, d.ClusterID, d.ShootName, d.KymaVersion = id.RuntimeID, id.ClusterID, id.ShootName, version
+	if d.ShootName == "" { // an instance recorded before shoot names were stored
+		d.ShootName = ShootName(id.RuntimeID)
+	}
 	d.Provider, d.Region, d.ProviderRegion = res.Provider, res.Region, res.ProviderRegion
 	d.MachineType, d.AutoScalerMin, d.AutoScalerMax, d.ZonesCount = res.MachineType, res.AutoScalerMin, res.AutoScalerMax, res.ZonesCount
 	return process.Done()
+}
+
+// ShootName names a runtime's cluster: short and DNS-safe, derived from the
+// runtime ID so that a re-run names the same shoot.
+func ShootName(runtimeID string) string {
+	return "c-" + strings.ReplaceAll(runtimeID, "-", "")[:7]
 }
 
 // Parameters decodes the instance's stored (already validated) parameters.

@@ -19,6 +19,7 @@ import (
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/process/provisioning"
+	"github.com/kyma-keb/keb/internal/storage"
 )
 
 // pinKymaVersion adds globalAccountID: version to kcp-system/kyma-versions. The product reads
@@ -165,7 +166,7 @@ func TestInitializationRuntimeIdentity(t *testing.T) {
 			store := newIdentityStore()
 			base := newOp(t, catalog.AzurePlanID, "")
 			if tc.stored[0] != "" {
-				store.ids[base.InstanceID] = tc.stored
+				store.ids[base.InstanceID] = storage.RuntimeIdentity{RuntimeID: tc.stored[0], ClusterID: tc.stored[1]}
 			}
 			step := &provisioning.Initialization{Catalog: loadCatalog(t), Store: store, KCP: kcpClient(t),
 				Config: testConfig(newNamespace(t))}

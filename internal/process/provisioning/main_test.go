@@ -183,23 +183,25 @@ func missingFrom(s string, subs ...string) string {
 // instance are kept, later offers get them back (like the UPDATE ... CASE in storage).
 type identityStore struct {
 	mu    sync.Mutex
-	ids   map[string][2]string
+	ids   map[string]storage.RuntimeIdentity
 	calls int
 	err   error
 }
 
-func newIdentityStore() *identityStore { return &identityStore{ids: map[string][2]string{}} }
+func newIdentityStore() *identityStore {
+	return &identityStore{ids: map[string]storage.RuntimeIdentity{}}
+}
 
-func (s *identityStore) SetRuntimeIdentity(_ context.Context, instanceID, runtimeID, clusterID string) (string, string, error) {
+func (s *identityStore) SetRuntimeIdentity(_ context.Context, instanceID string, proposed storage.RuntimeIdentity) (storage.RuntimeIdentity, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls++
 	if s.err != nil {
-		return "", "", s.err
+		return storage.RuntimeIdentity{}, s.err
 	}
 	if have, ok := s.ids[instanceID]; ok {
-		return have[0], have[1], nil
+		return have, nil
 	}
-	s.ids[instanceID] = [2]string{runtimeID, clusterID}
-	return runtimeID, clusterID, nil
+	s.ids[instanceID] = proposed
+	return proposed, nil
 }

@@ -4,8 +4,6 @@
 package provisioning
 
 import (
-	"context"
-	"fmt"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,11 +42,6 @@ type Deps struct {
 	Runtimes *runtime.ClientCache
 }
 
-// provisionedStore records what a finished provisioning produced.
-type provisionedStore interface {
-	SetProvisioned(ctx context.Context, instanceID, providerRegion, dashboardURL string) error
-}
-
 // Pipeline returns the provisioning pipeline.
 func Pipeline(d Deps) process.Pipeline {
 	return process.Pipeline{
@@ -62,10 +55,7 @@ func Pipeline(d Deps) process.Pipeline {
 			&ApplyKyma{KCP: d.KCP, Catalog: d.Catalog, Config: d.Config},
 			&InjectBTPManager{Runtimes: d.Runtimes, Config: d.Config},
 		},
-		Succeeded: func(ctx context.Context, op *process.Operation) error {
-			url := fmt.Sprintf("https://console.%s.%s", op.Data.ShootName, d.Config.DashboardDomain)
-			return d.Finisher.SetProvisioned(ctx, op.InstanceID, op.Data.ProviderRegion, url)
-		},
-		Done: "Operation succeeded: the Kyma runtime is ready",
+		Succeeded: recordProvisioned(d.Finisher, d.Config),
+		Done:      "Operation succeeded: the Kyma runtime is ready",
 	}
 }

@@ -2,12 +2,14 @@ package provisioning_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/process/provisioning"
+	"github.com/kyma-keb/keb/internal/storage"
 )
 
 // TestPipelineStepNames pins the step names and order: names are persisted in every in-flight
@@ -33,11 +35,15 @@ func TestPipelineStepNames(t *testing.T) {
 // finisher is a fake of the store's SetProvisioned.
 type finisher struct {
 	instanceID, providerRegion, dashboardURL string
+	parameters                               provisioning.ResolvedParameters
 	err                                      error
 }
 
-func (f *finisher) SetProvisioned(_ context.Context, instanceID, providerRegion, dashboardURL string) error {
-	f.instanceID, f.providerRegion, f.dashboardURL = instanceID, providerRegion, dashboardURL
+func (f *finisher) SetProvisioned(_ context.Context, instanceID string, p storage.Provisioned) error {
+	f.instanceID, f.providerRegion, f.dashboardURL = instanceID, p.ProviderRegion, p.DashboardURL
+	if err := json.Unmarshal(p.Parameters, &f.parameters); err != nil {
+		return err
+	}
 	return f.err
 }
 
@@ -65,7 +71,9 @@ func TestPipelineSucceededRecordsDashboard(t *testing.T) {
 				t.Error("no description for a succeeded provisioning")
 			}
 			op := newOp(t, catalog.TrialPlanID, "")
-			op.Data = process.Data{ShootName: "c-1234567", Region: "europe", ProviderRegion: "westeurope"}
+			op.Data = process.Data{ShootName: "c-1234567", Provider: "azure", Region: "europe", ProviderRegion: "westeurope",
+				MachineType: "Standard_D4s_v5", AutoScalerMin: 1, AutoScalerMax: 1, ZonesCount: 1,
+				HyperscalerSecret: "trial-azure-1", KymaVersion: "2.20.0"}
 			err := pipe.Succeeded(context.Background(), op)
 			if !errors.Is(err, tc.err) {
 				t.Errorf("error %v, want %v", err, tc.err)
@@ -73,6 +81,11 @@ func TestPipelineSucceededRecordsDashboard(t *testing.T) {
 			if f.instanceID != op.InstanceID || f.providerRegion != "westeurope" || f.dashboardURL != tc.wantURL {
 				t.Errorf("recorded instance %s region %s URL %s, want %s westeurope %s",
 					f.instanceID, f.providerRegion, f.dashboardURL, op.InstanceID, tc.wantURL)
+			}
+			p := f.parameters
+			if p.Region != "europe" || p.MachineType != "Standard_D4s_v5" || p.AutoScalerMin != 1 ||
+				len(p.Zones) != 1 || p.TargetSecret != "trial-azure-1" || p.ShootName != "c-1234567" || p.Provider != "azure" {
+				t.Errorf("resolved parameters %+v do not hold the values the runtime was built with", p)
 			}
 		})
 	}

@@ -1,0 +1,60 @@
+package provisioning
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/kyma-keb/keb/internal/process"
+	"github.com/kyma-keb/keb/internal/storage"
+)
+
+// provisionedStore records what a finished provisioning produced.
+type provisionedStore interface {
+	SetProvisioned(ctx context.Context, instanceID string, p storage.Provisioned) error
+}
+
+// ResolvedParameters are the values a runtime was built with, as GET
+// instance shows them (the shape of KEB's instance details): the request's
+// parameters with every default applied. Never credentials: targetSecret
+// names the hyperscaler account's Secret, it holds none of it.
+type ResolvedParameters struct {
+	Name           string   `json:"name"`
+	Region         string   `json:"region"`
+	ProviderRegion string   `json:"providerRegion,omitempty"`
+	Provider       string   `json:"provider"`
+	MachineType    string   `json:"machineType,omitempty"`
+	AutoScalerMin  int      `json:"autoScalerMin"`
+	AutoScalerMax  int      `json:"autoScalerMax"`
+	Zones          []string `json:"zones"`
+	TargetSecret   string   `json:"targetSecret,omitempty"`
+	KymaVersion    string   `json:"kymaVersion,omitempty"`
+	Components     []string `json:"components"`
+	ShootName      string   `json:"shootName"`
+}
+
+// recordProvisioned is the provisioning pipeline's success hook: it stores
+// the dashboard URL and the resolved parameters on the instance.
+func recordProvisioned(store provisionedStore, cfg Config) func(ctx context.Context, op *process.Operation) error {
+	return func(ctx context.Context, op *process.Operation) error {
+		params, err := Parameters(op)
+		if err != nil {
+			return err
+		}
+		d := op.Data
+		resolved, err := json.Marshal(ResolvedParameters{
+			Name: params.Name, Region: d.Region, ProviderRegion: d.ProviderRegion, Provider: d.Provider,
+			MachineType: d.MachineType, AutoScalerMin: d.AutoScalerMin, AutoScalerMax: d.AutoScalerMax,
+			Zones: Zones(d.Provider, d.ProviderRegion, d.ZonesCount), TargetSecret: d.HyperscalerSecret,
+			KymaVersion: d.KymaVersion, Components: append([]string{}, params.Components...), ShootName: d.ShootName,
+		})
+		if err != nil {
+			return fmt.Errorf("encoding resolved parameters: %w", err)
+		}
+		return store.SetProvisioned(ctx, op.InstanceID, storage.Provisioned{
+			ProviderRegion: d.ProviderRegion,
+			DashboardURL:   fmt.Sprintf("https://console.%s.%s", d.ShootName, cfg.DashboardDomain),
+			Parameters:     resolved,
+		})
+	}
+}
