@@ -21,6 +21,7 @@ import (
 	"github.com/kyma-keb/keb/internal/broker"
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/config"
+	"github.com/kyma-keb/keb/internal/expiry"
 	"github.com/kyma-keb/keb/internal/httpapi"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/runtimes"
@@ -94,9 +95,10 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 		return nil, err
 	}
 	store := storage.NewStore(pool, cipher, inserter)
+	expirer := expiry.New(store, cfg.TrialDuration, cfg.OperationTimeout, log.WithField("component", "expiry"))
 	var eng *engine
 	if cfg.Engine.Workers > 0 {
-		if eng, err = newEngine(cfg, pool, store, cat, log); err != nil {
+		if eng, err = newEngine(cfg, pool, store, cat, expirer, log); err != nil {
 			pool.Close()
 			return nil, err
 		}
@@ -115,7 +117,7 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	a := &App{cfg: cfg, pool: pool, log: log, engine: eng}
 	opts := httpapi.Options{Broker: brk, Auth: verifier, Log: log, Registry: reg, Ready: a.ready,
-		Runtimes: runtimes.NewHandler(store, catalog.ServiceID)}
+		Runtimes: runtimes.NewHandler(store, catalog.ServiceID), Expire: expiry.Handler(expirer, log)}
 	if dev != nil {
 		opts.DevToken = dev.TokenIssue
 	}

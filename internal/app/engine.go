@@ -17,11 +17,13 @@ import (
 	"github.com/kyma-keb/keb/internal/btpmanager"
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/config"
+	"github.com/kyma-keb/keb/internal/expiry"
 	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/process/deprovisioning"
 	"github.com/kyma-keb/keb/internal/process/provisioning"
+	"github.com/kyma-keb/keb/internal/process/update"
 	"github.com/kyma-keb/keb/internal/runtime"
 	"github.com/kyma-keb/keb/internal/storage"
 )
@@ -56,7 +58,7 @@ type engine struct {
 }
 
 // newEngine builds the workers, the pipelines and the control-plane watch.
-func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat *catalog.Catalog, log logrus.FieldLogger) (*engine, error) {
+func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat *catalog.Catalog, expirer *expiry.Expirer, log logrus.FieldLogger) (*engine, error) {
 	ec := cfg.Engine
 	if ec.KCPKubeconfig == "" {
 		return nil, errors.New("no control plane: set APP_KCP_KUBECONFIG (or KUBECONFIG), or APP_WORKERS=0 to only accept requests")
@@ -97,21 +99,32 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat 
 		BTPManagerTimeout: ec.BTPMgrTimeout, AccountPoll: ec.AccountPoll, RuntimePoll: ec.RuntimePoll,
 		BTPManagerPoll: ec.BTPMgrPoll,
 	}
+	// One runtime client cache for every pipeline: a runtime's client (and
+	// its connections) is built once, whichever operation reaches it.
+	runtimes := runtime.NewClientCache(kcp, scheme)
 	pipelines := map[string]process.Pipeline{
 		storage.OperationTypeProvision: provisioning.Pipeline(provisioning.Deps{
 			Config: provCfg, Catalog: cat, Store: store, Finisher: store, KCP: kcp, Pool: pool2,
-			Runtimes: runtime.NewClientCache(kcp, scheme),
+			Runtimes: runtimes,
 		}),
 		storage.OperationTypeDeprovision: deprovisioning.Pipeline(deprovisioning.Deps{
 			Config: deprovisioning.Config{Namespace: ns, RemovalTimeout: ec.RemovalTimeout, RemovalPoll: ec.RemovalPoll,
 				SharedPlanIDs: sharedPlanIDs(cat)},
 			Store: store, KCP: kcp, Pool: pool2,
 		}),
+		storage.OperationTypeUpdate: update.Pipeline(update.Deps{
+			Config:   update.Config{BTPManagerTimeout: ec.BTPMgrTimeout, BTPManagerPoll: ec.BTPMgrPoll},
+			Runtimes: runtimes,
+		}),
 	}
 	eng := process.NewEngine(store, pipelines, log.WithField("component", "engine"))
 	eng.Slice = ec.JobTimeout / 3
 	queue, err := process.NewQueue(pool, eng, process.QueueConfig{
 		Workers: ec.Workers, JobTimeout: ec.JobTimeout, RescueAfter: ec.RescueAfter,
+		Periodic: []process.Periodic{{Name: "expire_trials", Interval: ec.ExpiryInterval, Run: func(ctx context.Context) error {
+			_, err := expirer.ExpireDue(ctx)
+			return err
+		}}},
 	}, log)
 	if err != nil {
 		return nil, err

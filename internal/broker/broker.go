@@ -24,6 +24,7 @@ type instanceStore interface {
 	LastOperation(ctx context.Context, instanceID string) (storage.Operation, error)
 	Operation(ctx context.Context, instanceID, operationID string) (storage.Operation, error)
 	Archived(ctx context.Context, instanceID string) (storage.ArchivedInstance, error)
+	ChangeInstance(ctx context.Context, instanceID string, decide func(storage.Instance, *storage.Operation) (storage.InstanceChange, error)) error
 }
 
 // Options tune the broker's OSB behaviour.

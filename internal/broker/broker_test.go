@@ -404,6 +404,17 @@ func TestProvisionOfAnExistingInstance(t *testing.T) {
 			last:       opOf("op-deprov", storage.OperationTypeDeprovision, storage.StateSucceeded),
 			wantStatus: http.StatusConflict, wantKey: "Conflict", wantDesc: "deprovisioned",
 		},
+		{
+			name:    "suspended instance exists: 200",
+			details: azureDetails(),
+			have:    func() storage.Instance { i := storedAzure(); i.State = storage.RuntimeSuspended; return i },
+			last: func() storage.Operation {
+				o := opOf("op-suspend", storage.OperationTypeDeprovision, storage.StateSucceeded)
+				o.Temporary = true
+				return o
+			}(),
+			wantSpec: domain.ProvisionedServiceSpec{AlreadyExists: true},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -651,20 +662,41 @@ func TestLastOperationNotFound(t *testing.T) {
 func TestGetInstance(t *testing.T) {
 	t.Parallel()
 	deleted := time.Now()
+	with := func(state string, resolved string) storage.Instance {
+		i := storedAzure()
+		i.State, i.DashboardURL = state, "https://console.c-1234567.kyma.example.com"
+		if resolved != "" {
+			i.ResolvedParameters = json.RawMessage(resolved)
+		}
+		return i
+	}
+	const resolved = `{"name":"c1","region":"westeurope","machineType":"Standard_D4s_v5","autoScalerMin":3,"zones":["1"],"targetSecret":"az-1"}`
 	tests := []struct {
-		name       string
-		inst       storage.Instance
-		instErr    error
-		last       storage.Operation
-		wantStatus int
-		wantKey    string
+		name          string
+		inst          storage.Instance
+		instErr       error
+		last          storage.Operation
+		wantStatus    int
+		wantKey       string
+		wantDashboard bool
+		wantParams    string
 	}{
 		{name: "unknown", instErr: storage.ErrNotFound, wantStatus: http.StatusNotFound, wantKey: "NotFound"},
 		{name: "deleted", inst: func() storage.Instance { i := storedAzure(); i.DeletedAt = &deleted; return i }(), wantStatus: http.StatusNotFound, wantKey: "NotFound"},
-		{name: "being provisioned", inst: storedAzure(), last: opOf("op", storage.OperationTypeProvision, storage.StateInProgress), wantStatus: http.StatusNotFound, wantKey: "NotFound"},
-		{name: "provisioning failed", inst: storedAzure(), last: opOf("op", storage.OperationTypeProvision, storage.StateFailed), wantStatus: http.StatusNotFound, wantKey: "NotFound"},
-		{name: "being updated", inst: storedAzure(), last: opOf("op", storage.OperationTypeUpdate, storage.StateInProgress), wantStatus: http.StatusUnprocessableEntity, wantKey: "ConcurrencyError"},
-		{name: "provisioned", inst: storedAzure(), last: opOf("op", storage.OperationTypeProvision, storage.StateSucceeded)},
+		{name: "being provisioned", inst: with(storage.RuntimeProvisioning, ""), last: opOf("op", storage.OperationTypeProvision, storage.StateInProgress), wantStatus: http.StatusNotFound, wantKey: "NotFound"},
+		{name: "provisioning failed", inst: with(storage.RuntimeFailed, ""), last: opOf("op", storage.OperationTypeProvision, storage.StateFailed), wantStatus: http.StatusNotFound, wantKey: "NotFound"},
+		{name: "being updated", inst: with(storage.RuntimeSucceeded, resolved), last: opOf("op", storage.OperationTypeUpdate, storage.StateInProgress), wantStatus: http.StatusUnprocessableEntity, wantKey: "ConcurrencyError"},
+		{name: "provisioned: resolved parameters and dashboard", inst: with(storage.RuntimeSucceeded, resolved),
+			last: opOf("op", storage.OperationTypeProvision, storage.StateSucceeded), wantDashboard: true,
+			wantParams: "map[autoScalerMin:3 machineType:Standard_D4s_v5 name:c1 region:westeurope targetSecret:az-1 zones:[1]]"},
+		{name: "provisioned before resolved parameters were kept: the request's", inst: with(storage.RuntimeSucceeded, ""),
+			last: opOf("op", storage.OperationTypeProvision, storage.StateSucceeded), wantDashboard: true, wantParams: "map[name:c1]"},
+		{name: "suspended: parameters, no dashboard", inst: with(storage.RuntimeSuspended, resolved),
+			last:       opOf("op", storage.OperationTypeDeprovision, storage.StateSucceeded),
+			wantParams: "map[autoScalerMin:3 machineType:Standard_D4s_v5 name:c1 region:westeurope targetSecret:az-1 zones:[1]]"},
+		{name: "resuming: known instance, not a 404", inst: with(storage.RuntimeProvisioning, resolved),
+			last: opOf("op", storage.OperationTypeProvision, storage.StateInProgress), wantDashboard: true,
+			wantParams: "map[autoScalerMin:3 machineType:Standard_D4s_v5 name:c1 region:westeurope targetSecret:az-1 zones:[1]]"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -683,8 +715,11 @@ func TestGetInstance(t *testing.T) {
 			if err != nil {
 				t.Fatalf("GetInstance: %v", err)
 			}
-			if spec.ServiceID != catalog.ServiceID || spec.PlanID != catalog.AzurePlanID || fmt.Sprint(spec.Parameters) != "map[name:c1]" {
-				t.Errorf("spec %+v", spec)
+			if spec.ServiceID != catalog.ServiceID || spec.PlanID != catalog.AzurePlanID || fmt.Sprint(spec.Parameters) != tc.wantParams {
+				t.Errorf("spec %+v, want parameters %s", spec, tc.wantParams)
+			}
+			if got := spec.DashboardURL != ""; got != tc.wantDashboard {
+				t.Errorf("dashboard URL %q, want shown: %v", spec.DashboardURL, tc.wantDashboard)
 			}
 		})
 	}

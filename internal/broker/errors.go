@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/pivotal-cf/brokerapi/v10/domain/apiresponses"
 )
@@ -32,9 +33,15 @@ var (
 	errOperationNotFound = apiresponses.NewFailureResponseBuilder(
 		errors.New("operation does not exist for this instance"), http.StatusNotFound, "operation-not-found").
 		WithErrorKey("NotFound").Build()
-	errUpdateNotSupported = apiresponses.NewFailureResponseBuilder(
-		errors.New("updating a Kyma runtime instance is not supported yet"), http.StatusUnprocessableEntity,
-		"update-not-supported").WithErrorKey("UpdateNotSupported").Build()
+	errUpdateParameters = apiresponses.NewFailureResponseBuilder(
+		errors.New("changing the parameters of a Kyma runtime is not supported yet; only the context (active, sm_operator_credentials) can be updated"),
+		http.StatusUnprocessableEntity, "update-parameters-not-supported").WithErrorKey("UpdateNotSupported").Build()
+	errPlanChange = apiresponses.NewFailureResponseBuilder(
+		errors.New("changing the plan of a Kyma runtime is not supported"),
+		http.StatusUnprocessableEntity, "plan-change-not-supported").WithErrorKey("PlanChangeNotSupported").Build()
+	errAccountMove = apiresponses.NewFailureResponseBuilder(
+		errors.New("moving an instance to another global account or subaccount is not supported"),
+		http.StatusUnprocessableEntity, "account-move-not-supported").WithErrorKey("UpdateNotSupported").Build()
 	errBindingNotSupported = apiresponses.NewFailureResponseBuilder(
 		errors.New("the kymaruntime service is not bindable"), http.StatusBadRequest,
 		"binding-not-supported").WithErrorKey("BindingNotSupported").Build()
@@ -58,4 +65,19 @@ func errConflict(why string) error {
 func errBadRequest(err error) error {
 	return apiresponses.NewFailureResponseBuilder(err, http.StatusBadRequest, "invalid-request").
 		WithErrorKey("BadRequest").Build()
+}
+
+// errExpired refuses to resume an expired trial or free instance: expiry is
+// for good; the platform deprovisions it.
+func errExpired(at time.Time) error {
+	return apiresponses.NewFailureResponseBuilder(
+		fmt.Errorf("the instance expired at %s and cannot be resumed; deprovision it", at.UTC().Format(time.RFC3339)),
+		http.StatusUnprocessableEntity, "instance-expired").WithErrorKey("InstanceExpired").Build()
+}
+
+// isOSBError reports whether err is one of the failures above, to be
+// answered as it is.
+func isOSBError(err error) bool {
+	var f *apiresponses.FailureResponse
+	return errors.As(err, &f)
 }

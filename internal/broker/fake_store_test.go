@@ -26,6 +26,9 @@ type fakeStore struct {
 	lastOperation        func(instanceID string) (storage.Operation, error)
 	operation            func(instanceID, operationID string) (storage.Operation, error)
 	archived             func(instanceID string) (storage.ArchivedInstance, error)
+	// changeInstance is called with ChangeInstance's decide function, as the
+	// store would call it inside its transaction.
+	changeInstance func(instanceID string, decide func(storage.Instance, *storage.Operation) (storage.InstanceChange, error)) error
 
 	mu    sync.Mutex
 	calls []string
@@ -151,4 +154,12 @@ func (f *fakeStore) Archived(_ context.Context, instanceID string) (storage.Arch
 		return storage.ArchivedInstance{}, storage.ErrNotFound
 	}
 	return f.archived(instanceID)
+}
+
+func (f *fakeStore) ChangeInstance(_ context.Context, instanceID string, decide func(storage.Instance, *storage.Operation) (storage.InstanceChange, error)) error {
+	f.record("ChangeInstance")
+	if f.changeInstance == nil {
+		return unexpected("ChangeInstance")
+	}
+	return f.changeInstance(instanceID, decide)
 }

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,8 +13,10 @@ import (
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
-// GetInstance serves GET /v2/service_instances/{instance_id}. OSB asks for a
-// 404 until provisioning has succeeded and a 422 while an update runs.
+// GetInstance serves GET /v2/service_instances/{instance_id}: the plan, the
+// dashboard URL while the runtime runs, and the parameters the runtime was
+// built with (every default applied). OSB asks for a 404 until provisioning
+// has succeeded and a 422 while an update runs.
 func (b *Broker) GetInstance(ctx context.Context, instanceID string, _ domain.FetchInstanceDetails) (domain.GetInstanceDetailsSpec, error) {
 	log := logging.FromContext(ctx, b.log).WithFields(logrus.Fields{"instance_id": instanceID})
 	inst, err := b.store.Instance(ctx, instanceID)
@@ -30,30 +33,32 @@ func (b *Broker) GetInstance(ctx context.Context, instanceID string, _ domain.Fe
 	if err != nil {
 		return domain.GetInstanceDetailsSpec{}, b.internal(log, "reading last operation", err)
 	}
-	switch {
-	case op.Type == storage.OperationTypeProvision && op.InProgress():
-		return domain.GetInstanceDetailsSpec{}, errInstanceBeingProvisioned
-	case op.Type == storage.OperationTypeProvision && op.State == storage.StateFailed:
-		return domain.GetInstanceDetailsSpec{}, errInstanceNotProvisioned
-	case op.Type == storage.OperationTypeUpdate && op.InProgress():
+	if op.Type == storage.OperationTypeUpdate && op.InProgress() {
 		return domain.GetInstanceDetailsSpec{}, errConcurrentInstanceAccess
 	}
-	var params map[string]any
-	if err := json.Unmarshal(inst.Parameters, &params); err != nil {
+	// Resolved parameters are recorded when a provisioning succeeds; an
+	// instance without them has never had a runtime.
+	params := inst.ResolvedParameters
+	if bytes.Equal(normalizedParameters(params), []byte("{}")) {
+		switch inst.State {
+		case storage.RuntimeProvisioning:
+			return domain.GetInstanceDetailsSpec{}, errInstanceBeingProvisioned
+		case storage.RuntimeFailed:
+			return domain.GetInstanceDetailsSpec{}, errInstanceNotProvisioned
+		}
+		// Provisioned before resolved parameters were kept: the request's.
+		params = inst.Parameters
+	}
+	var decoded map[string]any
+	if err := json.Unmarshal(params, &decoded); err != nil {
 		return domain.GetInstanceDetailsSpec{}, b.internal(log, "decoding stored parameters", err)
 	}
-	return domain.GetInstanceDetailsSpec{
-		ServiceID:    inst.ServiceID,
-		PlanID:       inst.PlanID,
-		DashboardURL: inst.DashboardURL,
-		Parameters:   params,
-	}, nil
-}
-
-// Update serves PATCH /v2/service_instances/{instance_id}; keb does not
-// update instances yet and says so with an OSB error.
-func (b *Broker) Update(context.Context, string, domain.UpdateDetails, bool) (domain.UpdateServiceSpec, error) {
-	return domain.UpdateServiceSpec{}, errUpdateNotSupported
+	spec := domain.GetInstanceDetailsSpec{ServiceID: inst.ServiceID, PlanID: inst.PlanID, Parameters: decoded}
+	// A suspended instance, or one being torn down, has no console to link to.
+	if inst.State != storage.RuntimeSuspended && inst.State != storage.RuntimeDeprovisioning {
+		spec.DashboardURL = inst.DashboardURL
+	}
+	return spec, nil
 }
 
 // Bind answers that the service is not bindable (the catalog says so too).

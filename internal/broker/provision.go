@@ -98,7 +98,7 @@ func (b *Broker) Provision(ctx context.Context, instanceID string, details domai
 
 // provisionExisting answers a PUT for an instance ID that is taken, per OSB:
 // identical attributes get the running operation (202) or 200 once
-// provisioned; anything else is a 409.
+// provisioned (a suspended instance exists too); anything else is a 409.
 func (b *Broker) provisionExisting(ctx context.Context, log logrus.FieldLogger, want storage.Instance) (domain.ProvisionedServiceSpec, error) {
 	have, err := b.store.Instance(ctx, want.InstanceID)
 	if err != nil {
@@ -121,7 +121,7 @@ func (b *Broker) provisionExisting(ctx context.Context, log logrus.FieldLogger, 
 		return domain.ProvisionedServiceSpec{}, errConflict("its provisioning failed; deprovision it, then provision again")
 	case op.InProgress():
 		return domain.ProvisionedServiceSpec{}, errConcurrentInstanceAccess
-	case op.Type == storage.OperationTypeDeprovision:
+	case op.Type == storage.OperationTypeDeprovision && !op.Temporary:
 		return domain.ProvisionedServiceSpec{}, errConflict("the instance is deprovisioned")
 	default:
 		return domain.ProvisionedServiceSpec{AlreadyExists: true, DashboardURL: have.DashboardURL}, nil

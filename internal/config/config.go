@@ -29,6 +29,9 @@ type Config struct {
 	PlansFile            string
 	OperationTimeout     time.Duration
 	RetryAfter           time.Duration
+	// TrialDuration is how long a trial lives before the expiry job
+	// suspends it.
+	TrialDuration time.Duration
 
 	JWKSURLs        []string
 	PublicKeyFiles  []string
@@ -47,23 +50,26 @@ type Config struct {
 // Engine is what drives accepted operations: the work queue, the control
 // plane, the account pool and the steps' timing.
 type Engine struct {
-	Workers          int
-	JobTimeout       time.Duration
-	RescueAfter      time.Duration
-	KCPKubeconfig    string
-	GardenerKubecfg  string
-	GardenerProject  string
-	KymaVersion      string
-	OnDemandVersion  bool
-	DashboardDomain  string
-	RuntimeTimeout   time.Duration
-	AccountTimeout   time.Duration
-	BTPMgrTimeout    time.Duration
-	RemovalTimeout   time.Duration
-	RuntimePoll      time.Duration
-	AccountPoll      time.Duration
-	BTPMgrPoll       time.Duration
-	RemovalPoll      time.Duration
+	Workers         int
+	JobTimeout      time.Duration
+	RescueAfter     time.Duration
+	KCPKubeconfig   string
+	GardenerKubecfg string
+	GardenerProject string
+	KymaVersion     string
+	OnDemandVersion bool
+	DashboardDomain string
+	RuntimeTimeout  time.Duration
+	AccountTimeout  time.Duration
+	BTPMgrTimeout   time.Duration
+	RemovalTimeout  time.Duration
+	RuntimePoll     time.Duration
+	AccountPoll     time.Duration
+	BTPMgrPoll      time.Duration
+	RemovalPoll     time.Duration
+	// ExpiryInterval is how often the expiry job looks for trials to
+	// suspend.
+	ExpiryInterval   time.Duration
 	ControlNamespace string
 }
 
@@ -76,6 +82,7 @@ var Defaults = Config{
 	EnabledPlans:         []string{"azure", "gcp", "azure_lite", "trial", "aws"},
 	OperationTimeout:     24 * time.Hour,
 	RetryAfter:           10 * time.Second,
+	TrialDuration:        30 * 24 * time.Hour,
 	JWKSRefresh:          15 * time.Minute,
 	ShutdownTimeout:      30 * time.Second,
 	LogFormat:            "auto",
@@ -95,6 +102,7 @@ var Defaults = Config{
 		AccountPoll:      time.Minute,
 		BTPMgrPoll:       10 * time.Second,
 		RemovalPoll:      15 * time.Second,
+		ExpiryInterval:   time.Hour,
 		ControlNamespace: "kcp-system",
 	},
 }
@@ -236,6 +244,8 @@ func (c *Config) BindBroker(b *Binder) {
 		"how long an operation may run before it fails")
 	b.Duration(&c.RetryAfter, "retry-after", "APP_BROKER_RETRY_AFTER", d.RetryAfter,
 		"Retry-After sent with last_operation while an operation is in progress")
+	b.Duration(&c.TrialDuration, "trial-duration", "APP_TRIAL_DURATION", d.TrialDuration,
+		"how long a trial runtime lives before it is suspended")
 }
 
 // BindEngine binds the settings of the engine that drives operations.
@@ -273,6 +283,8 @@ func (c *Config) BindEngine(b *Binder) {
 		"how often the final step retries while the runtime lacks the BtpOperator kind")
 	b.Duration(&e.RemovalPoll, "removal-poll", "APP_DEPROVISIONING_POLL", d.RemovalPoll,
 		"how often a deprovisioning looks whether its CRs are gone (watches wake it sooner)")
+	b.Duration(&e.ExpiryInterval, "expiry-interval", "APP_EXPIRY_INTERVAL", d.ExpiryInterval,
+		"how often one replica looks for trials older than APP_TRIAL_DURATION and suspends them")
 	e.AccountPoll = d.AccountPoll
 	e.ControlNamespace = d.ControlNamespace
 }
@@ -300,6 +312,12 @@ func (c *Config) Validate() error {
 	}
 	if c.OperationTimeout <= 0 {
 		errs = append(errs, errors.New("APP_BROKER_OPERATION_TIMEOUT must be positive"))
+	}
+	if c.TrialDuration <= 0 {
+		errs = append(errs, errors.New("APP_TRIAL_DURATION must be positive"))
+	}
+	if c.Engine.Workers > 0 && c.Engine.ExpiryInterval <= 0 {
+		errs = append(errs, errors.New("APP_EXPIRY_INTERVAL must be positive"))
 	}
 	if c.Engine.Workers > 0 && c.Engine.RescueAfter <= c.Engine.JobTimeout {
 		errs = append(errs, errors.New("APP_WORKER_RESCUE_AFTER must be longer than APP_WORKER_JOB_TIMEOUT"))

@@ -40,6 +40,9 @@ type Options struct {
 	// Runtimes serves the operators' runtime listing at GET /info/runtimes
 	// and GET /runtimes; nil answers 501.
 	Runtimes http.Handler
+	// Expire serves PUT /expire/service_instance/{instance_id}, which
+	// expires a trial or free instance at once; nil answers 501.
+	Expire http.Handler
 }
 
 // osbRoutes are brokerapi's routes, registered one by one so that metrics
@@ -90,6 +93,13 @@ func NewRouter(opts Options) http.Handler {
 	requireCLDRead := opts.Auth.Require(auth.ScopeCLDRead)
 	r.Handle("/info/runtimes", requireCLDRead(runtimes)).Methods(http.MethodGet)
 	r.Handle("/runtimes", requireCLDRead(runtimes)).Methods(http.MethodGet)
+
+	// Expiring an instance changes it as a PATCH would: broker:write.
+	expire := opts.Expire
+	if expire == nil {
+		expire = http.HandlerFunc(notYetServed)
+	}
+	r.Handle("/expire/service_instance/{instance_id}", requireWrite(expire)).Methods(http.MethodPut)
 
 	// Operator endpoints get their auth rules now; their handlers arrive
 	// with the operator issues and answer 501 until then.

@@ -170,6 +170,9 @@ func (e *Engine) Process(ctx context.Context, operationID string) (Outcome, erro
 	}
 	o.State = storage.StateSucceeded
 	o.Description = pipe.Done
+	if o.Data.Conclusion != "" {
+		o.Description = o.Data.Conclusion
+	}
 	o.Stage = ""
 	if _, err := e.finish(ctx, o); err != nil {
 		return Outcome{}, err

@@ -286,3 +286,29 @@ func TestWakeDuringStepIsNotLost(t *testing.T) {
 
 // jittered reports whether got is want spread by the engine's jitter (up to a fifth).
 func jittered(got, want time.Duration) bool { return got >= want && got <= want+want/5 }
+
+// TestConclusionOutlivesItsRun: a step's conclusion replaces the Done text,
+// also when the operation finishes in a later run than the one that drew it.
+func TestConclusionOutlivesItsRun(t *testing.T) {
+	t.Parallel()
+	a := &fakeStep{name: "a", run: func(op *Operation) (StepResult, error) {
+		op.Conclude("nothing to push")
+		return Done()
+	}}
+	waits := 0
+	w := &fakeStep{name: "wait", run: func(*Operation) (StepResult, error) {
+		if waits++; waits == 1 {
+			return RetryAfter(time.Second)
+		}
+		return Done()
+	}}
+	b := setup(t, a, w)
+	for range 2 {
+		if _, err := b.engine.Process(context.Background(), "op-1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b.store.op.State != storage.StateSucceeded || b.store.op.Description != "nothing to push" {
+		t.Fatalf("finished operation says %q (%s), want the step's conclusion", b.store.op.Description, b.store.op.State)
+	}
+}

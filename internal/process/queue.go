@@ -45,7 +45,61 @@ type QueueConfig struct {
 	// PollInterval is how often idle workers look for work they were not
 	// notified of (scheduled jobs coming due).
 	PollInterval time.Duration
+	// Periodic are housekeeping jobs (trial expiry). River's elected leader
+	// schedules them and uniqueness keeps one run at a time, whatever the
+	// number of replicas.
+	Periodic []Periodic
 }
+
+// Periodic is a job run every Interval, and once when a replica becomes
+// leader.
+type Periodic struct {
+	// Name identifies the job in the queue: never rename one.
+	Name     string
+	Interval time.Duration
+	Run      func(ctx context.Context) error
+}
+
+// PeriodicArgs is the queue entry of a periodic job.
+type PeriodicArgs struct {
+	Name string `json:"name" river:"unique"`
+}
+
+// Kind is stored in every queued job: never rename it.
+func (PeriodicArgs) Kind() string { return "keb_periodic" }
+
+// InsertOpts keeps one job per name queued or running, so a slow run is not
+// overtaken by the next, and gives up on a failed run after a few tries: the
+// next interval runs it anyway. Finished jobs are left out of the uniqueness
+// states (River's default counts completed ones, which would block every run
+// after the first until River deletes the old job).
+func (PeriodicArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{MaxAttempts: 3, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
+		rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
+		rivertype.JobStateRetryable, rivertype.JobStateScheduled,
+	}}}
+}
+
+type periodicWorker struct {
+	river.WorkerDefaults[PeriodicArgs]
+	jobs    map[string]Periodic
+	timeout time.Duration
+}
+
+func (w *periodicWorker) Work(ctx context.Context, job *river.Job[PeriodicArgs]) error {
+	p, ok := w.jobs[job.Args.Name]
+	if !ok {
+		// A job of a name this version does not know (left by an older or
+		// newer replica): drop it.
+		return river.JobCancel(fmt.Errorf("unknown periodic job %q", job.Args.Name))
+	}
+	if err := p.Run(ctx); err != nil {
+		return fmt.Errorf("periodic job %s: %w", p.Name, err)
+	}
+	return nil
+}
+
+func (w *periodicWorker) Timeout(*river.Job[PeriodicArgs]) time.Duration { return w.timeout }
 
 // Queue is keb's durable work queue (River, in PostgreSQL).
 type Queue struct {
@@ -84,6 +138,15 @@ func NewQueue(pool *pgxpool.Pool, engine *Engine, cfg QueueConfig, log logrus.Fi
 	if working {
 		workers := river.NewWorkers()
 		river.AddWorker(workers, &operationWorker{engine: engine, timeout: cfg.JobTimeout})
+		periodic := &periodicWorker{jobs: map[string]Periodic{}, timeout: cfg.JobTimeout}
+		river.AddWorker(workers, periodic)
+		for _, p := range cfg.Periodic {
+			periodic.jobs[p.Name] = p
+			args := PeriodicArgs{Name: p.Name}
+			rc.PeriodicJobs = append(rc.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(p.Interval),
+				func() (river.JobArgs, *river.InsertOpts) { return args, nil },
+				&river.PeriodicJobOpts{ID: p.Name, RunOnStart: true}))
+		}
 		rc.Workers = workers
 		rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}}
 		rc.JobTimeout = cfg.JobTimeout

@@ -72,6 +72,14 @@ func (o *Operation) Describe(format string, args ...any) {
 	o.Description = fmt.Sprintf(format, args...)
 }
 
+// Conclude sets what a succeeded operation says instead of its pipeline's
+// Done text, when a step's outcome makes that text untrue (nothing to push, a
+// Secret left alone, an instance suspended rather than deleted). It is
+// persisted, so a later run that finishes the operation still says it.
+func (o *Operation) Conclude(format string, args ...any) {
+	o.Data.Conclusion = fmt.Sprintf(format, args...)
+}
+
 // Data is what steps record for later steps and for operators. It is stored
 // as the operation's data (JSON); it never holds secrets.
 type Data struct {
@@ -93,6 +101,8 @@ type Data struct {
 	Components        []string `json:"components,omitempty"`
 	// StepStartedAt holds each step's first run, for step deadlines.
 	StepStartedAt map[string]time.Time `json:"stepStartedAt,omitempty"`
+	// Conclusion replaces the pipeline's Done text; see Operation.Conclude.
+	Conclusion string `json:"conclusion,omitempty"`
 	// Failures counts consecutive unexpected errors of the current step, for
 	// backoff without burning the queue's attempts.
 	Failures int `json:"failures,omitempty"`

@@ -58,6 +58,9 @@ func (s *Store) Finish(ctx context.Context, op Operation) (bool, error) {
 			WHERE operation_id = $1 AND state = $8
 			RETURNING instance_id, type, state, temporary)
 		UPDATE instances i SET updated_at = now(), state = CASE
+				-- A failed credential push leaves a working runtime: its
+				-- state stays; the failed operation is in its history.
+				WHEN op.type = 'update' THEN i.state
 				WHEN op.state = 'failed' THEN 'failed'
 				WHEN op.type = 'deprovision' AND op.temporary THEN 'suspended'
 				WHEN op.type = 'deprovision' THEN 'deprovisioned'

@@ -54,7 +54,7 @@ type stack struct {
 // newStack seeds the control plane's pool with accounts and starts keb.
 // Each stack uses its own namespaces' objects by name prefix, so stacks must
 // not run in parallel on one control plane.
-func newStack(t *testing.T, mode infrasim.Mode, accounts int) *stack {
+func newStack(t *testing.T, mode infrasim.Mode, accounts int, tweaks ...func(*config.Config)) *stack {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -100,6 +100,9 @@ func newStack(t *testing.T, mode infrasim.Mode, accounts int) *stack {
 	cfg.Engine.RuntimePoll = 2 * time.Second
 	cfg.Engine.BTPMgrPoll = time.Second
 	cfg.Engine.RemovalPoll = time.Second
+	for _, tweak := range tweaks {
+		tweak(&cfg)
+	}
 	a, err := app.New(ctx, cfg, log, &app.DevOptions{PublicKeys: []crypto.PublicKey{key.Public()}})
 	if err != nil {
 		t.Fatalf("building keb: %v", err)
@@ -129,6 +132,9 @@ func seedPool(t *testing.T, c client.Client, accounts int) {
 			Labels: map[string]string{hyperscaler.LabelHyperscalerType: "azure"}}}
 		_ = c.Create(ctx, s)
 	}
+	// Trials run in a shared account, never claimed by a tenant.
+	_ = c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "azure-shared-000", Namespace: poolNS,
+		Labels: map[string]string{hyperscaler.LabelHyperscalerType: "azure", hyperscaler.LabelShared: "true"}}})
 }
 
 // call sends an OSB request and decodes the JSON answer.
@@ -154,6 +160,20 @@ func (s *stack) call(method, path, body string) (int, map[string]any) {
 	_ = json.NewDecoder(res.Body).Decode(&out)
 	return res.StatusCode, out
 }
+
+// runtime returns the instance as GET /runtimes shows it to an operator.
+func (s *stack) runtime(instanceID string) map[string]any {
+	s.t.Helper()
+	code, body := s.call(http.MethodGet, "/runtimes?state=all&instance_id="+instanceID, "")
+	data, _ := body["data"].([]any)
+	if code != http.StatusOK || len(data) != 1 {
+		s.t.Fatalf("GET /runtimes for %s: %d %v", instanceID, code, body)
+	}
+	return data[0].(map[string]any)
+}
+
+// status is the runtime's status block as /runtimes shows it.
+func status(rt map[string]any) map[string]any { return rt["status"].(map[string]any) }
 
 // waitFor polls last_operation until the operation is no longer in progress
 // and returns its final state and description (or "gone" for a 410).

@@ -14,7 +14,8 @@ type archiver interface {
 }
 
 // Archive keeps a summary row of the instance after it is gone: operators
-// still see it, and its ID is never reused.
+// still see it, and its ID is never reused. A suspension archives nothing:
+// the instance is not going away.
 type Archive struct {
 	Store interface {
 		archiver
@@ -27,6 +28,13 @@ func (s *Archive) Name() string { return "archive" }
 
 // Run implements process.Step.
 func (s *Archive) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
+	if op.Temporary {
+		// An archive row is what lets remove_instance delete the instance
+		// (storage refuses an unarchived one); a suspended instance must
+		// never get one, or a later step or operator could remove it.
+		op.Describe("Not archiving the instance: it is suspended and stays")
+		return process.Done()
+	}
 	op.Describe("Archiving the instance")
 	i := op.Instance
 	provState := ""

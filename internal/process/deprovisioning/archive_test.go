@@ -3,6 +3,8 @@ package deprovisioning_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/kyma-keb/keb/internal/process/deprovisioning"
@@ -67,24 +69,62 @@ func TestArchive(t *testing.T) {
 	}
 }
 
+// TestArchiveSuspension: a suspended instance stays, so it gets no archive row (which would let
+// remove_instance delete it), whatever the store would answer.
+func TestArchiveSuspension(t *testing.T) {
+	t.Parallel()
+	for _, storeErr := range []error{nil, errors.New("db down")} {
+		t.Run(fmt.Sprintf("store error %v", storeErr), func(t *testing.T) {
+			t.Parallel()
+			op := newOp()
+			op.Temporary = true
+			store := &fakeStore{provErr: storeErr, archiveErr: storeErr,
+				provisioning: storage.Operation{ID: "prov-1", InstanceID: op.InstanceID,
+					Type: storage.OperationTypeProvision, State: storage.StateSucceeded}}
+			step := &deprovisioning.Archive{Store: store}
+			res, err := step.Run(context.Background(), op)
+			mustOutcome(t, "archive", done, res, err)
+			if len(store.archived) != 0 || len(store.opTypesAsked) != 0 {
+				t.Errorf("archived %v, asked for %v; want nothing archived and no question", store.archived, store.opTypesAsked)
+			}
+			if !strings.Contains(op.Description, "suspended") {
+				t.Errorf("description %q does not say the instance is suspended", op.Description)
+			}
+		})
+	}
+}
+
 func TestRemoveInstance(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name string
-		err  error
-		want outcome
+		name      string
+		temporary bool
+		err       error
+		want      outcome
 	}{
 		{name: "instance removed", want: done},
 		{name: "store refuses (not archived): temporary", err: errors.New("instance x is not archived; refusing to remove it"), want: temporary},
+		// A suspension is never archived: the store would refuse, but it is not even asked.
+		{name: "suspension: instance kept", temporary: true, err: errors.New("instance x is not archived; refusing to remove it"), want: done},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			op := newOp()
+			op.Temporary = tc.temporary
 			store := &fakeStore{removeErr: tc.err}
 			step := &deprovisioning.RemoveInstance{Store: store}
 			res, err := step.Run(context.Background(), op)
 			mustOutcome(t, "remove_instance", tc.want, res, err)
+			if tc.temporary {
+				if len(store.removed) != 0 {
+					t.Errorf("removed %v, want the suspended instance kept", store.removed)
+				}
+				if !strings.Contains(op.Description, "suspended") {
+					t.Errorf("description %q does not say the instance is suspended", op.Description)
+				}
+				return
+			}
 			if tc.err != nil && !errors.Is(err, tc.err) {
 				t.Errorf("error %v, want the store's %v", err, tc.err)
 			}

@@ -47,12 +47,14 @@ func TestDeleteKyma(t *testing.T) {
 		runtimeID string // "" : the instance's
 		noCR      bool
 		finalizer bool
+		temporary bool // a suspension removes the runtime all the same
 	}{
 		{name: "no runtime ID: done, nothing touched", noRuntime: true},
 		{name: "Kyma CR without finalizer: deleted, done"},
 		{name: "Kyma CR already gone: done", noCR: true},
 		{name: "finalizer holds the CR: waits, then done once released", finalizer: true},
 		{name: "upper-case runtime ID: the lower-case CR is deleted", runtimeID: "ABCDEF12-3456-4789-8abc-def012345678"},
+		{name: "suspension: the Kyma CR is deleted all the same", temporary: true, finalizer: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -60,6 +62,7 @@ func TestDeleteKyma(t *testing.T) {
 			ns := newNamespace(t)
 			c := kcpClient(t)
 			op := newOp()
+			op.Temporary = tc.temporary
 			if tc.runtimeID != "" {
 				op.Instance.RuntimeID = tc.runtimeID
 			}

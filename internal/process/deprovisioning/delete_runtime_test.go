@@ -19,6 +19,7 @@ func TestDeleteRuntime(t *testing.T) {
 		noRuntime bool
 		noCR      bool
 		finalizer bool
+		temporary bool // a suspension removes the runtime all the same
 		// overrides: the operation records an overrides Secret; overridesExist: it is stored.
 		overrides, overridesExist bool
 	}{
@@ -29,6 +30,8 @@ func TestDeleteRuntime(t *testing.T) {
 		{name: "Runtime CR already gone: overrides still cleaned up", noCR: true, overrides: true, overridesExist: true},
 		{name: "finalizer holds the CR: waits, keeps overrides, then done once released",
 			finalizer: true, overrides: true, overridesExist: true},
+		{name: "suspension: Runtime CR and overrides Secret deleted all the same",
+			temporary: true, finalizer: true, overrides: true, overridesExist: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -36,6 +39,7 @@ func TestDeleteRuntime(t *testing.T) {
 			ns := newNamespace(t)
 			c := kcpClient(t)
 			op := newOp()
+			op.Temporary = tc.temporary
 			runtimeID := op.Instance.RuntimeID
 			if !tc.noRuntime {
 				op.Data.RuntimeID = runtimeID

@@ -19,7 +19,9 @@ type accountReleaser interface {
 
 // ReleaseHyperscalerSecret gives back a dedicated hyperscaler account once no
 // other runtime of the tenant uses it: the account is labelled dirty and
-// waits for cleanup. Shared accounts are never released.
+// waits for cleanup. Shared accounts are never released, and neither is the
+// account of a suspension: the suspended instance still belongs to the tenant
+// and its resumed runtime goes back to the same account.
 type ReleaseHyperscalerSecret struct {
 	Store tenantCounter
 	Pool  accountReleaser
@@ -33,6 +35,12 @@ func (s *ReleaseHyperscalerSecret) Name() string { return "release_hyperscaler_s
 
 // Run implements process.Step.
 func (s *ReleaseHyperscalerSecret) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
+	if op.Temporary {
+		// Marking the account dirty would have it cleaned up (everything in
+		// it deleted) and handed to another tenant while this one may resume.
+		op.Describe("Keeping the hyperscaler account: the instance is suspended, not deleted")
+		return process.Done()
+	}
 	if op.Data.HyperscalerSecret == "" || op.Data.HyperscalerShared {
 		return process.Done()
 	}

@@ -3,6 +3,7 @@ package deprovisioning_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -68,13 +69,15 @@ func TestReleaseHyperscalerSecret(t *testing.T) {
 		{name: "gcp-mine", typ: "gcp", tenant: "self"},
 	}
 	tests := []struct {
-		name     string
-		secret   string // the recorded account; "" none
-		typ      string
-		shared   bool
-		others   int
-		countErr error
-		want     outcome
+		name   string
+		secret string // the recorded account; "" none
+		typ    string
+		shared bool
+		// temporary: the deprovisioning suspends the instance.
+		temporary bool
+		others    int
+		countErr  error
+		want      outcome
 		// wantCounted: the store was asked for the tenant's other instances.
 		wantCounted bool
 		wantDirty   []string // pool Secrets dirty afterwards
@@ -89,6 +92,10 @@ func TestReleaseHyperscalerSecret(t *testing.T) {
 			want: done, wantCounted: true, wantDirty: []string{"gcp-mine"}},
 		{name: "store unavailable: temporary error, nothing released", secret: "az-mine", typ: "azure",
 			countErr: errors.New("db down"), want: temporary, wantCounted: true},
+		{name: "suspension of the tenant's last instance: account kept, store not asked", secret: "az-mine",
+			typ: "azure", temporary: true, want: done},
+		{name: "suspension with a store that would fail: still done, nothing released", secret: "az-mine",
+			typ: "azure", temporary: true, countErr: errors.New("db down"), want: done},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -98,6 +105,7 @@ func TestReleaseHyperscalerSecret(t *testing.T) {
 				op.Data.Provider = tc.typ
 			}
 			op.Data.HyperscalerSecret, op.Data.HyperscalerType, op.Data.HyperscalerShared = tc.secret, tc.typ, tc.shared
+			op.Temporary = tc.temporary
 			p, ns := newPool(t, op.Instance.GlobalAccountID, pool...)
 			store := &fakeStore{others: tc.others, countErr: tc.countErr}
 			step := &deprovisioning.ReleaseHyperscalerSecret{Store: store, Pool: p}
@@ -122,6 +130,9 @@ func TestReleaseHyperscalerSecret(t *testing.T) {
 				if (label == "true") != wantDirty[name] {
 					t.Errorf("pool secret %s: dirty=%q, want dirty %v", name, label, wantDirty[name])
 				}
+			}
+			if tc.temporary && !strings.Contains(op.Description, "suspended") {
+				t.Errorf("description %q does not say the instance is suspended", op.Description)
 			}
 			if tc.want != done {
 				return

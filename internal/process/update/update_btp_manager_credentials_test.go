@@ -1,0 +1,437 @@
+package update_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/kyma-keb/keb/internal/app"
+	"github.com/kyma-keb/keb/internal/btpmanager"
+	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/process/update"
+	"github.com/kyma-keb/keb/internal/runtime"
+	"github.com/kyma-keb/keb/testing/k8stest"
+)
+
+var secretKey = client.ObjectKey{Namespace: btpmanager.Namespace, Name: btpmanager.SecretName}
+
+func TestUpdateBTPManagerCredentialsWithoutRuntime(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		noCreds     bool
+		rawCreds    string // replaces the stored credentials
+		noRuntimeID bool
+		clientErr   error
+		want        outcome
+		wantDesc    []string
+		wantCalls   int32
+	}{
+		{name: "no credentials stored: done, nothing to push", noCreds: true, want: done,
+			wantDesc: []string{"Nothing to push", "sm_operator_credentials"}},
+		{name: "unreadable stored credentials: fails for good", rawCreds: `{"clientsecret":"s3cret"`, want: failure},
+		{name: "instance without a runtime ID: fails at once instead of waiting for a kubeconfig", noRuntimeID: true,
+			want: failure},
+		{name: "runtime kubeconfig missing: waits for it",
+			clientErr: fmt.Errorf("secret kcp-system/kubeconfig-x: %w", runtime.ErrKubeconfigNotFound),
+			want:      retry, wantDesc: []string{"kubeconfig"}, wantCalls: 1},
+		{name: "runtime unreachable: temporary error", clientErr: errors.New("dial tcp: connection refused"),
+			want: temporary, wantCalls: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			creds := &credentials
+			if tc.noCreds {
+				creds = nil
+			}
+			op := newOp(t, creds)
+			if tc.rawCreds != "" {
+				op.Instance.Credentials = []byte(tc.rawCreds)
+			}
+			if tc.noRuntimeID {
+				op.Instance.RuntimeID = ""
+			}
+			rc := &runtimeClients{err: tc.clientErr}
+			cfg := testConfig()
+			step := &update.UpdateBTPManagerCredentials{Runtimes: rc, Config: cfg}
+			res, err := step.Run(context.Background(), op)
+			mustOutcome(t, step.Name(), tc.want, res, err)
+			if tc.want == retry {
+				if res.RetryAfter != cfg.BTPManagerPoll {
+					t.Errorf("retry after %s, want the configured poll %s", res.RetryAfter, cfg.BTPManagerPoll)
+				}
+				if m := missingFrom(op.Description, op.Instance.ShootName); m != "" {
+					t.Errorf("description %q does not name the cluster", op.Description)
+				}
+			}
+			if m := missingFrom(op.Description, tc.wantDesc...); m != "" {
+				t.Errorf("description %q does not mention %q", op.Description, m)
+			}
+			if tc.want == failure && strings.Contains(res.Failure.Error(), "s3cret") {
+				t.Errorf("failure %q echoes the stored credentials", res.Failure)
+			}
+			if got := rc.calls.Load(); got != tc.wantCalls {
+				t.Errorf("runtime client asked %d times, want %d", got, tc.wantCalls)
+			}
+			if tc.wantCalls > 0 && rc.asked.Load() != op.Instance.RuntimeID {
+				t.Errorf("runtime client asked for %v, want the instance's runtime %s", rc.asked.Load(), op.Instance.RuntimeID)
+			}
+		})
+	}
+}
+
+// resetRuntime removes the sap-btp-manager Secret and the BtpOperator CR from the package's
+// apiserver acting as a runtime, and makes sure kyma-system exists (the apiserver runs no
+// namespace controller, so the namespace is never deleted).
+func resetRuntime(t *testing.T) {
+	t.Helper()
+	c := kcpClient(t)
+	ctx := context.Background()
+	err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: btpmanager.Namespace}})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("creating namespace %s: %v", btpmanager.Namespace, err)
+	}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: secretKey.Namespace, Name: secretKey.Name}}
+	if err := c.Delete(ctx, sec); client.IgnoreNotFound(err) != nil {
+		t.Fatalf("deleting Secret %s: %v", secretKey, err)
+	}
+	if err := c.Delete(ctx, btpOperator()); client.IgnoreNotFound(err) != nil {
+		t.Fatalf("deleting BtpOperator: %v", err)
+	}
+}
+
+func btpOperator() *unstructured.Unstructured {
+	cr := &unstructured.Unstructured{}
+	cr.SetGroupVersionKind(btpmanager.GroupVersion.WithKind(btpmanager.Kind))
+	cr.SetNamespace(btpmanager.Namespace)
+	cr.SetName(btpmanager.CRName)
+	return cr
+}
+
+// putSecret stores the runtime's sap-btp-manager Secret as an earlier injection (or an operator)
+// left it.
+func putSecret(t *testing.T, labels map[string]string, data map[string]string) *corev1.Secret {
+	t.Helper()
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: secretKey.Namespace, Name: secretKey.Name, Labels: labels},
+		Type: corev1.SecretTypeOpaque, StringData: data}
+	if err := kcpClient(t).Create(context.Background(), sec); err != nil {
+		t.Fatalf("creating Secret %s: %v", secretKey, err)
+	}
+	return readSecret(t, kcpClient(t))
+}
+
+func readSecret(t *testing.T, c client.Client) *corev1.Secret {
+	t.Helper()
+	sec := &corev1.Secret{}
+	if err := c.Get(context.Background(), secretKey, sec); err != nil {
+		t.Fatalf("reading Secret %s: %v", secretKey, err)
+	}
+	return sec
+}
+
+func secretMissing(t *testing.T) bool {
+	t.Helper()
+	err := kcpClient(t).Get(context.Background(), secretKey, &corev1.Secret{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatalf("reading Secret %s: %v", secretKey, err)
+	}
+	return apierrors.IsNotFound(err)
+}
+
+func stringData(sec *corev1.Secret) map[string]string {
+	out := map[string]string{}
+	for k, v := range sec.Data {
+		out[k] = string(v)
+	}
+	return out
+}
+
+// wantData is the Secret's data holding creds and clusterID.
+func wantData(creds catalog.SMOperatorCredentials, clusterID string) map[string]string {
+	return map[string]string{btpmanager.KeyClientID: creds.ClientID, btpmanager.KeyClientSecret: creds.ClientSecret,
+		btpmanager.KeySMURL: creds.SMURL, btpmanager.KeyTokenURL: creds.URL, btpmanager.KeyClusterID: clusterID}
+}
+
+var (
+	kebLabels = map[string]string{btpmanager.LabelManagedBy: btpmanager.ManagedByKEB, btpmanager.LabelWatchedBy: btpmanager.ManagedByKEB}
+	oldCreds  = catalog.SMOperatorCredentials{ClientID: "old-cid", ClientSecret: "old-csecret",
+		SMURL: "https://sm.old.example.com", URL: "https://auth.old.example.com"}
+)
+
+// TestUpdateBTPManagerCredentialsInRuntime runs the step against a real runtime apiserver (the
+// package's). Its cases share the fixed Secret kyma-system/sap-btp-manager, so they run in turn.
+func TestUpdateBTPManagerCredentialsInRuntime(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig()
+	runtimeClient := kcpClient(t)
+	newStep := func() (*update.UpdateBTPManagerCredentials, *runtimeClients) {
+		rc := &runtimeClients{c: runtimeClient}
+		return &update.UpdateBTPManagerCredentials{Runtimes: rc, Config: cfg}, rc
+	}
+
+	t.Run("credentials rotated, the Secret's cluster_id kept", func(t *testing.T) {
+		resetRuntime(t)
+		// The Secret's cluster_id differs from the instance's on purpose: BTP Manager knows the
+		// cluster by the one in the Secret, and rotation must not change it.
+		before := putSecret(t, kebLabels, wantData(oldCreds, "cluster-of-the-secret"))
+		op := newOp(t, &credentials)
+		step, rc := newStep()
+		res, err := step.Run(context.Background(), op)
+		mustOutcome(t, step.Name(), done, res, err)
+		if rc.asked.Load() != op.Instance.RuntimeID {
+			t.Errorf("runtime client asked for %v, want %s", rc.asked.Load(), op.Instance.RuntimeID)
+		}
+		sec := readSecret(t, runtimeClient)
+		if g, w := mustJSON(t, stringData(sec)), mustJSON(t, wantData(credentials, "cluster-of-the-secret")); g != w {
+			t.Errorf("secret data:\n got %s\nwant %s", g, w)
+		}
+		if sec.UID != before.UID {
+			t.Error("the Secret was recreated, want it updated in place")
+		}
+		if op.Data.ClusterID != "" {
+			t.Errorf("operation records cluster ID %q although nothing was injected", op.Data.ClusterID)
+		}
+		if m := missingFrom(op.Description, "credentials", "updated"); m != "" {
+			t.Errorf("description %q does not mention %q", op.Description, m)
+		}
+		// A re-run (after a crash) writes nothing.
+		res, err = step.Run(context.Background(), op)
+		mustOutcome(t, "re-run", done, res, err)
+		if again := readSecret(t, runtimeClient); again.ResourceVersion != sec.ResourceVersion {
+			t.Errorf("re-run rewrote the Secret (resourceVersion %s → %s)", sec.ResourceVersion, again.ResourceVersion)
+		}
+	})
+
+	t.Run("skip-reconciliation Secret left untouched, said so", func(t *testing.T) {
+		resetRuntime(t)
+		labels := map[string]string{btpmanager.LabelSkipReconciliation: "true"}
+		before := putSecret(t, labels, wantData(oldCreds, "cluster-of-the-secret"))
+		op := newOp(t, &credentials)
+		step, _ := newStep()
+		res, err := step.Run(context.Background(), op)
+		mustOutcome(t, step.Name(), done, res, err)
+		sec := readSecret(t, runtimeClient)
+		if sec.ResourceVersion != before.ResourceVersion {
+			t.Errorf("the taken-over Secret was written (resourceVersion %s → %s)", before.ResourceVersion, sec.ResourceVersion)
+		}
+		if g, w := mustJSON(t, stringData(sec)), mustJSON(t, wantData(oldCreds, "cluster-of-the-secret")); g != w {
+			t.Errorf("secret data:\n got %s\nwant %s", g, w)
+		}
+		if m := missingFrom(op.Description, btpmanager.LabelSkipReconciliation); m != "" {
+			t.Errorf("description %q does not say the Secret is labelled %s", op.Description, m)
+		}
+	})
+
+	t.Run("missing Secret injected with the instance's cluster ID, BtpOperator created", func(t *testing.T) {
+		resetRuntime(t)
+		op := newOp(t, &credentials)
+		step, _ := newStep()
+		res, err := step.Run(context.Background(), op)
+		mustOutcome(t, step.Name(), done, res, err)
+		sec := readSecret(t, runtimeClient)
+		if g, w := mustJSON(t, stringData(sec)), mustJSON(t, wantData(credentials, op.Instance.ClusterID)); g != w {
+			t.Errorf("secret data:\n got %s\nwant %s", g, w)
+		}
+		if sec.Labels[btpmanager.LabelManagedBy] != btpmanager.ManagedByKEB || sec.Labels[btpmanager.LabelWatchedBy] != btpmanager.ManagedByKEB {
+			t.Errorf("secret labels %v, want managed and watched by %s", sec.Labels, btpmanager.ManagedByKEB)
+		}
+		if err := runtimeClient.Get(context.Background(), client.ObjectKeyFromObject(btpOperator()), btpOperator()); err != nil {
+			t.Errorf("reading BtpOperator %s/%s: %v", btpmanager.Namespace, btpmanager.CRName, err)
+		}
+		if op.Data.ClusterID != op.Instance.ClusterID {
+			t.Errorf("operation records cluster ID %q, want the injected %q", op.Data.ClusterID, op.Instance.ClusterID)
+		}
+		if m := missingFrom(op.Description, "missing", btpmanager.SecretName); m != "" {
+			t.Errorf("description %q does not mention %q", op.Description, m)
+		}
+		res, err = step.Run(context.Background(), op)
+		mustOutcome(t, "re-run", done, res, err)
+		if again := readSecret(t, runtimeClient); again.ResourceVersion != sec.ResourceVersion {
+			t.Errorf("re-run rewrote the Secret (resourceVersion %s → %s)", sec.ResourceVersion, again.ResourceVersion)
+		}
+	})
+
+	t.Run("missing Secret and no cluster ID recorded: fails, nothing written", func(t *testing.T) {
+		resetRuntime(t)
+		op := newOp(t, &credentials)
+		op.Instance.ClusterID = ""
+		step, _ := newStep()
+		res, err := step.Run(context.Background(), op)
+		mustOutcome(t, step.Name(), failure, res, err)
+		if !secretMissing(t) {
+			t.Error("a Secret was written without a cluster ID")
+		}
+	})
+
+	t.Run("incomplete stored credentials: fails for good naming the empty key, Secret untouched", func(t *testing.T) {
+		resetRuntime(t)
+		before := putSecret(t, kebLabels, wantData(oldCreds, "cluster-of-the-secret"))
+		incomplete := credentials
+		incomplete.ClientSecret = ""
+		op := newOp(t, &incomplete)
+		step, _ := newStep()
+		res, err := step.Run(context.Background(), op)
+		mustOutcome(t, step.Name(), failure, res, err)
+		if !strings.Contains(res.Failure.Error(), btpmanager.KeyClientSecret) || strings.Contains(res.Failure.Error(), credentials.ClientID) {
+			t.Errorf("failure %q should name the empty key and no value", res.Failure)
+		}
+		if sec := readSecret(t, runtimeClient); sec.ResourceVersion != before.ResourceVersion {
+			t.Error("the Secret was written with incomplete credentials")
+		}
+	})
+
+	t.Run("NotFound for another object: temporary error, nothing injected", func(t *testing.T) {
+		resetRuntime(t)
+		s, err := app.Scheme()
+		if err != nil {
+			t.Fatal(err)
+		}
+		base, err := client.NewWithWatch(env.Config, client.Options{Scheme: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A 404 that is not about the Secret (here: its namespace) must not be taken for a
+		// runtime that never got one.
+		c := interceptor.NewClient(base, interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				if _, ok := obj.(*corev1.Secret); ok && key == secretKey {
+					return apierrors.NewNotFound(corev1.Resource("namespaces"), btpmanager.Namespace)
+				}
+				return c.Get(ctx, key, obj, opts...)
+			},
+		})
+		op := newOp(t, &credentials)
+		step := &update.UpdateBTPManagerCredentials{Runtimes: &runtimeClients{c: c}, Config: cfg}
+		res, err := step.Run(context.Background(), op)
+		mustOutcome(t, step.Name(), temporary, res, err)
+		if !secretMissing(t) {
+			t.Error("a Secret was injected on a NotFound that was not about it")
+		}
+		if op.Data.ClusterID != "" {
+			t.Errorf("operation records cluster ID %q although nothing was injected", op.Data.ClusterID)
+		}
+	})
+
+	t.Run("through the runtime client cache: waits for the kubeconfig, then rotates", func(t *testing.T) {
+		resetRuntime(t)
+		putSecret(t, kebLabels, wantData(oldCreds, "cluster-of-the-secret"))
+		s, err := app.Scheme()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cache := runtime.NewClientCache(runtimeClient, s)
+		pipe := update.Pipeline(update.Deps{Config: cfg, Runtimes: cache})
+		step := pipe.Steps[0]
+		op := newOp(t, &credentials)
+		res, err := step.Run(context.Background(), op)
+		mustOutcome(t, "before the kubeconfig exists", retry, res, err)
+		if res.RetryAfter != cfg.BTPManagerPoll {
+			t.Errorf("retry after %s, want the configured poll %s", res.RetryAfter, cfg.BTPManagerPoll)
+		}
+		if m := missingFrom(op.Description, "kubeconfig", op.Instance.ShootName); m != "" {
+			t.Errorf("description %q does not mention %q", op.Description, m)
+		}
+		// The infrastructure manager publishes the kubeconfig; here it points at the package's apiserver.
+		path := filepath.Join(t.TempDir(), "kubeconfig")
+		if err := env.WriteKubeconfig(path); err != nil {
+			t.Fatal(err)
+		}
+		kc, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		err = runtimeClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: runtime.Namespace}})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		if err := runtimeClient.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: runtime.Namespace, Name: runtime.KubeconfigSecretName(op.Instance.RuntimeID)},
+			Data:       map[string][]byte{runtime.KubeconfigKey: kc},
+		}); err != nil {
+			t.Fatalf("creating kubeconfig Secret: %v", err)
+		}
+		res, err = step.Run(ctx, op)
+		mustOutcome(t, "once the kubeconfig exists", done, res, err)
+		if g, w := mustJSON(t, stringData(readSecret(t, runtimeClient))), mustJSON(t, wantData(credentials, "cluster-of-the-secret")); g != w {
+			t.Errorf("secret data:\n got %s\nwant %s", g, w)
+		}
+	})
+}
+
+// TestUpdateBTPManagerCredentialsBtpOperatorNotServed: a runtime without the sap-btp-manager
+// Secret whose apiserver does not serve BtpOperator yet gets the Secret at once and the CR as
+// soon as the kind is served, on a later run of the same operation.
+func TestUpdateBTPManagerCredentialsBtpOperatorNotServed(t *testing.T) {
+	t.Parallel()
+	bare, err := k8stest.Start([]*apiextensionsv1.CustomResourceDefinition{})
+	if err != nil {
+		t.Fatalf("starting a runtime apiserver without CRDs: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := bare.Stop(); err != nil {
+			t.Errorf("stopping the bare apiserver: %v", err)
+		}
+	})
+	s, err := app.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(bare.Config, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := newOp(t, &credentials)
+	cfg := testConfig()
+	step := &update.UpdateBTPManagerCredentials{Runtimes: &runtimeClients{c: c}, Config: cfg}
+	res, err := step.Run(context.Background(), op)
+	mustOutcome(t, "without the CRD", retry, res, err)
+	if res.RetryAfter != cfg.BTPManagerPoll {
+		t.Errorf("retry after %s, want the configured poll %s", res.RetryAfter, cfg.BTPManagerPoll)
+	}
+	if m := missingFrom(op.Description, "btpoperators.operator.kyma-project.io"); m != "" {
+		t.Errorf("description %q does not name the CRD", op.Description)
+	}
+	if g, w := mustJSON(t, stringData(readSecret(t, c))), mustJSON(t, wantData(credentials, op.Instance.ClusterID)); g != w {
+		t.Errorf("secret data while waiting:\n got %s\nwant %s", g, w)
+	}
+
+	// Lifecycle Manager installs the btp-operator module's CRD.
+	crds, err := k8stest.CRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var btp []*apiextensionsv1.CustomResourceDefinition
+	for _, crd := range crds {
+		if crd.Name == btpmanager.Resource+"."+btpmanager.GroupVersion.Group {
+			btp = append(btp, crd)
+		}
+	}
+	if len(btp) != 1 {
+		t.Fatalf("found %d BtpOperator CRDs in keb's resources, want 1", len(btp))
+	}
+	if _, err := envtest.InstallCRDs(bare.Config, envtest.CRDInstallOptions{CRDs: btp}); err != nil {
+		t.Fatalf("installing the BtpOperator CRD: %v", err)
+	}
+	// The Secret exists now; the operation remembers it injected it, so it goes on injecting
+	// (creating the CR) rather than only rotating.
+	res, err = step.Run(context.Background(), op)
+	mustOutcome(t, "once the CRD is served", done, res, err)
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(btpOperator()), btpOperator()); err != nil {
+		t.Errorf("reading BtpOperator %s/%s: %v", btpmanager.Namespace, btpmanager.CRName, err)
+	}
+}
