@@ -36,10 +36,14 @@ const (
 // bundle is one test's broker: its own database, its own signing key and an
 // HTTP server running the whole router.
 type bundle struct {
-	t     *testing.T
-	srv   *httptest.Server
-	key   *auth.DevKey
-	pool  *pgxpool.Pool
+	t    *testing.T
+	srv  *httptest.Server
+	key  *auth.DevKey
+	pool *pgxpool.Pool
+	// store is a storage.Store on the test's database, so that tests move
+	// operations along through the engine's own storage calls rather than
+	// SQL that might drift from them. It enqueues nothing: no engine runs.
+	store *storage.Store
 	token string
 }
 
@@ -72,7 +76,11 @@ func setup(t *testing.T) *bundle {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	b := &bundle{t: t, srv: srv, key: key, pool: pool}
+	cipher, err := storage.NewCipher(testSecretKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &bundle{t: t, srv: srv, key: key, pool: pool, store: storage.NewStore(pool, cipher, nil)}
 	b.token = b.mint(auth.ScopeBrokerWrite, auth.ScopeCLDRead)
 	return b
 }
@@ -163,6 +171,96 @@ func (b *bundle) exec(query string, args ...any) {
 	}
 }
 
+// ctx bounds one storage call of a test.
+func (b *bundle) ctx() context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	b.t.Cleanup(cancel)
+	return ctx
+}
+
+// finish ends an in-progress operation as the engine does (storage's
+// Finish), which also moves the instance's state; state is "succeeded" or
+// "failed".
+func (b *bundle) finish(opID, state string) {
+	b.t.Helper()
+	op, _, err := b.store.Work(b.ctx(), opID)
+	if err != nil {
+		b.t.Fatalf("loading operation %s: %v", opID, err)
+	}
+	op.State = state
+	switch state {
+	case storage.StateSucceeded:
+		op.Description = "Operation succeeded"
+	case storage.StateFailed:
+		op.Description, op.ErrorMessage = "Operation failed", "it broke"
+	default:
+		b.t.Fatalf("finish(%s, %q): not a final state", opID, state)
+	}
+	ok, err := b.store.Finish(b.ctx(), op)
+	if err != nil || !ok {
+		b.t.Fatalf("finishing operation %s as %s: ok %v, %v", opID, state, ok, err)
+	}
+}
+
+// provisioned does what a successful provisioning of the instance does in
+// the engine: it records the runtime identity (the cluster ID only the first
+// time), the dashboard URL and the resolved parameters, then finishes opID
+// as succeeded. resolved "" records {"name":"c1"}.
+func (b *bundle) provisioned(instanceID, opID, runtimeID, resolved string) {
+	b.t.Helper()
+	if resolved == "" {
+		resolved = `{"name":"c1"}`
+	}
+	shoot := "c-" + runtimeID
+	if _, err := b.store.SetRuntimeIdentity(b.ctx(), instanceID, storage.RuntimeIdentity{
+		RuntimeID: runtimeID, ClusterID: "cluster-" + runtimeID, ShootName: shoot}); err != nil {
+		b.t.Fatal(err)
+	}
+	if err := b.store.SetProvisioned(b.ctx(), instanceID, storage.Provisioned{
+		ProviderRegion: "westeurope", DashboardURL: "https://console." + shoot + ".example.com",
+		Parameters: json.RawMessage(resolved)}); err != nil {
+		b.t.Fatal(err)
+	}
+	b.finish(opID, storage.StateSucceeded)
+}
+
+// instance reads an instance (credentials opened) through the store.
+func (b *bundle) instance(id string) storage.Instance {
+	b.t.Helper()
+	inst, err := b.store.Instance(b.ctx(), id)
+	if err != nil {
+		b.t.Fatalf("reading instance %s: %v", id, err)
+	}
+	return inst
+}
+
+// operation reads an operation through the store.
+func (b *bundle) operation(instanceID, opID string) storage.Operation {
+	b.t.Helper()
+	op, err := b.store.Operation(b.ctx(), instanceID, opID)
+	if err != nil {
+		b.t.Fatalf("reading operation %s: %v", opID, err)
+	}
+	return op
+}
+
+// runtime is the instance as operators see it in /info/runtimes.
+func (b *bundle) runtime(id string) map[string]any {
+	b.t.Helper()
+	r := b.expect(b.do(http.MethodGet, "/info/runtimes?state=all&instance_id="+id, ""), http.StatusOK)
+	data, _ := r.body["data"].([]any)
+	if len(data) != 1 {
+		b.t.Fatalf("/info/runtimes lists %d runtimes for %s: %s", len(data), id, r.raw)
+	}
+	return data[0].(map[string]any)
+}
+
+// runtimeStatus is the status object of the instance in /info/runtimes.
+func (b *bundle) runtimeStatus(id string) map[string]any {
+	b.t.Helper()
+	return b.runtime(id)["status"].(map[string]any)
+}
+
 func provisionBody(planID, params string, ctxFields string) string {
 	if ctxFields == "" {
 		ctxFields = `"globalaccount_id":"ga-1","subaccount_id":"sa-1","user_id":"User@Example.com"`
@@ -172,6 +270,11 @@ func provisionBody(planID, params string, ctxFields string) string {
 		s += `,"parameters":` + params
 	}
 	return s + `}`
+}
+
+// patchBody is an OSB update request changing only the context.
+func patchBody(ctxFields string) string {
+	return `{"service_id":"` + serviceID + `","context":{` + ctxFields + `}}`
 }
 
 func instancePath(id string) string { return "/oauth/v2/service_instances/" + id }

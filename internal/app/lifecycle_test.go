@@ -48,24 +48,45 @@ func TestGetInstance(t *testing.T) {
 	b := setup(t)
 	b.expect(b.do(http.MethodGet, instancePath("nope"), ""), http.StatusNotFound)
 
-	b.expect(b.do(http.MethodPut, provisionPath("inst-1"), provisionBody(azurePlanID, `{"name":"c1","region":"westeurope"}`,
-		`"globalaccount_id":"g","subaccount_id":"s","user_id":"u","sm_operator_credentials":{"clientid":"cid","clientsecret":"very-secret","sm_url":"https://sm","url":"https://auth"}`)),
+	creds := `"sm_operator_credentials":{"clientid":"client-id-1","clientsecret":"very-secret","sm_url":"https://sm.creds.example","url":"https://auth.creds.example"}`
+	prov := b.expect(b.do(http.MethodPut, provisionPath("inst-1"), provisionBody(azurePlanID, `{"name":"c1","region":"westeurope"}`,
+		`"globalaccount_id":"g","subaccount_id":"s","user_id":"u",`+creds)),
 		http.StatusAccepted)
 	// OSB: 404 while provisioning.
 	b.expect(b.do(http.MethodGet, instancePath("inst-1"), ""), http.StatusNotFound)
 
-	b.exec(`UPDATE operations SET state = 'succeeded'`)
+	// What the engine records when provisioning succeeds: the values the
+	// runtime was built with, every default applied.
+	resolved := `{"name":"c1","region":"westeurope","provider":"azure","machineType":"Standard_D4s_v5",
+		"autoScalerMin":3,"autoScalerMax":20,"zones":["1","2","3"],"components":[],"shootName":"c-rt1"}`
+	b.provisioned("inst-1", prov.body["operation"].(string), "rt1", resolved)
 	r := b.expect(b.do(http.MethodGet, instancePath("inst-1"), ""), http.StatusOK)
-	params := r.body["parameters"].(map[string]any)
-	if r.body["service_id"] != serviceID || r.body["plan_id"] != azurePlanID || params["name"] != "c1" || params["region"] != "westeurope" {
+	params, _ := r.body["parameters"].(map[string]any)
+	if r.body["service_id"] != serviceID || r.body["plan_id"] != azurePlanID || params["name"] != "c1" ||
+		params["region"] != "westeurope" || params["machineType"] != "Standard_D4s_v5" ||
+		params["autoScalerMin"] != float64(3) || params["shootName"] != "c-rt1" {
 		t.Fatalf("unexpected instance: %s", r.raw)
 	}
-	if strings.Contains(r.raw, "very-secret") {
-		t.Fatal("credentials exposed by GET instance")
+	if r.body["dashboard_url"] != "https://console.c-rt1.example.com" {
+		t.Fatalf("dashboard_url %v: %s", r.body["dashboard_url"], r.raw)
+	}
+	for _, secret := range []string{"client-id-1", "very-secret", "sm.creds.example", "auth.creds.example", "sm_operator_credentials"} {
+		if strings.Contains(r.raw, secret) {
+			t.Fatalf("GET instance exposes %q: %s", secret, r.raw)
+		}
 	}
 
 	// GET instance needs OSB 2.14 or later.
 	b.expect(b.do(http.MethodGet, instancePath("inst-1"), "", withHeader("X-Broker-API-Version", "2.13")), http.StatusPreconditionFailed)
+
+	// A provisioning that failed never had a runtime: still 404.
+	failed := b.expect(b.do(http.MethodPut, provisionPath("inst-2"), provisionBody(azurePlanID, `{"name":"c2"}`,
+		`"globalaccount_id":"g2","subaccount_id":"s2","user_id":"u"`)), http.StatusAccepted)
+	b.finish(failed.body["operation"].(string), "failed")
+	b.expect(b.do(http.MethodGet, instancePath("inst-2"), ""), http.StatusNotFound)
+	if st := b.runtimeStatus("inst-2"); st["state"] != "failed" {
+		t.Fatalf("failed provisioning as operators see it: %v", st)
+	}
 }
 
 func TestCredentialsSealedAtRest(t *testing.T) {

@@ -9,15 +9,18 @@ import (
 )
 
 // seedListing writes two live instances (one with sealed credentials) and one
-// archived instance straight into the tables.
+// archived instance straight into the tables. The instances' state and
+// shoot_name are what the store would have written with their operations.
 func seedListing(b *bundle) {
 	b.t.Helper()
 	b.exec(`INSERT INTO instances (instance_id, runtime_id, global_account_id, subaccount_id, user_id, service_id,
-		plan_id, plan_name, platform_region, provider, provider_region, parameters, context, encrypted_credentials, created_at)
+		plan_id, plan_name, platform_region, provider, provider_region, parameters, context, encrypted_credentials, created_at,
+		state, shoot_name)
 		VALUES ('inst-1', 'rt-1', 'ga-1', 'sa-1', 'user@example.com', $1, $2, 'azure', 'cf-eu10', 'azure', 'westeurope',
-			'{"name":"c1"}', '{"sm_operator_credentials":"leak?"}', 'SEALED-SECRET', now() - interval '2 hours'),
+			'{"name":"c1"}', '{"sm_operator_credentials":"leak?"}', 'SEALED-SECRET', now() - interval '2 hours',
+			'succeeded', 'c-1'),
 		('inst-2', 'rt-2', 'ga-2', 'sa-2', 'other@example.com', $1, $2, 'azure', 'cf-us10', 'azure', 'eastus',
-			'{"name":"c2"}', '{}', NULL, now() - interval '1 hour')`, serviceID, azurePlanID)
+			'{"name":"c2"}', '{}', NULL, now() - interval '1 hour', 'failed', '')`, serviceID, azurePlanID)
 	b.exec(`INSERT INTO operations (operation_id, instance_id, type, state, description, finished_stages, deadline, data)
 		VALUES ('op-1', 'inst-1', 'provision', 'succeeded', 'done', '{create_runtime}', now(), '{"shootName":"c-1"}'),
 		('op-2', 'inst-2', 'provision', 'failed', 'broke', '{}', now(), '{}')`)
@@ -93,7 +96,7 @@ func TestRuntimesEndpointShape(t *testing.T) {
 	}
 	status := first["status"].(map[string]any)
 	if status["state"] != "succeeded" || status["createdAt"] == nil || status["modifiedAt"] == nil ||
-		status["deletedAt"] != nil || status["deprovisioning"] != nil || status["operations"] != nil {
+		status["deletedAt"] != nil || status["expiredAt"] != nil || status["deprovisioning"] != nil || status["operations"] != nil {
 		t.Errorf("status = %v", status)
 	}
 	prov := status["provisioning"].(map[string]any)

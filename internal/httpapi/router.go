@@ -6,6 +6,7 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/gorilla/mux"
@@ -80,7 +81,9 @@ func NewRouter(opts Options) http.Handler {
 	for _, prefix := range []string{"/oauth", "/oauth/{region}"} {
 		h := withRegion(requireWrite(checkAPIVersion(withResponseHints(stripToV2(osb)))))
 		for _, rt := range osbRoutes {
-			r.Handle(prefix+rt.path, h).Methods(rt.methods...)
+			// mux upper-cases the slice it is given in place: a copy keeps
+			// routers built concurrently (tests) from racing on it.
+			r.Handle(prefix+rt.path, h).Methods(slices.Clone(rt.methods)...)
 		}
 	}
 

@@ -81,10 +81,13 @@ type RuntimeDTO struct {
 }
 
 // RuntimeStatus is a runtime's state and the operations that explain it.
+// ExpiredAt is when a trial or free runtime expired (it is then suspended
+// for good); it is omitted while the runtime has not expired.
 type RuntimeStatus struct {
 	CreatedAt      time.Time     `json:"createdAt"`
 	ModifiedAt     time.Time     `json:"modifiedAt"`
 	DeletedAt      *time.Time    `json:"deletedAt,omitempty"`
+	ExpiredAt      *time.Time    `json:"expiredAt,omitempty"`
 	State          string        `json:"state"`
 	Provisioning   *OperationDTO `json:"provisioning,omitempty"`
 	Deprovisioning *OperationDTO `json:"deprovisioning,omitempty"`
@@ -261,8 +264,9 @@ func (h *Handler) dto(r storage.Runtime, allOps bool) RuntimeDTO {
 		ServicePlanID: r.PlanID, ServicePlanName: r.PlanName, Provider: r.Provider, Parameters: params,
 		UserID: r.UserID,
 		Status: RuntimeStatus{
-			CreatedAt: r.CreatedAt, ModifiedAt: r.UpdatedAt, DeletedAt: r.DeletedAt, State: r.State,
-			Provisioning: operationDTO(r.Provisioning), Deprovisioning: operationDTO(r.Deprovisioning),
+			CreatedAt: r.CreatedAt, ModifiedAt: r.UpdatedAt, DeletedAt: r.DeletedAt, ExpiredAt: r.ExpiredAt,
+			State: r.State, Provisioning: operationDTO(r.Provisioning),
+			Deprovisioning: operationDTO(r.Deprovisioning),
 		},
 	}
 	if allOps {

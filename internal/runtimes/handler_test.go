@@ -1,6 +1,10 @@
 package runtimes_test
 
 import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"testing"
 	"time"
@@ -62,5 +66,40 @@ func TestParseQuery(t *testing.T) {
 				t.Fatalf("query %+v", q)
 			}
 		})
+	}
+}
+
+// pageStore answers every query with one fixed page.
+type pageStore struct{ page storage.RuntimePage }
+
+func (s pageStore) Runtimes(context.Context, storage.RuntimeQuery) (storage.RuntimePage, error) {
+	return s.page, nil
+}
+
+func TestExpiredAtShownOnlyWhenSet(t *testing.T) {
+	t.Parallel()
+	expired := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
+	h := runtimes.NewHandler(pageStore{storage.RuntimePage{Total: 2, Runtimes: []storage.Runtime{
+		{InstanceID: "expired", State: storage.RuntimeSuspended, ExpiredAt: &expired},
+		{InstanceID: "running", State: storage.RuntimeSucceeded},
+	}}}, "svc")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/info/runtimes", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	var body struct {
+		Data []struct {
+			Status map[string]any `json:"status"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || len(body.Data) != 2 {
+		t.Fatalf("body %s: %v", rec.Body, err)
+	}
+	if got := body.Data[0].Status["expiredAt"]; got != "2026-05-06T07:08:09Z" {
+		t.Errorf("expired runtime: expiredAt %v, want 2026-05-06T07:08:09Z", got)
+	}
+	if got, has := body.Data[1].Status["expiredAt"]; has {
+		t.Errorf("running runtime: expiredAt %v, want it omitted", got)
 	}
 }

@@ -108,12 +108,17 @@ func (s *Store) applyChange(ctx context.Context, tx pgx.Tx, inst Instance, c Ins
 	return s.insertOperation(ctx, tx, *op)
 }
 
-// ExpiryCandidates lists up to limit instances of the plans, created before
-// createdBefore, that have not expired yet, oldest first.
+// ExpiryCandidates lists up to limit instances of the plans, oldest first,
+// that are due: created before createdBefore and not expired yet, or expired
+// but not suspended (their suspension failed, so it is tried again).
+// Instances with a running operation are left out, so that they cannot fill
+// every batch and starve the others.
 func (s *Store) ExpiryCandidates(ctx context.Context, plans []string, createdBefore time.Time, limit int) ([]string, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT instance_id FROM instances
-		WHERE plan_name = ANY($1::text[]) AND created_at < $2 AND expired_at IS NULL
-		ORDER BY created_at, instance_id LIMIT $3`, plans, createdBefore, limit)
+	rows, _ := s.pool.Query(ctx, `SELECT i.instance_id FROM instances i
+		WHERE i.plan_name = ANY($1::text[]) AND i.created_at < $2
+			AND (i.expired_at IS NULL OR i.state = 'failed')
+			AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.instance_id = i.instance_id AND o.state = $4)
+		ORDER BY i.created_at, i.instance_id LIMIT $3`, plans, createdBefore, limit, StateInProgress)
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return nil, fmt.Errorf("listing instances to expire: %w", err)

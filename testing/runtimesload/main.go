@@ -5,10 +5,14 @@
 //	go run ./testing/runtimesload -load 100000 -database-url "$APP_DATABASE_URL"
 //	go run ./testing/runtimesload -measure
 //
-// -load writes straight into the database with COPY (instances, one
-// provisioning each, some deprovisionings, some archived rows) and runs
-// ANALYZE. -measure only talks to -url (loopback by default) and sends a
-// bounded number of requests: -n per query after -warmup, sequentially.
+// -load writes straight into the database with COPY (instances with the
+// state, shoot name, resolved parameters and expiry the store would have
+// written, one provisioning each, some deprovisionings, some suspended
+// trials, some archived rows) and runs VACUUM ANALYZE. -measure only talks to
+// -url (loopback by default) and sends a bounded number of requests: -n per
+// query after -warmup, sequentially. -explain prints EXPLAIN ANALYZE of the
+// statements the store builds (storage.RuntimesSQL), run as the store runs
+// them (one transaction, storage.RuntimesTxSettings).
 package main
 
 import (
@@ -30,6 +34,7 @@ import (
 	"github.com/kyma-keb/keb/internal/auth"
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/devstack"
+	"github.com/kyma-keb/keb/internal/runtimes"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -50,6 +55,19 @@ var plans = []plan{
 	{catalog.AzureLitePlanID, catalog.AzureLitePlanName, "Azure", []string{"westeurope", "eastus"}},
 }
 
+// trialPlan is given to one instance in trialEvery, at most one per global
+// account (the database allows no more); one trial in expiredEvery that is
+// older than trialDuration and provisioned has expired and is suspended.
+var trialPlan = plan{catalog.TrialPlanID, catalog.TrialPlanName, "Azure", []string{"westeurope", "eastus"}}
+
+const (
+	trialEvery    = 200
+	expiredEvery  = 4
+	trialDuration = 14 * 24 * time.Hour
+)
+
+var machineTypes = map[string]string{"Azure": "Standard_D4s_v5", "AWS": "m6i.xlarge", "GCP": "n2-standard-4"}
+
 var platformRegions = []string{"cf-eu10", "cf-us10", "cf-eu20", "cf-ap21"}
 
 func main() {
@@ -57,7 +75,7 @@ func main() {
 	archived := flag.Int("archived", -1, "archived instances to insert with -load (default: a tenth of -load)")
 	dbURL := flag.String("database-url", os.Getenv("APP_DATABASE_URL"), "keb database (printed by `keb dev` as \"database:\")")
 	measure := flag.Bool("measure", false, "measure GET /info/runtimes on -url")
-	explain := flag.String("explain", "", "EXPLAIN ANALYZE in -database-url the statements keb runs for a page: with no filter, or with account=<this value> (\"-\" for no filter)")
+	explain := flag.String("explain", "", "EXPLAIN ANALYZE in -database-url the statements keb runs for a page: \"-\" for no filter, a global account ID, or a query string as /info/runtimes takes it (e.g. \"state=failed&plan=azure\")")
 	base := flag.String("url", "http://127.0.0.1:8080", "keb base URL")
 	token := flag.String("token", os.Getenv("KEB_TOKEN"), "bearer token with cld:read (default: minted with the dev key in -dir)")
 	dir := flag.String("dir", ".keb", "dev state directory of the running `keb dev`")
@@ -127,13 +145,14 @@ func loadDB(ctx context.Context, dbURL string, n, archived int) error {
 
 	instCols := []string{"instance_id", "runtime_id", "global_account_id", "subaccount_id", "user_id", "service_id",
 		"plan_id", "plan_name", "platform_region", "provider", "provider_region", "parameters", "context",
-		"dashboard_url", "created_at", "updated_at"}
+		"dashboard_url", "created_at", "updated_at", "state", "shoot_name", "resolved_parameters", "expired_at"}
 	opCols := []string{"operation_id", "instance_id", "type", "state", "description", "stage", "finished_stages",
-		"error_message", "deadline", "data", "created_at", "updated_at", "finished_at"}
+		"error_message", "deadline", "data", "temporary", "created_at", "updated_at", "finished_at"}
 	stages := []string{"initialization", "create_runtime", "check_runtime", "create_kyma", "sap_btp_manager"}
 
 	const batch = 10000
 	states := map[string]int{}
+	var inFlight [][]any // archive rows of live instances being deprovisioned
 	for lo := 0; lo < n; lo += batch {
 		hi := min(n, lo+batch)
 		var inst, ops [][]any
@@ -141,14 +160,25 @@ func loadDB(ctx context.Context, dbURL string, n, archived int) error {
 			p := plans[rng.IntN(len(plans))]
 			region := p.regions[rng.IntN(len(p.regions))]
 			ga := fmt.Sprintf("%sga-%03d", idPrefix, rng.IntN(accounts))
+			// A trial replaces the drawn plan without drawing, so the other
+			// rows are the same as before trials were loaded.
+			trial := i%trialEvery == 0 && i/trialEvery < accounts
+			if trial {
+				p, region = trialPlan, trialPlan.regions[(i/trialEvery)%len(trialPlan.regions)]
+				ga = fmt.Sprintf("%sga-%03d", idPrefix, i/trialEvery)
+			}
 			id := fmt.Sprintf("%sinst-%07d", idPrefix, i)
 			rid := fmt.Sprintf("%srt-%07d", idPrefix, i)
 			created := origin.Add(time.Duration(i) * step)
 			params := fmt.Sprintf(`{"name":"rt-%d","region":%q}`, i, region)
 			ctxJSON := fmt.Sprintf(`{"globalaccount_id":%q,"subaccount_id":"%ssa-%07d"}`, ga, idPrefix, i)
-			shoot := fmt.Sprintf(`{"shootName":"c-%07x"}`, i)
+			// The shoot name is chosen by the provisioning's first step and
+			// stored both in its data and on the instance.
+			shootName := fmt.Sprintf("c-%07x", i)
+			shoot := fmt.Sprintf(`{"shootName":%q}`, shootName)
 			// Mix: 85% succeeded, 5% provisioning, 5% failed, 5% deprovisioning.
 			r := rng.IntN(100)
+			platformRegion := platformRegions[rng.IntN(len(platformRegions))]
 			pState, desc, errMsg, done := "succeeded", "Operation succeeded", "", stages
 			var pFinished any = created.Add(20 * time.Minute)
 			switch {
@@ -158,19 +188,45 @@ func loadDB(ctx context.Context, dbURL string, n, archived int) error {
 				pState, desc, errMsg, done = "failed", "Operation failed", "check_runtime: cluster did not become ready", stages[:2]
 			}
 			updated := created.Add(20 * time.Minute)
-			inst = append(inst, []any{id, rid, ga, fmt.Sprintf("%ssa-%07d", idPrefix, i), "user@example.com",
-				catalog.ServiceID, p.id, p.name, platformRegions[rng.IntN(len(platformRegions))], p.provider, region,
-				params, ctxJSON, "https://console.example.com/?kubeconfigID=" + rid, created, updated})
 			ops = append(ops, []any{id + "-p", id, "provision", pState, desc, done[len(done)-1], done, errMsg,
-				created.Add(time.Hour), shoot, created, updated, pFinished})
+				created.Add(time.Hour), shoot, false, created, updated, pFinished})
+			// The state is what the store writes with these operations
+			// (Store.Finish, CreateDeprovisioning, ChangeInstance).
 			state := map[string]string{"succeeded": "succeeded", "in progress": "provisioning", "failed": "failed"}[pState]
-			if r >= 10 && r < 15 {
+			resolved := "{}" // written when a provisioning succeeds
+			if pState == "succeeded" {
+				resolved = fmt.Sprintf(`{"name":"rt-%d","region":%q,"providerRegion":%q,"provider":%q,"machineType":%q,`+
+					`"autoScalerMin":3,"autoScalerMax":20,"zones":["1","2","3"],"kymaVersion":"2.20.0",`+
+					`"components":[],"shootName":%q}`, i, region, region, p.provider, machineTypes[p.provider], shootName)
+			}
+			var expired any
+			switch {
+			case r >= 10 && r < 15:
 				dc := created.Add(24 * time.Hour)
 				ops = append(ops, []any{id + "-d", id, "deprovision", "in progress", "Operation in progress",
-					"deprovisioning", []string{}, "", dc.Add(time.Hour), "{}", dc, dc, nil})
-				state = "deprovisioning"
+					"deprovisioning", []string{}, "", dc.Add(time.Hour), shoot, false, dc, dc, nil})
+				state, updated = "deprovisioning", dc
+				if i%2 == 0 {
+					// Past its archive step: in both tables until the
+					// instance is removed, listed once, from instances.
+					inFlight = append(inFlight, []any{id, rid, ga, fmt.Sprintf("%ssa-%07d", idPrefix, i), p.id, p.name,
+						platformRegion, p.provider, region, shootName, "succeeded", id + "-d", created, dc,
+						dc.Add(5 * time.Minute)})
+				}
+			case trial && r >= 15 && (i/trialEvery)%expiredEvery == 0 && time.Since(created) > trialDuration:
+				// Expired: a temporary deprovisioning removed the runtime
+				// and suspended the instance.
+				ex := created.Add(trialDuration)
+				ops = append(ops, []any{id + "-s", id, "deprovision", "succeeded", "Operation succeeded",
+					"remove_runtime", []string{"remove_runtime"}, "", ex.Add(time.Hour), shoot, true, ex,
+					ex.Add(10 * time.Minute), ex.Add(10 * time.Minute)})
+				state, updated, expired = "suspended", ex.Add(10*time.Minute), ex
 			}
 			states[state]++
+			inst = append(inst, []any{id, rid, ga, fmt.Sprintf("%ssa-%07d", idPrefix, i), "user@example.com",
+				catalog.ServiceID, p.id, p.name, platformRegion, p.provider, region,
+				params, ctxJSON, "https://console.example.com/?kubeconfigID=" + rid, created, updated,
+				state, shootName, resolved, expired})
 		}
 		tx, err := conn.Begin(ctx)
 		if err != nil {
@@ -198,21 +254,31 @@ func loadDB(ctx context.Context, dbURL string, n, archived int) error {
 		region := p.regions[rng.IntN(len(p.regions))]
 		// Archived instances are interleaved with live ones in the order.
 		created := origin.Add(time.Duration(rng.IntN(n+archived)) * step).Add(time.Duration(j%1000) * time.Microsecond)
-		id := fmt.Sprintf("%sarch-%07d", idPrefix, j)
+		// Archived IDs interleave with live ones in ID order, as UUIDs do
+		// in production: with a separate prefix every archived ID would sort
+		// before every live one, and a merge of the two primary keys (as a
+		// plan that checks an archived instance is not live may do) would
+		// stop after one step instead of reading both.
+		id := fmt.Sprintf("%sinst-%07d-a", idPrefix, j*max(1, n/max(1, archived)))
 		arc = append(arc, []any{id, fmt.Sprintf("%sart-%07d", idPrefix, j), fmt.Sprintf("%sga-%03d", idPrefix, rng.IntN(accounts)),
 			fmt.Sprintf("%sasa-%07d", idPrefix, j), p.id, p.name, platformRegions[rng.IntN(len(platformRegions))],
 			p.provider, region, fmt.Sprintf("a-%07x", j), "succeeded", id + "-d", created,
 			created.Add(48 * time.Hour), created.Add(49 * time.Hour)})
 	}
+	arc = append(arc, inFlight...)
 	if _, err := conn.CopyFrom(ctx, pgx.Identifier{"instances_archive"}, arcCols, pgx.CopyFromRows(arc)); err != nil {
 		return fmt.Errorf("copying archive: %w", err)
 	}
 	loaded := time.Since(start)
-	if _, err := conn.Exec(ctx, `ANALYZE instances; ANALYZE operations; ANALYZE instances_archive`); err != nil {
+	// VACUUM as well as ANALYZE: it sets the visibility map that autovacuum
+	// would set soon after a bulk load anyway, so that measurements see the
+	// steady state (index-only scans possible) rather than the first minute.
+	if _, err := conn.Exec(ctx, `VACUUM (ANALYZE) instances, operations, instances_archive`); err != nil {
 		return err
 	}
-	fmt.Printf("loaded %d instances (%v) and %d archived in %s, ANALYZE done after %s\n", n, states, archived,
-		loaded.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	fmt.Printf("loaded %d instances (%v) and %d archived (plus %d archive rows of instances still deprovisioning) in %s, "+
+		"VACUUM ANALYZE done after %s\n", n, states, archived, len(inFlight), loaded.Round(time.Millisecond),
+		time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
@@ -249,27 +315,58 @@ func (m *measurer) get(query string) (listing, error) {
 	return l, json.Unmarshal(body, &l)
 }
 
+// loadAvg is the 1-minute load average, to judge how busy the machine was
+// during a measurement ("-" where /proc/loadavg does not exist).
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "-"
+	}
+	return strings.Fields(string(b))[0]
+}
+
 func (m *measurer) run(n, warmup int, budget time.Duration) error {
+	// The second page by cursor: the next of the first page.
+	first, err := m.get("page_size=100")
+	if err != nil {
+		return err
+	}
 	// A cursor deep in the listing: the next of offset page 750 (rows
 	// 75,001-75,100 in the default order).
 	deep, err := m.get("page=750&page_size=100")
 	if err != nil {
 		return err
 	}
-	if deep.Next == "" {
+	if first.Next == "" || deep.Next == "" {
 		return fmt.Errorf("page 750 has no next cursor (count %d, total %d); load 100,000 instances first", deep.Count, deep.TotalCount)
 	}
+	// One row of the loaded data for the filters that pick single rows.
+	const row = 12345
 	queries := []struct{ name, query string }{
 		{"no filter", "page_size=100"},
 		{"account=<one of 500>", "account=" + idPrefix + "ga-007&page_size=100"},
+		{"subaccount=<one>", fmt.Sprintf("subaccount=%ssa-%07d&page_size=100", idPrefix, row)},
+		{"instance_id=<one>", fmt.Sprintf("instance_id=%sinst-%07d&page_size=100", idPrefix, row)},
+		{"runtime_id=<one>", fmt.Sprintf("runtime_id=%srt-%07d&page_size=100", idPrefix, row)},
+		{"shoot=<one>", fmt.Sprintf("shoot=c-%07x&page_size=100", row)},
+		{"region=westeurope", "region=westeurope&page_size=100"},
+		{"plan=azure", "plan=azure&page_size=100"},
 		{"state=succeeded", "state=succeeded&page_size=100"},
-		{"plan=azure&region=westeurope", "plan=azure&region=westeurope&page_size=100"},
+		{"state=failed", "state=failed&page_size=100"},
+		{"state=suspended", "state=suspended&page_size=100"},
+		{"state=deprovisioned (archive)", "state=deprovisioned&page_size=100"},
 		{"state=all (with archive)", "state=all&page_size=100"},
+		{"plan=azure&region=westeurope", "plan=azure&region=westeurope&page_size=100"},
+		{"account&state=succeeded&plan=aws", "account=" + idPrefix + "ga-007&state=succeeded&plan=aws&page_size=100"},
+		{"page 2 by cursor", "next=" + url.QueryEscape(first.Next) + "&page_size=100"},
+		{"page=2", "page=2&page_size=100"},
 		{"next=<cursor after row 75,100>", "next=" + url.QueryEscape(deep.Next) + "&page_size=100"},
+		{"page=751 (offset 75,000)", "page=751&page_size=100"},
 		{"op_detail=all", "op_detail=all&page_size=100"},
 	}
-	fmt.Printf("GET %s/info/runtimes, %d sequential requests per query after %d warm-up\n", m.base, n, warmup)
-	fmt.Printf("| query | count | totalCount | n | p50 | p99 | max |\n|---|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Printf("GET %s/info/runtimes, %d sequential requests per query after %d warm-up; load average %s at start\n",
+		m.base, n, warmup, loadAvg())
+	fmt.Printf("| query | count | totalCount | n | p50 | p99 | max | load avg (1 min) |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, q := range queries {
 		var l listing
 		for range warmup {
@@ -290,8 +387,8 @@ func (m *measurer) run(n, warmup int, budget time.Duration) error {
 		pct := func(p float64) time.Duration {
 			return lat[min(len(lat)-1, int(float64(len(lat))*p))].Round(10 * time.Microsecond)
 		}
-		fmt.Printf("| %s | %d | %d | %d | %s | %s | %s |\n", q.name, l.Count, l.TotalCount, len(lat),
-			pct(0.50), pct(0.99), lat[len(lat)-1].Round(10*time.Microsecond))
+		fmt.Printf("| %s | %d | %d | %d | %s | %s | %s | %s |\n", q.name, l.Count, l.TotalCount, len(lat),
+			pct(0.50), pct(0.99), lat[len(lat)-1].Round(10*time.Microsecond), loadAvg())
 	}
 	return nil
 }
@@ -302,35 +399,51 @@ func fail(err error) {
 }
 
 // explainPage prints EXPLAIN ANALYZE of the statements keb runs for one page
-// of 100, taken from the store itself so they cannot drift from the product.
-func explainPage(ctx context.Context, dbURL, account string) error {
+// of 100, taken from the store itself so they cannot drift from the product,
+// and run as the store runs them: in its transaction, with its settings (JIT
+// off, custom plans). filter is
+// "-" (no filter), a global account ID, or a query string parsed as
+// /info/runtimes parses it.
+func explainPage(ctx context.Context, dbURL, filter string) error {
 	if dbURL == "" {
 		return fmt.Errorf("-explain needs -database-url or APP_DATABASE_URL")
+	}
+	q := storage.RuntimeQuery{Page: 1, PageSize: 100}
+	switch {
+	case filter == "-":
+	case strings.Contains(filter, "="):
+		v, err := url.ParseQuery(filter)
+		if err != nil {
+			return fmt.Errorf("-explain %q: %w", filter, err)
+		}
+		if q, err = runtimes.ParseQuery(v); err != nil {
+			return fmt.Errorf("-explain %q: %w", filter, err)
+		}
+	default:
+		q.GlobalAccountIDs = []string{filter}
 	}
 	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
 		return err
 	}
 	defer conn.Close(ctx)
-	q := storage.RuntimeQuery{Page: 1, PageSize: 100}
-	if account != "-" {
-		q.GlobalAccountIDs = []string{account}
-	}
 	page, pageArgs, count, countArgs := storage.RuntimesSQL(q)
-	for _, st := range []struct {
-		name string
-		sql  string
-		args []any
-	}{{"page", page, pageArgs}, {"count", count, countArgs}} {
-		rows, err := conn.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+st.sql, st.args...)
-		if err != nil {
-			return fmt.Errorf("explaining the %s statement: %w", st.name, err)
+	return pgx.BeginTxFunc(ctx, conn, storage.RuntimesTxOptions, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, storage.RuntimesTxSettings); err != nil {
+			return err
 		}
-		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return fmt.Errorf("explaining the %s statement: %w", st.name, err)
+		for _, st := range []struct {
+			name string
+			sql  string
+			args []any
+		}{{"page", page, pageArgs}, {"count", count, countArgs}} {
+			rows, _ := tx.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+st.sql, st.args...)
+			lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				return fmt.Errorf("explaining the %s statement: %w", st.name, err)
+			}
+			fmt.Printf("== %s statement\n%s\n", st.name, strings.Join(lines, "\n"))
 		}
-		fmt.Printf("== %s statement\n%s\n", st.name, strings.Join(lines, "\n"))
-	}
-	return nil
+		return nil
+	})
 }
