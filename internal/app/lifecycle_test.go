@@ -146,7 +146,7 @@ func TestDeprovision(t *testing.T) {
 	}
 
 	// Once the instance is gone: last_operation 410, DELETE 410, GET 404.
-	// (What the engine's archive and remove_instance steps leave behind.)
+	// (What the engine's archive step, Store.ArchiveAndRemove, leaves behind.)
 	b.exec(`INSERT INTO instances_archive (instance_id, runtime_id, global_account_id, subaccount_id, plan_id,
 		plan_name, platform_region, provider, provider_region, last_deprovisioning_id, instance_created_at,
 		deprovisioning_started_at) SELECT instance_id, runtime_id, global_account_id, subaccount_id, plan_id,

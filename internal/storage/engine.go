@@ -142,20 +142,34 @@ func (s *Store) OtherInstancesOfTenant(ctx context.Context, globalAccountID, pro
 	return n, nil
 }
 
-// Archive keeps a summary of an instance being deprovisioned. Idempotent.
-func (s *Store) Archive(ctx context.Context, a ArchivedInstance) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO instances_archive (instance_id, runtime_id, global_account_id,
-		subaccount_id, plan_id, plan_name, platform_region, provider, provider_region, shoot_name,
-		provisioning_state, last_deprovisioning_id, instance_created_at, deprovisioning_started_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
-		ON CONFLICT (instance_id) DO NOTHING`,
-		a.InstanceID, a.RuntimeID, a.GlobalAccountID, a.SubAccountID, a.PlanID, a.PlanName, a.PlatformRegion,
-		a.Provider, a.ProviderRegion, a.ShootName, a.ProvisioningState, a.LastDeprovisioningID,
-		a.InstanceCreatedAt, a.DeprovisioningStartedAt)
-	if err != nil {
-		return fmt.Errorf("archiving instance %s: %w", a.InstanceID, err)
-	}
-	return nil
+// ArchiveAndRemove ends a deprovisioned instance in one transaction: it
+// keeps the instance's summary in instances_archive and deletes its
+// instances row, whose operations go with it (ON DELETE CASCADE), the
+// running deprovisioning included. An instance is therefore in instances or
+// in instances_archive, never in both, and never in neither: the listing
+// (/info/runtimes) reads each table for its own rows without excluding the
+// other's. The deprovisioning's worker learns that its operation is gone
+// from its next save (SaveProgress answers not in progress) and stops;
+// last_operation answers a poll of it from the archive. Idempotent: an
+// instance already archived keeps its first archive row (ON CONFLICT DO
+// NOTHING), and one already gone is not an error.
+func (s *Store) ArchiveAndRemove(ctx context.Context, a ArchivedInstance) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO instances_archive (instance_id, runtime_id, global_account_id,
+			subaccount_id, plan_id, plan_name, platform_region, provider, provider_region, shoot_name,
+			provisioning_state, last_deprovisioning_id, instance_created_at, deprovisioning_started_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+			ON CONFLICT (instance_id) DO NOTHING`,
+			a.InstanceID, a.RuntimeID, a.GlobalAccountID, a.SubAccountID, a.PlanID, a.PlanName, a.PlatformRegion,
+			a.Provider, a.ProviderRegion, a.ShootName, a.ProvisioningState, a.LastDeprovisioningID,
+			a.InstanceCreatedAt, a.DeprovisioningStartedAt); err != nil {
+			return fmt.Errorf("archiving instance %s: %w", a.InstanceID, err)
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM instances WHERE instance_id = $1`, a.InstanceID); err != nil {
+			return fmt.Errorf("removing instance %s: %w", a.InstanceID, err)
+		}
+		return nil
+	})
 }
 
 // Archived returns the archive entry of a deprovisioned instance.
@@ -168,9 +182,12 @@ func (s *Store) Archived(ctx context.Context, instanceID string) (ArchivedInstan
 	return a, interpretError(err)
 }
 
-// RemoveInstance deletes an archived instance with its operations. It is the
-// last thing a deprovisioning does; it refuses an instance that is not in the
-// archive, so no instance ever vanishes without trace.
+// RemoveInstance deletes an archived instance with its operations. Only
+// deprovisionings whose archive step ran in a version that archived without
+// removing still call it (their remove_instance step); ArchiveAndRemove does
+// both at once now. It refuses an instance that is not in the archive, so no
+// instance ever vanishes without trace, and an instance already gone is not
+// an error.
 func (s *Store) RemoveInstance(ctx context.Context, instanceID string) error {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM instances WHERE instance_id = $1
 		AND EXISTS (SELECT 1 FROM instances_archive WHERE instance_id = $1)`, instanceID)

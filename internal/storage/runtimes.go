@@ -206,10 +206,13 @@ const liveRows = `SELECT i.instance_id, i.runtime_id, i.global_account_id, i.sub
 	NULL::text AS a_deprovisioning_id, NULL::timestamptz AS a_deprovisioning_started_at
 FROM instances i`
 
-// archivedRows are archived instances as listing rows. An instance whose
-// deprovisioning is still running is in both tables; it is shown once, from
-// instances, until its row is removed. The archive keeps neither the user,
-// the parameters nor the expiry; a_* carry its summary of the deprovisioning.
+// archivedRows are archived instances as listing rows. An instance is in
+// one of the two tables, never in both (Store.ArchiveAndRemove archives it
+// and deletes its instances row in one transaction; migration 00006 removed
+// the instances that older versions had left in both), so the archive is read
+// alone, without looking for its instances among the live ones. The archive
+// keeps neither the user, the parameters nor the expiry; a_* carry its
+// summary of the deprovisioning.
 const archivedRows = `SELECT a.instance_id, a.runtime_id, a.global_account_id, a.subaccount_id, '' AS user_id,
 	'' AS service_id, a.plan_id, a.plan_name, a.platform_region, a.provider, a.provider_region, a.shoot_name,
 	'{}'::jsonb AS parameters, 'deprovisioned' AS state, a.instance_created_at AS created_at,
@@ -360,28 +363,6 @@ func (f stateFilter) predicate(b *runtimeSQL) string {
 	}
 }
 
-// notLive keeps an archived row of the page only once its instance is gone
-// from instances (a deprovisioning in progress is listed from there). It is
-// a scalar subquery on purpose: a NOT EXISTS becomes an anti-join, which the
-// planner, estimating (wrongly) that nearly every archived row has a live
-// twin, ran as a hash of every live instance ID: 50-100 ms at 100,000
-// instances. The subquery is one index probe of instances per archived row
-// read, and the page stops reading after one page. It is written as
-// NOT coalesce(...) rather than "(...) IS NULL" because the
-// planner guesses that an IS NULL of an expression keeps 0.5% of the rows
-// and then sorts the whole archive instead of reading it in index order; a
-// boolean expression it guesses at 50%.
-const notLive = "NOT coalesce((SELECT true FROM instances x WHERE " + twin + "), false)"
-
-// twin matches an archived row a to its instance x while that is still live.
-// The ID alone identifies it (IDs are never reused); the creation time,
-// which Store.Archive copies from the instance, is matched too so that the
-// count can merge the two tables' (created_at, instance_id) indexes: a
-// timestamp compares faster than a text ID, and the merge of 100,000 live
-// with 12,500 archived keys took 7 ms where a hash or merge on the ID alone
-// took 12-20 ms.
-const twin = "x.created_at = a.instance_created_at AND x.instance_id = a.instance_id"
-
 func joinWhere(preds []string) string {
 	if len(preds) == 0 {
 		return ""
@@ -416,8 +397,11 @@ func RuntimesSQL(q RuntimeQuery) (page string, pageArgs []any, count string, cou
 	// runtimes are asked for, ordered and cut to one page, then joined to
 	// their operations.
 	b := &runtimeSQL{}
-	// Live instances can be in every state (deprovisioned only between a
-	// finished deprovisioning and the removal of the row).
+	// Live instances can be in every state. A live one is deprovisioned
+	// only if a deprovisioning succeeded without removing it, which no
+	// pipeline does (ArchiveAndRemove deletes the operation with its
+	// instance before it can finish); the state is valid, so such a row
+	// would be listed, from instances, like any other.
 	sf := newStateFilter(states)
 	preds := b.where(q, liveBranch)
 	if p := sf.predicate(b); p != "" {
@@ -438,14 +422,15 @@ func RuntimesSQL(q RuntimeQuery) (page string, pageArgs []any, count string, cou
 	}
 	var rows string
 	if withArchive {
-		archived := archivedRows + joinWhere(append(b.where(q, archiveBranch), notLive))
+		archived := archivedRows + joinWhere(b.where(q, archiveBranch))
 		// Both branches come in (created_at, instance_id) order from their
 		// indexes and are merged. Each is cut to the rows a page can need
-		// from it: without its own LIMIT the planner costs the archive
-		// branch as if read to the end (each row's notLive probe included)
-		// and sorts the whole archive rather than reading it in order and
-		// stopping (PostgreSQL 15 does not cost merged branches under a
-		// LIMIT by the fraction read).
+		// from it, so that the planner costs neither as if read to the end
+		// (PostgreSQL 15 does not cost merged branches under a LIMIT by the
+		// fraction read). Without these LIMITs it sorted the whole archive
+		// rather than read it in order and stop; that was measured while the
+		// archive branch still probed instances for each row, but the
+		// LIMITs cost nothing and keep the plan independent of it.
 		branchLimit := " LIMIT " + strconv.Itoa(offset+pageSize+1)
 		rows = "SELECT * FROM ((" + live + "\nORDER BY i.created_at, i.instance_id" + branchLimit + ")\nUNION ALL\n(" +
 			archived + "\nORDER BY a.instance_created_at, a.instance_id" + branchLimit + ")) u\nORDER BY u.created_at, u.instance_id" + limit
@@ -462,27 +447,20 @@ func RuntimesSQL(q RuntimeQuery) (page string, pageArgs []any, count string, cou
 	var terms []string
 	if sf.except == RuntimeDeprovisioned {
 		// The default listing: every live instance but the deprovisioned
-		// ones, which exist only for the moment between a finished
-		// deprovisioning and the removal of the row. Counting all matching
-		// instances and subtracting those few keeps state out of the first
-		// count, so that it reads only the index of whichever filter is
-		// given (state is in no index but its own) instead of every
-		// matching row.
+		// ones, of which there are none (see above) or next to none.
+		// Counting all matching instances and subtracting those keeps
+		// state out of the first count, so that it reads only the index of
+		// whichever filter is given (state is in no index but its own)
+		// instead of every matching row.
 		terms = append(terms, b.liveCount(qq, stateFilter{all: true}, true),
 			"- "+b.liveCount(qq, stateFilter{states: []string{RuntimeDeprovisioned}}, false))
 	} else {
 		terms = append(terms, b.liveCount(qq, sf, true))
 	}
 	if withArchive {
-		// Archived rows less those still live (listed from instances). The
-		// second count is an inner join, which the planner costs well: a
-		// merge of both tables' creation-order indexes, or a probe per
-		// archived row when the filters leave few. notLive (one probe per
-		// archived row, always) took 30 ms at 12,500 archived rows; NOT
-		// EXISTS was hashed.
+		// Every matching archive row is a runtime of its own: no archived
+		// instance is live (ArchiveAndRemove).
 		terms = append(terms, "+ (SELECT count(*) FROM instances_archive a"+joinWhere(b.where(qq, archiveBranch))+")")
-		terms = append(terms, "- (SELECT count(*) FROM instances_archive a JOIN instances x ON "+twin+
-			joinWhere(b.where(qq, archiveBranch))+")")
 	}
 	count, countArgs = "SELECT "+strings.Join(terms, "\n"), b.args
 	return page, pageArgs, count, countArgs

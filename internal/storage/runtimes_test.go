@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -28,8 +29,9 @@ type seedOp struct {
 type seedRuntime struct {
 	id, account, subaccount, region, plan string
 	ops                                   []seedOp
-	archived                              bool // only in instances_archive
-	archivedToo                           bool // in both tables (deprovisioning not yet finished)
+	// archived: in instances_archive instead of instances. No instance is
+	// in both (Store.ArchiveAndRemove, migration 00006).
+	archived bool
 	// state, when set, is written to instances.state instead of the state
 	// the operations imply: for states no seeded operation reaches
 	// (suspended) and to tell the column from the operations.
@@ -71,15 +73,13 @@ func (f *fixture) seedRuntimes(rs []seedRuntime) {
 				shoot = op.shoot
 			}
 		}
-		if r.archived || r.archivedToo {
+		if r.archived {
 			f.exec(`INSERT INTO instances_archive (instance_id, runtime_id, global_account_id, subaccount_id, plan_id,
 				plan_name, platform_region, provider, provider_region, shoot_name, provisioning_state,
 				last_deprovisioning_id, instance_created_at, deprovisioning_started_at)
 				VALUES ($1, 'rt-'||$1, $2, $3, 'plan-id-'||$4, $4, 'cf-eu10', 'azure', $5, $6, 'succeeded',
 				'deprov-'||$1, $7, $7::timestamptz + interval '1 hour')`,
 				r.id, r.account, r.subaccount, r.plan, r.region, shoot, created)
-		}
-		if r.archived {
 			continue
 		}
 		state := r.state
@@ -119,7 +119,7 @@ func listingFixture(t *testing.T) *fixture {
 		{id: "a-ok", account: "ga-1", subaccount: "sa-1", region: "westeurope", plan: "azure", ops: []seedOp{shootOK("c-aok"), updateOK}},
 		{id: "a-prov", account: "ga-1", subaccount: "sa-2", region: "westeurope", plan: "azure", ops: []seedOp{provRun}},
 		{id: "a-fail", account: "ga-1", subaccount: "sa-1", region: "eastus", plan: "trial", ops: []seedOp{provFailed}},
-		{id: "b-deprov", account: "ga-2", subaccount: "sa-3", region: "eastus", plan: "azure", ops: []seedOp{shootOK("c-bdep"), deprovRun}, archivedToo: true},
+		{id: "b-deprov", account: "ga-2", subaccount: "sa-3", region: "eastus", plan: "azure", ops: []seedOp{shootOK("c-bdep"), deprovRun}},
 		{id: "b-arch", account: "ga-2", subaccount: "sa-3", region: "westeurope", plan: "azure", ops: []seedOp{shootOK("c-barch")}, archived: true},
 		{id: "b-ok", account: "ga-2", subaccount: "sa-4", region: "eastus", plan: "trial", ops: []seedOp{shootOK("c-bok")}},
 		{id: "b-refail", account: "ga-2", subaccount: "sa-4", region: "eastus", plan: "azure", ops: []seedOp{provOK, seedOp{"deprovision", "failed", ""}}},
@@ -149,7 +149,7 @@ func TestRuntimesStatesAndFilters(t *testing.T) {
 		{name: "provisioning", q: storage.RuntimeQuery{States: []string{"provisioning"}}, want: []string{"a-prov"}},
 		{name: "succeeded", q: storage.RuntimeQuery{States: []string{"succeeded"}}, want: []string{"a-ok", "b-ok"}},
 		{name: "failed (provisioning or deprovisioning)", q: storage.RuntimeQuery{States: []string{"failed"}}, want: []string{"a-fail", "b-refail"}},
-		{name: "deprovisioning shown once though archived", q: storage.RuntimeQuery{States: []string{"deprovisioning"}}, want: []string{"b-deprov"}},
+		{name: "deprovisioning", q: storage.RuntimeQuery{States: []string{"deprovisioning"}}, want: []string{"b-deprov"}},
 		{name: "suspended (none here)", q: storage.RuntimeQuery{States: []string{"suspended"}}, want: []string{}},
 		{name: "states OR", q: storage.RuntimeQuery{States: []string{"provisioning", "deprovisioned"}}, want: []string{"a-prov", "b-arch"}},
 		{name: "account", q: storage.RuntimeQuery{GlobalAccountIDs: []string{"ga-1"}}, want: []string{"a-ok", "a-prov", "a-fail"}},
@@ -266,13 +266,15 @@ func TestRuntimesCountsEveryState(t *testing.T) {
 		add("provisioning", seedRuntime{id: fmt.Sprintf("prov-%d", i), ops: []seedOp{provRun}})
 		add("succeeded", seedRuntime{id: fmt.Sprintf("ok-%d", i), ops: []seedOp{shootOK(fmt.Sprintf("c-ok-%d", i))}})
 		add("failed", seedRuntime{id: fmt.Sprintf("fail-%d", i), ops: []seedOp{provFailed}})
-		add("deprovisioning", seedRuntime{id: fmt.Sprintf("deprov-%d", i), ops: []seedOp{provOK, deprovRun}, archivedToo: i == 0})
+		add("deprovisioning", seedRuntime{id: fmt.Sprintf("deprov-%d", i), ops: []seedOp{provOK, deprovRun}})
 		add("suspended", seedRuntime{id: fmt.Sprintf("susp-%d", i), ops: []seedOp{provOK, {"deprovision", "succeeded", ""}},
 			state: storage.RuntimeSuspended, expiredAt: &expired})
 		add("deprovisioned", seedRuntime{id: fmt.Sprintf("arch-%d", i), ops: []seedOp{provOK}, archived: true})
 	}
-	// Deprovisioned but not yet removed: live row and archive entry; listed once.
-	add("deprovisioned", seedRuntime{id: "gone-live", ops: []seedOp{provOK, {"deprovision", "succeeded", ""}}, archivedToo: true})
+	// A live instance in state deprovisioned: no pipeline leaves one
+	// (ArchiveAndRemove deletes the deprovisioning before it can succeed),
+	// but the state is valid and the listing shows it from instances.
+	add("deprovisioned", seedRuntime{id: "gone-live", ops: []seedOp{provOK, {"deprovision", "succeeded", ""}}})
 	f.seedRuntimes(seed)
 
 	total := 0
@@ -319,6 +321,88 @@ func TestRuntimesCountsEveryState(t *testing.T) {
 		if page.Total != tc.want {
 			t.Errorf("%s: total %d, want %d", tc.name, page.Total, tc.want)
 		}
+	}
+}
+
+// TestRuntimesDeprovisioningListedOnce follows one instance through the end
+// of its deprovisioning with the store's own writes: while the
+// deprovisioning runs it is listed once, live, as deprovisioning; after
+// ArchiveAndRemove once, archived, as deprovisioned. Every listing that
+// includes deprovisioned reads both tables without excluding either's rows
+// from the other, so this is what keeps it from being listed twice.
+func TestRuntimesDeprovisioningListedOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	archive := f.deprovisioningInstance() // inst-1, deprovisioning op-d in progress
+	f.provision("inst-2", "ga-1", "azure", "op-2")
+
+	listed := func(q storage.RuntimeQuery) (rows []storage.Runtime, total int) {
+		t.Helper()
+		page, err := f.store.Runtimes(f.ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range page.Runtimes {
+			if r.InstanceID == "inst-1" {
+				rows = append(rows, r)
+			}
+		}
+		return rows, page.Total
+	}
+	type listing struct {
+		name   string
+		q      storage.RuntimeQuery
+		listed bool // inst-1 is on the page
+		total  int
+	}
+	check := func(when, wantState string, cases []listing) {
+		t.Helper()
+		for _, c := range cases {
+			rows, total := listed(c.q)
+			want := 0
+			if c.listed {
+				want = 1
+			}
+			if len(rows) != want || total != c.total {
+				t.Errorf("%s, %s: inst-1 listed %d times (total %d), want %d (total %d)", when, c.name, len(rows), total, want, c.total)
+				continue
+			}
+			if c.listed && rows[0].State != wantState {
+				t.Errorf("%s, %s: inst-1 is %s, want %s", when, c.name, rows[0].State, wantState)
+			}
+		}
+	}
+
+	all := storage.RuntimeQuery{States: storage.RuntimeStates}
+	byAccount := storage.RuntimeQuery{States: storage.RuntimeStates, GlobalAccountIDs: []string{"ga-1"}}
+	check("deprovisioning", storage.RuntimeDeprovisioning, []listing{
+		{name: "state=all", q: all, listed: true, total: 2},
+		{name: "state=all&account", q: byAccount, listed: true, total: 2},
+		{name: "default", q: storage.RuntimeQuery{}, listed: true, total: 2},
+		{name: "state=deprovisioning", q: storage.RuntimeQuery{States: []string{"deprovisioning"}}, listed: true, total: 1},
+		{name: "state=deprovisioned", q: storage.RuntimeQuery{States: []string{"deprovisioned"}}, total: 0},
+	})
+	rows, _ := listed(all)
+	if r := rows[0]; r.DeletedAt != nil || r.Deprovisioning == nil || r.Deprovisioning.ID != "op-d" ||
+		r.Deprovisioning.State != storage.StateInProgress || r.Provisioning == nil || r.Provisioning.ID != "op-p" {
+		t.Errorf("deprovisioning inst-1 = %+v (provisioning %+v, deprovisioning %+v)", r, r.Provisioning, r.Deprovisioning)
+	}
+
+	if err := f.store.ArchiveAndRemove(f.ctx, archive); err != nil {
+		t.Fatal(err)
+	}
+	check("archived", storage.RuntimeDeprovisioned, []listing{
+		{name: "state=all", q: all, listed: true, total: 2},
+		{name: "state=all&account", q: byAccount, listed: true, total: 2},
+		{name: "default", q: storage.RuntimeQuery{}, total: 1},
+		{name: "state=deprovisioning", q: storage.RuntimeQuery{States: []string{"deprovisioning"}}, total: 0},
+		{name: "state=deprovisioned", q: storage.RuntimeQuery{States: []string{"deprovisioned"}}, listed: true, total: 1},
+	})
+	rows, _ = listed(storage.RuntimeQuery{States: storage.RuntimeStates, AllOperations: true})
+	if r := rows[0]; r.DeletedAt == nil || r.Provisioning != nil || r.Deprovisioning == nil ||
+		r.Deprovisioning.ID != "op-d" || r.Deprovisioning.State != storage.StateSucceeded || len(r.Operations) != 0 ||
+		!r.CreatedAt.Equal(archive.InstanceCreatedAt) {
+		t.Errorf("archived inst-1 = %+v (deprovisioning %+v)", r, r.Deprovisioning)
 	}
 }
 
@@ -544,12 +628,13 @@ func TestRuntimesPlanUsesIndexes(t *testing.T) {
 		}
 		return strings.Join(lines, "\n")
 	}
-	// The listing's own scan of instances (alias i) must use an index; the
-	// archive branch's anti-join may hash instances' keys for a deep page,
-	// as the planner sees fit.
+	// The listing's own scan of instances (alias i) must use an index.
 	seqScan := regexp.MustCompile(`Seq Scan on instances i\b`)
+	// Every node reading instances, and how many rows it returned.
+	instancesRows := regexp.MustCompile(`on instances \w+ \(actual rows=(\d+) loops=\d+\)`)
 	// An operations probe's line and, on the next, how often it ran.
-	probeLoops := regexp.MustCompile(`on operations o\S* \(actual rows=\d+ loops=(\d+)\)`)
+	// (An archived row's probes are never executed.)
+	probeLoops := regexp.MustCompile(`on operations o\S* \((?:actual rows=\d+ loops=(\d+)|never executed)\)`)
 	cases := []struct {
 		name string
 		q    storage.RuntimeQuery
@@ -561,6 +646,8 @@ func TestRuntimesPlanUsesIndexes(t *testing.T) {
 		{name: "state failed", q: storage.RuntimeQuery{PageSize: 100, States: []string{"failed"}}},
 		{name: "all states page 30", q: storage.RuntimeQuery{PageSize: 100, Page: 30, States: storage.RuntimeStates}},
 		{name: "shoot", q: storage.RuntimeQuery{PageSize: 100, Shoots: []string{"c-77"}}},
+		{name: "deprovisioned", q: storage.RuntimeQuery{PageSize: 100, States: []string{"deprovisioned"}}},
+		{name: "deprovisioned page 10", q: storage.RuntimeQuery{PageSize: 100, Page: 10, States: []string{"deprovisioned"}}},
 	}
 	for _, tc := range cases {
 		page, pageArgs, count, countArgs := storage.RuntimesSQL(tc.q)
@@ -582,6 +669,20 @@ func TestRuntimesPlanUsesIndexes(t *testing.T) {
 		countPlan := explain(tc.name+" count", count, countArgs)
 		if strings.Contains(countPlan, "operations") {
 			t.Errorf("%s: count reads operations:\n%s", tc.name, countPlan)
+		}
+		// No live instance is deprovisioned (ArchiveAndRemove), and the
+		// archive is read alone: a listing of deprovisioned runtimes reads
+		// no row of instances, neither for its page nor for its count.
+		// (Before, both looked up each archived row among the live ones,
+		// and the count merged every live instance's key.)
+		if slices.Equal(tc.q.States, []string{"deprovisioned"}) {
+			for _, p := range []string{plan, countPlan} {
+				for _, m := range instancesRows.FindAllStringSubmatch(p, -1) {
+					if m[1] != "0" {
+						t.Errorf("%s: reads %s rows of instances:\n%s", tc.name, m[1], p)
+					}
+				}
+			}
 		}
 	}
 }

@@ -91,6 +91,16 @@ func (s *Store) CreateProvisioning(ctx context.Context, inst Instance, op Operat
 		if err != nil {
 			return fmt.Errorf("inserting instance: %w", interpretError(err))
 		}
+		// Again after the insert: a deprovisioning archiving this ID may have
+		// committed while the insert waited on the old row's lock; this
+		// statement's fresh snapshot sees it, and the ID stays retired.
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM instances_archive WHERE instance_id = $1)`,
+			inst.InstanceID).Scan(&archived); err != nil {
+			return fmt.Errorf("checking archive: %w", err)
+		}
+		if archived {
+			return ErrArchived
+		}
 		return s.insertOperation(ctx, tx, op)
 	})
 	return interpretError(err)

@@ -8,14 +8,22 @@ import (
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
-// archiver keeps a summary of a deprovisioned instance.
+// archiver archives a deprovisioned instance and removes it, in one
+// transaction.
 type archiver interface {
-	Archive(ctx context.Context, a storage.ArchivedInstance) error
+	ArchiveAndRemove(ctx context.Context, a storage.ArchivedInstance) error
 }
 
-// Archive keeps a summary row of the instance after it is gone: operators
-// still see it, and its ID is never reused. A suspension archives nothing:
-// the instance is not going away.
+// Archive ends a deprovisioning: it keeps a summary row of the instance,
+// so that operators still see it and its ID is never reused, and deletes the
+// instance with its operations, this deprovisioning included, in the same
+// transaction. An instance is thus in instances or in the archive, never in
+// both. The engine's save after this step finds the operation gone and stops;
+// a poll of it is answered from the archive (succeeded), and the platform
+// gets 404 for the instance and 410 for a DELETE. The step is idempotent:
+// run again after a crash, it finds the archive row and no instance.
+//
+// A suspension archives nothing: the instance is not going away.
 type Archive struct {
 	Store interface {
 		archiver
@@ -23,19 +31,19 @@ type Archive struct {
 	}
 }
 
-// Name implements process.Step.
+// Name implements process.Step. The name is kept from the time this step
+// only archived: it is persisted in operations' checkpoints.
 func (s *Archive) Name() string { return "archive" }
 
 // Run implements process.Step.
 func (s *Archive) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
 	if op.Temporary {
-		// An archive row is what lets remove_instance delete the instance
-		// (storage refuses an unarchived one); a suspended instance must
-		// never get one, or a later step or operator could remove it.
+		// A suspended instance must never get an archive row (storage's
+		// RemoveInstance deletes an archived instance) nor be removed.
 		op.Describe("Not archiving the instance: it is suspended and stays")
 		return process.Done()
 	}
-	op.Describe("Archiving the instance")
+	op.Describe("Archiving and removing the instance")
 	i := op.Instance
 	provState := ""
 	prov, err := s.Store.LastOperationOfType(ctx, op.InstanceID, storage.OperationTypeProvision)
@@ -45,7 +53,7 @@ func (s *Archive) Run(ctx context.Context, op *process.Operation) (process.StepR
 	case !errors.Is(err, storage.ErrNotFound):
 		return process.StepResult{}, err
 	}
-	err = s.Store.Archive(ctx, storage.ArchivedInstance{
+	err = s.Store.ArchiveAndRemove(ctx, storage.ArchivedInstance{
 		InstanceID: i.InstanceID, RuntimeID: i.RuntimeID, GlobalAccountID: i.GlobalAccountID,
 		SubAccountID: i.SubAccountID, PlanID: i.PlanID, PlanName: i.PlanName, PlatformRegion: i.PlatformRegion,
 		Provider: i.Provider, ProviderRegion: i.ProviderRegion, ShootName: op.Data.ShootName,

@@ -27,7 +27,8 @@ func TestArchive(t *testing.T) {
 		{name: "provisioning halted in progress", provState: storage.StateInProgress, want: done, wantState: storage.StateInProgress},
 		{name: "no provisioning found: archived without its state", noProv: true, want: done, wantState: ""},
 		{name: "store unavailable reading the provisioning: temporary, nothing archived", provErr: errors.New("db down"), want: temporary},
-		{name: "archive write fails: temporary", provState: storage.StateSucceeded, archiveErr: errors.New("db down"), want: temporary},
+		// The store's transaction rolled back: the step runs again.
+		{name: "archive and removal fail: temporary", provState: storage.StateSucceeded, archiveErr: errors.New("db down"), want: temporary},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -48,8 +49,13 @@ func TestArchive(t *testing.T) {
 				}
 				return
 			}
-			if len(store.archived) != 1 {
-				t.Fatalf("archived %d rows, want 1", len(store.archived))
+			if len(store.archived) != 1 || store.archiveCalls != 1 {
+				t.Fatalf("archived %d rows in %d calls, want 1 in 1", len(store.archived), store.archiveCalls)
+			}
+			// Archive and removal are one call (one transaction); the
+			// step never removes without archiving, nor separately.
+			if len(store.removed) != 0 {
+				t.Errorf("RemoveInstance(%v) called; ArchiveAndRemove removes the instance", store.removed)
 			}
 			i := op.Instance
 			want := storage.ArchivedInstance{
@@ -69,8 +75,8 @@ func TestArchive(t *testing.T) {
 	}
 }
 
-// TestArchiveSuspension: a suspended instance stays, so it gets no archive row (which would let
-// remove_instance delete it), whatever the store would answer.
+// TestArchiveSuspension: a suspended instance stays, so it is neither archived nor removed,
+// whatever the store would answer.
 func TestArchiveSuspension(t *testing.T) {
 	t.Parallel()
 	for _, storeErr := range []error{nil, errors.New("db down")} {
@@ -84,8 +90,9 @@ func TestArchiveSuspension(t *testing.T) {
 			step := &deprovisioning.Archive{Store: store}
 			res, err := step.Run(context.Background(), op)
 			mustOutcome(t, "archive", done, res, err)
-			if len(store.archived) != 0 || len(store.opTypesAsked) != 0 {
-				t.Errorf("archived %v, asked for %v; want nothing archived and no question", store.archived, store.opTypesAsked)
+			if store.archiveCalls != 0 || len(store.removed) != 0 || len(store.opTypesAsked) != 0 {
+				t.Errorf("ArchiveAndRemove called %d times, removed %v, asked for %v; want nothing archived or removed and no question",
+					store.archiveCalls, store.removed, store.opTypesAsked)
 			}
 			if !strings.Contains(op.Description, "suspended") {
 				t.Errorf("description %q does not say the instance is suspended", op.Description)
@@ -102,6 +109,10 @@ func TestRemoveInstance(t *testing.T) {
 		err       error
 		want      outcome
 	}{
+		// An operation whose archive step an older version checkpointed
+		// (archive row written, instance kept) removes it here.
+		// (With a real store, TestArchiveAndRemoveInEngine: an instance
+		// already gone is done too.)
 		{name: "instance removed", want: done},
 		{name: "store refuses (not archived): temporary", err: errors.New("instance x is not archived; refusing to remove it"), want: temporary},
 		// A suspension is never archived: the store would refuse, but it is not even asked.

@@ -2,6 +2,7 @@ package deprovisioning_test
 
 import (
 	"context"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -17,12 +18,15 @@ import (
 	"github.com/kyma-keb/keb/internal/process/deprovisioning"
 	"github.com/kyma-keb/keb/internal/storage"
 	"github.com/kyma-keb/keb/testing/k8stest"
+	"github.com/kyma-keb/keb/testing/pgtest"
 )
 
 // env is the package's kube-apiserver with keb's CRDs; each test uses a namespace of its own.
 var env *k8stest.Environment
 
-func TestMain(m *testing.M) { k8stest.Main(m, &env) }
+// TestMain also serves a PostgreSQL server (pgtest) for the tests that run
+// steps with the engine on a real store.
+func TestMain(m *testing.M) { os.Exit(k8stest.Run(m, &env, pgtest.Run)) }
 
 var kcp = sync.OnceValues(func() (client.Client, error) {
 	s, err := app.Scheme()
@@ -117,7 +121,8 @@ func mustOutcome(t *testing.T, what string, want outcome, res process.StepResult
 }
 
 // fakeStore is an in-memory Store: the provisioning LastOperationOfType returns, the tenant
-// count, archive rows and removed instances, each call recorded.
+// count, instances archived and removed (ArchiveAndRemove) and instances removed
+// (RemoveInstance), each call recorded.
 type fakeStore struct {
 	mu sync.Mutex
 
@@ -129,8 +134,9 @@ type fakeStore struct {
 	countErr     error
 	countedCalls [][3]string // global account, provider, except instance
 
-	archiveErr error
-	archived   []storage.ArchivedInstance
+	archiveErr   error
+	archiveCalls int
+	archived     []storage.ArchivedInstance // archived and removed
 
 	removeErr error
 	removed   []string
@@ -156,9 +162,13 @@ func (s *fakeStore) OtherInstancesOfTenant(_ context.Context, globalAccountID, p
 	return s.others, s.countErr
 }
 
-func (s *fakeStore) Archive(_ context.Context, a storage.ArchivedInstance) error {
+// ArchiveAndRemove records the archive row; removing the instance is part of
+// the same call, so the fake keeps no separate record of it (removed is
+// RemoveInstance's).
+func (s *fakeStore) ArchiveAndRemove(_ context.Context, a storage.ArchivedInstance) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.archiveCalls++
 	if s.archiveErr != nil {
 		return s.archiveErr
 	}

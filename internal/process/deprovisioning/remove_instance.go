@@ -12,11 +12,15 @@ type instanceRemover interface {
 	RemoveInstance(ctx context.Context, instanceID string) error
 }
 
-// RemoveInstance is the last step: the instance and its operations go; the
-// archive row stays. Afterwards the platform gets 404 for the instance and
-// 410 for a DELETE or a poll of this deprovisioning. A suspension keeps the
-// instance: storage marks it suspended when the operation succeeds, and a
-// later provisioning resumes it.
+// RemoveInstance is the last step. The archive step removes the instance
+// itself now (storage.Store.ArchiveAndRemove), so for a deprovisioning that
+// ran it, this step never runs: its operation is gone with the instance.
+// It stays for deprovisionings whose archive step was checkpointed by an
+// older version, which only archived: for them it deletes the instance and
+// its operations; the archive row stays. It is idempotent: an instance
+// already gone (removed by ArchiveAndRemove, or by migration 00006) is done.
+// A suspension keeps the instance: storage marks it suspended when the
+// operation succeeds, and a later provisioning resumes it.
 type RemoveInstance struct {
 	Store instanceRemover
 }
@@ -32,6 +36,7 @@ func (s *RemoveInstance) Run(ctx context.Context, op *process.Operation) (proces
 		return process.Done()
 	}
 	op.Describe("Removing the instance")
+	// Storage answers nil for an instance that is already gone.
 	if err := s.Store.RemoveInstance(ctx, op.InstanceID); err != nil {
 		return process.StepResult{}, fmt.Errorf("removing the deprovisioned instance: %w", err)
 	}
