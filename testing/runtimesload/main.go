@@ -356,6 +356,10 @@ func (m *measurer) run(n, warmup int, budget time.Duration) error {
 		{"page=2", "page=2&page_size=100"},
 		{"next=<cursor after row 75,100>", "next=" + url.QueryEscape(deep.Next) + "&page_size=100"},
 		{"page=751 (offset 75,000)", "page=751&page_size=100"},
+		{"state=all&page=751 (offset 75,000, live + archive)", "state=all&page=751&page_size=100"},
+		{"plan=azure&page=200 (offset 19,900)", "plan=azure&page=200&page_size=100"},
+		{"plan=azure&region=westeurope&page=50 (offset 4,900)", "plan=azure&region=westeurope&page=50&page_size=100"},
+		{"page=1001 (beyond the end)", "page=1001&page_size=100"},
 		{"op_detail=all", "op_detail=all&page_size=100"},
 	}
 	fmt.Printf("GET %s/info/runtimes, %d sequential requests per query after %d warm-up; load average %s at start\n",
