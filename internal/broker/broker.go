@@ -76,3 +76,16 @@ func (b *Broker) internal(log logrus.FieldLogger, action string, err error) erro
 }
 
 func newOperationID() string { return uuid.NewString() }
+
+// newOperation is an accepted operation of an instance, in progress with the
+// broker's operation deadline, waiting for a worker.
+func (b *Broker) newOperation(instanceID, opType, description string) *storage.Operation {
+	return &storage.Operation{
+		ID:          newOperationID(),
+		InstanceID:  instanceID,
+		Type:        opType,
+		State:       storage.StateInProgress,
+		Description: description,
+		Deadline:    b.now().Add(b.opts.OperationTimeout),
+	}
+}

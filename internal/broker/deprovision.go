@@ -21,14 +21,8 @@ func (b *Broker) Deprovision(ctx context.Context, instanceID string, details dom
 	if !asyncAllowed {
 		return domain.DeprovisionServiceSpec{}, errAsyncRequired
 	}
-	op, created, err := b.store.CreateDeprovisioning(ctx, storage.Operation{
-		ID:          newOperationID(),
-		InstanceID:  instanceID,
-		Type:        storage.OperationTypeDeprovision,
-		State:       storage.StateInProgress,
-		Description: descriptionDeprovisionQueued,
-		Deadline:    b.now().Add(b.opts.OperationTimeout),
-	})
+	op, created, err := b.store.CreateDeprovisioning(ctx,
+		*b.newOperation(instanceID, storage.OperationTypeDeprovision, descriptionDeprovisionQueued))
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		return domain.DeprovisionServiceSpec{}, errInstanceGone

@@ -70,16 +70,9 @@ func (b *Broker) Provision(ctx context.Context, instanceID string, details domai
 			return domain.ProvisionedServiceSpec{}, b.internal(log, "encoding credentials", err)
 		}
 	}
-	op := storage.Operation{
-		ID:          newOperationID(),
-		InstanceID:  instanceID,
-		Type:        storage.OperationTypeProvision,
-		State:       storage.StateInProgress,
-		Description: descriptionQueued,
-		Deadline:    b.now().Add(b.opts.OperationTimeout),
-	}
+	op := b.newOperation(instanceID, storage.OperationTypeProvision, descriptionQueued)
 
-	err = b.store.CreateProvisioning(ctx, inst, op)
+	err = b.store.CreateProvisioning(ctx, inst, *op)
 	switch {
 	case err == nil:
 		log.WithField("operation_id", op.ID).Info("provisioning accepted")

@@ -118,17 +118,6 @@ func (b *Broker) Update(ctx context.Context, instanceID string, details domain.U
 	return domain.UpdateServiceSpec{IsAsync: true, OperationData: started.ID, DashboardURL: dashboardURL}, nil
 }
 
-func (b *Broker) newOperation(instanceID, opType, description string) *storage.Operation {
-	return &storage.Operation{
-		ID:          newOperationID(),
-		InstanceID:  instanceID,
-		Type:        opType,
-		State:       storage.StateInProgress,
-		Description: description,
-		Deadline:    b.now().Add(b.opts.OperationTimeout),
-	}
-}
-
 // decodeUpdateContext reads a PATCH's context. Unlike a PUT's, every field is
 // optional (a platform may send only what changed); credentials that are sent
 // must be complete, or BTP Manager would get a Secret it rejects.

@@ -42,11 +42,9 @@ func (s *Store) ChangeInstance(ctx context.Context, instanceID string, decide fu
 		if err != nil {
 			return err
 		}
-		rows, _ = tx.Query(ctx, `SELECT `+operationColumns+` FROM operations WHERE instance_id = $1 AND state = $2`,
-			instanceID, StateInProgress)
-		active, err := pgx.CollectRows(rows, pgx.RowToStructByName[Operation])
+		active, err := runningOperations(ctx, tx, instanceID)
 		if err != nil {
-			return fmt.Errorf("reading running operation: %w", err)
+			return err
 		}
 		var running *Operation
 		if len(active) > 0 {
@@ -60,53 +58,57 @@ func (s *Store) ChangeInstance(ctx context.Context, instanceID string, decide fu
 	})
 }
 
+// applyChange writes c in one UPDATE of the instance (a nil field keeps its
+// column) and queues c's operation.
 func (s *Store) applyChange(ctx context.Context, tx pgx.Tx, inst Instance, c InstanceChange) error {
-	if c.Context != nil {
-		if _, err := tx.Exec(ctx, `UPDATE instances SET context = $2, updated_at = now() WHERE instance_id = $1`,
-			inst.InstanceID, jsonOrEmpty(c.Context)); err != nil {
-			return fmt.Errorf("storing context: %w", err)
-		}
-	}
+	var sealed *string
 	if c.Credentials != nil {
-		sealed, err := s.cipher.Seal(c.Credentials, inst.InstanceID)
+		v, err := s.cipher.Seal(c.Credentials, inst.InstanceID)
 		if err != nil {
 			return fmt.Errorf("sealing credentials: %w", err)
 		}
-		if _, err := tx.Exec(ctx, `UPDATE instances SET encrypted_credentials = $2, updated_at = now() WHERE instance_id = $1`,
-			inst.InstanceID, sealed); err != nil {
-			return fmt.Errorf("storing credentials: %w", err)
-		}
+		sealed = &v
 	}
-	if c.ExpiredAt != nil {
-		if _, err := tx.Exec(ctx, `UPDATE instances SET expired_at = $2, updated_at = now() WHERE instance_id = $1`,
-			inst.InstanceID, *c.ExpiredAt); err != nil {
-			return fmt.Errorf("storing expiry: %w", err)
-		}
+	var contextJSON []byte
+	if c.Context != nil {
+		contextJSON = jsonOrEmpty(c.Context)
 	}
 	op := c.Operation
+	var state *string
+	resume := false
+	if op != nil {
+		if op.InstanceID != inst.InstanceID {
+			return fmt.Errorf("operation %s is for instance %s, not %s", op.ID, op.InstanceID, inst.InstanceID)
+		}
+		switch op.Type {
+		case OperationTypeProvision:
+			// A resumed instance gets a new runtime (and shoot), so nothing
+			// cached about the old one applies; the cluster ID stays, so BTP
+			// Manager's view of the cluster is continuous.
+			state, resume = ptr(RuntimeProvisioning), true
+		case OperationTypeDeprovision:
+			state = ptr(RuntimeDeprovisioning)
+		}
+	}
+	if _, err := tx.Exec(ctx, `UPDATE instances SET
+			context = coalesce($2, context),
+			encrypted_credentials = coalesce($3, encrypted_credentials),
+			expired_at = coalesce($4, expired_at),
+			state = coalesce($5, state),
+			runtime_id = CASE WHEN $6 THEN '' ELSE runtime_id END,
+			shoot_name = CASE WHEN $6 THEN '' ELSE shoot_name END,
+			dashboard_url = CASE WHEN $6 THEN '' ELSE dashboard_url END,
+			updated_at = now()
+		WHERE instance_id = $1`, inst.InstanceID, contextJSON, sealed, c.ExpiredAt, state, resume); err != nil {
+		return fmt.Errorf("changing instance %s: %w", inst.InstanceID, err)
+	}
 	if op == nil {
 		return nil
 	}
-	if op.InstanceID != inst.InstanceID {
-		return fmt.Errorf("operation %s is for instance %s, not %s", op.ID, op.InstanceID, inst.InstanceID)
-	}
-	switch op.Type {
-	case OperationTypeProvision:
-		// A resumed instance gets a new runtime (and shoot), so nothing
-		// cached about the old one applies; the cluster ID stays, so BTP
-		// Manager's view of the cluster is continuous.
-		if _, err := tx.Exec(ctx, `UPDATE instances SET state = $2, runtime_id = '', shoot_name = '',
-			dashboard_url = '', updated_at = now() WHERE instance_id = $1`, inst.InstanceID, RuntimeProvisioning); err != nil {
-			return fmt.Errorf("resuming instance: %w", err)
-		}
-	case OperationTypeDeprovision:
-		if _, err := tx.Exec(ctx, `UPDATE instances SET state = $2, updated_at = now() WHERE instance_id = $1`,
-			inst.InstanceID, RuntimeDeprovisioning); err != nil {
-			return fmt.Errorf("marking instance deprovisioning: %w", err)
-		}
-	}
 	return s.insertOperation(ctx, tx, *op)
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // ExpiryCandidates lists up to limit instances of the plans, oldest first,
 // that are due: created before createdBefore and not expired yet, or expired

@@ -73,13 +73,8 @@ func (s *Store) CreateProvisioning(ctx context.Context, inst Instance, op Operat
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// An archived (deprovisioned) instance's ID is never reused.
-		var archived bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM instances_archive WHERE instance_id = $1)`,
-			inst.InstanceID).Scan(&archived); err != nil {
-			return fmt.Errorf("checking archive: %w", err)
-		}
-		if archived {
-			return ErrArchived
+		if err := checkNotArchived(ctx, tx, inst.InstanceID); err != nil {
+			return err
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO instances (instance_id, runtime_id, global_account_id, subaccount_id,
 			user_id, service_id, plan_id, plan_name, platform_region, provider, provider_region, parameters,
@@ -94,16 +89,38 @@ func (s *Store) CreateProvisioning(ctx context.Context, inst Instance, op Operat
 		// Again after the insert: a deprovisioning archiving this ID may have
 		// committed while the insert waited on the old row's lock; this
 		// statement's fresh snapshot sees it, and the ID stays retired.
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM instances_archive WHERE instance_id = $1)`,
-			inst.InstanceID).Scan(&archived); err != nil {
-			return fmt.Errorf("checking archive: %w", err)
-		}
-		if archived {
-			return ErrArchived
+		if err := checkNotArchived(ctx, tx, inst.InstanceID); err != nil {
+			return err
 		}
 		return s.insertOperation(ctx, tx, op)
 	})
 	return interpretError(err)
+}
+
+// checkNotArchived returns ErrArchived when the instance ID belongs to a
+// deprovisioned instance: such an ID is never reused.
+func checkNotArchived(ctx context.Context, tx pgx.Tx, instanceID string) error {
+	var archived bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM instances_archive WHERE instance_id = $1)`,
+		instanceID).Scan(&archived); err != nil {
+		return fmt.Errorf("checking archive: %w", err)
+	}
+	if archived {
+		return ErrArchived
+	}
+	return nil
+}
+
+// runningOperations reads the instance's operations in progress (at most one,
+// by operations_one_active_per_instance) inside tx.
+func runningOperations(ctx context.Context, tx pgx.Tx, instanceID string) ([]Operation, error) {
+	rows, _ := tx.Query(ctx, `SELECT `+operationColumns+` FROM operations WHERE instance_id = $1 AND state = $2`,
+		instanceID, StateInProgress)
+	ops, err := pgx.CollectRows(rows, pgx.RowToStructByName[Operation])
+	if err != nil {
+		return nil, fmt.Errorf("reading running operations of instance %s: %w", instanceID, err)
+	}
+	return ops, nil
 }
 
 func (s *Store) insertOperation(ctx context.Context, tx pgx.Tx, op Operation) error {
@@ -169,11 +186,9 @@ func (s *Store) CreateDeprovisioning(ctx context.Context, op Operation) (Operati
 		if deleted {
 			return ErrNotFound
 		}
-		rows, _ := tx.Query(ctx, `SELECT `+operationColumns+` FROM operations
-			WHERE instance_id = $1 AND state = $2`, op.InstanceID, StateInProgress)
-		active, err := pgx.CollectRows(rows, pgx.RowToStructByName[Operation])
+		active, err := runningOperations(ctx, tx, op.InstanceID)
 		if err != nil {
-			return fmt.Errorf("reading active operations: %w", err)
+			return err
 		}
 		for _, a := range active {
 			switch {
