@@ -145,6 +145,11 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 	}
+	if a.cfg.PprofAddr != "" {
+		if err := a.servePprof(ctx, a.cfg.PprofAddr); err != nil {
+			return err
+		}
+	}
 	errc := make(chan error, 3)
 	go func() { errc <- srv.Serve(ln) }()
 	if a.engine != nil {

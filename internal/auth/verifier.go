@@ -62,6 +62,9 @@ type Verifier struct {
 	validator    *jwt.Validator // used alone in TrustGateway mode
 	trustGateway bool
 	log          logrus.FieldLogger
+	// verified spares repeated requests with one token (a platform polling
+	// last_operation) the signature check; see tokenCache.
+	verified *tokenCache
 }
 
 // NewVerifier loads the static keys and starts the JWKS refresh goroutines,
@@ -72,7 +75,7 @@ func NewVerifier(ctx context.Context, cfg Config, log logrus.FieldLogger) (*Veri
 		l.SetOutput(io.Discard)
 		log = l
 	}
-	v := &Verifier{trustGateway: cfg.TrustGateway, log: log}
+	v := &Verifier{trustGateway: cfg.TrustGateway, log: log, verified: newTokenCache()}
 
 	for _, path := range cfg.PublicKeyFiles {
 		keys, err := loadPEMKeys(path)
@@ -139,34 +142,73 @@ func NewVerifier(ctx context.Context, cfg Config, log logrus.FieldLogger) (*Veri
 	return v, nil
 }
 
-// Verify checks the token's signature (unless TrustGateway) and claims.
+// Verify checks the token's signature (unless TrustGateway) and claims. A
+// token verified within the last minute and not yet expired is answered from
+// a bounded cache (tokenCache) as long as the JWKS still holds the key that
+// verified it; the returned claims must not be modified.
 func (v *Verifier) Verify(ctx context.Context, rawToken string) (*Claims, error) {
+	if e, ok := v.verified.get(rawToken); ok && v.jwksStillHas(ctx, e.jwksKey) {
+		return e.claims, nil
+	}
+	claims, key, err := v.verify(ctx, rawToken)
+	if err != nil {
+		return nil, err
+	}
+	v.verified.put(rawToken, claims, key)
+	return claims, nil
+}
+
+// jwksStillHas reports whether the JWKS still serves key under its kid (a
+// cached token whose key was rotated out is verified again, and rejected).
+// Static keys (zero jwksKey) never change while keb runs.
+func (v *Verifier) jwksStillHas(ctx context.Context, key jwksKey) bool {
+	if key.kid == "" {
+		return true
+	}
+	jwk, err := v.jwks.Storage().KeyRead(ctx, key.kid)
+	if err != nil {
+		return false
+	}
+	pub, ok := jwk.Key().(interface{ Equal(crypto.PublicKey) bool })
+	return ok && pub.Equal(key.key)
+}
+
+// jwksKey is the JWKS key that verified a token; zero for static keys and in
+// TrustGateway mode.
+type jwksKey struct {
+	kid string
+	key crypto.PublicKey
+}
+
+func (v *Verifier) verify(ctx context.Context, rawToken string) (*Claims, jwksKey, error) {
 	claims := &Claims{}
 	if v.trustGateway {
 		token, _, err := v.parser.ParseUnverified(rawToken, claims)
 		if err != nil {
-			return nil, err
+			return nil, jwksKey{}, err
 		}
 		// Even a gateway never lets "none" or HS* tokens through, so anything
 		// else indicates a bypassed gateway.
 		if !slices.Contains(acceptedAlgs, token.Method.Alg()) {
-			return nil, fmt.Errorf("%w: signing method %s is invalid", jwt.ErrTokenSignatureInvalid, token.Method.Alg())
+			return nil, jwksKey{}, fmt.Errorf("%w: signing method %s is invalid", jwt.ErrTokenSignatureInvalid, token.Method.Alg())
 		}
 		if err := v.validator.Validate(claims); err != nil {
-			return nil, fmt.Errorf("%w: %w", jwt.ErrTokenInvalidClaims, err)
+			return nil, jwksKey{}, fmt.Errorf("%w: %w", jwt.ErrTokenInvalidClaims, err)
 		}
-		return claims, nil
+		return claims, jwksKey{}, nil
 	}
-	if _, err := v.parser.ParseWithClaims(rawToken, claims, v.keyFunc(ctx)); err != nil {
-		return nil, err
+	var used jwksKey
+	if _, err := v.parser.ParseWithClaims(rawToken, claims, v.keyFunc(ctx, &used)); err != nil {
+		return nil, jwksKey{}, err
 	}
-	return claims, nil
+	return claims, used, nil
 }
 
 // keyFunc selects the verification key: a static key whose thumbprint equals
 // the kid, then the JWKS, then every static key of the token's key family
 // (PEM files carry no kid, so issuers may use any kid for them).
-func (v *Verifier) keyFunc(ctx context.Context) jwt.Keyfunc {
+// A key taken from the JWKS is recorded in *fromJWKS.
+func (v *Verifier) keyFunc(ctx context.Context, fromJWKS *jwksKey) jwt.Keyfunc {
 	return func(token *jwt.Token) (any, error) {
 		kid, _ := token.Header["kid"].(string)
 		if kid != "" {
@@ -178,6 +220,7 @@ func (v *Verifier) keyFunc(ctx context.Context) jwt.Keyfunc {
 			if v.jwks != nil {
 				key, err := v.jwks.KeyfuncCtx(ctx)(token)
 				if err == nil {
+					*fromJWKS = jwksKey{kid: kid, key: key}
 					return key, nil
 				}
 				// The detailed reason may name the JWKS URL; keep it in the log.

@@ -43,6 +43,9 @@ type Config struct {
 
 	LogFormat string
 	LogLevel  string
+	// PprofAddr, when set, serves net/http/pprof on its own listener (for
+	// profiling under load; never on the broker's port).
+	PprofAddr string
 
 	Engine Engine
 }
@@ -296,6 +299,8 @@ func (c *Config) BindCommon(b *Binder) {
 		"how long to drain requests on SIGTERM")
 	b.String(&c.LogFormat, "log-format", "APP_LOG_FORMAT", d.LogFormat, "auto (text on a terminal, else JSON), json or text")
 	b.String(&c.LogLevel, "log-level", "APP_LOG_LEVEL", d.LogLevel, "debug, info, warn or error")
+	b.String(&c.PprofAddr, "pprof-addr", "APP_PPROF_ADDR", "",
+		"address for Go's profiling endpoints (/debug/pprof/), e.g. 127.0.0.1:6060; empty: off. Never expose it publicly")
 }
 
 // Validate checks what flags alone cannot.
