@@ -23,6 +23,7 @@ type instanceStore interface {
 	Instance(ctx context.Context, instanceID string) (storage.Instance, error)
 	LastOperation(ctx context.Context, instanceID string) (storage.Operation, error)
 	Operation(ctx context.Context, instanceID, operationID string) (storage.Operation, error)
+	PollOperation(ctx context.Context, instanceID, operationID string) (storage.OperationPoll, error)
 	Archived(ctx context.Context, instanceID string) (storage.ArchivedInstance, error)
 	ChangeInstance(ctx context.Context, instanceID string, decide func(storage.Instance, *storage.Operation) (storage.InstanceChange, error)) error
 }

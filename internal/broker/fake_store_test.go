@@ -90,6 +90,30 @@ func (f *fakeStore) Operation(_ context.Context, instanceID, operationID string)
 	return f.operation(instanceID, operationID)
 }
 
+// PollOperation answers from the instance and operation fakes, as the real
+// store's one statement does from the instance and operation rows.
+func (f *fakeStore) PollOperation(ctx context.Context, instanceID, operationID string) (storage.OperationPoll, error) {
+	inst, err := f.Instance(ctx, instanceID)
+	if err != nil {
+		return storage.OperationPoll{}, err
+	}
+	var op storage.Operation
+	if operationID == "" {
+		op, err = f.LastOperation(ctx, instanceID)
+	} else {
+		op, err = f.Operation(ctx, instanceID, operationID)
+	}
+	poll := storage.OperationPoll{InstanceDeleted: inst.DeletedAt != nil}
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return poll, nil
+	case err != nil:
+		return storage.OperationPoll{}, err
+	}
+	poll.Found, poll.Type, poll.State, poll.Description = true, op.Type, op.State, op.Description
+	return poll, nil
+}
+
 // loadCatalog loads the embedded catalog once; it is immutable.
 var loadCatalog = sync.OnceValues(func() (*catalog.Catalog, error) { return catalog.Load("") })
 

@@ -16,28 +16,18 @@ import (
 // operation runs it asks the platform to come back after Retry-After.
 func (b *Broker) LastOperation(ctx context.Context, instanceID string, details domain.PollDetails) (domain.LastOperation, error) {
 	log := logging.FromContext(ctx, b.log).WithFields(logrus.Fields{"instance_id": instanceID, "operation_id": details.OperationData})
-	inst, err := b.store.Instance(ctx, instanceID)
+	op, err := b.store.PollOperation(ctx, instanceID, details.OperationData)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		return b.goneOrArchived(ctx, log, instanceID, details.OperationData)
 	case err != nil:
-		return domain.LastOperation{}, b.internal(log, "reading instance", err)
-	}
-	var op storage.Operation
-	if details.OperationData != "" {
-		op, err = b.store.Operation(ctx, instanceID, details.OperationData)
-	} else {
-		op, err = b.store.LastOperation(ctx, instanceID)
-	}
-	switch {
-	case errors.Is(err, storage.ErrNotFound):
-		return domain.LastOperation{}, errOperationNotFound
-	case err != nil:
 		return domain.LastOperation{}, b.internal(log, "reading operation", err)
+	case !op.Found:
+		return domain.LastOperation{}, errOperationNotFound
 	}
 	// OSB: a finished deprovisioning of an instance that is gone is a 410,
 	// which the platform takes as success.
-	if inst.DeletedAt != nil && op.Type == storage.OperationTypeDeprovision && op.State == storage.StateSucceeded {
+	if op.InstanceDeleted && op.Type == storage.OperationTypeDeprovision && op.State == storage.StateSucceeded {
 		return domain.LastOperation{}, errInstanceGone
 	}
 	if op.InProgress() {

@@ -1,0 +1,57 @@
+package storage
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// OperationPoll is what a last_operation poll reads: the operation's state
+// and whether its instance is deleted. It is the platform's most frequent
+// request, so it is one indexed statement that reads neither the instance's
+// parameters nor its sealed credentials.
+type OperationPoll struct {
+	InstanceDeleted bool
+	// Found is false when the instance has no such operation.
+	Found       bool
+	Type        string
+	State       string
+	Description string
+}
+
+// InProgress reports whether the polled operation has not finished yet.
+func (p OperationPoll) InProgress() bool { return p.State == StateInProgress }
+
+const (
+	pollOperation = `SELECT i.deleted_at IS NOT NULL, o.type, o.state, o.description
+		FROM instances i LEFT JOIN operations o ON o.instance_id = i.instance_id AND o.operation_id = $2
+		WHERE i.instance_id = $1`
+	pollLastOperation = `SELECT i.deleted_at IS NOT NULL, o.type, o.state, o.description
+		FROM instances i LEFT JOIN LATERAL (SELECT type, state, description FROM operations
+			WHERE instance_id = i.instance_id ORDER BY created_at DESC, operation_id DESC LIMIT 1) o ON true
+		WHERE i.instance_id = $1`
+)
+
+// PollOperation reads operationID of the instance, or its newest operation
+// when operationID is empty, in one statement (one snapshot). It returns
+// ErrNotFound when the instance has no row (unknown or archived).
+func (s *Store) PollOperation(ctx context.Context, instanceID, operationID string) (OperationPoll, error) {
+	var p OperationPoll
+	var opType, state, description *string
+	var row pgx.Row
+	if operationID == "" {
+		row = s.pool.QueryRow(ctx, pollLastOperation, instanceID)
+	} else {
+		row = s.pool.QueryRow(ctx, pollOperation, instanceID, operationID)
+	}
+	if err := row.Scan(&p.InstanceDeleted, &opType, &state, &description); err != nil {
+		return OperationPoll{}, interpretError(err)
+	}
+	if opType != nil {
+		p.Found, p.Type, p.State = true, *opType, *state
+		if description != nil {
+			p.Description = *description
+		}
+	}
+	return p, nil
+}
