@@ -72,37 +72,62 @@ func (s *Store) CreateProvisioning(ctx context.Context, inst Instance, op Operat
 		sealed = &v
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// The four statements go to PostgreSQL as one pipelined batch (one
+		// round trip instead of four); each still runs with its own snapshot,
+		// and any error rolls the whole transaction back.
+		batch := &pgx.Batch{}
 		// An archived (deprovisioned) instance's ID is never reused.
-		if err := checkNotArchived(ctx, tx, inst.InstanceID); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `INSERT INTO instances (instance_id, runtime_id, global_account_id, subaccount_id,
+		batch.Queue(archivedSQL, inst.InstanceID)
+		batch.Queue(`INSERT INTO instances (instance_id, runtime_id, global_account_id, subaccount_id,
 			user_id, service_id, plan_id, plan_name, platform_region, provider, provider_region, parameters,
 			context, encrypted_credentials)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
 			inst.InstanceID, inst.RuntimeID, inst.GlobalAccountID, inst.SubAccountID, inst.UserID, inst.ServiceID,
 			inst.PlanID, inst.PlanName, inst.PlatformRegion, inst.Provider, inst.ProviderRegion,
 			jsonOrEmpty(inst.Parameters), jsonOrEmpty(inst.Context), sealed)
-		if err != nil {
-			return fmt.Errorf("inserting instance: %w", interpretError(err))
-		}
 		// Again after the insert: a deprovisioning archiving this ID may have
 		// committed while the insert waited on the old row's lock; this
 		// statement's fresh snapshot sees it, and the ID stays retired.
-		if err := checkNotArchived(ctx, tx, inst.InstanceID); err != nil {
+		batch.Queue(archivedSQL, inst.InstanceID)
+		batch.Queue(insertOperationSQL, operationArgs(op)...)
+		if err := runProvisioningBatch(tx.SendBatch(ctx, batch)); err != nil {
 			return err
 		}
-		return s.insertOperation(ctx, tx, op)
+		return s.enqueue(ctx, tx, op)
 	})
 	return interpretError(err)
 }
 
-// checkNotArchived returns ErrArchived when the instance ID belongs to a
-// deprovisioned instance: such an ID is never reused.
-func checkNotArchived(ctx context.Context, tx pgx.Tx, instanceID string) error {
+// runProvisioningBatch reads CreateProvisioning's batch results in order and
+// stops at the first failure.
+func runProvisioningBatch(br pgx.BatchResults) (err error) {
+	defer func() {
+		if cerr := br.Close(); err == nil && cerr != nil {
+			err = interpretError(cerr)
+		}
+	}()
+	if err := scanNotArchived(br.QueryRow()); err != nil {
+		return err
+	}
+	if _, err := br.Exec(); err != nil {
+		return fmt.Errorf("inserting instance: %w", interpretError(err))
+	}
+	if err := scanNotArchived(br.QueryRow()); err != nil {
+		return err
+	}
+	if _, err := br.Exec(); err != nil {
+		return fmt.Errorf("inserting operation: %w", interpretError(err))
+	}
+	return nil
+}
+
+const archivedSQL = `SELECT EXISTS (SELECT 1 FROM instances_archive WHERE instance_id = $1)`
+
+// scanNotArchived returns ErrArchived when the archive check (archivedSQL)
+// found the instance ID: a deprovisioned instance's ID is never reused.
+func scanNotArchived(row pgx.Row) error {
 	var archived bool
-	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM instances_archive WHERE instance_id = $1)`,
-		instanceID).Scan(&archived); err != nil {
+	if err := row.Scan(&archived); err != nil {
 		return fmt.Errorf("checking archive: %w", err)
 	}
 	if archived {
@@ -123,13 +148,22 @@ func runningOperations(ctx context.Context, tx pgx.Tx, instanceID string) ([]Ope
 	return ops, nil
 }
 
+const insertOperationSQL = `INSERT INTO operations (operation_id, instance_id, type, state, description, stage,
+	deadline, data, temporary) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`
+
+func operationArgs(op Operation) []any {
+	return []any{op.ID, op.InstanceID, op.Type, op.State, op.Description, op.Stage, op.Deadline, jsonOrEmpty(op.Data), op.Temporary}
+}
+
 func (s *Store) insertOperation(ctx context.Context, tx pgx.Tx, op Operation) error {
-	_, err := tx.Exec(ctx, `INSERT INTO operations (operation_id, instance_id, type, state, description, stage,
-		deadline, data, temporary) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		op.ID, op.InstanceID, op.Type, op.State, op.Description, op.Stage, op.Deadline, jsonOrEmpty(op.Data), op.Temporary)
-	if err != nil {
+	if _, err := tx.Exec(ctx, insertOperationSQL, operationArgs(op)...); err != nil {
 		return fmt.Errorf("inserting operation: %w", interpretError(err))
 	}
+	return s.enqueue(ctx, tx, op)
+}
+
+// enqueue queues an operation written in tx.
+func (s *Store) enqueue(ctx context.Context, tx pgx.Tx, op Operation) error {
 	if s.enqueuer != nil {
 		if err := s.enqueuer.EnqueueTx(ctx, tx, op); err != nil {
 			return fmt.Errorf("enqueueing operation %s: %w", op.ID, err)
