@@ -47,7 +47,8 @@ type Options struct {
 }
 
 // osbRoutes are brokerapi's routes, registered one by one so that metrics
-// and logs name the route template, not the raw path.
+// and logs name the route template, not the raw path. The catalog's is
+// served by catalogHandler.
 var osbRoutes = []struct {
 	path    string
 	methods []string
@@ -76,11 +77,17 @@ func NewRouter(opts Options) http.Handler {
 
 	osb := brokerapi.NewWithOptions(opts.Broker, logging.NewLager("brokerapi", opts.Log))
 	requireWrite := opts.Auth.Require(auth.ScopeBrokerWrite)
+	catalog := newCatalogHandler(opts.Broker)
 	// /oauth/v2 is registered before /oauth/{region}/v2 so that "v2" is never
 	// taken for a region.
 	for _, prefix := range []string{"/oauth", "/oauth/{region}"} {
 		h := withRegion(requireWrite(checkAPIVersion(withResponseHints(stripToV2(osb)))))
+		// The catalog is served from prepared bytes, past brokerapi.
+		r.Handle(prefix+"/v2/catalog", withRegion(requireWrite(checkAPIVersion(catalog)))).Methods(http.MethodGet)
 		for _, rt := range osbRoutes {
+			if rt.path == "/v2/catalog" {
+				continue
+			}
 			// mux upper-cases the slice it is given in place: a copy keeps
 			// routers built concurrently (tests) from racing on it.
 			r.Handle(prefix+rt.path, h).Methods(slices.Clone(rt.methods)...)
