@@ -73,7 +73,10 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	if err != nil {
 		return nil, fmt.Errorf("setting up token verification: %w", err)
 	}
-	pool, err := storage.Open(ctx, cfg.DatabaseURL, cfg.PoolSize())
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	counters := newWorkCounters(reg)
+	pool, err := storage.Open(ctx, cfg.DatabaseURL, cfg.PoolSize(), counters.tracer())
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +101,7 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	expirer := expiry.New(store, cfg.TrialDuration, cfg.OperationTimeout, log.WithField("component", "expiry"))
 	var eng *engine
 	if cfg.Engine.Workers > 0 {
-		if eng, err = newEngine(cfg, pool, store, cat, expirer, log); err != nil {
+		if eng, err = newEngine(cfg, pool, store, cat, expirer, counters, log); err != nil {
 			pool.Close()
 			return nil, err
 		}
@@ -113,8 +116,6 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 		pool.Close()
 		return nil, fmt.Errorf("building broker: %w", err)
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	a := &App{cfg: cfg, pool: pool, log: log, engine: eng}
 	opts := httpapi.Options{Broker: brk, Auth: verifier, Log: log, Registry: reg, Ready: a.ready,
 		Runtimes: runtimes.NewHandler(store, catalog.ServiceID), Expire: expiry.Handler(expirer, log)}

@@ -58,7 +58,8 @@ type engine struct {
 }
 
 // newEngine builds the workers, the pipelines and the control-plane watch.
-func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat *catalog.Catalog, expirer *expiry.Expirer, log logrus.FieldLogger) (*engine, error) {
+func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat *catalog.Catalog, expirer *expiry.Expirer,
+	counters *workCounters, log logrus.FieldLogger) (*engine, error) {
 	ec := cfg.Engine
 	if ec.KCPKubeconfig == "" {
 		return nil, errors.New("no control plane: set APP_KCP_KUBECONFIG (or KUBECONFIG), or APP_WORKERS=0 to only accept requests")
@@ -74,6 +75,7 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat 
 	// client-go's default rate limit (a few requests per second) would make
 	// the workers queue behind their own client, not the API server.
 	kcpCfg.QPS, kcpCfg.Burst = float32(10*ec.Workers+50), 20*ec.Workers+100
+	kcpCfg.WrapTransport = counters.countRequests("control_plane")
 	kcp, err := client.New(kcpCfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, fmt.Errorf("control-plane client: %w", err)
@@ -87,6 +89,7 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat 
 			return nil, err
 		}
 		gcfg.QPS, gcfg.Burst = kcpCfg.QPS, kcpCfg.Burst
+		gcfg.WrapTransport = kcpCfg.WrapTransport
 		if gardener, err = client.New(gcfg, client.Options{Scheme: scheme}); err != nil {
 			return nil, fmt.Errorf("account pool client: %w", err)
 		}
@@ -102,6 +105,7 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat 
 	// One runtime client cache for every pipeline: a runtime's client (and
 	// its connections) is built once, whichever operation reaches it.
 	runtimes := runtime.NewClientCache(kcp, scheme)
+	runtimes.WrapTransport = counters.countRequests("runtime")
 	pipelines := map[string]process.Pipeline{
 		storage.OperationTypeProvision: provisioning.Pipeline(provisioning.Deps{
 			Config: provCfg, Catalog: cat, Store: store, Finisher: store, KCP: kcp, Pool: pool2,

@@ -34,6 +34,9 @@ const RuntimeRequestTimeout = 30 * time.Second
 type ClientCache struct {
 	kcp    client.Reader
 	scheme *k8sruntime.Scheme
+	// WrapTransport, if set, wraps every runtime client's transport (keb
+	// counts apiserver requests with it).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 
 	mu      sync.Mutex
 	clients map[string]cachedClient
@@ -122,6 +125,7 @@ func (c *ClientCache) build(kubeconfig []byte) (cachedClient, error) {
 		return cachedClient{}, errors.New("kubeconfig uses an exec plugin or auth provider, which keb refuses")
 	}
 	cfg.Timeout = RuntimeRequestTimeout
+	cfg.WrapTransport = c.WrapTransport
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return cachedClient{}, fmt.Errorf("building HTTP client: %w", err)

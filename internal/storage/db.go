@@ -7,19 +7,25 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Open connects a pgx pool to databaseURL and checks it with a ping, because
 // pgxpool connects lazily and would otherwise report a bad URL only on first use.
 //
+// tracer, if given, sees every statement (keb counts them per operation).
+//
 // maxConns > 0 sizes the pool (else pgx's default, or pool_max_conns in the
 // URL): a replica needs about two connections per worker (one holds the
 // instance lock while the other runs the step's queries) plus the queue's own.
-func Open(ctx context.Context, databaseURL string, maxConns int32) (*pgxpool.Pool, error) {
+func Open(ctx context.Context, databaseURL string, maxConns int32, tracer ...pgx.QueryTracer) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("parsing database URL: %w", err)
+	}
+	if len(tracer) > 0 {
+		cfg.ConnConfig.Tracer = tracer[0]
 	}
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
