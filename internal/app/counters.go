@@ -50,7 +50,9 @@ func (statementTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.T
 	return ctx
 }
 
-func (t statementTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) { t.c.Inc() }
+func (t statementTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {
+	t.c.Inc()
+}
 
 func (statementTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
