@@ -68,14 +68,42 @@ func (w *Watcher) Start(ctx context.Context) error {
 			return fmt.Errorf("watching %T: %w", obj, err)
 		}
 		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    func(o any) { w.changed(ctx, o) },
-			UpdateFunc: func(_, o any) { w.changed(ctx, o) },
+			AddFunc: func(o any) {
+				if endsAWait(nil, o) {
+					w.changed(ctx, o)
+				}
+			},
+			UpdateFunc: func(old, o any) {
+				if endsAWait(old, o) {
+					w.changed(ctx, o)
+				}
+			},
 			DeleteFunc: func(o any) { w.changed(ctx, o) },
 		}); err != nil {
 			return fmt.Errorf("handling %T events: %w", obj, err)
 		}
 	}
 	return c.Start(ctx)
+}
+
+// endsAWait reports whether an added (old nil) or updated object can end a
+// wait, so that only such events cost a wake-up (an UPDATE and a job retry,
+// and for a job still running, retries until it snoozed). Steps wait for a
+// Runtime CR to become Ready or Failed, for a kubeconfig Secret to exist, or
+// for either to be deleted (deletions always wake). keb's own create of a
+// Runtime CR, the infrastructure manager's Pending updates and rewrites of a
+// Secret end no wait; a step still sees them at its next poll.
+func endsAWait(old, updated any) bool {
+	switch rt := updated.(type) {
+	case *runtime.Runtime:
+		if rt.Status.State != runtime.StateReady && rt.Status.State != runtime.StateFailed {
+			return false
+		}
+		prev, ok := old.(*runtime.Runtime)
+		return !ok || prev.Status.State != rt.Status.State
+	default:
+		return old == nil
+	}
 }
 
 func (w *Watcher) changed(ctx context.Context, o any) {

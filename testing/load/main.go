@@ -14,10 +14,13 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -38,11 +41,45 @@ func main() {
 	conc := flag.Int("concurrency", 16, "concurrent clients")
 	dur := flag.Duration("duration", 15*time.Second, "how long to run each phase")
 	maxReq := flag.Int("requests", 200000, "upper bound of requests per phase")
-	mode := flag.String("mode", "osb", "osb: accept and poll throughput; pipeline: whole provisionings per second; waiting: first-step latency behind -n waiting operations")
+	mode := flag.String("mode", "osb", "osb: accept and poll throughput; pipeline: whole provisionings per second; waiting: first-step latency behind -n waiting operations; "+
+		"bench: start PostgreSQL and `keb dev` for each of -binaries and measure catalog, accept, poll, pgbench and the pipeline (`make bench`)")
 	creds := flag.Bool("credentials", true, "pipeline/waiting: send sm_operator_credentials, so the final step writes into the runtime")
+	plan := flag.String("plan", "trial", "pipeline/waiting: trial (a global account each, shared pool accounts) or azure (one global account, one pool account)")
 	samples := flag.Int("samples", 30, "waiting: new provisionings measured")
 	ops := flag.Int("n", 100, "operations for -mode pipeline and waiting")
+	binaries := flag.String("binaries", "keb=bin/keb", "bench: name=path of each keb binary to measure, comma-separated (e.g. before=/tmp/keb-main,after=bin/keb)")
+	benchDir := flag.String("bench-dir", ".keb/bench", "bench: state directory, emptied first (PostgreSQL data, each keb's dev dir and log)")
+	port := flag.Int("port", 58080, "bench: the first keb's port; further binaries use the next ports")
+	concs := flag.String("concurrencies", "1,16,64", "bench: concurrencies of the front-door cells")
+	pipelineNs := flag.String("pipeline", "50,1000", "bench: provisionings per pipeline run (empty: none)")
+	k8sBin := flag.String("k8s-bin-dir", "bin/k8s", "bench: kube-apiserver and etcd for keb dev")
+	doc := flag.String("doc", "", "bench: markdown file whose `make bench` section is replaced by the table")
+	commit := flag.String("commit", "unknown", "bench: the commit measured, printed with the table")
 	flag.Parse()
+	if *mode == "bench" {
+		cfg := benchConfig{dir: *benchDir, port: *port, duration: *dur, pipelineConc: *conc, credentials: *creds,
+			doc: *doc, commit: *commit}
+		var err error
+		if cfg.k8sBinDir, err = filepath.Abs(*k8sBin); err != nil {
+			fail(err)
+		}
+		if cfg.binaries, err = parseBinaries(*binaries); err != nil {
+			fail(err)
+		}
+		if cfg.concurrencies, err = parseInts(*concs); err != nil {
+			fail(err)
+		}
+		if cfg.pipelineNs, err = parseInts(*pipelineNs); err != nil {
+			fail(err)
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if err := runBench(ctx, cfg); err != nil {
+			stop()
+			fail(err)
+		}
+		return
+	}
 
 	if *token == "" {
 		key, err := auth.LoadOrCreateDevKey(*dir)
@@ -54,7 +91,12 @@ func main() {
 		}
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *conc * 2}, Timeout: 30 * time.Second}
-	l := &loader{base: strings.TrimRight(*base, "/"), token: *token, client: client, credentials: *creds}
+	planID := trialPlanID
+	if *plan == "azure" {
+		planID = azurePlanID
+	}
+	l := &loader{base: strings.TrimRight(*base, "/"), token: *token, client: client, credentials: *creds,
+		planID: planID, globalAccount: "load-ga-" + uuid.NewString()[:8]}
 	switch *mode {
 	case "pipeline":
 		l.pipeline(*ops, *conc)
@@ -95,6 +137,8 @@ type loader struct {
 	base, token string
 	client      *http.Client
 	credentials bool
+	// planID and globalAccount are what -mode pipeline and waiting provision.
+	planID, globalAccount string
 }
 
 func (l *loader) do(method, path, body string) (int, error) {

@@ -15,17 +15,19 @@ import (
 
 const trialPlanID = "7d55d31d-35ae-4438-bf13-6ffdfa107d9f"
 
-// provisionTrial accepts a trial provisioning (trials use the shared account
-// pool, so any number fit) with Service Manager credentials, so that every
-// operation runs all steps including the final injection.
-func (l *loader) provisionTrial() (instanceID, opID string, err error) {
+// provisionOne accepts a provisioning of l.planID: a trial (trials use the
+// shared account pool, so any number fit) with a global account of its own,
+// or any other plan in the one global account l.globalAccount (so that all
+// of them share its one pool account). With l.credentials it carries Service
+// Manager credentials, so that every operation runs all steps including the
+// final injection.
+func (l *loader) provisionOne() (instanceID, opID string, err error) {
 	id := uuid.NewString()
-	creds := ""
-	if l.credentials {
-		creds = `,"sm_operator_credentials":{"clientid":"c","clientsecret":"s","sm_url":"https://sm.example.com","url":"https://auth.example.com"}`
+	ga := l.globalAccount
+	if l.planID == trialPlanID {
+		ga = "load-ga-" + id
 	}
-	body := fmt.Sprintf(`{"service_id":%q,"plan_id":%q,"context":{"globalaccount_id":"load-ga-%s","subaccount_id":"load-sa","user_id":"load@example.com"%s},"parameters":{"name":"load"}}`,
-		serviceID, trialPlanID, id, creds)
+	body := provisionBody(l.planID, ga, l.credentials)
 	req, _ := http.NewRequest(http.MethodPut, l.base+"/oauth/v2/service_instances/"+id+"?accepts_incomplete=true", strings.NewReader(body))
 	l.headers(req)
 	res, err := l.client.Do(req)
@@ -79,7 +81,7 @@ func (l *loader) pipeline(n, conc int) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			inst, id, err := l.provisionTrial()
+			inst, id, err := l.provisionOne()
 			if err != nil {
 				fail(err)
 			}
@@ -130,7 +132,7 @@ func (l *loader) waiting(n, conc, samples int) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			inst, id, err := l.provisionTrial()
+			inst, id, err := l.provisionOne()
 			if err != nil {
 				fail(err)
 			}
@@ -160,7 +162,7 @@ func (l *loader) waiting(n, conc, samples int) {
 	var lat []time.Duration
 	for range samples {
 		t0 := time.Now()
-		inst, id, err := l.provisionTrial()
+		inst, id, err := l.provisionOne()
 		if err != nil {
 			fail(err)
 		}

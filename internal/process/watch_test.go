@@ -1,0 +1,39 @@
+package process
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kyma-keb/keb/internal/runtime"
+)
+
+func TestOnlyEventsThatCanEndAWaitWakeOperations(t *testing.T) {
+	t.Parallel()
+	rt := func(state string) *runtime.Runtime {
+		r := &runtime.Runtime{}
+		r.Status.State = state
+		return r
+	}
+	secret := &metav1.PartialObjectMetadata{}
+	tests := []struct {
+		name     string
+		old, obj any
+		want     bool
+	}{
+		{"keb creates a Runtime CR", nil, rt(""), false},
+		{"infrastructure manager reports Pending", rt(""), rt(runtime.StatePending), false},
+		{"Pending message changes", rt(runtime.StatePending), rt(runtime.StatePending), false},
+		{"cluster ready", rt(runtime.StatePending), rt(runtime.StateReady), true},
+		{"cluster failed", rt(runtime.StatePending), rt(runtime.StateFailed), true},
+		{"ready Runtime CR rewritten", rt(runtime.StateReady), rt(runtime.StateReady), false},
+		{"ready Runtime CR seen at start", nil, rt(runtime.StateReady), true},
+		{"kubeconfig Secret created", nil, secret, true},
+		{"kubeconfig Secret rewritten", secret, secret, false},
+	}
+	for _, tc := range tests {
+		if got := endsAWait(tc.old, tc.obj); got != tc.want {
+			t.Errorf("%s: wakes %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

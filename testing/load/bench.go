@@ -1,0 +1,629 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/sirupsen/logrus"
+
+	"github.com/kyma-keb/keb/internal/auth"
+	"github.com/kyma-keb/keb/internal/devstack"
+	"github.com/kyma-keb/keb/internal/pgserver"
+)
+
+// benchConfig is `-mode bench`: everything `make bench` measures, in one run.
+type benchConfig struct {
+	dir           string
+	binaries      []namedBinary
+	port          int
+	duration      time.Duration
+	concurrencies []int
+	pipelineNs    []int
+	pipelineConc  int
+	credentials   bool
+	k8sBinDir     string
+	doc           string
+	commit        string
+}
+
+type namedBinary struct{ name, path string }
+
+func parseBinaries(s string) ([]namedBinary, error) {
+	var out []namedBinary
+	for part := range strings.SplitSeq(s, ",") {
+		name, path, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok || name == "" || path == "" {
+			return nil, fmt.Errorf("-binaries: %q is not name=path", part)
+		}
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, namedBinary{name, abs})
+	}
+	return out, nil
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for part := range strings.SplitSeq(s, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		n, err := strconv.Atoi(part)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a number: %w", part, err)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// row is one line of the bench table.
+type row struct {
+	cell, binary                 string
+	conc                         int
+	rate                         float64 // requests (or operations) per second
+	p50, p99                     time.Duration
+	cpuPerReq                    float64 // broker CPU ms per request (or operation)
+	sqlPerReq, apiPerReq, vsPGB  float64 // NaN when not measured
+	load                         string
+	note                         string
+}
+
+// kebProcess is a `keb dev` started by the bench.
+type kebProcess struct {
+	name, url string
+	dir       string
+	cmd       *exec.Cmd
+	done      chan error
+	loader    *loader
+}
+
+// startKeb starts `keb dev` and waits until it answers.
+func startKeb(ctx context.Context, bin namedBinary, dir string, port int, dbURL string, args ...string) (*kebProcess, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	key, err := auth.LoadOrCreateDevKey(dir)
+	if err != nil {
+		return nil, err
+	}
+	token, err := key.Mint(devstack.Issuer, devstack.Audience, "bench", []string{auth.ScopeBrokerWrite}, 2*time.Hour)
+	if err != nil {
+		return nil, err
+	}
+	logFile, err := os.Create(filepath.Join(dir, "keb.log"))
+	if err != nil {
+		return nil, err
+	}
+	full := append([]string{"dev", "--port", strconv.Itoa(port), "--dir", dir, "--database-url", dbURL,
+		"--log-format", "json", "--expiry-interval", "1000h"}, args...)
+	cmd := exec.Command(bin.path, full...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// keb dies with the bench, and stops its control plane on SIGTERM.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", bin.path, err)
+	}
+	p := &kebProcess{name: bin.name, url: fmt.Sprintf("http://127.0.0.1:%d", port), dir: dir, cmd: cmd, done: make(chan error, 1)}
+	go func() { p.done <- cmd.Wait(); logFile.Close() }()
+	p.loader = &loader{base: p.url, token: token, client: &http.Client{
+		Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}, Timeout: 30 * time.Second}}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		select {
+		case err := <-p.done:
+			return nil, fmt.Errorf("%s exited while starting (%v); see %s", bin.name, err, logFile.Name())
+		case <-ctx.Done():
+			p.stop()
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+		if res, err := http.Get(p.url + "/healthz"); err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return p, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			p.stop()
+			return nil, fmt.Errorf("%s did not answer within 3 minutes; see %s", bin.name, logFile.Name())
+		}
+	}
+}
+
+func (p *kebProcess) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(40 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// cpu is the process's user+system CPU time so far, from /proc/<pid>/stat.
+func (p *kebProcess) cpu() time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which is in parentheses and may hold spaces.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	const clockTicks = 100 // USER_HZ on Linux
+	return time.Duration(utime+stime) * time.Second / clockTicks
+}
+
+// counters reads keb's own work counters from /metrics; NaN when this keb
+// does not export them (an older build).
+func (p *kebProcess) counters() (statements, apiserver float64) {
+	statements, apiserver = math.NaN(), math.NaN()
+	res, err := http.Get(p.url + "/metrics")
+	if err != nil {
+		return
+	}
+	defer res.Body.Close()
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		name, value, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			continue
+		}
+		switch {
+		case name == "keb_database_statements_total":
+			statements = v
+		case strings.HasPrefix(name, "keb_apiserver_requests_total{"):
+			if math.IsNaN(apiserver) {
+				apiserver = 0
+			}
+			apiserver += v
+		}
+	}
+	if math.IsNaN(apiserver) && !math.IsNaN(statements) {
+		apiserver = 0 // exported, but no request made yet
+	}
+	return
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Fields(string(b))[0]
+}
+
+// measure runs fn as a phase of keb p and returns its row. Idle CPU (the
+// process's background work, measured before the cells) is subtracted.
+func measure(p *kebProcess, idle float64, cell string, conc int, dur time.Duration, fn func() (int, error), want int) (row, result) {
+	load := loadavg()
+	s0, _ := p.counters()
+	c0 := p.cpu()
+	res := p.loader.phase(conc, dur, 1<<30, fn, want)
+	c1 := p.cpu()
+	s1, _ := p.counters()
+	n := float64(len(res.lat))
+	r := row{cell: cell, binary: p.name, conc: conc, load: load + "–" + loadavg(), sqlPerReq: math.NaN(), apiPerReq: math.NaN(), vsPGB: math.NaN()}
+	if n == 0 {
+		r.note = fmt.Sprintf("no successful request (%d errors: %v)", res.errs, res.lastErr)
+		r.cpuPerReq = math.NaN()
+		return r, res
+	}
+	slices.Sort(res.lat)
+	r.rate = n / res.elapsed.Seconds()
+	r.p50, r.p99 = res.lat[int(n*0.50)], res.lat[min(len(res.lat)-1, int(n*0.99))]
+	cpuMS := float64(c1-c0)/float64(time.Millisecond) - idle*res.elapsed.Seconds()
+	r.cpuPerReq = max(cpuMS, 0) / n
+	// The two /metrics scrapes are statement-free.
+	r.sqlPerReq = (s1 - s0) / n
+	if res.errs > 0 {
+		r.note = fmt.Sprintf("%d errors, last: %v", res.errs, res.lastErr)
+	}
+	return r, res
+}
+
+// idleCPU is the process's background CPU in ms per second.
+func idleCPU(p *kebProcess, d time.Duration) float64 {
+	c0 := p.cpu()
+	time.Sleep(d)
+	return float64(p.cpu()-c0) / float64(time.Millisecond) / d.Seconds()
+}
+
+func runBench(ctx context.Context, cfg benchConfig) error {
+	log := logrus.New()
+	log.SetLevel(logrus.WarnLevel)
+	if err := os.RemoveAll(cfg.dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cfg.dir, 0o700); err != nil {
+		return err
+	}
+	started := time.Now()
+	fmt.Printf("keb bench: %v, %s per cell, concurrency %v, pipeline %v; load average %s\n",
+		cfg.binaries, cfg.duration, cfg.concurrencies, cfg.pipelineNs, loadavg())
+	srv, err := pgserver.Start(ctx, pgserver.Options{DataDir: filepath.Join(cfg.dir, "pgdata"), Log: log})
+	if err != nil {
+		return fmt.Errorf("starting PostgreSQL: %w", err)
+	}
+	defer func() { _ = srv.Stop(context.Background()) }()
+	admin, err := pgx.Connect(ctx, srv.URL)
+	if err != nil {
+		return err
+	}
+	defer admin.Close(context.Background())
+	dbURL := func(name string) (string, error) {
+		if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+			return "", fmt.Errorf("creating database %s: %w", name, err)
+		}
+		return strings.Replace(srv.URL, "/postgres?", "/"+name+"?", 1), nil
+	}
+
+	var rows []row
+	pgbURL, err := dbURL("pgbench")
+	if err != nil {
+		return err
+	}
+	pgb, err := newPGBench(ctx, cfg.dir, pgbURL)
+	if err != nil {
+		return err
+	}
+
+	// Front door: every binary's `keb dev --workers 0` runs at once, and the
+	// cells alternate between them so that both see the same machine.
+	var procs []*kebProcess
+	defer func() {
+		for _, p := range procs {
+			p.stop()
+		}
+	}()
+	idle := map[string]float64{}
+	for i, bin := range cfg.binaries {
+		u, err := dbURL("keb_" + bin.name)
+		if err != nil {
+			return err
+		}
+		p, err := startKeb(ctx, bin, filepath.Join(cfg.dir, bin.name), cfg.port+i, u, "--k8s-bin-dir", cfg.k8sBinDir, "--workers", "0")
+		if err != nil {
+			return err
+		}
+		procs = append(procs, p)
+	}
+	for _, p := range procs {
+		idle[p.name] = idleCPU(p, 2*time.Second)
+	}
+	ids := map[string][]string{}
+	order := func(i int) []*kebProcess {
+		if i%2 == 1 {
+			rev := slices.Clone(procs)
+			slices.Reverse(rev)
+			return rev
+		}
+		return procs
+	}
+	i := 0
+	for _, c := range cfg.concurrencies {
+		for _, p := range order(i) {
+			l := p.loader
+			r, _ := measure(p, idle[p.name], "GET catalog", c, cfg.duration, func() (int, error) {
+				return l.do(http.MethodGet, "/oauth/cf-eu10/v2/catalog", "")
+			}, http.StatusOK)
+			rows = append(rows, r)
+		}
+		i++
+	}
+	for _, c := range cfg.concurrencies {
+		var provRows []int
+		for _, p := range order(i) {
+			l := p.loader
+			var mu sync.Mutex
+			r, _ := measure(p, idle[p.name], "PUT provision → 202", c, cfg.duration, func() (int, error) {
+				id := uuid.NewString()
+				code, err := l.do(http.MethodPut, "/oauth/v2/service_instances/"+id+"?accepts_incomplete=true", provisionBody(azurePlanID, "bench-ga-"+id, false))
+				if code == http.StatusAccepted {
+					mu.Lock()
+					ids[p.name] = append(ids[p.name], id)
+					mu.Unlock()
+				}
+				return code, err
+			}, http.StatusAccepted)
+			rows = append(rows, r)
+			provRows = append(provRows, len(rows)-1)
+		}
+		tps, lat, err := pgb.run(ctx, c, cfg.duration)
+		if err != nil {
+			return err
+		}
+		for _, k := range provRows {
+			rows[k].vsPGB = rows[k].rate / tps
+		}
+		rows = append(rows, row{cell: "pgbench single-insert", binary: "PostgreSQL", conc: c, rate: tps, p50: lat,
+			p99: -1, cpuPerReq: math.NaN(), sqlPerReq: 1, apiPerReq: math.NaN(), vsPGB: 1, load: loadavg(), note: "p50 column: average latency"})
+		i++
+	}
+	for _, c := range cfg.concurrencies {
+		for _, p := range order(i) {
+			l, own := p.loader, ids[p.name]
+			if len(own) == 0 {
+				return fmt.Errorf("%s accepted no provisioning to poll", p.name)
+			}
+			var next atomic.Int64
+			r, _ := measure(p, idle[p.name], "GET last_operation", c, cfg.duration, func() (int, error) {
+				return l.do(http.MethodGet, "/oauth/v2/service_instances/"+own[int(next.Add(1))%len(own)]+"/last_operation", "")
+			}, http.StatusOK)
+			rows = append(rows, r)
+		}
+		i++
+	}
+	for _, p := range procs {
+		p.stop()
+	}
+	procs = nil
+
+	// Pipeline: one binary at a time, workers on, shared runtime, no delay.
+	for i, bin := range cfg.binaries {
+		u, err := dbURL("keb_pipe_" + bin.name)
+		if err != nil {
+			return err
+		}
+		pool, err := pgxpool.New(ctx, u)
+		if err != nil {
+			return err
+		}
+		p, err := startKeb(ctx, bin, filepath.Join(cfg.dir, bin.name+"-pipe"), cfg.port+i, u,
+			"--k8s-bin-dir", cfg.k8sBinDir, "--runtime-mode", "shared", "--runtime-delay", "0")
+		if err != nil {
+			pool.Close()
+			return err
+		}
+		procs = append(procs, p)
+		idleRate := idleCPU(p, 3*time.Second)
+		for _, n := range cfg.pipelineNs {
+			r, err := benchPipeline(ctx, p, pool, idleRate, n, cfg.pipelineConc, cfg.credentials)
+			if err != nil {
+				pool.Close()
+				return err
+			}
+			rows = append(rows, r)
+		}
+		pool.Close()
+		p.stop()
+		procs = procs[:0]
+	}
+
+	table := renderTable(rows, cfg, started, idle)
+	fmt.Print(table)
+	if cfg.doc != "" {
+		if err := replaceSection(cfg.doc, table); err != nil {
+			return err
+		}
+		fmt.Printf("\nupdated %s\n", cfg.doc)
+	}
+	return nil
+}
+
+// benchPipeline accepts n azure provisionings and waits, reading the
+// database (so that waiting costs the broker nothing), until all succeeded.
+func benchPipeline(ctx context.Context, p *kebProcess, pool *pgxpool.Pool, idleRate float64, n, conc int, creds bool) (row, error) {
+	ga := "bench-ga-" + uuid.NewString()[:8] // one tenant: one pool account for all of them
+	load := loadavg()
+	s0, a0 := p.counters()
+	c0 := p.cpu()
+	start := time.Now()
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	sem := make(chan struct{}, conc)
+	for k := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			id := uuid.NewString()
+			code, err := p.loader.do(http.MethodPut, "/oauth/v2/service_instances/"+id+"?accepts_incomplete=true", provisionBody(azurePlanID, ga, creds))
+			if code != http.StatusAccepted {
+				failed.Store(fmt.Errorf("provision %d: %d %v", k, code, err))
+			}
+			ids[k] = id
+		}()
+	}
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		return row{}, err
+	}
+	deadline := start.Add(15 * time.Minute)
+	var done int
+	var last time.Time
+	var completions []time.Duration
+	for {
+		var failedN int
+		err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE state = 'succeeded'), count(*) FILTER (WHERE state = 'failed'),
+			coalesce(max(finished_at), now()) FROM operations WHERE instance_id = ANY($1) AND type = 'provision'`, ids).Scan(&done, &failedN, &last)
+		if err != nil {
+			return row{}, err
+		}
+		if failedN > 0 {
+			return row{}, fmt.Errorf("%d of %d provisionings failed; see %s/keb.log", failedN, n, p.dir)
+		}
+		if done == n || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	elapsed := last.Sub(start)
+	c1 := p.cpu()
+	s1, a1 := p.counters()
+	rows, err := pool.Query(ctx, `SELECT finished_at - created_at FROM operations WHERE instance_id = ANY($1) AND type = 'provision' ORDER BY 1`, ids)
+	if err == nil {
+		completions, err = pgx.CollectRows(rows, pgx.RowTo[time.Duration])
+	}
+	if err != nil {
+		return row{}, err
+	}
+	cpuMS := float64(c1-c0)/float64(time.Millisecond) - idleRate*elapsed.Seconds()
+	r := row{cell: fmt.Sprintf("pipeline: %d azure provisionings", n), binary: p.name, conc: conc,
+		rate: float64(done) / elapsed.Seconds(), p50: completions[len(completions)/2], p99: completions[min(len(completions)-1, len(completions)*99/100)],
+		cpuPerReq: max(cpuMS, 0) / float64(n), sqlPerReq: (s1 - s0) / float64(n), apiPerReq: (a1 - a0) / float64(n), vsPGB: math.NaN(),
+		load: load + "–" + loadavg(), note: "p50/p99: accept to success"}
+	if done < n {
+		r.note = fmt.Sprintf("only %d of %d succeeded within 15 minutes", done, n)
+	}
+	return r, nil
+}
+
+func provisionBody(planID, globalAccount string, creds bool) string {
+	c := ""
+	if creds {
+		c = `,"sm_operator_credentials":{"clientid":"c","clientsecret":"s","sm_url":"https://sm.example.com","url":"https://auth.example.com"}`
+	}
+	return fmt.Sprintf(`{"service_id":%q,"plan_id":%q,"context":{"globalaccount_id":%q,"subaccount_id":"bench-sa","user_id":"bench@example.com"%s},"parameters":{"name":"bench"}}`,
+		serviceID, planID, globalAccount, c)
+}
+
+// pgBench runs pgbench's single-row insert against the bench's PostgreSQL.
+type pgBench struct {
+	bin, script, url string
+}
+
+func newPGBench(ctx context.Context, dir, url string) (*pgBench, error) {
+	bin, err := pgbenchBinary()
+	if err != nil {
+		return nil, err
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `CREATE TABLE bench_insert (id bigserial PRIMARY KEY, v text)`); err != nil {
+		return nil, fmt.Errorf("creating pgbench table: %w", err)
+	}
+	script := filepath.Join(dir, "insert.sql")
+	if err := os.WriteFile(script, []byte("INSERT INTO bench_insert (v) VALUES (md5(random()::text));\n"), 0o644); err != nil {
+		return nil, err
+	}
+	return &pgBench{bin: bin, script: script, url: url}, nil
+}
+
+// pgbenchBinary prefers the pgbench of the server binaries keb runs.
+func pgbenchBinary() (string, error) {
+	if dir, err := pgserver.FindBinaries(); err == nil {
+		if p := filepath.Join(dir, "pgbench"); fileExists(p) {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath("pgbench"); err == nil {
+		return p, nil
+	}
+	return "", errors.New("pgbench not found: install it with `apt-get install postgresql-contrib` (`make bench` does)")
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+var (
+	tpsRE = regexp.MustCompile(`tps = ([0-9.]+)`)
+	latRE = regexp.MustCompile(`latency average = ([0-9.]+) ms`)
+)
+
+func (b *pgBench) run(ctx context.Context, conc int, dur time.Duration) (float64, time.Duration, error) {
+	secs := max(1, int(dur.Round(time.Second)/time.Second))
+	cmd := exec.CommandContext(ctx, b.bin, "-n", "-f", b.script, "-c", strconv.Itoa(conc), "-j", "2", "-T", strconv.Itoa(secs), b.url)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return 0, 0, fmt.Errorf("pgbench: %w: %s", err, out)
+	}
+	m := tpsRE.FindSubmatch(out)
+	if m == nil {
+		return 0, 0, fmt.Errorf("pgbench printed no tps: %s", out)
+	}
+	tps, _ := strconv.ParseFloat(string(m[1]), 64)
+	var lat time.Duration
+	if m := latRE.FindSubmatch(out); m != nil {
+		ms, _ := strconv.ParseFloat(string(m[1]), 64)
+		lat = time.Duration(ms * float64(time.Millisecond))
+	}
+	return tps, lat, nil
+}
+
+func renderTable(rows []row, cfg benchConfig, started time.Time, idle map[string]float64) string {
+	var b strings.Builder
+	var names []string
+	for _, bin := range cfg.binaries {
+		names = append(names, fmt.Sprintf("`%s` = %s (idle %.1f ms CPU/s)", bin.name, bin.path, idle[bin.name]))
+	}
+	fmt.Fprintf(&b, "\n`make bench` on commit %s, %s, %s per cell; binaries: %s.\n\n", cfg.commit,
+		started.UTC().Format("2006-01-02 15:04 MST"), cfg.duration, strings.Join(names, ", "))
+	b.WriteString("| cell | c | binary | req/s | p50 | p99 | broker CPU ms/req | SQL/req | apiserver req/req | vs pgbench TPS | load avg | note |\n")
+	b.WriteString("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
+	num := func(v float64, format string) string {
+		if math.IsNaN(v) {
+			return "–"
+		}
+		return fmt.Sprintf(format, v)
+	}
+	dur := func(d time.Duration) string {
+		switch {
+		case d < 0:
+			return "–"
+		case d >= 100*time.Second:
+			return d.Round(time.Second).String()
+		case d >= time.Second:
+			return fmt.Sprintf("%.2f s", d.Seconds())
+		}
+		return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
+	}
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.cell, r.conc, r.binary,
+			num(r.rate, "%.1f"), dur(r.p50), dur(r.p99), num(r.cpuPerReq, "%.3f"), num(r.sqlPerReq, "%.2f"),
+			num(r.apiPerReq, "%.1f"), num(r.vsPGB, "%.2f×"), r.load, r.note)
+	}
+	return b.String()
+}
+
+// The bench's table replaces what is between these markers in -doc.
+const (
+	docBegin = "<!-- make bench: begin -->"
+	docEnd   = "<!-- make bench: end -->"
+)
+
+func replaceSection(path, table string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	s := string(b)
+	i, j := strings.Index(s, docBegin), strings.Index(s, docEnd)
+	if i < 0 || j < i {
+		return fmt.Errorf("%s has no %q ... %q section", path, docBegin, docEnd)
+	}
+	out := s[:i+len(docBegin)] + "\n" + table + "\n" + s[j:]
+	return os.WriteFile(path, []byte(out), 0o644)
+}
