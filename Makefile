@@ -5,7 +5,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build run test vet fmt-check lint postgres k8s-bins load clean
+.PHONY: all build run test vet fmt-check lint postgres pgbench k8s-bins load bench clean
 
 all: build
 
@@ -51,6 +51,44 @@ k8s-bins:
 ## load: the load benchmark against a running `make run` (see docs/performance.md)
 load:
 	$(GO) run ./testing/load $(ARGS)
+
+# bench settings: BENCH_BASE=<git ref> also measures that version (built into
+# .keb/bench-base), interleaved with this tree, in the same run.
+BENCH_BASE     ?=
+BENCH_DURATION ?= 3s
+BENCH_CONC     ?= 1,16,64
+BENCH_PIPELINE ?= 50,1000
+BENCH_PORT     ?= 58080
+BENCH_DOC      ?= docs/performance.md
+
+## bench: starts PostgreSQL and `keb dev` (--workers 0, then a pipeline instance)
+## itself, drives catalog, PUT and polls at each concurrency, pgbench against the
+## same PostgreSQL, and the pipeline; prints one table and writes it into
+## $(BENCH_DOC). Timings never run in `make test`.
+bench: postgres pgbench k8s-bins build
+	@binaries="after=bin/keb"; \
+	if [ -n "$(BENCH_BASE)" ]; then \
+		echo ">> building $(BENCH_BASE) into .keb/bench-base"; \
+		rm -rf .keb/bench-base && mkdir -p .keb/bench-base/src && \
+		git archive "$(BENCH_BASE)" | tar -x -C .keb/bench-base/src && \
+		(cd .keb/bench-base/src && CGO_ENABLED=0 $(GO) build -trimpath -o ../keb ./cmd/keb) || exit 1; \
+		binaries="before=.keb/bench-base/keb,$$binaries"; \
+	fi; \
+	$(GO) run ./testing/load -mode bench -binaries "$$binaries" -duration $(BENCH_DURATION) \
+		-concurrencies $(BENCH_CONC) -pipeline "$(BENCH_PIPELINE)" -port $(BENCH_PORT) -credentials=false \
+		-doc "$(BENCH_DOC)" -commit "$$(git rev-parse --short HEAD)$$(git diff --quiet HEAD || echo -dirty)$(if $(BENCH_BASE), vs $(BENCH_BASE))"
+
+## pgbench: PostgreSQL's pgbench, which `make bench` compares keb with
+pgbench:
+	@if ls /usr/lib/postgresql/*/bin/pgbench >/dev/null 2>&1 || command -v pgbench >/dev/null 2>&1; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo ">> installing pgbench (apt-get install postgresql-contrib)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-contrib >/dev/null; \
+	else \
+		echo "pgbench is missing. Install it with:"; \
+		echo "    sudo apt-get install -y postgresql-contrib"; \
+		exit 1; \
+	fi
 
 clean:
 	rm -rf bin
