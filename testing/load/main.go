@@ -109,6 +109,9 @@ func main() {
 	var ids sync.Map
 	var n atomic.Int64
 	fmt.Printf("keb load: %s, concurrency %d, %s per phase\n", l.base, *conc, *dur)
+	l.phase(*conc, *dur, *maxReq, func() (int, error) {
+		return l.do(http.MethodGet, "/oauth/v2/catalog", "")
+	}, http.StatusOK).print("catalog (GET, 200)")
 	prov := l.phase(*conc, *dur, *maxReq, func() (int, error) {
 		id := uuid.NewString()
 		body := fmt.Sprintf(`{"service_id":%q,"plan_id":%q,"context":{"globalaccount_id":"load-ga-%s","subaccount_id":"load-sa","user_id":"load@example.com"},"parameters":{"name":"load"}}`,
