@@ -595,7 +595,13 @@ func renderTable(rows []row, cfg benchConfig, started time.Time, idle map[string
 	var b strings.Builder
 	var names []string
 	for _, bin := range cfg.binaries {
-		names = append(names, fmt.Sprintf("`%s` = %s (idle %.1f ms CPU/s)", bin.name, bin.path, idle[bin.name]))
+		path := bin.path
+		if wd, err := os.Getwd(); err == nil {
+			if rel, err := filepath.Rel(wd, bin.path); err == nil {
+				path = rel
+			}
+		}
+		names = append(names, fmt.Sprintf("`%s` = %s (idle %.1f ms CPU/s)", bin.name, path, idle[bin.name]))
 	}
 	fmt.Fprintf(&b, "\n`make bench` on commit %s, %s, %s per cell; binaries: %s.\n\n", cfg.commit,
 		started.UTC().Format("2006-01-02 15:04 MST"), cfg.duration, strings.Join(names, ", "))
