@@ -27,6 +27,8 @@ func TestDeleteRuntime(t *testing.T) {
 		{name: "Runtime CR and overrides Secret deleted", overrides: true, overridesExist: true},
 		{name: "Runtime CR deleted, no overrides recorded"},
 		{name: "overrides Secret recorded but already gone", overrides: true},
+		{name: "overrides Secret stored but never recorded (provisioning halted): deleted by its name",
+			overridesExist: true},
 		{name: "Runtime CR already gone: overrides still cleaned up", noCR: true, overrides: true, overridesExist: true},
 		{name: "finalizer holds the CR: waits, keeps overrides, then done once released",
 			finalizer: true, overrides: true, overridesExist: true},
