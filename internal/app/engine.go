@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -53,8 +54,16 @@ func LoadKubeconfig(path string) (*rest.Config, error) {
 
 // engine is the running part of keb that drives operations.
 type engine struct {
-	queue   *process.Queue
-	watcher *process.Watcher
+	queue    *process.Queue
+	watcher  *process.Watcher
+	takeover *process.Takeover
+	// kcp and namespace are read by the readiness checks.
+	kcp       client.Reader
+	namespace string
+	workers   int
+	// stopping is set once shutdown began: the workers take no new work.
+	stopping atomic.Bool
+	log      logrus.FieldLogger
 }
 
 // newEngine builds the workers, the pipelines and the control-plane watch.
@@ -130,7 +139,9 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat 
 		return nil, err
 	}
 	watcher := process.NewWatcher(kcpCfg, scheme, ns, store, queue, log.WithField("component", "watch"))
-	return &engine{queue: queue, watcher: watcher}, nil
+	takeover := process.NewTakeover(store, ec.TakeoverAfter, log.WithField("component", "takeover"))
+	return &engine{queue: queue, watcher: watcher, takeover: takeover, kcp: kcp, namespace: ns, workers: ec.Workers,
+		log: log.WithField("component", "readiness")}, nil
 }
 
 // sharedUsage counts the Runtime CRs using a shared hyperscaler account, so

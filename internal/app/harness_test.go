@@ -45,6 +45,7 @@ type bundle struct {
 	// SQL that might drift from them. It enqueues nothing: no engine runs.
 	store *storage.Store
 	token string
+	dbURL string
 }
 
 func setup(t *testing.T) *bundle {
@@ -80,7 +81,7 @@ func setup(t *testing.T) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &bundle{t: t, srv: srv, key: key, pool: pool, store: storage.NewStore(pool, cipher, nil)}
+	b := &bundle{t: t, srv: srv, key: key, pool: pool, dbURL: dbURL, store: storage.NewStore(pool, cipher, nil)}
 	b.token = b.mint(auth.ScopeBrokerWrite, auth.ScopeCLDRead)
 	return b
 }

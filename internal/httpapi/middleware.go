@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -127,11 +128,40 @@ type hintWriter struct {
 }
 
 func (h *hintWriter) WriteHeader(code int) {
-	if h.hints.RetryAfter > 0 && code == http.StatusOK {
-		secs := int(h.hints.RetryAfter.Round(time.Second) / time.Second)
-		h.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+	switch {
+	case h.hints.RetryAfter > 0 && code == http.StatusOK:
+		setRetryAfter(h.Header(), h.hints.RetryAfter)
+	case code == http.StatusServiceUnavailable:
+		setRetryAfter(h.Header(), retryUnavailable)
 	}
 	h.ResponseWriter.WriteHeader(code)
+}
+
+// retryUnavailable is the Retry-After of a 503 (the database is down or too
+// slow): long enough not to hammer a recovering database, short enough that
+// a platform's retry lands soon after it is back.
+const retryUnavailable = 10 * time.Second
+
+func setRetryAfter(h http.Header, d time.Duration) {
+	secs := int(d.Round(time.Second) / time.Second)
+	h.Set("Retry-After", strconv.Itoa(max(secs, 1)))
+}
+
+// withDeadline bounds all work a request does (its database work included)
+// by d, so that a hung or frozen database is answered with a 503 before the
+// platform gives up on the request (typically after 60 s) and starts orphan
+// mitigation. Zero means no bound.
+func withDeadline(d time.Duration) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		if d <= 0 {
+			return next
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			ctx, cancel := context.WithTimeout(req.Context(), d)
+			defer cancel()
+			next.ServeHTTP(w, req.WithContext(ctx))
+		})
+	}
 }
 
 func withResponseHints(next http.Handler) http.Handler {

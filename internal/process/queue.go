@@ -184,23 +184,38 @@ func (q *Queue) Wake(ctx context.Context, jobID int64) (running bool, err error)
 	return row.State == rivertype.JobStateRunning, nil
 }
 
-// Start starts the workers (a no-op for an insert-only queue).
+// Start starts the workers (a no-op for an insert-only queue). ctx only
+// carries values: River treats the cancellation of its Start context as a
+// hard stop that cancels running steps at once, so shutting down is Stop's
+// job, never ctx's.
 func (q *Queue) Start(ctx context.Context) error {
 	if !q.working {
 		return nil
 	}
-	if err := q.client.Start(ctx); err != nil {
+	if err := q.client.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("starting workers: %w", err)
 	}
 	return nil
 }
 
-// Stop lets running steps finish (bounded by ctx), then stops the workers.
+// Stop stops fetching work and lets running steps finish until ctx is done
+// (the shutdown grace); steps still running then are cancelled, and their
+// bookkeeping saves what they did. What is cut off is redone by another
+// replica from the last checkpoint.
 func (q *Queue) Stop(ctx context.Context) error {
 	if !q.working {
 		return nil
 	}
-	return q.client.Stop(ctx)
+	err := q.client.Stop(ctx)
+	if err == nil {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	if cerr := q.client.StopAndCancel(cctx); cerr != nil {
+		return fmt.Errorf("cancelling steps still running after the shutdown grace: %w", cerr)
+	}
+	return fmt.Errorf("steps still running after the shutdown grace were cancelled: %w", err)
 }
 
 // boundedRetry retries failed runs (the engine's own bookkeeping failed, or a
