@@ -50,6 +50,14 @@ type bundle struct {
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	return setupWithLog(t, log)
+}
+
+// setupWithLog is setup with the server logging to log.
+func setupWithLog(t *testing.T, log logrus.FieldLogger) *bundle {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	dbURL := pgtest.NewDatabase(t)
@@ -63,8 +71,6 @@ func setup(t *testing.T) *bundle {
 	cfg.Issuer, cfg.Audience = testIssuer, testAud
 	cfg.RetryAfter = 7 * time.Second
 	cfg.Engine.Workers = 0 // these tests look at the front door only
-	log := logrus.New()
-	log.SetOutput(io.Discard)
 	a, err := app.New(ctx, cfg, log, &app.DevOptions{PublicKeys: []crypto.PublicKey{key.Public()}})
 	if err != nil {
 		t.Fatalf("building app: %v", err)

@@ -20,6 +20,7 @@ const (
 	headerRequestID       = "X-Request-Id"
 	headerRequestIdentity = "X-Broker-API-Request-Identity"
 	headerAPIVersion      = "X-Broker-API-Version"
+	headerCorrelationID   = "X-Correlation-ID"
 )
 
 // requestContext gives every request an ID (the caller's X-Request-Id or a
@@ -33,6 +34,9 @@ func requestContext(log logrus.FieldLogger) mux.MiddlewareFunc {
 				id = uuid.NewString()
 			}
 			w.Header().Set(headerRequestID, id)
+			// brokerapi takes its correlation ID from this header first:
+			// its log lines then carry keb's request ID.
+			req.Header.Set(headerCorrelationID, id)
 			if ident := req.Header.Get(headerRequestIdentity); ident != "" {
 				w.Header().Set(headerRequestIdentity, ident)
 			}
