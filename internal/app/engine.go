@@ -110,7 +110,7 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat 
 	}
 	// One runtime client cache for every pipeline: a runtime's client (and
 	// its connections) is built once, whichever operation reaches it.
-	runtimes := runtime.NewClientCache(kcp, scheme)
+	runtimes := runtime.NewClientCache(kcp, scheme, runtime.Bounds{})
 	pipelines := map[string]process.Pipeline{
 		storage.OperationTypeProvision: provisioning.Pipeline(provisioning.Deps{
 			Config: provCfg, Catalog: cat, Store: store, Finisher: store, KCP: kcp, Pool: pool2,
@@ -119,7 +119,7 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat 
 		storage.OperationTypeDeprovision: deprovisioning.Pipeline(deprovisioning.Deps{
 			Config: deprovisioning.Config{Namespace: ns, RemovalTimeout: ec.RemovalTimeout, RemovalPoll: ec.RemovalPoll,
 				SharedPlanIDs: sharedPlanIDs(cat)},
-			Store: store, KCP: kcp, Pool: pool2,
+			Store: store, KCP: kcp, Pool: pool2, Runtimes: runtimes,
 		}),
 		storage.OperationTypeUpdate: update.Pipeline(update.Deps{
 			Config:   update.Config{BTPManagerTimeout: ec.BTPMgrTimeout, BTPManagerPoll: ec.BTPMgrPoll},

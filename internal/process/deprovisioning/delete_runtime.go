@@ -20,6 +20,14 @@ import (
 type DeleteRuntime struct {
 	KCP    client.Client
 	Config Config
+	// Runtimes forgets the runtime's cached client once the runtime is
+	// gone (deprovisioned or suspended); nil forgets nothing.
+	Runtimes clientForgetter
+}
+
+// clientForgetter drops a runtime's cached client.
+type clientForgetter interface {
+	Forget(runtimeID string)
 }
 
 // Name implements process.Step.
@@ -53,6 +61,9 @@ func (s *DeleteRuntime) Run(ctx context.Context, op *process.Operation) (process
 		if _, err := deleteAndCheck(ctx, s.KCP, sec); err != nil {
 			return process.StepResult{}, fmt.Errorf("deleting overrides Secret: %w", err)
 		}
+	}
+	if s.Runtimes != nil {
+		s.Runtimes.Forget(op.Data.RuntimeID)
 	}
 	return process.Done()
 }

@@ -71,7 +71,8 @@ func TestDeleteRuntime(t *testing.T) {
 				}
 			}
 			cfg := testConfig(ns)
-			step := &deprovisioning.DeleteRuntime{KCP: c, Config: cfg}
+			forgotten := &forgetter{}
+			step := &deprovisioning.DeleteRuntime{KCP: c, Config: cfg, Runtimes: forgotten}
 			res, err := step.Run(context.Background(), op)
 
 			if tc.noRuntime {
@@ -95,6 +96,9 @@ func TestDeleteRuntime(t *testing.T) {
 				if ok, deleting := exists(t, rt); !ok || !deleting {
 					t.Fatalf("held CR: exists %v, being deleted %v; want both", ok, deleting)
 				}
+				if len(forgotten.ids) != 0 {
+					t.Error("runtime client forgotten while the cluster is still being removed")
+				}
 				// The cluster may still need its overrides until it is gone.
 				if ok, _ := exists(t, ov); !ok {
 					t.Error("overrides Secret deleted while the cluster is still being removed")
@@ -109,8 +113,16 @@ func TestDeleteRuntime(t *testing.T) {
 			if ok, _ := exists(t, ov); ok {
 				t.Error("overrides Secret still exists after the step finished")
 			}
+			if len(forgotten.ids) != 1 || forgotten.ids[0] != runtimeID {
+				t.Errorf("runtime clients forgotten: %v, want the gone runtime %s", forgotten.ids, runtimeID)
+			}
 			res, err = step.Run(context.Background(), op)
 			mustOutcome(t, "delete_runtime re-run", done, res, err)
 		})
 	}
 }
+
+// forgetter records which runtimes' cached clients were dropped.
+type forgetter struct{ ids []string }
+
+func (f *forgetter) Forget(runtimeID string) { f.ids = append(f.ids, runtimeID) }
