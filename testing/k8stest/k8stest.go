@@ -17,6 +17,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kyma-keb/keb/internal/logging"
+	"github.com/kyma-keb/keb/internal/procguard"
 	"github.com/kyma-keb/keb/resources"
 )
 
@@ -102,6 +103,12 @@ func Run(m *testing.M, env **Environment, inner func(*testing.M) int) int {
 	// controller-runtime and client-go log through logrus: errors show,
 	// chatter does not.
 	ctrllog.SetLogger(logging.Logr(logrus.StandardLogger()))
+	// The apiservers, etcds and whatever else the tests start die with the
+	// test binary, even when `go test -timeout` or a SIGKILL ends it.
+	if err := procguard.Start(os.TempDir()); err != nil {
+		fmt.Fprintln(os.Stderr, "k8stest:", err)
+		return 1
+	}
 	e, err := Start(nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "k8stest: the tests need a kube-apiserver and never skip:", err)

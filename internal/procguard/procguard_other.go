@@ -1,0 +1,21 @@
+//go:build !linux
+
+package procguard
+
+import (
+	"os"
+	"time"
+)
+
+// Without Linux's parent-death signal and /proc, children are stopped only
+// by their parent's own cleanup.
+func start(string) error { return nil }
+
+func watch(string) int { return 0 }
+
+func stopAll(ps []proc, _ time.Duration) []proc { return nil }
+
+func alive(p proc) bool {
+	_, err := os.FindProcess(p.PID)
+	return err == nil
+}
