@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -133,7 +134,7 @@ func (w *operationWorker) Timeout(*river.Job[OperationArgs]) time.Duration { ret
 // NewQueue builds the queue. With engine nil or cfg.Workers 0 it only
 // inserts.
 func NewQueue(pool *pgxpool.Pool, engine *Engine, cfg QueueConfig, log logrus.FieldLogger) (*Queue, error) {
-	rc := &river.Config{Logger: logging.Slog(log.WithField("component", "queue"), slog.LevelWarn)}
+	rc := &river.Config{Logger: logging.Slog(log.WithField("component", "queue"), slog.LevelWarn), ID: ClientID()}
 	working := engine != nil && cfg.Workers > 0
 	if working {
 		workers := river.NewWorkers()
@@ -216,6 +217,17 @@ func (q *Queue) Stop(ctx context.Context) error {
 		return fmt.Errorf("cancelling steps still running after the shutdown grace: %w", cerr)
 	}
 	return fmt.Errorf("steps still running after the shutdown grace were cancelled: %w", err)
+}
+
+// ClientID names this replica's workers in the queue (river_job.attempted_by):
+// host and PID, so an operator (or the fault suite) can tell which replica
+// ran or is running a job.
+func ClientID() string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown-host"
+	}
+	return fmt.Sprintf("keb-%s-%d", host, os.Getpid())
 }
 
 // boundedRetry retries failed runs (the engine's own bookkeeping failed, or a
