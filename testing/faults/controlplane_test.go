@@ -106,3 +106,28 @@ func (s *stack) readyz() readiness {
 	}
 	return r
 }
+
+// TestMissingCRDs starts keb against a control plane without keb's CRDs, as
+// a new operator might: /readyz is 503 and says which kind is missing, the
+// watch reports that it keeps restarting; once the CRDs are installed the
+// watch runs and the replica is ready, without a restart.
+func TestMissingCRDs(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{replicas: 1, noCRDs: true})
+	var before readiness
+	waitFor(t, time.Minute, "the watch reporting its restarts", func() bool {
+		before = s.readyz()
+		return strings.Contains(before.check("control plane watch").Detail, "restarting with backoff")
+	})
+	crds := before.check("control plane CRDs")
+	if before.Status != "unavailable" || crds.OK || !strings.Contains(crds.Detail, "install keb's CRDs") {
+		t.Fatalf("/readyz without CRDs: %+v", before)
+	}
+	if err := s.kcp.InstallCRDs(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 3*time.Minute, "ready once the CRDs exist", func() bool {
+		r := s.readyz()
+		return r.Status == "ready" && r.check("control plane watch").OK
+	})
+}

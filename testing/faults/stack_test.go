@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -48,6 +49,9 @@ type stackOptions struct {
 	accounts int           // dedicated azure accounts in the pool
 	delay    time.Duration // the simulated infrastructure manager's delay
 	env      []string      // extra APP_* settings of every replica
+	// noCRDs starts a control plane without keb's CRDs (and no simulated
+	// infrastructure manager); the replicas then start unready.
+	noCRDs bool
 }
 
 // stack is one test's world: its own PostgreSQL, control plane, simulated
@@ -87,7 +91,11 @@ func newStack(t *testing.T, opts stackOptions) *stack {
 	}
 	t.Cleanup(s.db.Close)
 
-	if s.kcp, err = k8stest.Start(nil); err != nil {
+	var crds []*apiextensionsv1.CustomResourceDefinition // nil: all of keb's
+	if opts.noCRDs {
+		crds = []*apiextensionsv1.CustomResourceDefinition{}
+	}
+	if s.kcp, err = k8stest.Start(crds); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.kcp.Stop() })
@@ -112,18 +120,21 @@ func newStack(t *testing.T, opts stackOptions) *stack {
 
 	// The infrastructure manager runs in the test, with one shared runtime
 	// apiserver.
-	bin, err := k8stest.BinDir()
-	if err != nil {
-		t.Fatal(err)
+	t.Cleanup(cancel)
+	if !opts.noCRDs {
+		bin, err := k8stest.BinDir()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sim, err := infrasim.New(s.kcp.Config, scheme, infrasim.Options{Namespace: kcpNS, Mode: infrasim.ModeShared, BinDir: bin,
+			Delay: opts.delay, Log: silent})
+		if err != nil {
+			t.Fatal(err)
+		}
+		simDone := make(chan struct{})
+		go func() { _ = sim.Start(ctx); close(simDone) }()
+		t.Cleanup(func() { cancel(); <-simDone })
 	}
-	sim, err := infrasim.New(s.kcp.Config, scheme, infrasim.Options{Namespace: kcpNS, Mode: infrasim.ModeShared, BinDir: bin,
-		Delay: opts.delay, Log: silent})
-	if err != nil {
-		t.Fatal(err)
-	}
-	simDone := make(chan struct{})
-	go func() { _ = sim.Start(ctx); close(simDone) }()
-	t.Cleanup(func() { cancel(); <-simDone })
 
 	// Auth: the replicas trust a PEM key whose private half signs our token.
 	key, err := auth.LoadOrCreateDevKey(s.dir)
@@ -163,7 +174,7 @@ func newStack(t *testing.T, opts stackOptions) *stack {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := &replica{name: name, env: env, port: freePort(t), log: lf}
+		r := &replica{name: name, env: env, port: freePort(t), log: lf, unready: opts.noCRDs}
 		r.start(t)
 		t.Cleanup(r.stop)
 		s.replicas = append(s.replicas, r)
@@ -188,6 +199,8 @@ type replica struct {
 	cmd  *exec.Cmd
 	log  *os.File
 	done chan struct{}
+	// unready: the replica is expected to start unready (503 on /readyz).
+	unready bool
 }
 
 func (r *replica) start(t *testing.T) {
@@ -206,7 +219,7 @@ func (r *replica) start(t *testing.T) {
 			return false
 		}
 		res.Body.Close()
-		return res.StatusCode == http.StatusOK
+		return res.StatusCode == http.StatusOK || (r.unready && res.StatusCode == http.StatusServiceUnavailable)
 	})
 }
 

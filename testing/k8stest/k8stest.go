@@ -212,3 +212,16 @@ func processAlive(pid int) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || i+2 >= len(s) || (s[i+2] != 'Z' && s[i+2] != 'X')
 }
+
+// InstallCRDs installs keb's CRDs into a running apiserver (one started
+// without them).
+func (e *Environment) InstallCRDs() error {
+	crds, err := CRDs()
+	if err != nil {
+		return err
+	}
+	if _, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{CRDs: crds}); err != nil {
+		return fmt.Errorf("installing keb's CRDs: %w", err)
+	}
+	return nil
+}
