@@ -227,8 +227,11 @@ func ClientID() string {
 	if err != nil {
 		host = "unknown-host"
 	}
-	return fmt.Sprintf("keb-%s-%d", host, os.Getpid())
+	return ClientIDOf(host, os.Getpid())
 }
+
+// ClientIDOf is the queue client ID of the replica with pid on host.
+func ClientIDOf(host string, pid int) string { return fmt.Sprintf("keb-%s-%d", host, pid) }
 
 // boundedRetry retries failed runs (the engine's own bookkeeping failed, or a
 // replica died and its job was rescued) after 1s, 2s, 4s… capped at max.

@@ -409,25 +409,10 @@ func (s *stack) checkInvariants(live map[string]string) {
 			s.t.Errorf("leftover overrides Secret %s", sec.Name)
 		}
 	}
-	var pool corev1.SecretList
-	if err := s.kc.List(ctx, &pool, client.InNamespace(poolNS)); err != nil {
-		s.t.Fatal(err)
-	}
-	leaked := 0
-	perTenant := map[string]int{}
-	for _, sec := range pool.Items {
-		tenant := sec.Labels[hyperscaler.LabelTenantName]
-		if tenant == "" || sec.Labels[hyperscaler.LabelDirty] == "true" {
-			continue
-		}
-		perTenant[tenant]++
+	for tenant, n := range s.claimedAccounts() {
 		if !liveTenants[tenant] {
-			leaked++
-			s.t.Errorf("account %s is claimed by tenant %s, which has no live instance", sec.Name, tenant)
-		}
-	}
-	for tenant, n := range perTenant {
-		if n > 1 {
+			s.t.Errorf("tenant %s, which has no live instance, holds %d claimed accounts", tenant, n)
+		} else if n > 1 {
 			s.t.Errorf("tenant %s holds %d accounts", tenant, n)
 		}
 	}
@@ -465,6 +450,22 @@ func labelsOf[T any, P interface {
 		out = append(out, P(&items[i]).GetLabels())
 	}
 	return out
+}
+
+// claimedAccounts counts the claimed, not dirty, pool accounts per tenant.
+func (s *stack) claimedAccounts() map[string]int {
+	s.t.Helper()
+	var pool corev1.SecretList
+	if err := s.kc.List(context.Background(), &pool, client.InNamespace(poolNS)); err != nil {
+		s.t.Fatal(err)
+	}
+	held := map[string]int{}
+	for _, sec := range pool.Items {
+		if tenant := sec.Labels[hyperscaler.LabelTenantName]; tenant != "" && sec.Labels[hyperscaler.LabelDirty] != "true" {
+			held[tenant]++
+		}
+	}
+	return held
 }
 
 // waitFor waits for an eventual outcome, with a generous bound.
