@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -131,4 +132,58 @@ func (s *stack) checkOneAccountEach(live map[string]string) {
 			s.t.Errorf("tenant %s of instance %s holds %d accounts, want 1", ga, id, held[ga])
 		}
 	}
+}
+
+// TestReplicaSIGTERM stops a replica with SIGTERM while it runs operations:
+// it stops taking work, lets the running steps finish (none is cancelled
+// mid-way), and exits; the other replica finishes every operation.
+func TestReplicaSIGTERM(t *testing.T) {
+	t.Parallel()
+	const instances = 40
+	s := newStack(t, stackOptions{replicas: 2, accounts: instances, delay: 2 * time.Second})
+	victim := s.replicas[0]
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	victimID := process.ClientIDOf(host, victim.cmd.Process.Pid)
+	var ops []accepted
+	for i := range instances {
+		id := fmt.Sprintf("term-%03d", i)
+		a, err := s.provision(s.replicas[i%2], id, "ga-"+id)
+		if err != nil || a.status != http.StatusAccepted {
+			t.Fatalf("PUT %s: %d %v %v", id, a.status, a.body, err)
+		}
+		ops = append(ops, accepted{id, a.body["operation"].(string), "provision"})
+	}
+	waitFor(t, 2*time.Minute, "the victim running operations", func() bool {
+		var n int
+		if err := s.db.QueryRow(context.Background(), `SELECT count(*) FROM river_job WHERE kind = 'keb_operation'
+			AND state = 'running' AND attempted_by[array_length(attempted_by, 1)] = $1`, victimID).Scan(&n); err != nil || n == 0 {
+			return false
+		}
+		victim.stop() // SIGTERM, and wait for the exit
+		return true
+	})
+	log, err := os.ReadFile(victim.log.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(log), "\n") {
+		if strings.Contains(line, "context canceled") {
+			t.Errorf("a step was cancelled by SIGTERM: %s", line)
+		}
+	}
+	if !strings.Contains(string(log), "workers stopped; every running step finished") {
+		t.Errorf("the replica did not report its running steps finished:\n%s", log)
+	}
+	final := s.waitFinal(ops, 5*time.Minute)
+	live := map[string]string{}
+	for _, op := range ops {
+		if final[op.operationID] != "succeeded" {
+			t.Errorf("provisioning of %s: %s", op.instanceID, final[op.operationID])
+		}
+		live[op.instanceID] = "ga-" + op.instanceID
+	}
+	s.checkInvariants(live)
 }

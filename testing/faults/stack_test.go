@@ -257,6 +257,19 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
+// running are the replicas whose process runs.
+func (s *stack) running() []*replica {
+	var up []*replica
+	for _, r := range s.replicas {
+		select {
+		case <-r.done:
+		default:
+			up = append(up, r)
+		}
+	}
+	return up
+}
+
 // answer is one HTTP answer.
 type answer struct {
 	status int
@@ -315,6 +328,7 @@ func (s *stack) waitFinal(ops []accepted, within time.Duration) map[string]strin
 	final := map[string]string{}
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) && len(final) < len(ops) {
+		up := s.running()
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, 8)
@@ -327,7 +341,7 @@ func (s *stack) waitFinal(ops []accepted, within time.Duration) map[string]strin
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				a, err := s.call(s.replicas[i%len(s.replicas)], http.MethodGet,
+				a, err := s.call(up[i%len(up)], http.MethodGet,
 					fmt.Sprintf("/oauth/v2/service_instances/%s/last_operation?operation=%s", op.instanceID, op.operationID), "")
 				if err != nil {
 					return
@@ -352,7 +366,7 @@ func (s *stack) waitFinal(ops []accepted, within time.Duration) map[string]strin
 		n := 0
 		for _, op := range ops {
 			if _, ok := final[op.operationID]; !ok && n < 5 {
-				a, _ := s.call(s.replicas[0], http.MethodGet,
+				a, _ := s.call(s.running()[0], http.MethodGet,
 					fmt.Sprintf("/oauth/v2/service_instances/%s/last_operation?operation=%s", op.instanceID, op.operationID), "")
 				s.t.Logf("not final: %s %s of %s: %d %v", op.kind, op.operationID, op.instanceID, a.status, a.body)
 				n++
