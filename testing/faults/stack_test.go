@@ -41,6 +41,7 @@ const (
 	kcpNS       = "kcp-system"
 	poolNS      = "garden-kyma-dev"
 	secretKey   = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+	appName     = "keb-replica"
 )
 
 // stackOptions shape one test's stack.
@@ -158,7 +159,8 @@ func newStack(t *testing.T, opts stackOptions) *stack {
 	}
 	env := append([]string{
 		"APP_HOST=127.0.0.1",
-		"APP_DATABASE_URL=" + s.dbURL,
+		// Named, so that the tests can count the replicas' connections.
+		"APP_DATABASE_URL=" + s.dbURL + "&application_name=" + appName,
 		"APP_DATABASE_SECRET_KEY=" + secretKey,
 		"APP_AUTH_PUBLIC_KEY_FILES=" + pubFile,
 		"APP_AUTH_ISSUER=faults", "APP_AUTH_AUDIENCE=keb",
