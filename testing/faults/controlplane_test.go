@@ -15,7 +15,6 @@ import (
 // keeps answering: "degraded"), and once it is back every operation
 // finishes and nothing is left behind.
 func TestControlPlaneStop(t *testing.T) {
-	t.Parallel()
 	s := newStack(t, stackOptions{replicas: 1, accounts: 20, delay: 3 * time.Second})
 	ops := s.provisionMany("kcp", 10)
 
@@ -112,7 +111,6 @@ func (s *stack) readyz() readiness {
 // watch reports that it keeps restarting; once the CRDs are installed the
 // watch runs and the replica is ready, without a restart.
 func TestMissingCRDs(t *testing.T) {
-	t.Parallel()
 	s := newStack(t, stackOptions{replicas: 1, noCRDs: true})
 	var before readiness
 	waitFor(t, time.Minute, "the watch reporting its restarts", func() bool {

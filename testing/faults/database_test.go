@@ -21,7 +21,6 @@ import (
 // nothing is written, and /readyz says the database did not answer; once it
 // is back every accepted operation finishes.
 func TestDatabaseStopAndStart(t *testing.T) {
-	t.Parallel()
 	s := newStack(t, stackOptions{replicas: 1, accounts: 20, delay: 2 * time.Second, env: []string{"APP_REQUEST_TIMEOUT=5s"}})
 	ops := s.provisionMany("stop", 10)
 
@@ -39,7 +38,6 @@ func TestDatabaseStopAndStart(t *testing.T) {
 // request deadline instead of hanging, and once it thaws every accepted
 // operation finishes.
 func TestDatabaseFreeze(t *testing.T) {
-	t.Parallel()
 	s := newStack(t, stackOptions{replicas: 1, accounts: 20, delay: 2 * time.Second, env: []string{"APP_REQUEST_TIMEOUT=3s"}})
 	ops := s.provisionMany("freeze", 10)
 

@@ -9,7 +9,9 @@
 // object is left behind.
 //
 // `make test` runs the quick variants; `make faults` (KEB_FAULTS=long) runs
-// the long soak as well.
+// the long soak as well. The tests run one after another: each stack is
+// several servers, and on a shared machine running them side by side would
+// measure the machine, not keb.
 package faults
 
 import (

@@ -15,7 +15,6 @@ import (
 // and no account stays claimed: the halted provisioning's claim is found by
 // label, whether or not it was recorded.
 func TestDeleteRacingPut(t *testing.T) {
-	t.Parallel()
 	const races = 200
 	s := newStack(t, stackOptions{replicas: 2, accounts: races + 10, delay: time.Second})
 	var (

@@ -21,7 +21,6 @@ import (
 // own rescue is left at its default (2 min), so the takeover measured is
 // keb's.
 func TestReplicaKill(t *testing.T) {
-	t.Parallel()
 	const instances = 100
 	s := newStack(t, stackOptions{replicas: 2, accounts: instances, delay: 3 * time.Second})
 	victim := s.replicas[0]
@@ -138,7 +137,6 @@ func (s *stack) checkOneAccountEach(live map[string]string) {
 // it stops taking work, lets the running steps finish (none is cancelled
 // mid-way), and exits; the other replica finishes every operation.
 func TestReplicaSIGTERM(t *testing.T) {
-	t.Parallel()
 	const instances = 40
 	s := newStack(t, stackOptions{replicas: 2, accounts: instances, delay: 2 * time.Second})
 	victim := s.replicas[0]

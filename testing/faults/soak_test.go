@@ -22,7 +22,6 @@ import (
 // after GC (from GODEBUG=gctrace=1), goroutines, database connections, and
 // leftover objects. `make test` runs 100 cycles, `make faults` 1,000.
 func TestSoak(t *testing.T) {
-	t.Parallel()
 	cycles, parallel := 100, 20
 	if long() {
 		cycles = 1000
