@@ -132,11 +132,8 @@ type hintWriter struct {
 }
 
 func (h *hintWriter) WriteHeader(code int) {
-	switch {
-	case h.hints.RetryAfter > 0 && code == http.StatusOK:
+	if h.hints.RetryAfter > 0 && code == http.StatusOK {
 		setRetryAfter(h.Header(), h.hints.RetryAfter)
-	case code == http.StatusServiceUnavailable:
-		setRetryAfter(h.Header(), retryUnavailable)
 	}
 	h.ResponseWriter.WriteHeader(code)
 }
@@ -154,18 +151,29 @@ func setRetryAfter(h http.Header, d time.Duration) {
 // withDeadline bounds all work a request does (its database work included)
 // by d, so that a hung or frozen database is answered with a 503 before the
 // platform gives up on the request (typically after 60 s) and starts orphan
-// mitigation. Zero means no bound.
+// mitigation. Zero means no bound. Every 503 of the handlers it wraps gets
+// Retry-After.
 func withDeadline(d time.Duration) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
-		if d <= 0 {
-			return next
-		}
 		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			ctx, cancel := context.WithTimeout(req.Context(), d)
-			defer cancel()
-			next.ServeHTTP(w, req.WithContext(ctx))
+			if d > 0 {
+				ctx, cancel := context.WithTimeout(req.Context(), d)
+				defer cancel()
+				req = req.WithContext(ctx)
+			}
+			next.ServeHTTP(&unavailableWriter{ResponseWriter: w}, req)
 		})
 	}
+}
+
+// unavailableWriter adds Retry-After to a 503.
+type unavailableWriter struct{ http.ResponseWriter }
+
+func (u *unavailableWriter) WriteHeader(code int) {
+	if code == http.StatusServiceUnavailable && u.Header().Get("Retry-After") == "" {
+		setRetryAfter(u.Header(), retryUnavailable)
+	}
+	u.ResponseWriter.WriteHeader(code)
 }
 
 func withResponseHints(next http.Handler) http.Handler {

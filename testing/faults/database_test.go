@@ -90,6 +90,11 @@ func (s *stack) expectUnavailable(instanceID string) {
 		s.t.Fatal(err)
 	}
 	s.expect503("last_operation", poll)
+	list, err := s.call(r, http.MethodGet, "/runtimes", "")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.expect503("GET /runtimes", list)
 
 	res, err := s.httpClient.Get(r.url("/readyz"))
 	if err != nil {
