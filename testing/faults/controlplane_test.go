@@ -52,20 +52,11 @@ func TestControlPlaneStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	restarted = true
-	final := s.waitFinal(ops, 5*time.Minute)
-	for _, op := range ops {
-		if final[op.operationID] != "succeeded" {
-			t.Errorf("provisioning of %s: %s", op.instanceID, final[op.operationID])
-		}
-	}
+	live := s.expectSucceeded(ops, 5*time.Minute)
 	waitFor(t, 2*time.Minute, "/readyz ready again with the watch running", func() bool {
 		r := s.readyz()
 		return r.Status == "ready" && r.check("control plane watch").OK
 	})
-	live := map[string]string{}
-	for _, op := range ops {
-		live[op.instanceID] = "ga-" + op.instanceID
-	}
 	s.checkInvariants(live)
 }
 

@@ -58,21 +58,6 @@ func TestDatabaseFreeze(t *testing.T) {
 	s.finishAndCleanUp(ops, "freeze-while-frozen")
 }
 
-// provisionMany provisions n instances named prefix-i.
-func (s *stack) provisionMany(prefix string, n int) []accepted {
-	s.t.Helper()
-	var ops []accepted
-	for i := range n {
-		id := fmt.Sprintf("%s-%02d", prefix, i)
-		a, err := s.provision(s.replicas[i%len(s.replicas)], id, "ga-"+id)
-		if err != nil || a.status != http.StatusAccepted {
-			s.t.Fatalf("PUT %s: %d %v %v", id, a.status, a.body, err)
-		}
-		ops = append(ops, accepted{id, a.body["operation"].(string), "provision"})
-	}
-	return ops
-}
-
 // expectUnavailable checks the answers of a replica without a usable
 // database: a PUT of instanceID and a poll get 503 with Retry-After and an
 // OSB body; /readyz gets 503 naming the database without connection
@@ -126,12 +111,7 @@ func (s *stack) expect503(what string, a answer) {
 // and checks that nothing is left.
 func (s *stack) finishAndCleanUp(ops []accepted, refused string) {
 	s.t.Helper()
-	final := s.waitFinal(ops, 5*time.Minute)
-	for _, op := range ops {
-		if final[op.operationID] != "succeeded" {
-			s.t.Errorf("provisioning of %s: %s", op.instanceID, final[op.operationID])
-		}
-	}
+	s.expectSucceeded(ops, 5*time.Minute)
 	var n int
 	if err := s.db.QueryRow(context.Background(), `SELECT count(*) FROM instances WHERE instance_id = $1`, refused).Scan(&n); err != nil {
 		s.t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -18,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
@@ -31,6 +33,7 @@ import (
 	"github.com/kyma-keb/keb/internal/infrasim"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/pgserver"
+	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/runtime"
 	"github.com/kyma-keb/keb/testing/k8stest"
 )
@@ -225,6 +228,16 @@ func (r *replica) start(t *testing.T) {
 	})
 }
 
+// queueID is the replica's ID in the queue (river_job.attempted_by).
+func (r *replica) queueID(t *testing.T) string {
+	t.Helper()
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return process.ClientIDOf(host, r.cmd.Process.Pid)
+}
+
 func (r *replica) url(path string) string { return fmt.Sprintf("http://127.0.0.1:%d%s", r.port, path) }
 
 func (r *replica) kill() {
@@ -377,6 +390,64 @@ func (s *stack) waitFinal(ops []accepted, within time.Duration) map[string]strin
 		s.t.Fatalf("%d of %d accepted operations did not reach a final state within %s", len(ops)-len(final), len(ops), within)
 	}
 	return final
+}
+
+// provisionMany provisions n instances named prefix-NNN (tenant
+// ga-prefix-NNN) through the replicas in turn, 20 at a time.
+func (s *stack) provisionMany(prefix string, n int) []accepted {
+	s.t.Helper()
+	ops := make([]accepted, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 20)
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			id := fmt.Sprintf("%s-%03d", prefix, i)
+			a, err := s.provision(s.replicas[i%len(s.replicas)], id, "ga-"+id)
+			if err != nil || a.status != http.StatusAccepted {
+				errs[i] = fmt.Errorf("PUT %s: %d %v %v", id, a.status, a.body, err)
+				return
+			}
+			ops[i] = accepted{id, a.body["operation"].(string), "provision"}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		s.t.Fatal(err)
+	}
+	return ops
+}
+
+// expectSucceeded waits for ops, expects each to succeed, and returns the
+// live instances (instance ID → tenant) they provisioned.
+func (s *stack) expectSucceeded(ops []accepted, within time.Duration) map[string]string {
+	s.t.Helper()
+	final := s.waitFinal(ops, within)
+	live := map[string]string{}
+	for _, op := range ops {
+		if final[op.operationID] != "succeeded" {
+			s.t.Errorf("%s of %s: %s", op.kind, op.instanceID, final[op.operationID])
+		}
+		live[op.instanceID] = "ga-" + op.instanceID
+	}
+	return live
+}
+
+// runningOn lists the operation jobs the queue shows running on r.
+func (s *stack) runningOn(r *replica) []int64 {
+	s.t.Helper()
+	rows, err := s.db.Query(context.Background(), `SELECT id FROM river_job WHERE kind = 'keb_operation' AND state = 'running'
+		AND attempted_by[array_length(attempted_by, 1)] = $1`, r.queueID(s.t))
+	if err != nil {
+		return nil
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil
+	}
+	return ids
 }
 
 // checkInvariants asserts what must hold once every operation is final:
