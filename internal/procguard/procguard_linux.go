@@ -219,3 +219,18 @@ func descendants(root, skip int) []proc {
 	}
 	return out
 }
+
+// Running reports whether pid is a live process (not a zombie).
+func Running(pid int) bool {
+	_, ok := procOf(pid)
+	return ok
+}
+
+// Descendants lists the PIDs of pid's live descendants.
+func Descendants(pid int) []int {
+	var out []int
+	for _, p := range descendants(pid, 0) {
+		out = append(out, p.PID)
+	}
+	return out
+}

@@ -19,3 +19,9 @@ func alive(p proc) bool {
 	_, err := os.FindProcess(p.PID)
 	return err == nil
 }
+
+// Running reports whether pid exists.
+func Running(pid int) bool { return alive(proc{PID: pid}) }
+
+// Descendants is unknown without /proc.
+func Descendants(int) []int { return nil }

@@ -2,7 +2,6 @@ package faults
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kyma-keb/keb/internal/pgserver"
+	"github.com/kyma-keb/keb/internal/procguard"
 )
 
 // TestDatabaseStopAndStart stops PostgreSQL with operations in flight. While
@@ -161,23 +161,7 @@ func (s *stack) signalPG(sig syscall.Signal) []int {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	pids := []int{postmaster}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		st := string(stat)
-		fields := strings.Fields(st[strings.LastIndexByte(st, ')')+2:])
-		if len(fields) > 1 && fields[1] == strconv.Itoa(postmaster) {
-			pids = append(pids, pid)
-		}
-	}
+	pids := append([]int{postmaster}, procguard.Descendants(postmaster)...)
 	s.signalPIDs(pids, sig)
 	return pids
 }

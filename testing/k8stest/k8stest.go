@@ -99,7 +99,7 @@ func (e *Environment) WriteKubeconfig(path string) error {
 func (e *Environment) Stop() error {
 	for _, p := range e.restarted {
 		_ = p.Signal(syscall.SIGTERM)
-		for deadline := time.Now().Add(time.Minute); processAlive(p.Pid) && time.Now().Before(deadline); {
+		for deadline := time.Now().Add(time.Minute); procguard.Running(p.Pid) && time.Now().Before(deadline); {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
@@ -161,7 +161,7 @@ func (e *Environment) StopAPIServer() (restart func() error, err error) {
 		return nil, fmt.Errorf("stopping kube-apiserver %d: %w", pid, err)
 	}
 	deadline := time.Now().Add(time.Minute)
-	for processAlive(pid) {
+	for procguard.Running(pid) {
 		if time.Now().After(deadline) {
 			_ = proc.Signal(syscall.SIGKILL)
 		}
@@ -201,16 +201,6 @@ func findAPIServer(port string) (int, []string, error) {
 		}
 	}
 	return 0, nil, fmt.Errorf("no kube-apiserver serving on port %s", port)
-}
-
-func processAlive(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(stat)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || (s[i+2] != 'Z' && s[i+2] != 'X')
 }
 
 // InstallCRDs installs keb's CRDs into a running apiserver (one started
