@@ -5,7 +5,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build run test vet fmt-check lint postgres pgbench k8s-bins load bench clean
+.PHONY: all build run test faults vet fmt-check lint postgres pgbench k8s-bins load bench clean
 
 all: build
 
@@ -20,6 +20,11 @@ run: postgres k8s-bins build
 ## test: formatting, vet, and every test against real PostgreSQL and kube-apiservers
 test: postgres k8s-bins lint
 	KUBEBUILDER_ASSETS=$(CURDIR)/bin/k8s $(GO) test -count=1 -timeout 30m ./...
+
+## faults: the fault suite with its long variants (the 1,000-cycle soak); its quick
+## variants run in `make test` too
+faults: postgres k8s-bins
+	KEB_FAULTS=long KUBEBUILDER_ASSETS=$(CURDIR)/bin/k8s $(GO) test -count=1 -timeout 60m -v ./testing/faults/...
 
 lint: fmt-check vet
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -54,8 +55,16 @@ func LoadKubeconfig(path string) (*rest.Config, error) {
 
 // engine is the running part of keb that drives operations.
 type engine struct {
-	queue   *process.Queue
-	watcher *process.Watcher
+	queue    *process.Queue
+	watcher  *process.Watcher
+	takeover *process.Takeover
+	// kcp and namespace are read by the readiness checks.
+	kcp       client.Reader
+	namespace string
+	workers   int
+	// stopping is set once shutdown began: the workers take no new work.
+	stopping atomic.Bool
+	log      logrus.FieldLogger
 }
 
 // newEngine builds the workers, the pipelines and the control-plane watch.
@@ -105,7 +114,7 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat 
 	}
 	// One runtime client cache for every pipeline: a runtime's client (and
 	// its connections) is built once, whichever operation reaches it.
-	runtimes := runtime.NewClientCache(kcp, scheme)
+	runtimes := runtime.NewClientCache(kcp, scheme, runtime.Bounds{})
 	runtimes.WrapTransport = counters.countRequests("runtime")
 	pipelines := map[string]process.Pipeline{
 		storage.OperationTypeProvision: provisioning.Pipeline(provisioning.Deps{
@@ -115,7 +124,7 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat 
 		storage.OperationTypeDeprovision: deprovisioning.Pipeline(deprovisioning.Deps{
 			Config: deprovisioning.Config{Namespace: ns, RemovalTimeout: ec.RemovalTimeout, RemovalPoll: ec.RemovalPoll,
 				SharedPlanIDs: sharedPlanIDs(cat)},
-			Store: store, KCP: kcp, Pool: pool2,
+			Store: store, KCP: kcp, Pool: pool2, Runtimes: runtimes,
 		}),
 		storage.OperationTypeUpdate: update.Pipeline(update.Deps{
 			Config:   update.Config{BTPManagerTimeout: ec.BTPMgrTimeout, BTPManagerPoll: ec.BTPMgrPoll},
@@ -135,7 +144,9 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat 
 		return nil, err
 	}
 	watcher := process.NewWatcher(kcpCfg, scheme, ns, store, queue, log.WithField("component", "watch"))
-	return &engine{queue: queue, watcher: watcher}, nil
+	takeover := process.NewTakeover(store, ec.TakeoverAfter, log.WithField("component", "takeover"))
+	return &engine{queue: queue, watcher: watcher, takeover: takeover, kcp: kcp, namespace: ns, workers: ec.Workers,
+		log: log.WithField("component", "readiness")}, nil
 }
 
 // wokenJobPoll is how often idle workers look for jobs that became due

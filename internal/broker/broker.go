@@ -70,8 +70,13 @@ func (b *Broker) platformRegion(ctx context.Context) string {
 }
 
 // internal logs an unexpected error with its cause and returns the generic
-// 500, so that no SQL or driver text reaches a response body.
+// 500, so that no SQL or driver text reaches a response body; an unreachable
+// or unresponsive database is a 503 instead.
 func (b *Broker) internal(log logrus.FieldLogger, action string, err error) error {
+	if storage.Unavailable(err) {
+		log.WithError(err).Warn(action + ": database unavailable")
+		return errUnavailable
+	}
 	log.WithError(err).Error(action)
 	return errInternal
 }

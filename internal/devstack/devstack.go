@@ -28,6 +28,7 @@ import (
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/infrasim"
 	"github.com/kyma-keb/keb/internal/pgserver"
+	"github.com/kyma-keb/keb/internal/procguard"
 )
 
 // Issuer and Audience are the claims of dev tokens; `keb dev` demands them.
@@ -59,6 +60,11 @@ type Options struct {
 func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 		return fmt.Errorf("creating dev directory: %w", err)
+	}
+	// PostgreSQL, etcd and the apiservers die with keb dev, even with a
+	// SIGKILL; what an earlier, killed run left in this directory goes first.
+	if err := procguard.Start(opts.Dir); err != nil {
+		return err
 	}
 	cfg := opts.Config
 	if cfg.DatabaseURL == "" {
