@@ -447,32 +447,19 @@ func runBench(ctx context.Context, cfg benchConfig) error {
 // benchPipeline accepts n azure provisionings and waits, reading the
 // database (so that waiting costs the broker nothing), until all succeeded.
 func benchPipeline(ctx context.Context, p *kebProcess, pool *pgxpool.Pool, idleRate idleRates, n, conc int, creds bool) (row, error) {
-	ga := "bench-ga-" + uuid.NewString()[:8] // one tenant: one pool account for all of them
+	l := *p.loader
+	l.planID, l.globalAccount, l.credentials = azurePlanID, "bench-ga-"+uuid.NewString()[:8], creds // one tenant: one pool account for all
 	load := loadavg()
 	s0, a0 := p.counters()
 	c0 := p.cpu()
 	start := time.Now()
-	ids := make([]string, n)
-	var wg sync.WaitGroup
-	var failed atomic.Value
-	sem := make(chan struct{}, conc)
-	for k := range n {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			id := uuid.NewString()
-			code, err := p.loader.do(http.MethodPut, "/oauth/v2/service_instances/"+id+"?accepts_incomplete=true", provisionBody(azurePlanID, ga, creds))
-			if code != http.StatusAccepted {
-				failed.Store(fmt.Errorf("provision %d: %d %v", k, code, err))
-			}
-			ids[k] = id
-		}()
-	}
-	wg.Wait()
-	if err, _ := failed.Load().(error); err != nil {
+	ops, err := l.acceptAll(n, conc)
+	if err != nil {
 		return row{}, err
+	}
+	ids := make([]string, n)
+	for k, o := range ops {
+		ids[k] = o.inst
 	}
 	deadline := start.Add(15 * time.Minute)
 	var done int

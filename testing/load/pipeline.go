@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -67,12 +68,13 @@ func (l *loader) lastOperation(instanceID, opID string) (string, string, error) 
 	return fmt.Sprint(out["state"]), fmt.Sprint(out["description"]), nil
 }
 
-// pipeline accepts n provisionings and measures until all have succeeded:
-// whole-pipeline throughput.
-func (l *loader) pipeline(n, conc int) {
-	start := time.Now()
-	type op struct{ inst, id string }
+// op is an accepted operation of an instance.
+type op struct{ inst, id string }
+
+// acceptAll accepts n provisionings (provisionOne) from conc clients.
+func (l *loader) acceptAll(n, conc int) ([]op, error) {
 	ops := make([]op, n)
+	errs := make([]error, n)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, conc)
 	for i := range n {
@@ -82,13 +84,21 @@ func (l *loader) pipeline(n, conc int) {
 			defer wg.Done()
 			defer func() { <-sem }()
 			inst, id, err := l.provisionOne()
-			if err != nil {
-				fail(err)
-			}
-			ops[i] = op{inst, id}
+			ops[i], errs[i] = op{inst, id}, err
 		}()
 	}
 	wg.Wait()
+	return ops, errors.Join(errs...)
+}
+
+// pipeline accepts n provisionings and measures until all have succeeded:
+// whole-pipeline throughput.
+func (l *loader) pipeline(n, conc int) {
+	start := time.Now()
+	ops, err := l.acceptAll(n, conc)
+	if err != nil {
+		fail(err)
+	}
 	accepted := time.Since(start)
 	done := make([]time.Duration, 0, n)
 	pending := slices.Clone(ops)
@@ -122,24 +132,10 @@ func (l *loader) pipeline(n, conc int) {
 // (start keb dev with a long --runtime-delay), then measures how long new
 // provisionings take to get their first step done.
 func (l *loader) waiting(n, conc, samples int) {
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, conc)
-	type op struct{ inst, id string }
-	ops := make([]op, n)
-	for i := range n {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			inst, id, err := l.provisionOne()
-			if err != nil {
-				fail(err)
-			}
-			ops[i] = op{inst, id}
-		}()
+	ops, err := l.acceptAll(n, conc)
+	if err != nil {
+		fail(err)
 	}
-	wg.Wait()
 	// Wait until every one of them waits for its cluster.
 	deadline := time.Now().Add(20 * time.Minute)
 	for {
