@@ -109,6 +109,8 @@ func parseScopes(raw json.RawMessage) ([]string, error) {
 type claimsKey struct{}
 
 // ClaimsFromContext returns the claims that Require stored for the request.
+// They may be shared with other requests carrying the same token (the
+// verified-token cache), so they must not be modified.
 func ClaimsFromContext(ctx context.Context) (*Claims, bool) {
 	c, ok := ctx.Value(claimsKey{}).(*Claims)
 	return c, ok && c != nil
