@@ -41,3 +41,33 @@ func TestLagerSinkRedactsCredentials(t *testing.T) {
 		t.Fatalf("context not kept/redacted as expected: %v", ctx)
 	}
 }
+
+func TestLagerSinkLevels(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		level     string
+		wantLines int
+	}{{"debug", 3}, {"info", 1}, {"warn", 1}, {"error", 0}} {
+		var buf bytes.Buffer
+		log, err := New(&buf, "json", tc.level)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Through an entry, as keb's request loggers are.
+		l := NewLager("brokerapi", log.WithField("component", "test"))
+		l.Debug("debug-line")
+		l.Info("per-request-line", lager.Data{"instance-id": "i"})
+		l.Error("failed", errors.New("boom"))
+		lines := strings.Count(buf.String(), "\n")
+		if tc.level == "info" || tc.level == "warn" {
+			// brokerapi's debug and info lines are keb debug lines; its
+			// errors are warnings.
+			if !strings.Contains(buf.String(), `"level":"warning"`) {
+				t.Errorf("level %s: %q, want brokerapi's error as a warning", tc.level, buf.String())
+			}
+		}
+		if lines != tc.wantLines {
+			t.Errorf("level %s: %d lines, want %d: %s", tc.level, lines, tc.wantLines, buf.String())
+		}
+	}
+}
