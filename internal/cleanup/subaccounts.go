@@ -192,22 +192,30 @@ func (c *SubaccountCleaner) chunk(ctx context.Context, events []cis.Event, dryRu
 	if err != nil {
 		return 0, err
 	}
-	busy := map[string]bool{} // subaccounts with an instance left for later
+	// In event order, so that on an error every event before the failing
+	// subaccount's first one is done.
+	bySub := map[string][]storage.CleanupInstance{}
 	for _, inst := range instances {
-		rep.Instances++
-		a, err := c.deprovision(ctx, inst, dryRun)
-		if err != nil {
-			return c.doneBefore(events, inst.SubAccountID), err
-		}
-		rep.Actions = append(rep.Actions, a)
-		switch a.Outcome {
-		case OutcomeTriggered:
-			rep.Triggered++
-		case OutcomeGoing:
-			rep.AlreadyGoing++
-		case OutcomeBusy:
-			rep.Busy++
-			busy[inst.SubAccountID] = true
+		bySub[inst.SubAccountID] = append(bySub[inst.SubAccountID], inst)
+	}
+	busy := map[string]bool{} // subaccounts with an instance left for later
+	for _, sa := range ids {
+		for _, inst := range bySub[sa] {
+			rep.Instances++
+			a, err := c.deprovision(ctx, inst, dryRun)
+			if err != nil {
+				return doneBefore(events, sa), err
+			}
+			rep.Actions = append(rep.Actions, a)
+			switch a.Outcome {
+			case OutcomeTriggered:
+				rep.Triggered++
+			case OutcomeGoing:
+				rep.AlreadyGoing++
+			case OutcomeBusy:
+				rep.Busy++
+				busy[sa] = true
+			}
 		}
 	}
 	for i, ev := range events {
@@ -219,7 +227,7 @@ func (c *SubaccountCleaner) chunk(ctx context.Context, events []cis.Event, dryRu
 }
 
 // doneBefore is the number of events before the first of the subaccount.
-func (c *SubaccountCleaner) doneBefore(events []cis.Event, subaccountID string) int {
+func doneBefore(events []cis.Event, subaccountID string) int {
 	for i, ev := range events {
 		if ev.SubaccountID == subaccountID {
 			return i
