@@ -39,6 +39,8 @@ type EnvironmentsConfig struct {
 	Selector labels.Selector
 	// MaxPerRun: a pass that would act on more runtimes acts on none.
 	MaxPerRun int
+	// Now is the clock ages are measured with; nil is time.Now.
+	Now func() time.Time
 }
 
 // environmentsStore is the part of storage.Store the environments cleanup
@@ -60,7 +62,11 @@ type EnvironmentsCleaner struct {
 
 // NewEnvironmentsCleaner returns a cleaner of the Runtime CRs in kcp.
 func NewEnvironmentsCleaner(kcp client.Client, store environmentsStore, cfg EnvironmentsConfig, operationTimeout time.Duration, log logrus.FieldLogger) *EnvironmentsCleaner {
-	return &EnvironmentsCleaner{kcp: kcp, store: store, cfg: cfg, operationTimeout: operationTimeout, log: log, now: time.Now}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &EnvironmentsCleaner{kcp: kcp, store: store, cfg: cfg, operationTimeout: operationTimeout, log: log, now: now}
 }
 
 // Action is what a pass does with a runtime.
