@@ -300,9 +300,12 @@ func (c *SubaccountCleaner) summary(rep SubaccountReport, err error) {
 	if rep.Stopped != "" {
 		msg += "; stopped early: " + rep.Stopped
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		log.WithError(err).Error(msg)
-		return
+	case rep.Events == 0:
+		log.Debug(msg) // every interval on a quiet feed: not worth a line
+	default:
+		log.Info(msg)
 	}
-	log.Info(msg)
 }
