@@ -12,7 +12,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-
 	"github.com/kyma-keb/keb/internal/storage"
 	"github.com/kyma-keb/keb/testing/pgtest"
 )
