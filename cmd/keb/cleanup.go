@@ -37,46 +37,43 @@ func bindOperator(fs *flag.FlagSet) *operatorEnv {
 	return e
 }
 
-// resolve completes the settings from the dev stack when no database is
-// set, and returns a logger.
-func (e *operatorEnv) resolve() (logrus.FieldLogger, error) {
+// open completes the settings from the dev stack when no database is set,
+// and opens the database (no migrations: that is keb serve's or keb
+// migrate's job) with an insert-only queue, so that deprovisionings started
+// here are driven by the running replicas. close releases the database.
+func (e *operatorEnv) open(ctx context.Context) (log logrus.FieldLogger, store *storage.Store, close func(), err error) {
 	if err := e.b.Err(); err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	if e.cfg.DatabaseURL == "" {
 		if err := devstack.FillConfig(&e.cfg, e.dir); err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 	}
-	return newLogger(e.cfg.LogFormat, e.cfg.LogLevel)
-}
-
-// openStore opens the database (no migrations: that is keb serve's or keb
-// migrate's job) with an insert-only queue, so deprovisionings started here
-// are driven by the running replicas.
-func (e *operatorEnv) openStore(ctx context.Context, log logrus.FieldLogger) (*storage.Store, func(), error) {
+	if log, err = newLogger(e.cfg.LogFormat, e.cfg.LogLevel); err != nil {
+		return nil, nil, nil, err
+	}
 	cipher, err := storage.NewCipher(e.cfg.DatabaseSecretKey, e.cfg.DatabaseSecretKeysPrior...)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	pool, err := storage.Open(ctx, e.cfg.DatabaseURL, 4)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	st, err := storage.Migrations(ctx, pool)
-	if err != nil || !st.AtHead() {
-		pool.Close()
-		if err == nil {
-			err = fmt.Errorf("database schema at version %d, this keb needs %d: run `keb migrate up`", st.Current, st.Head)
-		}
-		return nil, nil, err
+	if err == nil && !st.AtHead() {
+		err = fmt.Errorf("database schema at version %d, this keb needs %d: run `keb migrate up`", st.Current, st.Head)
 	}
-	queue, err := process.NewQueue(pool, nil, process.QueueConfig{}, log)
+	var queue *process.Queue
+	if err == nil {
+		queue, err = process.NewQueue(pool, nil, process.QueueConfig{}, log)
+	}
 	if err != nil {
 		pool.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return storage.NewStore(pool, cipher, queue), pool.Close, nil
+	return log, storage.NewStore(pool, cipher, queue), pool.Close, nil
 }
 
 // controlPlane connects to the control plane (APP_KCP_KUBECONFIG).
@@ -108,11 +105,7 @@ func bindCleanup(fs *flag.FlagSet, out io.Writer) func(ctx context.Context, args
 		if len(args) != 1 || (args[0] != "subaccounts" && args[0] != "environments") {
 			return errors.New("usage: keb cleanup subaccounts|environments [--dry-run] (environments also --max-age, --label-selector)")
 		}
-		log, err := e.resolve()
-		if err != nil {
-			return err
-		}
-		store, closeStore, err := e.openStore(ctx, log)
+		log, store, closeStore, err := e.open(ctx)
 		if err != nil {
 			return err
 		}

@@ -26,11 +26,7 @@ func bindPool(fs *flag.FlagSet, out io.Writer, now func() time.Time) func(ctx co
 		if len(args) != 0 && !release {
 			return errors.New("usage: keb pool | keb pool release NAME")
 		}
-		log, err := e.resolve()
-		if err != nil {
-			return err
-		}
-		store, closeStore, err := e.openStore(ctx, log)
+		_, store, closeStore, err := e.open(ctx)
 		if err != nil {
 			return err
 		}

@@ -115,13 +115,7 @@ func (f *envFixture) seedEnvironments() time.Time {
 	f.running("inst-keep", "sa-1", "bbbb-keep", time.Hour)
 	f.running("inst-busy", "sa-1", "cccc-busy", time.Hour)
 	f.running("inst-young", "sa-1", "eeee-young", time.Hour)
-	upd := storage.Operation{ID: "upd-busy", InstanceID: "inst-busy", Type: storage.OperationTypeUpdate,
-		State: storage.StateInProgress, Deadline: time.Now().Add(time.Hour)}
-	if err := f.store.ChangeInstance(f.ctx, "inst-busy", func(storage.Instance, *storage.Operation) (storage.InstanceChange, error) {
-		return storage.InstanceChange{Operation: &upd}, nil
-	}); err != nil {
-		f.t.Fatal(err)
-	}
+	f.updating("inst-busy", "upd-busy")
 	f.runtimeCR("aaaa-old", "inst-old", nil)
 	f.runtimeCR("bbbb-keep", "inst-keep", map[string]string{"owner.do-not-delete": "true"})
 	f.runtimeCR("cccc-busy", "inst-busy", nil)

@@ -117,3 +117,15 @@ func (f *fixture) state(id string) string {
 	}
 	return inst.State
 }
+
+// updating starts an update of the instance: a DELETE would answer 422 now.
+func (f *fixture) updating(id, opID string) {
+	f.t.Helper()
+	upd := storage.Operation{ID: opID, InstanceID: id, Type: storage.OperationTypeUpdate,
+		State: storage.StateInProgress, Deadline: time.Now().Add(time.Hour)}
+	if err := f.store.ChangeInstance(f.ctx, id, func(storage.Instance, *storage.Operation) (storage.InstanceChange, error) {
+		return storage.InstanceChange{Operation: &upd}, nil
+	}); err != nil {
+		f.t.Fatal(err)
+	}
+}

@@ -244,13 +244,7 @@ func TestSubaccountBusyInstanceKeepsItsEvent(t *testing.T) {
 	f.running("inst-busy", "sa-busy", "rt-busy", time.Hour)
 	f.running("inst-c", "sa-c", "rt-c", time.Hour)
 	// An update runs on inst-busy: a DELETE would answer 422, the cleanup waits.
-	upd := storage.Operation{ID: "upd-busy", InstanceID: "inst-busy", Type: storage.OperationTypeUpdate,
-		State: storage.StateInProgress, Deadline: time.Now().Add(time.Hour)}
-	if err := f.store.ChangeInstance(f.ctx, "inst-busy", func(storage.Instance, *storage.Operation) (storage.InstanceChange, error) {
-		return storage.InstanceChange{Operation: &upd}, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	f.updating("inst-busy", "upd-busy")
 	for _, sa := range []string{"sa-a", "sa-busy", "sa-c"} {
 		stub.Add(sa)
 	}
