@@ -14,10 +14,10 @@ import (
 	"github.com/kyma-keb/keb/testing/cisstub"
 )
 
-// endpointsFile is where a running `keb dev` tells the operator commands
+// EndpointsFile is where a running `keb dev` tells the operator commands
 // (`keb cleanup`, `keb pool`) how to reach its parts; it is removed when
 // `keb dev` stops.
-const endpointsFile = "dev-endpoints.json"
+const EndpointsFile = "dev-endpoints.json"
 
 // CISPrefix is where `keb dev` serves its CIS stand-in, on the broker's port.
 const CISPrefix = "/dev/cis"
@@ -37,16 +37,16 @@ type Endpoints struct {
 
 // LoadEndpoints reads the endpoints of the `keb dev` running in dir.
 func LoadEndpoints(dir string) (Endpoints, error) {
-	b, err := os.ReadFile(filepath.Join(dir, endpointsFile))
+	b, err := os.ReadFile(filepath.Join(dir, EndpointsFile))
 	if errors.Is(err, os.ErrNotExist) {
-		return Endpoints{}, fmt.Errorf("no keb dev running in %s (no %s): start it with `make run`, or set APP_DATABASE_URL for production", dir, endpointsFile)
+		return Endpoints{}, fmt.Errorf("no keb dev running in %s (no %s): start it with `make run`, or set APP_DATABASE_URL for production", dir, EndpointsFile)
 	}
 	if err != nil {
 		return Endpoints{}, fmt.Errorf("reading dev endpoints: %w", err)
 	}
 	var e Endpoints
 	if err := json.Unmarshal(b, &e); err != nil {
-		return Endpoints{}, fmt.Errorf("reading %s: %w", endpointsFile, err)
+		return Endpoints{}, fmt.Errorf("reading %s: %w", EndpointsFile, err)
 	}
 	return e, nil
 }
@@ -107,7 +107,7 @@ func writeEndpoints(dir string, e Endpoints) (remove func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(dir, endpointsFile)
+	path := filepath.Join(dir, EndpointsFile)
 	if err := os.WriteFile(path, append(b, '\n'), 0o600); err != nil {
 		return nil, fmt.Errorf("writing dev endpoints: %w", err)
 	}
