@@ -34,6 +34,9 @@ import (
 type DevOptions struct {
 	PublicKeys []crypto.PublicKey
 	TokenIssue http.Handler
+	// Mounts are dev-only stand-ins served on the broker's port, by path
+	// prefix (e.g. /dev/cis/), in front of the router.
+	Mounts map[string]http.Handler
 }
 
 // App is a built keb server.
@@ -124,6 +127,14 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 		opts.DevToken = dev.TokenIssue
 	}
 	a.Handler = httpapi.NewRouter(opts)
+	if dev != nil && len(dev.Mounts) > 0 {
+		mux := http.NewServeMux()
+		for prefix, h := range dev.Mounts {
+			mux.Handle(prefix, h)
+		}
+		mux.Handle("/", a.Handler)
+		a.Handler = mux
+	}
 	return a, nil
 }
 

@@ -48,6 +48,8 @@ type Config struct {
 	LogLevel  string
 
 	Engine Engine
+
+	Cleanup Cleanup
 }
 
 // Engine is what drives accepted operations: the work queue, the control
@@ -237,6 +239,7 @@ func (c *Config) BindServe(b *Binder) {
 		"trust an upstream gateway that already verified tokens: signatures are NOT checked (scopes and expiry are)")
 	b.Duration(&c.JWKSRefresh, "auth-jwks-refresh", "APP_AUTH_JWKS_REFRESH", d.JWKSRefresh, "how often JWKS are re-fetched")
 	c.BindEngine(b)
+	c.BindCleanup(b)
 	c.BindCommon(b)
 }
 
@@ -339,6 +342,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Engine.Workers > 0 && c.Engine.RescueAfter <= c.Engine.JobTimeout {
 		errs = append(errs, errors.New("APP_WORKER_RESCUE_AFTER must be longer than APP_WORKER_JOB_TIMEOUT"))
+	}
+	if err := c.Cleanup.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	switch c.LogFormat {
 	case "auto", "json", "text":
