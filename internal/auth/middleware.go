@@ -53,7 +53,12 @@ func rejectToken(w http.ResponseWriter, description string) {
 // headerSafe keeps a message inside a quoted-string of the challenge.
 var headerSafe = strings.NewReplacer(`"`, `'`, `\`, `/`, "\r", " ", "\n", " ").Replace
 
+// writeAuthError answers a request that is not authorised. Its body is not
+// read: the connection is closed after the answer, so an unauthenticated
+// client cannot hold it by sending a body slowly (Go's server would read
+// the body before writing the answer to keep the connection alive).
 func writeAuthError(w http.ResponseWriter, status int, title, description string) {
+	w.Header().Set("Connection", "close")
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(struct {
