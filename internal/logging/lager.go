@@ -2,6 +2,7 @@ package logging
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"code.cloudfoundry.org/lager/v3"
@@ -27,7 +28,7 @@ func (s *LagerSink) Log(f lager.LogFormat) {
 	for k, v := range f.Data {
 		// brokerapi logs whole request details; their context may carry
 		// sm_operator_credentials, which must never reach a log.
-		fields[k] = redact(v)
+		fields[k] = bounded(redact(v))
 	}
 	entry := s.log.WithFields(fields)
 	if f.Error != nil {
@@ -66,6 +67,43 @@ func redact(v any) any {
 		return "[unloggable]"
 	}
 	return redactValue(data)
+}
+
+// rawRequestKeys are the request fields brokerapi logs whole: a client's
+// OSB context and parameters. Their size is logged, not their content, so
+// that one rejected request cannot write a line as long as its body.
+var rawRequestKeys = map[string]bool{"context": true, "parameters": true}
+
+// maxLoggedValue bounds any other string brokerapi logs.
+const maxLoggedValue = 256
+
+// bounded replaces raw request context and parameters with their size and
+// cuts long strings, in already redacted data.
+func bounded(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, val := range t {
+			if rawRequestKeys[k] && val != nil {
+				b, _ := json.Marshal(val)
+				t[k] = fmt.Sprintf("[omitted: %d bytes]", len(b))
+				continue
+			}
+			t[k] = bounded(val)
+		}
+		return t
+	case []any:
+		for i := range t {
+			t[i] = bounded(t[i])
+		}
+		return t
+	case string:
+		if len(t) > maxLoggedValue {
+			return fmt.Sprintf("%s…[%d bytes]", t[:maxLoggedValue], len(t))
+		}
+		return t
+	default:
+		return v
+	}
 }
 
 func redactValue(v any) any {
