@@ -45,9 +45,17 @@ type bundle struct {
 	// SQL that might drift from them. It enqueues nothing: no engine runs.
 	store *storage.Store
 	token string
+	app   *app.App
 }
 
 func setup(t *testing.T) *bundle {
+	t.Helper()
+	return setupWith(t, nil, io.Discard)
+}
+
+// setupWith is setup with the config changed by tune (when not nil) and
+// the server's log, at debug level, written to logOut.
+func setupWith(t *testing.T, tune func(*config.Config), logOut io.Writer) *bundle {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -62,14 +70,23 @@ func setup(t *testing.T) *bundle {
 	cfg.Issuer, cfg.Audience = testIssuer, testAud
 	cfg.RetryAfter = 7 * time.Second
 	cfg.Engine.Workers = 0 // these tests look at the front door only
+	if tune != nil {
+		tune(&cfg)
+	}
 	log := logrus.New()
-	log.SetOutput(io.Discard)
+	log.SetOutput(logOut)
+	log.SetLevel(logrus.DebugLevel)
+	log.SetFormatter(&logrus.JSONFormatter{})
 	a, err := app.New(ctx, cfg, log, &app.DevOptions{PublicKeys: []crypto.PublicKey{key.Public()}})
 	if err != nil {
 		t.Fatalf("building app: %v", err)
 	}
 	t.Cleanup(a.Close)
-	srv := httptest.NewServer(a.Handler)
+	// The server keb runs, with its timeouts and connection cap.
+	srv := httptest.NewUnstartedServer(a.Handler)
+	srv.Config = a.NewServer()
+	srv.Listener = a.Listener(srv.Listener)
+	srv.Start()
 	t.Cleanup(srv.Close)
 	pool, err := storage.Open(ctx, dbURL, 0)
 	if err != nil {
@@ -80,7 +97,7 @@ func setup(t *testing.T) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &bundle{t: t, srv: srv, key: key, pool: pool, store: storage.NewStore(pool, cipher, nil)}
+	b := &bundle{t: t, srv: srv, key: key, pool: pool, store: storage.NewStore(pool, cipher, nil), app: a}
 	b.token = b.mint(auth.ScopeBrokerWrite, auth.ScopeCLDRead)
 	return b
 }

@@ -22,7 +22,7 @@ func (b *Broker) Deprovision(ctx context.Context, instanceID string, details dom
 	if !asyncAllowed {
 		return domain.DeprovisionServiceSpec{}, errAsyncRequired
 	}
-	if err := validateStoredID("instance ID", instanceID); err != nil {
+	if err := ValidateStoredID("instance ID", instanceID); err != nil {
 		return domain.DeprovisionServiceSpec{}, errBadRequest(err)
 	}
 	// OSB sends the instance's service and plan with a DELETE; a request

@@ -25,7 +25,7 @@ var instanceIDSyntax = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-
 // provisioned: one that is not a valid Kubernetes label value would fail
 // the operation only after it had retried until its deadline.
 func validateNewInstanceID(id string) error {
-	if err := validateStoredID("instance ID", id); err != nil {
+	if err := ValidateStoredID("instance ID", id); err != nil {
 		return err
 	}
 	if len(id) > MaxInstanceIDLength || !instanceIDSyntax.MatchString(id) {
@@ -35,10 +35,10 @@ func validateNewInstanceID(id string) error {
 	return nil
 }
 
-// validateStoredID refuses an ID that cannot name a stored record: empty,
+// ValidateStoredID refuses an ID that cannot name a stored record: empty,
 // too long, not UTF-8, or holding control characters (PostgreSQL refuses NUL
 // in text).
-func validateStoredID(what, id string) error {
+func ValidateStoredID(what, id string) error {
 	switch {
 	case id == "":
 		return fmt.Errorf("%s is empty", what)

@@ -19,7 +19,7 @@ import (
 // has succeeded and a 422 while an update runs.
 func (b *Broker) GetInstance(ctx context.Context, instanceID string, _ domain.FetchInstanceDetails) (domain.GetInstanceDetailsSpec, error) {
 	log := logging.FromContext(ctx, b.log).WithFields(logrus.Fields{"instance_id": instanceID})
-	if err := validateStoredID("instance ID", instanceID); err != nil {
+	if err := ValidateStoredID("instance ID", instanceID); err != nil {
 		return domain.GetInstanceDetailsSpec{}, errBadRequest(err)
 	}
 	inst, err := b.store.Instance(ctx, instanceID)

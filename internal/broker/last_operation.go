@@ -16,11 +16,11 @@ import (
 // operation runs it asks the platform to come back after Retry-After.
 func (b *Broker) LastOperation(ctx context.Context, instanceID string, details domain.PollDetails) (domain.LastOperation, error) {
 	log := logging.FromContext(ctx, b.log).WithFields(logrus.Fields{"instance_id": instanceID, "operation_id": details.OperationData})
-	if err := validateStoredID("instance ID", instanceID); err != nil {
+	if err := ValidateStoredID("instance ID", instanceID); err != nil {
 		return domain.LastOperation{}, errBadRequest(err)
 	}
 	if details.OperationData != "" {
-		if err := validateStoredID("operation", details.OperationData); err != nil {
+		if err := ValidateStoredID("operation", details.OperationData); err != nil {
 			return domain.LastOperation{}, errBadRequest(err)
 		}
 	}

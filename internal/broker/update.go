@@ -34,7 +34,7 @@ func (b *Broker) Update(ctx context.Context, instanceID string, details domain.U
 	if !asyncAllowed {
 		return domain.UpdateServiceSpec{}, errAsyncRequired
 	}
-	if err := validateStoredID("instance ID", instanceID); err != nil {
+	if err := ValidateStoredID("instance ID", instanceID); err != nil {
 		return domain.UpdateServiceSpec{}, errBadRequest(err)
 	}
 	if p := normalizedParameters(details.RawParameters); !bytes.Equal(p, []byte("{}")) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"sort"
 	"strings"
@@ -160,7 +161,51 @@ func decodeSingleObject(body []byte) (map[string]json.RawMessage, *requestError)
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, badRequest("the body has data after its JSON object (at byte %d)", dec.InputOffset())
 	}
+	if path, dup := duplicateKey(body); dup {
+		return nil, badRequest("the body names field %s twice; parsers disagree on which one counts", quoteValue(path))
+	}
 	return fields, nil
+}
+
+// duplicateKey finds an object key that appears twice in one object of a
+// valid JSON document, and returns its dotted path.
+func duplicateKey(doc []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	var walk func(path string) (string, bool)
+	walk = func(path string) (string, bool) {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		switch tok {
+		case json.Delim('{'):
+			seen := map[string]bool{}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return "", false
+				}
+				k, _ := kt.(string)
+				if seen[k] {
+					return path + k, true
+				}
+				seen[k] = true
+				if p, dup := walk(path + k + "."); dup {
+					return p, true
+				}
+			}
+			_, _ = dec.Token()
+		case json.Delim('['):
+			for dec.More() {
+				if p, dup := walk(path); dup {
+					return p, true
+				}
+			}
+			_, _ = dec.Token()
+		}
+		return "", false
+	}
+	return walk("")
 }
 
 // checkDeprovisionQuery demands what OSB requires of a DELETE: service_id
@@ -206,6 +251,12 @@ func guardOSB(o offering, maxBody int64) func(http.Handler) http.Handler {
 						return
 					}
 					w.Header().Set("Connection", "close")
+					var netErr net.Error
+					if errors.As(err, &netErr) && netErr.Timeout() {
+						writeError(w, http.StatusRequestTimeout, "RequestTimeout",
+							"the request body did not arrive within the server's read timeout")
+						return
+					}
 					writeError(w, http.StatusBadRequest, "BadRequest", "reading the request body failed: "+err.Error())
 					return
 				}
