@@ -28,7 +28,7 @@ func (s *LagerSink) Log(f lager.LogFormat) {
 	for k, v := range f.Data {
 		// brokerapi logs whole request details; their context may carry
 		// sm_operator_credentials, which must never reach a log.
-		fields[k] = bounded(redact(v))
+		fields[k] = redact(v)
 	}
 	entry := s.log.WithFields(fields)
 	if f.Error != nil {
@@ -54,7 +54,9 @@ var secretKeys = map[string]bool{
 	"password": true, "token": true, "access_token": true, "authorization": true,
 }
 
-// redact returns v as plain JSON data with every secret value replaced.
+// redact returns v as plain JSON data with every secret value replaced, raw
+// request context and parameters replaced by their size, and long strings
+// cut.
 // json.RawMessage fields (OSB context and parameters) are decoded first so
 // that secrets inside them are found too.
 func redact(v any) any {
@@ -77,49 +79,29 @@ var rawRequestKeys = map[string]bool{"context": true, "parameters": true}
 // maxLoggedValue bounds any other string brokerapi logs.
 const maxLoggedValue = 256
 
-// bounded replaces raw request context and parameters with their size and
-// cuts long strings, in already redacted data.
-func bounded(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, val := range t {
-			if rawRequestKeys[k] && val != nil {
-				b, _ := json.Marshal(val)
-				t[k] = fmt.Sprintf("[omitted: %d bytes]", len(b))
-				continue
-			}
-			t[k] = bounded(val)
-		}
-		return t
-	case []any:
-		for i := range t {
-			t[i] = bounded(t[i])
-		}
-		return t
-	case string:
-		if len(t) > maxLoggedValue {
-			return fmt.Sprintf("%s…[%d bytes]", t[:maxLoggedValue], len(t))
-		}
-		return t
-	default:
-		return v
-	}
-}
-
 func redactValue(v any) any {
 	switch t := v.(type) {
 	case map[string]any:
 		for k, val := range t {
-			if secretKeys[strings.ToLower(k)] {
+			switch {
+			case secretKeys[strings.ToLower(k)]:
 				t[k] = "[REDACTED]"
-				continue
+			case rawRequestKeys[k] && val != nil:
+				b, _ := json.Marshal(val)
+				t[k] = fmt.Sprintf("[omitted: %d bytes]", len(b))
+			default:
+				t[k] = redactValue(val)
 			}
-			t[k] = redactValue(val)
 		}
 		return t
 	case []any:
 		for i := range t {
 			t[i] = redactValue(t[i])
+		}
+		return t
+	case string:
+		if len(t) > maxLoggedValue {
+			return fmt.Sprintf("%s…[%d bytes]", t[:maxLoggedValue], len(t))
 		}
 		return t
 	default:
