@@ -5,9 +5,11 @@ import (
 	"crypto"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,6 +48,8 @@ type bundle struct {
 	store *storage.Store
 	token string
 	app   *app.App
+	// closedConns counts connections the server has closed.
+	closedConns atomic.Int64
 }
 
 func setup(t *testing.T) *bundle {
@@ -86,6 +90,12 @@ func setupWith(t *testing.T, tune func(*config.Config), logOut io.Writer) *bundl
 	srv := httptest.NewUnstartedServer(a.Handler)
 	srv.Config = a.NewServer()
 	srv.Listener = a.Listener(srv.Listener)
+	b := &bundle{t: t, srv: srv, key: key, app: a}
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateClosed {
+			b.closedConns.Add(1)
+		}
+	}
 	srv.Start()
 	t.Cleanup(srv.Close)
 	pool, err := storage.Open(ctx, dbURL, 0)
@@ -97,7 +107,7 @@ func setupWith(t *testing.T, tune func(*config.Config), logOut io.Writer) *bundl
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &bundle{t: t, srv: srv, key: key, pool: pool, store: storage.NewStore(pool, cipher, nil), app: a}
+	b.pool, b.store = pool, storage.NewStore(pool, cipher, nil)
 	b.token = b.mint(auth.ScopeBrokerWrite, auth.ScopeCLDRead)
 	return b
 }

@@ -66,6 +66,9 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 	return s.ResponseWriter.Write(b)
 }
 
+// Unwrap lets http.ResponseController reach the connection (deadlines).
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
 func (s *statusRecorder) code() int {
 	if s.status == 0 {
 		return http.StatusOK
@@ -157,6 +160,9 @@ func (h *hintWriter) WriteHeader(code int) {
 	}
 	h.ResponseWriter.WriteHeader(code)
 }
+
+// Unwrap lets http.ResponseController reach the connection.
+func (h *hintWriter) Unwrap() http.ResponseWriter { return h.ResponseWriter }
 
 func withResponseHints(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {

@@ -323,6 +323,9 @@ func (s *shapeWriter) Write(b []byte) (int, error) {
 	return s.ResponseWriter.Write(b)
 }
 
+// Unwrap lets http.ResponseController reach the connection.
+func (s *shapeWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
 func (s *shapeWriter) flush() {
 	if s.buf == nil {
 		return
