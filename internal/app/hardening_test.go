@@ -779,6 +779,12 @@ func TestHostileInputs(t *testing.T) {
 			}
 		}
 	}
+	for _, body := range []string{`{`, `[]`, `{"service_id":"x"} x`, `{"a":1,"a":2}`, `{"service_id":"` + serviceID + `","plan_id":"` + azurePlanID + `"}`} {
+		reqs = append(reqs, req{http.MethodPut, instancePath("victim-1") + "/service_bindings/b-1", body})
+	}
+	reqs = append(reqs, req{http.MethodGet, instancePath("victim-1") + "/service_bindings/b-1", ""},
+		req{http.MethodDelete, instancePath("victim-1") + "/service_bindings/b-1?service_id=" + serviceID + "&plan_id=" + azurePlanID, ""},
+		req{http.MethodGet, instancePath("victim-1") + "/service_bindings/b-1/last_operation?operation=%00", ""})
 	for _, m := range []string{"PROPFIND", "TRACE", "X", "get"} {
 		reqs = append(reqs, req{m, instancePath("victim-1"), ""})
 	}

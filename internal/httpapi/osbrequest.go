@@ -261,8 +261,16 @@ func guardOSB(o offering, maxBody int64) func(http.Handler) http.Handler {
 					return
 				}
 				req.Body = io.NopCloser(bytes.NewReader(body))
-				if instanceRoute && (req.Method == http.MethodPut || req.Method == http.MethodPatch) {
+				switch {
+				case instanceRoute && (req.Method == http.MethodPut || req.Method == http.MethodPatch):
 					if rerr := o.checkInstanceBody(req.Method, body); rerr != nil {
+						writeError(w, rerr.status, rerr.key, rerr.description)
+						return
+					}
+				case req.Method == http.MethodPut:
+					// A binding: keb offers none, but a malformed body is
+					// still OSB's 400, not brokerapi's 422.
+					if _, rerr := decodeSingleObject(body); rerr != nil {
 						writeError(w, rerr.status, rerr.key, rerr.description)
 						return
 					}
