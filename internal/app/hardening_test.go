@@ -181,17 +181,6 @@ func TestMetricsMethodsAreAFixedSet(t *testing.T) {
 	}
 }
 
-// freePort is a port nothing listens on right now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // Defect 2: APP_METRICS_ADDRESS moves /metrics to a listener of its own.
 func TestMetricsOnOwnListener(t *testing.T) {
 	t.Parallel()
@@ -204,9 +193,12 @@ func TestMetricsOnOwnListener(t *testing.T) {
 	cfg.DatabaseURL = pgtest.NewDatabase(t)
 	cfg.DatabaseSecretKey = testSecretKey
 	cfg.Engine.Workers = 0
-	cfg.HTTP.MetricsAddress = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	// Port 0: keb logs the address it listens on.
+	cfg.HTTP.MetricsAddress = "127.0.0.1:0"
+	logs := &logBuffer{}
 	log := logrus.New()
-	log.SetOutput(io.Discard)
+	log.SetOutput(logs)
+	log.SetFormatter(&logrus.JSONFormatter{})
 	a, err := app.New(ctx, cfg, log, &app.DevOptions{PublicKeys: []crypto.PublicKey{key.Public()}})
 	if err != nil {
 		t.Fatal(err)
@@ -244,7 +236,20 @@ func TestMetricsOnOwnListener(t *testing.T) {
 	if code, body := get(main + "/metrics"); code != http.StatusNotFound {
 		t.Fatalf("main listener still serves /metrics: %d %.200s", code, body)
 	}
-	code, body := get("http://" + cfg.HTTP.MetricsAddress + "/metrics")
+	var metricsAddr string
+	for i := 0; metricsAddr == "" && i < 100; i++ { // Serve logs it as it starts
+		for _, line := range strings.Split(logs.String(), "\n") {
+			var rec map[string]any
+			if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "serving /metrics on its own listener" {
+				metricsAddr, _ = rec["address"].(string)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if metricsAddr == "" {
+		t.Fatalf("keb did not log where it serves metrics:\n%s", logs.String())
+	}
+	code, body := get("http://" + metricsAddr + "/metrics")
 	if code != http.StatusOK || !strings.Contains(body, `keb_http_requests_total{code="200",method="GET",route="/healthz"} 1`) {
 		t.Fatalf("metrics listener: %d %.500s", code, body)
 	}
