@@ -5,7 +5,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build run test faults vet fmt-check generate generate-check lint postgres k8s-bins load clean
+.PHONY: all build run test faults vet fmt-check generate generate-check lint postgres k8s-bins load fuzz clean
 
 all: build
 
@@ -25,6 +25,23 @@ test: postgres k8s-bins lint
 ## variants run in `make test` too
 faults: postgres k8s-bins
 	KEB_FAULTS=long KUBEBUILDER_ASSETS=$(CURDIR)/bin/k8s $(GO) test -count=1 -timeout 60m -v ./testing/faults/...
+
+## fuzz: every fuzz target for FUZZTIME each (plain `go test`, and so `make test`,
+## runs their seed corpora in testdata/fuzz); findings land in testdata/fuzz too
+FUZZTIME ?= 1m
+FUZZ_TARGETS := \
+	./internal/httpapi:FuzzCheckInstanceBody \
+	./internal/catalog:FuzzValidateContext \
+	./internal/catalog:FuzzValidateUpdateContext \
+	./internal/catalog:FuzzValidateParameters \
+	./internal/runtimes:FuzzParseQuery \
+	./internal/runtimes:FuzzDecodeCursor \
+	./internal/auth:FuzzVerify
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; echo ">> $$name ($$pkg, $(FUZZTIME))"; \
+		$(GO) test -run='^$$' -fuzz="^$$name$$" -fuzztime=$(FUZZTIME) $$pkg; \
+	done
 
 lint: fmt-check vet generate-check
 

@@ -136,12 +136,17 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat 
 	}
 	eng := process.NewEngine(store, pipelines, log.WithField("component", "engine"))
 	eng.Slice = ec.JobTimeout / 3
+	periodic := []process.Periodic{{Name: "expire_trials", Interval: ec.ExpiryInterval, Run: func(ctx context.Context) error {
+		_, err := expirer.ExpireDue(ctx)
+		return err
+	}}}
+	cleanups, err := cleanupJobs(cfg, store, kcp, log)
+	if err != nil {
+		return nil, err
+	}
 	queue, err := process.NewQueue(pool, eng, process.QueueConfig{
 		Workers: ec.Workers, JobTimeout: ec.JobTimeout, RescueAfter: ec.RescueAfter,
-		Periodic: []process.Periodic{{Name: "expire_trials", Interval: ec.ExpiryInterval, Run: func(ctx context.Context) error {
-			_, err := expirer.ExpireDue(ctx)
-			return err
-		}}},
+		Periodic: append(periodic, cleanups...),
 	}, log)
 	if err != nil {
 		return nil, err

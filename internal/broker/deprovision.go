@@ -3,6 +3,8 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/pivotal-cf/brokerapi/v10/domain"
 	"github.com/sirupsen/logrus"
@@ -13,6 +15,25 @@ import (
 
 const descriptionDeprovisionQueued = "Deprovisioning accepted: waiting for a worker to start it"
 
+// DeprovisioningStore is the part of storage.Store that starts a
+// deprovisioning.
+type DeprovisioningStore interface {
+	CreateDeprovisioning(ctx context.Context, op storage.Operation) (storage.Operation, bool, error)
+}
+
+// StartDeprovisioning accepts a deprovisioning of the instance exactly as a
+// DELETE does: one transaction that halts a running provisioning, marks the
+// instance deprovisioning and queues the operation (failing at deadline), or
+// returns the deprovisioning already in progress (created false). The
+// cleanup jobs start theirs here too, so the one-operation-per-instance
+// rule, the archive and the account release apply to them alike. Errors are
+// storage's: ErrNotFound for an unknown instance, ErrOperationInProgress
+// while an update or a suspension runs.
+func StartDeprovisioning(ctx context.Context, store DeprovisioningStore, instanceID string, deadline time.Time) (op storage.Operation, created bool, err error) {
+	return store.CreateDeprovisioning(ctx,
+		operationUntil(instanceID, storage.OperationTypeDeprovision, descriptionDeprovisionQueued, deadline))
+}
+
 // Deprovision serves DELETE /v2/service_instances/{instance_id}. A DELETE
 // while provisioning runs is accepted and halts the provisioning; a re-sent
 // DELETE gets the operation already running.
@@ -21,8 +42,24 @@ func (b *Broker) Deprovision(ctx context.Context, instanceID string, details dom
 	if !asyncAllowed {
 		return domain.DeprovisionServiceSpec{}, errAsyncRequired
 	}
-	op, created, err := b.store.CreateDeprovisioning(ctx,
-		*b.newOperation(instanceID, storage.OperationTypeDeprovision, descriptionDeprovisionQueued))
+	if err := ValidateStoredID("instance ID", instanceID); err != nil {
+		return domain.DeprovisionServiceSpec{}, errBadRequest(err)
+	}
+	// OSB sends the instance's service and plan with a DELETE; a request
+	// naming another plan is meant for another instance and must not
+	// deprovision this one. The plan of an instance never changes, so the
+	// check needs no lock.
+	inst, err := b.store.Instance(ctx, instanceID)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+	case err != nil:
+		return domain.DeprovisionServiceSpec{}, b.internal(log, "reading instance", err)
+	case inst.DeletedAt == nil && (inst.PlanID != details.PlanID || inst.ServiceID != details.ServiceID):
+		return domain.DeprovisionServiceSpec{}, errBadRequest(fmt.Errorf(
+			"instance %s is of service_id %s and plan_id %s (%s); the request names service_id %q and plan_id %q",
+			instanceID, inst.ServiceID, inst.PlanID, inst.PlanName, details.ServiceID, details.PlanID))
+	}
+	op, created, err := StartDeprovisioning(ctx, b.store, instanceID, b.now().Add(b.opts.OperationTimeout))
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		return domain.DeprovisionServiceSpec{}, errInstanceGone

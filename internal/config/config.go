@@ -47,7 +47,26 @@ type Config struct {
 	LogFormat string
 	LogLevel  string
 
+	HTTP HTTP
+
 	Engine Engine
+
+	Cleanup Cleanup
+}
+
+// HTTP bounds what one client can take from the HTTP server, so that hostile
+// or careless callers cannot starve it.
+type HTTP struct {
+	// MaxBodyBytes caps a request body on the OSB routes (413 beyond).
+	MaxBodyBytes int
+	// ReadTimeout bounds reading a whole request, headers and body.
+	ReadTimeout time.Duration
+	// MaxConnections caps concurrently open connections; more wait in the
+	// listen backlog.
+	MaxConnections int
+	// MetricsAddress, when set, serves /metrics on its own listener (and
+	// not on the main one).
+	MetricsAddress string
 }
 
 // Engine is what drives accepted operations: the work queue, the control
@@ -92,6 +111,11 @@ var Defaults = Config{
 	ShutdownTimeout:      30 * time.Second,
 	LogFormat:            "auto",
 	LogLevel:             "info",
+	HTTP: HTTP{
+		MaxBodyBytes:   1 << 20,
+		ReadTimeout:    30 * time.Second,
+		MaxConnections: 1000,
+	},
 	Engine: Engine{
 		Workers:         20,
 		JobTimeout:      time.Minute,
@@ -233,6 +257,7 @@ func (c *Config) BindServe(b *Binder) {
 		"trust an upstream gateway that already verified tokens: signatures are NOT checked (scopes and expiry are)")
 	b.Duration(&c.JWKSRefresh, "auth-jwks-refresh", "APP_AUTH_JWKS_REFRESH", d.JWKSRefresh, "how often JWKS are re-fetched")
 	c.BindEngine(b)
+	c.BindCleanup(b)
 	c.BindCommon(b)
 }
 
@@ -252,6 +277,20 @@ func (c *Config) BindBroker(b *Binder) {
 		"how long a trial runtime lives before it is suspended")
 	b.Duration(&c.RequestTimeout, "request-timeout", "APP_REQUEST_TIMEOUT", d.RequestTimeout,
 		"bound on one API request's work (database included); past it the answer is 503 with Retry-After (0: none)")
+	c.bindHTTP(b)
+}
+
+// bindHTTP binds the HTTP server's limits.
+func (c *Config) bindHTTP(b *Binder) {
+	d := Defaults.HTTP
+	b.Int(&c.HTTP.MaxBodyBytes, "http-max-body-bytes", "APP_HTTP_MAX_BODY_BYTES", d.MaxBodyBytes,
+		"largest request body accepted on the OSB routes; larger ones get 413")
+	b.Duration(&c.HTTP.ReadTimeout, "http-read-timeout", "APP_HTTP_READ_TIMEOUT", d.ReadTimeout,
+		"how long a client may take to send a whole request (headers and body)")
+	b.Int(&c.HTTP.MaxConnections, "http-max-connections", "APP_HTTP_MAX_CONNECTIONS", d.MaxConnections,
+		"most connections served at once; further ones wait in the listen backlog")
+	b.String(&c.HTTP.MetricsAddress, "metrics-address", "APP_METRICS_ADDRESS", "",
+		"host:port serving /metrics on a listener of its own (default: /metrics on the main listener)")
 }
 
 // BindEngine binds the settings of the engine that drives operations.
@@ -333,6 +372,18 @@ func (c *Config) Validate() error {
 	}
 	if c.Engine.Workers > 0 && c.Engine.RescueAfter <= c.Engine.JobTimeout {
 		errs = append(errs, errors.New("APP_WORKER_RESCUE_AFTER must be longer than APP_WORKER_JOB_TIMEOUT"))
+	}
+	if err := c.Cleanup.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.HTTP.MaxBodyBytes < 1<<10 {
+		errs = append(errs, errors.New("APP_HTTP_MAX_BODY_BYTES must be at least 1024"))
+	}
+	if c.HTTP.ReadTimeout <= 0 {
+		errs = append(errs, errors.New("APP_HTTP_READ_TIMEOUT must be positive"))
+	}
+	if c.HTTP.MaxConnections < 1 {
+		errs = append(errs, errors.New("APP_HTTP_MAX_CONNECTIONS must be at least 1"))
 	}
 	switch c.LogFormat {
 	case "auto", "json", "text":

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -142,18 +143,30 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 	}()
 	cfg.Engine.KCPKubeconfig = kcp.kubeconfig
 
+	// Listening first: the CIS stand-in is reached on the broker's port.
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port)))
+	if err != nil {
+		return fmt.Errorf("listening: %w", err)
+	}
+	defer ln.Close()
+	cisHandler := devCIS(&cfg, ln)
 	a, err := app.New(ctx, cfg, log, &app.DevOptions{
 		PublicKeys: []crypto.PublicKey{devKey.Public()},
 		TokenIssue: auth.DevTokenHandler(devKey, devClient, Issuer, Audience),
+		Mounts:     map[string]http.Handler{CISPrefix + "/": cisHandler},
 	})
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port)))
+	removeEndpoints, err := writeEndpoints(opts.Dir, Endpoints{BrokerURL: "http://" + ln.Addr().String(),
+		DatabaseURL: cfg.DatabaseURL, KCPKubeconfig: kcp.kubeconfig, CISEventsURL: cfg.Cleanup.CISEventsURL,
+		CISAuthURL: cfg.Cleanup.CISAuthURL, CISClientID: cfg.Cleanup.CISClientID, CISClientSecret: cfg.Cleanup.CISClientSecret,
+		CISVersion: cfg.Cleanup.CISVersion})
 	if err != nil {
-		return fmt.Errorf("listening: %w", err)
+		return err
 	}
+	defer removeEndpoints()
 	printBanner(opts.Out, "http://"+ln.Addr().String(), devClient, cfg.DatabaseURL, kcp.kubeconfig)
 	return a.Serve(ctx, ln)
 }
