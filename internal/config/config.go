@@ -92,13 +92,11 @@ type Engine struct {
 	BTPMgrTimeout   time.Duration
 	RemovalTimeout  time.Duration
 	RuntimePoll     time.Duration
-	AccountPoll     time.Duration
 	BTPMgrPoll      time.Duration
 	RemovalPoll     time.Duration
 	// ExpiryInterval is how often the expiry job looks for trials to
 	// suspend.
-	ExpiryInterval   time.Duration
-	ControlNamespace string
+	ExpiryInterval time.Duration
 }
 
 // Defaults are the values used when neither flag nor environment says otherwise.
@@ -122,23 +120,21 @@ var Defaults = Config{
 		MaxConnections: 1000,
 	},
 	Engine: Engine{
-		Workers:          20,
-		JobTimeout:       time.Minute,
-		RescueAfter:      2 * time.Minute,
-		TakeoverAfter:    10 * time.Second,
-		GardenerProject:  "kyma-dev",
-		KymaVersion:      "2.20.0",
-		DashboardDomain:  "kyma.example.com",
-		RuntimeTimeout:   time.Hour,
-		AccountTimeout:   30 * time.Minute,
-		BTPMgrTimeout:    20 * time.Minute,
-		RemovalTimeout:   time.Hour,
-		RuntimePoll:      30 * time.Second,
-		AccountPoll:      time.Minute,
-		BTPMgrPoll:       10 * time.Second,
-		RemovalPoll:      15 * time.Second,
-		ExpiryInterval:   time.Hour,
-		ControlNamespace: "kcp-system",
+		Workers:         20,
+		JobTimeout:      time.Minute,
+		RescueAfter:     2 * time.Minute,
+		TakeoverAfter:   10 * time.Second,
+		GardenerProject: "kyma-dev",
+		KymaVersion:     "2.20.0",
+		DashboardDomain: "kyma.example.com",
+		RuntimeTimeout:  time.Hour,
+		AccountTimeout:  30 * time.Minute,
+		BTPMgrTimeout:   20 * time.Minute,
+		RemovalTimeout:  time.Hour,
+		RuntimePoll:     30 * time.Second,
+		BTPMgrPoll:      10 * time.Second,
+		RemovalPoll:     15 * time.Second,
+		ExpiryInterval:  time.Hour,
 	},
 }
 
@@ -339,8 +335,6 @@ func (c *Config) BindEngine(b *Binder) {
 		"how often a deprovisioning looks whether its CRs are gone (watches wake it sooner)")
 	b.Duration(&e.ExpiryInterval, "expiry-interval", "APP_EXPIRY_INTERVAL", d.ExpiryInterval,
 		"how often one replica looks for trials older than APP_TRIAL_DURATION and suspends them")
-	e.AccountPoll = d.AccountPoll
-	e.ControlNamespace = d.ControlNamespace
 }
 
 // BindCommon binds logging and shutdown settings.
