@@ -23,6 +23,7 @@ import (
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/expiry"
 	"github.com/kyma-keb/keb/internal/httpapi"
+	"github.com/kyma-keb/keb/internal/metrics"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/runtimes"
 	"github.com/kyma-keb/keb/internal/storage"
@@ -95,10 +96,14 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 		return nil, err
 	}
 	store := storage.NewStore(pool, cipher, inserter)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	opsMetrics := metrics.NewOperations(reg, auth.RejectionReasons)
+	verifier.OnReject(opsMetrics.TokenRejected)
 	expirer := expiry.New(store, cfg.TrialDuration, cfg.OperationTimeout, log.WithField("component", "expiry"))
 	var eng *engine
 	if cfg.Engine.Workers > 0 {
-		if eng, err = newEngine(cfg, pool, store, cat, expirer, log); err != nil {
+		if eng, err = newEngine(cfg, pool, store, cat, expirer, opsMetrics, log); err != nil {
 			pool.Close()
 			return nil, err
 		}
@@ -113,8 +118,11 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 		pool.Close()
 		return nil, fmt.Errorf("building broker: %w", err)
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	var accounts metrics.PoolCensus
+	if eng != nil {
+		accounts = eng.accounts
+	}
+	reg.MustRegister(metrics.NewCensus(store, accounts, cfg.MetricsCensusInterval, log.WithField("component", "metrics")))
 	a := &App{cfg: cfg, pool: pool, log: log, engine: eng}
 	opts := httpapi.Options{Broker: brk, Auth: verifier, Log: log, Registry: reg, Ready: a.ready,
 		Runtimes: runtimes.NewHandler(store, catalog.ServiceID), Expire: expiry.Handler(expirer, log)}

@@ -55,10 +55,12 @@ func LoadKubeconfig(path string) (*rest.Config, error) {
 type engine struct {
 	queue   *process.Queue
 	watcher *process.Watcher
+	// accounts is the hyperscaler account pool, counted for metrics.
+	accounts *hyperscaler.Pool
 }
 
 // newEngine builds the workers, the pipelines and the control-plane watch.
-func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat *catalog.Catalog, expirer *expiry.Expirer, log logrus.FieldLogger) (*engine, error) {
+func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat *catalog.Catalog, expirer *expiry.Expirer, observer process.Observer, log logrus.FieldLogger) (*engine, error) {
 	ec := cfg.Engine
 	if ec.KCPKubeconfig == "" {
 		return nil, errors.New("no control plane: set APP_KCP_KUBECONFIG (or KUBECONFIG), or APP_WORKERS=0 to only accept requests")
@@ -119,6 +121,7 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat 
 	}
 	eng := process.NewEngine(store, pipelines, log.WithField("component", "engine"))
 	eng.Slice = ec.JobTimeout / 3
+	eng.Observer = observer
 	queue, err := process.NewQueue(pool, eng, process.QueueConfig{
 		Workers: ec.Workers, JobTimeout: ec.JobTimeout, RescueAfter: ec.RescueAfter,
 		Periodic: []process.Periodic{{Name: "expire_trials", Interval: ec.ExpiryInterval, Run: func(ctx context.Context) error {
@@ -130,7 +133,7 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat 
 		return nil, err
 	}
 	watcher := process.NewWatcher(kcpCfg, scheme, ns, store, queue, log.WithField("component", "watch"))
-	return &engine{queue: queue, watcher: watcher}, nil
+	return &engine{queue: queue, watcher: watcher, accounts: pool2}, nil
 }
 
 // sharedUsage counts the Runtime CRs using a shared hyperscaler account, so

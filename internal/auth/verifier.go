@@ -62,6 +62,7 @@ type Verifier struct {
 	validator    *jwt.Validator // used alone in TrustGateway mode
 	trustGateway bool
 	log          logrus.FieldLogger
+	onReject     func(reason string)
 }
 
 // NewVerifier loads the static keys and starts the JWKS refresh goroutines,

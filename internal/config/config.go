@@ -44,6 +44,10 @@ type Config struct {
 	LogFormat string
 	LogLevel  string
 
+	// MetricsCensusInterval bounds how often the gauges read from the
+	// database and the account pool are refreshed, whatever the scrape rate.
+	MetricsCensusInterval time.Duration
+
 	Engine Engine
 }
 
@@ -75,18 +79,19 @@ type Engine struct {
 
 // Defaults are the values used when neither flag nor environment says otherwise.
 var Defaults = Config{
-	Host:                 "0.0.0.0",
-	Port:                 8080,
-	MigrateOnStart:       true,
-	DefaultRequestRegion: "cf-eu10",
-	EnabledPlans:         []string{"azure", "gcp", "azure_lite", "trial", "aws"},
-	OperationTimeout:     24 * time.Hour,
-	RetryAfter:           10 * time.Second,
-	TrialDuration:        30 * 24 * time.Hour,
-	JWKSRefresh:          15 * time.Minute,
-	ShutdownTimeout:      30 * time.Second,
-	LogFormat:            "auto",
-	LogLevel:             "info",
+	Host:                  "0.0.0.0",
+	Port:                  8080,
+	MigrateOnStart:        true,
+	DefaultRequestRegion:  "cf-eu10",
+	EnabledPlans:          []string{"azure", "gcp", "azure_lite", "trial", "aws"},
+	OperationTimeout:      24 * time.Hour,
+	RetryAfter:            10 * time.Second,
+	TrialDuration:         30 * 24 * time.Hour,
+	JWKSRefresh:           15 * time.Minute,
+	ShutdownTimeout:       30 * time.Second,
+	LogFormat:             "auto",
+	LogLevel:              "info",
+	MetricsCensusInterval: 30 * time.Second,
 	Engine: Engine{
 		Workers:          20,
 		JobTimeout:       time.Minute,
@@ -229,7 +234,8 @@ func (c *Config) BindServe(b *Binder) {
 		"trust an upstream gateway that already verified tokens: signatures are NOT checked (scopes and expiry are)")
 	b.Duration(&c.JWKSRefresh, "auth-jwks-refresh", "APP_AUTH_JWKS_REFRESH", d.JWKSRefresh, "how often JWKS are re-fetched")
 	c.BindEngine(b)
-	c.BindCommon(b)
+	// A production broker's logs go to a collector: JSON even on a terminal.
+	c.bindCommon(b, "json")
 }
 
 // BindBroker binds the OSB behaviour shared by `serve` and `dev`.
@@ -290,12 +296,16 @@ func (c *Config) BindEngine(b *Binder) {
 }
 
 // BindCommon binds logging and shutdown settings.
-func (c *Config) BindCommon(b *Binder) {
+func (c *Config) BindCommon(b *Binder) { c.bindCommon(b, Defaults.LogFormat) }
+
+func (c *Config) bindCommon(b *Binder, logFormat string) {
 	d := Defaults
 	b.Duration(&c.ShutdownTimeout, "shutdown-timeout", "APP_SHUTDOWN_TIMEOUT", d.ShutdownTimeout,
 		"how long to drain requests on SIGTERM")
-	b.String(&c.LogFormat, "log-format", "APP_LOG_FORMAT", d.LogFormat, "auto (text on a terminal, else JSON), json or text")
+	b.String(&c.LogFormat, "log-format", "APP_LOG_FORMAT", logFormat, "auto (text on a terminal, else JSON), json or text")
 	b.String(&c.LogLevel, "log-level", "APP_LOG_LEVEL", d.LogLevel, "debug, info, warn or error")
+	b.Duration(&c.MetricsCensusInterval, "metrics-census-interval", "APP_METRICS_CENSUS_INTERVAL", d.MetricsCensusInterval,
+		"how often the instance, queue and account pool gauges are re-read (at most once per interval, whatever the scrape rate)")
 }
 
 // Validate checks what flags alone cannot.
