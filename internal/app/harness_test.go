@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,10 +19,22 @@ import (
 	"github.com/kyma-keb/keb/internal/auth"
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/storage"
+	"github.com/kyma-keb/keb/testing/apitest"
 	"github.com/kyma-keb/keb/testing/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
+
+var loadOpenAPI = sync.OnceValues(apitest.Load)
+
+func openAPIDoc(t *testing.T) *apitest.Document {
+	t.Helper()
+	doc, err := loadOpenAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
 
 const (
 	serviceID   = "47c9dcbf-ff30-448e-ab36-d3bad66ba281"
@@ -69,7 +82,8 @@ func setup(t *testing.T) *bundle {
 		t.Fatalf("building app: %v", err)
 	}
 	t.Cleanup(a.Close)
-	srv := httptest.NewServer(a.Handler)
+	// Every answer these tests get is checked against docs/openapi.yaml.
+	srv := httptest.NewServer(apitest.Recorder(t, openAPIDoc(t), a.Handler))
 	t.Cleanup(srv.Close)
 	pool, err := storage.Open(ctx, dbURL, 0)
 	if err != nil {

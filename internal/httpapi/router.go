@@ -70,8 +70,9 @@ func NewRouter(opts Options) http.Handler {
 	r.HandleFunc("/healthz", healthz).Methods(http.MethodGet)
 	r.Handle("/readyz", readyz(opts.Ready)).Methods(http.MethodGet)
 	r.Handle("/metrics", promhttp.HandlerFor(opts.Registry, promhttp.HandlerOpts{})).Methods(http.MethodGet)
+	r.HandleFunc("/openapi.yaml", openAPI).Methods(http.MethodGet)
 	if opts.DevToken != nil {
-		r.Handle("/oauth2/token", opts.DevToken)
+		r.Handle("/oauth2/token", opts.DevToken).Methods(http.MethodPost)
 	}
 
 	osb := brokerapi.NewWithOptions(opts.Broker, logging.NewLager("brokerapi", opts.Log))
