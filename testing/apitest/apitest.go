@@ -238,4 +238,3 @@ func (c *capture) Write(b []byte) (int, error) {
 	c.body.Write(b)
 	return c.ResponseWriter.Write(b)
 }
-
