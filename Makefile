@@ -5,7 +5,10 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build run test vet fmt-check lint postgres k8s-bins load clean
+HELM_VERSION := v3.19.0
+HELM        := bin/tools/helm
+
+.PHONY: all build run test vet fmt-check lint postgres k8s-bins helm load clean
 
 all: build
 
@@ -18,7 +21,7 @@ run: postgres k8s-bins build
 	./bin/keb dev
 
 ## test: formatting, vet, and every test against real PostgreSQL and kube-apiservers
-test: postgres k8s-bins lint
+test: postgres k8s-bins helm lint
 	KUBEBUILDER_ASSETS=$(CURDIR)/bin/k8s $(GO) test -count=1 -timeout 30m ./...
 
 lint: fmt-check vet
@@ -47,6 +50,12 @@ postgres:
 ## (once; the first build takes about 6 minutes on 2 cores)
 k8s-bins:
 	@bash testing/envtest/build-bins.sh
+
+## helm: helm, pinned, built from the Go module proxy into bin/tools (the chart tests run it)
+helm: $(HELM)
+$(HELM):
+	@echo ">> building helm $(HELM_VERSION) into bin/tools (once)"
+	GOBIN=$(CURDIR)/bin/tools GOFLAGS=-buildvcs=false $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 
 ## load: the load benchmark against a running `make run` (see docs/performance.md)
 load:

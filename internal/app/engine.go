@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -42,8 +43,21 @@ func Scheme() (*k8sruntime.Scheme, error) {
 	return s, nil
 }
 
-// LoadKubeconfig reads a kubeconfig file into a rest.Config.
+// InCluster reports whether keb runs in a Kubernetes pod, where an empty
+// APP_KCP_KUBECONFIG means the pod's own service account (the Helm chart's
+// default: the control plane is the cluster keb runs in).
+func InCluster() bool { return os.Getenv("KUBERNETES_SERVICE_HOST") != "" }
+
+// LoadKubeconfig reads a kubeconfig file into a rest.Config; an empty path
+// in a pod is the pod's service account.
 func LoadKubeconfig(path string) (*rest.Config, error) {
+	if path == "" && InCluster() {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("loading the in-cluster service account config: %w", err)
+		}
+		return cfg, nil
+	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
 		return nil, fmt.Errorf("loading kubeconfig %s: %w", path, err)
@@ -62,7 +76,7 @@ type engine struct {
 // newEngine builds the workers, the pipelines and the control-plane watch.
 func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat *catalog.Catalog, expirer *expiry.Expirer, observer process.Observer, log logrus.FieldLogger) (*engine, error) {
 	ec := cfg.Engine
-	if ec.KCPKubeconfig == "" {
+	if ec.KCPKubeconfig == "" && !InCluster() {
 		return nil, errors.New("no control plane: set APP_KCP_KUBECONFIG (or KUBECONFIG), or APP_WORKERS=0 to only accept requests")
 	}
 	scheme, err := Scheme()

@@ -118,6 +118,7 @@ var Defaults = Config{
 type Binder struct {
 	fs   *flag.FlagSet
 	errs []error
+	envs []string
 }
 
 // NewBinder binds flags on fs.
@@ -126,14 +127,23 @@ func NewBinder(fs *flag.FlagSet) *Binder { return &Binder{fs: fs} }
 // Err returns the malformed environment values met while binding.
 func (b *Binder) Err() error { return errors.Join(b.errs...) }
 
-func usage(help, env string) string { return fmt.Sprintf("%s (env %s)", help, env) }
+// usage is a flag's help naming its variable, which it records for Envs.
+func (b *Binder) usage(help, env string) string {
+	b.envs = append(b.envs, env)
+	return fmt.Sprintf("%s (env %s)", help, env)
+}
+
+// Envs lists the environment variables of every flag bound so far: the
+// settings a deployment may set (the Helm chart's test checks it against
+// them).
+func (b *Binder) Envs() []string { return append([]string(nil), b.envs...) }
 
 // String binds a string flag.
 func (b *Binder) String(p *string, name, env, def, help string) {
 	if v, ok := os.LookupEnv(env); ok {
 		def = v
 	}
-	b.fs.StringVar(p, name, def, usage(help, env))
+	b.fs.StringVar(p, name, def, b.usage(help, env))
 }
 
 // Int binds an int flag.
@@ -146,7 +156,7 @@ func (b *Binder) Int(p *int, name, env string, def int, help string) {
 			def = n
 		}
 	}
-	b.fs.IntVar(p, name, def, usage(help, env))
+	b.fs.IntVar(p, name, def, b.usage(help, env))
 }
 
 // Bool binds a bool flag.
@@ -159,7 +169,7 @@ func (b *Binder) Bool(p *bool, name, env string, def bool, help string) {
 			def = x
 		}
 	}
-	b.fs.BoolVar(p, name, def, usage(help, env))
+	b.fs.BoolVar(p, name, def, b.usage(help, env))
 }
 
 // Duration binds a duration flag (Go syntax: 90s, 15m, 24h).
@@ -172,7 +182,7 @@ func (b *Binder) Duration(p *time.Duration, name, env string, def time.Duration,
 			def = d
 		}
 	}
-	b.fs.DurationVar(p, name, def, usage(help, env))
+	b.fs.DurationVar(p, name, def, b.usage(help, env))
 }
 
 // List binds a comma-separated list flag.
@@ -186,7 +196,7 @@ func (b *Binder) List(p *[]string, name, env string, def []string, help string) 
 	if len(def) > 0 {
 		help += fmt.Sprintf("; default %q", strings.Join(def, ","))
 	}
-	b.fs.Func(name, usage(help+")", env), func(s string) error {
+	b.fs.Func(name, b.usage(help+")", env), func(s string) error {
 		*p = splitList(s)
 		return nil
 	})
