@@ -8,7 +8,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 HELM_VERSION := v3.19.0
 HELM        := bin/tools/helm
 
-.PHONY: all build run test vet fmt-check lint postgres k8s-bins helm load clean
+.PHONY: all build run test vet fmt-check lint postgres k8s-bins helm image release load clean
 
 all: build
 
@@ -56,6 +56,19 @@ helm: $(HELM)
 $(HELM):
 	@echo ">> building helm $(HELM_VERSION) into bin/tools (once)"
 	GOBIN=$(CURDIR)/bin/tools GOFLAGS=-buildvcs=false $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+
+## image: keb's container image without a Docker engine or a registry base image: the static binary,
+## a non-root user (65532) and /tmp, as an OCI layout (bin/image/oci) and a docker-loadable tarball
+## (bin/image/keb.tar). IMAGE names the tag recorded in the tarball.
+IMAGE ?= keb:$(VERSION)
+image: build
+	$(GO) run ./cmd/keb-image --binary bin/keb --layout bin/image/oci --tarball bin/image/keb.tar --tag $(IMAGE)
+
+## release: the binary, the image and the packaged Helm chart (bin/release/)
+release: image helm
+	@mkdir -p bin/release
+	$(HELM) lint --strict deploy/helm/keb
+	$(HELM) package deploy/helm/keb --app-version $(VERSION) --destination bin/release
 
 ## load: the load benchmark against a running `make run` (see docs/performance.md)
 load:

@@ -328,4 +328,3 @@ func TestChartRBACIsEnough(t *testing.T) {
 		t.Fatalf("deprovisioning as the chart's service account ended %s: %s", state, desc)
 	}
 }
-
