@@ -340,3 +340,11 @@ func TestVersion(t *testing.T) {
 		t.Errorf("`keb version`: exit %d, printed %q, want %q", code, out, version)
 	}
 }
+
+func TestMigrateHelpNamesItsSubcommands(t *testing.T) {
+	t.Parallel()
+	code, _, errOut := runKeb("migrate", "--help")
+	if code != 0 || !strings.Contains(errOut, "Usage: keb migrate up|down|status [flags]") {
+		t.Errorf("exit %d, help:\n%s", code, errOut)
+	}
+}

@@ -61,6 +61,17 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 		return fmt.Errorf("creating dev directory: %w", err)
 	}
 	cfg := opts.Config
+	// The port first: a taken one is found in a blink, not after PostgreSQL
+	// and a control plane were started for nothing.
+	ln, err := listen(cfg.Host, cfg.Port)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	// keb runtimes (and the README's walkthrough) find the broker here.
+	if err := os.WriteFile(filepath.Join(opts.Dir, URLFile), []byte("http://"+ln.Addr().String()+"\n"), 0o600); err != nil {
+		return fmt.Errorf("recording the broker URL: %w", err)
+	}
 	if cfg.DatabaseURL == "" {
 		srv, err := pgserver.Start(ctx, pgserver.Options{DataDir: filepath.Join(opts.Dir, "pgdata"), Log: log})
 		if err != nil {
@@ -143,12 +154,21 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 		return err
 	}
 	defer a.Close()
-	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port)))
-	if err != nil {
-		return fmt.Errorf("listening: %w", err)
-	}
 	printBanner(opts.Out, "http://"+ln.Addr().String(), devClient, cfg.DatabaseURL, kcp.kubeconfig)
 	return a.Serve(ctx, ln)
+}
+
+// URLFile, in the dev directory, holds the running dev broker's URL.
+const URLFile = "url"
+
+// listen takes the broker's port, or says how to choose another.
+func listen(host string, port int) (net.Listener, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, fmt.Sprint(port)))
+	if err != nil {
+		return nil, fmt.Errorf("port %d on %s is not free (%w): choose another with --port or APP_PORT, e.g. `APP_PORT=%d make run`",
+			port, host, err, port+1)
+	}
+	return ln, nil
 }
 
 // ensureDatabase creates the dev database if it is missing and returns its URL.
