@@ -21,6 +21,7 @@ import (
 	"github.com/kyma-keb/keb/internal/broker"
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/config"
+	"github.com/kyma-keb/keb/internal/console"
 	"github.com/kyma-keb/keb/internal/expiry"
 	"github.com/kyma-keb/keb/internal/httpapi"
 	"github.com/kyma-keb/keb/internal/metrics"
@@ -124,8 +125,11 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	}
 	reg.MustRegister(metrics.NewCensus(store, accounts, cfg.MetricsCensusInterval, log.WithField("component", "metrics")))
 	a := &App{cfg: cfg, pool: pool, log: log, engine: eng}
+	runtimesHandler := runtimes.NewHandler(store, catalog.ServiceID)
 	opts := httpapi.Options{Broker: brk, Auth: verifier, Log: log, Registry: reg, Ready: a.ready,
-		Runtimes: runtimes.NewHandler(store, catalog.ServiceID), Expire: expiry.Handler(expirer, log)}
+		Runtimes: runtimesHandler, Expire: expiry.Handler(expirer, log),
+		Console: console.New(console.Options{Runtimes: runtimesHandler, Operations: store, Verifier: verifier,
+			DevLogin: dev != nil, Log: log.WithField("component", "console")})}
 	if dev != nil {
 		opts.DevToken = dev.TokenIssue
 	}

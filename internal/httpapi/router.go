@@ -41,6 +41,9 @@ type Options struct {
 	// Runtimes serves the operators' runtime listing at GET /info/runtimes
 	// and GET /runtimes; nil answers 501.
 	Runtimes http.Handler
+	// Console registers the operations console's routes (/console...); nil
+	// serves none.
+	Console interface{ Register(r *mux.Router) }
 	// Expire serves PUT /expire/service_instance/{instance_id}, which
 	// expires a trial or free instance at once; nil answers 501.
 	Expire http.Handler
@@ -104,6 +107,11 @@ func NewRouter(opts Options) http.Handler {
 		expire = http.HandlerFunc(notYetServed)
 	}
 	r.Handle("/expire/service_instance/{instance_id}", requireWrite(expire)).Methods(http.MethodPut)
+
+	// The console checks its own token (a cookie, scope cld:read).
+	if opts.Console != nil {
+		opts.Console.Register(r)
+	}
 
 	// Operator endpoints get their auth rules now; their handlers arrive
 	// with the operator issues and answer 501 until then.
