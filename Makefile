@@ -8,7 +8,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 HELM_VERSION := v3.19.0
 HELM        := bin/tools/helm
 
-.PHONY: all build run test vet fmt-check lint postgres k8s-bins helm image release load clean
+.PHONY: all build run test vet fmt-check lint postgres k8s-bins helm image release browser-test screenshots load clean
 
 all: build
 
@@ -23,6 +23,26 @@ run: postgres k8s-bins build
 ## test: formatting, vet, and every test against real PostgreSQL and kube-apiservers
 test: postgres k8s-bins helm lint
 	KUBEBUILDER_ASSETS=$(CURDIR)/bin/k8s $(GO) test -count=1 -timeout 30m ./...
+	@$(MAKE) --no-print-directory browser-test
+
+## browser-test: the operations console in Debian's chromium, driven by playwright-core against keb dev
+## (testing/browser); chromium is installed first when run as root, and the test is left out, saying so,
+## when it is missing and cannot be installed. Screenshots go to bin/screenshots (SCREENSHOTS=...).
+CHROMIUM ?= /usr/bin/chromium
+browser-test: build k8s-bins
+	@if [ ! -x "$(CHROMIUM)" ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo ">> installing chromium for the browser test (apt-get install chromium)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	fi; \
+	if [ ! -x "$(CHROMIUM)" ]; then \
+		echo ">> browser test NOT run: chromium is missing (sudo apt-get install -y chromium)"; exit 0; \
+	fi; \
+	cd testing/browser && npm ci --no-audit --no-fund --silent && cd ../.. && \
+	CHROMIUM=$(CHROMIUM) SCREENSHOTS=$(SCREENSHOTS) node testing/browser/console.test.mjs
+
+## screenshots: the browser test, saving its screenshots as docs/images (the README's pictures)
+screenshots:
+	@$(MAKE) --no-print-directory browser-test SCREENSHOTS=docs/images
 
 lint: fmt-check vet
 
