@@ -30,12 +30,15 @@ type Step struct {
 	Running  bool
 	Waiting  string
 	Failures int
+	// Attempts is how often the step ran (each look while waiting counts).
+	Attempts int
 }
 
 // stepData is what the engine records per operation (process.Data's fields
 // the timeline needs; the JSON names are persisted, so they do not change).
 type stepData struct {
 	StepStartedAt map[string]time.Time `json:"stepStartedAt"`
+	StepRuns      map[string]int       `json:"stepRuns"`
 	Failures      int                  `json:"failures"`
 }
 
@@ -49,7 +52,7 @@ func timeline(ops []storage.Operation, now time.Time) []Operation {
 			Created: op.CreatedAt, Updated: op.UpdatedAt, Finished: op.FinishedAt, InProgress: op.InProgress(),
 			Temporary: op.Temporary}
 		for i, name := range op.FinishedStages {
-			s := Step{Name: name, Start: d.StepStartedAt[name], Done: true}
+			s := Step{Name: name, Start: d.StepStartedAt[name], Done: true, Attempts: d.StepRuns[name]}
 			switch {
 			case i+1 < len(op.FinishedStages):
 				s.End = d.StepStartedAt[op.FinishedStages[i+1]]
@@ -63,7 +66,7 @@ func timeline(ops []storage.Operation, now time.Time) []Operation {
 			o.Steps = append(o.Steps, s)
 		}
 		if op.Stage != "" && !slices.Contains(op.FinishedStages, op.Stage) {
-			s := Step{Name: op.Stage, Start: d.StepStartedAt[op.Stage], Running: op.InProgress()}
+			s := Step{Name: op.Stage, Start: d.StepStartedAt[op.Stage], Running: op.InProgress(), Attempts: d.StepRuns[op.Stage]}
 			if op.InProgress() {
 				s.Waiting, s.Failures = op.Description, d.Failures
 			} else if op.FinishedAt != nil {

@@ -12,7 +12,8 @@ func TestTimeline(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	data, _ := json.Marshal(map[string]any{"stepStartedAt": map[string]time.Time{"start": at(0), "create_runtime": at(2), "check_runtime": at(5)}, "failures": 2})
+	data, _ := json.Marshal(map[string]any{"stepStartedAt": map[string]time.Time{"start": at(0), "create_runtime": at(2), "check_runtime": at(5)},
+		"stepRuns": map[string]int{"start": 1, "create_runtime": 1, "check_runtime": 4}, "failures": 2})
 	finished := at(30)
 	ops := []storage.Operation{
 		{ID: "p1", Type: "provision", State: storage.StateInProgress, Stage: "check_runtime", Description: "Waiting for the cluster",
@@ -26,9 +27,9 @@ func TestTimeline(t *testing.T) {
 	}
 	p := tl[1]
 	want := []Step{
-		{Name: "start", Start: at(0), End: at(2), Done: true},
-		{Name: "create_runtime", Start: at(2), End: at(5), Done: true},
-		{Name: "check_runtime", Start: at(5), Running: true, Waiting: "Waiting for the cluster", Failures: 2},
+		{Name: "start", Start: at(0), End: at(2), Done: true, Attempts: 1},
+		{Name: "create_runtime", Start: at(2), End: at(5), Done: true, Attempts: 1},
+		{Name: "check_runtime", Start: at(5), Running: true, Waiting: "Waiting for the cluster", Failures: 2, Attempts: 4},
 	}
 	if len(p.Steps) != len(want) {
 		t.Fatalf("steps: %+v", p.Steps)

@@ -133,6 +133,10 @@ func (e *Engine) Process(ctx context.Context, operationID string) (Outcome, erro
 		if _, ok := o.Data.StepStartedAt[name]; !ok {
 			o.Data.StepStartedAt[name] = e.now()
 		}
+		if o.Data.StepRuns == nil {
+			o.Data.StepRuns = map[string]int{}
+		}
+		o.Data.StepRuns[name]++
 		slog := log.WithField("step", name)
 		stepStart := time.Now()
 		// Whatever the step's packages log through the context carries the

@@ -101,6 +101,9 @@ try {
   for (const name of ['resolve_hyperscaler_secret', 'create_runtime', 'check_runtime', 'apply_kyma']) {
     if ((await page.locator(`tr.step[data-step="${name}"]`).count()) !== 1) fail(`step ${name} missing from the timeline`);
   }
+  // check_runtime looked at least twice: once while the cluster was pending, once when it was ready.
+  const attempts = Number(await page.locator('tr.step[data-step="check_runtime"] td:nth-child(4)').textContent());
+  if (!(attempts >= 2)) fail(`check_runtime shows ${attempts} attempts, want at least 2`);
   await page.screenshot({ path: join(shots, 'console-timeline-succeeded.png'), fullPage: true });
 
   // The metrics show it too.
