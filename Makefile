@@ -8,7 +8,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 HELM_VERSION := v3.19.0
 HELM        := bin/tools/helm
 
-.PHONY: all build run test vet fmt-check lint postgres k8s-bins helm image release browser-test screenshots load clean
+.PHONY: all build run test vet fmt-check lint postgres k8s-bins helm image release browser-test screenshots faults load clean
 
 all: build
 
@@ -43,6 +43,11 @@ browser-test: build k8s-bins
 ## screenshots: the browser test, saving its screenshots as docs/images (the README's pictures)
 screenshots:
 	@$(MAKE) --no-print-directory browser-test SCREENSHOTS=docs/images
+
+## faults: the fault suite with its long variants (the 1,000-cycle soak); its quick
+## variants run in `make test` too
+faults: postgres k8s-bins
+	KEB_FAULTS=long KUBEBUILDER_ASSETS=$(CURDIR)/bin/k8s $(GO) test -count=1 -timeout 60m -v ./testing/faults/...
 
 lint: fmt-check vet
 

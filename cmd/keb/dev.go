@@ -27,11 +27,13 @@ func devCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) error
 		"32-byte key sealing secrets at rest (default: generated once into <dir>/secret-key)")
 	cfg.BindBroker(b)
 	cfg.BindEngine(b)
+	cfg.BindCleanup(b)
 	cfg.BindCommon(b)
 	return func(ctx context.Context, _ []string) error {
 		if err := b.Err(); err != nil {
 			return err
 		}
+		devCleanupInterval(fs, &cfg)
 		cfg.MigrateOnStart = true
 		log, err := newLogger(cfg.LogFormat, cfg.LogLevel)
 		if err != nil {
@@ -39,5 +41,18 @@ func devCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) error
 		}
 		return devstack.Run(ctx, devstack.Options{Dir: dir, Config: cfg, Out: os.Stdout, K8sBinDir: binDir,
 			RuntimeDelay: delay, RuntimeMode: infrasim.Mode(mode)}, log)
+	}
+}
+
+// devSubaccountCleanupInterval is how often `keb dev` reads its CIS
+// stand-in unless told otherwise: production's hour is too long to watch a
+// deleted subaccount's instance go.
+const devSubaccountCleanupInterval = 10 * time.Second
+
+func devCleanupInterval(fs *flag.FlagSet, cfg *config.Config) {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "subaccount-cleanup-interval" })
+	if _, env := os.LookupEnv("APP_SUBACCOUNT_CLEANUP_INTERVAL"); !set && !env {
+		cfg.Cleanup.SubaccountInterval = devSubaccountCleanupInterval
 	}
 }

@@ -37,6 +37,8 @@ func commands() []command {
 		{"migrate", "apply (up), roll back (down) or show (status) database migrations", migrateCommand},
 		{"token", "print a token that a running `keb dev` accepts", tokenCommand},
 		{"runtimes", "list runtimes (GET /info/runtimes) as a table or JSON (alias: rt)", runtimesCommand},
+		{"cleanup", "run one pass of the subaccount or environments cleanup (`keb cleanup subaccounts|environments [--dry-run]`)", cleanupCommand},
+		{"pool", "list the hyperscaler account pool, or return an account to it (`keb pool release NAME`)", poolCommand},
 		{"version", "print the version", versionCommand},
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -111,13 +109,11 @@ func printTable(w io.Writer, data []runtimes.RuntimeDTO, cols []column, now time
 	return tw.Flush()
 }
 
-// devURL is the running keb dev's URL, recorded in its dev directory, or
-// keb dev's default.
+// devURL is the running keb dev's URL, from its endpoints file in the dev
+// directory, or keb dev's default.
 func devURL(dir string) string {
-	if b, err := os.ReadFile(filepath.Join(dir, devstack.URLFile)); err == nil {
-		if u := strings.TrimSpace(string(b)); u != "" {
-			return u
-		}
+	if e, err := devstack.LoadEndpoints(dir); err == nil && e.BrokerURL != "" {
+		return e.BrokerURL
 	}
 	return "http://127.0.0.1:8080"
 }

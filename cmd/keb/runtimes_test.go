@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/kyma-keb/keb/internal/auth"
+	"github.com/kyma-keb/keb/internal/devstack"
 	"github.com/kyma-keb/keb/internal/runtimes"
 )
 
@@ -458,7 +459,7 @@ func TestRuntimesFindsDevBrokerAndAlias(t *testing.T) {
 	if _, err := auth.LoadOrCreateDevKey(dir); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "url"), []byte(srv.URL+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, devstack.EndpointsFile), []byte(`{"broker_url":"`+srv.URL+`"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("KEB_URL", "")

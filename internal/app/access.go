@@ -26,13 +26,13 @@ const (
 // the account pool (requests inside runtimes use the runtime's kubeconfig).
 var KubernetesAccess = []Access{
 	{ScopeControl, "infrastructuremanager.kyma-project.io", "runtimes", []string{"get", "list", "watch", "create", "update", "delete"},
-		"provisioning/create_runtime (CreateOrUpdate), check_runtime (get), deprovisioning/delete_runtime, app.sharedUsage (list), process.Watcher (list, watch)"},
-	{ScopeControl, "operator.kyma-project.io", "kymas", []string{"get", "create", "update", "delete"},
-		"provisioning/apply_kyma (CreateOrUpdate), deprovisioning/delete_kyma"},
+		"provisioning/create_runtime (CreateOrUpdate), check_runtime (get), deprovisioning/delete_runtime, app.sharedUsage (list), process.Watcher (list, watch), cleanup.EnvironmentsCleaner (list, delete orphans), app readiness (list one)"},
+	{ScopeControl, "operator.kyma-project.io", "kymas", []string{"get", "list", "create", "update", "delete"},
+		"provisioning/apply_kyma (CreateOrUpdate), deprovisioning/delete_kyma, cleanup.EnvironmentsCleaner (delete orphans), app readiness (list one)"},
 	{ScopeControl, "", "secrets", []string{"get", "list", "watch", "create", "update", "delete"},
-		"runtime.ClientCache and check_runtime (get kubeconfig-<runtimeID>), overrides.Resolve (list), overrides.Store (CreateOrUpdate), deprovisioning/delete_runtime (delete the overrides Secret), process.Watcher (list, watch metadata)"},
+		"runtime.ClientCache and check_runtime (get kubeconfig-<runtimeID>), overrides.Resolve (list), overrides.Store (CreateOrUpdate), deprovisioning/delete_runtime (delete the overrides Secret), cleanup.EnvironmentsCleaner (delete an orphan's kubeconfig), process.Watcher (list, watch metadata)"},
 	{ScopeControl, "", "configmaps", []string{"get", "list"},
 		"kyma.VersionResolver (get kyma-versions), overrides.Resolve (list)"},
 	{ScopePool, "", "secrets", []string{"get", "list", "update"},
-		"hyperscaler.Pool: Claim, ClaimShared, MarkDirty, release (get, list, update labels), Census (list metadata)"},
+		"hyperscaler.Pool: Claim, ClaimShared, MarkDirty, release, Release (get, list, update labels), Accounts, Census (list)"},
 }

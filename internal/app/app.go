@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -35,6 +36,9 @@ import (
 type DevOptions struct {
 	PublicKeys []crypto.PublicKey
 	TokenIssue http.Handler
+	// Mounts are dev-only stand-ins served on the broker's port, by path
+	// prefix (e.g. /dev/cis/), in front of the router.
+	Mounts map[string]http.Handler
 }
 
 // App is a built keb server.
@@ -127,26 +131,23 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	a := &App{cfg: cfg, pool: pool, log: log, engine: eng}
 	runtimesHandler := runtimes.NewHandler(store, catalog.ServiceID)
 	opts := httpapi.Options{Broker: brk, Auth: verifier, Log: log, Registry: reg, Ready: a.ready,
-		Runtimes: runtimesHandler, Expire: expiry.Handler(expirer, log),
+		RequestTimeout: cfg.RequestTimeout,
+		Runtimes:       runtimesHandler, Expire: expiry.Handler(expirer, log),
 		Console: console.New(console.Options{Runtimes: runtimesHandler, Operations: store, Verifier: verifier,
 			DevLogin: dev != nil, Log: log.WithField("component", "console")})}
 	if dev != nil {
 		opts.DevToken = dev.TokenIssue
 	}
 	a.Handler = httpapi.NewRouter(opts)
+	if dev != nil && len(dev.Mounts) > 0 {
+		mux := http.NewServeMux()
+		for prefix, h := range dev.Mounts {
+			mux.Handle(prefix, h)
+		}
+		mux.Handle("/", a.Handler)
+		a.Handler = mux
+	}
 	return a, nil
-}
-
-// ready reports whether the database answers and its schema is at head.
-func (a *App) ready(ctx context.Context) error {
-	st, err := storage.Migrations(ctx, a.pool)
-	if err != nil {
-		return fmt.Errorf("database: %w", err)
-	}
-	if !st.AtHead() {
-		return fmt.Errorf("database schema at version %d, this keb needs %d: run `keb migrate up`", st.Current, st.Head)
-	}
-	return nil
 }
 
 // Serve answers HTTP on ln until ctx is done, then drains requests for up to
@@ -157,34 +158,36 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 	}
-	errc := make(chan error, 3)
+	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	var background sync.WaitGroup
+	defer background.Wait() // deferred first, so it runs after stopBackground
+	bg, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBackground()
 	if a.engine != nil {
+		// The queue's context only carries values: shutting it down is
+		// Stop's job below, which lets running steps finish.
 		if err := a.engine.queue.Start(ctx); err != nil {
 			_ = srv.Close()
 			return err
 		}
-		defer func() {
-			// Running steps get the shutdown timeout to reach their next
-			// checkpoint; what is cut off is redone by another replica.
-			sctx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownTimeout)
-			defer cancel()
-			if err := a.engine.queue.Stop(sctx); err != nil {
-				a.log.WithError(err).Warn("stopping workers")
-			}
-		}()
-		go func() {
-			if err := a.engine.watcher.Start(ctx); err != nil {
-				a.log.WithError(err).Error("control-plane watch stopped; operations fall back to polling")
-			}
-		}()
+		background.Go(func() { a.engine.watcher.Run(bg) })
+		background.Go(func() { a.engine.takeover.Run(bg) })
 	}
 	select {
 	case err := <-errc:
+		if a.engine != nil {
+			a.stopWorkers()
+		}
 		return fmt.Errorf("serving HTTP: %w", err)
 	case <-ctx.Done():
 	}
-	a.log.Info("shutting down: draining requests")
+	a.log.Info("shutting down: draining requests and letting running steps finish")
+	// Requests drain and steps finish side by side, both within the
+	// shutdown timeout.
+	if a.engine != nil {
+		background.Go(a.stopWorkers)
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
@@ -194,6 +197,21 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	return nil
+}
+
+// stopWorkers stops taking work and gives running steps the shutdown
+// timeout to reach their next checkpoint; steps still running then are
+// cancelled (their bookkeeping saves what they did) and another replica
+// redoes the rest.
+func (a *App) stopWorkers() {
+	a.engine.stopping.Store(true)
+	sctx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownTimeout)
+	defer cancel()
+	if err := a.engine.queue.Stop(sctx); err != nil {
+		a.log.WithError(err).Warn("stopping workers")
+		return
+	}
+	a.log.Info("workers stopped; every running step finished")
 }
 
 // Close releases the database pool.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -67,8 +68,16 @@ func LoadKubeconfig(path string) (*rest.Config, error) {
 
 // engine is the running part of keb that drives operations.
 type engine struct {
-	queue   *process.Queue
-	watcher *process.Watcher
+	queue    *process.Queue
+	watcher  *process.Watcher
+	takeover *process.Takeover
+	// kcp and namespace are read by the readiness checks.
+	kcp       client.Reader
+	namespace string
+	workers   int
+	// stopping is set once shutdown began: the workers take no new work.
+	stopping atomic.Bool
+	log      logrus.FieldLogger
 	// accounts is the hyperscaler account pool, counted for metrics.
 	accounts *hyperscaler.Pool
 }
@@ -117,7 +126,7 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat 
 	}
 	// One runtime client cache for every pipeline: a runtime's client (and
 	// its connections) is built once, whichever operation reaches it.
-	runtimes := runtime.NewClientCache(kcp, scheme)
+	runtimes := runtime.NewClientCache(kcp, scheme, runtime.Bounds{})
 	pipelines := map[string]process.Pipeline{
 		storage.OperationTypeProvision: provisioning.Pipeline(provisioning.Deps{
 			Config: provCfg, Catalog: cat, Store: store, Finisher: store, KCP: kcp, Pool: pool2,
@@ -126,7 +135,7 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat 
 		storage.OperationTypeDeprovision: deprovisioning.Pipeline(deprovisioning.Deps{
 			Config: deprovisioning.Config{Namespace: ns, RemovalTimeout: ec.RemovalTimeout, RemovalPoll: ec.RemovalPoll,
 				SharedPlanIDs: sharedPlanIDs(cat)},
-			Store: store, KCP: kcp, Pool: pool2,
+			Store: store, KCP: kcp, Pool: pool2, Runtimes: runtimes,
 		}),
 		storage.OperationTypeUpdate: update.Pipeline(update.Deps{
 			Config:   update.Config{BTPManagerTimeout: ec.BTPMgrTimeout, BTPManagerPoll: ec.BTPMgrPoll},
@@ -136,18 +145,25 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat 
 	eng := process.NewEngine(store, pipelines, log.WithField("component", "engine"))
 	eng.Slice = ec.JobTimeout / 3
 	eng.Observer = observer
+	periodic := []process.Periodic{{Name: "expire_trials", Interval: ec.ExpiryInterval, Run: func(ctx context.Context) error {
+		_, err := expirer.ExpireDue(ctx)
+		return err
+	}}}
+	cleanups, err := cleanupJobs(cfg, store, kcp, log)
+	if err != nil {
+		return nil, err
+	}
 	queue, err := process.NewQueue(pool, eng, process.QueueConfig{
 		Workers: ec.Workers, JobTimeout: ec.JobTimeout, RescueAfter: ec.RescueAfter,
-		Periodic: []process.Periodic{{Name: "expire_trials", Interval: ec.ExpiryInterval, Run: func(ctx context.Context) error {
-			_, err := expirer.ExpireDue(ctx)
-			return err
-		}}},
+		Periodic: append(periodic, cleanups...),
 	}, log)
 	if err != nil {
 		return nil, err
 	}
 	watcher := process.NewWatcher(kcpCfg, scheme, ns, store, queue, log.WithField("component", "watch"))
-	return &engine{queue: queue, watcher: watcher, accounts: pool2}, nil
+	takeover := process.NewTakeover(store, ec.TakeoverAfter, log.WithField("component", "takeover"))
+	return &engine{queue: queue, watcher: watcher, takeover: takeover, kcp: kcp, namespace: ns, workers: ec.Workers, accounts: pool2,
+		log: log.WithField("component", "readiness")}, nil
 }
 
 // sharedUsage counts the Runtime CRs using a shared hyperscaler account, so

@@ -58,9 +58,18 @@ type bundle struct {
 	// SQL that might drift from them. It enqueues nothing: no engine runs.
 	store *storage.Store
 	token string
+	dbURL string
 }
 
 func setup(t *testing.T) *bundle {
+	t.Helper()
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	return setupWithLog(t, log)
+}
+
+// setupWithLog is setup with the server logging to log.
+func setupWithLog(t *testing.T, log logrus.FieldLogger) *bundle {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -75,8 +84,6 @@ func setup(t *testing.T) *bundle {
 	cfg.Issuer, cfg.Audience = testIssuer, testAud
 	cfg.RetryAfter = 7 * time.Second
 	cfg.Engine.Workers = 0 // these tests look at the front door only
-	log := logrus.New()
-	log.SetOutput(io.Discard)
 	a, err := app.New(ctx, cfg, log, &app.DevOptions{PublicKeys: []crypto.PublicKey{key.Public()}})
 	if err != nil {
 		t.Fatalf("building app: %v", err)
@@ -94,7 +101,7 @@ func setup(t *testing.T) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &bundle{t: t, srv: srv, key: key, pool: pool, store: storage.NewStore(pool, cipher, nil)}
+	b := &bundle{t: t, srv: srv, key: key, pool: pool, dbURL: dbURL, store: storage.NewStore(pool, cipher, nil)}
 	b.token = b.mint(auth.ScopeBrokerWrite, auth.ScopeCLDRead)
 	return b
 }

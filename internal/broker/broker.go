@@ -69,8 +69,13 @@ func (b *Broker) platformRegion(ctx context.Context) string {
 }
 
 // internal logs an unexpected error with its cause and returns the generic
-// 500, so that no SQL or driver text reaches a response body.
+// 500, so that no SQL or driver text reaches a response body; an unreachable
+// or unresponsive database is a 503 instead.
 func (b *Broker) internal(log logrus.FieldLogger, action string, err error) error {
+	if storage.Unavailable(err) {
+		log.WithError(err).Warn(action + ": database unavailable")
+		return errUnavailable
+	}
 	log.WithError(err).Error(action)
 	return errInternal
 }
@@ -80,12 +85,19 @@ func newOperationID() string { return uuid.NewString() }
 // newOperation is an accepted operation of an instance, in progress with the
 // broker's operation deadline, waiting for a worker.
 func (b *Broker) newOperation(instanceID, opType, description string) *storage.Operation {
-	return &storage.Operation{
+	op := operationUntil(instanceID, opType, description, b.now().Add(b.opts.OperationTimeout))
+	return &op
+}
+
+// operationUntil is an accepted operation of an instance, in progress until
+// deadline, waiting for a worker.
+func operationUntil(instanceID, opType, description string, deadline time.Time) storage.Operation {
+	return storage.Operation{
 		ID:          newOperationID(),
 		InstanceID:  instanceID,
 		Type:        opType,
 		State:       storage.StateInProgress,
 		Description: description,
-		Deadline:    b.now().Add(b.opts.OperationTimeout),
+		Deadline:    deadline,
 	}
 }

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/pivotal-cf/brokerapi/v10/domain"
 	"github.com/sirupsen/logrus"
@@ -13,6 +14,25 @@ import (
 
 const descriptionDeprovisionQueued = "Deprovisioning accepted: waiting for a worker to start it"
 
+// DeprovisioningStore is the part of storage.Store that starts a
+// deprovisioning.
+type DeprovisioningStore interface {
+	CreateDeprovisioning(ctx context.Context, op storage.Operation) (storage.Operation, bool, error)
+}
+
+// StartDeprovisioning accepts a deprovisioning of the instance exactly as a
+// DELETE does: one transaction that halts a running provisioning, marks the
+// instance deprovisioning and queues the operation (failing at deadline), or
+// returns the deprovisioning already in progress (created false). The
+// cleanup jobs start theirs here too, so the one-operation-per-instance
+// rule, the archive and the account release apply to them alike. Errors are
+// storage's: ErrNotFound for an unknown instance, ErrOperationInProgress
+// while an update or a suspension runs.
+func StartDeprovisioning(ctx context.Context, store DeprovisioningStore, instanceID string, deadline time.Time) (op storage.Operation, created bool, err error) {
+	return store.CreateDeprovisioning(ctx,
+		operationUntil(instanceID, storage.OperationTypeDeprovision, descriptionDeprovisionQueued, deadline))
+}
+
 // Deprovision serves DELETE /v2/service_instances/{instance_id}. A DELETE
 // while provisioning runs is accepted and halts the provisioning; a re-sent
 // DELETE gets the operation already running.
@@ -21,8 +41,7 @@ func (b *Broker) Deprovision(ctx context.Context, instanceID string, details dom
 	if !asyncAllowed {
 		return domain.DeprovisionServiceSpec{}, errAsyncRequired
 	}
-	op, created, err := b.store.CreateDeprovisioning(ctx,
-		*b.newOperation(instanceID, storage.OperationTypeDeprovision, descriptionDeprovisionQueued))
+	op, created, err := StartDeprovisioning(ctx, b.store, instanceID, b.now().Add(b.opts.OperationTimeout))
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		return domain.DeprovisionServiceSpec{}, errInstanceGone

@@ -48,6 +48,14 @@ var (
 	errTrialExists = apiresponses.NewFailureResponseBuilder(
 		errors.New("the global account already has a trial Kyma runtime; only one is allowed"), http.StatusBadRequest,
 		"trial-exists").WithErrorKey("TrialExists").Build()
+	// errUnavailable answers a request the database could not serve (down,
+	// frozen, or too slow for the request's deadline). A 503, not a 500:
+	// OSB platforms start orphan mitigation on a 5xx to PUT, but a 503 with
+	// Retry-After says "nothing happened, try again", which is the truth:
+	// the request's transaction committed nothing.
+	errUnavailable = apiresponses.NewFailureResponseBuilder(
+		errors.New("the broker's database is unavailable; nothing was changed, retry later"),
+		http.StatusServiceUnavailable, "database-unavailable").WithErrorKey("ServiceUnavailable").Build()
 	errInternal = apiresponses.NewFailureResponseBuilder(
 		errors.New("internal error: the broker could not complete the request; retry later"),
 		http.StatusInternalServerError, "internal-error").WithErrorKey("InternalError").Build()

@@ -32,6 +32,9 @@ type Config struct {
 	// TrialDuration is how long a trial lives before the expiry job
 	// suspends it.
 	TrialDuration time.Duration
+	// RequestTimeout bounds one API request's work, its database work
+	// included; past it the request is answered 503 with Retry-After.
+	RequestTimeout time.Duration
 
 	JWKSURLs        []string
 	PublicKeyFiles  []string
@@ -49,14 +52,19 @@ type Config struct {
 	MetricsCensusInterval time.Duration
 
 	Engine Engine
+
+	Cleanup Cleanup
 }
 
 // Engine is what drives accepted operations: the work queue, the control
 // plane, the account pool and the steps' timing.
 type Engine struct {
-	Workers         int
-	JobTimeout      time.Duration
-	RescueAfter     time.Duration
+	Workers     int
+	JobTimeout  time.Duration
+	RescueAfter time.Duration
+	// TakeoverAfter is how long a running operation may hold no instance
+	// lock (its replica died) before another replica takes it over.
+	TakeoverAfter   time.Duration
 	KCPKubeconfig   string
 	GardenerKubecfg string
 	GardenerProject string
@@ -87,6 +95,7 @@ var Defaults = Config{
 	OperationTimeout:      24 * time.Hour,
 	RetryAfter:            10 * time.Second,
 	TrialDuration:         30 * 24 * time.Hour,
+	RequestTimeout:        20 * time.Second,
 	JWKSRefresh:           15 * time.Minute,
 	ShutdownTimeout:       30 * time.Second,
 	LogFormat:             "auto",
@@ -96,6 +105,7 @@ var Defaults = Config{
 		Workers:          20,
 		JobTimeout:       time.Minute,
 		RescueAfter:      2 * time.Minute,
+		TakeoverAfter:    10 * time.Second,
 		GardenerProject:  "kyma-dev",
 		KymaVersion:      "2.20.0",
 		DashboardDomain:  "kyma.example.com",
@@ -244,6 +254,7 @@ func (c *Config) BindServe(b *Binder) {
 		"trust an upstream gateway that already verified tokens: signatures are NOT checked (scopes and expiry are)")
 	b.Duration(&c.JWKSRefresh, "auth-jwks-refresh", "APP_AUTH_JWKS_REFRESH", d.JWKSRefresh, "how often JWKS are re-fetched")
 	c.BindEngine(b)
+	c.BindCleanup(b)
 	// A production broker's logs go to a collector: JSON even on a terminal.
 	c.bindCommon(b, "json")
 }
@@ -262,6 +273,8 @@ func (c *Config) BindBroker(b *Binder) {
 		"Retry-After sent with last_operation while an operation is in progress")
 	b.Duration(&c.TrialDuration, "trial-duration", "APP_TRIAL_DURATION", d.TrialDuration,
 		"how long a trial runtime lives before it is suspended")
+	b.Duration(&c.RequestTimeout, "request-timeout", "APP_REQUEST_TIMEOUT", d.RequestTimeout,
+		"bound on one API request's work (database included); past it the answer is 503 with Retry-After (0: none)")
 }
 
 // BindEngine binds the settings of the engine that drives operations.
@@ -273,7 +286,9 @@ func (c *Config) BindEngine(b *Binder) {
 	b.Duration(&e.JobTimeout, "worker-job-timeout", "APP_WORKER_JOB_TIMEOUT", d.JobTimeout,
 		"bound on one run of an operation's steps")
 	b.Duration(&e.RescueAfter, "worker-rescue-after", "APP_WORKER_RESCUE_AFTER", d.RescueAfter,
-		"how long a killed replica's operations wait before another replica takes them over (> job timeout)")
+		"backstop: how long a job may look running before River's rescuer retries it (> job timeout)")
+	b.Duration(&e.TakeoverAfter, "worker-takeover-after", "APP_WORKER_TAKEOVER_AFTER", d.TakeoverAfter,
+		"how long a running operation may hold no instance lock (its replica died) before another replica takes it over")
 	b.String(&e.KCPKubeconfig, "kcp-kubeconfig", "APP_KCP_KUBECONFIG", os.Getenv("KUBECONFIG"),
 		"kubeconfig of the control plane (Runtime and Kyma CRs); KUBECONFIG is used when unset")
 	b.String(&e.GardenerKubecfg, "gardener-kubeconfig", "APP_GARDENER_KUBECONFIG_PATH", "",
@@ -339,8 +354,17 @@ func (c *Config) Validate() error {
 	if c.Engine.Workers > 0 && c.Engine.ExpiryInterval <= 0 {
 		errs = append(errs, errors.New("APP_EXPIRY_INTERVAL must be positive"))
 	}
+	if c.RequestTimeout < 0 {
+		errs = append(errs, errors.New("APP_REQUEST_TIMEOUT must not be negative"))
+	}
+	if c.Engine.Workers > 0 && c.Engine.TakeoverAfter <= 0 {
+		errs = append(errs, errors.New("APP_WORKER_TAKEOVER_AFTER must be positive"))
+	}
 	if c.Engine.Workers > 0 && c.Engine.RescueAfter <= c.Engine.JobTimeout {
 		errs = append(errs, errors.New("APP_WORKER_RESCUE_AFTER must be longer than APP_WORKER_JOB_TIMEOUT"))
+	}
+	if err := c.Cleanup.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	switch c.LogFormat {
 	case "auto", "json", "text":

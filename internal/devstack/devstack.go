@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -28,6 +29,7 @@ import (
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/infrasim"
 	"github.com/kyma-keb/keb/internal/pgserver"
+	"github.com/kyma-keb/keb/internal/procguard"
 )
 
 // Issuer and Audience are the claims of dev tokens; `keb dev` demands them.
@@ -60,6 +62,11 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 		return fmt.Errorf("creating dev directory: %w", err)
 	}
+	// PostgreSQL, etcd and the apiservers die with keb dev, even with a
+	// SIGKILL; what an earlier, killed run left in this directory goes first.
+	if err := procguard.Start(opts.Dir); err != nil {
+		return err
+	}
 	cfg := opts.Config
 	// The port first: a taken one is found in a blink, not after PostgreSQL
 	// and a control plane were started for nothing.
@@ -68,10 +75,6 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 		return err
 	}
 	defer ln.Close()
-	// keb runtimes (and the README's walkthrough) find the broker here.
-	if err := os.WriteFile(filepath.Join(opts.Dir, URLFile), []byte("http://"+ln.Addr().String()+"\n"), 0o600); err != nil {
-		return fmt.Errorf("recording the broker URL: %w", err)
-	}
 	if cfg.DatabaseURL == "" {
 		srv, err := pgserver.Start(ctx, pgserver.Options{DataDir: filepath.Join(opts.Dir, "pgdata"), Log: log})
 		if err != nil {
@@ -146,20 +149,29 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 	}()
 	cfg.Engine.KCPKubeconfig = kcp.kubeconfig
 
+	// Listening first: the CIS stand-in is reached on the broker's port.
+	defer ln.Close()
+	cisHandler := devCIS(&cfg, ln)
 	a, err := app.New(ctx, cfg, log, &app.DevOptions{
 		PublicKeys: []crypto.PublicKey{devKey.Public()},
 		TokenIssue: auth.DevTokenHandler(devKey, devClient, Issuer, Audience),
+		Mounts:     map[string]http.Handler{CISPrefix + "/": cisHandler},
 	})
 	if err != nil {
 		return err
 	}
 	defer a.Close()
+	removeEndpoints, err := writeEndpoints(opts.Dir, Endpoints{BrokerURL: "http://" + ln.Addr().String(),
+		DatabaseURL: cfg.DatabaseURL, KCPKubeconfig: kcp.kubeconfig, CISEventsURL: cfg.Cleanup.CISEventsURL,
+		CISAuthURL: cfg.Cleanup.CISAuthURL, CISClientID: cfg.Cleanup.CISClientID, CISClientSecret: cfg.Cleanup.CISClientSecret,
+		CISVersion: cfg.Cleanup.CISVersion})
+	if err != nil {
+		return err
+	}
+	defer removeEndpoints()
 	printBanner(opts.Out, "http://"+ln.Addr().String(), devClient, cfg.DatabaseURL, kcp.kubeconfig)
 	return a.Serve(ctx, ln)
 }
-
-// URLFile, in the dev directory, holds the running dev broker's URL.
-const URLFile = "url"
 
 // listen takes the broker's port, or says how to choose another.
 func listen(host string, port int) (net.Listener, error) {

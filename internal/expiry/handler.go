@@ -37,6 +37,10 @@ func Handler(e *Expirer, log logrus.FieldLogger) http.Handler {
 			writeJSON(w, http.StatusBadRequest, apiresponses.ErrorResponse{Error: "BadRequest", Description: err.Error()})
 		case errors.Is(err, ErrBusy):
 			writeJSON(w, http.StatusConflict, apiresponses.ErrorResponse{Error: "ConcurrencyError", Description: err.Error()})
+		case storage.Unavailable(err):
+			logging.FromContext(req.Context(), log).WithError(err).WithField("instance_id", id).Warn("expiring instance: database unavailable")
+			writeJSON(w, http.StatusServiceUnavailable, apiresponses.ErrorResponse{Error: "ServiceUnavailable",
+				Description: "the broker's database is unavailable; nothing was changed, retry later"})
 		case err != nil:
 			logging.FromContext(req.Context(), log).WithError(err).WithField("instance_id", id).Error("expiring instance")
 			writeJSON(w, http.StatusInternalServerError, apiresponses.ErrorResponse{Error: "InternalError",

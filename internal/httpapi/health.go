@@ -7,25 +7,65 @@ import (
 	"time"
 )
 
+// Check is one part of a replica's readiness as /readyz reports it. Detail
+// is for operators and is answered without a token: it names states and
+// versions, never hosts, ports, users, database names or raw driver errors
+// (those go to the log).
+type Check struct {
+	Name string `json:"name"`
+	OK   bool   `json:"ok"`
+	// Required checks make the replica unready (503) when they fail; the
+	// others are reported while it keeps serving (status "degraded").
+	Required bool   `json:"required"`
+	Detail   string `json:"detail,omitempty"`
+}
+
+// Readiness runs the readiness checks.
+type Readiness func(ctx context.Context) []Check
+
+// readyzTimeout bounds the checks, so a hung dependency gives an answer
+// ("did not answer") instead of a hung probe.
+const readyzTimeout = 3 * time.Second
+
+// healthz answers while the process runs and serves HTTP: a liveness probe.
+// It checks no dependency, so a database outage never gets a replica
+// restarted.
 func healthz(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
 }
 
-// readyz answers 503 with the reason while ready fails, so that a load
-// balancer keeps traffic away from a replica without a usable database.
-func readyz(ready func(ctx context.Context) error) http.Handler {
+// readyz reports the replica's dependencies: 200 "ready" when all checks
+// pass, 200 "degraded" when only optional ones fail (the broker still
+// accepts and answers requests), 503 "unavailable" with Retry-After when a
+// required one fails, so that a load balancer keeps traffic away.
+func readyz(ready Readiness) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		ctx, cancel := context.WithTimeout(req.Context(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(req.Context(), readyzTimeout)
 		defer cancel()
-		w.Header().Set("Content-Type", "application/json")
+		var checks []Check
 		if ready != nil {
-			if err := ready(ctx); err != nil {
-				w.WriteHeader(http.StatusServiceUnavailable)
-				_ = json.NewEncoder(w).Encode(map[string]string{"status": "unavailable", "reason": err.Error()})
-				return
+			checks = ready(ctx)
+		}
+		status, code := "ready", http.StatusOK
+		for _, c := range checks {
+			switch {
+			case c.OK:
+			case c.Required:
+				status, code = "unavailable", http.StatusServiceUnavailable
+			case status == "ready":
+				status = "degraded"
 			}
 		}
-		_, _ = w.Write([]byte(`{"status":"ready"}` + "\n"))
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		if code == http.StatusServiceUnavailable {
+			setRetryAfter(w.Header(), retryUnavailable)
+		}
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(struct {
+			Status string  `json:"status"`
+			Checks []Check `json:"checks"`
+		}{status, checks})
 	})
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -19,6 +20,7 @@ const (
 	headerRequestID       = "X-Request-Id"
 	headerRequestIdentity = "X-Broker-API-Request-Identity"
 	headerAPIVersion      = "X-Broker-API-Version"
+	headerCorrelationID   = "X-Correlation-ID"
 )
 
 // requestContext gives every request an ID (the caller's X-Request-Id or a
@@ -32,6 +34,9 @@ func requestContext(log logrus.FieldLogger) mux.MiddlewareFunc {
 				id = uuid.NewString()
 			}
 			w.Header().Set(headerRequestID, id)
+			// brokerapi takes its correlation ID from this header first:
+			// its log lines then carry keb's request ID.
+			req.Header.Set(headerCorrelationID, id)
 			if ident := req.Header.Get(headerRequestIdentity); ident != "" {
 				w.Header().Set(headerRequestIdentity, ident)
 			}
@@ -128,10 +133,47 @@ type hintWriter struct {
 
 func (h *hintWriter) WriteHeader(code int) {
 	if h.hints.RetryAfter > 0 && code == http.StatusOK {
-		secs := int(h.hints.RetryAfter.Round(time.Second) / time.Second)
-		h.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+		setRetryAfter(h.Header(), h.hints.RetryAfter)
 	}
 	h.ResponseWriter.WriteHeader(code)
+}
+
+// retryUnavailable is the Retry-After of a 503 (the database is down or too
+// slow): long enough not to hammer a recovering database, short enough that
+// a platform's retry lands soon after it is back.
+const retryUnavailable = 10 * time.Second
+
+func setRetryAfter(h http.Header, d time.Duration) {
+	secs := int(d.Round(time.Second) / time.Second)
+	h.Set("Retry-After", strconv.Itoa(max(secs, 1)))
+}
+
+// withDeadline bounds all work a request does (its database work included)
+// by d, so that a hung or frozen database is answered with a 503 before the
+// platform gives up on the request (typically after 60 s) and starts orphan
+// mitigation. Zero means no bound. Every 503 of the handlers it wraps gets
+// Retry-After.
+func withDeadline(d time.Duration) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if d > 0 {
+				ctx, cancel := context.WithTimeout(req.Context(), d)
+				defer cancel()
+				req = req.WithContext(ctx)
+			}
+			next.ServeHTTP(&unavailableWriter{ResponseWriter: w}, req)
+		})
+	}
+}
+
+// unavailableWriter adds Retry-After to a 503.
+type unavailableWriter struct{ http.ResponseWriter }
+
+func (u *unavailableWriter) WriteHeader(code int) {
+	if code == http.StatusServiceUnavailable && u.Header().Get("Retry-After") == "" {
+		setRetryAfter(u.Header(), retryUnavailable)
+	}
+	u.ResponseWriter.WriteHeader(code)
 }
 
 func withResponseHints(next http.Handler) http.Handler {

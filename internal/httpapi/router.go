@@ -4,10 +4,10 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gorilla/mux"
 	"github.com/pivotal-cf/brokerapi/v10"
@@ -32,9 +32,9 @@ type Options struct {
 	Auth     authorizer
 	Log      logrus.FieldLogger
 	Registry *prometheus.Registry
-	// Ready reports whether the server can do useful work (database
-	// reachable, migrations at head).
-	Ready func(ctx context.Context) error
+	// Ready checks whether the server can do useful work (database
+	// reachable, schema current, control plane, watch and workers).
+	Ready Readiness
 	// DevToken, when set, is served at POST /oauth2/token. Only `keb dev`
 	// sets it: a production broker never issues tokens.
 	DevToken http.Handler
@@ -47,6 +47,9 @@ type Options struct {
 	// Expire serves PUT /expire/service_instance/{instance_id}, which
 	// expires a trial or free instance at once; nil answers 501.
 	Expire http.Handler
+	// RequestTimeout bounds each API request's work (database included);
+	// past it the request is answered 503. Zero means no bound.
+	RequestTimeout time.Duration
 }
 
 // osbRoutes are brokerapi's routes, registered one by one so that metrics
@@ -78,12 +81,13 @@ func NewRouter(opts Options) http.Handler {
 		r.Handle("/oauth2/token", opts.DevToken).Methods(http.MethodPost)
 	}
 
+	bounded := withDeadline(opts.RequestTimeout)
 	osb := brokerapi.NewWithOptions(opts.Broker, logging.NewLager("brokerapi", opts.Log))
 	requireWrite := opts.Auth.Require(auth.ScopeBrokerWrite)
 	// /oauth/v2 is registered before /oauth/{region}/v2 so that "v2" is never
 	// taken for a region.
 	for _, prefix := range []string{"/oauth", "/oauth/{region}"} {
-		h := withRegion(requireWrite(checkAPIVersion(withResponseHints(stripToV2(osb)))))
+		h := withRegion(requireWrite(checkAPIVersion(withResponseHints(bounded(stripToV2(osb))))))
 		for _, rt := range osbRoutes {
 			// mux upper-cases the slice it is given in place: a copy keeps
 			// routers built concurrently (tests) from racing on it.
@@ -98,15 +102,15 @@ func NewRouter(opts Options) http.Handler {
 		runtimes = http.HandlerFunc(notYetServed)
 	}
 	requireCLDRead := opts.Auth.Require(auth.ScopeCLDRead)
-	r.Handle("/info/runtimes", requireCLDRead(runtimes)).Methods(http.MethodGet)
-	r.Handle("/runtimes", requireCLDRead(runtimes)).Methods(http.MethodGet)
+	r.Handle("/info/runtimes", requireCLDRead(bounded(runtimes))).Methods(http.MethodGet)
+	r.Handle("/runtimes", requireCLDRead(bounded(runtimes))).Methods(http.MethodGet)
 
 	// Expiring an instance changes it as a PATCH would: broker:write.
 	expire := opts.Expire
 	if expire == nil {
 		expire = http.HandlerFunc(notYetServed)
 	}
-	r.Handle("/expire/service_instance/{instance_id}", requireWrite(expire)).Methods(http.MethodPut)
+	r.Handle("/expire/service_instance/{instance_id}", requireWrite(bounded(expire))).Methods(http.MethodPut)
 
 	// The console checks its own token (a cookie, scope cld:read).
 	if opts.Console != nil {

@@ -8,16 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Account states a census counts.
-const (
-	StatusFree    = "free"
-	StatusClaimed = "claimed"
-	StatusDirty   = "dirty"
-	StatusShared  = "shared"
-)
-
-// Census counts the pool's Secrets by hyperscaler type and status (free, claimed, dirty,
-// shared). It reads labels only (metadata list): the credentials never leave the API server.
+// Census counts the pool's Secrets by hyperscaler type and AccountState. It reads labels only (metadata list): the credentials never leave the API server.
 func (p *Pool) Census(ctx context.Context) (map[string]map[string]int, error) {
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(secretListGVK)
@@ -26,14 +17,17 @@ func (p *Pool) Census(ctx context.Context) (map[string]map[string]int, error) {
 	}
 	out := map[string]map[string]int{}
 	for _, s := range list.Items {
-		l := poolLabels(s.Labels)
-		if l.hyperscalerType == "" {
+		a := accountInfoOf(s.Name, s.Labels, s.Annotations)
+		if a.Type == "" {
 			continue // not a pool Secret
 		}
-		if out[l.hyperscalerType] == nil {
-			out[l.hyperscalerType] = map[string]int{StatusFree: 0, StatusClaimed: 0, StatusDirty: 0, StatusShared: 0}
+		if out[a.Type] == nil {
+			out[a.Type] = map[string]int{}
+			for _, st := range []AccountState{StateFree, StateClaimed, StateDirty, StateShared} {
+				out[a.Type][string(st)] = 0
+			}
 		}
-		out[l.hyperscalerType][l.status()]++
+		out[a.Type][string(a.State)]++
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package hyperscaler
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/retry"
@@ -43,6 +44,10 @@ func (p *Pool) markDirty(ctx context.Context, name, tenant string) error {
 			return nil
 		}
 		s.Labels[LabelDirty] = labelTrue
+		if s.Annotations == nil {
+			s.Annotations = map[string]string{}
+		}
+		s.Annotations[AnnotationDirtySince] = time.Now().UTC().Format(time.RFC3339)
 		if err := p.c.Update(ctx, s); err != nil {
 			return fmt.Errorf("labelling secret %s/%s dirty: %w", s.Namespace, s.Name, err)
 		}

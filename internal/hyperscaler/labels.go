@@ -43,17 +43,3 @@ func poolLabels(m map[string]string) accountLabels {
 	}
 	return l
 }
-
-// status is the census bucket of a Secret: dirty wins over shared, shared over claimed.
-func (l accountLabels) status() string {
-	switch {
-	case l.dirty:
-		return StatusDirty
-	case l.shared:
-		return StatusShared
-	case l.tenant != "":
-		return StatusClaimed
-	default:
-		return StatusFree
-	}
-}

@@ -59,7 +59,7 @@ func TestUpstreamLabelNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]map[string]int{TypeAzure: {StatusFree: 1, StatusClaimed: 2, StatusDirty: 1, StatusShared: 1}}
+	want := map[string]map[string]int{TypeAzure: {"free": 1, "claimed": 2, "dirty": 1, "shared": 1}}
 	if !reflect.DeepEqual(census, want) {
 		t.Errorf("Census = %v, want %v", census, want)
 	}

@@ -38,7 +38,7 @@ func TestDedicatedRuntimeLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := client.ObjectKeyFromObject(rt)
-	cache := kebruntime.NewClientCache(kcp, testScheme(t))
+	cache := kebruntime.NewClientCache(kcp, testScheme(t), kebruntime.Bounds{})
 	waitForState(t, kcp, key, kebruntime.StatePending)
 	if _, err := cache.Client(ctx, runtimeID); !errors.Is(err, kebruntime.ErrKubeconfigNotFound) {
 		t.Fatalf("while Pending: Client() error = %v, want ErrKubeconfigNotFound", err)

@@ -25,6 +25,15 @@ func NewLager(component string, log logrus.FieldLogger) lager.Logger {
 func (s *LagerSink) Log(f lager.LogFormat) {
 	fields := logrus.Fields{"source": f.Source}
 	for k, v := range f.Data {
+		switch k {
+		case correlationIDKey:
+			// keb hands brokerapi its own request ID as the correlation ID,
+			// so brokerapi's lines join the request's trace under keb's key.
+			fields["request_id"] = v
+			continue
+		case requestIdentityKey:
+			continue // keb's request logger carries it as request_identity
+		}
 		// brokerapi logs whole request details; their context may carry
 		// sm_operator_credentials, which must never reach a log.
 		fields[k] = redact(v)
@@ -34,10 +43,10 @@ func (s *LagerSink) Log(f lager.LogFormat) {
 		entry = entry.WithError(f.Error)
 	}
 	switch f.LogLevel {
-	case lager.DEBUG:
+	case lager.DEBUG, lager.INFO:
+		// brokerapi's info lines ("starting-check-for-operation", "done-…")
+		// repeat per request what keb's access log says once.
 		entry.Debug(f.Message)
-	case lager.INFO:
-		entry.Info(f.Message)
 	case lager.ERROR, lager.FATAL:
 		// brokerapi logs every 4xx it answers as an error; keb's own access
 		// log reports failures, so these are warnings, not pages.
@@ -46,6 +55,13 @@ func (s *LagerSink) Log(f lager.LogFormat) {
 		entry.Info(f.Message)
 	}
 }
+
+// brokerapi's lager data keys (middlewares.CorrelationIDKey and
+// RequestIdentityKey).
+const (
+	correlationIDKey   = "correlation-id"
+	requestIdentityKey = "requestIdentity"
+)
 
 // secretKeys are JSON keys whose values are replaced before logging.
 var secretKeys = map[string]bool{

@@ -26,6 +26,11 @@ func checkComponent(component string) error {
 	return nil
 }
 
+// SecretName is the control-plane Secret holding a runtime's resolved
+// overrides. It is derived from the runtime ID alone, so a deprovisioning
+// finds it even when a halted provisioning never recorded it.
+func SecretName(runtimeID string) string { return "overrides-" + runtimeID }
+
 // Store writes o into the Secret name in namespace, with the given labels added to any it has,
 // so that secret-sourced values never land in plain text in the database. Keys are
 // "global.<key>" for global overrides and "<component>.<key>" for a component's; the Secret's data

@@ -149,9 +149,14 @@ func (e *Engine) Process(ctx context.Context, operationID string) (Outcome, erro
 			return Outcome{}, e.fail(ctx, o, err.Error())
 		case err != nil:
 			o.Data.Failures++
+			if o.Data.FailingSince == nil {
+				since := e.now()
+				o.Data.FailingSince = &since
+			}
 			if exceeded, msg := e.stepTimedOut(step, o); exceeded {
 				return Outcome{}, e.fail(ctx, o, msg+": "+err.Error())
 			}
+			describeRetry(step, o, err)
 			backoff := min(time.Duration(1<<min(o.Data.Failures, 10))*time.Second, e.MaxBackoff)
 			slog.WithError(err).WithField("retry_in", backoff).Warn("step error; retrying")
 			return e.wait(ctx, o, backoff)
@@ -159,13 +164,13 @@ func (e *Engine) Process(ctx context.Context, operationID string) (Outcome, erro
 			slog.WithError(res.Failure).Warn("step failed")
 			return Outcome{}, e.fail(ctx, o, res.Failure.Error())
 		case res.RetryAfter > 0:
-			o.Data.Failures = 0
+			o.Data.Failures, o.Data.FailingSince = 0, nil
 			if exceeded, msg := e.stepTimedOut(step, o); exceeded {
 				return Outcome{}, e.fail(ctx, o, msg+": "+o.Description)
 			}
 			return e.wait(ctx, o, res.RetryAfter)
 		}
-		o.Data.Failures = 0
+		o.Data.Failures, o.Data.FailingSince = 0, nil
 		o.FinishedStages = append(o.FinishedStages, name)
 		if _, ok, err := e.save(ctx, o); err != nil || !ok {
 			if err == nil {

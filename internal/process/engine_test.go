@@ -3,9 +3,12 @@ package process
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -312,3 +315,71 @@ func TestConclusionOutlivesItsRun(t *testing.T) {
 		t.Fatalf("finished operation says %q (%s), want the step's conclusion", b.store.op.Description, b.store.op.State)
 	}
 }
+
+// While a step cannot reach the control plane, last_operation says so and
+// since when, keeping what the step was doing; once it recovers the
+// description is the step's own again.
+func TestUnreachableControlPlaneIsDescribed(t *testing.T) {
+	t.Parallel()
+	down := true
+	s := &fakeStep{name: "s", run: func(op *Operation) (StepResult, error) {
+		op.Describe("Creating the cluster")
+		if down {
+			return StepResult{}, fmt.Errorf("creating Runtime CR: %w", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED})
+		}
+		return RetryAfter(time.Second)
+	}}
+	b := setup(t, s)
+	began := b.clock
+	for range 3 {
+		if _, err := b.engine.Process(context.Background(), "op-1"); err != nil {
+			t.Fatal(err)
+		}
+		b.clock = b.clock.Add(time.Minute)
+	}
+	want := "retrying: the control plane is unreachable (since " + began.Format(time.RFC3339) + "): Creating the cluster"
+	if b.store.op.Description != want {
+		t.Fatalf("description %q, want %q", b.store.op.Description, want)
+	}
+
+	remote := &remoteStep{s}
+	rb := setup(t, remote)
+	if _, err := rb.engine.Process(context.Background(), "op-1"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(rb.store.op.Description, "the runtime's API server is unreachable") {
+		t.Fatalf("a runtime step's description %q does not name the runtime", rb.store.op.Description)
+	}
+
+	down = false
+	if _, err := b.engine.Process(context.Background(), "op-1"); err != nil {
+		t.Fatal(err)
+	}
+	if b.store.op.Description != "Creating the cluster" {
+		t.Fatalf("after recovery the description is %q", b.store.op.Description)
+	}
+}
+
+// Other errors say the step is retrying after how many errors, without the
+// error's text (it stays in the log).
+func TestOtherErrorsAreDescribedWithoutTheirText(t *testing.T) {
+	t.Parallel()
+	s := &fakeStep{name: "s", run: func(op *Operation) (StepResult, error) {
+		op.Describe("Installing Kyma")
+		return StepResult{}, errors.New("webhook x.y.svc:443 refused the object")
+	}}
+	b := setup(t, s)
+	for range 2 {
+		if _, err := b.engine.Process(context.Background(), "op-1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := b.store.op.Description
+	if !strings.HasPrefix(d, "retrying: after 2 errors (since ") || !strings.HasSuffix(d, "): Installing Kyma") || strings.Contains(d, "webhook") {
+		t.Fatalf("description %q", d)
+	}
+}
+
+type remoteStep struct{ *fakeStep }
+
+func (remoteStep) Remote() string { return "the runtime's API server" }

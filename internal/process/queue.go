@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -133,7 +134,7 @@ func (w *operationWorker) Timeout(*river.Job[OperationArgs]) time.Duration { ret
 // NewQueue builds the queue. With engine nil or cfg.Workers 0 it only
 // inserts.
 func NewQueue(pool *pgxpool.Pool, engine *Engine, cfg QueueConfig, log logrus.FieldLogger) (*Queue, error) {
-	rc := &river.Config{Logger: logging.Slog(log.WithField("component", "queue"), slog.LevelWarn)}
+	rc := &river.Config{Logger: logging.Slog(log.WithField("component", "queue"), slog.LevelWarn), ID: ClientID()}
 	working := engine != nil && cfg.Workers > 0
 	if working {
 		workers := river.NewWorkers()
@@ -184,24 +185,53 @@ func (q *Queue) Wake(ctx context.Context, jobID int64) (running bool, err error)
 	return row.State == rivertype.JobStateRunning, nil
 }
 
-// Start starts the workers (a no-op for an insert-only queue).
+// Start starts the workers (a no-op for an insert-only queue). ctx only
+// carries values: River treats the cancellation of its Start context as a
+// hard stop that cancels running steps at once, so shutting down is Stop's
+// job, never ctx's.
 func (q *Queue) Start(ctx context.Context) error {
 	if !q.working {
 		return nil
 	}
-	if err := q.client.Start(ctx); err != nil {
+	if err := q.client.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("starting workers: %w", err)
 	}
 	return nil
 }
 
-// Stop lets running steps finish (bounded by ctx), then stops the workers.
+// Stop stops fetching work and lets running steps finish until ctx is done
+// (the shutdown grace); steps still running then are cancelled, and their
+// bookkeeping saves what they did. What is cut off is redone by another
+// replica from the last checkpoint.
 func (q *Queue) Stop(ctx context.Context) error {
 	if !q.working {
 		return nil
 	}
-	return q.client.Stop(ctx)
+	err := q.client.Stop(ctx)
+	if err == nil {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	if cerr := q.client.StopAndCancel(cctx); cerr != nil {
+		return fmt.Errorf("cancelling steps still running after the shutdown grace: %w", cerr)
+	}
+	return fmt.Errorf("steps still running after the shutdown grace were cancelled: %w", err)
 }
+
+// ClientID names this replica's workers in the queue (river_job.attempted_by):
+// host and PID, so an operator (or the fault suite) can tell which replica
+// ran or is running a job.
+func ClientID() string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown-host"
+	}
+	return ClientIDOf(host, os.Getpid())
+}
+
+// ClientIDOf is the queue client ID of the replica with pid on host.
+func ClientIDOf(host string, pid int) string { return fmt.Sprintf("keb-%s-%d", host, pid) }
 
 // boundedRetry retries failed runs (the engine's own bookkeeping failed, or a
 // replica died and its job was rescued) after 1s, 2s, 4s… capped at max.

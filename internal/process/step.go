@@ -36,6 +36,14 @@ type TimedStep interface {
 	Timeout() time.Duration
 }
 
+// RemoteStep is a Step whose calls go somewhere other than the control plane
+// (a runtime's API server): last_operation names that place while the step
+// cannot reach it.
+type RemoteStep interface {
+	Step
+	Remote() string
+}
+
 // StepResult says what happens after a step ran.
 type StepResult struct {
 	RetryAfter time.Duration
@@ -109,6 +117,9 @@ type Data struct {
 	// Failures counts consecutive unexpected errors of the current step, for
 	// backoff without burning the queue's attempts.
 	Failures int `json:"failures,omitempty"`
+	// FailingSince is when the current run of errors began, which
+	// last_operation tells the platform user.
+	FailingSince *time.Time `json:"failingSince,omitempty"`
 }
 
 func decodeData(raw json.RawMessage) (Data, error) {

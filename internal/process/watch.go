@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,6 +43,71 @@ type Watcher struct {
 	jobs      waitingJobs
 	queue     waker
 	log       logrus.FieldLogger
+
+	mu    sync.Mutex
+	state WatchState
+}
+
+// WatchState says whether the watch runs, for readiness reports.
+type WatchState struct {
+	Running bool
+	// Since is when the watch last started running or stopped.
+	Since time.Time
+	// Restarts counts the watch's restarts after an error.
+	Restarts int
+	// LastError is why it last stopped; empty if it never did.
+	LastError string
+}
+
+// State reports whether the watch runs.
+func (w *Watcher) State() WatchState {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.state
+}
+
+func (w *Watcher) setState(running bool, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.state.Running != running || w.state.Since.IsZero() {
+		w.state.Since = time.Now()
+	}
+	w.state.Running = running
+	if err != nil {
+		w.state.LastError = err.Error()
+		w.state.Restarts++
+	}
+}
+
+// Run watches until ctx is done, restarting the watch with backoff (1 s
+// doubling to 1 min) whenever it stops: a control plane that is down or
+// lacks keb's CRDs at start must not cost the watch for the replica's
+// lifetime.
+func (w *Watcher) Run(ctx context.Context) {
+	const maxBackoff = time.Minute
+	backoff := time.Second
+	for ctx.Err() == nil {
+		began := time.Now()
+		err := w.Start(ctx)
+		if ctx.Err() != nil {
+			w.setState(false, nil)
+			return
+		}
+		if err == nil {
+			err = errors.New("watch ended")
+		}
+		w.setState(false, err)
+		if time.Since(began) > 2*maxBackoff {
+			backoff = time.Second // it ran a good while: start over
+		}
+		w.log.WithError(err).WithField("retry_in", backoff).Warn("control-plane watch stopped; operations poll until it is back")
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
 }
 
 // NewWatcher watches namespace of the control plane at cfg.
@@ -49,8 +115,10 @@ func NewWatcher(cfg *rest.Config, scheme *k8sruntime.Scheme, namespace string, j
 	return &Watcher{cfg: cfg, scheme: scheme, namespace: namespace, jobs: jobs, queue: queue, log: log}
 }
 
-// Start watches until ctx is done.
+// Start watches until ctx is done or the watch fails; Run restarts it.
 func (w *Watcher) Start(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	c, err := cache.New(w.cfg, cache.Options{
 		Scheme:            w.scheme,
 		DefaultNamespaces: map[string]cache.Config{w.namespace: {}},
@@ -75,7 +143,17 @@ func (w *Watcher) Start(ctx context.Context) error {
 			return fmt.Errorf("handling %T events: %w", obj, err)
 		}
 	}
-	return c.Start(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		cancel()
+		if err := <-errc; err != nil {
+			return fmt.Errorf("starting control-plane watch: %w", err)
+		}
+		return errors.New("control-plane watch never synced")
+	}
+	w.setState(true, nil)
+	return <-errc
 }
 
 func (w *Watcher) changed(ctx context.Context, o any) {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/expirable"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -31,13 +32,31 @@ const RuntimeRequestTimeout = 30 * time.Second
 // KubeconfigKey), and caches them by runtime ID and the Secret's
 // resourceVersion: a rotated kubeconfig gives a new client. It is safe for
 // concurrent use.
+//
+// The cache is bounded: at most Bounds.Max clients (the least recently used
+// goes first) and none unused for longer than Bounds.Idle. A client holds
+// its REST mapper's discovery data and a connection pool, so a cache that
+// only grew cost megabytes per hundred runtimes; Forget drops a runtime's
+// client as soon as the runtime is gone.
 type ClientCache struct {
 	kcp    client.Reader
 	scheme *k8sruntime.Scheme
 
+	// mu keeps one build per runtime at a time; clients has its own lock.
 	mu      sync.Mutex
-	clients map[string]cachedClient
+	clients *expirable.LRU[string, cachedClient]
 }
+
+// Bounds limit a ClientCache; zero fields take the defaults.
+type Bounds struct {
+	// Max is how many runtime clients are kept (default 500).
+	Max int
+	// Idle is how long an unused client is kept (default 10 minutes).
+	Idle time.Duration
+}
+
+// DefaultBounds are a cache's bounds when Bounds leaves them zero.
+var DefaultBounds = Bounds{Max: 500, Idle: 10 * time.Minute}
 
 type cachedClient struct {
 	resourceVersion string
@@ -54,9 +73,21 @@ type cachedClient struct {
 // clients it builds encode objects with scheme (nil: client-go's scheme).
 // kcp may be a cached client: a stale read only delays a rotation until the
 // cache catches up.
-func NewClientCache(kcp client.Reader, scheme *k8sruntime.Scheme) *ClientCache {
-	return &ClientCache{kcp: kcp, scheme: scheme, clients: map[string]cachedClient{}}
+func NewClientCache(kcp client.Reader, scheme *k8sruntime.Scheme, bounds Bounds) *ClientCache {
+	if bounds.Max <= 0 {
+		bounds.Max = DefaultBounds.Max
+	}
+	if bounds.Idle <= 0 {
+		bounds.Idle = DefaultBounds.Idle
+	}
+	// Evicted clients close their idle connections: runtimes come and go,
+	// their connections must not pile up.
+	evicted := func(_ string, c cachedClient) { c.http.CloseIdleConnections() }
+	return &ClientCache{kcp: kcp, scheme: scheme, clients: expirable.NewLRU(bounds.Max, evicted, bounds.Idle)}
 }
+
+// Len is the number of cached clients.
+func (c *ClientCache) Len() int { return c.clients.Len() }
 
 // Client returns a client for the runtime, reusing the cached one while the
 // kubeconfig Secret is unchanged. It fails with ErrKubeconfigNotFound (wrapped)
@@ -82,33 +113,30 @@ func (c *ClientCache) Client(ctx context.Context, runtimeID string) (client.Clie
 	// lock while building is cheap and keeps one client per runtime.
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if cached, ok := c.clients[runtimeID]; ok {
-		if cached.resourceVersion == secret.ResourceVersion || cached.digest == digest {
-			cached.resourceVersion = secret.ResourceVersion
-			c.clients[runtimeID] = cached
-			return cached.client, nil
-		}
+	old, ok := c.clients.Peek(runtimeID)
+	if ok && (old.resourceVersion == secret.ResourceVersion || old.digest == digest) {
+		old.resourceVersion = secret.ResourceVersion
+		c.clients.Add(runtimeID, old) // marks it used: idle expiry starts over
+		return old.client, nil
 	}
 	built, err := c.build(kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("building client for runtime %s from secret %s: %w", runtimeID, key, err)
 	}
 	built.resourceVersion, built.digest = secret.ResourceVersion, digest
-	if old, ok := c.clients[runtimeID]; ok {
-		old.http.CloseIdleConnections()
+	if ok {
+		old.http.CloseIdleConnections() // replaced, not evicted: no callback
 	}
-	c.clients[runtimeID] = built
+	c.clients.Add(runtimeID, built)
 	return built.client, nil
 }
 
 // Forget drops the runtime's client, e.g. once the runtime is deprovisioned.
+// Removal closes its idle connections.
 func (c *ClientCache) Forget(runtimeID string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if cached, ok := c.clients[runtimeID]; ok {
-		cached.http.CloseIdleConnections()
-		delete(c.clients, runtimeID)
-	}
+	c.clients.Remove(runtimeID)
 }
 
 func (c *ClientCache) build(kubeconfig []byte) (cachedClient, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,7 +44,7 @@ func TestClientCacheKubeconfigNotFound(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			_, err := NewClientCache(kcp, testScheme(t)).Client(ctx, runtimeID)
+			_, err := NewClientCache(kcp, testScheme(t), Bounds{}).Client(ctx, runtimeID)
 			if !errors.Is(err, ErrKubeconfigNotFound) {
 				t.Fatalf("Client() error = %v, want ErrKubeconfigNotFound", err)
 			}
@@ -57,7 +58,7 @@ func TestClientCacheReusesUntilTheKubeconfigChanges(t *testing.T) {
 	kcp := kcpClient(t)
 	createNamespace(t, kcp, Namespace)
 	const runtimeID = "rotating"
-	cache := NewClientCache(kcp, testScheme(t))
+	cache := NewClientCache(kcp, testScheme(t), Bounds{})
 
 	if _, err := cache.Client(ctx, runtimeID); !errors.Is(err, ErrKubeconfigNotFound) {
 		t.Fatalf("before the Secret exists: error = %v, want ErrKubeconfigNotFound", err)
@@ -145,7 +146,7 @@ current-context: x
 					}
 					return c.Get(ctx, key, obj, opts...)
 				}}).Build()
-			_, err := NewClientCache(kcp, nil).Client(context.Background(), "r")
+			_, err := NewClientCache(kcp, nil, Bounds{}).Client(context.Background(), "r")
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("Client() error = %v, want one containing %q", err, tc.wantErr)
 			}
@@ -154,4 +155,53 @@ current-context: x
 			}
 		})
 	}
+}
+
+// The cache keeps at most Max clients, least recently used out first, and
+// drops clients unused for Idle: memory stays flat however many runtimes
+// come and go.
+func TestClientCacheBounds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	kcp := kcpClient(t)
+	createNamespace(t, kcp, Namespace)
+	ids := []string{"bounded-a", "bounded-b", "bounded-c"}
+	for _, id := range ids {
+		if err := kcp.Create(ctx, kubeconfigSecret(id, map[string][]byte{KubeconfigKey: kubeconfigFor(t, env.Config, id)})); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	t.Run("least recently used goes first", func(t *testing.T) {
+		t.Parallel()
+		cache := NewClientCache(kcp, testScheme(t), Bounds{Max: 2, Idle: time.Hour})
+		a := mustWorkingClient(t, cache, ids[0])
+		b := mustWorkingClient(t, cache, ids[1])
+		mustWorkingClient(t, cache, ids[0]) // a used again: b is now the oldest
+		mustWorkingClient(t, cache, ids[2])
+		if n := cache.Len(); n != 2 {
+			t.Fatalf("cache holds %d clients, want at most 2", n)
+		}
+		if again := mustWorkingClient(t, cache, ids[0]); again != a {
+			t.Error("the recently used client was evicted")
+		}
+		if again := mustWorkingClient(t, cache, ids[1]); again == b {
+			t.Error("the least recently used client was kept beyond the bound")
+		}
+	})
+
+	t.Run("idle clients expire", func(t *testing.T) {
+		t.Parallel()
+		cache := NewClientCache(kcp, testScheme(t), Bounds{Max: 10, Idle: 200 * time.Millisecond})
+		for _, id := range ids {
+			mustWorkingClient(t, cache, id)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for cache.Len() > 0 && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if n := cache.Len(); n != 0 {
+			t.Fatalf("%d idle clients still cached", n)
+		}
+	})
 }

@@ -235,6 +235,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	page, err := h.store.Runtimes(req.Context(), q)
+	if storage.Unavailable(err) {
+		logging.FromContext(req.Context(), logrus.StandardLogger()).WithError(err).Warn("listing runtimes: database unavailable")
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "ServiceUnavailable",
+			"description": "the broker's database is unavailable; retry later"})
+		return
+	}
 	if err != nil {
 		logging.FromContext(req.Context(), logrus.StandardLogger()).WithError(err).Error("listing runtimes")
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "InternalServerError",

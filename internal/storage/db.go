@@ -24,6 +24,15 @@ func Open(ctx context.Context, databaseURL string, maxConns int32) (*pgxpool.Poo
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
 	}
+	// Server-side bounds, unless the URL sets its own: no statement runs,
+	// and no transaction sits idle holding locks, for longer than a
+	// platform would wait for an answer. Requests have tighter deadlines of
+	// their own; these protect against work nobody waits for any more.
+	for param, value := range serverLimits {
+		if _, set := cfg.ConnConfig.RuntimeParams[param]; !set {
+			cfg.ConnConfig.RuntimeParams[param] = value
+		}
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating database pool: %w", err)
@@ -34,4 +43,11 @@ func Open(ctx context.Context, databaseURL string, maxConns int32) (*pgxpool.Poo
 			cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database, err)
 	}
 	return pool, nil
+}
+
+// serverLimits are the session settings Open applies unless the database URL
+// sets them (e.g. ?statement_timeout=0 for a one-off long migration).
+var serverLimits = map[string]string{
+	"statement_timeout":                   "60s",
+	"idle_in_transaction_session_timeout": "60s",
 }

@@ -240,7 +240,7 @@ func (s *Store) LockInstance(ctx context.Context, instanceID string) (func(), bo
 		return nil, false, fmt.Errorf("acquiring connection for instance lock: %w", err)
 	}
 	var ok bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtextextended($1, 0))`, instanceID).Scan(&ok); err != nil {
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(`+instanceLockKey("$1")+`)`, instanceID).Scan(&ok); err != nil {
 		conn.Release()
 		return nil, false, fmt.Errorf("locking instance %s: %w", instanceID, err)
 	}
@@ -254,10 +254,43 @@ func (s *Store) LockInstance(ctx context.Context, instanceID string) (func(), bo
 		// is recycled.
 		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if _, err := conn.Exec(uctx, `SELECT pg_advisory_unlock(hashtextextended($1, 0))`, instanceID); err != nil {
+		if _, err := conn.Exec(uctx, `SELECT pg_advisory_unlock(`+instanceLockKey("$1")+`)`, instanceID); err != nil {
 			// Closing the connection releases the lock for sure.
 			_ = conn.Conn().Close(uctx)
 		}
 		conn.Release()
 	}, true, nil
+}
+
+// instanceLockKey is the SQL of the advisory lock key of the instance ID
+// expr: one home, shared by LockInstance and TakeOverOrphans.
+func instanceLockKey(expr string) string { return "hashtextextended(" + expr + ", 0)" }
+
+// TakeOverOrphans makes the queue jobs of operations whose worker died
+// available again, and returns their operation IDs. A job counts as orphaned
+// when the queue has shown it running for longer than after while nobody
+// holds its instance's lock: a live worker takes that lock right after it
+// picks the job up and keeps it for the whole run, and PostgreSQL drops it
+// with the connection of a killed replica. Another worker therefore never
+// runs a step while the first still does; at worst it finds the lock taken
+// and waits. This replaces River's rescue (minutes) by seconds.
+func (s *Store) TakeOverOrphans(ctx context.Context, after time.Duration) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `UPDATE river_job j SET state = 'available', scheduled_at = now()
+		FROM operations o
+		WHERE o.job_id = j.id AND j.state = 'running'
+		  AND j.attempted_at < now() - make_interval(secs => $1)
+		  AND NOT EXISTS (
+			SELECT 1 FROM pg_locks l
+			WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted
+			  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+			  AND ((l.classid::bigint << 32) | l.objid::bigint) = `+instanceLockKey("o.instance_id")+`)
+		RETURNING o.operation_id`, after.Seconds())
+	if err != nil {
+		return nil, fmt.Errorf("taking over orphaned operations: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("taking over orphaned operations: %w", err)
+	}
+	return ids, nil
 }

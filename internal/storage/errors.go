@@ -1,8 +1,13 @@
 package storage
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -40,4 +45,36 @@ func interpretError(err error) error {
 		return fmt.Errorf("unique constraint %s violated: %w", pgErr.ConstraintName, err)
 	}
 	return err
+}
+
+// Unavailable reports whether err means the database could not be reached,
+// dropped the connection, or did not answer in time: a condition of the
+// database, not of the request, which callers answer with "retry later".
+// A transaction that failed this way committed nothing.
+func Unavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case strings.HasPrefix(pgErr.Code, "08"): // connection exception
+			return true
+		case pgErr.Code == "57014", // query_canceled: statement_timeout
+			pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", // shutting down, not yet up
+			pgErr.Code == "25P03", // idle_in_transaction_session_timeout
+			pgErr.Code == "53300": // too_many_connections
+			return true
+		}
+		return false
+	}
+	var connectErr *pgconn.ConnectError
+	var netErr net.Error
+	return errors.As(err, &connectErr) || errors.As(err, &netErr) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		strings.Contains(err.Error(), "conn closed") // pgx's ErrConnClosed has no exported sentinel
 }

@@ -27,6 +27,11 @@ type MigrationState struct {
 // AtHead reports whether every embedded migration has been applied.
 func (s MigrationState) AtHead() bool { return s.Current == s.Head && !s.QueueBehind }
 
+// Usable reports whether this keb can work on the schema: at head, or
+// ahead because a newer keb of a rolling upgrade migrated it (keb's
+// migrations keep the previous version working).
+func (s MigrationState) Usable() bool { return s.Current >= s.Head && !s.QueueBehind }
+
 // newProvider builds a goose provider over the embedded migrations. Its
 // session lock (a PostgreSQL advisory lock) makes replicas starting at once
 // apply each migration once.
@@ -123,11 +128,12 @@ func Migrations(ctx context.Context, pool *pgxpool.Pool) (MigrationState, error)
 	if err != nil {
 		return MigrationState{}, fmt.Errorf("loading queue migrations: %w", err)
 	}
+	// A missing river_migration table reads as no versions (queue behind);
+	// any error means the version could not be read, which callers must
+	// not report as a schema behind.
 	existing, err := rm.ExistingVersions(ctx)
 	if err != nil {
-		// Before the first `migrate up` River's own table does not exist.
-		st.QueueBehind = true
-		return st, nil
+		return MigrationState{}, fmt.Errorf("reading queue schema version: %w", err)
 	}
 	all := rm.AllVersions()
 	st.QueueBehind = len(existing) == 0 || existing[len(existing)-1].Version < all[len(all)-1].Version

@@ -1,19 +1,16 @@
 package storage_test
 
 import (
-	"context"
 	"fmt"
 	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/kyma-keb/keb/internal/storage"
 	"github.com/kyma-keb/keb/testing/pgtest"
@@ -528,16 +525,6 @@ func TestRuntimesPaging(t *testing.T) {
 	}
 }
 
-// statementCounter counts the statements a pool sends.
-type statementCounter struct{ n atomic.Int64 }
-
-func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	c.n.Add(1)
-	return ctx
-}
-
-func (c *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
 func TestRuntimesStatementCountIsBounded(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil)
@@ -548,17 +535,7 @@ func TestRuntimesStatementCountIsBounded(t *testing.T) {
 	}
 	f.seedRuntimes(seed)
 
-	cfg, err := pgxpool.ParseConfig(f.pool.Config().ConnString())
-	if err != nil {
-		t.Fatal(err)
-	}
-	counter := &statementCounter{}
-	cfg.ConnConfig.Tracer = counter
-	pool, err := pgxpool.NewWithConfig(f.ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool, counter := pgtest.CountingPool(t, f.pool)
 	store := storage.NewStore(pool, f.cipher, nil)
 
 	// Statements per page: BEGIN, the settings (storage.RuntimesTxSettings:
@@ -571,7 +548,7 @@ func TestRuntimesStatementCountIsBounded(t *testing.T) {
 	for _, allOps := range []bool{false, true} {
 		counts := map[int]int64{}
 		for _, size := range []int{1, 100} {
-			before := counter.n.Load()
+			before := counter.Count()
 			p, err := store.Runtimes(f.ctx, storage.RuntimeQuery{States: storage.RuntimeStates, PageSize: size, AllOperations: allOps})
 			if err != nil {
 				t.Fatal(err)
@@ -579,7 +556,7 @@ func TestRuntimesStatementCountIsBounded(t *testing.T) {
 			if len(p.Runtimes) != size {
 				t.Fatalf("page of %d has %d rows", size, len(p.Runtimes))
 			}
-			counts[size] = counter.n.Load() - before
+			counts[size] = counter.Count() - before
 		}
 		t.Logf("op_detail all=%v: statements per page: size 1 → %d, size 100 → %d", allOps, counts[1], counts[100])
 		if counts[1] != want[allOps] || counts[100] != want[allOps] {

@@ -100,7 +100,7 @@ func TestProvisionAndDeprovision(t *testing.T) {
 
 	// The runtime: the sap-btp-manager Secret as BTP Manager needs it, the
 	// BtpOperator CR, and BTP Manager's verdict.
-	rc, err := runtime.NewClientCache(s.kcp, s.scheme).Client(ctx, runtimeID)
+	rc, err := runtime.NewClientCache(s.kcp, s.scheme, runtime.Bounds{}).Client(ctx, runtimeID)
 	if err != nil {
 		t.Fatal(err)
 	}

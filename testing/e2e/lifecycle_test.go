@@ -26,7 +26,7 @@ func credentials(secret string) string {
 // btpSecret reads the sap-btp-manager Secret inside a runtime.
 func (s *stack) btpSecret(runtimeID string) *corev1.Secret {
 	s.t.Helper()
-	rc, err := runtime.NewClientCache(s.kcp, s.scheme).Client(context.Background(), runtimeID)
+	rc, err := runtime.NewClientCache(s.kcp, s.scheme, runtime.Bounds{}).Client(context.Background(), runtimeID)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestSuspendResumeAndRotateCredentials(t *testing.T) {
 
 	// A Secret the user took over (skip-reconciliation) is left alone.
 	sec.Labels[btpmanager.LabelSkipReconciliation] = "true"
-	rc, err := runtime.NewClientCache(s.kcp, s.scheme).Client(ctx, runtimeID)
+	rc, err := runtime.NewClientCache(s.kcp, s.scheme, runtime.Bounds{}).Client(ctx, runtimeID)
 	if err != nil {
 		t.Fatal(err)
 	}

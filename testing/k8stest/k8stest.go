@@ -5,8 +5,13 @@ package k8stest
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +22,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kyma-keb/keb/internal/logging"
+	"github.com/kyma-keb/keb/internal/procguard"
 	"github.com/kyma-keb/keb/resources"
 )
 
@@ -46,6 +52,8 @@ func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) { return resour
 type Environment struct {
 	Config *rest.Config
 	env    *envtest.Environment
+	// restarted are apiservers StopAPIServer's restart started.
+	restarted []*os.Process
 }
 
 // Start starts a kube-apiserver and etcd. crds selects which of keb's CRDs to install: nil installs all of them.
@@ -88,7 +96,15 @@ func (e *Environment) WriteKubeconfig(path string) error {
 }
 
 // Stop stops the apiserver and etcd and removes their data.
-func (e *Environment) Stop() error { return e.env.Stop() }
+func (e *Environment) Stop() error {
+	for _, p := range e.restarted {
+		_ = p.Signal(syscall.SIGTERM)
+		for deadline := time.Now().Add(time.Minute); procguard.Running(p.Pid) && time.Now().Before(deadline); {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return e.env.Stop()
+}
 
 // Main starts one apiserver for a test package, runs its tests, stops it and
 // exits. The environment is in *env while the tests run.
@@ -102,6 +118,12 @@ func Run(m *testing.M, env **Environment, inner func(*testing.M) int) int {
 	// controller-runtime and client-go log through logrus: errors show,
 	// chatter does not.
 	ctrllog.SetLogger(logging.Logr(logrus.StandardLogger()))
+	// The apiservers, etcds and whatever else the tests start die with the
+	// test binary, even when `go test -timeout` or a SIGKILL ends it.
+	if err := procguard.Start(os.TempDir()); err != nil {
+		fmt.Fprintln(os.Stderr, "k8stest:", err)
+		return 1
+	}
 	e, err := Start(nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "k8stest: the tests need a kube-apiserver and never skip:", err)
@@ -119,4 +141,77 @@ func Run(m *testing.M, env **Environment, inner func(*testing.M) int) int {
 		}
 	}
 	return code
+}
+
+// StopAPIServer stops the kube-apiserver (etcd keeps running) and returns a
+// function that starts it again with the same arguments, certificates and
+// port, so that clients' kubeconfigs stay valid. It is for fault tests: the
+// restarted apiserver is stopped by Stop like the first one.
+func (e *Environment) StopAPIServer() (restart func() error, err error) {
+	port := e.env.ControlPlane.APIServer.SecureServing.ListenAddr.Port
+	pid, args, err := findAPIServer(port)
+	if err != nil {
+		return nil, err
+	}
+	proc, err := os.FindProcess(pid)
+	if err != nil {
+		return nil, err
+	}
+	if err := proc.Signal(syscall.SIGTERM); err != nil {
+		return nil, fmt.Errorf("stopping kube-apiserver %d: %w", pid, err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for procguard.Running(pid) {
+		if time.Now().After(deadline) {
+			_ = proc.Signal(syscall.SIGKILL)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return func() error {
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("restarting kube-apiserver: %w", err)
+		}
+		go func() { _ = cmd.Wait() }()
+		e.restarted = append(e.restarted, cmd.Process)
+		return nil
+	}, nil
+}
+
+// findAPIServer finds the kube-apiserver serving on port among our
+// processes and returns its PID and command line.
+func findAPIServer(port string) (int, []string, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, nil, err
+	}
+	for _, ent := range entries {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "cmdline"))
+		if err != nil || len(raw) == 0 {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+		if filepath.Base(args[0]) == "kube-apiserver" && slices.Contains(args, "--secure-port="+port) {
+			return pid, args, nil
+		}
+	}
+	return 0, nil, fmt.Errorf("no kube-apiserver serving on port %s", port)
+}
+
+// InstallCRDs installs keb's CRDs into a running apiserver (one started
+// without them).
+func (e *Environment) InstallCRDs() error {
+	crds, err := CRDs()
+	if err != nil {
+		return err
+	}
+	if _, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{CRDs: crds}); err != nil {
+		return fmt.Errorf("installing keb's CRDs: %w", err)
+	}
+	return nil
 }

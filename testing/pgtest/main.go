@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/kyma-keb/keb/internal/procguard"
 )
 
 // EnvURL names the variable holding an admin URL of an existing server. The
@@ -50,6 +52,12 @@ func Main(m *testing.M) {
 // Run is Main without os.Exit: it returns the exit code, so that a package
 // needing more (such as a kube-apiserver from k8stest) can wrap it.
 func Run(m *testing.M) int {
+	// A throwaway server dies with the test binary, even when `go test
+	// -timeout` or a SIGKILL ends it.
+	if err := procguard.Start(os.TempDir()); err != nil {
+		fmt.Fprintln(os.Stderr, "pgtest:", err)
+		return 1
+	}
 	// testing.Verbose needs parsed flags; m.Run parses them again harmlessly.
 	if !flag.Parsed() {
 		flag.Parse()

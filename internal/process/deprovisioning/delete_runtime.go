@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/kyma"
+	"github.com/kyma-keb/keb/internal/overrides"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/runtime"
 )
@@ -19,6 +20,14 @@ import (
 type DeleteRuntime struct {
 	KCP    client.Client
 	Config Config
+	// Runtimes forgets the runtime's cached client once the runtime is
+	// gone (deprovisioned or suspended); nil forgets nothing.
+	Runtimes clientForgetter
+}
+
+// clientForgetter drops a runtime's cached client.
+type clientForgetter interface {
+	Forget(runtimeID string)
 }
 
 // Name implements process.Step.
@@ -43,12 +52,28 @@ func (s *DeleteRuntime) Run(ctx context.Context, op *process.Operation) (process
 		op.Describe("Waiting for the cluster %s to be deleted", op.Data.ShootName)
 		return process.RetryAfter(s.Config.RemovalPoll)
 	}
-	if op.Data.OverridesSecret != "" {
+	// The overrides Secret is deleted by its derived name, whether or not
+	// the provisioning lived to record it (a DELETE may have halted it
+	// between writing the Secret and its checkpoint).
+	for _, name := range overridesSecrets(op) {
 		sec := &corev1.Secret{}
-		sec.Name, sec.Namespace = op.Data.OverridesSecret, s.Config.Namespace
+		sec.Name, sec.Namespace = name, s.Config.Namespace
 		if _, err := deleteAndCheck(ctx, s.KCP, sec); err != nil {
 			return process.StepResult{}, fmt.Errorf("deleting overrides Secret: %w", err)
 		}
 	}
+	if s.Runtimes != nil {
+		s.Runtimes.Forget(op.Data.RuntimeID)
+	}
 	return process.Done()
+}
+
+// overridesSecrets names the runtime's overrides Secrets: the derived name,
+// and the recorded one if an older version named it differently.
+func overridesSecrets(op *process.Operation) []string {
+	names := []string{overrides.SecretName(op.Data.RuntimeID)}
+	if rec := op.Data.OverridesSecret; rec != "" && rec != names[0] {
+		names = append(names, rec)
+	}
+	return names
 }

@@ -27,6 +27,8 @@ func TestDeleteRuntime(t *testing.T) {
 		{name: "Runtime CR and overrides Secret deleted", overrides: true, overridesExist: true},
 		{name: "Runtime CR deleted, no overrides recorded"},
 		{name: "overrides Secret recorded but already gone", overrides: true},
+		{name: "overrides Secret stored but never recorded (provisioning halted): deleted by its name",
+			overridesExist: true},
 		{name: "Runtime CR already gone: overrides still cleaned up", noCR: true, overrides: true, overridesExist: true},
 		{name: "finalizer holds the CR: waits, keeps overrides, then done once released",
 			finalizer: true, overrides: true, overridesExist: true},
@@ -69,7 +71,8 @@ func TestDeleteRuntime(t *testing.T) {
 				}
 			}
 			cfg := testConfig(ns)
-			step := &deprovisioning.DeleteRuntime{KCP: c, Config: cfg}
+			forgotten := &forgetter{}
+			step := &deprovisioning.DeleteRuntime{KCP: c, Config: cfg, Runtimes: forgotten}
 			res, err := step.Run(context.Background(), op)
 
 			if tc.noRuntime {
@@ -93,6 +96,9 @@ func TestDeleteRuntime(t *testing.T) {
 				if ok, deleting := exists(t, rt); !ok || !deleting {
 					t.Fatalf("held CR: exists %v, being deleted %v; want both", ok, deleting)
 				}
+				if len(forgotten.ids) != 0 {
+					t.Error("runtime client forgotten while the cluster is still being removed")
+				}
 				// The cluster may still need its overrides until it is gone.
 				if ok, _ := exists(t, ov); !ok {
 					t.Error("overrides Secret deleted while the cluster is still being removed")
@@ -107,8 +113,16 @@ func TestDeleteRuntime(t *testing.T) {
 			if ok, _ := exists(t, ov); ok {
 				t.Error("overrides Secret still exists after the step finished")
 			}
+			if len(forgotten.ids) != 1 || forgotten.ids[0] != runtimeID {
+				t.Errorf("runtime clients forgotten: %v, want the gone runtime %s", forgotten.ids, runtimeID)
+			}
 			res, err = step.Run(context.Background(), op)
 			mustOutcome(t, "delete_runtime re-run", done, res, err)
 		})
 	}
 }
+
+// forgetter records which runtimes' cached clients were dropped.
+type forgetter struct{ ids []string }
+
+func (f *forgetter) Forget(runtimeID string) { f.ids = append(f.ids, runtimeID) }

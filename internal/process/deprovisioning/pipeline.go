@@ -37,6 +37,9 @@ type Deps struct {
 	Store  Store
 	KCP    client.Client
 	Pool   *hyperscaler.Pool
+	// Runtimes is the replica's runtime client cache, which forgets a
+	// runtime once it is gone.
+	Runtimes clientForgetter
 }
 
 // Pipeline returns the deprovisioning pipeline.
@@ -45,7 +48,7 @@ func Pipeline(d Deps) process.Pipeline {
 		Steps: []process.Step{
 			&Initialization{Store: d.Store},
 			&DeleteKyma{KCP: d.KCP, Config: d.Config},
-			&DeleteRuntime{KCP: d.KCP, Config: d.Config},
+			&DeleteRuntime{KCP: d.KCP, Config: d.Config, Runtimes: d.Runtimes},
 			&ReleaseHyperscalerSecret{Store: d.Store, Pool: d.Pool, SharedPlanIDs: d.Config.SharedPlanIDs},
 			&Archive{Store: d.Store},
 			&RemoveInstance{Store: d.Store},

@@ -3,7 +3,9 @@ package deprovisioning
 import (
 	"context"
 	"fmt"
+	"slices"
 
+	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/process"
 )
 
@@ -34,6 +36,11 @@ type ReleaseHyperscalerSecret struct {
 func (s *ReleaseHyperscalerSecret) Name() string { return "release_hyperscaler_secret" }
 
 // Run implements process.Step.
+//
+// The account is found by the tenant's claim label, not by what the
+// provisioning recorded: a DELETE that halts a provisioning between its claim
+// and its checkpoint leaves the claim unrecorded, and releasing only recorded
+// accounts leaked it for good.
 func (s *ReleaseHyperscalerSecret) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
 	if op.Temporary {
 		// Marking the account dirty would have it cleaned up (everything in
@@ -41,10 +48,18 @@ func (s *ReleaseHyperscalerSecret) Run(ctx context.Context, op *process.Operatio
 		op.Describe("Keeping the hyperscaler account: the instance is suspended, not deleted")
 		return process.Done()
 	}
-	if op.Data.HyperscalerSecret == "" || op.Data.HyperscalerShared {
+	if op.Data.HyperscalerShared || slices.Contains(s.SharedPlanIDs, op.Instance.PlanID) {
 		return process.Done()
 	}
-	op.Describe("Releasing the %s hyperscaler account", op.Data.HyperscalerType)
+	hsType := op.Data.HyperscalerType
+	if hsType == "" {
+		t, err := hyperscaler.HyperscalerType(op.Data.Provider)
+		if err != nil {
+			return process.Done() // no pool serves this provider: nothing was claimed
+		}
+		hsType = t
+	}
+	op.Describe("Releasing the %s hyperscaler account", hsType)
 	others, err := s.Store.OtherInstancesOfTenant(ctx, op.Instance.GlobalAccountID, op.Data.Provider, op.InstanceID, s.SharedPlanIDs)
 	if err != nil {
 		return process.StepResult{}, err
@@ -52,7 +67,8 @@ func (s *ReleaseHyperscalerSecret) Run(ctx context.Context, op *process.Operatio
 	if others > 0 {
 		return process.Done() // still used by the tenant's other runtimes
 	}
-	if err := s.Pool.MarkDirty(ctx, op.Data.HyperscalerType, op.Instance.GlobalAccountID); err != nil {
+	// Idempotent, and a no-op for a tenant that holds no account.
+	if err := s.Pool.MarkDirty(ctx, hsType, op.Instance.GlobalAccountID); err != nil {
 		return process.StepResult{}, fmt.Errorf("releasing hyperscaler account: %w", err)
 	}
 	return process.Done()

@@ -83,7 +83,9 @@ func TestReleaseHyperscalerSecret(t *testing.T) {
 		wantDirty   []string // pool Secrets dirty afterwards
 	}{
 		{name: "shared account: nothing released", secret: "az-shared", typ: "azure", shared: true, want: done},
-		{name: "provisioning never got an account: nothing released", want: done},
+		{name: "halted provisioning never recorded its claim: the tenant's account is found by label and released",
+			want: done, wantCounted: true, wantDirty: []string{"az-mine"}},
+		{name: "provider without a pool: nothing released", typ: "nowhere", want: done},
 		{name: "other instances of the tenant: account kept", secret: "az-mine", typ: "azure", others: 1,
 			want: done, wantCounted: true},
 		{name: "last instance of the tenant: account marked dirty", secret: "az-mine", typ: "azure",
@@ -101,10 +103,15 @@ func TestReleaseHyperscalerSecret(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			op := newOp()
+			// Initialization fills the provider from the instance.
+			op.Data.Provider = op.Instance.Provider
 			if tc.typ != "" {
 				op.Data.Provider = tc.typ
 			}
-			op.Data.HyperscalerSecret, op.Data.HyperscalerType, op.Data.HyperscalerShared = tc.secret, tc.typ, tc.shared
+			op.Data.HyperscalerSecret, op.Data.HyperscalerShared = tc.secret, tc.shared
+			if tc.secret != "" {
+				op.Data.HyperscalerType = tc.typ
+			}
 			op.Temporary = tc.temporary
 			p, ns := newPool(t, op.Instance.GlobalAccountID, pool...)
 			store := &fakeStore{others: tc.others, countErr: tc.countErr}

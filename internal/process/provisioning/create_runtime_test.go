@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/overrides"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/process/provisioning"
 	"github.com/kyma-keb/keb/internal/runtime"
@@ -26,7 +27,7 @@ func initializedOp(t *testing.T, planID, params string, d process.Data) *process
 	if d.KymaVersion == "" {
 		d.KymaVersion = "2.20.0"
 	}
-	d.OverridesSecret = provisioning.OverridesSecretName(d.RuntimeID)
+	d.OverridesSecret = overrides.SecretName(d.RuntimeID)
 	d.HyperscalerSecret = "secret-" + d.Provider
 	d.Components = []string{"cluster-essentials", "istio", "monitoring"}
 	op.Data = d

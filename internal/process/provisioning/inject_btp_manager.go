@@ -31,6 +31,9 @@ type InjectBTPManager struct {
 // Name implements process.Step.
 func (s *InjectBTPManager) Name() string { return "inject_btp_manager" }
 
+// Remote implements process.RemoteStep: the step talks to the runtime.
+func (s *InjectBTPManager) Remote() string { return "the runtime's API server" }
+
 // Timeout implements process.TimedStep: how long the runtime may take to
 // serve the BtpOperator kind.
 func (s *InjectBTPManager) Timeout() time.Duration { return s.Config.BTPManagerTimeout }

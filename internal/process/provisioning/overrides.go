@@ -24,9 +24,6 @@ type Overrides struct {
 // Name implements process.Step.
 func (s *Overrides) Name() string { return "overrides" }
 
-// OverridesSecretName is the control-plane Secret holding a runtime's resolved overrides.
-func OverridesSecretName(runtimeID string) string { return "overrides-" + runtimeID }
-
 // Run implements process.Step.
 func (s *Overrides) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
 	op.Describe("Resolving configuration overrides")
@@ -35,7 +32,7 @@ func (s *Overrides) Run(ctx context.Context, op *process.Operation) (process.Ste
 	if err != nil {
 		return process.StepResult{}, fmt.Errorf("resolving overrides: %w", err)
 	}
-	name := OverridesSecretName(op.Data.RuntimeID)
+	name := overrides.SecretName(op.Data.RuntimeID)
 	labels := map[string]string{runtime.LabelRuntimeID: op.Data.RuntimeID, LabelInstanceID: op.InstanceID}
 	if err := overrides.Store(ctx, s.KCP, s.Config.Namespace, name, labels, ov); err != nil {
 		return process.StepResult{}, fmt.Errorf("storing overrides: %w", err)

@@ -91,7 +91,7 @@ func TestOverrides(t *testing.T) {
 			for run := range 2 {
 				res, err := step.Run(context.Background(), op)
 				mustDone(t, "overrides", res, err)
-				wantName := provisioning.OverridesSecretName(op.Data.RuntimeID)
+				wantName := overrides.SecretName(op.Data.RuntimeID)
 				if op.Data.OverridesSecret != wantName {
 					t.Fatalf("run %d: recorded overrides secret %q, want %q", run, op.Data.OverridesSecret, wantName)
 				}

@@ -31,6 +31,9 @@ type UpdateBTPManagerCredentials struct {
 // Name implements process.Step.
 func (s *UpdateBTPManagerCredentials) Name() string { return "update_btp_manager_credentials" }
 
+// Remote implements process.RemoteStep: the step talks to the runtime.
+func (s *UpdateBTPManagerCredentials) Remote() string { return "the runtime's API server" }
+
 // Timeout implements process.TimedStep: how long the step waits for the
 // runtime's kubeconfig, or for the runtime to serve the BtpOperator kind
 // after injecting a missing Secret.

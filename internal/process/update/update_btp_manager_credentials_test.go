@@ -333,7 +333,7 @@ func TestUpdateBTPManagerCredentialsInRuntime(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cache := runtime.NewClientCache(runtimeClient, s)
+		cache := runtime.NewClientCache(runtimeClient, s, runtime.Bounds{})
 		pipe := update.Pipeline(update.Deps{Config: cfg, Runtimes: cache})
 		step := pipe.Steps[0]
 		op := newOp(t, &credentials)

@@ -73,6 +73,12 @@ env:
   - name: APP_AUTH_PUBLIC_KEY_FILES
     value: {{ include "keb.publicKeyFiles" . }}
 {{- end }}
+{{- if .Values.cis.secretName }}
+  - name: APP_CIS_CLIENT_ID_FILE
+    value: /etc/keb/cis/clientId
+  - name: APP_CIS_CLIENT_SECRET_FILE
+    value: /etc/keb/cis/clientSecret
+{{- end }}
 {{- if .Values.plansConfigMap }}
   - name: APP_BROKER_PLANS_FILE
     value: /etc/keb/plans/plans.yaml

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"io"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/devstack"
+	"github.com/kyma-keb/keb/internal/storage"
+	"github.com/kyma-keb/keb/testing/cisstub"
+	"github.com/kyma-keb/keb/testing/pgtest"
+)
+
+// TestCleanupSubaccountsAgainstDevDir runs `keb cleanup subaccounts` with no
+// database flag against a dev directory, as after `make run`: the database,
+// secret key and CIS stand-in come from the running keb dev's records.
+func TestCleanupSubaccountsAgainstDevDir(t *testing.T) {
+	for _, env := range []string{"APP_DATABASE_URL", "DATABASE_URL", "APP_CIS_EVENT_SERVICE_URL", "APP_DATABASE_SECRET_KEY"} {
+		t.Setenv(env, "")
+		os.Unsetenv(env)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dbURL := pgtest.NewDatabase(t)
+	stub := cisstub.New("dev-id", "dev-secret")
+	srv := httptest.NewServer(stub.Handler())
+	defer srv.Close()
+	dir := t.TempDir()
+	const key = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+	b, _ := json.Marshal(devstack.Endpoints{DatabaseURL: dbURL, CISEventsURL: srv.URL + cisstub.EventsV1Path,
+		CISAuthURL: srv.URL + cisstub.TokenPath, CISClientID: "dev-id", CISClientSecret: "dev-secret", CISVersion: "v1.0"})
+	for name, content := range map[string][]byte{devstack.EndpointsFile: b, "secret-key": []byte(key + "\n")} {
+		if err := os.WriteFile(filepath.Join(dir, name), content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cipher, err := storage.NewCipher(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dbPool, err := storage.Open(ctx, dbURL, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dbPool.Close()
+	store := storage.NewStore(dbPool, cipher, nil)
+	inst := storage.Instance{InstanceID: "inst-1", GlobalAccountID: "ga", SubAccountID: "sa-gone", UserID: "u",
+		ServiceID: catalog.ServiceID, PlanID: catalog.AzurePlanID, PlanName: catalog.AzurePlanName, PlatformRegion: "cf-eu10",
+		Provider: "azure", ProviderRegion: "westeurope", Parameters: []byte(`{}`), Context: []byte(`{}`)}
+	if err := store.CreateProvisioning(ctx, inst, storage.Operation{ID: "op-1", InstanceID: "inst-1",
+		Type: storage.OperationTypeProvision, State: storage.StateInProgress, Deadline: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	stub.Add("sa-gone")
+
+	cleanupRun := func(args ...string) string {
+		t.Helper()
+		var out bytes.Buffer
+		fs := flag.NewFlagSet("keb cleanup", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		runFn := bindCleanup(fs, &out)
+		pos, err := parseInterspersed(fs, append(args, "--dir", dir, "--log-level", "error"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := runFn(ctx, pos); err != nil {
+			t.Fatalf("keb cleanup %v: %v", args, err)
+		}
+		return out.String()
+	}
+	out := cleanupRun("subaccounts", "--dry-run")
+	if !strings.Contains(out, "inst-1") || !strings.Contains(out, "would trigger") || !strings.Contains(out, "1 events fetched") {
+		t.Fatalf("dry run printed:\n%s", out)
+	}
+	if st, _ := store.Instance(ctx, "inst-1"); st.State != storage.RuntimeProvisioning {
+		t.Fatalf("the dry run changed the instance to %s", st.State)
+	}
+	out = cleanupRun("subaccounts")
+	last, err := store.LastOperation(ctx, "inst-1")
+	if err != nil || last.Type != storage.OperationTypeDeprovision || !strings.Contains(out, last.ID) {
+		t.Fatalf("run printed:\n%s\nlast operation %+v, %v; want the deprovisioning it printed", out, last, err)
+	}
+	if out := cleanupRun("subaccounts"); !strings.Contains(out, "0 events fetched") {
+		t.Fatalf("second run printed:\n%s", out)
+	}
+}

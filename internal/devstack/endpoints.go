@@ -1,0 +1,115 @@
+package devstack
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/kyma-keb/keb/internal/config"
+	"github.com/kyma-keb/keb/testing/cisstub"
+)
+
+// EndpointsFile is where a running `keb dev` tells the operator commands
+// (`keb cleanup`, `keb pool`) how to reach its parts; it is removed when
+// `keb dev` stops.
+const EndpointsFile = "dev-endpoints.json"
+
+// CISPrefix is where `keb dev` serves its CIS stand-in, on the broker's port.
+const CISPrefix = "/dev/cis"
+
+// Endpoints are the parts of a running `keb dev`.
+type Endpoints struct {
+	BrokerURL     string `json:"broker_url"`
+	DatabaseURL   string `json:"database_url"`
+	KCPKubeconfig string `json:"kcp_kubeconfig"`
+	// CIS holds the stand-in's settings in APP_CIS_* terms.
+	CISEventsURL    string `json:"cis_event_service_url"`
+	CISAuthURL      string `json:"cis_auth_url"`
+	CISClientID     string `json:"cis_client_id"`
+	CISClientSecret string `json:"cis_client_secret"`
+	CISVersion      string `json:"cis_client_version"`
+}
+
+// LoadEndpoints reads the endpoints of the `keb dev` running in dir.
+func LoadEndpoints(dir string) (Endpoints, error) {
+	b, err := os.ReadFile(filepath.Join(dir, EndpointsFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return Endpoints{}, fmt.Errorf("no keb dev running in %s (no %s): start it with `make run`, or set APP_DATABASE_URL for production", dir, EndpointsFile)
+	}
+	if err != nil {
+		return Endpoints{}, fmt.Errorf("reading dev endpoints: %w", err)
+	}
+	var e Endpoints
+	if err := json.Unmarshal(b, &e); err != nil {
+		return Endpoints{}, fmt.Errorf("reading %s: %w", EndpointsFile, err)
+	}
+	return e, nil
+}
+
+// FillConfig completes cfg from the dev stack: what the operator did not set
+// comes from the running `keb dev` in dir (its database, secret key, control
+// plane and CIS stand-in).
+func FillConfig(cfg *config.Config, dir string) error {
+	e, err := LoadEndpoints(dir)
+	if err != nil {
+		return err
+	}
+	if cfg.DatabaseURL == "" {
+		cfg.DatabaseURL = e.DatabaseURL
+	}
+	if cfg.DatabaseSecretKey == "" {
+		b, err := os.ReadFile(filepath.Join(dir, "secret-key"))
+		if err != nil {
+			return fmt.Errorf("reading the dev secret key: %w", err)
+		}
+		cfg.DatabaseSecretKey = strings.TrimSpace(string(b))
+	}
+	if cfg.Engine.KCPKubeconfig == "" {
+		cfg.Engine.KCPKubeconfig = e.KCPKubeconfig
+	}
+	k := &cfg.Cleanup
+	if k.CISEventsURL == "" {
+		k.CISEventsURL, k.CISAuthURL, k.CISVersion = e.CISEventsURL, e.CISAuthURL, e.CISVersion
+		k.CISClientID, k.CISClientSecret = e.CISClientID, e.CISClientSecret
+	}
+	return nil
+}
+
+// devCIS is the dev stack's CIS stand-in and the settings that reach it.
+func devCIS(cfg *config.Config, ln net.Listener) http.Handler {
+	const id, secret = "keb-dev-cis", "dev-only-cis-secret"
+	stub := cisstub.New(id, secret)
+	host, port, _ := net.SplitHostPort(ln.Addr().String())
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	base := "http://" + net.JoinHostPort(host, port) + CISPrefix
+	k := &cfg.Cleanup
+	if k.CISEventsURL == "" {
+		path := cisstub.EventsV2Path
+		if k.CISVersion == "v1.0" {
+			path = cisstub.EventsV1Path
+		}
+		k.CISEventsURL, k.CISAuthURL = base+path, base+cisstub.TokenPath
+		k.CISClientID, k.CISClientSecret, k.CISClientIDFile, k.CISClientSecretFile = id, secret, "", ""
+	}
+	return http.StripPrefix(CISPrefix, stub.Handler())
+}
+
+// writeEndpoints records the running stack for the operator commands.
+func writeEndpoints(dir string, e Endpoints) (remove func(), err error) {
+	b, err := json.MarshalIndent(e, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, EndpointsFile)
+	if err := os.WriteFile(path, append(b, '\n'), 0o600); err != nil {
+		return nil, fmt.Errorf("writing dev endpoints: %w", err)
+	}
+	return func() { _ = os.Remove(path) }, nil
+}

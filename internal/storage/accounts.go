@@ -1,0 +1,35 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// AccountUsage counts, per hyperscaler account (pool Secret name), the live
+// instances using it: those whose last successful provisioning ran on it
+// (resolved_parameters.targetSecret, kept while suspended) and those whose
+// provisioning claimed it (the operation's hyperscalerSecret), in one
+// statement. Accounts nobody uses are absent.
+func (s *Store) AccountUsage(ctx context.Context, names []string) (map[string]int, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT name, count(DISTINCT instance_id)::int FROM (
+			SELECT resolved_parameters->>'targetSecret' AS name, instance_id FROM instances
+			WHERE resolved_parameters->>'targetSecret' = ANY($1::text[]) AND deleted_at IS NULL
+			UNION ALL
+			SELECT o.data->>'hyperscalerSecret', o.instance_id FROM operations o
+			JOIN instances i ON i.instance_id = o.instance_id AND i.deleted_at IS NULL
+			WHERE o.type = 'provision' AND o.data->>'hyperscalerSecret' = ANY($1::text[])
+		) u GROUP BY name`, names)
+	usage := map[string]int{}
+	var name string
+	var n int
+	_, err := pgx.ForEachRow(rows, []any{&name, &n}, func() error {
+		usage[name] = n
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("counting instances per hyperscaler account: %w", err)
+	}
+	return usage, nil
+}

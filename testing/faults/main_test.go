@@ -1,0 +1,60 @@
+// Package faults injects the faults keb must survive into real processes and
+// checks what a platform would notice: replicas killed with SIGKILL, the
+// database stopped and frozen (SIGSTOP), the control-plane apiserver
+// stopped, DELETEs racing PUTs, and many provision/deprovision cycles. Each
+// test runs its own PostgreSQL (never the machine's shared one), its own
+// kube-apiserver and `keb serve` processes, and asserts that every 202
+// reaches a final state, no Runtime or Kyma CR is duplicated, no
+// hyperscaler account is left claimed without a live instance, and no
+// object is left behind.
+//
+// `make test` runs the quick variants; `make faults` (KEB_FAULTS=long) runs
+// the long soak as well. The tests run one after another: each stack is
+// several servers, and on a shared machine running them side by side would
+// measure the machine, not keb.
+package faults
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/sirupsen/logrus"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/kyma-keb/keb/internal/logging"
+	"github.com/kyma-keb/keb/internal/procguard"
+)
+
+// kebBin is the keb binary the tests run as replicas.
+var kebBin string
+
+// long reports whether the long variants run (make faults).
+func long() bool { return os.Getenv("KEB_FAULTS") == "long" }
+
+func TestMain(m *testing.M) {
+	// Everything the tests start (PostgreSQL, apiservers, replicas) dies
+	// with the test binary.
+	if err := procguard.Start(os.TempDir()); err != nil {
+		fmt.Fprintln(os.Stderr, "faults:", err)
+		os.Exit(1)
+	}
+	ctrllog.SetLogger(logging.Logr(logrus.StandardLogger()))
+	dir, err := os.MkdirTemp("", "keb-faults-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	kebBin = filepath.Join(dir, "keb")
+	build := exec.Command("go", "build", "-o", kebBin, "github.com/kyma-keb/keb/cmd/keb")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building keb:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
