@@ -27,6 +27,7 @@ import (
 
 	"github.com/kyma-keb/keb/internal/app"
 	"github.com/kyma-keb/keb/internal/config"
+	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/infrasim"
 	"github.com/kyma-keb/keb/testing/k8stest"
 )
@@ -270,6 +271,18 @@ func TestHelmChart(t *testing.T) {
 	})
 }
 
+// freshAccount adds an azure pool account of its own for a test: the seeded
+// ones may have been claimed and left dirty by other tests on this control
+// plane.
+func freshAccount(t *testing.T, c client.Client, name string) {
+	t.Helper()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: poolNS,
+		Labels: map[string]string{hyperscaler.LabelHyperscalerType: hyperscaler.TypeAzure}}}
+	if err := c.Create(context.Background(), s); client.IgnoreAlreadyExists(err) != nil {
+		t.Fatal(err)
+	}
+}
+
 // waitForKind waits until the API server serves the ServiceMonitor kind.
 func waitForKind(t *testing.T, kubectl func([]byte, ...string)) {
 	t.Helper()
@@ -317,7 +330,8 @@ func TestChartRBACIsEnough(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s := newStack(t, infrasim.ModeShared, 2, func(c *config.Config) { c.Engine.KCPKubeconfig = saKubeconfig })
+	s := newStack(t, infrasim.ModeShared, 0, func(c *config.Config) { c.Engine.KCPKubeconfig = saKubeconfig })
+	freshAccount(t, s.kcp, "azure-rbac")
 	const instanceID = "e2e-rbac-1"
 	code, body := s.call(http.MethodPut, "/oauth/v2/service_instances/"+instanceID+"?accepts_incomplete=true",
 		`{"service_id": "`+serviceID+`", "plan_id": "`+azurePlanID+`",

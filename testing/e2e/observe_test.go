@@ -51,7 +51,8 @@ func TestOperationMetricsAndLogs(t *testing.T) {
 	log.SetOutput(logs)
 	log.SetFormatter(&logrus.JSONFormatter{})
 	log.SetLevel(logrus.DebugLevel)
-	s := newStackLogging(t, log, infrasim.ModeShared, 2, func(c *config.Config) { c.MetricsCensusInterval = time.Nanosecond })
+	s := newStackLogging(t, log, infrasim.ModeShared, 0, func(c *config.Config) { c.MetricsCensusInterval = time.Nanosecond })
+	freshAccount(t, s.kcp, "azure-observe")
 
 	const instanceID = "e2e-observe-1"
 	code, body := s.call(http.MethodPut, "/oauth/v2/service_instances/"+instanceID+"?accepts_incomplete=true",
