@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"flag"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +13,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -332,19 +330,7 @@ func TestChartRBACIsEnough(t *testing.T) {
 
 	s := newStack(t, infrasim.ModeShared, 0, func(c *config.Config) { c.Engine.KCPKubeconfig = saKubeconfig })
 	freshAccount(t, s.kcp, "azure-rbac")
-	const instanceID = "e2e-rbac-1"
-	code, body := s.call(http.MethodPut, "/oauth/v2/service_instances/"+instanceID+"?accepts_incomplete=true",
-		`{"service_id": "`+serviceID+`", "plan_id": "`+azurePlanID+`",
-		"context": {"globalaccount_id": "ga-rbac", "subaccount_id": "sa-rbac", "user_id": "me@example.com"},
-		"parameters": {"name": "rbac"}}`)
-	op := s.accepted("provision", code, body)
-	if state, desc := s.waitFor(instanceID, op, 4*time.Minute); state != "succeeded" {
-		t.Fatalf("provisioning as the chart's service account ended %s: %s", state, desc)
-	}
-	code, body = s.call(http.MethodDelete, "/oauth/v2/service_instances/"+instanceID+
-		"?accepts_incomplete=true&service_id="+serviceID+"&plan_id="+azurePlanID, "")
-	op = s.accepted("deprovision", code, body)
-	if state, desc := s.waitFor(instanceID, op, 4*time.Minute); state != "succeeded" {
-		t.Fatalf("deprovisioning as the chart's service account ended %s: %s", state, desc)
-	}
+	// Every call either makes fails the operation if the chart does not grant it.
+	s.provisionAzure("e2e-rbac-1", "ga-rbac")
+	s.deprovisionAzure("e2e-rbac-1")
 }

@@ -1,11 +1,7 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,32 +9,9 @@ import (
 
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/infrasim"
+	"github.com/kyma-keb/keb/testing/logtest"
 	"github.com/kyma-keb/keb/testing/promtest"
 )
-
-// lockedBuffer collects log lines written by many goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) lines() [][]byte {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out [][]byte
-	sc := bufio.NewScanner(bytes.NewReader(l.b.Bytes()))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		out = append(out, append([]byte(nil), sc.Bytes()...))
-	}
-	return out
-}
 
 // TestOperationMetricsAndLogs provisions and deprovisions one runtime and
 // checks what an operator's dashboard and log search would show: finished
@@ -46,7 +19,7 @@ func (l *lockedBuffer) lines() [][]byte {
 // account released as dirty, and every log line of the work naming its
 // operation, instance and step.
 func TestOperationMetricsAndLogs(t *testing.T) {
-	logs := &lockedBuffer{}
+	logs := &logtest.Buffer{}
 	log := logrus.New()
 	log.SetOutput(logs)
 	log.SetFormatter(&logrus.JSONFormatter{})
@@ -55,14 +28,7 @@ func TestOperationMetricsAndLogs(t *testing.T) {
 	freshAccount(t, s.kcp, "azure-observe")
 
 	const instanceID = "e2e-observe-1"
-	code, body := s.call(http.MethodPut, "/oauth/v2/service_instances/"+instanceID+"?accepts_incomplete=true",
-		`{"service_id": "`+serviceID+`", "plan_id": "`+azurePlanID+`",
-		"context": {"globalaccount_id": "ga-observe", "subaccount_id": "sa-observe", "user_id": "me@example.com"},
-		"parameters": {"name": "observe"}}`)
-	opID := s.accepted("provision", code, body)
-	if state, desc := s.waitFor(instanceID, opID, 4*time.Minute); state != "succeeded" {
-		t.Fatalf("provisioning ended %s: %s", state, desc)
-	}
+	opID := s.provisionAzure(instanceID, "ga-observe")
 	page := promtest.Scrape(t, s.url+"/metrics")
 	plan := map[string]string{"plan_id": azurePlanID}
 	if n := page.Must(t, "kcp_keb_v2_operations_provisioning_succeeded_total", plan); n != 1 {
@@ -86,12 +52,7 @@ func TestOperationMetricsAndLogs(t *testing.T) {
 		t.Errorf("claimed azure accounts: %v", n)
 	}
 
-	code, body = s.call(http.MethodDelete, "/oauth/v2/service_instances/"+instanceID+
-		"?accepts_incomplete=true&service_id="+serviceID+"&plan_id="+azurePlanID, "")
-	deprovOp := s.accepted("deprovision", code, body)
-	if state, desc := s.waitFor(instanceID, deprovOp, 4*time.Minute); state != "succeeded" {
-		t.Fatalf("deprovisioning ended %s: %s", state, desc)
-	}
+	deprovOp := s.deprovisionAzure(instanceID)
 	page = promtest.Scrape(t, s.url+"/metrics")
 	if n := page.Must(t, "kcp_keb_v2_operations_deprovisioning_succeeded_total", plan); n != 1 {
 		t.Errorf("deprovisionings succeeded: %v, want 1", n)
@@ -103,21 +64,45 @@ func TestOperationMetricsAndLogs(t *testing.T) {
 	// Logs: every line of a worker's work on an operation names its
 	// instance and step.
 	seen := map[string]bool{}
-	for _, line := range logs.lines() {
-		var entry map[string]any
-		if err := json.Unmarshal(line, &entry); err != nil {
-			t.Fatalf("log line is not JSON: %s", line)
-		}
+	for _, entry := range logs.Lines(t) {
 		id, ok := entry["operation_id"]
 		if _, request := entry["request_id"]; !ok || request {
 			continue // the request that accepted it names its request instead
 		}
 		if entry["instance_id"] != instanceID || entry["step"] == nil || entry["step"] == "" {
-			t.Errorf("log line of operation %v without its instance or step: %s", id, line)
+			t.Errorf("log line of operation %v without its instance or step: %v", id, entry)
 		}
 		seen[id.(string)] = true
 	}
 	if !seen[opID] || !seen[deprovOp] {
 		t.Errorf("no log lines for the provisioning (%v) or the deprovisioning (%v)", seen[opID], seen[deprovOp])
 	}
+}
+
+// provisionAzure provisions an azure runtime for tenant and waits for its
+// success; it returns the operation ID.
+func (s *stack) provisionAzure(instanceID, tenant string) string {
+	s.t.Helper()
+	code, body := s.call(http.MethodPut, "/oauth/v2/service_instances/"+instanceID+"?accepts_incomplete=true",
+		`{"service_id": "`+serviceID+`", "plan_id": "`+azurePlanID+`",
+		"context": {"globalaccount_id": "`+tenant+`", "subaccount_id": "sa-`+tenant+`", "user_id": "me@example.com"},
+		"parameters": {"name": "`+tenant+`"}}`)
+	op := s.accepted("provision", code, body)
+	if state, desc := s.waitFor(instanceID, op, 4*time.Minute); state != "succeeded" {
+		s.t.Fatalf("provisioning ended %s: %s", state, desc)
+	}
+	return op
+}
+
+// deprovisionAzure deprovisions an azure instance and waits for its success;
+// it returns the operation ID.
+func (s *stack) deprovisionAzure(instanceID string) string {
+	s.t.Helper()
+	code, body := s.call(http.MethodDelete, "/oauth/v2/service_instances/"+instanceID+
+		"?accepts_incomplete=true&service_id="+serviceID+"&plan_id="+azurePlanID, "")
+	op := s.accepted("deprovision", code, body)
+	if state, desc := s.waitFor(instanceID, op, 4*time.Minute); state != "succeeded" {
+		s.t.Fatalf("deprovisioning ended %s: %s", state, desc)
+	}
+	return op
 }
