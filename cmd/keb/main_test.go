@@ -9,10 +9,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kyma-keb/keb/testing/k8stest"
 	"github.com/kyma-keb/keb/testing/pgtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+// kcp is a real control plane for the commands that read it (keb pool).
+var kcp *k8stest.Environment
+
+func TestMain(m *testing.M) { os.Exit(k8stest.Run(m, &kcp, pgtest.Run)) }
 
 // flagOnly lists, per command, the flags that deliberately have no
 // environment variable: they choose what a one-off invocation prints rather

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/sirupsen/logrus"
+	"golang.org/x/net/netutil"
 
 	"github.com/kyma-keb/keb/internal/auth"
 	"github.com/kyma-keb/keb/internal/broker"
@@ -44,6 +45,9 @@ type DevOptions struct {
 // App is a built keb server.
 type App struct {
 	Handler http.Handler
+	// Metrics serves /metrics when APP_METRICS_ADDRESS gives it a listener
+	// of its own; nil when /metrics is on Handler.
+	Metrics http.Handler
 	cfg     config.Config
 	pool    *pgxpool.Pool
 	log     logrus.FieldLogger
@@ -138,7 +142,15 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	if dev != nil {
 		opts.DevToken = dev.TokenIssue
 	}
-	a.Handler = httpapi.NewRouter(opts)
+	opts.MaxBodyBytes = int64(cfg.HTTP.MaxBodyBytes)
+	if cfg.HTTP.MetricsAddress != "" {
+		opts.MetricsElsewhere = true
+		a.Metrics = httpapi.MetricsHandler(reg)
+	}
+	if a.Handler, err = httpapi.NewRouter(opts); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("building the HTTP router: %w", err)
+	}
 	if dev != nil && len(dev.Mounts) > 0 {
 		mux := http.NewServeMux()
 		for prefix, h := range dev.Mounts {
@@ -150,16 +162,48 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	return a, nil
 }
 
-// Serve answers HTTP on ln until ctx is done, then drains requests for up to
-// the configured shutdown timeout.
-func (a *App) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{
+// NewServer is the HTTP server keb answers with, bounded so that slow or
+// numerous clients cannot starve it: a request must arrive whole within the
+// read timeout.
+func (a *App) NewServer() *http.Server {
+	return &http.Server{
 		Handler:           a.Handler,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: min(10*time.Second, a.cfg.HTTP.ReadTimeout),
+		ReadTimeout:       a.cfg.HTTP.ReadTimeout,
 		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+}
+
+// Listener caps ln at the configured number of concurrent connections;
+// further clients wait in the kernel's backlog instead of exhausting file
+// descriptors.
+func (a *App) Listener(ln net.Listener) net.Listener {
+	return netutil.LimitListener(ln, a.cfg.HTTP.MaxConnections)
+}
+
+// Serve answers HTTP on ln until ctx is done, then drains requests for up to
+// the configured shutdown timeout. With APP_METRICS_ADDRESS set, /metrics is
+// served on a listener of its own.
+func (a *App) Serve(ctx context.Context, ln net.Listener) error {
+	srv := a.NewServer()
+	errc := make(chan error, 3)
+	go func() { errc <- srv.Serve(a.Listener(ln)) }()
+	if a.Metrics != nil {
+		mln, err := net.Listen("tcp", a.cfg.HTTP.MetricsAddress)
+		if err != nil {
+			_ = srv.Close()
+			return fmt.Errorf("listening for metrics on %s: %w", a.cfg.HTTP.MetricsAddress, err)
+		}
+		msrv := &http.Server{Handler: a.Metrics, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}
+		go func() {
+			if err := msrv.Serve(mln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				a.log.WithError(err).Error("serving metrics stopped")
+			}
+		}()
+		defer msrv.Close()
+		a.log.WithField("address", mln.Addr().String()).Info("serving /metrics on its own listener")
+	}
 	var background sync.WaitGroup
 	defer background.Wait() // deferred first, so it runs after stopBackground
 	bg, stopBackground := context.WithCancel(context.WithoutCancel(ctx))

@@ -12,6 +12,7 @@ import (
 	"github.com/kyma-keb/keb/internal/cleanup"
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/process"
+	"github.com/kyma-keb/keb/internal/runtime"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -47,7 +48,7 @@ func EnvironmentsCleaner(cfg config.Config, store *storage.Store, kcp client.Cli
 		return nil, err
 	}
 	return cleanup.NewEnvironmentsCleaner(kcp, store, cleanup.EnvironmentsConfig{
-		Namespace: cfg.Engine.ControlNamespace, MaxAge: k.MaxAge, Selector: sel, MaxPerRun: k.MaxPerRun,
+		Namespace: runtime.Namespace, MaxAge: k.MaxAge, Selector: sel, MaxPerRun: k.MaxPerRun,
 	}, cfg.OperationTimeout, log), nil
 }
 

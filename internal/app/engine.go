@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -66,6 +67,11 @@ func LoadKubeconfig(path string) (*rest.Config, error) {
 	return cfg, nil
 }
 
+// accountPoll is how often a provisioning waiting for a free hyperscaler account looks again.
+// Not a setting: accounts are added by operators, rarely, and APP_PROVISIONING_ACCOUNT_TIMEOUT
+// bounds the wait.
+const accountPoll = time.Minute
+
 // engine is the running part of keb that drives operations.
 type engine struct {
 	queue    *process.Queue
@@ -116,12 +122,14 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat 
 			return nil, fmt.Errorf("account pool client: %w", err)
 		}
 	}
-	ns := ec.ControlNamespace
+	// The control plane's namespace is fixed: the infrastructure manager and Lifecycle Manager
+	// look for keb's CRs there, and the runtime client cache reads kubeconfigs from it.
+	ns := runtime.Namespace
 	pool2 := hyperscaler.NewPool(gardener, "garden-"+ec.GardenerProject, sharedUsage(kcp, ns))
 	provCfg := provisioning.Config{
 		DefaultKymaVersion: ec.KymaVersion, OnDemandVersion: ec.OnDemandVersion, Namespace: ns,
 		DashboardDomain: ec.DashboardDomain, AccountTimeout: ec.AccountTimeout, RuntimeTimeout: ec.RuntimeTimeout,
-		BTPManagerTimeout: ec.BTPMgrTimeout, AccountPoll: ec.AccountPoll, RuntimePoll: ec.RuntimePoll,
+		BTPManagerTimeout: ec.BTPMgrTimeout, AccountPoll: accountPoll, RuntimePoll: ec.RuntimePoll,
 		BTPManagerPoll: ec.BTPMgrPoll,
 	}
 	// One runtime client cache for every pipeline: a runtime's client (and

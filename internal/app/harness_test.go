@@ -5,10 +5,12 @@ import (
 	"crypto"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,17 +61,34 @@ type bundle struct {
 	store *storage.Store
 	token string
 	dbURL string
+	app   *app.App
+	// closedConns counts connections the server has closed.
+	closedConns atomic.Int64
 }
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
+	return setupWith(t, nil, io.Discard)
+}
+
+// setupWith is setup with the config changed by tune (when not nil) and
+// the server's log, at debug level and in JSON, written to logOut.
+func setupWith(t *testing.T, tune func(*config.Config), logOut io.Writer) *bundle {
+	t.Helper()
 	log := logrus.New()
-	log.SetOutput(io.Discard)
-	return setupWithLog(t, log)
+	log.SetOutput(logOut)
+	log.SetLevel(logrus.DebugLevel)
+	log.SetFormatter(&logrus.JSONFormatter{})
+	return setupWithLogger(t, tune, log)
 }
 
 // setupWithLog is setup with the server logging to log.
 func setupWithLog(t *testing.T, log logrus.FieldLogger) *bundle {
+	t.Helper()
+	return setupWithLogger(t, nil, log)
+}
+
+func setupWithLogger(t *testing.T, tune func(*config.Config), log logrus.FieldLogger) *bundle {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -84,13 +103,26 @@ func setupWithLog(t *testing.T, log logrus.FieldLogger) *bundle {
 	cfg.Issuer, cfg.Audience = testIssuer, testAud
 	cfg.RetryAfter = 7 * time.Second
 	cfg.Engine.Workers = 0 // these tests look at the front door only
+	if tune != nil {
+		tune(&cfg)
+	}
 	a, err := app.New(ctx, cfg, log, &app.DevOptions{PublicKeys: []crypto.PublicKey{key.Public()}})
 	if err != nil {
 		t.Fatalf("building app: %v", err)
 	}
 	t.Cleanup(a.Close)
+	// The server keb runs, with its timeouts and connection cap.
 	// Every answer these tests get is checked against docs/openapi.yaml.
-	srv := httptest.NewServer(apitest.Recorder(t, openAPIDoc(t), a.Handler))
+	srv := httptest.NewUnstartedServer(apitest.Recorder(t, openAPIDoc(t), a.Handler))
+	srv.Config = a.NewServer()
+	srv.Listener = a.Listener(srv.Listener)
+	b := &bundle{t: t, srv: srv, key: key, app: a}
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateClosed {
+			b.closedConns.Add(1)
+		}
+	}
+	srv.Start()
 	t.Cleanup(srv.Close)
 	pool, err := storage.Open(ctx, dbURL, 0)
 	if err != nil {
@@ -101,7 +133,7 @@ func setupWithLog(t *testing.T, log logrus.FieldLogger) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &bundle{t: t, srv: srv, key: key, pool: pool, dbURL: dbURL, store: storage.NewStore(pool, cipher, nil)}
+	b.pool, b.dbURL, b.store = pool, dbURL, storage.NewStore(pool, cipher, nil)
 	b.token = b.mint(auth.ScopeBrokerWrite, auth.ScopeCLDRead)
 	return b
 }

@@ -136,9 +136,9 @@ func TestProvisionRejectedLeavesNoTrace(t *testing.T) {
 	}{
 		{name: "accepts_incomplete missing", path: instancePath("x"), body: provisionBody(azurePlanID, `{"name":"x"}`, ""), status: 422, errKey: "AsyncRequired"},
 		{name: "accepts_incomplete false", path: instancePath("x") + "?accepts_incomplete=false", body: provisionBody(azurePlanID, `{"name":"x"}`, ""), status: 422, errKey: "AsyncRequired"},
-		{name: "malformed JSON", path: provisionPath("x"), body: `{"service_id":`, status: 422},
-		{name: "unknown plan", path: provisionPath("x"), body: provisionBody("no-such-plan", `{"name":"x"}`, ""), status: 400},
-		{name: "unknown service", path: provisionPath("x"), body: strings.Replace(provisionBody(azurePlanID, `{"name":"x"}`, ""), serviceID, "nope", 1), status: 400},
+		{name: "malformed JSON", path: provisionPath("x"), body: `{"service_id":`, status: 400, errKey: "BadRequest", names: "not a JSON object"},
+		{name: "unknown plan", path: provisionPath("x"), body: provisionBody("no-such-plan", `{"name":"x"}`, ""), status: 400, errKey: "BadRequest", names: `"no-such-plan" is not a plan of service ` + serviceID + `; its plans are: ` + azurePlanID + ` (azure)`},
+		{name: "unknown service", path: provisionPath("x"), body: strings.Replace(provisionBody(azurePlanID, `{"name":"x"}`, ""), serviceID, "nope", 1), status: 400, errKey: "BadRequest", names: `service_id "nope" is not offered; the catalog offers service_id ` + serviceID},
 		{name: "name missing", path: provisionPath("x"), body: provisionBody(azurePlanID, `{}`, ""), status: 400, errKey: "BadRequest", names: "name"},
 		{name: "parameters absent", path: provisionPath("x"), body: provisionBody(azurePlanID, "", ""), status: 400, errKey: "BadRequest", names: "name"},
 		{name: "name too long", path: provisionPath("x"), body: provisionBody(azurePlanID, `{"name":"`+long+`"}`, ""), status: 400, errKey: "BadRequest", names: "name"},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // Require returns middleware that demands a valid bearer token carrying
@@ -67,11 +68,20 @@ func rejectToken(w http.ResponseWriter, description string) {
 // headerSafe keeps a message inside a quoted-string of the challenge.
 var headerSafe = strings.NewReplacer(`"`, `'`, `\`, `/`, "\r", " ", "\n", " ").Replace
 
+// writeAuthError answers a request that is not authorised. Its body is not
+// read: the connection is closed after the answer, so an unauthenticated
+// client cannot hold it by sending a body slowly (Go's server would read
+// the body before writing the answer to keep the connection alive).
 func writeAuthError(w http.ResponseWriter, status int, title, description string) {
+	w.Header().Set("Connection", "close")
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(struct {
 		Error       string `json:"error"`
 		Description string `json:"description"`
 	}{title, description})
+	// After the handler Go's server still reads up to 256 KiB of an unread
+	// body before closing; a deadline in the past makes it give up at once,
+	// so the connection is released now rather than at the read timeout.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 }

@@ -96,7 +96,15 @@ func TestUnexpectedStoreErrorsAreGeneric500s(t *testing.T) {
 			name: "Deprovision: writing fails",
 			store: &fakeStore{createDeprovisioning: func(storage.Operation) (storage.Operation, bool, error) {
 				return storage.Operation{}, false, errDriver
-			}},
+			}, instance: func(string) (storage.Instance, error) { return storage.Instance{}, storage.ErrNotFound }},
+			call: func(b *Broker) error {
+				_, err := b.Deprovision(context.Background(), "inst-1", domain.DeprovisionDetails{}, true)
+				return err
+			},
+		},
+		{
+			name:  "Deprovision: reading the instance fails",
+			store: &fakeStore{instance: failDriver},
 			call: func(b *Broker) error {
 				_, err := b.Deprovision(context.Background(), "inst-1", domain.DeprovisionDetails{}, true)
 				return err
@@ -506,10 +514,12 @@ func TestDeprovision(t *testing.T) {
 			store := &fakeStore{createDeprovisioning: func(op storage.Operation) (storage.Operation, bool, error) {
 				asked = op
 				return tc.result(op)
+			}, instance: func(string) (storage.Instance, error) {
+				return storage.Instance{InstanceID: "inst-1", ServiceID: "svc", PlanID: "plan"}, nil
 			}}
 			b, _ := newTestBroker(t, store)
 			before := time.Now()
-			spec, err := b.Deprovision(context.Background(), "inst-1", domain.DeprovisionDetails{}, true)
+			spec, err := b.Deprovision(context.Background(), "inst-1", domain.DeprovisionDetails{ServiceID: "svc", PlanID: "plan"}, true)
 			if asked.InstanceID != "inst-1" || asked.Type != storage.OperationTypeDeprovision || !asked.InProgress() || asked.ID == "" {
 				t.Errorf("broker asked for %+v", asked)
 			}

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/pivotal-cf/brokerapi/v10/domain"
@@ -40,6 +41,23 @@ func (b *Broker) Deprovision(ctx context.Context, instanceID string, details dom
 	log := logging.FromContext(ctx, b.log).WithFields(logrus.Fields{"instance_id": instanceID})
 	if !asyncAllowed {
 		return domain.DeprovisionServiceSpec{}, errAsyncRequired
+	}
+	if err := ValidateStoredID("instance ID", instanceID); err != nil {
+		return domain.DeprovisionServiceSpec{}, errBadRequest(err)
+	}
+	// OSB sends the instance's service and plan with a DELETE; a request
+	// naming another plan is meant for another instance and must not
+	// deprovision this one. The plan of an instance never changes, so the
+	// check needs no lock.
+	inst, err := b.store.Instance(ctx, instanceID)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+	case err != nil:
+		return domain.DeprovisionServiceSpec{}, b.internal(log, "reading instance", err)
+	case inst.DeletedAt == nil && (inst.PlanID != details.PlanID || inst.ServiceID != details.ServiceID):
+		return domain.DeprovisionServiceSpec{}, errBadRequest(fmt.Errorf(
+			"instance %s is of service_id %s and plan_id %s (%s); the request names service_id %q and plan_id %q",
+			instanceID, inst.ServiceID, inst.PlanID, inst.PlanName, details.ServiceID, details.PlanID))
 	}
 	op, created, err := StartDeprovisioning(ctx, b.store, instanceID, b.now().Add(b.opts.OperationTimeout))
 	switch {

@@ -19,6 +19,9 @@ import (
 // has succeeded and a 422 while an update runs.
 func (b *Broker) GetInstance(ctx context.Context, instanceID string, _ domain.FetchInstanceDetails) (domain.GetInstanceDetailsSpec, error) {
 	log := logging.FromContext(ctx, b.log).WithFields(logrus.Fields{"instance_id": instanceID})
+	if err := ValidateStoredID("instance ID", instanceID); err != nil {
+		return domain.GetInstanceDetailsSpec{}, errBadRequest(err)
+	}
 	inst, err := b.store.Instance(ctx, instanceID)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):

@@ -16,6 +16,14 @@ import (
 // operation runs it asks the platform to come back after Retry-After.
 func (b *Broker) LastOperation(ctx context.Context, instanceID string, details domain.PollDetails) (domain.LastOperation, error) {
 	log := logging.FromContext(ctx, b.log).WithFields(logrus.Fields{"instance_id": instanceID, "operation_id": details.OperationData})
+	if err := ValidateStoredID("instance ID", instanceID); err != nil {
+		return domain.LastOperation{}, errBadRequest(err)
+	}
+	if details.OperationData != "" {
+		if err := ValidateStoredID("operation", details.OperationData); err != nil {
+			return domain.LastOperation{}, errBadRequest(err)
+		}
+	}
 	inst, err := b.store.Instance(ctx, instanceID)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):

@@ -30,6 +30,9 @@ func (b *Broker) Provision(ctx context.Context, instanceID string, details domai
 	if !asyncAllowed {
 		return domain.ProvisionedServiceSpec{}, errAsyncRequired
 	}
+	if err := validateNewInstanceID(instanceID); err != nil {
+		return domain.ProvisionedServiceSpec{}, errBadRequest(err)
+	}
 	plan, ok := b.catalog.PlanByID(details.PlanID)
 	if !ok {
 		return domain.ProvisionedServiceSpec{}, errBadRequest(fmt.Errorf("plan %s is not offered", details.PlanID))

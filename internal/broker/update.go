@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 
 	"github.com/pivotal-cf/brokerapi/v10/domain"
 	"github.com/sirupsen/logrus"
@@ -24,14 +23,6 @@ const (
 	descriptionUpdateQueued  = "Update accepted: waiting for a worker to push the new Service Manager credentials"
 )
 
-// updateContext is the part of a PATCH's context keb acts on.
-type updateContext struct {
-	GlobalAccountID       string                         `json:"globalaccount_id"`
-	SubAccountID          string                         `json:"subaccount_id"`
-	Active                *bool                          `json:"active"`
-	SMOperatorCredentials *catalog.SMOperatorCredentials `json:"sm_operator_credentials"`
-}
-
 // Update serves PATCH /v2/service_instances/{instance_id}. Only the context
 // changes anything: `active: false` suspends the instance (its runtime is
 // deprovisioned, the instance stays), `active: true` resumes a suspended
@@ -43,10 +34,13 @@ func (b *Broker) Update(ctx context.Context, instanceID string, details domain.U
 	if !asyncAllowed {
 		return domain.UpdateServiceSpec{}, errAsyncRequired
 	}
+	if err := ValidateStoredID("instance ID", instanceID); err != nil {
+		return domain.UpdateServiceSpec{}, errBadRequest(err)
+	}
 	if p := normalizedParameters(details.RawParameters); !bytes.Equal(p, []byte("{}")) {
 		return domain.UpdateServiceSpec{}, errUpdateParameters
 	}
-	uctx, err := decodeUpdateContext(details.RawContext)
+	uctx, err := catalog.ValidateUpdateContext(details.RawContext)
 	if err != nil {
 		return domain.UpdateServiceSpec{}, errBadRequest(err)
 	}
@@ -98,7 +92,12 @@ func (b *Broker) Update(ctx context.Context, instanceID string, details domain.U
 			started = b.newOperation(instanceID, storage.OperationTypeUpdate, descriptionUpdateQueued)
 		}
 		change.Operation = started
-		dashboardURL = inst.DashboardURL
+		// The console exists only while the runtime runs and keeps running:
+		// a suspension deletes the cluster, and a resumption builds a new one
+		// whose URL is not known yet.
+		if !inst.Suspended() && (started == nil || started.Type == storage.OperationTypeUpdate) {
+			dashboardURL = inst.DashboardURL
+		}
 		return change, nil
 	})
 	switch {
@@ -116,33 +115,6 @@ func (b *Broker) Update(ctx context.Context, instanceID string, details domain.U
 	log.WithFields(logrus.Fields{"operation_id": started.ID, "type": started.Type, "temporary": started.Temporary}).
 		Info("update accepted")
 	return domain.UpdateServiceSpec{IsAsync: true, OperationData: started.ID, DashboardURL: dashboardURL}, nil
-}
-
-// decodeUpdateContext reads a PATCH's context. Unlike a PUT's, every field is
-// optional (a platform may send only what changed); credentials that are sent
-// must be complete, or BTP Manager would get a Secret it rejects.
-func decodeUpdateContext(raw json.RawMessage) (updateContext, error) {
-	var uc updateContext
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return uc, nil
-	}
-	if err := json.Unmarshal(raw, &uc); err != nil {
-		return uc, fmt.Errorf("context must be a JSON object with the OSB context fields: %w", err)
-	}
-	if c := uc.SMOperatorCredentials; c != nil {
-		var missing []string
-		for _, f := range []struct{ name, value string }{
-			{"clientid", c.ClientID}, {"clientsecret", c.ClientSecret}, {"sm_url", c.SMURL}, {"url", c.URL},
-		} {
-			if f.value == "" {
-				missing = append(missing, "context.sm_operator_credentials."+f.name)
-			}
-		}
-		if len(missing) > 0 {
-			return uc, fmt.Errorf("missing or empty: %s", strings.Join(missing, ", "))
-		}
-	}
-	return uc, nil
 }
 
 // mergeContext overlays the fields of a PATCH's context on the stored one,

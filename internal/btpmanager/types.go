@@ -50,6 +50,7 @@ func AddToScheme(s *runtime.Scheme) error { return schemeBuilder.AddToScheme(s) 
 
 // BtpOperator is BTP Manager's CR: its presence triggers the installation of the SAP BTP service
 // operator, its status reports the outcome. Only the oldest one in a cluster is reconciled.
+// +kubebuilder:object:root=true
 type BtpOperator struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -59,15 +60,18 @@ type BtpOperator struct {
 }
 
 // BtpOperatorSpec is empty: BTP Manager takes its input from the sap-btp-manager Secret.
+// +kubebuilder:object:generate=true
 type BtpOperatorSpec struct{}
 
 // BtpOperatorStatus is State plus the Ready condition explaining it.
+// +kubebuilder:object:generate=true
 type BtpOperatorStatus struct {
 	State      string      `json:"state,omitempty"`
 	Conditions []Condition `json:"conditions,omitempty"`
 }
 
 // Condition is the subset of metav1.Condition BTP Manager's status carries that keb reads.
+// +kubebuilder:object:generate=true
 type Condition struct {
 	Type    string `json:"type"`
 	Status  string `json:"status"`
@@ -86,68 +90,10 @@ func (s BtpOperatorStatus) Condition(t string) (Condition, bool) {
 }
 
 // BtpOperatorList is a list of BtpOperator CRs.
+// +kubebuilder:object:root=true
 type BtpOperatorList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 
 	Items []BtpOperator `json:"items"`
 }
-
-// DeepCopyInto copies s into out; Condition holds only strings, so copying the slice suffices.
-func (s *BtpOperatorStatus) DeepCopyInto(out *BtpOperatorStatus) {
-	out.State = s.State
-	if s.Conditions == nil {
-		out.Conditions = nil
-		return
-	}
-	out.Conditions = make([]Condition, len(s.Conditions))
-	copy(out.Conditions, s.Conditions)
-}
-
-// DeepCopyInto copies b into out.
-func (b *BtpOperator) DeepCopyInto(out *BtpOperator) {
-	out.TypeMeta = b.TypeMeta
-	b.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
-	out.Spec = b.Spec
-	b.Status.DeepCopyInto(&out.Status)
-}
-
-// DeepCopy returns a copy of b.
-func (b *BtpOperator) DeepCopy() *BtpOperator {
-	if b == nil {
-		return nil
-	}
-	out := &BtpOperator{}
-	b.DeepCopyInto(out)
-	return out
-}
-
-// DeepCopyObject implements runtime.Object.
-func (b *BtpOperator) DeepCopyObject() runtime.Object { return b.DeepCopy() }
-
-// DeepCopyInto copies l into out.
-func (l *BtpOperatorList) DeepCopyInto(out *BtpOperatorList) {
-	out.TypeMeta = l.TypeMeta
-	l.ListMeta.DeepCopyInto(&out.ListMeta)
-	if l.Items == nil {
-		out.Items = nil
-		return
-	}
-	out.Items = make([]BtpOperator, len(l.Items))
-	for i := range l.Items {
-		l.Items[i].DeepCopyInto(&out.Items[i])
-	}
-}
-
-// DeepCopy returns a copy of l.
-func (l *BtpOperatorList) DeepCopy() *BtpOperatorList {
-	if l == nil {
-		return nil
-	}
-	out := &BtpOperatorList{}
-	l.DeepCopyInto(out)
-	return out
-}
-
-// DeepCopyObject implements runtime.Object.
-func (l *BtpOperatorList) DeepCopyObject() runtime.Object { return l.DeepCopy() }

@@ -80,28 +80,111 @@ var compiledContextSchema = sync.OnceValues(func() (compiledSchema, error) {
 	return compiledSchema{schema: sch, doc: doc}, err
 })
 
-// maxContextSize caps the raw context like the parameters; platforms send a few hundred bytes.
-const maxContextSize = 64 << 10
+// compiledUpdateContextSchema is contextSchema without its required fields: a PATCH may send only
+// what changed, but what it sends must have the same shape (complete credentials above all).
+var compiledUpdateContextSchema = sync.OnceValues(func() (compiledSchema, error) {
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(contextSchema), &doc); err != nil {
+		return compiledSchema{}, fmt.Errorf("decoding context schema: %w", err)
+	}
+	delete(doc, "required")
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		return compiledSchema{}, fmt.Errorf("encoding update context schema: %w", err)
+	}
+	sch, sdoc, err := compileSchema(newSchemaCompiler(), "keb:///update-context.json", raw)
+	return compiledSchema{schema: sch, doc: sdoc}, err
+})
+
+// MaxContextSize caps the raw context of a PUT and a PATCH alike; platforms send a few hundred
+// bytes, and the context is stored.
+const MaxContextSize = 64 << 10
+
+// contextKeys are the context fields keb reads, and credentialKeys those of
+// sm_operator_credentials. encoding/json matches keys case-insensitively, so a key differing from
+// one of these only in case would be read as it (skipping the schema, which is case-sensitive)
+// and stored as an unknown field in plain text: such keys are refused.
+var (
+	contextKeys    = []string{"globalaccount_id", "subaccount_id", "user_id", "platform", "license_type", "active", "sm_operator_credentials"}
+	credentialKeys = []string{"clientid", "clientsecret", "sm_url", "url", "xsappname"}
+)
 
 // ValidateContext checks a provision request's OSB context: globalaccount_id, subaccount_id and
 // user_id are required, and sm_operator_credentials, when present, must carry non-empty
 // clientid, clientsecret, sm_url and url. Bad input gives a *ValidationError naming the fields.
 func ValidateContext(raw json.RawMessage) (ProvisioningContext, error) {
-	cs, err := compiledContextSchema()
-	if err != nil {
-		return ProvisioningContext{}, fmt.Errorf("validate context: %w", err)
-	}
-	doc, verr := decodeObject(subjectContext, raw, maxContextSize)
-	if verr != nil {
-		return ProvisioningContext{}, verr
-	}
-	if err := cs.schema.Validate(doc); err != nil {
-		return ProvisioningContext{}, asValidationError(subjectContext, err, doc, cs.doc)
-	}
 	var ctx ProvisioningContext
-	if err := decodeValidated(doc, &ctx); err != nil {
-		return ProvisioningContext{}, fmt.Errorf("validate context: %w", err)
+	if err := validateContext(compiledContextSchema, raw, &ctx); err != nil {
+		return ProvisioningContext{}, err
 	}
 	ctx.UserID = strings.ToLower(ctx.UserID)
 	return ctx, nil
+}
+
+// UpdateContext is the validated OSB context of an update (PATCH) request: every field is
+// optional.
+type UpdateContext struct {
+	GlobalAccountID string `json:"globalaccount_id"`
+	SubAccountID    string `json:"subaccount_id"`
+	Active          *bool  `json:"active"`
+	// SMOperatorCredentials hold a secret: encrypt at rest, never log.
+	SMOperatorCredentials *SMOperatorCredentials `json:"sm_operator_credentials"`
+}
+
+// ValidateUpdateContext checks a PATCH's OSB context with the PUT's rules (size, depth, field
+// types, exact key case, complete credentials) except that no field is required.
+func ValidateUpdateContext(raw json.RawMessage) (UpdateContext, error) {
+	var ctx UpdateContext
+	if err := validateContext(compiledUpdateContextSchema, raw, &ctx); err != nil {
+		return UpdateContext{}, err
+	}
+	return ctx, nil
+}
+
+func validateContext(compiled func() (compiledSchema, error), raw json.RawMessage, into any) error {
+	cs, err := compiled()
+	if err != nil {
+		return fmt.Errorf("validate context: %w", err)
+	}
+	doc, verr := decodeObject(subjectContext, raw, MaxContextSize)
+	if verr != nil {
+		return verr
+	}
+	if problems := caseVariants(doc); len(problems) > 0 {
+		return newValidationError(subjectContext, problems)
+	}
+	if err := cs.schema.Validate(doc); err != nil {
+		return asValidationError(subjectContext, err, doc, cs.doc)
+	}
+	if err := decodeValidated(doc, into); err != nil {
+		return fmt.Errorf("validate context: %w", err)
+	}
+	return nil
+}
+
+// caseVariants names every key of the context, and of its sm_operator_credentials, that differs
+// from a field keb reads only in letter case.
+func caseVariants(doc any) []FieldProblem {
+	obj, ok := doc.(map[string]any)
+	if !ok {
+		return nil
+	}
+	problems := keyVariants("", obj, contextKeys)
+	if creds, ok := obj["sm_operator_credentials"].(map[string]any); ok {
+		problems = append(problems, keyVariants("sm_operator_credentials.", creds, credentialKeys)...)
+	}
+	return problems
+}
+
+func keyVariants(prefix string, obj map[string]any, known []string) []FieldProblem {
+	var problems []FieldProblem
+	for k := range obj {
+		for _, want := range known {
+			if k != want && strings.EqualFold(k, want) {
+				problems = append(problems, FieldProblem{Field: prefix + k,
+					Message: fmt.Sprintf("is not a context field; field names are case-sensitive: use %q", want)})
+			}
+		}
+	}
+	return problems
 }

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -40,6 +41,25 @@ func ProviderForPlatformRegion(platformRegion string) (string, error) {
 			platformRegion, platformRegion[i])
 	}
 	return provider, nil
+}
+
+// platformRegionSyntax is how platforms name their regions: lower-case words of letters and
+// digits joined by '-' (cf-eu10, cf-us30, neo-eu20).
+var platformRegionSyntax = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+
+// ValidatePlatformRegion accepts a platform region keb can place runtimes for: at most 32
+// characters in the platforms' syntax, with a first digit naming a provider (see
+// ProviderForPlatformRegion). Anything else would be stored and followed wrongly later.
+func ValidatePlatformRegion(platformRegion string) error {
+	if len(platformRegion) > 32 || !platformRegionSyntax.MatchString(platformRegion) {
+		shown := platformRegion
+		if len(shown) > 32 {
+			shown = shown[:32] + "…"
+		}
+		return fmt.Errorf("platform region %q is not a region name (lower-case letters and digits joined by '-', at most 32 characters, such as cf-eu10)", shown)
+	}
+	_, err := ProviderForPlatformRegion(platformRegion)
+	return err
 }
 
 // Option is one choice in a parameter's enum: the code users send and the name forms show.

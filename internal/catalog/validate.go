@@ -61,7 +61,34 @@ func decodeObject(subject string, raw json.RawMessage, maxSize int) (any, *Valid
 	if err != nil {
 		return nil, newValidationError(subject, []FieldProblem{{Message: "must be valid JSON: " + err.Error()}})
 	}
+	if d := depth(doc); d > MaxNesting {
+		return nil, newValidationError(subject, []FieldProblem{{
+			Message: fmt.Sprintf("must not nest objects and arrays more than %d levels deep (got %d)", MaxNesting, d),
+		}})
+	}
 	return doc, nil
+}
+
+// MaxNesting bounds how deep parameters and context may nest: the schemas go four levels deep,
+// and a stored context thousands of levels deep makes every later read of the instance slow.
+const MaxNesting = 32
+
+// depth is how many objects and arrays nest in a decoded document (a scalar is 0).
+func depth(v any) int {
+	deepest := 0
+	switch t := v.(type) {
+	case map[string]any:
+		for _, x := range t {
+			deepest = max(deepest, depth(x))
+		}
+	case []any:
+		for _, x := range t {
+			deepest = max(deepest, depth(x))
+		}
+	default:
+		return 0
+	}
+	return deepest + 1
 }
 
 // asValidationError turns a schema failure into a *ValidationError.

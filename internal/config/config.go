@@ -51,9 +51,26 @@ type Config struct {
 	// database and the account pool are refreshed, whatever the scrape rate.
 	MetricsCensusInterval time.Duration
 
+	HTTP HTTP
+
 	Engine Engine
 
 	Cleanup Cleanup
+}
+
+// HTTP bounds what one client can take from the HTTP server, so that hostile
+// or careless callers cannot starve it.
+type HTTP struct {
+	// MaxBodyBytes caps a request body on the OSB routes (413 beyond).
+	MaxBodyBytes int
+	// ReadTimeout bounds reading a whole request, headers and body.
+	ReadTimeout time.Duration
+	// MaxConnections caps concurrently open connections; more wait in the
+	// listen backlog.
+	MaxConnections int
+	// MetricsAddress, when set, serves /metrics on its own listener (and
+	// not on the main one).
+	MetricsAddress string
 }
 
 // Engine is what drives accepted operations: the work queue, the control
@@ -76,13 +93,11 @@ type Engine struct {
 	BTPMgrTimeout   time.Duration
 	RemovalTimeout  time.Duration
 	RuntimePoll     time.Duration
-	AccountPoll     time.Duration
 	BTPMgrPoll      time.Duration
 	RemovalPoll     time.Duration
 	// ExpiryInterval is how often the expiry job looks for trials to
 	// suspend.
-	ExpiryInterval   time.Duration
-	ControlNamespace string
+	ExpiryInterval time.Duration
 }
 
 // Defaults are the values used when neither flag nor environment says otherwise.
@@ -101,24 +116,27 @@ var Defaults = Config{
 	LogFormat:             "auto",
 	LogLevel:              "info",
 	MetricsCensusInterval: 30 * time.Second,
+	HTTP: HTTP{
+		MaxBodyBytes:   1 << 20,
+		ReadTimeout:    30 * time.Second,
+		MaxConnections: 1000,
+	},
 	Engine: Engine{
-		Workers:          20,
-		JobTimeout:       time.Minute,
-		RescueAfter:      2 * time.Minute,
-		TakeoverAfter:    10 * time.Second,
-		GardenerProject:  "kyma-dev",
-		KymaVersion:      "2.20.0",
-		DashboardDomain:  "kyma.example.com",
-		RuntimeTimeout:   time.Hour,
-		AccountTimeout:   30 * time.Minute,
-		BTPMgrTimeout:    20 * time.Minute,
-		RemovalTimeout:   time.Hour,
-		RuntimePoll:      30 * time.Second,
-		AccountPoll:      time.Minute,
-		BTPMgrPoll:       10 * time.Second,
-		RemovalPoll:      15 * time.Second,
-		ExpiryInterval:   time.Hour,
-		ControlNamespace: "kcp-system",
+		Workers:         20,
+		JobTimeout:      time.Minute,
+		RescueAfter:     2 * time.Minute,
+		TakeoverAfter:   10 * time.Second,
+		GardenerProject: "kyma-dev",
+		KymaVersion:     "2.20.0",
+		DashboardDomain: "kyma.example.com",
+		RuntimeTimeout:  time.Hour,
+		AccountTimeout:  30 * time.Minute,
+		BTPMgrTimeout:   20 * time.Minute,
+		RemovalTimeout:  time.Hour,
+		RuntimePoll:     30 * time.Second,
+		BTPMgrPoll:      10 * time.Second,
+		RemovalPoll:     15 * time.Second,
+		ExpiryInterval:  time.Hour,
 	},
 }
 
@@ -275,6 +293,20 @@ func (c *Config) BindBroker(b *Binder) {
 		"how long a trial runtime lives before it is suspended")
 	b.Duration(&c.RequestTimeout, "request-timeout", "APP_REQUEST_TIMEOUT", d.RequestTimeout,
 		"bound on one API request's work (database included); past it the answer is 503 with Retry-After (0: none)")
+	c.bindHTTP(b)
+}
+
+// bindHTTP binds the HTTP server's limits.
+func (c *Config) bindHTTP(b *Binder) {
+	d := Defaults.HTTP
+	b.Int(&c.HTTP.MaxBodyBytes, "http-max-body-bytes", "APP_HTTP_MAX_BODY_BYTES", d.MaxBodyBytes,
+		"largest request body accepted on the OSB routes; larger ones get 413")
+	b.Duration(&c.HTTP.ReadTimeout, "http-read-timeout", "APP_HTTP_READ_TIMEOUT", d.ReadTimeout,
+		"how long a client may take to send a whole request (headers and body)")
+	b.Int(&c.HTTP.MaxConnections, "http-max-connections", "APP_HTTP_MAX_CONNECTIONS", d.MaxConnections,
+		"most connections served at once; further ones wait in the listen backlog")
+	b.String(&c.HTTP.MetricsAddress, "metrics-address", "APP_METRICS_ADDRESS", "",
+		"host:port serving /metrics on a listener of its own (default: /metrics on the main listener)")
 }
 
 // BindEngine binds the settings of the engine that drives operations.
@@ -316,8 +348,6 @@ func (c *Config) BindEngine(b *Binder) {
 		"how often a deprovisioning looks whether its CRs are gone (watches wake it sooner)")
 	b.Duration(&e.ExpiryInterval, "expiry-interval", "APP_EXPIRY_INTERVAL", d.ExpiryInterval,
 		"how often one replica looks for trials older than APP_TRIAL_DURATION and suspends them")
-	e.AccountPoll = d.AccountPoll
-	e.ControlNamespace = d.ControlNamespace
 }
 
 // BindCommon binds logging and shutdown settings.
@@ -365,6 +395,15 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Cleanup.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if c.HTTP.MaxBodyBytes < 1<<10 {
+		errs = append(errs, errors.New("APP_HTTP_MAX_BODY_BYTES must be at least 1024"))
+	}
+	if c.HTTP.ReadTimeout <= 0 {
+		errs = append(errs, errors.New("APP_HTTP_READ_TIMEOUT must be positive"))
+	}
+	if c.HTTP.MaxConnections < 1 {
+		errs = append(errs, errors.New("APP_HTTP_MAX_CONNECTIONS must be at least 1"))
 	}
 	switch c.LogFormat {
 	case "auto", "json", "text":

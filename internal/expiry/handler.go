@@ -10,6 +10,7 @@ import (
 	"github.com/pivotal-cf/brokerapi/v10/domain/apiresponses"
 	"github.com/sirupsen/logrus"
 
+	"github.com/kyma-keb/keb/internal/broker"
 	"github.com/kyma-keb/keb/internal/logging"
 	"github.com/kyma-keb/keb/internal/storage"
 )
@@ -29,6 +30,10 @@ type Response struct {
 func Handler(e *Expirer, log logrus.FieldLogger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		id := mux.Vars(req)["instance_id"]
+		if err := broker.ValidateStoredID("instance ID", id); err != nil {
+			writeJSON(w, http.StatusBadRequest, apiresponses.ErrorResponse{Error: "BadRequest", Description: err.Error()})
+			return
+		}
 		res, err := e.Expire(req.Context(), id)
 		switch {
 		case errors.Is(err, storage.ErrNotFound):

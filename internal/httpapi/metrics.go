@@ -30,8 +30,23 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
+// knownMethods are the methods metrics name; any other is counted as
+// "other", so that clients inventing method tokens cannot grow the label set.
+var knownMethods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true,
+	http.MethodPatch: true, http.MethodDelete: true, http.MethodOptions: true,
+}
+
+func methodLabel(method string) string {
+	if knownMethods[method] {
+		return method
+	}
+	return "other"
+}
+
 func (m *metrics) observe(route, method string, code int, d time.Duration) {
 	c := strconv.Itoa(code)
+	method = methodLabel(method)
 	m.duration.WithLabelValues(route, method, c).Observe(d.Seconds())
 	m.requests.WithLabelValues(route, method, c).Inc()
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -70,6 +71,9 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 	return s.ResponseWriter.Write(b)
 }
 
+// Unwrap lets http.ResponseController reach the connection (deadlines).
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
 func (s *statusRecorder) code() int {
 	if s.status == 0 {
 		return http.StatusOK
@@ -94,7 +98,7 @@ func accessLog(next http.Handler) http.Handler {
 		rec := &statusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, req)
 		entry := logging.FromContext(req.Context(), logrus.StandardLogger()).WithFields(logrus.Fields{
-			"method": req.Method, "route": routeOf(req), "path": req.URL.Path,
+			"method": logSafe(req.Method), "route": routeOf(req), "path": logSafe(req.URL.Path),
 			"status": rec.code(), "duration_ms": time.Since(start).Milliseconds(),
 		})
 		switch route := routeOf(req); {
@@ -108,18 +112,41 @@ func accessLog(next http.Handler) http.Handler {
 	})
 }
 
+// apiVersionSyntax is "2.<minor>", the minor a plain decimal number.
+var apiVersionSyntax = regexp.MustCompile(`^2\.(0|[1-9][0-9]{0,3})$`)
+
+// logSafe shortens a client's value for a log line: a hostile path or
+// method must not make one line kilobytes long.
+func logSafe(s string) string {
+	const most = 256
+	if len(s) > most {
+		return fmt.Sprintf("%s… (%d bytes)", s[:most], len(s))
+	}
+	return s
+}
+
 // checkAPIVersion answers 412 for a missing or non-2.x X-Broker-API-Version
 // with an OSB error body. brokerapi checks too, but its body lacks the
-// "error" field.
+// "error" field, and it takes "2.14banana" for 2.14.
 func checkAPIVersion(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		v := req.Header.Get(headerAPIVersion)
-		var major, minor int
-		if n, err := fmt.Sscanf(v, "%d.%d", &major, &minor); v == "" || err != nil || n != 2 || major != 2 {
+		if !apiVersionSyntax.MatchString(v) {
 			writeError(w, http.StatusPreconditionFailed, "PreconditionFailed",
-				fmt.Sprintf("header %s must be 2.x (got %q); keb implements OSB API 2.17", headerAPIVersion, v))
+				fmt.Sprintf("header %s must be 2.x (got %s); keb implements OSB API 2.17", headerAPIVersion, quoteValue(v)))
 			return
 		}
+		next.ServeHTTP(w, req)
+	})
+}
+
+// securityHeaders marks every answer as not to be sniffed or cached: OSB
+// answers and runtime listings name accounts and must not linger in caches
+// between the broker and its callers.
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Cache-Control", "no-store")
 		next.ServeHTTP(w, req)
 	})
 }
@@ -137,6 +164,9 @@ func (h *hintWriter) WriteHeader(code int) {
 	}
 	h.ResponseWriter.WriteHeader(code)
 }
+
+// Unwrap lets http.ResponseController reach the connection.
+func (h *hintWriter) Unwrap() http.ResponseWriter { return h.ResponseWriter }
 
 // retryUnavailable is the Retry-After of a 503 (the database is down or too
 // slow): long enough not to hammer a recovering database, short enough that

@@ -4,6 +4,8 @@
 package httpapi
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/kyma-keb/keb/internal/auth"
 	"github.com/kyma-keb/keb/internal/broker"
+	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/logging"
 )
 
@@ -50,6 +53,17 @@ type Options struct {
 	// RequestTimeout bounds each API request's work (database included);
 	// past it the request is answered 503. Zero means no bound.
 	RequestTimeout time.Duration
+	// MaxBodyBytes caps request bodies on the OSB routes (413 beyond);
+	// 0 means 1 MiB.
+	MaxBodyBytes int64
+	// MetricsElsewhere leaves /metrics off this router: it is served on a
+	// listener of its own (MetricsHandler).
+	MetricsElsewhere bool
+}
+
+// MetricsHandler serves the registry's metrics in Prometheus' format.
+func MetricsHandler(reg *prometheus.Registry) http.Handler {
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 }
 
 // osbRoutes are brokerapi's routes, registered one by one so that metrics
@@ -66,7 +80,19 @@ var osbRoutes = []struct {
 }
 
 // NewRouter returns keb's HTTP handler.
-func NewRouter(opts Options) http.Handler {
+func NewRouter(opts Options) (http.Handler, error) {
+	services, err := opts.Broker.Services(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("reading the catalog: %w", err)
+	}
+	catalogHandler, err := serveCatalog(services)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the catalog: %w", err)
+	}
+	maxBody := opts.MaxBodyBytes
+	if maxBody <= 0 {
+		maxBody = 1 << 20
+	}
 	m := newMetrics(opts.Registry)
 	r := mux.NewRouter()
 	r.Use(requestContext(opts.Log), m.middleware, accessLog)
@@ -75,7 +101,9 @@ func NewRouter(opts Options) http.Handler {
 
 	r.HandleFunc("/healthz", healthz).Methods(http.MethodGet)
 	r.Handle("/readyz", readyz(opts.Ready)).Methods(http.MethodGet)
-	r.Handle("/metrics", promhttp.HandlerFor(opts.Registry, promhttp.HandlerOpts{})).Methods(http.MethodGet)
+	if !opts.MetricsElsewhere {
+		r.Handle("/metrics", MetricsHandler(opts.Registry)).Methods(http.MethodGet)
+	}
 	r.HandleFunc("/openapi.yaml", openAPI).Methods(http.MethodGet)
 	if opts.DevToken != nil {
 		r.Handle("/oauth2/token", opts.DevToken).Methods(http.MethodPost)
@@ -86,9 +114,12 @@ func NewRouter(opts Options) http.Handler {
 	requireWrite := opts.Auth.Require(auth.ScopeBrokerWrite)
 	// /oauth/v2 is registered before /oauth/{region}/v2 so that "v2" is never
 	// taken for a region.
+	guard := guardOSB(offering{services: services}, maxBody)
 	for _, prefix := range []string{"/oauth", "/oauth/{region}"} {
-		h := withRegion(requireWrite(checkAPIVersion(withResponseHints(bounded(stripToV2(osb))))))
-		for _, rt := range osbRoutes {
+		// Auth comes first: nothing of an unauthenticated request is read.
+		h := requireWrite(checkAPIVersion(withRegion(guard(withResponseHints(bounded(osbErrorShape(stripToV2(osb))))))))
+		r.Handle(prefix+"/v2/catalog", requireWrite(checkAPIVersion(withRegion(catalogHandler)))).Methods(http.MethodGet)
+		for _, rt := range osbRoutes[1:] {
 			// mux upper-cases the slice it is given in place: a copy keeps
 			// routers built concurrently (tests) from racing on it.
 			r.Handle(prefix+rt.path, h).Methods(slices.Clone(rt.methods)...)
@@ -122,8 +153,18 @@ func NewRouter(opts Options) http.Handler {
 	r.Handle("/orchestrations", opts.Auth.Require(auth.ScopeUpgradeRead)(http.HandlerFunc(notYetServed))).Methods(http.MethodGet)
 	r.PathPrefix("/orchestrations/").Handler(opts.Auth.Require(auth.ScopeUpgradeRead)(http.HandlerFunc(notYetServed))).Methods(http.MethodGet)
 	r.PathPrefix("/upgrade/").Handler(opts.Auth.Require(auth.ScopeUpgradeWrite)(http.HandlerFunc(notYetServed)))
-	return r
+	return routed{Handler: securityHeaders(r), router: r}, nil
 }
+
+// routed is the router behind its outer middleware; Router lets tests walk
+// the routes (the OpenAPI document is checked against them).
+type routed struct {
+	http.Handler
+	router *mux.Router
+}
+
+// Router returns the route table.
+func (r routed) Router() *mux.Router { return r.router }
 
 // stripToV2 hands brokerapi the path it routes on (/v2/...), without the
 // /oauth[/{region}] prefix.
@@ -140,10 +181,15 @@ func stripToV2(next http.Handler) http.Handler {
 	})
 }
 
-// withRegion records the {region} path segment as the platform region.
+// withRegion records the {region} path segment as the platform region, and
+// refuses one keb cannot place runtimes for on every OSB route alike.
 func withRegion(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if region := mux.Vars(req)["region"]; region != "" {
+		if region, ok := mux.Vars(req)["region"]; ok {
+			if err := catalog.ValidatePlatformRegion(region); err != nil {
+				writeError(w, http.StatusBadRequest, "BadRequest", err.Error())
+				return
+			}
 			req = req.WithContext(broker.ContextWithRegion(req.Context(), region))
 		}
 		next.ServeHTTP(w, req)

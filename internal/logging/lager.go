@@ -2,6 +2,7 @@ package logging
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"code.cloudfoundry.org/lager/v3"
@@ -69,7 +70,9 @@ var secretKeys = map[string]bool{
 	"password": true, "token": true, "access_token": true, "authorization": true,
 }
 
-// redact returns v as plain JSON data with every secret value replaced.
+// redact returns v as plain JSON data with every secret value replaced, raw
+// request context and parameters replaced by their size, and long strings
+// cut.
 // json.RawMessage fields (OSB context and parameters) are decoded first so
 // that secrets inside them are found too.
 func redact(v any) any {
@@ -84,20 +87,37 @@ func redact(v any) any {
 	return redactValue(data)
 }
 
+// rawRequestKeys are the request fields brokerapi logs whole: a client's
+// OSB context and parameters. Their size is logged, not their content, so
+// that one rejected request cannot write a line as long as its body.
+var rawRequestKeys = map[string]bool{"context": true, "parameters": true}
+
+// maxLoggedValue bounds any other string brokerapi logs.
+const maxLoggedValue = 256
+
 func redactValue(v any) any {
 	switch t := v.(type) {
 	case map[string]any:
 		for k, val := range t {
-			if secretKeys[strings.ToLower(k)] {
+			switch {
+			case secretKeys[strings.ToLower(k)]:
 				t[k] = "[REDACTED]"
-				continue
+			case rawRequestKeys[k] && val != nil:
+				b, _ := json.Marshal(val)
+				t[k] = fmt.Sprintf("[omitted: %d bytes]", len(b))
+			default:
+				t[k] = redactValue(val)
 			}
-			t[k] = redactValue(val)
 		}
 		return t
 	case []any:
 		for i := range t {
 			t[i] = redactValue(t[i])
+		}
+		return t
+	case string:
+		if len(t) > maxLoggedValue {
+			return fmt.Sprintf("%s…[%d bytes]", t[:maxLoggedValue], len(t))
 		}
 		return t
 	default:

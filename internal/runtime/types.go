@@ -26,6 +26,7 @@ const (
 
 // Runtime asks the infrastructure manager for a Kyma runtime cluster
 // (infrastructuremanager.kyma-project.io/v1, kind Runtime, in Namespace).
+// +kubebuilder:object:root=true
 type Runtime struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -35,6 +36,7 @@ type Runtime struct {
 }
 
 // RuntimeList is a list of Runtime CRs.
+// +kubebuilder:object:root=true
 type RuntimeList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
@@ -43,6 +45,7 @@ type RuntimeList struct {
 }
 
 // RuntimeSpec describes the cluster to create and, in Kyma, what keb installs on it.
+// +kubebuilder:object:generate=true
 type RuntimeSpec struct {
 	Shoot    RuntimeShoot    `json:"shoot"`
 	Security RuntimeSecurity `json:"security,omitempty"`
@@ -51,6 +54,7 @@ type RuntimeSpec struct {
 }
 
 // RuntimeShoot is the Gardener shoot behind the runtime.
+// +kubebuilder:object:generate=true
 type RuntimeShoot struct {
 	Name              string          `json:"name"`
 	Purpose           string          `json:"purpose,omitempty"`
@@ -61,12 +65,14 @@ type RuntimeShoot struct {
 }
 
 // RuntimeProvider is the hyperscaler and the worker pools.
+// +kubebuilder:object:generate=true
 type RuntimeProvider struct {
 	Type    string   `json:"type"`
 	Workers []Worker `json:"workers,omitempty"`
 }
 
 // Worker is one autoscaled worker pool.
+// +kubebuilder:object:generate=true
 type Worker struct {
 	Name        string   `json:"name"`
 	MachineType string   `json:"machineType"`
@@ -76,11 +82,13 @@ type Worker struct {
 }
 
 // RuntimeSecurity lists who administers the cluster.
+// +kubebuilder:object:generate=true
 type RuntimeSecurity struct {
 	Administrators []string `json:"administrators,omitempty"`
 }
 
 // RuntimeKyma is what keb installs into the runtime.
+// +kubebuilder:object:generate=true
 type RuntimeKyma struct {
 	Version            string   `json:"version,omitempty"`
 	Components         []string `json:"components,omitempty"`
@@ -88,6 +96,7 @@ type RuntimeKyma struct {
 }
 
 // RuntimeStatus is written by the infrastructure manager through the status subresource.
+// +kubebuilder:object:generate=true
 type RuntimeStatus struct {
 	// State is one of StatePending, StateReady, StateFailed, StateTerminating.
 	State   string `json:"state,omitempty"`

@@ -8,11 +8,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/sirupsen/logrus"
 
@@ -124,12 +129,46 @@ var filters = map[string]func(q *storage.RuntimeQuery) *[]string{
 	"shoot":       func(q *storage.RuntimeQuery) *[]string { return &q.Shoots },
 }
 
+// MaxPage bounds page so that the rows it skips, page × page_size, stay a
+// number PostgreSQL takes; a page beyond the last one is empty.
+const MaxPage = 1_000_000
+
+// maxValueLength bounds one query value: IDs and names are far shorter, and
+// a cursor is under 400 characters.
+const maxValueLength = 512
+
+// otherParameters are the parameters besides the filters.
+var otherParameters = []string{"state", "op_detail", "page", "page_size", "next"}
+
 // ParseQuery turns query parameters into a storage query. Every bad value is
 // reported, not just the first, so an operator fixes a request in one go.
-// Unknown parameter names are ignored, as KEB does.
+// An unknown parameter is refused rather than ignored: a misspelt filter
+// would otherwise list every runtime.
 func ParseQuery(v url.Values) (storage.RuntimeQuery, error) {
 	var q storage.RuntimeQuery
 	var problems []string
+	var unknown []string
+	for name, vals := range v {
+		if _, ok := filters[name]; !ok && !contains(otherParameters, name) {
+			unknown = append(unknown, fmt.Sprintf("%.64q", name))
+		}
+		for _, val := range vals {
+			if p := valueProblem(val); p != "" {
+				problems = append(problems, fmt.Sprintf("%.64s %s", name, p))
+			}
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		known := append(slices.Sorted(maps.Keys(filters)), otherParameters...)
+		problems = append(problems, fmt.Sprintf("unknown query parameters %s (known: %s)",
+			strings.Join(unknown, ", "), strings.Join(known, ", ")))
+	}
+	if len(problems) > 0 {
+		// Values that cannot be compared with stored ones go no further.
+		sort.Strings(problems)
+		return storage.RuntimeQuery{}, errors.New(strings.Join(problems, "; "))
+	}
 	for name, field := range filters {
 		for _, val := range v[name] {
 			if val != "" {
@@ -175,8 +214,8 @@ func ParseQuery(v url.Values) (storage.RuntimeQuery, error) {
 	}
 	if s := v.Get("page"); s != "" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			problems = append(problems, fmt.Sprintf("bad page %q (want a number from 1)", s))
+		if err != nil || n < 1 || n > MaxPage {
+			problems = append(problems, fmt.Sprintf("bad page %.32q (want a number from 1 to %d)", s, MaxPage))
 		} else {
 			q.Page = n
 		}
@@ -184,7 +223,7 @@ func ParseQuery(v url.Values) (storage.RuntimeQuery, error) {
 	if s := v.Get("next"); s != "" {
 		c, err := DecodeCursor(s)
 		if err != nil {
-			problems = append(problems, fmt.Sprintf("malformed next %q", s))
+			problems = append(problems, fmt.Sprintf("malformed next %.64q", s))
 		} else {
 			q.After = &c
 		}
@@ -193,6 +232,20 @@ func ParseQuery(v url.Values) (storage.RuntimeQuery, error) {
 		return storage.RuntimeQuery{}, errors.New(strings.Join(problems, "; "))
 	}
 	return q, nil
+}
+
+// valueProblem says why a query value cannot be compared with stored text,
+// or "" when it can: PostgreSQL refuses NUL and invalid UTF-8.
+func valueProblem(s string) string {
+	switch {
+	case len(s) > maxValueLength:
+		return fmt.Sprintf("is %d bytes long; at most %d are accepted", len(s), maxValueLength)
+	case !utf8.ValidString(s):
+		return "is not valid UTF-8"
+	case strings.ContainsFunc(s, unicode.IsControl):
+		return "holds a control character"
+	}
+	return ""
 }
 
 func contains(list []string, s string) bool {
@@ -219,6 +272,9 @@ func DecodeCursor(s string) (storage.RuntimeCursor, error) {
 	ts, id, ok := strings.Cut(string(raw), "|")
 	if !ok || id == "" {
 		return storage.RuntimeCursor{}, errors.New("cursor has no instance ID")
+	}
+	if p := valueProblem(id); p != "" {
+		return storage.RuntimeCursor{}, fmt.Errorf("cursor instance ID %s", p)
 	}
 	t, err := time.Parse(time.RFC3339Nano, ts)
 	if err != nil {

@@ -1,13 +1,13 @@
 package deprovisioning_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/kyma-keb/keb/internal/process/deprovisioning"
+	"github.com/kyma-keb/keb/internal/process/processtest"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -19,21 +19,21 @@ func TestArchive(t *testing.T) {
 		noProv     bool
 		provErr    error
 		archiveErr error
-		want       outcome
+		want       processtest.Outcome
 		wantState  string
 	}{
-		{name: "succeeded provisioning", provState: storage.StateSucceeded, want: done, wantState: storage.StateSucceeded},
-		{name: "failed provisioning", provState: storage.StateFailed, want: done, wantState: storage.StateFailed},
-		{name: "provisioning halted in progress", provState: storage.StateInProgress, want: done, wantState: storage.StateInProgress},
-		{name: "no provisioning found: archived without its state", noProv: true, want: done, wantState: ""},
-		{name: "store unavailable reading the provisioning: temporary, nothing archived", provErr: errors.New("db down"), want: temporary},
+		{name: "succeeded provisioning", provState: storage.StateSucceeded, want: processtest.Done, wantState: storage.StateSucceeded},
+		{name: "failed provisioning", provState: storage.StateFailed, want: processtest.Done, wantState: storage.StateFailed},
+		{name: "provisioning halted in progress", provState: storage.StateInProgress, want: processtest.Done, wantState: storage.StateInProgress},
+		{name: "no provisioning found: archived without its state", noProv: true, want: processtest.Done, wantState: ""},
+		{name: "store unavailable reading the provisioning: temporary, nothing archived", provErr: errors.New("db down"), want: processtest.Temporary},
 		// The store's transaction rolled back: the step runs again.
-		{name: "archive and removal fail: temporary", provState: storage.StateSucceeded, archiveErr: errors.New("db down"), want: temporary},
+		{name: "archive and removal fail: temporary", provState: storage.StateSucceeded, archiveErr: errors.New("db down"), want: processtest.Temporary},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			op := newOp()
+			op := newOp(t)
 			op.Data.ShootName = "c-abc1234"
 			store := &fakeStore{provErr: tc.provErr, archiveErr: tc.archiveErr}
 			if !tc.noProv {
@@ -41,9 +41,9 @@ func TestArchive(t *testing.T) {
 					Type: storage.OperationTypeProvision, State: tc.provState}
 			}
 			step := &deprovisioning.Archive{Store: store}
-			res, err := step.Run(context.Background(), op)
-			mustOutcome(t, "archive", tc.want, res, err)
-			if tc.want != done {
+			res, err := step.Run(t.Context(), op)
+			processtest.MustOutcome(t, "archive", tc.want, res, err)
+			if tc.want != processtest.Done {
 				if len(store.archived) != 0 {
 					t.Errorf("archived %v although the step did not finish", store.archived)
 				}
@@ -65,7 +65,7 @@ func TestArchive(t *testing.T) {
 				ProvisioningState: tc.wantState, LastDeprovisioningID: op.ID,
 				InstanceCreatedAt: i.CreatedAt, DeprovisioningStartedAt: op.CreatedAt,
 			}
-			if g, w := mustJSON(t, store.archived[0]), mustJSON(t, want); g != w {
+			if g, w := processtest.MustJSON(t, store.archived[0]), processtest.MustJSON(t, want); g != w {
 				t.Errorf("archived:\n got %s\nwant %s", g, w)
 			}
 			if op.Description == "" {
@@ -82,14 +82,14 @@ func TestArchiveSuspension(t *testing.T) {
 	for _, storeErr := range []error{nil, errors.New("db down")} {
 		t.Run(fmt.Sprintf("store error %v", storeErr), func(t *testing.T) {
 			t.Parallel()
-			op := newOp()
+			op := newOp(t)
 			op.Temporary = true
 			store := &fakeStore{provErr: storeErr, archiveErr: storeErr,
 				provisioning: storage.Operation{ID: "prov-1", InstanceID: op.InstanceID,
 					Type: storage.OperationTypeProvision, State: storage.StateSucceeded}}
 			step := &deprovisioning.Archive{Store: store}
-			res, err := step.Run(context.Background(), op)
-			mustOutcome(t, "archive", done, res, err)
+			res, err := step.Run(t.Context(), op)
+			processtest.MustOutcome(t, "archive", processtest.Done, res, err)
 			if store.archiveCalls != 0 || len(store.removed) != 0 || len(store.opTypesAsked) != 0 {
 				t.Errorf("ArchiveAndRemove called %d times, removed %v, asked for %v; want nothing archived or removed and no question",
 					store.archiveCalls, store.removed, store.opTypesAsked)
@@ -107,26 +107,26 @@ func TestRemoveInstance(t *testing.T) {
 		name      string
 		temporary bool
 		err       error
-		want      outcome
+		want      processtest.Outcome
 	}{
 		// An operation whose archive step an older version checkpointed
 		// (archive row written, instance kept) removes it here.
 		// (With a real store, TestArchiveAndRemoveInEngine: an instance
 		// already gone is done too.)
-		{name: "instance removed", want: done},
-		{name: "store refuses (not archived): temporary", err: errors.New("instance x is not archived; refusing to remove it"), want: temporary},
+		{name: "instance removed", want: processtest.Done},
+		{name: "store refuses (not archived): temporary", err: errors.New("instance x is not archived; refusing to remove it"), want: processtest.Temporary},
 		// A suspension is never archived: the store would refuse, but it is not even asked.
-		{name: "suspension: instance kept", temporary: true, err: errors.New("instance x is not archived; refusing to remove it"), want: done},
+		{name: "suspension: instance kept", temporary: true, err: errors.New("instance x is not archived; refusing to remove it"), want: processtest.Done},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			op := newOp()
+			op := newOp(t)
 			op.Temporary = tc.temporary
 			store := &fakeStore{removeErr: tc.err}
 			step := &deprovisioning.RemoveInstance{Store: store}
-			res, err := step.Run(context.Background(), op)
-			mustOutcome(t, "remove_instance", tc.want, res, err)
+			res, err := step.Run(t.Context(), op)
+			processtest.MustOutcome(t, "remove_instance", tc.want, res, err)
 			if tc.temporary {
 				if len(store.removed) != 0 {
 					t.Errorf("removed %v, want the suspended instance kept", store.removed)

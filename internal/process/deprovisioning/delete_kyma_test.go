@@ -1,7 +1,6 @@
 package deprovisioning_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -12,6 +11,7 @@ import (
 
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process/deprovisioning"
+	"github.com/kyma-keb/keb/internal/process/processtest"
 )
 
 // holdFinalizer stands for Lifecycle Manager's or the infrastructure manager's finalizer.
@@ -21,7 +21,7 @@ const holdFinalizer = "test.kyma-project.io/hold"
 func releaseFinalizers(t *testing.T, obj client.Object) {
 	t.Helper()
 	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
-	if err := kcpClient(t).Patch(context.Background(), obj, patch); err != nil {
+	if err := kcpClient(t).Patch(t.Context(), obj, patch); err != nil {
 		t.Fatalf("removing finalizers of %s: %v", obj.GetName(), err)
 	}
 }
@@ -29,7 +29,7 @@ func releaseFinalizers(t *testing.T, obj client.Object) {
 // exists reports whether obj is still stored, and whether it is being deleted.
 func exists(t *testing.T, obj client.Object) (bool, bool) {
 	t.Helper()
-	err := kcpClient(t).Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
+	err := kcpClient(t).Get(t.Context(), client.ObjectKeyFromObject(obj), obj)
 	if apierrors.IsNotFound(err) {
 		return false, false
 	}
@@ -61,7 +61,7 @@ func TestDeleteKyma(t *testing.T) {
 			t.Parallel()
 			ns := newNamespace(t)
 			c := kcpClient(t)
-			op := newOp()
+			op := newOp(t)
 			op.Temporary = tc.temporary
 			if tc.runtimeID != "" {
 				op.Instance.RuntimeID = tc.runtimeID
@@ -76,23 +76,23 @@ func TestDeleteKyma(t *testing.T) {
 				k.Finalizers = []string{holdFinalizer}
 			}
 			if !tc.noCR {
-				if err := c.Create(context.Background(), k); err != nil {
+				if err := c.Create(t.Context(), k); err != nil {
 					t.Fatalf("creating Kyma CR: %v", err)
 				}
 			}
 			cfg := testConfig(ns)
 			step := &deprovisioning.DeleteKyma{KCP: c, Config: cfg}
-			res, err := step.Run(context.Background(), op)
+			res, err := step.Run(t.Context(), op)
 
 			if tc.noRuntime {
-				mustOutcome(t, "delete_kyma", done, res, err)
+				processtest.MustOutcome(t, "delete_kyma", processtest.Done, res, err)
 				if ok, deleting := exists(t, k); !ok || deleting {
 					t.Errorf("a Kyma CR was touched although the operation names no runtime")
 				}
 				return
 			}
 			if tc.finalizer {
-				mustOutcome(t, "delete_kyma while held", retry, res, err)
+				processtest.MustOutcome(t, "delete_kyma while held", processtest.Retry, res, err)
 				if res.RetryAfter != cfg.RemovalPoll {
 					t.Errorf("retry after %s, want %s", res.RetryAfter, cfg.RemovalPoll)
 				}
@@ -103,18 +103,18 @@ func TestDeleteKyma(t *testing.T) {
 					t.Fatalf("held CR: exists %v, being deleted %v; want both", ok, deleting)
 				}
 				// Still held: a second poll waits again.
-				res, err = step.Run(context.Background(), op)
-				mustOutcome(t, "delete_kyma still held", retry, res, err)
+				res, err = step.Run(t.Context(), op)
+				processtest.MustOutcome(t, "delete_kyma still held", processtest.Retry, res, err)
 				releaseFinalizers(t, k)
-				res, err = step.Run(context.Background(), op)
+				res, err = step.Run(t.Context(), op)
 			}
-			mustOutcome(t, "delete_kyma", done, res, err)
+			processtest.MustOutcome(t, "delete_kyma", processtest.Done, res, err)
 			if ok, _ := exists(t, k); ok {
 				t.Error("Kyma CR still exists after the step finished")
 			}
 			// Deleting again, as after a crash, is done at once.
-			res, err = step.Run(context.Background(), op)
-			mustOutcome(t, "delete_kyma re-run", done, res, err)
+			res, err = step.Run(t.Context(), op)
+			processtest.MustOutcome(t, "delete_kyma re-run", processtest.Done, res, err)
 		})
 	}
 }

@@ -1,7 +1,6 @@
 package deprovisioning_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -9,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kyma-keb/keb/internal/process/deprovisioning"
+	"github.com/kyma-keb/keb/internal/process/processtest"
 	"github.com/kyma-keb/keb/internal/runtime"
 )
 
@@ -40,7 +40,7 @@ func TestDeleteRuntime(t *testing.T) {
 			t.Parallel()
 			ns := newNamespace(t)
 			c := kcpClient(t)
-			op := newOp()
+			op := newOp(t)
 			op.Temporary = tc.temporary
 			runtimeID := op.Instance.RuntimeID
 			if !tc.noRuntime {
@@ -56,7 +56,7 @@ func TestDeleteRuntime(t *testing.T) {
 				rt.Finalizers = []string{holdFinalizer}
 			}
 			if !tc.noCR {
-				if err := c.Create(context.Background(), rt); err != nil {
+				if err := c.Create(t.Context(), rt); err != nil {
 					t.Fatalf("creating Runtime CR: %v", err)
 				}
 			}
@@ -66,17 +66,17 @@ func TestDeleteRuntime(t *testing.T) {
 				op.Data.OverridesSecret = ov.Name
 			}
 			if tc.overridesExist {
-				if err := c.Create(context.Background(), ov); err != nil {
+				if err := c.Create(t.Context(), ov); err != nil {
 					t.Fatalf("creating overrides Secret: %v", err)
 				}
 			}
 			cfg := testConfig(ns)
 			forgotten := &forgetter{}
 			step := &deprovisioning.DeleteRuntime{KCP: c, Config: cfg, Runtimes: forgotten}
-			res, err := step.Run(context.Background(), op)
+			res, err := step.Run(t.Context(), op)
 
 			if tc.noRuntime {
-				mustOutcome(t, "delete_runtime", done, res, err)
+				processtest.MustOutcome(t, "delete_runtime", processtest.Done, res, err)
 				if ok, deleting := exists(t, rt); !ok || deleting {
 					t.Error("a Runtime CR was touched although the operation names no runtime")
 				}
@@ -86,7 +86,7 @@ func TestDeleteRuntime(t *testing.T) {
 				return
 			}
 			if tc.finalizer {
-				mustOutcome(t, "delete_runtime while held", retry, res, err)
+				processtest.MustOutcome(t, "delete_runtime while held", processtest.Retry, res, err)
 				if res.RetryAfter != cfg.RemovalPoll {
 					t.Errorf("retry after %s, want %s", res.RetryAfter, cfg.RemovalPoll)
 				}
@@ -104,9 +104,9 @@ func TestDeleteRuntime(t *testing.T) {
 					t.Error("overrides Secret deleted while the cluster is still being removed")
 				}
 				releaseFinalizers(t, rt)
-				res, err = step.Run(context.Background(), op)
+				res, err = step.Run(t.Context(), op)
 			}
-			mustOutcome(t, "delete_runtime", done, res, err)
+			processtest.MustOutcome(t, "delete_runtime", processtest.Done, res, err)
 			if ok, _ := exists(t, rt); ok {
 				t.Error("Runtime CR still exists after the step finished")
 			}
@@ -116,8 +116,8 @@ func TestDeleteRuntime(t *testing.T) {
 			if len(forgotten.ids) != 1 || forgotten.ids[0] != runtimeID {
 				t.Errorf("runtime clients forgotten: %v, want the gone runtime %s", forgotten.ids, runtimeID)
 			}
-			res, err = step.Run(context.Background(), op)
-			mustOutcome(t, "delete_runtime re-run", done, res, err)
+			res, err = step.Run(t.Context(), op)
+			processtest.MustOutcome(t, "delete_runtime re-run", processtest.Done, res, err)
 		})
 	}
 }

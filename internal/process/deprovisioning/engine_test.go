@@ -11,6 +11,7 @@ import (
 
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/process/deprovisioning"
+	"github.com/kyma-keb/keb/internal/process/processtest"
 	"github.com/kyma-keb/keb/internal/storage"
 	"github.com/kyma-keb/keb/testing/pgtest"
 )
@@ -183,7 +184,7 @@ func TestArchiveAndRemoveInEngine(t *testing.T) {
 		}
 		rm := &deprovisioning.RemoveInstance{Store: f.store}
 		res, err := rm.Run(f.ctx, &process.Operation{Operation: op, Instance: inst})
-		mustOutcome(t, "remove_instance", done, res, err)
+		processtest.MustOutcome(t, "remove_instance", processtest.Done, res, err)
 		if inst, ops := f.live("inst-gone"); inst != 0 || ops != 0 {
 			t.Fatalf("%d instances, %d operations left; want none", inst, ops)
 		}

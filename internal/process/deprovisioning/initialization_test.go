@@ -1,13 +1,13 @@
 package deprovisioning_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"testing"
 
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/process/deprovisioning"
+	"github.com/kyma-keb/keb/internal/process/processtest"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -29,29 +29,29 @@ func TestInitialization(t *testing.T) {
 		rawData string // overrides prov with raw JSON
 		noProv  bool
 		provErr error
-		want    outcome
+		want    processtest.Outcome
 		// wantData is what the step records; RuntimeID always comes from the instance.
 		wantData process.Data
 	}{
-		{name: "copies runtime and hyperscaler data from the provisioning", prov: &full, want: done,
+		{name: "copies runtime and hyperscaler data from the provisioning", prov: &full, want: processtest.Done,
 			wantData: process.Data{ShootName: "c-abc1234", Provider: "azure", Region: "westeurope",
 				HyperscalerType: "azure", HyperscalerSecret: "az-7", OverridesSecret: "overrides-x"}},
-		{name: "shared account stays marked shared", prov: &shared, want: done,
+		{name: "shared account stays marked shared", prov: &shared, want: processtest.Done,
 			wantData: process.Data{ShootName: "c-def5678", Provider: "azure", Region: "europe",
 				HyperscalerType: "azure", HyperscalerSecret: "az-shared", HyperscalerShared: true}},
-		{name: "provisioning halted early: provider from the instance", prov: &halted, want: done,
+		{name: "provisioning halted early: provider from the instance", prov: &halted, want: processtest.Done,
 			wantData: process.Data{Provider: "azure"}},
-		{name: "provisioning without data: provider from the instance", want: done,
+		{name: "provisioning without data: provider from the instance", want: processtest.Done,
 			wantData: process.Data{Provider: "azure"}},
-		{name: "no provisioning at all: provider from the instance", noProv: true, want: done,
+		{name: "no provisioning at all: provider from the instance", noProv: true, want: processtest.Done,
 			wantData: process.Data{Provider: "azure"}},
-		{name: "corrupt provisioning data: temporary error", rawData: `{"shootName":`, want: temporary},
-		{name: "store unavailable: temporary error", provErr: errors.New("db down"), want: temporary},
+		{name: "corrupt provisioning data: temporary error", rawData: `{"shootName":`, want: processtest.Temporary},
+		{name: "store unavailable: temporary error", provErr: errors.New("db down"), want: processtest.Temporary},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			op := newOp()
+			op := newOp(t)
 			store := &fakeStore{provErr: tc.provErr}
 			if !tc.noProv {
 				store.provisioning = storage.Operation{ID: "prov-1", InstanceID: op.InstanceID,
@@ -65,12 +65,12 @@ func TestInitialization(t *testing.T) {
 				}
 			}
 			step := &deprovisioning.Initialization{Store: store}
-			res, err := step.Run(context.Background(), op)
-			mustOutcome(t, "initialization", tc.want, res, err)
+			res, err := step.Run(t.Context(), op)
+			processtest.MustOutcome(t, "initialization", tc.want, res, err)
 			if len(store.opTypesAsked) != 1 || store.opTypesAsked[0] != storage.OperationTypeProvision {
 				t.Errorf("asked the store for %v, want one provision lookup", store.opTypesAsked)
 			}
-			if tc.want != done {
+			if tc.want != processtest.Done {
 				return
 			}
 			if op.Description == "" {
@@ -79,18 +79,9 @@ func TestInitialization(t *testing.T) {
 			want := tc.wantData
 			// The instance row is the authority on the runtime ID.
 			want.RuntimeID = op.Instance.RuntimeID
-			if g, w := mustJSON(t, op.Data), mustJSON(t, want); g != w {
+			if g, w := processtest.MustJSON(t, op.Data), processtest.MustJSON(t, want); g != w {
 				t.Errorf("data:\n got %s\nwant %s", g, w)
 			}
 		})
 	}
-}
-
-func mustJSON(t *testing.T, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }

@@ -1,7 +1,6 @@
 package deprovisioning_test
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/process/deprovisioning"
+	"github.com/kyma-keb/keb/internal/process/processtest"
 )
 
 // poolSecret is an account of the pool; tenant "self" is the tested instance's global account.
@@ -38,7 +38,7 @@ func newPool(t *testing.T, tenant string, secrets ...poolSecret) (*hyperscaler.P
 			l[hyperscaler.LabelDirty] = "true"
 		}
 		obj := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: s.name, Labels: l}}
-		if err := c.Create(context.Background(), obj); err != nil {
+		if err := c.Create(t.Context(), obj); err != nil {
 			t.Fatalf("creating pool secret %s: %v", s.name, err)
 		}
 	}
@@ -49,7 +49,7 @@ func newPool(t *testing.T, tenant string, secrets ...poolSecret) (*hyperscaler.P
 func dirtyLabels(t *testing.T, ns string) map[string]string {
 	t.Helper()
 	list := &corev1.SecretList{}
-	if err := kcpClient(t).List(context.Background(), list, client.InNamespace(ns)); err != nil {
+	if err := kcpClient(t).List(t.Context(), list, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]string{}
@@ -77,32 +77,32 @@ func TestReleaseHyperscalerSecret(t *testing.T) {
 		temporary bool
 		others    int
 		countErr  error
-		want      outcome
+		want      processtest.Outcome
 		// wantCounted: the store was asked for the tenant's other instances.
 		wantCounted bool
 		wantDirty   []string // pool Secrets dirty afterwards
 	}{
-		{name: "shared account: nothing released", secret: "az-shared", typ: "azure", shared: true, want: done},
+		{name: "shared account: nothing released", secret: "az-shared", typ: "azure", shared: true, want: processtest.Done},
 		{name: "halted provisioning never recorded its claim: the tenant's account is found by label and released",
-			want: done, wantCounted: true, wantDirty: []string{"az-mine"}},
-		{name: "provider without a pool: nothing released", typ: "nowhere", want: done},
+			want: processtest.Done, wantCounted: true, wantDirty: []string{"az-mine"}},
+		{name: "provider without a pool: nothing released", typ: "nowhere", want: processtest.Done},
 		{name: "other instances of the tenant: account kept", secret: "az-mine", typ: "azure", others: 1,
-			want: done, wantCounted: true},
+			want: processtest.Done, wantCounted: true},
 		{name: "last instance of the tenant: account marked dirty", secret: "az-mine", typ: "azure",
-			want: done, wantCounted: true, wantDirty: []string{"az-mine"}},
+			want: processtest.Done, wantCounted: true, wantDirty: []string{"az-mine"}},
 		{name: "last gcp instance: only the gcp account marked dirty", secret: "gcp-mine", typ: "gcp",
-			want: done, wantCounted: true, wantDirty: []string{"gcp-mine"}},
+			want: processtest.Done, wantCounted: true, wantDirty: []string{"gcp-mine"}},
 		{name: "store unavailable: temporary error, nothing released", secret: "az-mine", typ: "azure",
-			countErr: errors.New("db down"), want: temporary, wantCounted: true},
+			countErr: errors.New("db down"), want: processtest.Temporary, wantCounted: true},
 		{name: "suspension of the tenant's last instance: account kept, store not asked", secret: "az-mine",
-			typ: "azure", temporary: true, want: done},
+			typ: "azure", temporary: true, want: processtest.Done},
 		{name: "suspension with a store that would fail: still done, nothing released", secret: "az-mine",
-			typ: "azure", temporary: true, countErr: errors.New("db down"), want: done},
+			typ: "azure", temporary: true, countErr: errors.New("db down"), want: processtest.Done},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			op := newOp()
+			op := newOp(t)
 			// Initialization fills the provider from the instance.
 			op.Data.Provider = op.Instance.Provider
 			if tc.typ != "" {
@@ -116,8 +116,8 @@ func TestReleaseHyperscalerSecret(t *testing.T) {
 			p, ns := newPool(t, op.Instance.GlobalAccountID, pool...)
 			store := &fakeStore{others: tc.others, countErr: tc.countErr}
 			step := &deprovisioning.ReleaseHyperscalerSecret{Store: store, Pool: p}
-			res, err := step.Run(context.Background(), op)
-			mustOutcome(t, "release_hyperscaler_secret", tc.want, res, err)
+			res, err := step.Run(t.Context(), op)
+			processtest.MustOutcome(t, "release_hyperscaler_secret", tc.want, res, err)
 
 			switch {
 			case !tc.wantCounted && len(store.countedCalls) > 0:
@@ -141,13 +141,13 @@ func TestReleaseHyperscalerSecret(t *testing.T) {
 			if tc.temporary && !strings.Contains(op.Description, "suspended") {
 				t.Errorf("description %q does not say the instance is suspended", op.Description)
 			}
-			if tc.want != done {
+			if tc.want != processtest.Done {
 				return
 			}
 			// A re-run after a crash changes nothing more.
-			res, err = step.Run(context.Background(), op)
-			mustOutcome(t, "re-run", done, res, err)
-			if again := dirtyLabels(t, ns); mustJSON(t, again) != mustJSON(t, dirty) {
+			res, err = step.Run(t.Context(), op)
+			processtest.MustOutcome(t, "re-run", processtest.Done, res, err)
+			if again := dirtyLabels(t, ns); processtest.MustJSON(t, again) != processtest.MustJSON(t, dirty) {
 				t.Errorf("re-run changed the pool: %v → %v", dirty, again)
 			}
 		})

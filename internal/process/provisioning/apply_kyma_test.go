@@ -1,7 +1,6 @@
 package provisioning_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process"
+	"github.com/kyma-keb/keb/internal/process/processtest"
 	"github.com/kyma-keb/keb/internal/process/provisioning"
 )
 
@@ -51,15 +51,15 @@ func TestApplyKyma(t *testing.T) {
 			ensureNamespace(t, kyma.Namespace)
 			c := kcpClient(t)
 			op := initializedOp(t, catalog.AzurePlanID, tc.params, process.Data{Provider: "azure", Region: "westeurope"})
-			step := &provisioning.ApplyKyma{KCP: c, Catalog: loadCatalog(t), Config: testConfig(newNamespace(t))}
-			res, err := step.Run(context.Background(), op)
-			mustDone(t, "apply_kyma", res, err)
+			step := &provisioning.ApplyKyma{KCP: c, Catalog: processtest.Catalog(t), Config: testConfig(newNamespace(t))}
+			res, err := step.Run(t.Context(), op)
+			processtest.MustOutcome(t, "apply_kyma", processtest.Done, res, err)
 			if !strings.Contains(op.Description, "Kyma") {
 				t.Errorf("description %q does not mention Kyma", op.Description)
 			}
 			k := &kyma.Kyma{}
 			name := strings.ToLower(op.Data.RuntimeID)
-			if err := c.Get(context.Background(), client.ObjectKey{Namespace: kyma.Namespace, Name: name}, k); err != nil {
+			if err := c.Get(t.Context(), client.ObjectKey{Namespace: kyma.Namespace, Name: name}, k); err != nil {
 				t.Fatalf("reading Kyma CR: %v", err)
 			}
 			i := op.Instance
@@ -83,7 +83,7 @@ func TestApplyKyma(t *testing.T) {
 			if k.Spec.Channel != tc.wantChannel {
 				t.Errorf("channel %q, want %q", k.Spec.Channel, tc.wantChannel)
 			}
-			if g, w := mustJSON(t, k.Spec.Modules), mustJSON(t, tc.wantModules); g != w {
+			if g, w := processtest.MustJSON(t, k.Spec.Modules), processtest.MustJSON(t, tc.wantModules); g != w {
 				t.Errorf("modules:\n got %s\nwant %s", g, w)
 			}
 		})
@@ -105,13 +105,13 @@ func TestApplyKymaIsIdempotent(t *testing.T) {
 			ensureNamespace(t, kyma.Namespace)
 			c := kcpClient(t)
 			op := initializedOp(t, catalog.AWSPlanID, tc.params, process.Data{Provider: "aws", Region: "eu-central-1"})
-			step := &provisioning.ApplyKyma{KCP: c, Catalog: loadCatalog(t), Config: testConfig(newNamespace(t))}
+			step := &provisioning.ApplyKyma{KCP: c, Catalog: processtest.Catalog(t), Config: testConfig(newNamespace(t))}
 			var first kyma.Kyma
 			for run := range 2 {
-				res, err := step.Run(context.Background(), op)
-				mustDone(t, "apply_kyma", res, err)
+				res, err := step.Run(t.Context(), op)
+				processtest.MustOutcome(t, "apply_kyma", processtest.Done, res, err)
 				list := &kyma.KymaList{}
-				if err := c.List(context.Background(), list, client.InNamespace(kyma.Namespace),
+				if err := c.List(t.Context(), list, client.InNamespace(kyma.Namespace),
 					client.MatchingLabels{kyma.LabelInstanceID: op.InstanceID}); err != nil {
 					t.Fatal(err)
 				}
@@ -123,7 +123,7 @@ func TestApplyKymaIsIdempotent(t *testing.T) {
 					continue
 				}
 				got := list.Items[0]
-				if g, w := mustJSON(t, got.Spec), mustJSON(t, first.Spec); g != w {
+				if g, w := processtest.MustJSON(t, got.Spec), processtest.MustJSON(t, first.Spec); g != w {
 					t.Errorf("re-run changed the spec:\n got %s\nwant %s", g, w)
 				}
 				if got.ResourceVersion != first.ResourceVersion {

@@ -1,7 +1,6 @@
 package provisioning_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/process"
+	"github.com/kyma-keb/keb/internal/process/processtest"
 	"github.com/kyma-keb/keb/internal/process/provisioning"
 	"github.com/kyma-keb/keb/internal/runtime"
 )
@@ -26,14 +26,14 @@ func createRuntimeCR(t *testing.T, ns string, op *process.Operation, state, mess
 		Spec: runtime.RuntimeSpec{Shoot: runtime.RuntimeShoot{Name: op.Data.ShootName, Region: "eastus",
 			Provider: runtime.RuntimeProvider{Type: "azure"}}},
 	}
-	if err := c.Create(context.Background(), rt); err != nil {
+	if err := c.Create(t.Context(), rt); err != nil {
 		t.Fatalf("creating Runtime CR: %v", err)
 	}
 	if state == "" && message == "" {
 		return
 	}
 	rt.Status = runtime.RuntimeStatus{State: state, Message: message}
-	if err := c.Status().Update(context.Background(), rt); err != nil {
+	if err := c.Status().Update(t.Context(), rt); err != nil {
 		t.Fatalf("setting Runtime status %s: %v", state, err)
 	}
 }
@@ -44,7 +44,7 @@ func createKubeconfigSecret(t *testing.T, ns, runtimeID string) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: runtime.KubeconfigSecretName(runtimeID)},
 		Data:       map[string][]byte{runtime.KubeconfigKey: []byte("apiVersion: v1\nkind: Config\n")},
 	}
-	if err := kcpClient(t).Create(context.Background(), s); err != nil {
+	if err := kcpClient(t).Create(t.Context(), s); err != nil {
 		t.Fatalf("creating kubeconfig Secret: %v", err)
 	}
 }
@@ -57,24 +57,24 @@ func TestCheckRuntime(t *testing.T) {
 		state      string
 		message    string
 		kubeconfig bool
-		want       outcome
+		want       processtest.Outcome
 		// wantText must all be in the description (retry) or in the failure (failure).
 		wantText []string
 	}{
-		{name: "not yet picked up: waits", want: retry, wantText: []string{"Waiting"}},
-		{name: "Pending: waits, naming the state", state: runtime.StatePending, want: retry,
+		{name: "not yet picked up: waits", want: processtest.Retry, wantText: []string{"Waiting"}},
+		{name: "Pending: waits, naming the state", state: runtime.StatePending, want: processtest.Retry,
 			wantText: []string{"Pending"}},
 		{name: "Pending with a message: waits, showing it", state: runtime.StatePending, message: "creating control plane",
-			want: retry, wantText: []string{"Pending", "creating control plane"}},
+			want: processtest.Retry, wantText: []string{"Pending", "creating control plane"}},
 		{name: "Failed: fails with the infrastructure's message", state: runtime.StateFailed,
-			message: "quota exceeded for Standard_D4s_v5 in westeurope", want: failure,
+			message: "quota exceeded for Standard_D4s_v5 in westeurope", want: processtest.Failure,
 			wantText: []string{"quota exceeded for Standard_D4s_v5 in westeurope"}},
-		{name: "Ready without kubeconfig Secret: waits for the kubeconfig", state: runtime.StateReady, want: retry,
+		{name: "Ready without kubeconfig Secret: waits for the kubeconfig", state: runtime.StateReady, want: processtest.Retry,
 			wantText: []string{"kubeconfig"}},
-		{name: "Ready with kubeconfig Secret: done", state: runtime.StateReady, kubeconfig: true, want: done},
-		{name: "kubeconfig Secret before Ready: still waits", state: runtime.StatePending, kubeconfig: true, want: retry,
+		{name: "Ready with kubeconfig Secret: done", state: runtime.StateReady, kubeconfig: true, want: processtest.Done},
+		{name: "kubeconfig Secret before Ready: still waits", state: runtime.StatePending, kubeconfig: true, want: processtest.Retry,
 			wantText: []string{"Pending"}},
-		{name: "Runtime CR missing: fails for good", noCR: true, want: failure, wantText: []string{"Runtime CR"}},
+		{name: "Runtime CR missing: fails for good", noCR: true, want: processtest.Failure, wantText: []string{"Runtime CR"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,25 +89,23 @@ func TestCheckRuntime(t *testing.T) {
 			}
 			cfg := testConfig(ns)
 			step := &provisioning.CheckRuntime{KCP: kcpClient(t), Config: cfg}
-			res, err := step.Run(context.Background(), op)
-			if got := outcomeOf(res, err); got != tc.want {
-				t.Fatalf("outcome %s (result %+v, error %v), want %s", got, res, err, tc.want)
-			}
+			res, err := step.Run(t.Context(), op)
+			processtest.MustOutcome(t, step.Name(), tc.want, res, err)
 			switch tc.want {
-			case retry:
+			case processtest.Retry:
 				if res.RetryAfter != cfg.RuntimePoll {
 					t.Errorf("retry after %s, want the runtime poll %s", res.RetryAfter, cfg.RuntimePoll)
 				}
 				want := append([]string{op.Data.ShootName}, tc.wantText...)
-				if m := missingFrom(op.Description, want...); m != "" {
+				if m := processtest.MissingFrom(op.Description, want...); m != "" {
 					t.Errorf("description %q does not mention %q", op.Description, m)
 				}
-			case failure:
+			case processtest.Failure:
 				want := append([]string{op.Data.RuntimeID}, tc.wantText...)
 				if tc.state == runtime.StateFailed {
 					want = tc.wantText
 				}
-				if m := missingFrom(res.Failure.Error(), want...); m != "" {
+				if m := processtest.MissingFrom(res.Failure.Error(), want...); m != "" {
 					t.Errorf("failure %q does not mention %q", res.Failure, m)
 				}
 			}

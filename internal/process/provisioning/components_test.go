@@ -1,12 +1,12 @@
 package provisioning_test
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/process/processtest"
 	"github.com/kyma-keb/keb/internal/process/provisioning"
 )
 
@@ -19,44 +19,44 @@ func TestComponents(t *testing.T) {
 		version string
 		// previous is what an earlier run recorded: a re-run replaces it.
 		previous []string
-		want     outcome
+		want     processtest.Outcome
 		has      []string
 		hasNot   []string
 	}{
 		{
-			name: "azure: no optional components", planID: catalog.AzurePlanID, version: "2.20.0", want: done,
+			name: "azure: no optional components", planID: catalog.AzurePlanID, version: "2.20.0", want: processtest.Done,
 			has:    []string{"cluster-essentials", "istio", "monitoring", "compass-runtime-agent"},
 			hasNot: []string{"kiali", "tracing", "service-catalog"},
 		},
 		{
 			name: "kiali requested: installed, tracing not", planID: catalog.AzurePlanID, version: "2.20.0",
-			params: `{"name":"x","components":["kiali"]}`, want: done,
+			params: `{"name":"x","components":["kiali"]}`, want: processtest.Done,
 			has: []string{"kiali", "monitoring"}, hasNot: []string{"tracing"},
 		},
 		{
 			name: "kiali and tracing requested", planID: catalog.GCPPlanID, version: "2.4.1",
-			params: `{"name":"x","components":["kiali","tracing"]}`, want: done,
+			params: `{"name":"x","components":["kiali","tracing"]}`, want: processtest.Done,
 			has: []string{"kiali", "tracing"},
 		},
 		{
-			name: "lite plan goes without monitoring", planID: catalog.AzureLitePlanID, version: "2.20.0", want: done,
+			name: "lite plan goes without monitoring", planID: catalog.AzureLitePlanID, version: "2.20.0", want: processtest.Done,
 			has: []string{"istio"}, hasNot: []string{"monitoring", "kiali"},
 		},
 		{
 			name: "trial never gets kiali, even when asked", planID: catalog.TrialPlanID, version: "2.20.0",
-			params: `{"name":"x","components":["kiali"]}`, want: done,
+			params: `{"name":"x","components":["kiali"]}`, want: processtest.Done,
 			hasNot: []string{"kiali", "monitoring", "compass-runtime-agent"},
 		},
 		{
 			name: "re-run replaces the previous list", planID: catalog.AzurePlanID, version: "2.20.0",
-			previous: []string{"kiali", "old-component"}, want: done,
+			previous: []string{"kiali", "old-component"}, want: processtest.Done,
 			has: []string{"istio"}, hasNot: []string{"kiali", "old-component"},
 		},
 		{
-			name: "unknown Kyma version fails for good", planID: catalog.AzurePlanID, version: "1.24.0", want: failure,
+			name: "unknown Kyma version fails for good", planID: catalog.AzurePlanID, version: "1.24.0", want: processtest.Failure,
 		},
 		{
-			name: "path-like Kyma version fails for good", planID: catalog.AzurePlanID, version: "../2.x", want: failure,
+			name: "path-like Kyma version fails for good", planID: catalog.AzurePlanID, version: "../2.x", want: processtest.Failure,
 		},
 	}
 	for _, tc := range tests {
@@ -65,12 +65,10 @@ func TestComponents(t *testing.T) {
 			op := newOp(t, tc.planID, tc.params)
 			op.Data.KymaVersion = tc.version
 			op.Data.Components = tc.previous
-			step := &provisioning.Components{Catalog: loadCatalog(t)}
-			res, err := step.Run(context.Background(), op)
-			if got := outcomeOf(res, err); got != tc.want {
-				t.Fatalf("outcome %s (result %+v, error %v), want %s", got, res, err, tc.want)
-			}
-			if tc.want == failure {
+			step := &provisioning.Components{Catalog: processtest.Catalog(t)}
+			res, err := step.Run(t.Context(), op)
+			processtest.MustOutcome(t, step.Name(), tc.want, res, err)
+			if tc.want == processtest.Failure {
 				if !strings.Contains(res.Failure.Error(), tc.version) {
 					t.Errorf("failure %q does not name version %s", res.Failure, tc.version)
 				}

@@ -1,7 +1,6 @@
 package provisioning_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/overrides"
 	"github.com/kyma-keb/keb/internal/process"
+	"github.com/kyma-keb/keb/internal/process/processtest"
 	"github.com/kyma-keb/keb/internal/process/provisioning"
 	"github.com/kyma-keb/keb/internal/runtime"
 )
@@ -85,15 +85,15 @@ func TestCreateRuntime(t *testing.T) {
 			op := initializedOp(t, tc.planID, tc.params, tc.data)
 			d := op.Data
 			step := &provisioning.CreateRuntime{KCP: c, Config: testConfig(ns)}
-			res, err := step.Run(context.Background(), op)
-			mustDone(t, "create_runtime", res, err)
+			res, err := step.Run(t.Context(), op)
+			processtest.MustOutcome(t, "create_runtime", processtest.Done, res, err)
 			if op.Description == "" {
 				t.Error("no description set")
 			}
 
 			rt := &runtime.Runtime{}
 			name := strings.ToLower(d.RuntimeID)
-			if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, rt); err != nil {
+			if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, rt); err != nil {
 				t.Fatalf("reading Runtime CR %s/%s: %v", ns, name, err)
 			}
 			i := op.Instance
@@ -127,7 +127,7 @@ func TestCreateRuntime(t *testing.T) {
 				Kyma: runtime.RuntimeKyma{Version: d.KymaVersion, Components: d.Components,
 					OverridesSecretRef: d.OverridesSecret},
 			}
-			if g, w := mustJSON(t, rt.Spec), mustJSON(t, want); g != w {
+			if g, w := processtest.MustJSON(t, rt.Spec), processtest.MustJSON(t, want); g != w {
 				t.Errorf("spec:\n got %s\nwant %s", g, w)
 			}
 		})
@@ -153,10 +153,10 @@ func TestCreateRuntimeIsIdempotent(t *testing.T) {
 			step := &provisioning.CreateRuntime{KCP: c, Config: testConfig(ns)}
 			var first runtime.Runtime
 			for run := range tc.runs {
-				res, err := step.Run(context.Background(), op)
-				mustDone(t, "create_runtime", res, err)
+				res, err := step.Run(t.Context(), op)
+				processtest.MustOutcome(t, "create_runtime", processtest.Done, res, err)
 				list := &runtime.RuntimeList{}
-				if err := c.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+				if err := c.List(t.Context(), list, client.InNamespace(ns)); err != nil {
 					t.Fatal(err)
 				}
 				if len(list.Items) != 1 {
@@ -167,7 +167,7 @@ func TestCreateRuntimeIsIdempotent(t *testing.T) {
 					first = got
 					continue
 				}
-				if g, w := mustJSON(t, got.Spec), mustJSON(t, first.Spec); g != w {
+				if g, w := processtest.MustJSON(t, got.Spec), processtest.MustJSON(t, first.Spec); g != w {
 					t.Errorf("run %d changed the spec:\n got %s\nwant %s", run, g, w)
 				}
 				if got.ResourceVersion != first.ResourceVersion {

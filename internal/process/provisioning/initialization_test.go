@@ -1,7 +1,6 @@
 package provisioning_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"regexp"
@@ -18,6 +17,7 @@ import (
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process"
+	"github.com/kyma-keb/keb/internal/process/processtest"
 	"github.com/kyma-keb/keb/internal/process/provisioning"
 	"github.com/kyma-keb/keb/internal/storage"
 )
@@ -28,7 +28,7 @@ import (
 func pinKymaVersion(t *testing.T, globalAccountID, version string) {
 	t.Helper()
 	c := kcpClient(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	ensureNamespace(t, kyma.Namespace)
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: kyma.Namespace, Name: kyma.VersionsConfigMap},
@@ -116,13 +116,13 @@ func TestInitializationAppliesPlanDefaults(t *testing.T) {
 			if tc.platformRegion != "" {
 				op.Instance.PlatformRegion = tc.platformRegion
 			}
-			step := &provisioning.Initialization{Catalog: loadCatalog(t), Store: newIdentityStore(),
+			step := &provisioning.Initialization{Catalog: processtest.Catalog(t), Store: newIdentityStore(),
 				KCP: kcpClient(t), Config: testConfig(newNamespace(t))}
-			res, err := step.Run(context.Background(), op)
-			mustDone(t, "initialization", res, err)
+			res, err := step.Run(t.Context(), op)
+			processtest.MustOutcome(t, "initialization", processtest.Done, res, err)
 			got := op.Data
 			got.RuntimeID, got.ClusterID, got.ShootName, got.KymaVersion = "", "", "", ""
-			if g, w := mustJSON(t, got), mustJSON(t, tc.want); g != w {
+			if g, w := processtest.MustJSON(t, got), processtest.MustJSON(t, tc.want); g != w {
 				t.Errorf("data:\n got %s\nwant %s", g, w)
 			}
 			if op.Description == "" {
@@ -130,15 +130,6 @@ func TestInitializationAppliesPlanDefaults(t *testing.T) {
 			}
 		})
 	}
-}
-
-func mustJSON(t *testing.T, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 // shootName is the shoot naming rule users see in dashboards: "c-" and 7 DNS-safe characters.
@@ -168,15 +159,15 @@ func TestInitializationRuntimeIdentity(t *testing.T) {
 			if tc.stored[0] != "" {
 				store.ids[base.InstanceID] = storage.RuntimeIdentity{RuntimeID: tc.stored[0], ClusterID: tc.stored[1]}
 			}
-			step := &provisioning.Initialization{Catalog: loadCatalog(t), Store: store, KCP: kcpClient(t),
+			step := &provisioning.Initialization{Catalog: processtest.Catalog(t), Store: store, KCP: kcpClient(t),
 				Config: testConfig(newNamespace(t))}
 			var first process.Data
 			for i := range tc.runs {
 				// Every run starts from the stored operation, as after a crash: no data yet.
 				op := newOp(t, catalog.AzurePlanID, "")
 				op.InstanceID, op.Instance.InstanceID = base.InstanceID, base.InstanceID
-				res, err := step.Run(context.Background(), op)
-				mustDone(t, "initialization", res, err)
+				res, err := step.Run(t.Context(), op)
+				processtest.MustOutcome(t, "initialization", processtest.Done, res, err)
 				d := op.Data
 				if _, err := uuid.Parse(d.RuntimeID); err != nil {
 					t.Errorf("run %d: runtime ID %q is not a UUID", i, d.RuntimeID)
@@ -243,9 +234,9 @@ func TestInitializationKymaVersion(t *testing.T) {
 			}
 			cfg := testConfig(newNamespace(t))
 			cfg.DefaultKymaVersion, cfg.OnDemandVersion = defaultVersion, tc.onDemand
-			step := &provisioning.Initialization{Catalog: loadCatalog(t), Store: newIdentityStore(), KCP: kcpClient(t), Config: cfg}
-			res, err := step.Run(context.Background(), op)
-			mustDone(t, "initialization", res, err)
+			step := &provisioning.Initialization{Catalog: processtest.Catalog(t), Store: newIdentityStore(), KCP: kcpClient(t), Config: cfg}
+			res, err := step.Run(t.Context(), op)
+			processtest.MustOutcome(t, "initialization", processtest.Done, res, err)
 			if op.Data.KymaVersion != tc.want {
 				t.Errorf("Kyma version %q, want %q", op.Data.KymaVersion, tc.want)
 			}
@@ -260,13 +251,13 @@ func TestInitializationErrors(t *testing.T) {
 		planID   string
 		params   string
 		storeErr error
-		want     outcome
+		want     processtest.Outcome
 		wantMsg  string // in the failure or error
 	}{
-		{name: "unknown plan fails for good", planID: "00000000-0000-0000-0000-000000000000", want: failure, wantMsg: "unknown plan"},
-		{name: "unreadable stored parameters fail for good", planID: catalog.AzurePlanID, params: `{"name":`, want: failure, wantMsg: "parameters"},
-		{name: "trial region unknown to the provider fails for good", planID: catalog.TrialPlanID, params: `{"name":"t","region":"mars"}`, want: failure, wantMsg: "mars"},
-		{name: "store unavailable is temporary", planID: catalog.AzurePlanID, storeErr: errors.New("connection refused"), want: temporary, wantMsg: "connection refused"},
+		{name: "unknown plan fails for good", planID: "00000000-0000-0000-0000-000000000000", want: processtest.Failure, wantMsg: "unknown plan"},
+		{name: "unreadable stored parameters fail for good", planID: catalog.AzurePlanID, params: `{"name":`, want: processtest.Failure, wantMsg: "parameters"},
+		{name: "trial region unknown to the provider fails for good", planID: catalog.TrialPlanID, params: `{"name":"t","region":"mars"}`, want: processtest.Failure, wantMsg: "mars"},
+		{name: "store unavailable is temporary", planID: catalog.AzurePlanID, storeErr: errors.New("connection refused"), want: processtest.Temporary, wantMsg: "connection refused"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -274,11 +265,9 @@ func TestInitializationErrors(t *testing.T) {
 			store := newIdentityStore()
 			store.err = tc.storeErr
 			op := newOp(t, tc.planID, tc.params)
-			step := &provisioning.Initialization{Catalog: loadCatalog(t), Store: store, KCP: kcpClient(t), Config: testConfig(newNamespace(t))}
-			res, err := step.Run(context.Background(), op)
-			if got := outcomeOf(res, err); got != tc.want {
-				t.Fatalf("outcome %s (result %+v, error %v), want %s", got, res, err, tc.want)
-			}
+			step := &provisioning.Initialization{Catalog: processtest.Catalog(t), Store: store, KCP: kcpClient(t), Config: testConfig(newNamespace(t))}
+			res, err := step.Run(t.Context(), op)
+			processtest.MustOutcome(t, step.Name(), tc.want, res, err)
 			msg := ""
 			if err != nil {
 				msg = err.Error()

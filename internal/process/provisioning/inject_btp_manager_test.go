@@ -1,12 +1,9 @@
 package provisioning_test
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,33 +15,16 @@ import (
 	"github.com/kyma-keb/keb/internal/btpmanager"
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/process"
+	"github.com/kyma-keb/keb/internal/process/processtest"
 	"github.com/kyma-keb/keb/internal/process/provisioning"
 	"github.com/kyma-keb/keb/internal/runtime"
 	"github.com/kyma-keb/keb/testing/k8stest"
 )
 
-// runtimeClients is a fake of the runtime client cache.
-type runtimeClients struct {
-	c     client.Client
-	err   error
-	calls atomic.Int32
-	asked atomic.Value // the runtime ID asked for
-}
-
-func (r *runtimeClients) Client(_ context.Context, runtimeID string) (client.Client, error) {
-	r.calls.Add(1)
-	r.asked.Store(runtimeID)
-	return r.c, r.err
-}
-
 func smCredentials(t *testing.T) []byte {
 	t.Helper()
-	b, err := json.Marshal(catalog.SMOperatorCredentials{ClientID: "cid", ClientSecret: "csecret",
-		SMURL: "https://sm.example.com", URL: "https://auth.example.com", XSAppName: "app"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return []byte(processtest.MustJSON(t, catalog.SMOperatorCredentials{ClientID: "cid", ClientSecret: "csecret",
+		SMURL: "https://sm.example.com", URL: "https://auth.example.com", XSAppName: "app"}))
 }
 
 func TestInjectBTPManagerWithoutRuntime(t *testing.T) {
@@ -53,53 +33,51 @@ func TestInjectBTPManagerWithoutRuntime(t *testing.T) {
 		name        string
 		credentials []byte
 		clientErr   error
-		want        outcome
+		want        processtest.Outcome
 		wantDesc    []string
 		wantCalls   int32
 	}{
-		{name: "no credentials: skipped, said so", want: done,
+		{name: "no credentials: skipped, said so", want: processtest.Done,
 			wantDesc: []string{"Skipped", "sm_operator_credentials"}, wantCalls: 0},
-		{name: "unreadable stored credentials: fails for good", credentials: []byte("{not json"), want: failure, wantCalls: 0},
+		{name: "unreadable stored credentials: fails for good", credentials: []byte("{not json"), want: processtest.Failure, wantCalls: 0},
 		{name: "runtime kubeconfig missing: waits for it",
 			clientErr: fmt.Errorf("secret kcp-system/kubeconfig-x: %w", runtime.ErrKubeconfigNotFound),
-			want:      retry, wantDesc: []string{"kubeconfig"}, wantCalls: 1},
+			want:      processtest.Retry, wantDesc: []string{"kubeconfig"}, wantCalls: 1},
 		{name: "runtime unreachable: temporary error", clientErr: errors.New("dial tcp: connection refused"),
-			want: temporary, wantCalls: 1},
+			want: processtest.Temporary, wantCalls: 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			op := initializedOp(t, catalog.AzurePlanID, "", process.Data{Provider: "azure"})
 			op.Instance.Credentials = tc.credentials
-			if tc.credentials == nil && tc.want != done {
+			if tc.credentials == nil && tc.want != processtest.Done {
 				op.Instance.Credentials = smCredentials(t)
 			}
-			rc := &runtimeClients{err: tc.clientErr}
+			rc := &processtest.RuntimeClients{Err: tc.clientErr}
 			cfg := testConfig("unused")
 			step := &provisioning.InjectBTPManager{Runtimes: rc, Config: cfg}
-			res, err := step.Run(context.Background(), op)
-			if got := outcomeOf(res, err); got != tc.want {
-				t.Fatalf("outcome %s (result %+v, error %v), want %s", got, res, err, tc.want)
-			}
-			if tc.want == retry {
+			res, err := step.Run(t.Context(), op)
+			processtest.MustOutcome(t, step.Name(), tc.want, res, err)
+			if tc.want == processtest.Retry {
 				if res.RetryAfter != cfg.BTPManagerPoll {
 					t.Errorf("retry after %s, want %s", res.RetryAfter, cfg.BTPManagerPoll)
 				}
-				if m := missingFrom(op.Description, op.Data.ShootName); m != "" {
+				if m := processtest.MissingFrom(op.Description, op.Data.ShootName); m != "" {
 					t.Errorf("description %q does not name the cluster", op.Description)
 				}
 			}
-			if m := missingFrom(op.Description, tc.wantDesc...); m != "" {
+			if m := processtest.MissingFrom(op.Description, tc.wantDesc...); m != "" {
 				t.Errorf("description %q does not mention %q", op.Description, m)
 			}
-			if tc.want == failure && strings.Contains(res.Failure.Error(), "not json") {
+			if tc.want == processtest.Failure && strings.Contains(res.Failure.Error(), "not json") {
 				t.Errorf("failure %q echoes the stored credentials", res.Failure)
 			}
-			if got := rc.calls.Load(); got != tc.wantCalls {
+			if got := rc.Calls(); got != tc.wantCalls {
 				t.Errorf("runtime client asked %d times, want %d", got, tc.wantCalls)
 			}
-			if tc.wantCalls > 0 && rc.asked.Load() != op.Data.RuntimeID {
-				t.Errorf("runtime client asked for %v, want %s", rc.asked.Load(), op.Data.RuntimeID)
+			if tc.wantCalls > 0 && rc.Asked() != op.Data.RuntimeID {
+				t.Errorf("runtime client asked for %v, want %s", rc.Asked(), op.Data.RuntimeID)
 			}
 		})
 	}
@@ -128,14 +106,14 @@ func TestInjectBTPManagerIntoRuntime(t *testing.T) {
 	tests := []struct {
 		name     string
 		runtime  client.Client
-		want     outcome
+		want     processtest.Outcome
 		wantDesc []string
 		wantCR   bool
 	}{
-		{name: "runtime without the BtpOperator CRD: waits, naming it", runtime: bareClient, want: retry,
+		{name: "runtime without the BtpOperator CRD: waits, naming it", runtime: bareClient, want: processtest.Retry,
 			wantDesc: []string{"btpoperators.operator.kyma-project.io"}},
 		// The package's apiserver has keb's CRDs; only this case uses its kyma-system namespace.
-		{name: "runtime serving BtpOperator: Secret and CR written", runtime: kcpClient(t), want: done, wantCR: true},
+		{name: "runtime serving BtpOperator: Secret and CR written", runtime: kcpClient(t), want: processtest.Done, wantCR: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -143,21 +121,19 @@ func TestInjectBTPManagerIntoRuntime(t *testing.T) {
 			op := initializedOp(t, catalog.AzurePlanID, "", process.Data{Provider: "azure"})
 			op.Instance.Credentials = smCredentials(t)
 			cfg := testConfig("unused")
-			step := &provisioning.InjectBTPManager{Runtimes: &runtimeClients{c: tc.runtime}, Config: cfg}
-			res, err := step.Run(context.Background(), op)
-			if got := outcomeOf(res, err); got != tc.want {
-				t.Fatalf("outcome %s (result %+v, error %v), want %s", got, res, err, tc.want)
-			}
-			if tc.want == retry && res.RetryAfter != cfg.BTPManagerPoll {
+			step := &provisioning.InjectBTPManager{Runtimes: &processtest.RuntimeClients{Runtime: tc.runtime}, Config: cfg}
+			res, err := step.Run(t.Context(), op)
+			processtest.MustOutcome(t, step.Name(), tc.want, res, err)
+			if tc.want == processtest.Retry && res.RetryAfter != cfg.BTPManagerPoll {
 				t.Errorf("retry after %s, want %s", res.RetryAfter, cfg.BTPManagerPoll)
 			}
-			if m := missingFrom(op.Description, tc.wantDesc...); m != "" {
+			if m := processtest.MissingFrom(op.Description, tc.wantDesc...); m != "" {
 				t.Errorf("description %q does not mention %q", op.Description, m)
 			}
 			// Either way the Secret is in place, so BTP Manager finds it as soon as it starts.
 			sec := &corev1.Secret{}
 			key := client.ObjectKey{Namespace: "kyma-system", Name: "sap-btp-manager"}
-			if err := tc.runtime.Get(context.Background(), key, sec); err != nil {
+			if err := tc.runtime.Get(t.Context(), key, sec); err != nil {
 				t.Fatalf("reading %s: %v", key, err)
 			}
 			want := map[string]string{"clientid": "cid", "clientsecret": "csecret", "sm_url": "https://sm.example.com",
@@ -166,7 +142,7 @@ func TestInjectBTPManagerIntoRuntime(t *testing.T) {
 			for k, v := range sec.Data {
 				got[k] = string(v)
 			}
-			if g, w := mustJSON(t, got), mustJSON(t, want); g != w {
+			if g, w := processtest.MustJSON(t, got), processtest.MustJSON(t, want); g != w {
 				t.Errorf("secret data:\n got %s\nwant %s", g, w)
 			}
 			if sec.Type != corev1.SecretTypeOpaque ||
@@ -177,13 +153,13 @@ func TestInjectBTPManagerIntoRuntime(t *testing.T) {
 			if tc.wantCR {
 				cr := &unstructured.Unstructured{}
 				cr.SetGroupVersionKind(btpmanager.GroupVersion.WithKind("BtpOperator"))
-				if err := tc.runtime.Get(context.Background(), client.ObjectKey{Namespace: "kyma-system", Name: "btpoperator"}, cr); err != nil {
+				if err := tc.runtime.Get(t.Context(), client.ObjectKey{Namespace: "kyma-system", Name: "btpoperator"}, cr); err != nil {
 					t.Errorf("reading BtpOperator kyma-system/btpoperator: %v", err)
 				}
 				// A re-run (after a crash) writes nothing new and is done again.
 				again := *op
-				res, err := step.Run(context.Background(), &again)
-				mustDone(t, "re-run", res, err)
+				res, err := step.Run(t.Context(), &again)
+				processtest.MustOutcome(t, "re-run", processtest.Done, res, err)
 			}
 		})
 	}

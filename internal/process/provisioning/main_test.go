@@ -3,20 +3,14 @@ package provisioning_test
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kyma-keb/keb/internal/app"
-	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/process"
+	"github.com/kyma-keb/keb/internal/process/processtest"
 	"github.com/kyma-keb/keb/internal/process/provisioning"
 	"github.com/kyma-keb/keb/internal/storage"
 	"github.com/kyma-keb/keb/testing/k8stest"
@@ -28,52 +22,14 @@ var env *k8stest.Environment
 
 func TestMain(m *testing.M) { k8stest.Main(m, &env) }
 
-// kcp returns the package's one uncached client on keb's scheme.
-var kcp = sync.OnceValues(func() (client.Client, error) {
-	s, err := app.Scheme()
-	if err != nil {
-		return nil, err
-	}
-	return client.New(env.Config, client.Options{Scheme: s})
-})
-
-func kcpClient(t *testing.T) client.Client {
-	t.Helper()
-	c, err := kcp()
-	if err != nil {
-		t.Fatalf("creating client: %v", err)
-	}
-	return c
-}
-
-// cat is the embedded catalog, loaded once.
-var cat = sync.OnceValues(func() (*catalog.Catalog, error) { return catalog.Load("") })
-
-func loadCatalog(t *testing.T) *catalog.Catalog {
-	t.Helper()
-	c, err := cat()
-	if err != nil {
-		t.Fatalf("loading catalog: %v", err)
-	}
-	return c
-}
+// kcpClient is the package's one uncached client on keb's scheme.
+func kcpClient(t *testing.T) client.Client { return processtest.Client(t, env.Config) }
 
 // newNamespace creates a fresh namespace for one test.
-func newNamespace(t *testing.T) string {
-	t.Helper()
-	ns := "prov-" + uuid.NewString()[:8]
-	ensureNamespace(t, ns)
-	return ns
-}
+func newNamespace(t *testing.T) string { return processtest.Namespace(t, kcpClient(t), "prov") }
 
 // ensureNamespace creates ns unless it exists.
-func ensureNamespace(t *testing.T, ns string) {
-	t.Helper()
-	err := kcpClient(t).Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("creating namespace %s: %v", ns, err)
-	}
-}
+func ensureNamespace(t *testing.T, ns string) { processtest.EnsureNamespace(t, kcpClient(t), ns) }
 
 // testConfig is a step configuration on namespace ns with recognisable poll intervals.
 func testConfig(ns string) provisioning.Config {
@@ -90,93 +46,16 @@ func testConfig(ns string) provisioning.Config {
 	}
 }
 
-// planName returns the name of a plan ID of the embedded catalog.
-func planName(t *testing.T, planID string) string {
-	t.Helper()
-	p, ok := loadCatalog(t).PlanByID(planID)
-	if !ok {
-		return ""
-	}
-	return p.Name
-}
-
 // newOp returns a provisioning operation of a fresh instance of planID with the given raw
-// parameters ("" for none). The engine's clock is not set: the steps tested never read it.
+// parameters ("" for none).
 func newOp(t *testing.T, planID, params string) *process.Operation {
 	t.Helper()
-	instanceID := uuid.NewString()
-	inst := storage.Instance{
-		InstanceID:      instanceID,
-		GlobalAccountID: "ga-" + uuid.NewString()[:8],
-		SubAccountID:    "sa-" + uuid.NewString()[:8],
-		UserID:          "jane.doe@example.com",
-		ServiceID:       catalog.ServiceID,
-		PlanID:          planID,
-		PlanName:        planName(t, planID),
-		PlatformRegion:  "cf-eu10",
-	}
+	inst := processtest.Instance(t, planID)
+	inst.PlatformRegion = "cf-eu10"
 	if params != "" {
 		inst.Parameters = json.RawMessage(params)
 	}
-	return &process.Operation{
-		Operation: storage.Operation{
-			ID:         uuid.NewString(),
-			InstanceID: instanceID,
-			Type:       storage.OperationTypeProvision,
-			State:      storage.StateInProgress,
-		},
-		Instance: inst,
-	}
-}
-
-// isDone reports whether a step's result means "done".
-func isDone(res process.StepResult, err error) bool {
-	return err == nil && res.Failure == nil && res.RetryAfter == 0
-}
-
-// mustDone fails the test unless the step finished.
-func mustDone(t *testing.T, what string, res process.StepResult, err error) {
-	t.Helper()
-	if !isDone(res, err) {
-		t.Fatalf("%s: want done, got result %+v, error %v", what, res, err)
-	}
-}
-
-// outcome names a step result for table expectations.
-type outcome int
-
-const (
-	done outcome = iota
-	retry
-	failure
-	temporary // an error: retried with backoff
-)
-
-func (o outcome) String() string {
-	return [...]string{"done", "retry", "failure", "temporary error"}[o]
-}
-
-func outcomeOf(res process.StepResult, err error) outcome {
-	switch {
-	case err != nil:
-		return temporary
-	case res.Failure != nil:
-		return failure
-	case res.RetryAfter > 0:
-		return retry
-	default:
-		return done
-	}
-}
-
-// containsAll reports the first of subs that s lacks, or "".
-func missingFrom(s string, subs ...string) string {
-	for _, sub := range subs {
-		if !strings.Contains(s, sub) {
-			return sub
-		}
-	}
-	return ""
+	return processtest.Operation(storage.OperationTypeProvision, inst)
 }
 
 // identityStore is a fake of the store's SetRuntimeIdentity: the first IDs offered for an

@@ -1,7 +1,6 @@
 package provisioning_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/google/uuid"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/overrides"
+	"github.com/kyma-keb/keb/internal/process/processtest"
 	"github.com/kyma-keb/keb/internal/process/provisioning"
 	"github.com/kyma-keb/keb/internal/runtime"
 )
@@ -44,7 +44,7 @@ func createOverrideSources(t *testing.T, ns string, sources []overrideSource) {
 		if s.secret {
 			obj = &corev1.Secret{ObjectMeta: meta, StringData: s.data}
 		}
-		if err := c.Create(context.Background(), obj); err != nil {
+		if err := c.Create(t.Context(), obj); err != nil {
 			t.Fatalf("creating override source %s: %v", s.name, err)
 		}
 	}
@@ -86,24 +86,24 @@ func TestOverrides(t *testing.T) {
 			createOverrideSources(t, ns, tc.sources)
 			op := newOp(t, tc.planID, "")
 			op.Data.RuntimeID = uuid.NewString()
-			step := &provisioning.Overrides{Catalog: loadCatalog(t), KCP: kcpClient(t), Config: testConfig(ns)}
+			step := &provisioning.Overrides{Catalog: processtest.Catalog(t), KCP: kcpClient(t), Config: testConfig(ns)}
 			// Twice: a re-run after a crash must converge on the same Secret.
 			for run := range 2 {
-				res, err := step.Run(context.Background(), op)
-				mustDone(t, "overrides", res, err)
+				res, err := step.Run(t.Context(), op)
+				processtest.MustOutcome(t, "overrides", processtest.Done, res, err)
 				wantName := overrides.SecretName(op.Data.RuntimeID)
 				if op.Data.OverridesSecret != wantName {
 					t.Fatalf("run %d: recorded overrides secret %q, want %q", run, op.Data.OverridesSecret, wantName)
 				}
 				s := &corev1.Secret{}
-				if err := kcpClient(t).Get(context.Background(), client.ObjectKey{Namespace: ns, Name: wantName}, s); err != nil {
+				if err := kcpClient(t).Get(t.Context(), client.ObjectKey{Namespace: ns, Name: wantName}, s); err != nil {
 					t.Fatalf("run %d: reading the stored overrides: %v", run, err)
 				}
 				got := map[string]string{}
 				for k, v := range s.Data {
 					got[k] = string(v)
 				}
-				if g, w := mustJSON(t, got), mustJSON(t, tc.want); g != w {
+				if g, w := processtest.MustJSON(t, got), processtest.MustJSON(t, tc.want); g != w {
 					t.Errorf("run %d: stored overrides\n got %s\nwant %s", run, g, w)
 				}
 				if s.Labels[runtime.LabelRuntimeID] != op.Data.RuntimeID || s.Labels[provisioning.LabelInstanceID] != op.InstanceID {
@@ -117,7 +117,7 @@ func TestOverrides(t *testing.T) {
 				t.Error("no description set")
 			}
 			list := &corev1.SecretList{}
-			if err := kcpClient(t).List(context.Background(), list, client.InNamespace(ns),
+			if err := kcpClient(t).List(t.Context(), list, client.InNamespace(ns),
 				client.MatchingLabels{runtime.LabelRuntimeID: op.Data.RuntimeID}); err != nil {
 				t.Fatal(err)
 			}
@@ -144,13 +144,11 @@ func TestOverridesInvalidComponentIsTemporary(t *testing.T) {
 			createOverrideSources(t, ns, []overrideSource{{name: "bad", component: tc.component, data: map[string]string{"k": "v"}}})
 			op := newOp(t, catalog.AzurePlanID, "")
 			op.Data.RuntimeID = uuid.NewString()
-			step := &provisioning.Overrides{Catalog: loadCatalog(t), KCP: kcpClient(t), Config: testConfig(ns)}
-			res, err := step.Run(context.Background(), op)
+			step := &provisioning.Overrides{Catalog: processtest.Catalog(t), KCP: kcpClient(t), Config: testConfig(ns)}
+			res, err := step.Run(t.Context(), op)
 			// An operator's mislabelled source: the step keeps retrying (the operator can fix
 			// the label) rather than failing users' provisionings for good.
-			if got := outcomeOf(res, err); got != temporary {
-				t.Fatalf("outcome %s, want %s", got, temporary)
-			}
+			processtest.MustOutcome(t, step.Name(), processtest.Temporary, res, err)
 			if op.Data.OverridesSecret != "" {
 				t.Errorf("overrides secret %q recorded although none was stored", op.Data.OverridesSecret)
 			}

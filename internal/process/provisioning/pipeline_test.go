@@ -74,7 +74,7 @@ func TestPipelineSucceededRecordsDashboard(t *testing.T) {
 			op.Data = process.Data{ShootName: "c-1234567", Provider: "azure", Region: "europe", ProviderRegion: "westeurope",
 				MachineType: "Standard_D4s_v5", AutoScalerMin: 1, AutoScalerMax: 1, ZonesCount: 1,
 				HyperscalerSecret: "trial-azure-1", KymaVersion: "2.20.0"}
-			err := pipe.Succeeded(context.Background(), op)
+			err := pipe.Succeeded(t.Context(), op)
 			if !errors.Is(err, tc.err) {
 				t.Errorf("error %v, want %v", err, tc.err)
 			}

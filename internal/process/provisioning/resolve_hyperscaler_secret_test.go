@@ -1,7 +1,6 @@
 package provisioning_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -11,6 +10,7 @@ import (
 
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/hyperscaler"
+	"github.com/kyma-keb/keb/internal/process/processtest"
 	"github.com/kyma-keb/keb/internal/process/provisioning"
 )
 
@@ -43,7 +43,7 @@ func newPool(t *testing.T, tenant string, secrets ...poolSecret) (*hyperscaler.P
 		}
 		obj := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: s.name, Labels: l},
 			Data: map[string][]byte{"credentials": []byte("of " + s.name)}}
-		if err := c.Create(context.Background(), obj); err != nil {
+		if err := c.Create(t.Context(), obj); err != nil {
 			t.Fatalf("creating pool secret %s: %v", s.name, err)
 		}
 	}
@@ -54,7 +54,7 @@ func newPool(t *testing.T, tenant string, secrets ...poolSecret) (*hyperscaler.P
 func poolTenants(t *testing.T, ns string) map[string]string {
 	t.Helper()
 	list := &corev1.SecretList{}
-	if err := kcpClient(t).List(context.Background(), list, client.InNamespace(ns)); err != nil {
+	if err := kcpClient(t).List(t.Context(), list, client.InNamespace(ns)); err != nil {
 		t.Fatalf("listing pool: %v", err)
 	}
 	out := map[string]string{}
@@ -71,7 +71,7 @@ func TestResolveHyperscalerSecret(t *testing.T) {
 		planID   string
 		provider string
 		pool     []poolSecret
-		want     outcome
+		want     processtest.Outcome
 		// wantSecret and wantShared are the account recorded when done.
 		wantSecret string
 		wantShared bool
@@ -83,12 +83,12 @@ func TestResolveHyperscalerSecret(t *testing.T) {
 		{
 			name: "dedicated plan claims a free account", planID: catalog.AzurePlanID, provider: "azure",
 			pool: []poolSecret{{name: "az-2", typ: "azure"}, {name: "az-1", typ: "azure"}, {name: "gcp-1", typ: "gcp"}},
-			want: done, wantSecret: "az-1", wantType: "azure", wantClaimed: "az-1",
+			want: processtest.Done, wantSecret: "az-1", wantType: "azure", wantClaimed: "az-1",
 		},
 		{
 			name: "dedicated plan reuses the tenant's account", planID: catalog.AWSPlanID, provider: "aws",
 			pool: []poolSecret{{name: "aws-1", typ: "aws"}, {name: "aws-2", typ: "aws", tenant: "self"}},
-			want: done, wantSecret: "aws-2", wantType: "aws", wantClaimed: "aws-2",
+			want: processtest.Done, wantSecret: "aws-2", wantType: "aws", wantClaimed: "aws-2",
 		},
 		{
 			name: "dedicated plan skips other tenants', shared and dirty accounts", planID: catalog.GCPPlanID, provider: "gcp",
@@ -96,40 +96,40 @@ func TestResolveHyperscalerSecret(t *testing.T) {
 				{name: "g-1", typ: "gcp", tenant: "someone-else"}, {name: "g-2", typ: "gcp", shared: true},
 				{name: "g-3", typ: "gcp", dirty: true}, {name: "g-4", typ: "gcp"},
 			},
-			want: done, wantSecret: "g-4", wantType: "gcp", wantClaimed: "g-4",
+			want: processtest.Done, wantSecret: "g-4", wantType: "gcp", wantClaimed: "g-4",
 		},
 		{
 			name: "trial takes a shared account and claims nothing", planID: catalog.TrialPlanID, provider: "azure",
 			pool: []poolSecret{{name: "az-1", typ: "azure"}, {name: "az-shared", typ: "azure", shared: true}},
-			want: done, wantSecret: "az-shared", wantShared: true, wantType: "azure",
+			want: processtest.Done, wantSecret: "az-shared", wantShared: true, wantType: "azure",
 		},
 		{
 			name: "sap-converged-cloud takes a shared openstack account", planID: catalog.SapConvergedCloudPlanID, provider: "openstack",
 			pool: []poolSecret{{name: "os-shared", typ: "openstack", shared: true}},
-			want: done, wantSecret: "os-shared", wantShared: true, wantType: "openstack",
+			want: processtest.Done, wantSecret: "os-shared", wantShared: true, wantType: "openstack",
 		},
 		{
 			name: "empty pool: waits, naming the hyperscaler type", planID: catalog.AzurePlanID, provider: "azure",
-			want: retry, wantDesc: []string{"azure", "account pool"},
+			want: processtest.Retry, wantDesc: []string{"azure", "account pool"},
 		},
 		{
 			name: "only other types in the pool: waits for gcp", planID: catalog.GCPPlanID, provider: "gcp",
 			pool: []poolSecret{{name: "az-1", typ: "azure"}},
-			want: retry, wantDesc: []string{"gcp"},
+			want: processtest.Retry, wantDesc: []string{"gcp"},
 		},
 		{
 			name: "only taken and dirty accounts left: waits", planID: catalog.AzurePlanID, provider: "azure",
 			pool: []poolSecret{{name: "az-1", typ: "azure", tenant: "someone-else"}, {name: "az-2", typ: "azure", tenant: "self", dirty: true}},
-			want: retry, wantDesc: []string{"azure"},
+			want: processtest.Retry, wantDesc: []string{"azure"},
 		},
 		{
 			name: "trial without a shared account: waits, naming azure", planID: catalog.TrialPlanID, provider: "azure",
 			pool: []poolSecret{{name: "az-1", typ: "azure"}},
-			want: retry, wantDesc: []string{"azure"},
+			want: processtest.Retry, wantDesc: []string{"azure"},
 		},
 		{
 			name: "provider without a pool fails for good", planID: catalog.AzurePlanID, provider: "alibaba",
-			want: failure,
+			want: processtest.Failure,
 		},
 	}
 	for _, tc := range tests {
@@ -140,18 +140,16 @@ func TestResolveHyperscalerSecret(t *testing.T) {
 			pool, ns := newPool(t, op.Instance.GlobalAccountID, tc.pool...)
 			before := poolTenants(t, ns)
 			cfg := testConfig(ns)
-			step := &provisioning.ResolveHyperscalerSecret{Catalog: loadCatalog(t), Pool: pool, Config: cfg}
-			res, err := step.Run(context.Background(), op)
-			if got := outcomeOf(res, err); got != tc.want {
-				t.Fatalf("outcome %s (result %+v, error %v), want %s", got, res, err, tc.want)
-			}
-			if tc.want == retry && res.RetryAfter != cfg.AccountPoll {
+			step := &provisioning.ResolveHyperscalerSecret{Catalog: processtest.Catalog(t), Pool: pool, Config: cfg}
+			res, err := step.Run(t.Context(), op)
+			processtest.MustOutcome(t, step.Name(), tc.want, res, err)
+			if tc.want == processtest.Retry && res.RetryAfter != cfg.AccountPoll {
 				t.Errorf("retry after %s, want the account poll %s", res.RetryAfter, cfg.AccountPoll)
 			}
-			if m := missingFrom(op.Description, tc.wantDesc...); m != "" {
+			if m := processtest.MissingFrom(op.Description, tc.wantDesc...); m != "" {
 				t.Errorf("description %q does not mention %q", op.Description, m)
 			}
-			if tc.want == failure && !strings.Contains(res.Failure.Error(), tc.provider) {
+			if tc.want == processtest.Failure && !strings.Contains(res.Failure.Error(), tc.provider) {
 				t.Errorf("failure %q does not name the provider %q", res.Failure, tc.provider)
 			}
 			d := op.Data
@@ -191,13 +189,13 @@ func TestResolveHyperscalerSecretRerunKeepsTheAccount(t *testing.T) {
 			first := newOp(t, tc.planID, "")
 			first.Data.Provider = "azure"
 			pool, ns := newPool(t, first.Instance.GlobalAccountID, tc.pool...)
-			step := &provisioning.ResolveHyperscalerSecret{Catalog: loadCatalog(t), Pool: pool, Config: testConfig(ns)}
-			res, err := step.Run(context.Background(), first)
-			mustDone(t, "first run", res, err)
+			step := &provisioning.ResolveHyperscalerSecret{Catalog: processtest.Catalog(t), Pool: pool, Config: testConfig(ns)}
+			res, err := step.Run(t.Context(), first)
+			processtest.MustOutcome(t, "first run", processtest.Done, res, err)
 			again := *first
 			again.Data.HyperscalerSecret = ""
-			res, err = step.Run(context.Background(), &again)
-			mustDone(t, "second run", res, err)
+			res, err = step.Run(t.Context(), &again)
+			processtest.MustOutcome(t, "second run", processtest.Done, res, err)
 			if again.Data.HyperscalerSecret != first.Data.HyperscalerSecret {
 				t.Errorf("re-run chose %s, first run %s", again.Data.HyperscalerSecret, first.Data.HyperscalerSecret)
 			}

@@ -21,6 +21,7 @@ import (
 	"github.com/kyma-keb/keb/internal/app"
 	"github.com/kyma-keb/keb/internal/btpmanager"
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/process/processtest"
 	"github.com/kyma-keb/keb/internal/process/update"
 	"github.com/kyma-keb/keb/internal/runtime"
 	"github.com/kyma-keb/keb/testing/k8stest"
@@ -36,20 +37,20 @@ func TestUpdateBTPManagerCredentialsWithoutRuntime(t *testing.T) {
 		rawCreds    string // replaces the stored credentials
 		noRuntimeID bool
 		clientErr   error
-		want        outcome
+		want        processtest.Outcome
 		wantDesc    []string
 		wantCalls   int32
 	}{
-		{name: "no credentials stored: done, nothing to push", noCreds: true, want: done,
+		{name: "no credentials stored: done, nothing to push", noCreds: true, want: processtest.Done,
 			wantDesc: []string{"Nothing to push", "sm_operator_credentials"}},
-		{name: "unreadable stored credentials: fails for good", rawCreds: `{"clientsecret":"s3cret"`, want: failure},
+		{name: "unreadable stored credentials: fails for good", rawCreds: `{"clientsecret":"s3cret"`, want: processtest.Failure},
 		{name: "instance without a runtime ID: fails at once instead of waiting for a kubeconfig", noRuntimeID: true,
-			want: failure},
+			want: processtest.Failure},
 		{name: "runtime kubeconfig missing: waits for it",
 			clientErr: fmt.Errorf("secret kcp-system/kubeconfig-x: %w", runtime.ErrKubeconfigNotFound),
-			want:      retry, wantDesc: []string{"kubeconfig"}, wantCalls: 1},
+			want:      processtest.Retry, wantDesc: []string{"kubeconfig"}, wantCalls: 1},
 		{name: "runtime unreachable: temporary error", clientErr: errors.New("dial tcp: connection refused"),
-			want: temporary, wantCalls: 1},
+			want: processtest.Temporary, wantCalls: 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -65,30 +66,30 @@ func TestUpdateBTPManagerCredentialsWithoutRuntime(t *testing.T) {
 			if tc.noRuntimeID {
 				op.Instance.RuntimeID = ""
 			}
-			rc := &runtimeClients{err: tc.clientErr}
+			rc := &processtest.RuntimeClients{Err: tc.clientErr}
 			cfg := testConfig()
 			step := &update.UpdateBTPManagerCredentials{Runtimes: rc, Config: cfg}
-			res, err := step.Run(context.Background(), op)
-			mustOutcome(t, step.Name(), tc.want, res, err)
-			if tc.want == retry {
+			res, err := step.Run(t.Context(), op)
+			processtest.MustOutcome(t, step.Name(), tc.want, res, err)
+			if tc.want == processtest.Retry {
 				if res.RetryAfter != cfg.BTPManagerPoll {
 					t.Errorf("retry after %s, want the configured poll %s", res.RetryAfter, cfg.BTPManagerPoll)
 				}
-				if m := missingFrom(op.Description, op.Instance.ShootName); m != "" {
+				if m := processtest.MissingFrom(op.Description, op.Instance.ShootName); m != "" {
 					t.Errorf("description %q does not name the cluster", op.Description)
 				}
 			}
-			if m := missingFrom(op.Description, tc.wantDesc...); m != "" {
+			if m := processtest.MissingFrom(op.Description, tc.wantDesc...); m != "" {
 				t.Errorf("description %q does not mention %q", op.Description, m)
 			}
-			if tc.want == failure && strings.Contains(res.Failure.Error(), "s3cret") {
+			if tc.want == processtest.Failure && strings.Contains(res.Failure.Error(), "s3cret") {
 				t.Errorf("failure %q echoes the stored credentials", res.Failure)
 			}
-			if got := rc.calls.Load(); got != tc.wantCalls {
+			if got := rc.Calls(); got != tc.wantCalls {
 				t.Errorf("runtime client asked %d times, want %d", got, tc.wantCalls)
 			}
-			if tc.wantCalls > 0 && rc.asked.Load() != op.Instance.RuntimeID {
-				t.Errorf("runtime client asked for %v, want the instance's runtime %s", rc.asked.Load(), op.Instance.RuntimeID)
+			if tc.wantCalls > 0 && rc.Asked() != op.Instance.RuntimeID {
+				t.Errorf("runtime client asked for %v, want the instance's runtime %s", rc.Asked(), op.Instance.RuntimeID)
 			}
 		})
 	}
@@ -100,7 +101,7 @@ func TestUpdateBTPManagerCredentialsWithoutRuntime(t *testing.T) {
 func resetRuntime(t *testing.T) {
 	t.Helper()
 	c := kcpClient(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: btpmanager.Namespace}})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("creating namespace %s: %v", btpmanager.Namespace, err)
@@ -128,7 +129,7 @@ func putSecret(t *testing.T, labels map[string]string, data map[string]string) *
 	t.Helper()
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: secretKey.Namespace, Name: secretKey.Name, Labels: labels},
 		Type: corev1.SecretTypeOpaque, StringData: data}
-	if err := kcpClient(t).Create(context.Background(), sec); err != nil {
+	if err := kcpClient(t).Create(t.Context(), sec); err != nil {
 		t.Fatalf("creating Secret %s: %v", secretKey, err)
 	}
 	return readSecret(t, kcpClient(t))
@@ -137,7 +138,7 @@ func putSecret(t *testing.T, labels map[string]string, data map[string]string) *
 func readSecret(t *testing.T, c client.Client) *corev1.Secret {
 	t.Helper()
 	sec := &corev1.Secret{}
-	if err := c.Get(context.Background(), secretKey, sec); err != nil {
+	if err := c.Get(t.Context(), secretKey, sec); err != nil {
 		t.Fatalf("reading Secret %s: %v", secretKey, err)
 	}
 	return sec
@@ -145,7 +146,7 @@ func readSecret(t *testing.T, c client.Client) *corev1.Secret {
 
 func secretMissing(t *testing.T) bool {
 	t.Helper()
-	err := kcpClient(t).Get(context.Background(), secretKey, &corev1.Secret{})
+	err := kcpClient(t).Get(t.Context(), secretKey, &corev1.Secret{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		t.Fatalf("reading Secret %s: %v", secretKey, err)
 	}
@@ -178,8 +179,8 @@ func TestUpdateBTPManagerCredentialsInRuntime(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig()
 	runtimeClient := kcpClient(t)
-	newStep := func() (*update.UpdateBTPManagerCredentials, *runtimeClients) {
-		rc := &runtimeClients{c: runtimeClient}
+	newStep := func() (*update.UpdateBTPManagerCredentials, *processtest.RuntimeClients) {
+		rc := &processtest.RuntimeClients{Runtime: runtimeClient}
 		return &update.UpdateBTPManagerCredentials{Runtimes: rc, Config: cfg}, rc
 	}
 
@@ -190,13 +191,13 @@ func TestUpdateBTPManagerCredentialsInRuntime(t *testing.T) {
 		before := putSecret(t, kebLabels, wantData(oldCreds, "cluster-of-the-secret"))
 		op := newOp(t, &credentials)
 		step, rc := newStep()
-		res, err := step.Run(context.Background(), op)
-		mustOutcome(t, step.Name(), done, res, err)
-		if rc.asked.Load() != op.Instance.RuntimeID {
-			t.Errorf("runtime client asked for %v, want %s", rc.asked.Load(), op.Instance.RuntimeID)
+		res, err := step.Run(t.Context(), op)
+		processtest.MustOutcome(t, step.Name(), processtest.Done, res, err)
+		if rc.Asked() != op.Instance.RuntimeID {
+			t.Errorf("runtime client asked for %v, want %s", rc.Asked(), op.Instance.RuntimeID)
 		}
 		sec := readSecret(t, runtimeClient)
-		if g, w := mustJSON(t, stringData(sec)), mustJSON(t, wantData(credentials, "cluster-of-the-secret")); g != w {
+		if g, w := processtest.MustJSON(t, stringData(sec)), processtest.MustJSON(t, wantData(credentials, "cluster-of-the-secret")); g != w {
 			t.Errorf("secret data:\n got %s\nwant %s", g, w)
 		}
 		if sec.UID != before.UID {
@@ -205,12 +206,12 @@ func TestUpdateBTPManagerCredentialsInRuntime(t *testing.T) {
 		if op.Data.ClusterID != "" {
 			t.Errorf("operation records cluster ID %q although nothing was injected", op.Data.ClusterID)
 		}
-		if m := missingFrom(op.Description, "credentials", "updated"); m != "" {
+		if m := processtest.MissingFrom(op.Description, "credentials", "updated"); m != "" {
 			t.Errorf("description %q does not mention %q", op.Description, m)
 		}
 		// A re-run (after a crash) writes nothing.
-		res, err = step.Run(context.Background(), op)
-		mustOutcome(t, "re-run", done, res, err)
+		res, err = step.Run(t.Context(), op)
+		processtest.MustOutcome(t, "re-run", processtest.Done, res, err)
 		if again := readSecret(t, runtimeClient); again.ResourceVersion != sec.ResourceVersion {
 			t.Errorf("re-run rewrote the Secret (resourceVersion %s → %s)", sec.ResourceVersion, again.ResourceVersion)
 		}
@@ -222,16 +223,16 @@ func TestUpdateBTPManagerCredentialsInRuntime(t *testing.T) {
 		before := putSecret(t, labels, wantData(oldCreds, "cluster-of-the-secret"))
 		op := newOp(t, &credentials)
 		step, _ := newStep()
-		res, err := step.Run(context.Background(), op)
-		mustOutcome(t, step.Name(), done, res, err)
+		res, err := step.Run(t.Context(), op)
+		processtest.MustOutcome(t, step.Name(), processtest.Done, res, err)
 		sec := readSecret(t, runtimeClient)
 		if sec.ResourceVersion != before.ResourceVersion {
 			t.Errorf("the taken-over Secret was written (resourceVersion %s → %s)", before.ResourceVersion, sec.ResourceVersion)
 		}
-		if g, w := mustJSON(t, stringData(sec)), mustJSON(t, wantData(oldCreds, "cluster-of-the-secret")); g != w {
+		if g, w := processtest.MustJSON(t, stringData(sec)), processtest.MustJSON(t, wantData(oldCreds, "cluster-of-the-secret")); g != w {
 			t.Errorf("secret data:\n got %s\nwant %s", g, w)
 		}
-		if m := missingFrom(op.Description, btpmanager.LabelSkipReconciliation); m != "" {
+		if m := processtest.MissingFrom(op.Description, btpmanager.LabelSkipReconciliation); m != "" {
 			t.Errorf("description %q does not say the Secret is labelled %s", op.Description, m)
 		}
 	})
@@ -240,26 +241,26 @@ func TestUpdateBTPManagerCredentialsInRuntime(t *testing.T) {
 		resetRuntime(t)
 		op := newOp(t, &credentials)
 		step, _ := newStep()
-		res, err := step.Run(context.Background(), op)
-		mustOutcome(t, step.Name(), done, res, err)
+		res, err := step.Run(t.Context(), op)
+		processtest.MustOutcome(t, step.Name(), processtest.Done, res, err)
 		sec := readSecret(t, runtimeClient)
-		if g, w := mustJSON(t, stringData(sec)), mustJSON(t, wantData(credentials, op.Instance.ClusterID)); g != w {
+		if g, w := processtest.MustJSON(t, stringData(sec)), processtest.MustJSON(t, wantData(credentials, op.Instance.ClusterID)); g != w {
 			t.Errorf("secret data:\n got %s\nwant %s", g, w)
 		}
 		if sec.Labels[btpmanager.LabelManagedBy] != btpmanager.ManagedByKEB || sec.Labels[btpmanager.LabelWatchedBy] != btpmanager.ManagedByKEB {
 			t.Errorf("secret labels %v, want managed and watched by %s", sec.Labels, btpmanager.ManagedByKEB)
 		}
-		if err := runtimeClient.Get(context.Background(), client.ObjectKeyFromObject(btpOperator()), btpOperator()); err != nil {
+		if err := runtimeClient.Get(t.Context(), client.ObjectKeyFromObject(btpOperator()), btpOperator()); err != nil {
 			t.Errorf("reading BtpOperator %s/%s: %v", btpmanager.Namespace, btpmanager.CRName, err)
 		}
 		if op.Data.ClusterID != op.Instance.ClusterID {
 			t.Errorf("operation records cluster ID %q, want the injected %q", op.Data.ClusterID, op.Instance.ClusterID)
 		}
-		if m := missingFrom(op.Description, "missing", btpmanager.SecretName); m != "" {
+		if m := processtest.MissingFrom(op.Description, "missing", btpmanager.SecretName); m != "" {
 			t.Errorf("description %q does not mention %q", op.Description, m)
 		}
-		res, err = step.Run(context.Background(), op)
-		mustOutcome(t, "re-run", done, res, err)
+		res, err = step.Run(t.Context(), op)
+		processtest.MustOutcome(t, "re-run", processtest.Done, res, err)
 		if again := readSecret(t, runtimeClient); again.ResourceVersion != sec.ResourceVersion {
 			t.Errorf("re-run rewrote the Secret (resourceVersion %s → %s)", sec.ResourceVersion, again.ResourceVersion)
 		}
@@ -270,8 +271,8 @@ func TestUpdateBTPManagerCredentialsInRuntime(t *testing.T) {
 		op := newOp(t, &credentials)
 		op.Instance.ClusterID = ""
 		step, _ := newStep()
-		res, err := step.Run(context.Background(), op)
-		mustOutcome(t, step.Name(), failure, res, err)
+		res, err := step.Run(t.Context(), op)
+		processtest.MustOutcome(t, step.Name(), processtest.Failure, res, err)
 		if !secretMissing(t) {
 			t.Error("a Secret was written without a cluster ID")
 		}
@@ -284,8 +285,8 @@ func TestUpdateBTPManagerCredentialsInRuntime(t *testing.T) {
 		incomplete.ClientSecret = ""
 		op := newOp(t, &incomplete)
 		step, _ := newStep()
-		res, err := step.Run(context.Background(), op)
-		mustOutcome(t, step.Name(), failure, res, err)
+		res, err := step.Run(t.Context(), op)
+		processtest.MustOutcome(t, step.Name(), processtest.Failure, res, err)
 		if !strings.Contains(res.Failure.Error(), btpmanager.KeyClientSecret) || strings.Contains(res.Failure.Error(), credentials.ClientID) {
 			t.Errorf("failure %q should name the empty key and no value", res.Failure)
 		}
@@ -315,9 +316,9 @@ func TestUpdateBTPManagerCredentialsInRuntime(t *testing.T) {
 			},
 		})
 		op := newOp(t, &credentials)
-		step := &update.UpdateBTPManagerCredentials{Runtimes: &runtimeClients{c: c}, Config: cfg}
-		res, err := step.Run(context.Background(), op)
-		mustOutcome(t, step.Name(), temporary, res, err)
+		step := &update.UpdateBTPManagerCredentials{Runtimes: &processtest.RuntimeClients{Runtime: c}, Config: cfg}
+		res, err := step.Run(t.Context(), op)
+		processtest.MustOutcome(t, step.Name(), processtest.Temporary, res, err)
 		if !secretMissing(t) {
 			t.Error("a Secret was injected on a NotFound that was not about it")
 		}
@@ -337,12 +338,12 @@ func TestUpdateBTPManagerCredentialsInRuntime(t *testing.T) {
 		pipe := update.Pipeline(update.Deps{Config: cfg, Runtimes: cache})
 		step := pipe.Steps[0]
 		op := newOp(t, &credentials)
-		res, err := step.Run(context.Background(), op)
-		mustOutcome(t, "before the kubeconfig exists", retry, res, err)
+		res, err := step.Run(t.Context(), op)
+		processtest.MustOutcome(t, "before the kubeconfig exists", processtest.Retry, res, err)
 		if res.RetryAfter != cfg.BTPManagerPoll {
 			t.Errorf("retry after %s, want the configured poll %s", res.RetryAfter, cfg.BTPManagerPoll)
 		}
-		if m := missingFrom(op.Description, "kubeconfig", op.Instance.ShootName); m != "" {
+		if m := processtest.MissingFrom(op.Description, "kubeconfig", op.Instance.ShootName); m != "" {
 			t.Errorf("description %q does not mention %q", op.Description, m)
 		}
 		// The infrastructure manager publishes the kubeconfig; here it points at the package's apiserver.
@@ -354,7 +355,7 @@ func TestUpdateBTPManagerCredentialsInRuntime(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx := context.Background()
+		ctx := t.Context()
 		err = runtimeClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: runtime.Namespace}})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
@@ -366,8 +367,8 @@ func TestUpdateBTPManagerCredentialsInRuntime(t *testing.T) {
 			t.Fatalf("creating kubeconfig Secret: %v", err)
 		}
 		res, err = step.Run(ctx, op)
-		mustOutcome(t, "once the kubeconfig exists", done, res, err)
-		if g, w := mustJSON(t, stringData(readSecret(t, runtimeClient))), mustJSON(t, wantData(credentials, "cluster-of-the-secret")); g != w {
+		processtest.MustOutcome(t, "once the kubeconfig exists", processtest.Done, res, err)
+		if g, w := processtest.MustJSON(t, stringData(readSecret(t, runtimeClient))), processtest.MustJSON(t, wantData(credentials, "cluster-of-the-secret")); g != w {
 			t.Errorf("secret data:\n got %s\nwant %s", g, w)
 		}
 	})
@@ -397,16 +398,16 @@ func TestUpdateBTPManagerCredentialsBtpOperatorNotServed(t *testing.T) {
 	}
 	op := newOp(t, &credentials)
 	cfg := testConfig()
-	step := &update.UpdateBTPManagerCredentials{Runtimes: &runtimeClients{c: c}, Config: cfg}
-	res, err := step.Run(context.Background(), op)
-	mustOutcome(t, "without the CRD", retry, res, err)
+	step := &update.UpdateBTPManagerCredentials{Runtimes: &processtest.RuntimeClients{Runtime: c}, Config: cfg}
+	res, err := step.Run(t.Context(), op)
+	processtest.MustOutcome(t, "without the CRD", processtest.Retry, res, err)
 	if res.RetryAfter != cfg.BTPManagerPoll {
 		t.Errorf("retry after %s, want the configured poll %s", res.RetryAfter, cfg.BTPManagerPoll)
 	}
-	if m := missingFrom(op.Description, "btpoperators.operator.kyma-project.io"); m != "" {
+	if m := processtest.MissingFrom(op.Description, "btpoperators.operator.kyma-project.io"); m != "" {
 		t.Errorf("description %q does not name the CRD", op.Description)
 	}
-	if g, w := mustJSON(t, stringData(readSecret(t, c))), mustJSON(t, wantData(credentials, op.Instance.ClusterID)); g != w {
+	if g, w := processtest.MustJSON(t, stringData(readSecret(t, c))), processtest.MustJSON(t, wantData(credentials, op.Instance.ClusterID)); g != w {
 		t.Errorf("secret data while waiting:\n got %s\nwant %s", g, w)
 	}
 
@@ -429,9 +430,9 @@ func TestUpdateBTPManagerCredentialsBtpOperatorNotServed(t *testing.T) {
 	}
 	// The Secret exists now; the operation remembers it injected it, so it goes on injecting
 	// (creating the CR) rather than only rotating.
-	res, err = step.Run(context.Background(), op)
-	mustOutcome(t, "once the CRD is served", done, res, err)
-	if err := c.Get(context.Background(), client.ObjectKeyFromObject(btpOperator()), btpOperator()); err != nil {
+	res, err = step.Run(t.Context(), op)
+	processtest.MustOutcome(t, "once the CRD is served", processtest.Done, res, err)
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(btpOperator()), btpOperator()); err != nil {
 		t.Errorf("reading BtpOperator %s/%s: %v", btpmanager.Namespace, btpmanager.CRName, err)
 	}
 }

@@ -1,0 +1,64 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/pivotal-cf/brokerapi/v10/domain"
+
+	"github.com/kyma-keb/keb/internal/catalog"
+)
+
+// FuzzCheckInstanceBody: provision (PUT) and update (PATCH) bodies as
+// brokerapi will decode them. An accepted body is one JSON object with
+// exact, unique field names, naming an offered service (and for a PUT an
+// offered plan).
+func FuzzCheckInstanceBody(f *testing.F) {
+	cat, err := catalog.Load("")
+	if err != nil {
+		f.Fatal(err)
+	}
+	services, err := cat.Services([]string{"azure", "trial"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	o := offering{services: services}
+	f.Add(true, []byte(`{"service_id":"`+catalog.ServiceID+`","plan_id":"`+services[0].Plans[0].ID+`"}`))
+	f.Fuzz(func(t *testing.T, put bool, body []byte) {
+		method := http.MethodPatch
+		if put {
+			method = http.MethodPut
+		}
+		if rerr := o.checkInstanceBody(method, body); rerr != nil {
+			if rerr.status != http.StatusBadRequest || rerr.description == "" {
+				t.Fatalf("refusal %+v", rerr)
+			}
+			return
+		}
+		var fields map[string]json.RawMessage
+		dec := json.NewDecoder(bytes.NewReader(body))
+		if err := dec.Decode(&fields); err != nil || fields == nil || dec.More() {
+			t.Fatalf("accepted a body that is not one object: %q", body)
+		}
+		for k := range fields {
+			for _, want := range osbBodyFields {
+				if k != want && strings.EqualFold(k, want) {
+					t.Fatalf("accepted case variant %q", k)
+				}
+			}
+		}
+		if _, dup := duplicateKey(body); dup {
+			t.Fatalf("accepted duplicate keys: %q", body)
+		}
+		var d domain.ProvisionDetails
+		if err := json.Unmarshal(body, &d); put && err != nil {
+			t.Fatalf("accepted a body brokerapi cannot decode: %v", err)
+		}
+		if _, ok := o.service(d.ServiceID); !ok {
+			t.Fatalf("accepted service %q", d.ServiceID)
+		}
+	})
+}

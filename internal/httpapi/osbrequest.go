@@ -1,0 +1,365 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/pivotal-cf/brokerapi/v10/domain"
+)
+
+// requestError is a client mistake found before brokerapi sees the request,
+// answered with an OSB error body.
+type requestError struct {
+	status      int
+	key         string
+	description string
+}
+
+func (e *requestError) Error() string { return e.description }
+
+func badRequest(format string, args ...any) *requestError {
+	return &requestError{status: http.StatusBadRequest, key: "BadRequest", description: fmt.Sprintf(format, args...)}
+}
+
+// offering is what a request may name: the catalog's service and plan IDs.
+type offering struct {
+	services []domain.Service
+}
+
+func (o offering) serviceIDs() []string {
+	ids := make([]string, len(o.services))
+	for i, s := range o.services {
+		ids[i] = s.ID
+	}
+	return ids
+}
+
+func (o offering) service(id string) (domain.Service, bool) {
+	for _, s := range o.services {
+		if s.ID == id {
+			return s, true
+		}
+	}
+	return domain.Service{}, false
+}
+
+// checkServiceAndPlan names an unknown service or plan together with the
+// values that would be accepted. planID "" is not checked.
+func (o offering) checkServiceAndPlan(serviceID, planID string) *requestError {
+	svc, ok := o.service(serviceID)
+	if !ok {
+		return badRequest("service_id %s is not offered; the catalog offers service_id %s",
+			quoteValue(serviceID), strings.Join(o.serviceIDs(), ", "))
+	}
+	if planID == "" {
+		return nil
+	}
+	var plans []string
+	for _, p := range svc.Plans {
+		if p.ID == planID {
+			return nil
+		}
+		plans = append(plans, p.ID+" ("+p.Name+")")
+	}
+	return badRequest("plan_id %s is not a plan of service %s; its plans are: %s",
+		quoteValue(planID), serviceID, strings.Join(plans, ", "))
+}
+
+// quoteValue shows a client's value in a description, shortened so that a
+// hostile one cannot make the answer (or a log line) huge.
+func quoteValue(s string) string {
+	const most = 80
+	if len(s) > most {
+		return fmt.Sprintf("%q… (%d bytes)", s[:most], len(s))
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+// osbBodyFields are the top-level fields of OSB provision and update
+// bodies. encoding/json (and so brokerapi) matches keys case-insensitively:
+// a key differing from one of these only in case would be read as it, so
+// such keys are refused rather than guessed at.
+var osbBodyFields = []string{"service_id", "plan_id", "organization_guid", "space_guid", "context", "parameters",
+	"maintenance_info", "previous_values"}
+
+// checkInstanceBody validates a PUT (provision) or PATCH (update) body the
+// way OSB asks and brokerapi does not: exactly one JSON object, field names
+// exact, service_id (and for a PUT plan_id) present and offered. It returns
+// nil when brokerapi can decode the body into details without surprise.
+func (o offering) checkInstanceBody(method string, body []byte) *requestError {
+	fields, rerr := decodeSingleObject(body)
+	if rerr != nil {
+		return rerr
+	}
+	var variants []string
+	for k := range fields {
+		for _, want := range osbBodyFields {
+			if k != want && strings.EqualFold(k, want) {
+				variants = append(variants, fmt.Sprintf("%s (did you mean %s? field names are case-sensitive)", quoteValue(k), want))
+			}
+		}
+	}
+	if len(variants) > 0 {
+		sort.Strings(variants)
+		return badRequest("unknown fields %s", strings.Join(variants, ", "))
+	}
+	// Decode as brokerapi will, so that a wrong type is a 400 naming the
+	// field rather than brokerapi's 422.
+	var details any = &domain.ProvisionDetails{}
+	if method == http.MethodPatch {
+		details = &domain.UpdateDetails{}
+	}
+	if err := json.Unmarshal(body, details); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			return badRequest("field %s must be of JSON type %s, not %s", typeErr.Field, typeErr.Type, typeErr.Value)
+		}
+		return badRequest("the body is not a valid OSB request: %v", err)
+	}
+	var serviceID, planID string
+	switch d := details.(type) {
+	case *domain.ProvisionDetails:
+		serviceID, planID = d.ServiceID, d.PlanID
+	case *domain.UpdateDetails:
+		serviceID, planID = d.ServiceID, d.PlanID
+	}
+	var missing []string
+	if serviceID == "" {
+		missing = append(missing, "service_id")
+	}
+	if planID == "" && method == http.MethodPut {
+		missing = append(missing, "plan_id")
+	}
+	if len(missing) > 0 {
+		return badRequest("missing or empty: %s", strings.Join(missing, ", "))
+	}
+	return o.checkServiceAndPlan(serviceID, planID)
+}
+
+// decodeSingleObject reads body as exactly one JSON object: OSB bodies are
+// objects, and trailing data means the client sent something else than it
+// thinks.
+func decodeSingleObject(body []byte) (map[string]json.RawMessage, *requestError) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, badRequest("the body is empty; OSB requires a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var fields map[string]json.RawMessage
+	if err := dec.Decode(&fields); err != nil {
+		return nil, badRequest("the body is not a JSON object: %v", err)
+	}
+	if fields == nil {
+		return nil, badRequest("the body is null; OSB requires a JSON object")
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, badRequest("the body has data after its JSON object (at byte %d)", dec.InputOffset())
+	}
+	if path, dup := duplicateKey(body); dup {
+		return nil, badRequest("the body names field %s twice; parsers disagree on which one counts", quoteValue(path))
+	}
+	return fields, nil
+}
+
+// duplicateKey finds an object key that appears twice in one object of a
+// valid JSON document, and returns its dotted path.
+func duplicateKey(doc []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	var walk func(path string) (string, bool)
+	walk = func(path string) (string, bool) {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		switch tok {
+		case json.Delim('{'):
+			seen := map[string]bool{}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return "", false
+				}
+				k, _ := kt.(string)
+				if seen[k] {
+					return path + k, true
+				}
+				seen[k] = true
+				if p, dup := walk(path + k + "."); dup {
+					return p, true
+				}
+			}
+			_, _ = dec.Token()
+		case json.Delim('['):
+			for dec.More() {
+				if p, dup := walk(path); dup {
+					return p, true
+				}
+			}
+			_, _ = dec.Token()
+		}
+		return "", false
+	}
+	return walk("")
+}
+
+// checkDeprovisionQuery demands what OSB requires of a DELETE: service_id
+// and plan_id, both offered. Whether the plan is the instance's the broker
+// decides, which knows the instance.
+func (o offering) checkDeprovisionQuery(q map[string][]string) *requestError {
+	get := func(k string) string {
+		if v := q[k]; len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	var missing []string
+	for _, k := range []string{"service_id", "plan_id"} {
+		if get(k) == "" {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		return badRequest("missing query parameters: %s (OSB requires both on a DELETE)", strings.Join(missing, ", "))
+	}
+	return o.checkServiceAndPlan(get("service_id"), get("plan_id"))
+}
+
+// guardOSB answers the client mistakes brokerapi would answer in its own
+// shape (or not at all) before it sees the request: bodies over maxBody
+// (413), malformed or ambiguous bodies and missing or unknown IDs (400).
+func guardOSB(o offering, maxBody int64) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			instanceRoute := !strings.Contains(req.URL.Path, "/service_bindings/") &&
+				!strings.HasSuffix(req.URL.Path, "/last_operation") && strings.Contains(req.URL.Path, "/service_instances/")
+			if req.Body != nil && req.Body != http.NoBody {
+				body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, maxBody))
+				if err != nil {
+					var tooBig *http.MaxBytesError
+					if errors.As(err, &tooBig) {
+						// The rest of the body is not read: the connection
+						// goes, so that it cannot be held by a slow sender.
+						w.Header().Set("Connection", "close")
+						writeError(w, http.StatusRequestEntityTooLarge, "PayloadTooLarge",
+							fmt.Sprintf("the request body is larger than %d bytes", maxBody))
+						return
+					}
+					w.Header().Set("Connection", "close")
+					var netErr net.Error
+					if errors.As(err, &netErr) && netErr.Timeout() {
+						writeError(w, http.StatusRequestTimeout, "RequestTimeout",
+							"the request body did not arrive within the server's read timeout")
+						return
+					}
+					writeError(w, http.StatusBadRequest, "BadRequest", "reading the request body failed: "+err.Error())
+					return
+				}
+				req.Body = io.NopCloser(bytes.NewReader(body))
+				switch {
+				case instanceRoute && (req.Method == http.MethodPut || req.Method == http.MethodPatch):
+					if rerr := o.checkInstanceBody(req.Method, body); rerr != nil {
+						writeError(w, rerr.status, rerr.key, rerr.description)
+						return
+					}
+				case req.Method == http.MethodPut:
+					// A binding: keb offers none, but a malformed body is
+					// still OSB's 400, not brokerapi's 422.
+					if _, rerr := decodeSingleObject(body); rerr != nil {
+						writeError(w, rerr.status, rerr.key, rerr.description)
+						return
+					}
+				}
+			} else if instanceRoute && (req.Method == http.MethodPut || req.Method == http.MethodPatch) {
+				rerr := badRequest("the body is empty; OSB requires a JSON object")
+				writeError(w, rerr.status, rerr.key, rerr.description)
+				return
+			}
+			if instanceRoute && req.Method == http.MethodDelete {
+				if rerr := o.checkDeprovisionQuery(req.URL.Query()); rerr != nil {
+					writeError(w, rerr.status, rerr.key, rerr.description)
+					return
+				}
+			}
+			next.ServeHTTP(w, req)
+		})
+	}
+}
+
+// osbErrorShape makes every error brokerapi writes itself an OSB error
+// body: brokerapi answers some failures with only a description. keb's
+// own failures already carry their error key; 410's empty object is the
+// spec's and is left alone.
+func osbErrorShape(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		sw := &shapeWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, req)
+		sw.flush()
+	})
+}
+
+type shapeWriter struct {
+	http.ResponseWriter
+	status int
+	buf    *bytes.Buffer
+}
+
+func (s *shapeWriter) WriteHeader(code int) {
+	if s.status != 0 {
+		return
+	}
+	s.status = code
+	if code >= 400 && code != http.StatusGone {
+		s.buf = &bytes.Buffer{}
+		return
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *shapeWriter) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.WriteHeader(http.StatusOK)
+	}
+	if s.buf != nil {
+		return s.buf.Write(b)
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (s *shapeWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+func (s *shapeWriter) flush() {
+	if s.buf == nil {
+		return
+	}
+	var body map[string]any
+	if err := json.Unmarshal(s.buf.Bytes(), &body); err != nil || body == nil {
+		body = map[string]any{"description": strings.TrimSpace(s.buf.String())}
+	}
+	if key, _ := body["error"].(string); key == "" {
+		body["error"] = errorKeyFor(s.status)
+	}
+	if d, _ := body["description"].(string); d == "" {
+		body["description"] = http.StatusText(s.status)
+	}
+	s.Header().Del("Content-Length")
+	s.Header().Set("Content-Type", "application/json")
+	s.ResponseWriter.WriteHeader(s.status)
+	_ = json.NewEncoder(s.ResponseWriter).Encode(body)
+}
+
+// errorKeyFor is the error key of a status: its reason phrase without
+// spaces, as keb's own keys are spelled ("PreconditionFailed").
+func errorKeyFor(status int) string {
+	words := strings.Fields(http.StatusText(status))
+	if len(words) == 0 {
+		return "Error"
+	}
+	return strings.Join(words, "")
+}

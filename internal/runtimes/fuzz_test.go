@@ -1,0 +1,64 @@
+package runtimes_test
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/kyma-keb/keb/internal/runtimes"
+	"github.com/kyma-keb/keb/internal/storage"
+)
+
+// storable is what PostgreSQL can compare with stored text.
+func storable(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl)
+}
+
+// FuzzParseQuery: whatever the query string, an accepted one only carries
+// values PostgreSQL can take and a page whose offset fits.
+func FuzzParseQuery(f *testing.F) {
+	f.Add("account=ga&state=all&page=2&page_size=10")
+	f.Fuzz(func(t *testing.T, raw string) {
+		v, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		q, err := runtimes.ParseQuery(v)
+		if err != nil {
+			return
+		}
+		for _, list := range [][]string{q.GlobalAccountIDs, q.SubAccountIDs, q.InstanceIDs, q.RuntimeIDs, q.Regions, q.Plans, q.Shoots, q.States} {
+			for _, s := range list {
+				if !storable(s) {
+					t.Fatalf("accepted value %q", s)
+				}
+			}
+		}
+		if q.Page < 1 || q.Page > runtimes.MaxPage || q.PageSize < 1 || q.PageSize > runtimes.MaxPageSize {
+			t.Fatalf("accepted page %d, page_size %d", q.Page, q.PageSize)
+		}
+		if q.After != nil && !storable(q.After.InstanceID) {
+			t.Fatalf("accepted cursor instance %q", q.After.InstanceID)
+		}
+	})
+}
+
+// FuzzDecodeCursor: a decoded cursor is storable and survives a round trip.
+func FuzzDecodeCursor(f *testing.F) {
+	f.Add(runtimes.EncodeCursor(storage.RuntimeCursor{InstanceID: "inst-1"}))
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := runtimes.DecodeCursor(s)
+		if err != nil {
+			return
+		}
+		if !storable(c.InstanceID) || c.InstanceID == "" {
+			t.Fatalf("accepted cursor instance %q", c.InstanceID)
+		}
+		again, err := runtimes.DecodeCursor(runtimes.EncodeCursor(c))
+		if err != nil || !again.CreatedAt.Equal(c.CreatedAt) || again.InstanceID != c.InstanceID {
+			t.Fatalf("round trip of %+v: %+v, %v", c, again, err)
+		}
+	})
+}
