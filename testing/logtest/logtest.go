@@ -23,6 +23,14 @@ func (s *Buffer) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 
+// String is the whole log, in any format; call it after the server is
+// closed, so that no request is still logging.
+func (s *Buffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 // Lines decodes every line written so far; a line that is not a JSON object
 // fails the test.
 func (s *Buffer) Lines(t testing.TB) []map[string]any {
