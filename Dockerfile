@@ -1,4 +1,6 @@
 # Multi-stage build: a static keb binary on a minimal base, run as non-root.
+# Without a Docker engine, `make image` builds the equivalent image (same binary path, user 65532, entrypoint
+# and command) from the binary alone: cmd/keb-image, checked by its test.
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./

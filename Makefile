@@ -5,7 +5,10 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build run test faults vet fmt-check generate generate-check lint postgres pgbench k8s-bins load bench fuzz clean
+HELM_VERSION := v3.19.0
+HELM        := bin/tools/helm
+
+.PHONY: all build run test faults vet fmt-check generate generate-check lint postgres pgbench k8s-bins helm image release browser-test screenshots load bench fuzz clean
 
 all: build
 
@@ -18,8 +21,28 @@ run: postgres k8s-bins build
 	./bin/keb dev
 
 ## test: formatting, vet, and every test against real PostgreSQL and kube-apiservers
-test: postgres k8s-bins lint
+test: postgres k8s-bins helm lint
 	KUBEBUILDER_ASSETS=$(CURDIR)/bin/k8s $(GO) test -count=1 -timeout 30m ./...
+	@$(MAKE) --no-print-directory browser-test
+
+## browser-test: the operations console in Debian's chromium, driven by playwright-core against keb dev
+## (testing/browser); chromium is installed first when run as root, and the test is left out, saying so,
+## when it is missing and cannot be installed. Screenshots go to bin/screenshots (SCREENSHOTS=...).
+CHROMIUM ?= /usr/bin/chromium
+browser-test: build k8s-bins
+	@if [ ! -x "$(CHROMIUM)" ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo ">> installing chromium for the browser test (apt-get install chromium)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	fi; \
+	if [ ! -x "$(CHROMIUM)" ]; then \
+		echo ">> browser test NOT run: chromium is missing (sudo apt-get install -y chromium)"; exit 0; \
+	fi; \
+	cd testing/browser && npm ci --no-audit --no-fund --silent && cd ../.. && \
+	CHROMIUM=$(CHROMIUM) SCREENSHOTS=$(SCREENSHOTS) node testing/browser/console.test.mjs
+
+## screenshots: the browser test, saving its screenshots as docs/images (the README's pictures)
+screenshots:
+	@$(MAKE) --no-print-directory browser-test SCREENSHOTS=docs/images
 
 ## faults: the fault suite with its long variants (the 1,000-cycle soak); its quick
 ## variants run in `make test` too
@@ -84,6 +107,25 @@ postgres:
 ## (once; the first build takes about 6 minutes on 2 cores)
 k8s-bins:
 	@bash testing/envtest/build-bins.sh
+
+## helm: helm, pinned, built from the Go module proxy into bin/tools (the chart tests run it)
+helm: $(HELM)
+$(HELM):
+	@echo ">> building helm $(HELM_VERSION) into bin/tools (once)"
+	GOBIN=$(CURDIR)/bin/tools GOFLAGS=-buildvcs=false $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+
+## image: keb's container image without a Docker engine or a registry base image: the static binary,
+## a non-root user (65532) and /tmp, as an OCI layout (bin/image/oci) and a docker-loadable tarball
+## (bin/image/keb.tar). IMAGE names the tag recorded in the tarball.
+IMAGE ?= keb:$(VERSION)
+image: build
+	$(GO) run ./cmd/keb-image --binary bin/keb --layout bin/image/oci --tarball bin/image/keb.tar --tag $(IMAGE)
+
+## release: the binary, the image and the packaged Helm chart (bin/release/)
+release: image helm
+	@mkdir -p bin/release
+	$(HELM) lint --strict deploy/helm/keb
+	$(HELM) package deploy/helm/keb --app-version $(VERSION) --destination bin/release
 
 ## load: the load benchmark against a running `make run` (see docs/performance.md)
 load:

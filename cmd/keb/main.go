@@ -36,12 +36,15 @@ func commands() []command {
 		{"dev", "run the broker with an embedded PostgreSQL and dev auth (no set-up needed)", devCommand},
 		{"migrate", "apply (up), roll back (down) or show (status) database migrations", migrateCommand},
 		{"token", "print a token that a running `keb dev` accepts", tokenCommand},
-		{"runtimes", "list runtimes (GET /info/runtimes) as a table or JSON", runtimesCommand},
+		{"runtimes", "list runtimes (GET /info/runtimes) as a table or JSON (alias: rt)", runtimesCommand},
 		{"cleanup", "run one pass of the subaccount or environments cleanup (`keb cleanup subaccounts|environments [--dry-run]`)", cleanupCommand},
 		{"pool", "list the hyperscaler account pool, or return an account to it (`keb pool release NAME`)", poolCommand},
 		{"version", "print the version", versionCommand},
 	}
 }
+
+// subcommands are the positional words a command takes, for its usage line.
+var subcommands = map[string]string{"migrate": " up|down|status"}
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -55,6 +58,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
+	if args[0] == "rt" { // upstream kcp CLI's alias
+		args = append([]string{"runtimes"}, args[1:]...)
+	}
 	for _, c := range commands() {
 		if c.name != args[0] {
 			continue
@@ -63,7 +69,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fs.SetOutput(stderr)
 		runFn := c.flags(fs)
 		fs.Usage = func() {
-			fmt.Fprintf(fs.Output(), "Usage: keb %s [flags]\n\n%s.\n\nFlags (each also read from its environment variable):\n", c.name, c.summary)
+			fmt.Fprintf(fs.Output(), "Usage: keb %s%s [flags]\n\n%s.\n\nFlags (each also read from its environment variable):\n", c.name, subcommands[c.name], c.summary)
 			fs.PrintDefaults()
 		}
 		positional, err := parseInterspersed(fs, args[1:])

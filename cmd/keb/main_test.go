@@ -246,6 +246,33 @@ func TestMalformedEnvironmentIsReported(t *testing.T) {
 	}
 }
 
+// keb serve with nothing set names every required setting at once.
+func TestServeListsEveryMissingSetting(t *testing.T) {
+	for _, k := range []string{"APP_DATABASE_URL", "DATABASE_URL", "APP_DATABASE_SECRET_KEY", "APP_AUTH_JWKS_URLS",
+		"APP_AUTH_PUBLIC_KEY_FILES", "APP_KCP_KUBECONFIG", "KUBECONFIG", "KUBERNETES_SERVICE_HOST"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	code, _, errOut := runKeb("serve")
+	if code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	for _, w := range []string{"missing required settings", "APP_DATABASE_URL", "APP_DATABASE_SECRET_KEY",
+		"APP_AUTH_JWKS_URLS or APP_AUTH_PUBLIC_KEY_FILES", "APP_KCP_KUBECONFIG"} {
+		if !strings.Contains(errOut, w) {
+			t.Errorf("stderr does not name %q:\n%s", w, errOut)
+		}
+	}
+	// Set, they leave only what is still missing.
+	t.Setenv("APP_DATABASE_SECRET_KEY", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
+	t.Setenv("APP_WORKERS", "0")
+	_, _, errOut = runKeb("serve")
+	if strings.Contains(errOut, "APP_DATABASE_SECRET_KEY") || strings.Contains(errOut, "APP_KCP_KUBECONFIG") ||
+		!strings.Contains(errOut, "APP_DATABASE_URL") {
+		t.Errorf("stderr after setting the key and APP_WORKERS=0:\n%s", errOut)
+	}
+}
+
 func TestMigrateWithoutDatabase(t *testing.T) {
 	t.Setenv("APP_DATABASE_URL", "")
 	t.Setenv("DATABASE_URL", "")
@@ -315,5 +342,13 @@ func TestVersion(t *testing.T) {
 	out := captureStdout(t, func() { code, _, _ = runKeb("version") })
 	if code != 0 || strings.TrimSpace(out) != version {
 		t.Errorf("`keb version`: exit %d, printed %q, want %q", code, out, version)
+	}
+}
+
+func TestMigrateHelpNamesItsSubcommands(t *testing.T) {
+	t.Parallel()
+	code, _, errOut := runKeb("migrate", "--help")
+	if code != 0 || !strings.Contains(errOut, "Usage: keb migrate up|down|status [flags]") {
+		t.Errorf("exit %d, help:\n%s", code, errOut)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/kyma-keb/keb/internal/auth"
@@ -23,22 +22,23 @@ import (
 
 // runtimesFilters are the filter flags of `keb runtimes`, with the query
 // parameter of GET /info/runtimes each one fills.
-var runtimesFilters = []struct{ flag, param, env, help string }{
-	{"account", "account", "KEB_RUNTIMES_ACCOUNT", "global account ID"},
-	{"subaccount", "subaccount", "KEB_RUNTIMES_SUBACCOUNT", "subaccount ID"},
-	{"instance-id", "instance_id", "KEB_RUNTIMES_INSTANCE_ID", "instance ID"},
-	{"runtime-id", "runtime_id", "KEB_RUNTIMES_RUNTIME_ID", "runtime ID"},
-	{"region", "region", "KEB_RUNTIMES_REGION", "provider region"},
-	{"plan", "plan", "KEB_RUNTIMES_PLAN", "plan name"},
-	{"shoot", "shoot", "KEB_RUNTIMES_SHOOT", "shoot name"},
-	{"state", "state", "KEB_RUNTIMES_STATE", "state (provisioning, succeeded, failed, deprovisioning, deprovisioned, suspended, all)"},
+// Short names are upstream kcp CLI's where it has them.
+var runtimesFilters = []struct{ flag, short, param, env, help string }{
+	{"account", "g", "account", "KEB_RUNTIMES_ACCOUNT", "global account ID"},
+	{"subaccount", "s", "subaccount", "KEB_RUNTIMES_SUBACCOUNT", "subaccount ID"},
+	{"instance-id", "i", "instance_id", "KEB_RUNTIMES_INSTANCE_ID", "instance ID"},
+	{"runtime-id", "r", "runtime_id", "KEB_RUNTIMES_RUNTIME_ID", "runtime ID"},
+	{"region", "", "region", "KEB_RUNTIMES_REGION", "provider region"},
+	{"plan", "p", "plan", "KEB_RUNTIMES_PLAN", "plan name"},
+	{"shoot", "c", "shoot", "KEB_RUNTIMES_SHOOT", "shoot name"},
+	{"state", "", "state", "KEB_RUNTIMES_STATE", "state (provisioning, succeeded, failed, deprovisioning, deprovisioned, suspended, all)"},
 }
 
 // runtimesOptions is one `keb runtimes` invocation.
 type runtimesOptions struct {
 	url, token, dir, output string
 	pageSize                int
-	all                     bool
+	all, ops                bool
 	query                   url.Values
 	now                     func() time.Time
 	client                  *http.Client
@@ -56,14 +56,15 @@ func runtimesCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) 
 func bindRuntimes(fs *flag.FlagSet, stdout, stderr io.Writer, now func() time.Time) func(ctx context.Context, args []string) error {
 	opts := runtimesOptions{query: url.Values{}, now: now}
 	b := config.NewBinder(fs)
-	b.String(&opts.url, "url", "KEB_URL", "http://127.0.0.1:8080", "base URL of the broker")
+	b.String(&opts.url, "url", "KEB_URL", "", "base URL of the broker (default: the running keb dev's, from <dir>/url, else http://127.0.0.1:8080)")
 	b.String(&opts.token, "token", "KEB_TOKEN", "", "bearer token with scope cld:read (default: one minted with the dev key in --dir, as keb token does)")
 	b.String(&opts.dir, "dir", "APP_DEV_DIR", ".keb", "dev state directory of the running keb dev (for the default token)")
 	b.Int(&opts.pageSize, "page-size", "KEB_RUNTIMES_PAGE_SIZE", 0, fmt.Sprintf("runtimes per page, 1 to %d (0: the server's default)", runtimes.MaxPageSize))
 	b.Bool(&opts.all, "all", "KEB_RUNTIMES_ALL", false, "follow the next cursors and list every page")
-	b.String(&opts.output, "o", "KEB_OUTPUT", "table", "output format: table or json")
+	b.String(&opts.output, "o", "KEB_OUTPUT", "table", "output format: table, wide (adds SUBACCOUNT and SHOOT), json, or custom=HEADER:field,... (fields as in the JSON, e.g. custom=ID:instanceID,STATE:status.state)")
+	b.Bool(&opts.ops, "ops", "KEB_RUNTIMES_OPS", false, "ask for every operation (op_detail=all) and list them under each runtime")
 	for _, f := range runtimesFilters {
-		bindRepeatable(fs, opts.query, f.param, f.flag, f.env,
+		bindRepeatable(fs, opts.query, f.param, f.flag, f.short, f.env,
 			"only runtimes with this "+f.help+" (repeatable or comma-separated; any of them matches)")
 	}
 	return func(ctx context.Context, args []string) error {
@@ -80,14 +81,14 @@ func bindRuntimes(fs *flag.FlagSet, stdout, stderr io.Writer, now func() time.Ti
 // bindRepeatable binds a filter flag whose values accumulate in q[param]:
 // each occurrence adds its comma-separated values. The environment variable,
 // if set, gives the values used when the flag is not given at all.
-func bindRepeatable(fs *flag.FlagSet, q url.Values, param, name, env, help string) {
+func bindRepeatable(fs *flag.FlagSet, q url.Values, param, name, short, env, help string) {
 	if v, ok := os.LookupEnv(env); ok {
 		if vals := splitValues(v); len(vals) > 0 {
 			q[param] = vals
 		}
 	}
 	fromEnv := true
-	fs.Func(name, fmt.Sprintf("%s (env %s)", help, env), func(s string) error {
+	set := func(s string) error {
 		if fromEnv {
 			q.Del(param)
 			fromEnv = false
@@ -96,7 +97,11 @@ func bindRepeatable(fs *flag.FlagSet, q url.Values, param, name, env, help strin
 			q.Add(param, v)
 		}
 		return nil
-	})
+	}
+	fs.Func(name, fmt.Sprintf("%s (env %s)", help, env), set)
+	if short != "" {
+		fs.Func(short, fmt.Sprintf("short for --%s (env %s)", name, env), set)
+	}
 }
 
 func splitValues(s string) []string {
@@ -111,13 +116,20 @@ func splitValues(s string) []string {
 
 // listRuntimes fetches one page (or every page with all) and prints it.
 func listRuntimes(ctx context.Context, opts runtimesOptions, stdout, stderr io.Writer) error {
-	if opts.output != "table" && opts.output != "json" {
-		return fmt.Errorf("unknown output format %q (want table or json)", opts.output)
+	columns, err := outputColumns(opts.output)
+	if err != nil {
+		return err
+	}
+	if opts.url == "" {
+		opts.url = devURL(opts.dir)
 	}
 	if opts.pageSize < 0 || opts.pageSize > runtimes.MaxPageSize {
 		return fmt.Errorf("bad --page-size %d (want 1 to %d, or 0 for the server's default)", opts.pageSize, runtimes.MaxPageSize)
 	}
 	base, err := url.Parse(strings.TrimRight(opts.url, "/") + "/info/runtimes")
+	if opts.ops {
+		opts.query.Set("op_detail", "all")
+	}
 	if err != nil || base.Scheme == "" || base.Host == "" {
 		return fmt.Errorf("bad --url %q: want e.g. http://127.0.0.1:8080", opts.url)
 	}
@@ -178,19 +190,16 @@ func listRuntimes(ctx context.Context, opts runtimesOptions, stdout, stderr io.W
 		all.Count = len(all.Data)
 	}
 
-	if opts.output == "json" {
+	if columns == nil {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(all)
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 3, ' ', 0)
-	fmt.Fprintln(tw, "INSTANCE\tRUNTIME\tACCOUNT\tPLAN\tREGION\tSTATE\tAGE")
-	for _, r := range all.Data {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", orDash(r.InstanceID), orDash(r.RuntimeID),
-			orDash(r.GlobalAccountID), orDash(r.ServicePlanName), orDash(r.ProviderRegion),
-			orDash(r.Status.State), age(now(), r.Status.CreatedAt))
+	if len(all.Data) == 0 {
+		fmt.Fprintln(stdout, "No runtimes found")
+		return nil
 	}
-	if err := tw.Flush(); err != nil {
+	if err := printTable(stdout, all.Data, columns, now(), opts.ops); err != nil {
 		return err
 	}
 	if all.Next != "" {

@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -16,6 +18,7 @@ import (
 	"time"
 
 	"github.com/kyma-keb/keb/internal/auth"
+	"github.com/kyma-keb/keb/internal/devstack"
 	"github.com/kyma-keb/keb/internal/runtimes"
 )
 
@@ -295,7 +298,7 @@ func TestRuntimesMintsDevToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.TrimSpace(out) != "INSTANCE   RUNTIME   ACCOUNT   PLAN   REGION   STATE   AGE" {
+	if strings.TrimSpace(out) != "No runtimes found" {
 		t.Errorf("empty listing printed %q", out)
 	}
 	h := f.requests()[0].Header.Get("Authorization")
@@ -383,5 +386,90 @@ func TestAge(t *testing.T) {
 	}
 	if got := age(runtimesNow, time.Time{}); got != "-" {
 		t.Errorf("age of zero time = %q", got)
+	}
+}
+
+func TestRuntimesOutputsAndShortFlags(t *testing.T) {
+	rt := sampleRuntime("inst-1", "rt-1", "azure", "suspended", runtimesNow.Add(-5*time.Minute))
+	rt.SubAccountID, rt.ShootName = "sa-9", "c-abc"
+	rt.Status.Operations = []runtimes.OperationDTO{
+		{OperationID: "op-2", Type: "deprovision", State: "succeeded", Description: "suspended", CreatedAt: runtimesNow.Add(-time.Minute)},
+		{OperationID: "op-1", Type: "provision", State: "succeeded", Description: "ready", CreatedAt: runtimesNow.Add(-4 * time.Minute)},
+	}
+	f := &fakeBroker{t: t, pages: map[string]runtimes.Response{"": {Data: []runtimes.RuntimeDTO{rt}, Count: 1, TotalCount: 1}}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	fields := func(out string) [][]string {
+		var rows [][]string
+		for _, l := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+			rows = append(rows, strings.Fields(l))
+		}
+		return rows
+	}
+
+	out, _, err := runRuntimesAt(t, srv, "--token", "t", "-o", "wide", "-g", "ga-1", "-s", "sa-9", "-c", "c-abc", "-p", "azure", "-i", "inst-1", "-r", "rt-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{
+		{"INSTANCE", "RUNTIME", "ACCOUNT", "SUBACCOUNT", "SHOOT", "PLAN", "REGION", "STATE", "AGE"},
+		{"inst-1", "rt-1", "ga-1", "sa-9", "c-abc", "azure", "westeurope", "suspended", "5m"},
+	}
+	if got := fields(out); !reflect.DeepEqual(got, want) {
+		t.Errorf("-o wide:\n got %q\nwant %q", got, want)
+	}
+	q := f.requests()[0].URL.Query()
+	wantQ := map[string][]string{"account": {"ga-1"}, "subaccount": {"sa-9"}, "shoot": {"c-abc"}, "plan": {"azure"},
+		"instance_id": {"inst-1"}, "runtime_id": {"rt-1"}}
+	if !reflect.DeepEqual(map[string][]string(q), wantQ) {
+		t.Errorf("short flags sent %v, want %v", q, wantQ)
+	}
+
+	out, _, err = runRuntimesAt(t, srv, "--token", "t", "-o", "custom=ID:instanceID,state:status.state,SHOOT:.shootName")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fields(out); !reflect.DeepEqual(got, [][]string{{"ID", "STATE", "SHOOT"}, {"inst-1", "suspended", "c-abc"}}) {
+		t.Errorf("-o custom: %q", got)
+	}
+	if _, _, err := runRuntimesAt(t, srv, "--token", "t", "-o", "custom=nocolon"); err == nil || !strings.Contains(err.Error(), "HEADER:field") {
+		t.Errorf("bad custom spec: %v", err)
+	}
+
+	out, _, err = runRuntimesAt(t, srv, "--token", "t", "--ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.requests()[len(f.requests())-1].URL.Query().Get("op_detail"); got != "all" {
+		t.Errorf("--ops sent op_detail=%q", got)
+	}
+	rows := fields(out)
+	if len(rows) != 4 || rows[2][0] != "deprovision" || rows[2][1] != "op-2" || rows[3][0] != "provision" {
+		t.Errorf("--ops table:\n%s", out)
+	}
+}
+
+// Without --url, keb runtimes talks to the keb dev whose URL is in the dev
+// directory; `keb rt` is the same command.
+func TestRuntimesFindsDevBrokerAndAlias(t *testing.T) {
+	f := &fakeBroker{t: t, pages: map[string]runtimes.Response{"": {Data: []runtimes.RuntimeDTO{}}}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	dir := t.TempDir()
+	if _, err := auth.LoadOrCreateDevKey(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, devstack.EndpointsFile), []byte(`{"broker_url":"`+srv.URL+`"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KEB_URL", "")
+	os.Unsetenv("KEB_URL")
+	out := captureStdout(t, func() {
+		if code, _, errOut := runKeb("rt", "--dir", dir); code != 0 {
+			t.Errorf("keb rt: exit %d: %s", code, errOut)
+		}
+	})
+	if strings.TrimSpace(out) != "No runtimes found" || len(f.requests()) != 1 {
+		t.Errorf("keb rt printed %q after %d requests", out, len(f.requests()))
 	}
 }

@@ -18,6 +18,9 @@ func serveCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) err
 		if err := b.Err(); err != nil {
 			return err
 		}
+		if err := cfg.CheckServe(); err != nil {
+			return err
+		}
 		log, err := newLogger(cfg.LogFormat, cfg.LogLevel)
 		if err != nil {
 			return err

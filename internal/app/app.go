@@ -23,8 +23,10 @@ import (
 	"github.com/kyma-keb/keb/internal/broker"
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/config"
+	"github.com/kyma-keb/keb/internal/console"
 	"github.com/kyma-keb/keb/internal/expiry"
 	"github.com/kyma-keb/keb/internal/httpapi"
+	"github.com/kyma-keb/keb/internal/metrics"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/runtimes"
 	"github.com/kyma-keb/keb/internal/storage"
@@ -106,10 +108,12 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 		return nil, err
 	}
 	store := storage.NewStore(pool, cipher, inserter)
+	opsMetrics := metrics.NewOperations(reg, auth.RejectionReasons)
+	verifier.OnReject(opsMetrics.TokenRejected)
 	expirer := expiry.New(store, cfg.TrialDuration, cfg.OperationTimeout, log.WithField("component", "expiry"))
 	var eng *engine
 	if cfg.Engine.Workers > 0 {
-		if eng, err = newEngine(cfg, pool, store, cat, expirer, counters, log); err != nil {
+		if eng, err = newEngine(cfg, pool, store, cat, expirer, counters, opsMetrics, log); err != nil {
 			pool.Close()
 			return nil, err
 		}
@@ -124,10 +128,18 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 		pool.Close()
 		return nil, fmt.Errorf("building broker: %w", err)
 	}
+	var accounts metrics.PoolCensus
+	if eng != nil {
+		accounts = eng.accounts
+	}
+	reg.MustRegister(metrics.NewCensus(store, accounts, cfg.MetricsCensusInterval, log.WithField("component", "metrics")))
 	a := &App{cfg: cfg, pool: pool, log: log, engine: eng}
+	runtimesHandler := runtimes.NewHandler(store, catalog.ServiceID)
 	opts := httpapi.Options{Broker: brk, Auth: verifier, Log: log, Registry: reg, Ready: a.ready,
 		RequestTimeout: cfg.RequestTimeout,
-		Runtimes:       runtimes.NewHandler(store, catalog.ServiceID), Expire: expiry.Handler(expirer, log)}
+		Runtimes:       runtimesHandler, Expire: expiry.Handler(expirer, log),
+		Console: console.New(console.Options{Runtimes: runtimesHandler, Operations: store, Verifier: verifier,
+			DevLogin: dev != nil, Log: log.WithField("component", "console")})}
 	if dev != nil {
 		opts.DevToken = dev.TokenIssue
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -44,8 +45,21 @@ func Scheme() (*k8sruntime.Scheme, error) {
 	return s, nil
 }
 
-// LoadKubeconfig reads a kubeconfig file into a rest.Config.
+// InCluster reports whether keb runs in a Kubernetes pod, where an empty
+// APP_KCP_KUBECONFIG means the pod's own service account (the Helm chart's
+// default: the control plane is the cluster keb runs in).
+func InCluster() bool { return os.Getenv("KUBERNETES_SERVICE_HOST") != "" }
+
+// LoadKubeconfig reads a kubeconfig file into a rest.Config; an empty path
+// in a pod is the pod's service account.
 func LoadKubeconfig(path string) (*rest.Config, error) {
+	if path == "" && InCluster() {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("loading the in-cluster service account config: %w", err)
+		}
+		return cfg, nil
+	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
 		return nil, fmt.Errorf("loading kubeconfig %s: %w", path, err)
@@ -70,13 +84,15 @@ type engine struct {
 	// stopping is set once shutdown began: the workers take no new work.
 	stopping atomic.Bool
 	log      logrus.FieldLogger
+	// accounts is the hyperscaler account pool, counted for metrics.
+	accounts *hyperscaler.Pool
 }
 
 // newEngine builds the workers, the pipelines and the control-plane watch.
 func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat *catalog.Catalog, expirer *expiry.Expirer,
-	counters *workCounters, log logrus.FieldLogger) (*engine, error) {
+	counters *workCounters, observer process.Observer, log logrus.FieldLogger) (*engine, error) {
 	ec := cfg.Engine
-	if ec.KCPKubeconfig == "" {
+	if ec.KCPKubeconfig == "" && !InCluster() {
 		return nil, errors.New("no control plane: set APP_KCP_KUBECONFIG (or KUBECONFIG), or APP_WORKERS=0 to only accept requests")
 	}
 	scheme, err := Scheme()
@@ -140,6 +156,7 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat 
 	}
 	eng := process.NewEngine(store, pipelines, log.WithField("component", "engine"))
 	eng.Slice = ec.JobTimeout / 3
+	eng.Observer = observer
 	periodic := []process.Periodic{{Name: "expire_trials", Interval: ec.ExpiryInterval, Run: func(ctx context.Context) error {
 		_, err := expirer.ExpireDue(ctx)
 		return err
@@ -157,7 +174,7 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat 
 	}
 	watcher := process.NewWatcher(kcpCfg, scheme, ns, store, queue, log.WithField("component", "watch"))
 	takeover := process.NewTakeover(store, ec.TakeoverAfter, log.WithField("component", "takeover"))
-	return &engine{queue: queue, watcher: watcher, takeover: takeover, kcp: kcp, namespace: ns, workers: ec.Workers,
+	return &engine{queue: queue, watcher: watcher, takeover: takeover, kcp: kcp, namespace: ns, workers: ec.Workers, accounts: pool2,
 		log: log.WithField("component", "readiness")}, nil
 }
 

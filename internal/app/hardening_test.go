@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto"
 	"encoding/base64"
@@ -14,7 +13,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,31 +22,12 @@ import (
 	"github.com/kyma-keb/keb/internal/app"
 	"github.com/kyma-keb/keb/internal/auth"
 	"github.com/kyma-keb/keb/internal/config"
+	"github.com/kyma-keb/keb/testing/logtest"
 	"github.com/kyma-keb/keb/testing/pgtest"
 )
 
 // Regression tests for issue 8: each reproduces one defect a hostile or
 // careless client found, through HTTP against the real server and database.
-
-// logBuffer collects the server's log; logrus writes from many goroutines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// String is the whole log; call it after the server is closed, so that no
-// request is still logging.
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
 
 // databaseText is every row of every table of the test's database as text:
 // what an attacker with a dump would read.
@@ -92,7 +71,7 @@ func credsWith(secret string) string {
 // the schema and were stored in plain text.
 func TestCredentialsNeverInPlainText(t *testing.T) {
 	t.Parallel()
-	logs := &logBuffer{}
+	logs := &logtest.Buffer{}
 	b := setupWith(t, nil, logs)
 	marker := "MARKER-" + uuid.NewString()
 	variant := func(key, secret string) string {
@@ -195,7 +174,7 @@ func TestMetricsOnOwnListener(t *testing.T) {
 	cfg.Engine.Workers = 0
 	// Port 0: keb logs the address it listens on.
 	cfg.HTTP.MetricsAddress = "127.0.0.1:0"
-	logs := &logBuffer{}
+	logs := &logtest.Buffer{}
 	log := logrus.New()
 	log.SetOutput(logs)
 	log.SetFormatter(&logrus.JSONFormatter{})
@@ -386,7 +365,7 @@ func TestBodySizeLimit(t *testing.T) {
 // Defect 5: a rejected large request was logged whole.
 func TestRejectedRequestsLogBounded(t *testing.T) {
 	t.Parallel()
-	logs := &logBuffer{}
+	logs := &logtest.Buffer{}
 	b := setupWith(t, nil, logs)
 	huge := strings.Repeat("h", 900<<10)
 	b.expect(b.do(http.MethodPut, provisionPath("log-1"), provisionBody(azurePlanID, `{"name":"`+huge+`"}`, "")), http.StatusBadRequest)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,10 +21,22 @@ import (
 	"github.com/kyma-keb/keb/internal/auth"
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/storage"
+	"github.com/kyma-keb/keb/testing/apitest"
 	"github.com/kyma-keb/keb/testing/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
+
+var loadOpenAPI = sync.OnceValues(apitest.Load)
+
+func openAPIDoc(t *testing.T) *apitest.Document {
+	t.Helper()
+	doc, err := loadOpenAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
 
 const (
 	serviceID   = "47c9dcbf-ff30-448e-ab36-d3bad66ba281"
@@ -99,7 +112,8 @@ func setupWithLogger(t *testing.T, tune func(*config.Config), log logrus.FieldLo
 	}
 	t.Cleanup(a.Close)
 	// The server keb runs, with its timeouts and connection cap.
-	srv := httptest.NewUnstartedServer(a.Handler)
+	// Every answer these tests get is checked against docs/openapi.yaml.
+	srv := httptest.NewUnstartedServer(apitest.Recorder(t, openAPIDoc(t), a.Handler))
 	srv.Config = a.NewServer()
 	srv.Listener = a.Listener(srv.Listener)
 	b := &bundle{t: t, srv: srv, key: key, app: a}

@@ -1,46 +1,15 @@
 package app_test
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"sync"
 	"testing"
 
 	"github.com/google/uuid"
 
 	"github.com/kyma-keb/keb/internal/logging"
+	"github.com/kyma-keb/keb/testing/logtest"
 )
-
-// syncBuffer is a log sink written by the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) lines(t *testing.T) []map[string]any {
-	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(s.b.Bytes()))
-	for sc.Scan() {
-		var rec map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			t.Fatalf("log line is not JSON: %v: %s", err, sc.Text())
-		}
-		out = append(out, rec)
-	}
-	return out
-}
 
 // Every line a request logs, brokerapi's included, carries the request ID
 // the client sees in X-Request-Id; at info level a poll logs one line.
@@ -49,7 +18,7 @@ func TestOneRequestIDOnEveryLogLine(t *testing.T) {
 	for _, level := range []string{"debug", "info"} {
 		t.Run(level, func(t *testing.T) {
 			t.Parallel()
-			var buf syncBuffer
+			var buf logtest.Buffer
 			log, err := logging.New(&buf, "json", level)
 			if err != nil {
 				t.Fatal(err)
@@ -99,4 +68,4 @@ func TestOneRequestIDOnEveryLogLine(t *testing.T) {
 	}
 }
 
-func (b *bundle) logLines(buf *syncBuffer) []map[string]any { return buf.lines(b.t) }
+func (b *bundle) logLines(buf *logtest.Buffer) []map[string]any { return buf.Lines(b.t) }

@@ -18,6 +18,7 @@ func (v *Verifier) Require(scope string) func(http.Handler) http.Handler {
 			header := r.Header.Get("Authorization")
 			if header == "" {
 				// RFC 6750 §3.1: no error code when no credentials were sent.
+				v.rejected(RejectMissingToken)
 				w.Header().Set("WWW-Authenticate", "Bearer")
 				writeAuthError(w, http.StatusUnauthorized, "Unauthorized", "missing bearer token")
 				return
@@ -25,16 +26,19 @@ func (v *Verifier) Require(scope string) func(http.Handler) http.Handler {
 			scheme, token, _ := strings.Cut(header, " ")
 			token = strings.TrimSpace(token)
 			if !strings.EqualFold(scheme, "Bearer") || token == "" {
+				v.rejected(RejectMalformedHeader)
 				rejectToken(w, "authorization header is not of the form 'Bearer <token>'")
 				return
 			}
 			claims, err := v.Verify(r.Context(), token)
 			if err != nil {
 				v.log.WithError(err).WithField("path", r.URL.Path).Debug("auth: rejected bearer token")
+				v.rejected(rejectionReason(err))
 				rejectToken(w, err.Error())
 				return
 			}
 			if scope != "" && !claims.HasScope(scope) {
+				v.rejected(RejectInsufficientScope)
 				w.Header().Set("WWW-Authenticate",
 					`Bearer error="insufficient_scope", scope="`+headerSafe(scope)+`"`)
 				writeAuthError(w, http.StatusForbidden, "Forbidden", "token lacks scope "+scope)
@@ -42,6 +46,16 @@ func (v *Verifier) Require(scope string) func(http.Handler) http.Handler {
 			}
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), claimsKey{}, claims)))
 		})
+	}
+}
+
+// OnReject, when set, is told the reason of every refused request (for a
+// metric). Set it before the first request.
+func (v *Verifier) OnReject(f func(reason string)) { v.onReject = f }
+
+func (v *Verifier) rejected(reason string) {
+	if v.onReject != nil {
+		v.onReject(reason)
 	}
 }
 

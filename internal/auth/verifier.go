@@ -65,6 +65,7 @@ type Verifier struct {
 	// verified spares repeated requests with one token (a platform polling
 	// last_operation) the signature check; see tokenCache.
 	verified *tokenCache
+	onReject func(reason string)
 }
 
 // NewVerifier loads the static keys and starts the JWKS refresh goroutines,

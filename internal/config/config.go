@@ -50,6 +50,10 @@ type Config struct {
 	// profiling under load; never on the broker's port).
 	PprofAddr string
 
+	// MetricsCensusInterval bounds how often the gauges read from the
+	// database and the account pool are refreshed, whatever the scrape rate.
+	MetricsCensusInterval time.Duration
+
 	HTTP HTTP
 
 	Engine Engine
@@ -101,19 +105,20 @@ type Engine struct {
 
 // Defaults are the values used when neither flag nor environment says otherwise.
 var Defaults = Config{
-	Host:                 "0.0.0.0",
-	Port:                 8080,
-	MigrateOnStart:       true,
-	DefaultRequestRegion: "cf-eu10",
-	EnabledPlans:         []string{"azure", "gcp", "azure_lite", "trial", "aws"},
-	OperationTimeout:     24 * time.Hour,
-	RetryAfter:           10 * time.Second,
-	TrialDuration:        30 * 24 * time.Hour,
-	RequestTimeout:       20 * time.Second,
-	JWKSRefresh:          15 * time.Minute,
-	ShutdownTimeout:      30 * time.Second,
-	LogFormat:            "auto",
-	LogLevel:             "info",
+	Host:                  "0.0.0.0",
+	Port:                  8080,
+	MigrateOnStart:        true,
+	DefaultRequestRegion:  "cf-eu10",
+	EnabledPlans:          []string{"azure", "gcp", "azure_lite", "trial", "aws"},
+	OperationTimeout:      24 * time.Hour,
+	RetryAfter:            10 * time.Second,
+	TrialDuration:         30 * 24 * time.Hour,
+	RequestTimeout:        20 * time.Second,
+	JWKSRefresh:           15 * time.Minute,
+	ShutdownTimeout:       30 * time.Second,
+	LogFormat:             "auto",
+	LogLevel:              "info",
+	MetricsCensusInterval: 30 * time.Second,
 	HTTP: HTTP{
 		MaxBodyBytes:   1 << 20,
 		ReadTimeout:    30 * time.Second,
@@ -144,6 +149,7 @@ var Defaults = Config{
 type Binder struct {
 	fs   *flag.FlagSet
 	errs []error
+	envs []string
 }
 
 // NewBinder binds flags on fs.
@@ -152,14 +158,23 @@ func NewBinder(fs *flag.FlagSet) *Binder { return &Binder{fs: fs} }
 // Err returns the malformed environment values met while binding.
 func (b *Binder) Err() error { return errors.Join(b.errs...) }
 
-func usage(help, env string) string { return fmt.Sprintf("%s (env %s)", help, env) }
+// usage is a flag's help naming its variable, which it records for Envs.
+func (b *Binder) usage(help, env string) string {
+	b.envs = append(b.envs, env)
+	return fmt.Sprintf("%s (env %s)", help, env)
+}
+
+// Envs lists the environment variables of every flag bound so far: the
+// settings a deployment may set (the Helm chart's test checks it against
+// them).
+func (b *Binder) Envs() []string { return append([]string(nil), b.envs...) }
 
 // String binds a string flag.
 func (b *Binder) String(p *string, name, env, def, help string) {
 	if v, ok := os.LookupEnv(env); ok {
 		def = v
 	}
-	b.fs.StringVar(p, name, def, usage(help, env))
+	b.fs.StringVar(p, name, def, b.usage(help, env))
 }
 
 // Int binds an int flag.
@@ -172,7 +187,7 @@ func (b *Binder) Int(p *int, name, env string, def int, help string) {
 			def = n
 		}
 	}
-	b.fs.IntVar(p, name, def, usage(help, env))
+	b.fs.IntVar(p, name, def, b.usage(help, env))
 }
 
 // Bool binds a bool flag.
@@ -185,7 +200,7 @@ func (b *Binder) Bool(p *bool, name, env string, def bool, help string) {
 			def = x
 		}
 	}
-	b.fs.BoolVar(p, name, def, usage(help, env))
+	b.fs.BoolVar(p, name, def, b.usage(help, env))
 }
 
 // Duration binds a duration flag (Go syntax: 90s, 15m, 24h).
@@ -198,7 +213,7 @@ func (b *Binder) Duration(p *time.Duration, name, env string, def time.Duration,
 			def = d
 		}
 	}
-	b.fs.DurationVar(p, name, def, usage(help, env))
+	b.fs.DurationVar(p, name, def, b.usage(help, env))
 }
 
 // List binds a comma-separated list flag.
@@ -212,7 +227,7 @@ func (b *Binder) List(p *[]string, name, env string, def []string, help string) 
 	if len(def) > 0 {
 		help += fmt.Sprintf("; default %q", strings.Join(def, ","))
 	}
-	b.fs.Func(name, usage(help+")", env), func(s string) error {
+	b.fs.Func(name, b.usage(help+")", env), func(s string) error {
 		*p = splitList(s)
 		return nil
 	})
@@ -261,7 +276,8 @@ func (c *Config) BindServe(b *Binder) {
 	b.Duration(&c.JWKSRefresh, "auth-jwks-refresh", "APP_AUTH_JWKS_REFRESH", d.JWKSRefresh, "how often JWKS are re-fetched")
 	c.BindEngine(b)
 	c.BindCleanup(b)
-	c.BindCommon(b)
+	// A production broker's logs go to a collector: JSON even on a terminal.
+	c.bindCommon(b, "json")
 }
 
 // BindBroker binds the OSB behaviour shared by `serve` and `dev`.
@@ -338,14 +354,18 @@ func (c *Config) BindEngine(b *Binder) {
 }
 
 // BindCommon binds logging and shutdown settings.
-func (c *Config) BindCommon(b *Binder) {
+func (c *Config) BindCommon(b *Binder) { c.bindCommon(b, Defaults.LogFormat) }
+
+func (c *Config) bindCommon(b *Binder, logFormat string) {
 	d := Defaults
 	b.Duration(&c.ShutdownTimeout, "shutdown-timeout", "APP_SHUTDOWN_TIMEOUT", d.ShutdownTimeout,
 		"how long to drain requests on SIGTERM")
-	b.String(&c.LogFormat, "log-format", "APP_LOG_FORMAT", d.LogFormat, "auto (text on a terminal, else JSON), json or text")
+	b.String(&c.LogFormat, "log-format", "APP_LOG_FORMAT", logFormat, "auto (text on a terminal, else JSON), json or text")
 	b.String(&c.LogLevel, "log-level", "APP_LOG_LEVEL", d.LogLevel, "debug, info, warn or error")
 	b.String(&c.PprofAddr, "pprof-addr", "APP_PPROF_ADDR", "",
 		"address for Go's profiling endpoints (/debug/pprof/), e.g. 127.0.0.1:6060; empty: off. Never expose it publicly")
+	b.Duration(&c.MetricsCensusInterval, "metrics-census-interval", "APP_METRICS_CENSUS_INTERVAL", d.MetricsCensusInterval,
+		"how often the instance, queue and account pool gauges are re-read (at most once per interval, whatever the scrape rate)")
 }
 
 // Validate checks what flags alone cannot.

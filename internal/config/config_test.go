@@ -286,7 +286,9 @@ func TestBindServeDefaults(t *testing.T) {
 	if c.Host != d.Host || c.Port != d.Port || c.MigrateOnStart != d.MigrateOnStart ||
 		c.DefaultRequestRegion != d.DefaultRequestRegion || !slices.Equal(c.EnabledPlans, d.EnabledPlans) ||
 		c.OperationTimeout != d.OperationTimeout || c.RetryAfter != d.RetryAfter || c.JWKSRefresh != d.JWKSRefresh ||
-		c.ShutdownTimeout != d.ShutdownTimeout || c.LogFormat != d.LogFormat || c.LogLevel != d.LogLevel {
+		c.ShutdownTimeout != d.ShutdownTimeout || c.LogFormat != "json" || c.LogLevel != d.LogLevel ||
+		c.MetricsCensusInterval != d.MetricsCensusInterval {
+		// serve logs JSON even on a terminal: its logs go to a collector.
 		t.Errorf("bound without environment:\n got %+v\nwant %+v", c, d)
 	}
 	if c.DatabaseURL != "" || c.DatabaseSecretKey != "" || len(c.DatabaseSecretKeysPrior) != 0 || c.TrustGateway {

@@ -69,6 +69,13 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 		return err
 	}
 	cfg := opts.Config
+	// The port first: a taken one is found in a blink, not after PostgreSQL
+	// and a control plane were started for nothing.
+	ln, err := listen(cfg.Host, cfg.Port)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 	if cfg.DatabaseURL == "" {
 		srv, err := pgserver.Start(ctx, pgserver.Options{DataDir: filepath.Join(opts.Dir, "pgdata"), Log: log})
 		if err != nil {
@@ -144,10 +151,6 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 	cfg.Engine.KCPKubeconfig = kcp.kubeconfig
 
 	// Listening first: the CIS stand-in is reached on the broker's port.
-	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port)))
-	if err != nil {
-		return fmt.Errorf("listening: %w", err)
-	}
 	defer ln.Close()
 	cisHandler := devCIS(&cfg, ln)
 	a, err := app.New(ctx, cfg, log, &app.DevOptions{
@@ -169,6 +172,16 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 	defer removeEndpoints()
 	printBanner(opts.Out, "http://"+ln.Addr().String(), devClient, cfg.DatabaseURL, kcp.kubeconfig)
 	return a.Serve(ctx, ln)
+}
+
+// listen takes the broker's port, or says how to choose another.
+func listen(host string, port int) (net.Listener, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, fmt.Sprint(port)))
+	if err != nil {
+		return nil, fmt.Errorf("port %d on %s is not free (%w): choose another with --port or APP_PORT, e.g. `APP_PORT=%d make run`",
+			port, host, err, port+1)
+	}
+	return ln, nil
 }
 
 // ensureDatabase creates the dev database if it is missing and returns its URL.

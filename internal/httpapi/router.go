@@ -44,6 +44,9 @@ type Options struct {
 	// Runtimes serves the operators' runtime listing at GET /info/runtimes
 	// and GET /runtimes; nil answers 501.
 	Runtimes http.Handler
+	// Console registers the operations console's routes (/console...); nil
+	// serves none.
+	Console interface{ Register(r *mux.Router) }
 	// Expire serves PUT /expire/service_instance/{instance_id}, which
 	// expires a trial or free instance at once; nil answers 501.
 	Expire http.Handler
@@ -101,8 +104,9 @@ func NewRouter(opts Options) (http.Handler, error) {
 	if !opts.MetricsElsewhere {
 		r.Handle("/metrics", MetricsHandler(opts.Registry)).Methods(http.MethodGet)
 	}
+	r.HandleFunc("/openapi.yaml", openAPI).Methods(http.MethodGet)
 	if opts.DevToken != nil {
-		r.Handle("/oauth2/token", opts.DevToken)
+		r.Handle("/oauth2/token", opts.DevToken).Methods(http.MethodPost)
 	}
 
 	bounded := withDeadline(opts.RequestTimeout)
@@ -139,13 +143,28 @@ func NewRouter(opts Options) (http.Handler, error) {
 	}
 	r.Handle("/expire/service_instance/{instance_id}", requireWrite(bounded(expire))).Methods(http.MethodPut)
 
+	// The console checks its own token (a cookie, scope cld:read).
+	if opts.Console != nil {
+		opts.Console.Register(r)
+	}
+
 	// Operator endpoints get their auth rules now; their handlers arrive
 	// with the operator issues and answer 501 until then.
 	r.Handle("/orchestrations", opts.Auth.Require(auth.ScopeUpgradeRead)(http.HandlerFunc(notYetServed))).Methods(http.MethodGet)
 	r.PathPrefix("/orchestrations/").Handler(opts.Auth.Require(auth.ScopeUpgradeRead)(http.HandlerFunc(notYetServed))).Methods(http.MethodGet)
 	r.PathPrefix("/upgrade/").Handler(opts.Auth.Require(auth.ScopeUpgradeWrite)(http.HandlerFunc(notYetServed)))
-	return securityHeaders(r), nil
+	return routed{Handler: securityHeaders(r), router: r}, nil
 }
+
+// routed is the router behind its outer middleware; Router lets tests walk
+// the routes (the OpenAPI document is checked against them).
+type routed struct {
+	http.Handler
+	router *mux.Router
+}
+
+// Router returns the route table.
+func (r routed) Router() *mux.Router { return r.router }
 
 // stripToV2 hands brokerapi the path it routes on (/v2/...), without the
 // /oauth[/{region}] prefix.

@@ -48,12 +48,22 @@ type AccountInfo struct {
 // or not in the pool).
 var ErrNotReleasable = errors.New("not a releasable pool account")
 
-// Accounts lists every Secret of the pool (those with a hyperscaler-type
-// label), by type and name.
+// Accounts lists every Secret of the pool (those with a hyperscaler-type or
+// hyperscalerType label), by type and name.
 func (p *Pool) Accounts(ctx context.Context) ([]AccountInfo, error) {
-	secrets, err := p.list(ctx, labelCondition{key: LabelHyperscalerType, op: selection.Exists})
-	if err != nil {
-		return nil, fmt.Errorf("listing the account pool: %w", err)
+	var secrets []corev1.Secret
+	seen := map[string]bool{}
+	for _, key := range []string{LabelHyperscalerType, LabelHyperscalerTypeUpstream} {
+		found, err := p.list(ctx, labelCondition{key: key, op: selection.Exists})
+		if err != nil {
+			return nil, fmt.Errorf("listing the account pool: %w", err)
+		}
+		for _, s := range found {
+			if !seen[s.Name] {
+				seen[s.Name] = true
+				secrets = append(secrets, s)
+			}
+		}
 	}
 	out := make([]AccountInfo, 0, len(secrets))
 	for i := range secrets {
@@ -77,14 +87,18 @@ func (p *Pool) Accounts(ctx context.Context) ([]AccountInfo, error) {
 	return out, nil
 }
 
-func accountInfo(s *corev1.Secret) AccountInfo {
-	a := AccountInfo{Name: s.Name, Type: s.Labels[LabelHyperscalerType], Tenant: s.Labels[LabelTenantName]}
+func accountInfo(s *corev1.Secret) AccountInfo { return accountInfoOf(s.Name, s.Labels, s.Annotations) }
+
+// accountInfoOf reads a pool Secret's labels, in either spelling (see poolLabels).
+func accountInfoOf(name string, labels, annotations map[string]string) AccountInfo {
+	l := poolLabels(labels)
+	a := AccountInfo{Name: name, Type: l.hyperscalerType, Tenant: l.tenant}
 	switch {
-	case s.Labels[LabelShared] == labelTrue:
+	case l.shared:
 		a.State = StateShared
-	case s.Labels[LabelDirty] == labelTrue:
+	case l.dirty:
 		a.State = StateDirty
-		if t, err := time.Parse(time.RFC3339, s.Annotations[AnnotationDirtySince]); err == nil {
+		if t, err := time.Parse(time.RFC3339, annotations[AnnotationDirtySince]); err == nil {
 			a.DirtySince = &t
 		}
 	case a.Tenant != "":
@@ -101,7 +115,7 @@ func (p *Pool) Account(ctx context.Context, name string) (AccountInfo, error) {
 	if err := p.c.Get(ctx, client.ObjectKey{Namespace: p.namespace, Name: name}, s); err != nil {
 		return AccountInfo{}, fmt.Errorf("reading account %s/%s: %w", p.namespace, name, err)
 	}
-	if s.Labels[LabelHyperscalerType] == "" {
+	if poolLabels(s.Labels).hyperscalerType == "" {
 		return AccountInfo{}, fmt.Errorf("secret %s/%s has no %s label: %w", p.namespace, name, LabelHyperscalerType, ErrNotReleasable)
 	}
 	return accountInfo(s), nil
@@ -123,10 +137,11 @@ func (p *Pool) Release(ctx context.Context, name string) error {
 		case StateShared:
 			return fmt.Errorf("account %s is shared: %w", name, ErrNotReleasable)
 		}
-		if s.Labels[LabelHyperscalerType] == "" {
+		if poolLabels(s.Labels).hyperscalerType == "" {
 			return fmt.Errorf("secret %s has no %s label: %w", name, LabelHyperscalerType, ErrNotReleasable)
 		}
 		delete(s.Labels, LabelTenantName)
+		delete(s.Labels, LabelTenantNameUpstream)
 		delete(s.Labels, LabelDirty)
 		delete(s.Annotations, AnnotationDirtySince)
 		if err := p.c.Update(ctx, s); err != nil {

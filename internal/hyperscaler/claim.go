@@ -3,8 +3,6 @@ package hyperscaler
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -44,11 +42,9 @@ func (p *Pool) Claim(ctx context.Context, hyperscalerType, tenant string) (Accou
 		if name, found, err := p.tenantSecret(ctx, hyperscalerType, tenant); err != nil || found {
 			return Account{SecretName: name}, err
 		}
-		candidates, err := p.list(ctx,
-			is(LabelHyperscalerType, hyperscalerType),
-			hasNo(LabelTenantName),
-			isNot(LabelShared, labelTrue),
-			isNot(LabelDirty, labelTrue))
+		candidates, err := p.accounts(ctx, hyperscalerType, func(l accountLabels) bool {
+			return l.tenant == "" && !l.shared && !l.dirty
+		})
 		if err != nil {
 			return Account{}, fmt.Errorf("claiming a %s account for tenant %s: %w", hyperscalerType, tenant, err)
 		}
@@ -60,7 +56,6 @@ func (p *Pool) Claim(ctx context.Context, hyperscalerType, tenant string) (Accou
 			}
 			return Account{}, fmt.Errorf("no unassigned %s account in %s for tenant %s: %w", hyperscalerType, p.namespace, tenant, ErrNoAccount)
 		}
-		slices.SortFunc(candidates, byName)
 		if lastLost, err = p.claimFirstFree(ctx, candidates, tenant); err != nil {
 			return Account{}, fmt.Errorf("claiming a %s account for tenant %s: %w", hyperscalerType, tenant, err)
 		}
@@ -72,13 +67,14 @@ func (p *Pool) Claim(ctx context.Context, hyperscalerType, tenant string) (Accou
 // claimFirstFree labels the first candidate it can for tenant. Losing a candidate to a concurrent
 // writer (409 Conflict) or to deletion (404) is not an error: it returns that loss after trying
 // all of them, and nil once one is labelled.
-func (p *Pool) claimFirstFree(ctx context.Context, candidates []corev1.Secret, tenant string) (lost, err error) {
+func (p *Pool) claimFirstFree(ctx context.Context, candidates []account, tenant string) (lost, err error) {
 	for i := range candidates {
-		s := &candidates[i]
+		s := &candidates[i].secret
 		if s.Labels == nil {
 			s.Labels = map[string]string{}
 		}
-		s.Labels[LabelTenantName] = tenant
+		// In the spelling of the Secret's type label, so tools of either convention see it.
+		s.Labels[candidates[i].labels.tenantKey] = tenant
 		// s carries the resourceVersion listed: this is the optimistic lock that makes a claim
 		// exclusive.
 		err := p.c.Update(ctx, s)
@@ -98,24 +94,24 @@ func (p *Pool) claimFirstFree(ctx context.Context, candidates []corev1.Secret, t
 // hyperscalerType. If the tenant holds several, it keeps the lowest name and releases the others,
 // so that every caller settles on the same one.
 func (p *Pool) tenantSecret(ctx context.Context, hyperscalerType, tenant string) (string, bool, error) {
-	owned, err := p.list(ctx,
-		is(LabelHyperscalerType, hyperscalerType),
-		is(LabelTenantName, tenant),
-		isNot(LabelShared, labelTrue),
-		isNot(LabelDirty, labelTrue))
+	owned, err := p.accounts(ctx, hyperscalerType, ownedBy(tenant))
 	if err != nil {
 		return "", false, fmt.Errorf("finding the %s account of tenant %s: %w", hyperscalerType, tenant, err)
 	}
 	if len(owned) == 0 {
 		return "", false, nil
 	}
-	slices.SortFunc(owned, byName)
 	for _, extra := range owned[1:] {
-		if err := p.release(ctx, extra.Name, tenant); err != nil {
+		if err := p.release(ctx, extra.secret.Name, tenant); err != nil {
 			return "", false, fmt.Errorf("releasing duplicate %s account of tenant %s: %w", hyperscalerType, tenant, err)
 		}
 	}
-	return owned[0].Name, true, nil
+	return owned[0].secret.Name, true, nil
+}
+
+// ownedBy keeps the tenant's live (neither shared nor dirty) Secrets.
+func ownedBy(tenant string) func(accountLabels) bool {
+	return func(l accountLabels) bool { return l.tenant == tenant && !l.shared && !l.dirty }
 }
 
 // release removes the tenant-name label from the Secret, returning it to the pool, unless it no
@@ -126,12 +122,11 @@ func (p *Pool) release(ctx context.Context, name, tenant string) error {
 		if err := p.c.Get(ctx, client.ObjectKey{Namespace: p.namespace, Name: name}, s); err != nil {
 			return client.IgnoreNotFound(err)
 		}
-		if s.Labels[LabelTenantName] != tenant || s.Labels[LabelDirty] == labelTrue {
+		if l := poolLabels(s.Labels); l.tenant != tenant || l.dirty {
 			return nil
 		}
 		delete(s.Labels, LabelTenantName)
+		delete(s.Labels, LabelTenantNameUpstream)
 		return p.c.Update(ctx, s)
 	})
 }
-
-func byName(a, b corev1.Secret) int { return strings.Compare(a.Name, b.Name) }

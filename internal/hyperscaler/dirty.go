@@ -19,17 +19,13 @@ func (p *Pool) MarkDirty(ctx context.Context, hyperscalerType, tenant string) er
 	if hyperscalerType == "" || tenant == "" {
 		return fmt.Errorf("marking a hyperscaler account dirty needs a type and a tenant, got type %q and tenant %q", hyperscalerType, tenant)
 	}
-	owned, err := p.list(ctx,
-		is(LabelHyperscalerType, hyperscalerType),
-		is(LabelTenantName, tenant),
-		isNot(LabelShared, labelTrue),
-		isNot(LabelDirty, labelTrue))
+	owned, err := p.accounts(ctx, hyperscalerType, ownedBy(tenant))
 	if err != nil {
 		return fmt.Errorf("marking the %s account of tenant %s dirty: %w", hyperscalerType, tenant, err)
 	}
 	// Normally one; mark every one, as none of them may be handed out again.
 	for _, s := range owned {
-		if err := p.markDirty(ctx, s.Name, tenant); err != nil {
+		if err := p.markDirty(ctx, s.secret.Name, tenant); err != nil {
 			return fmt.Errorf("marking the %s account of tenant %s dirty: %w", hyperscalerType, tenant, err)
 		}
 	}
@@ -44,7 +40,7 @@ func (p *Pool) markDirty(ctx context.Context, name, tenant string) error {
 		if err := p.c.Get(ctx, client.ObjectKey{Namespace: p.namespace, Name: name}, s); err != nil {
 			return client.IgnoreNotFound(err)
 		}
-		if s.Labels[LabelTenantName] != tenant || s.Labels[LabelDirty] == labelTrue {
+		if l := poolLabels(s.Labels); l.tenant != tenant || l.dirty {
 			return nil
 		}
 		s.Labels[LabelDirty] = labelTrue

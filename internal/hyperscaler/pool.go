@@ -1,12 +1,15 @@
 // Package hyperscaler hands out hyperscaler accounts: Secrets in the Gardener project namespace,
 // pooled by the hyperscaler-type label and claimed per tenant (global account) with the tenant-name
-// label.
+// label. Upstream's spellings (hyperscalerType, tenantName) are read too, and Secrets marked
+// euAccess: "true" are never handed out.
 package hyperscaler
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -84,6 +87,37 @@ func (p *Pool) list(ctx context.Context, conds ...labelCondition) ([]corev1.Secr
 	return list.Items, nil
 }
 
+// account is a pool Secret with what its labels say.
+type account struct {
+	secret corev1.Secret
+	labels accountLabels
+}
+
+// accounts returns the pool's Secrets of hyperscalerType labelled in either spelling
+// (hyperscaler-type or upstream's hyperscalerType) that keep says to, sorted by name. Secrets
+// reserved for EU access (euAccess: "true") are left out: keb hands out no EU-access accounts yet,
+// so they are never given to a tenant that may not use them.
+func (p *Pool) accounts(ctx context.Context, hyperscalerType string, keep func(accountLabels) bool) ([]account, error) {
+	seen := map[string]bool{}
+	var out []account
+	for _, key := range []string{LabelHyperscalerType, LabelHyperscalerTypeUpstream} {
+		secrets, err := p.list(ctx, is(key, hyperscalerType))
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range secrets {
+			l := poolLabels(s.Labels)
+			if seen[s.Name] || l.hyperscalerType != hyperscalerType || l.euAccess || !keep(l) {
+				continue
+			}
+			seen[s.Name] = true
+			out = append(out, account{secret: s, labels: l})
+		}
+	}
+	slices.SortFunc(out, func(a, b account) int { return strings.Compare(a.secret.Name, b.secret.Name) })
+	return out, nil
+}
+
 // labelCondition is one term of a label selector.
 type labelCondition struct {
 	key    string
@@ -94,10 +128,3 @@ type labelCondition struct {
 func is(key, value string) labelCondition {
 	return labelCondition{key: key, op: selection.Equals, values: []string{value}}
 }
-
-// isNot also matches Secrets without the label: an absent "dirty" label means clean.
-func isNot(key, value string) labelCondition {
-	return labelCondition{key: key, op: selection.NotEquals, values: []string{value}}
-}
-
-func hasNo(key string) labelCondition { return labelCondition{key: key, op: selection.DoesNotExist} }

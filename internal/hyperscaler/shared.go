@@ -3,7 +3,6 @@ package hyperscaler
 import (
 	"context"
 	"fmt"
-	"slices"
 )
 
 // ClaimShared returns the least used shared Secret of hyperscalerType (ties: lowest name), as
@@ -14,19 +13,16 @@ func (p *Pool) ClaimShared(ctx context.Context, hyperscalerType string) (Account
 	if hyperscalerType == "" {
 		return Account{}, fmt.Errorf("claiming a shared hyperscaler account needs a type")
 	}
-	shared, err := p.list(ctx,
-		is(LabelHyperscalerType, hyperscalerType),
-		is(LabelShared, labelTrue),
-		isNot(LabelDirty, labelTrue))
+	shared, err := p.accounts(ctx, hyperscalerType, func(l accountLabels) bool { return l.shared && !l.dirty })
 	if err != nil {
 		return Account{}, fmt.Errorf("claiming a shared %s account: %w", hyperscalerType, err)
 	}
 	if len(shared) == 0 {
 		return Account{}, fmt.Errorf("no shared %s account in %s: %w", hyperscalerType, p.namespace, ErrNoAccount)
 	}
-	slices.SortFunc(shared, byName)
 	best, bestUsage := "", 0
-	for _, s := range shared {
+	for _, a := range shared {
+		s := a.secret
 		n, err := p.usage(ctx, s.Name)
 		if err != nil {
 			return Account{}, fmt.Errorf("counting runtimes on shared secret %s: %w", s.Name, err)

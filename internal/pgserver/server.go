@@ -244,7 +244,12 @@ func pgCtlStart(ctx context.Context, r *runner, dataDir string, port int) error 
 	logTail := lastLines(readFrom(logPath, before), 30)
 	// "lock file ... already exists", "... is empty" (caught mid-write) or
 	// "could not create lock file ...": another postmaster got there first.
-	lockConflict := strings.Contains(logTail, `lock file "`+pidFileName+`"`)
+	// pg_ctl's own "another server might be running" says the same: Start
+	// removed any stale lock file before, so the one pg_ctl found belongs to
+	// a concurrent start, whose server must not be stopped below.
+	lockConflict := strings.Contains(logTail, `lock file "`+pidFileName+`"`) ||
+		strings.Contains(out, `lock file "`+pidFileName+`"`) ||
+		strings.Contains(out, "another server might be running")
 	if !lockConflict {
 		// pg_ctl gave up (timeout, cancelled ctx) but the postmaster may still
 		// be coming up; nobody would ever stop it.

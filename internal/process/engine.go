@@ -11,6 +11,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/kyma-keb/keb/internal/logging"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -49,12 +50,14 @@ type Engine struct {
 	// yields the worker (and lets the queue reschedule at once): well under
 	// the queue's job timeout, so no step is cut off by it.
 	Slice time.Duration
+	// Observer is told of every step run and finished operation (metrics).
+	Observer Observer
 }
 
 // NewEngine returns an engine running the pipelines by operation type.
 func NewEngine(store operationStore, pipelines map[string]Pipeline, log logrus.FieldLogger) *Engine {
 	return &Engine{store: store, pipelines: pipelines, log: log, now: time.Now, MaxBackoff: time.Minute,
-		LockedRetry: 5 * time.Second, Slice: 20 * time.Second}
+		LockedRetry: 5 * time.Second, Slice: 20 * time.Second, Observer: noObserver{}}
 }
 
 // Outcome says what the queue does with an operation after Process.
@@ -130,8 +133,16 @@ func (e *Engine) Process(ctx context.Context, operationID string) (Outcome, erro
 		if _, ok := o.Data.StepStartedAt[name]; !ok {
 			o.Data.StepStartedAt[name] = e.now()
 		}
+		if o.Data.StepRuns == nil {
+			o.Data.StepRuns = map[string]int{}
+		}
+		o.Data.StepRuns[name]++
 		slog := log.WithField("step", name)
-		res, err := runStep(ctx, step, o)
+		stepStart := time.Now()
+		// Whatever the step's packages log through the context carries the
+		// operation, instance and step.
+		res, err := runStep(logging.WithLogger(ctx, slog), step, o)
+		e.Observer.StepRan(op.Type, name, stepOutcome(res, err), time.Since(stepStart))
 		switch {
 		case err != nil && isPermanent(err):
 			slog.WithError(err).Warn("step failed permanently")
@@ -162,7 +173,10 @@ func (e *Engine) Process(ctx context.Context, operationID string) (Outcome, erro
 		o.Data.Failures, o.Data.FailingSince = 0, nil
 		o.FinishedStages = append(o.FinishedStages, name)
 		if _, ok, err := e.save(ctx, o); err != nil || !ok {
-			return Outcome{}, err // !ok: halted (e.g. a DELETE arrived)
+			if err == nil {
+				e.removedWithInstance(ctx, o)
+			}
+			return Outcome{}, err // !ok: halted (e.g. a DELETE arrived) or removed
 		}
 		slog.Debug("step done")
 	}
@@ -182,8 +196,49 @@ func (e *Engine) Process(ctx context.Context, operationID string) (Outcome, erro
 	if _, err := e.finish(ctx, o); err != nil {
 		return Outcome{}, err
 	}
-	log.Info("operation succeeded")
+	log.WithField("step", lastStep(pipe)).Info("operation succeeded")
 	return Outcome{}, nil
+}
+
+// removedWithInstance reports a deprovisioning whose step removed the
+// instance, and the operation with it, as succeeded: no Finish follows it.
+func (e *Engine) removedWithInstance(ctx context.Context, o *Operation) {
+	if o.Type != storage.OperationTypeDeprovision {
+		return
+	}
+	if _, _, err := e.store.Work(ctx, o.ID); !errors.Is(err, storage.ErrNotFound) {
+		return
+	}
+	done := o.Operation
+	done.State = storage.StateSucceeded
+	now := e.now()
+	done.FinishedAt = &now
+	e.Observer.OperationFinished(done, o.Instance.PlanID)
+	e.log.WithFields(logrus.Fields{"operation_id": o.ID, "instance_id": o.InstanceID, "type": o.Type,
+		"step": o.Stage}).Info("operation succeeded: instance archived")
+}
+
+// stepOutcome names how a step run ended, for the Observer.
+func stepOutcome(res StepResult, err error) string {
+	switch {
+	case err != nil && isPermanent(err), err == nil && res.Failure != nil:
+		return OutcomeFailed
+	case err != nil:
+		return OutcomeError
+	case res.RetryAfter > 0:
+		return OutcomeWait
+	default:
+		return OutcomeDone
+	}
+}
+
+// lastStep names the final step of a pipeline: the step an operation's
+// closing log line belongs to.
+func lastStep(p Pipeline) string {
+	if len(p.Steps) == 0 {
+		return ""
+	}
+	return p.Steps[len(p.Steps)-1].Name()
 }
 
 // runStep runs a step, turning a panic into a permanent error: one bad step
@@ -274,7 +329,16 @@ func (e *Engine) finish(ctx context.Context, o *Operation) (bool, error) {
 	}
 	ctx, cancel := bookkeeping(ctx)
 	defer cancel()
-	return e.store.Finish(ctx, o.Operation)
+	ok, err := e.store.Finish(ctx, o.Operation)
+	if err == nil && ok {
+		finished := o.Operation
+		if finished.FinishedAt == nil {
+			now := e.now()
+			finished.FinishedAt = &now
+		}
+		e.Observer.OperationFinished(finished, o.Instance.PlanID)
+	}
+	return ok, err
 }
 
 // fail ends the operation as failed with msg, which the platform user sees.
@@ -282,6 +346,10 @@ func (e *Engine) fail(ctx context.Context, o *Operation, msg string) error {
 	o.State = storage.StateFailed
 	o.ErrorMessage = msg
 	o.Description = "Operation failed: " + msg
-	_, err := e.finish(ctx, o)
-	return err
+	if _, err := e.finish(ctx, o); err != nil {
+		return err
+	}
+	e.log.WithFields(logrus.Fields{"operation_id": o.ID, "instance_id": o.InstanceID, "type": o.Type,
+		"step": o.Stage}).WithField("error", msg).Warn("operation failed")
+	return nil
 }

@@ -109,6 +109,9 @@ type Data struct {
 	Components        []string `json:"components,omitempty"`
 	// StepStartedAt holds each step's first run, for step deadlines.
 	StepStartedAt map[string]time.Time `json:"stepStartedAt,omitempty"`
+	// StepRuns counts each step's runs (waits and retries included), for
+	// the operations console.
+	StepRuns map[string]int `json:"stepRuns,omitempty"`
 	// Conclusion replaces the pipeline's Done text; see Operation.Conclude.
 	Conclusion string `json:"conclusion,omitempty"`
 	// Failures counts consecutive unexpected errors of the current step, for

@@ -96,6 +96,11 @@ type RuntimeStatus struct {
 	State          string        `json:"state"`
 	Provisioning   *OperationDTO `json:"provisioning,omitempty"`
 	Deprovisioning *OperationDTO `json:"deprovisioning,omitempty"`
+	// Suspension, Unsuspension and Update are upstream KEB's fields: the
+	// newest suspending deprovisioning, resuming provisioning and update.
+	Suspension   *OperationDTO `json:"suspension,omitempty"`
+	Unsuspension *OperationDTO `json:"unsuspension,omitempty"`
+	Update       *OperationDTO `json:"update,omitempty"`
 	// Operations lists every operation, newest first; only with
 	// op_detail=all.
 	Operations []OperationDTO `json:"operations,omitempty"`
@@ -329,6 +334,8 @@ func (h *Handler) dto(r storage.Runtime, allOps bool) RuntimeDTO {
 			CreatedAt: r.CreatedAt, ModifiedAt: r.UpdatedAt, DeletedAt: r.DeletedAt, ExpiredAt: r.ExpiredAt,
 			State: r.State, Provisioning: operationDTO(r.Provisioning),
 			Deprovisioning: operationDTO(r.Deprovisioning),
+			Suspension:     operationDTO(r.Suspension), Unsuspension: operationDTO(r.Unsuspension),
+			Update: operationDTO(r.Update),
 		},
 	}
 	if allOps {

@@ -99,6 +99,13 @@ type Runtime struct {
 	ExpiredAt      *time.Time
 	Provisioning   *RuntimeOperation
 	Deprovisioning *RuntimeOperation
+	// Suspension is the newest deprovisioning when it suspended the instance
+	// (also in Deprovisioning); Unsuspension the newest provisioning when it
+	// resumed a suspended instance (also in Provisioning); Update the newest
+	// update operation. Upstream KEB's DTO reports these apart.
+	Suspension   *RuntimeOperation
+	Unsuspension *RuntimeOperation
+	Update       *RuntimeOperation
 	// Operations are all operations, newest first; filled only when the
 	// query asked for them.
 	Operations []RuntimeOperation
@@ -155,6 +162,16 @@ type runtimeRow struct {
 	DErrorMessage   *string    `db:"d_error_message"`
 	DCreatedAt      *time.Time `db:"d_created_at"`
 	DUpdatedAt      *time.Time `db:"d_updated_at"`
+	DTemporary      *bool      `db:"d_temporary"`
+	PResumed        *bool      `db:"p_resumed"`
+
+	UOperationID    *string    `db:"u_operation_id"`
+	UState          *string    `db:"u_state"`
+	UDescription    *string    `db:"u_description"`
+	UFinishedStages []string   `db:"u_finished_stages"`
+	UErrorMessage   *string    `db:"u_error_message"`
+	UCreatedAt      *time.Time `db:"u_created_at"`
+	UUpdatedAt      *time.Time `db:"u_updated_at"`
 }
 
 func rowOperation(instanceID, typ string, id, state, desc, errMsg *string, stages []string, created, updated *time.Time) *RuntimeOperation {
@@ -183,6 +200,19 @@ func deref(s *string) string {
 }
 
 func (r runtimeRow) runtime() Runtime {
+	rt := r.listed()
+	if r.DTemporary != nil && *r.DTemporary {
+		rt.Suspension = rt.Deprovisioning
+	}
+	if r.PResumed != nil && *r.PResumed {
+		rt.Unsuspension = rt.Provisioning
+	}
+	rt.Update = rowOperation(r.InstanceID, OperationTypeUpdate, r.UOperationID, r.UState, r.UDescription,
+		r.UErrorMessage, r.UFinishedStages, r.UCreatedAt, r.UUpdatedAt)
+	return rt
+}
+
+func (r runtimeRow) listed() Runtime {
 	return Runtime{
 		InstanceID: r.InstanceID, RuntimeID: r.RuntimeID, GlobalAccountID: r.GlobalAccountID,
 		SubAccountID: r.SubAccountID, UserID: r.UserID, ServiceID: r.ServiceID, PlanID: r.PlanID,
@@ -220,7 +250,7 @@ const archivedRows = `SELECT a.instance_id, a.runtime_id, a.global_account_id, a
 	a.last_deprovisioning_id AS a_deprovisioning_id, a.deprovisioning_started_at AS a_deprovisioning_started_at
 FROM instances_archive a`
 
-// pageWithOperations joins the newest provisioning and deprovisioning to the
+// pageWithOperations joins the newest provisioning, deprovisioning and update to the
 // page's rows, which the subquery r has already ordered and cut to one page:
 // LIMIT sits inside r, so each LATERAL runs once per row of the page (one
 // probe of operations_instance_created_idx), never for rows before the page
@@ -240,16 +270,28 @@ const pageWithOperations = `SELECT r.instance_id, r.runtime_id, r.global_account
 	CASE WHEN r.archived THEN '{}'::text[] ELSE d.finished_stages END AS d_finished_stages,
 	CASE WHEN r.archived THEN '' ELSE d.error_message END AS d_error_message,
 	CASE WHEN r.archived THEN r.a_deprovisioning_started_at ELSE d.created_at END AS d_created_at,
-	CASE WHEN r.archived THEN r.updated_at ELSE d.updated_at END AS d_updated_at
+	CASE WHEN r.archived THEN r.updated_at ELSE d.updated_at END AS d_updated_at,
+	d.temporary AS d_temporary, p.resumed AS p_resumed,
+	u.operation_id AS u_operation_id, u.state AS u_state, u.description AS u_description,
+	u.finished_stages AS u_finished_stages, u.error_message AS u_error_message,
+	u.created_at AS u_created_at, u.updated_at AS u_updated_at
 FROM (%s) r
 LEFT JOIN LATERAL (SELECT o.operation_id, o.state, o.description, o.finished_stages, o.error_message,
-	o.created_at, o.updated_at FROM operations o
+	o.created_at, o.updated_at,
+	-- a resumption: a suspension came before it (one more probe of the same index)
+	EXISTS (SELECT 1 FROM operations s WHERE s.instance_id = o.instance_id AND s.type = 'deprovision'
+		AND s.temporary AND s.created_at < o.created_at) AS resumed
+	FROM operations o
 	WHERE NOT r.archived AND o.instance_id = r.instance_id AND o.type = 'provision'
 	ORDER BY o.created_at DESC, o.operation_id DESC LIMIT 1) p ON true
 LEFT JOIN LATERAL (SELECT o.operation_id, o.state, o.description, o.finished_stages, o.error_message,
-	o.created_at, o.updated_at FROM operations o
+	o.created_at, o.updated_at, o.temporary FROM operations o
 	WHERE NOT r.archived AND o.instance_id = r.instance_id AND o.type = 'deprovision'
 	ORDER BY o.created_at DESC, o.operation_id DESC LIMIT 1) d ON true
+LEFT JOIN LATERAL (SELECT o.operation_id, o.state, o.description, o.finished_stages, o.error_message,
+	o.created_at, o.updated_at FROM operations o
+	WHERE NOT r.archived AND o.instance_id = r.instance_id AND o.type = 'update'
+	ORDER BY o.created_at DESC, o.operation_id DESC LIMIT 1) u ON true
 ORDER BY r.created_at, r.instance_id`
 
 // runtimeSQL builds the page statement and the count statement for q. The SQL

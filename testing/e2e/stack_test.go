@@ -56,6 +56,14 @@ type stack struct {
 // not run in parallel on one control plane.
 func newStack(t *testing.T, mode infrasim.Mode, accounts int, tweaks ...func(*config.Config)) *stack {
 	t.Helper()
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	return newStackLogging(t, log, mode, accounts, tweaks...)
+}
+
+// newStackLogging is newStack with keb logging to log.
+func newStackLogging(t *testing.T, log *logrus.Logger, mode infrasim.Mode, accounts int, tweaks ...func(*config.Config)) *stack {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	scheme, err := app.Scheme()
@@ -72,9 +80,9 @@ func newStack(t *testing.T, mode infrasim.Mode, accounts int, tweaks ...func(*co
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := logrus.New()
-	log.SetOutput(io.Discard)
-	sim, err := infrasim.New(kcp.Config, scheme, infrasim.Options{Namespace: kcpNS, Mode: mode, BinDir: bin, Delay: time.Second, Log: log})
+	simLog := logrus.New()
+	simLog.SetOutput(io.Discard)
+	sim, err := infrasim.New(kcp.Config, scheme, infrasim.Options{Namespace: kcpNS, Mode: mode, BinDir: bin, Delay: time.Second, Log: simLog})
 	if err != nil {
 		t.Fatal(err)
 	}

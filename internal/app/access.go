@@ -1,0 +1,38 @@
+package app
+
+// Access is one kind of Kubernetes request keb makes. The Helm chart's Roles
+// (deploy/helm/keb/templates/rbac.yaml) grant exactly these; a test renders
+// the chart and compares, and the end-to-end RBAC test runs a provisioning
+// and a deprovisioning as the chart's service account to prove the list is
+// complete. Add a line here with the code that needs it.
+type Access struct {
+	// Scope is "control" (APP_KCP_KUBECONFIG's namespace kcp-system) or
+	// "pool" (the account pool's namespace garden-<APP_GARDENER_PROJECT>).
+	Scope    string
+	Group    string
+	Resource string
+	Verbs    []string
+	// UsedBy names the code making these calls.
+	UsedBy string
+}
+
+// Access scopes.
+const (
+	ScopeControl = "control"
+	ScopePool    = "pool"
+)
+
+// KubernetesAccess is every request keb serve makes to the control plane and
+// the account pool (requests inside runtimes use the runtime's kubeconfig).
+var KubernetesAccess = []Access{
+	{ScopeControl, "infrastructuremanager.kyma-project.io", "runtimes", []string{"get", "list", "watch", "create", "update", "delete"},
+		"provisioning/create_runtime (CreateOrUpdate), check_runtime (get), deprovisioning/delete_runtime, app.sharedUsage (list), process.Watcher (list, watch), cleanup.EnvironmentsCleaner (list, delete orphans), app readiness (list one)"},
+	{ScopeControl, "operator.kyma-project.io", "kymas", []string{"get", "list", "create", "update", "delete"},
+		"provisioning/apply_kyma (CreateOrUpdate), deprovisioning/delete_kyma, cleanup.EnvironmentsCleaner (delete orphans), app readiness (list one)"},
+	{ScopeControl, "", "secrets", []string{"get", "list", "watch", "create", "update", "delete"},
+		"runtime.ClientCache and check_runtime (get kubeconfig-<runtimeID>), overrides.Resolve (list), overrides.Store (CreateOrUpdate), deprovisioning/delete_runtime (delete the overrides Secret), cleanup.EnvironmentsCleaner (delete an orphan's kubeconfig), process.Watcher (list, watch metadata)"},
+	{ScopeControl, "", "configmaps", []string{"get", "list"},
+		"kyma.VersionResolver (get kyma-versions), overrides.Resolve (list)"},
+	{ScopePool, "", "secrets", []string{"get", "list", "update"},
+		"hyperscaler.Pool: Claim, ClaimShared, MarkDirty, release, Release (get, list, update labels), Accounts, Census (list)"},
+}

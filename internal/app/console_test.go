@@ -1,0 +1,79 @@
+package app_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/kyma-keb/keb/internal/auth"
+)
+
+// The console needs a cld:read token; once logged in it lists and filters
+// runtimes as /info/runtimes does and shows an instance's operations.
+func TestConsole(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.expect(b.do(http.MethodPut, provisionPath("inst-c1"), provisionBody(azurePlanID, `{"name":"c1"}`, "")), http.StatusAccepted)
+	b.expect(b.do(http.MethodPut, provisionPath("inst-c2"), provisionBody(azurePlanID, `{"name":"c2"}`,
+		`"globalaccount_id":"ga-2","subaccount_id":"sa-2","user_id":"u"`)), http.StatusAccepted)
+
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	get := func(path string) (int, string, string) {
+		t.Helper()
+		res, err := c.Get(b.srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		return res.StatusCode, res.Request.URL.Path, string(body)
+	}
+	login := func(token string) (int, string) {
+		t.Helper()
+		res, err := c.PostForm(b.srv.URL+"/console/login", url.Values{"token": {token}, "next": {"/console?plan=azure"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(body)
+	}
+
+	if code, path, _ := get("/console"); code != http.StatusOK || path != "/console/login" {
+		t.Fatalf("without a token: %d at %s, want the login page", code, path)
+	}
+	if code, body := login(b.mint(auth.ScopeBrokerWrite)); code != http.StatusUnauthorized || !strings.Contains(body, "lacks scope cld:read") {
+		t.Fatalf("login without cld:read: %d %s", code, body)
+	}
+	if code, body := login("not-a-token"); code != http.StatusUnauthorized || !strings.Contains(body, "refused") {
+		t.Fatalf("login with garbage: %d", code)
+	}
+	if code, body := login(b.mint(auth.ScopeCLDRead)); code != http.StatusOK || !strings.Contains(body, "inst-c1") || !strings.Contains(body, "inst-c2") {
+		t.Fatalf("after login: %d\n%s", code, body)
+	}
+	code, _, body := get("/console?account=ga-2")
+	if code != http.StatusOK || strings.Contains(body, "inst-c1") || !strings.Contains(body, "inst-c2") || !strings.Contains(body, "1 shown of 1") {
+		t.Fatalf("filtered table: %d\n%s", code, body)
+	}
+	if code, _, body := get("/console?page_size=1"); code != http.StatusOK || !strings.Contains(body, `id="next"`) {
+		t.Fatalf("first of two pages has no next link: %d", code)
+	}
+	if code, _, body := get("/console?page_size=1000"); code != http.StatusBadRequest || !strings.Contains(body, "page_size") {
+		t.Fatalf("bad page size: %d\n%s", code, body)
+	}
+	code, _, body = get("/console/instances/inst-c2")
+	if code != http.StatusOK || !strings.Contains(body, "provision") || !strings.Contains(body, `data-live="true"`) ||
+		!strings.Contains(body, "waiting for a worker") {
+		t.Fatalf("instance page: %d\n%s", code, body)
+	}
+	if code, _, body := get("/console/instances/inst-c2?fragment=timeline"); code != http.StatusOK || strings.Contains(body, "<html") {
+		t.Fatalf("timeline fragment: %d\n%s", code, body)
+	}
+	if code, _, _ := get("/console/instances/nope"); code != http.StatusNotFound {
+		t.Fatalf("unknown instance: %d", code)
+	}
+}

@@ -1,0 +1,248 @@
+// Package console is the operations console at /console: a runtimes table
+// with /info/runtimes' filters and paging, and an instance page with the
+// timeline of its operations (each step's start, end, failures, the current
+// waiting reason), refreshed live while an operation runs. Pages are
+// server-rendered Go templates with a few lines of plain JavaScript, embedded
+// in the binary: nothing to build, nothing to download.
+//
+// It reads through the same handler that serves GET /info/runtimes (so
+// filters, paging and their errors are exactly the API's) and needs a token
+// with scope cld:read, kept in an HttpOnly cookie after the login page.
+package console
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"html/template"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/sirupsen/logrus"
+
+	"github.com/kyma-keb/keb/internal/auth"
+	"github.com/kyma-keb/keb/internal/logging"
+	"github.com/kyma-keb/keb/internal/runtimes"
+	"github.com/kyma-keb/keb/internal/storage"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+// cookieName holds the console's bearer token.
+const cookieName = "keb_console_token"
+
+// Verifier checks a bearer token (auth.Verifier).
+type Verifier interface {
+	Verify(ctx context.Context, rawToken string) (*auth.Claims, error)
+}
+
+// OperationReader reads an instance's operations with their data
+// (storage.Store).
+type OperationReader interface {
+	InstanceOperations(ctx context.Context, instanceID string) ([]storage.Operation, error)
+}
+
+// Options are what the console reads through.
+type Options struct {
+	// Runtimes is the GET /info/runtimes handler (without its auth: the
+	// console checks the token itself).
+	Runtimes   http.Handler
+	Operations OperationReader
+	Verifier   Verifier
+	// DevLogin says how to get a token in `keb dev`, shown on the login page.
+	DevLogin bool
+	Log      logrus.FieldLogger
+}
+
+// Console serves the pages.
+type Console struct {
+	opts Options
+	tmpl *template.Template
+}
+
+// New parses the templates.
+func New(opts Options) *Console {
+	funcs := template.FuncMap{
+		"ago":  func(t time.Time) string { return ago(time.Now(), t) },
+		"when": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") },
+		"join": strings.Join,
+	}
+	return &Console{opts: opts, tmpl: template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/*.html"))}
+}
+
+// Register adds the console's routes to r.
+func (c *Console) Register(r *mux.Router) {
+	r.HandleFunc("/console", c.authed(c.runtimesPage)).Methods(http.MethodGet)
+	r.HandleFunc("/console/instances/{instance_id}", c.authed(c.instancePage)).Methods(http.MethodGet)
+	r.HandleFunc("/console/login", c.loginPage).Methods(http.MethodGet)
+	r.HandleFunc("/console/login", c.login).Methods(http.MethodPost)
+	r.HandleFunc("/console/logout", c.logout).Methods(http.MethodPost)
+}
+
+// authed lets requests with a cld:read token cookie through; others go to
+// the login page.
+func (c *Console) authed(next func(w http.ResponseWriter, r *http.Request, token string)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ck, err := r.Cookie(cookieName)
+		if err == nil {
+			claims, verr := c.opts.Verifier.Verify(r.Context(), ck.Value)
+			if verr == nil && claims.HasScope(auth.ScopeCLDRead) {
+				next(w, r, ck.Value)
+				return
+			}
+		}
+		http.Redirect(w, r, "/console/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+	}
+}
+
+func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
+	c.render(w, http.StatusOK, "login.html", map[string]any{"Dev": c.opts.DevLogin, "Next": safeNext(r.URL.Query().Get("next"))})
+}
+
+func (c *Console) login(w http.ResponseWriter, r *http.Request) {
+	token := strings.TrimSpace(r.PostFormValue("token"))
+	next := safeNext(r.PostFormValue("next"))
+	claims, err := c.opts.Verifier.Verify(r.Context(), token)
+	msg := ""
+	switch {
+	case err != nil:
+		msg = "The token was refused: " + err.Error()
+	case !claims.HasScope(auth.ScopeCLDRead):
+		msg = "The token lacks scope " + auth.ScopeCLDRead + "."
+	}
+	if msg != "" {
+		c.render(w, http.StatusUnauthorized, "login.html", map[string]any{"Dev": c.opts.DevLogin, "Next": next, "Error": msg})
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: token, Path: "/console", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/console", MaxAge: -1, HttpOnly: true})
+	http.Redirect(w, r, "/console/login", http.StatusSeeOther)
+}
+
+// safeNext keeps redirects inside the console.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/console") || strings.HasPrefix(next, "//") {
+		return "/console"
+	}
+	return next
+}
+
+// filters are the /info/runtimes filters the table offers.
+var filters = []struct{ Param, Label string }{
+	{"account", "Global account"}, {"subaccount", "Subaccount"}, {"instance_id", "Instance"},
+	{"runtime_id", "Runtime"}, {"region", "Region"}, {"plan", "Plan"}, {"shoot", "Shoot"},
+}
+
+// states are the state filter's choices.
+var states = []string{"provisioning", "succeeded", "failed", "deprovisioning", "suspended", "deprovisioned"}
+
+func (c *Console) runtimesPage(w http.ResponseWriter, r *http.Request, token string) {
+	q := r.URL.Query()
+	page, status, errMsg := c.listRuntimes(r, q)
+	type filter struct{ Param, Label, Value string }
+	var fs []filter
+	for _, f := range filters {
+		fs = append(fs, filter{f.Param, f.Label, q.Get(f.Param)})
+	}
+	nextURL := ""
+	if page.Next != "" {
+		nq := url.Values{}
+		for k, v := range q {
+			nq[k] = v
+		}
+		nq.Del("page")
+		nq.Set("next", page.Next)
+		nextURL = "/console?" + nq.Encode()
+	}
+	c.render(w, status, "runtimes.html", map[string]any{
+		"Filters": fs, "States": states, "State": q.Get("state"), "Page": page, "Error": errMsg,
+		"Next": nextURL, "PageSize": q.Get("page_size"),
+	})
+}
+
+// listRuntimes asks the /info/runtimes handler, as an API client would.
+func (c *Console) listRuntimes(r *http.Request, q url.Values) (runtimes.Response, int, string) {
+	api := url.Values{}
+	for k, v := range q {
+		for _, s := range v {
+			if s != "" {
+				api.Add(k, s)
+			}
+		}
+	}
+	req := httptest.NewRequestWithContext(r.Context(), http.MethodGet, "/info/runtimes?"+api.Encode(), nil)
+	rec := httptest.NewRecorder()
+	c.opts.Runtimes.ServeHTTP(rec, req)
+	var page runtimes.Response
+	if rec.Code != http.StatusOK {
+		var e struct{ Description string }
+		_ = json.Unmarshal(rec.Body.Bytes(), &e)
+		return page, rec.Code, e.Description
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &page); err != nil {
+		logging.FromContext(r.Context(), c.opts.Log).WithError(err).Error("console: decoding the runtime listing")
+		return page, http.StatusInternalServerError, "the runtime listing could not be read"
+	}
+	return page, http.StatusOK, ""
+}
+
+func (c *Console) instancePage(w http.ResponseWriter, r *http.Request, token string) {
+	id := mux.Vars(r)["instance_id"]
+	page, status, errMsg := c.listRuntimes(r, url.Values{"instance_id": {id}, "state": {"all"}})
+	if status == http.StatusOK && len(page.Data) == 0 {
+		status, errMsg = http.StatusNotFound, "no instance "+id
+	}
+	data := map[string]any{"ID": id, "Error": errMsg}
+	if status == http.StatusOK {
+		rt := page.Data[0]
+		data["Runtime"] = rt
+		ops, err := c.opts.Operations.InstanceOperations(r.Context(), id)
+		if err != nil {
+			logging.FromContext(r.Context(), c.opts.Log).WithError(err).Error("console: reading operations")
+			status, data["Error"] = http.StatusInternalServerError, "the operations could not be read"
+		}
+		tl := timeline(ops, time.Now())
+		data["Operations"] = tl
+		live := false
+		for _, op := range tl {
+			live = live || op.InProgress
+		}
+		data["Live"] = live
+	}
+	name := "instance.html"
+	if r.URL.Query().Get("fragment") == "timeline" {
+		name = "timeline"
+	}
+	c.render(w, status, name, data)
+}
+
+func (c *Console) render(w http.ResponseWriter, status int, name string, data any) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	if err := c.tmpl.ExecuteTemplate(w, name, data); err != nil && c.opts.Log != nil {
+		c.opts.Log.WithError(err).Error("console: rendering " + name)
+	}
+}
+
+// ago renders how long ago t was.
+func ago(now, t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := now.Sub(t).Round(time.Second)
+	if d < 0 {
+		d = 0
+	}
+	return d.String() + " ago"
+}

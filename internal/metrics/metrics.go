@@ -1,0 +1,115 @@
+// Package metrics holds keb's Prometheus metrics beyond HTTP: operations and
+// their steps (told by the engine), token rejections (told by auth), and
+// gauges read from the database and the account pool, cached so that a
+// scrape never costs more than one read per refresh interval.
+//
+// Names follow upstream KEB's kcp_keb_v2_* where upstream has the metric, so
+// existing dashboards keep working; keb's own are keb_*. docs/metrics.md
+// describes each with an example alert.
+package metrics
+
+import (
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kyma-keb/keb/internal/process"
+	"github.com/kyma-keb/keb/internal/storage"
+)
+
+// operationKinds maps operation types to the word upstream's metric names use.
+var operationKinds = map[string]string{
+	storage.OperationTypeProvision:   "provisioning",
+	storage.OperationTypeDeprovision: "deprovisioning",
+	storage.OperationTypeUpdate:      "update",
+}
+
+// finalStates are the states a finished-operations counter exists for.
+var finalStates = []string{storage.StateSucceeded, storage.StateFailed}
+
+// Operations records what the engine and auth report.
+type Operations struct {
+	finished   map[string]*prometheus.CounterVec // by "<kind>_<state>"
+	durations  map[string]*prometheus.HistogramVec
+	steps      *prometheus.HistogramVec
+	rejections *prometheus.CounterVec
+}
+
+var _ process.Observer = (*Operations)(nil)
+
+// NewOperations registers the event-driven metrics on reg.
+func NewOperations(reg prometheus.Registerer, rejectionReasons []string) *Operations {
+	m := &Operations{
+		finished:  map[string]*prometheus.CounterVec{},
+		durations: map[string]*prometheus.HistogramVec{},
+		steps: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "keb_step_duration_seconds",
+			Help: "Duration of one run of an operation step, by operation type, step and outcome (done, wait, error, failed).",
+			// Steps are Kubernetes calls: milliseconds, sometimes seconds.
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"type", "step", "outcome"}),
+		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "keb_auth_rejections_total",
+			Help: "Requests refused by token verification, by reason.",
+		}, []string{"reason"}),
+	}
+	reg.MustRegister(m.steps, m.rejections)
+	for _, r := range rejectionReasons {
+		m.rejections.WithLabelValues(r)
+	}
+	for _, kind := range operationKinds {
+		for _, state := range finalStates {
+			c := prometheus.NewCounterVec(prometheus.CounterOpts{
+				Name: "kcp_keb_v2_operations_" + kind + "_" + state + "_total",
+				Help: "Finished " + kind + " operations that " + state + ", by plan.",
+			}, []string{"plan_id"})
+			reg.MustRegister(c)
+			m.finished[kind+"_"+state] = c
+		}
+	}
+	for _, kind := range []string{"provisioning", "deprovisioning"} {
+		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "kcp_keb_v2_" + kind + "_duration_minutes",
+			Help:    "Time from accepting a " + kind + " to its success, in minutes, by plan.",
+			Buckets: []float64{.5, 1, 2, 5, 10, 15, 20, 30, 45, 60, 90, 120, 240},
+		}, []string{"plan_id"})
+		reg.MustRegister(h)
+		m.durations[kind] = h
+	}
+	return m
+}
+
+// StepRan observes one step run.
+func (m *Operations) StepRan(opType, step, outcome string, took time.Duration) {
+	m.steps.WithLabelValues(opType, step, outcome).Observe(took.Seconds())
+}
+
+// OperationFinished counts a finished operation and, for a succeeded
+// provisioning or deprovisioning, observes how long it took from accept.
+func (m *Operations) OperationFinished(op storage.Operation, planID string) {
+	kind, ok := operationKinds[op.Type]
+	if !ok {
+		return
+	}
+	if c, ok := m.finished[kind+"_"+op.State]; ok {
+		c.WithLabelValues(planID).Inc()
+	}
+	if h, ok := m.durations[kind]; ok && op.State == storage.StateSucceeded && op.FinishedAt != nil {
+		h.WithLabelValues(planID).Observe(op.FinishedAt.Sub(op.CreatedAt).Minutes())
+	}
+}
+
+// TokenRejected counts a refused request.
+func (m *Operations) TokenRejected(reason string) {
+	m.rejections.WithLabelValues(reason).Inc()
+}
+
+// inProgressName is the upstream gauge of running operations of a kind.
+func inProgressName(opType string) (string, bool) {
+	kind, ok := operationKinds[opType]
+	if !ok {
+		return "", false
+	}
+	return "kcp_keb_v2_operations_" + strings.ReplaceAll(kind, "-", "_") + "_in_progress_total", true
+}

@@ -1,0 +1,79 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Census is a snapshot of what the database holds, for gauges: counted in
+// one read-only transaction, so the numbers agree with each other.
+type Census struct {
+	// Instances counts live instances by plan ID and runtime state.
+	Instances []CensusCount
+	// InProgress counts in-progress operations by type and plan ID.
+	InProgress []CensusCount
+	// QueueJobs counts the work queue's jobs by River state (available,
+	// scheduled, running, retryable).
+	QueueJobs map[string]int
+	// OldestAvailable is how long the oldest job that a worker could take
+	// has been waiting for one; zero when none waits.
+	OldestAvailable time.Duration
+}
+
+// CensusCount is one group of a Census.
+type CensusCount struct {
+	PlanID string
+	// Kind is the runtime state (instances) or the operation type
+	// (in-progress operations).
+	Kind  string
+	Count int
+}
+
+// TakeCensus counts instances, running operations and queued jobs. The
+// instance count reads every live instance row, so callers cache it rather
+// than run it per scrape; the other two read partial indexes only.
+func (s *Store) TakeCensus(ctx context.Context) (Census, error) {
+	var c Census
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+		var err error
+		if c.Instances, err = censusCounts(ctx, tx,
+			`SELECT plan_id, state, count(*) FROM instances GROUP BY plan_id, state`); err != nil {
+			return fmt.Errorf("counting instances: %w", err)
+		}
+		if c.InProgress, err = censusCounts(ctx, tx,
+			`SELECT i.plan_id, o.type, count(*) FROM operations o JOIN instances i USING (instance_id)
+			 WHERE o.state = 'in progress' GROUP BY i.plan_id, o.type`); err != nil {
+			return fmt.Errorf("counting operations in progress: %w", err)
+		}
+		// River's own table: its fetch index leads with state, so these
+		// read only the jobs not yet finished.
+		rows, _ := tx.Query(ctx, `SELECT state::text, count(*) FROM river_job
+			WHERE state IN ('available', 'scheduled', 'running', 'retryable') GROUP BY state`)
+		c.QueueJobs = map[string]int{"available": 0, "scheduled": 0, "running": 0, "retryable": 0}
+		var state string
+		var n int
+		if _, err := pgx.ForEachRow(rows, []any{&state, &n}, func() error { c.QueueJobs[state] = n; return nil }); err != nil {
+			return fmt.Errorf("counting queued jobs: %w", err)
+		}
+		var oldest float64
+		if err := tx.QueryRow(ctx, `SELECT coalesce(extract(epoch FROM now() - min(scheduled_at)), 0)::float8
+			FROM river_job WHERE state = 'available' AND scheduled_at <= now()`).Scan(&oldest); err != nil {
+			return fmt.Errorf("reading the oldest waiting job: %w", err)
+		}
+		c.OldestAvailable = time.Duration(max(oldest, 0) * float64(time.Second))
+		return nil
+	})
+	return c, err
+}
+
+func censusCounts(ctx context.Context, tx pgx.Tx, query string) ([]CensusCount, error) {
+	rows, _ := tx.Query(ctx, query)
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (CensusCount, error) {
+		var c CensusCount
+		err := row.Scan(&c.PlanID, &c.Kind, &c.Count)
+		return c, err
+	})
+}

@@ -1,0 +1,125 @@
+// Browser test of the operations console: starts `keb dev` (shared simulated runtimes), provisions a runtime as
+// the README's walkthrough does, logs into /console with a dev token, filters to the instance, opens its timeline,
+// watches the steps appear until the provisioning succeeds, and saves screenshots (docs/images with `make screenshots`). Run from the
+// repository root by `make test` (target browser-test) when chromium is installed.
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, mkdirSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { chromium } from 'playwright-core';
+
+const root = resolve(process.env.KEB_ROOT || '.');
+const keb = join(root, 'bin', 'keb');
+const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
+// make test keeps its screenshots in bin/screenshots; `make screenshots` refreshes the committed ones in docs/images.
+const shots = resolve(root, process.env.SCREENSHOTS || join('bin', 'screenshots'));
+mkdirSync(shots, { recursive: true });
+
+function fail(msg) { throw new Error(msg); }
+
+async function freePort() {
+  return new Promise((ok, ko) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => ok(p)); });
+    s.on('error', ko);
+  });
+}
+
+async function until(what, fn, seconds) {
+  const end = Date.now() + seconds * 1000;
+  let last;
+  while (Date.now() < end) {
+    try { const v = await fn(); if (v) return v; } catch (e) { last = e; }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  fail(`gave up waiting for ${what}${last ? ': ' + last.message : ''}`);
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'keb-browser-'));
+const port = await freePort();
+const base = `http://127.0.0.1:${port}`;
+const dev = spawn(keb, ['dev', '--port', String(port), '--dir', dir, '--runtime-mode', 'shared', '--runtime-delay', '4s'], {
+  cwd: root, env: { ...process.env, APP_LOG_FORMAT: 'text', APP_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'pipe'],
+});
+let devLog = '';
+dev.stderr.on('data', (d) => { devLog += d; });
+const devExited = new Promise((r) => dev.on('exit', r));
+
+let browser;
+try {
+  await until('keb dev to answer /healthz', async () => (await fetch(base + '/healthz')).ok, 180);
+  const token = (scope) => execFileSync(keb, ['token', '--dir', dir, '--scope', scope], { cwd: root }).toString().trim();
+  const writeToken = token('broker:write');
+
+  // Provision, as the README's walkthrough does.
+  const instanceID = randomUUID();
+  const res = await fetch(`${base}/oauth/v2/service_instances/${instanceID}?accepts_incomplete=true`, {
+    method: 'PUT',
+    headers: { 'X-Broker-API-Version': '2.14', 'Content-Type': 'application/json', Authorization: 'Bearer ' + writeToken },
+    body: JSON.stringify({
+      service_id: '47c9dcbf-ff30-448e-ab36-d3bad66ba281', plan_id: '4deee563-e5ec-4731-b9b1-53b42d855f0c',
+      context: { globalaccount_id: randomUUID(), subaccount_id: 'console-subaccount', user_id: 'me@example.com' },
+      parameters: { name: 'console-demo' },
+    }),
+  });
+  if (res.status !== 202) fail(`provisioning answered ${res.status}: ${await res.text()}`);
+
+  browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+  const page = await browser.newPage({ viewport: { width: 1400, height: 800 } });
+
+  // Not logged in: the login page.
+  await page.goto(base + '/console');
+  if (!page.url().includes('/console/login')) fail('the console did not ask for a login: ' + page.url());
+  await page.fill('#token', token('cld:read'));
+  await page.click('#login');
+  await page.waitForSelector('#runtimes');
+  if (!(await page.textContent('#runtimes')).includes(instanceID)) fail('the runtimes table lacks the new instance');
+
+  // Filter to the instance.
+  await page.fill('input[name=instance_id]', instanceID);
+  await page.click('#apply');
+  await page.waitForURL(/instance_id=/);
+  const rows = await page.locator('#runtimes tbody tr').count();
+  if (rows !== 1) fail(`the filtered table has ${rows} rows, want 1`);
+  await page.screenshot({ path: join(shots, 'console-runtimes.png') });
+
+  // Its timeline: steps appear while the provisioning runs (live refresh, no reload).
+  await page.click(`a[href="/console/instances/${instanceID}"]`);
+  await page.waitForSelector('#timeline');
+  await until('a step in the timeline', async () => (await page.locator('tr.step').count()) > 0, 60);
+  await until('the waiting step', async () => (await page.locator('#timeline').textContent()).includes('running'), 60);
+  await page.screenshot({ path: join(shots, 'console-timeline-running.png'), fullPage: true });
+  const stepsWhileRunning = await page.locator('tr.step').count();
+  await until('the provisioning to succeed on the page', async () => {
+    const t = await page.locator('#ops').getAttribute('data-live');
+    return t === 'false' && (await page.locator('#timeline').textContent()).includes('succeeded');
+  }, 120);
+  const steps = await page.locator('tr.step').count();
+  if (steps <= stepsWhileRunning) fail(`live refresh showed no new steps (${stepsWhileRunning} -> ${steps})`);
+  for (const name of ['resolve_hyperscaler_secret', 'create_runtime', 'check_runtime', 'apply_kyma']) {
+    if ((await page.locator(`tr.step[data-step="${name}"]`).count()) !== 1) fail(`step ${name} missing from the timeline`);
+  }
+  // check_runtime looked at least twice: once while the cluster was pending, once when it was ready.
+  const attempts = Number(await page.locator('tr.step[data-step="check_runtime"] td:nth-child(4)').textContent());
+  if (!(attempts >= 2)) fail(`check_runtime shows ${attempts} attempts, want at least 2`);
+  await page.screenshot({ path: join(shots, 'console-timeline-succeeded.png'), fullPage: true });
+
+  // The metrics show it too.
+  const metrics = await (await fetch(base + '/metrics')).text();
+  if (!/kcp_keb_v2_operations_provisioning_succeeded_total\{plan_id="4deee563-e5ec-4731-b9b1-53b42d855f0c"\} 1/.test(metrics)) {
+    fail('the metrics do not count the succeeded provisioning');
+  }
+  console.log(`browser test passed: ${steps} steps seen (${stepsWhileRunning} while running); screenshots in ${shots}`);
+} catch (e) {
+  console.error('browser test failed:', e.message, '\n--- keb dev log ---\n' + devLog.slice(-4000));
+  process.exitCode = 1;
+} finally {
+  if (browser) await browser.close();
+  dev.kill('SIGTERM');
+  const timer = setTimeout(() => dev.kill('SIGKILL'), 30000);
+  await devExited;
+  clearTimeout(timer);
+  rmSync(dir, { recursive: true, force: true });
+}

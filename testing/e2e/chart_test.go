@@ -1,0 +1,336 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kyma-keb/keb/internal/app"
+	"github.com/kyma-keb/keb/internal/config"
+	"github.com/kyma-keb/keb/internal/hyperscaler"
+	"github.com/kyma-keb/keb/internal/infrasim"
+	"github.com/kyma-keb/keb/testing/k8stest"
+)
+
+// repoRoot is the repository's top directory.
+func repoRoot(t *testing.T) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// helmBin is the helm the Makefile installs into bin/tools (`make helm`).
+func helmBin(t *testing.T) string {
+	t.Helper()
+	if h := os.Getenv("HELM"); h != "" {
+		return h
+	}
+	h := filepath.Join(repoRoot(t), "bin", "tools", "helm")
+	if _, err := os.Stat(h); err != nil {
+		t.Fatalf("helm is missing at %s: run `make helm` (or `make test`, which installs it)", h)
+	}
+	return h
+}
+
+func chartDir(t *testing.T) string { return filepath.Join(repoRoot(t), "deploy", "helm", "keb") }
+
+// renderChart runs helm template for release "keb" in kcp-system and returns
+// the documents.
+func renderChart(t *testing.T, set ...string) ([]*unstructured.Unstructured, []byte) {
+	t.Helper()
+	args := []string{"template", "keb", chartDir(t), "--namespace", kcpNS}
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
+	out, err := exec.Command(helmBin(t), args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, out)
+	}
+	var objs []*unstructured.Unstructured
+	for _, doc := range bytes.Split(out, []byte("\n---")) {
+		var m map[string]any
+		if err := yaml.Unmarshal(doc, &m); err != nil {
+			t.Fatalf("rendered YAML: %v\n%s", err, doc)
+		}
+		if len(m) > 0 {
+			objs = append(objs, &unstructured.Unstructured{Object: m})
+		}
+	}
+	return objs, out
+}
+
+func find[T any](t *testing.T, objs []*unstructured.Unstructured, kind, name string) *T {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() == kind && (name == "" || o.GetName() == name) {
+			v := new(T)
+			raw, _ := yaml.Marshal(o.Object)
+			if err := yaml.Unmarshal(raw, v); err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+	}
+	t.Fatalf("no %s %s rendered", kind, name)
+	return nil
+}
+
+// serveEnvs are the variables `keb serve` reads.
+func serveEnvs() []string {
+	var c config.Config
+	b := config.NewBinder(flag.NewFlagSet("serve", flag.ContinueOnError))
+	c.BindServe(b)
+	return b.Envs()
+}
+
+// everything turns on every optional part of the chart.
+var everything = []string{"serviceMonitor.enabled=true", "kcp.kubeconfigSecret=kcp-kubeconfig",
+	"gardener.kubeconfigSecret=gardener-kubeconfig", "auth.publicKeysSecret=issuer-keys", "plansConfigMap=keb-plans",
+	"cis.secretName=cis-credentials"}
+
+// secretOnly are settings the chart sets from Secrets in another form: the
+// CIS credentials as files (APP_CIS_CLIENT_*_FILE); their plain forms can come
+// from envFromSecrets.
+var secretOnly = []string{"APP_CIS_CLIENT_ID", "APP_CIS_CLIENT_SECRET"}
+
+func TestHelmChart(t *testing.T) {
+	out, err := exec.Command(helmBin(t), "lint", "--strict", chartDir(t)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm lint: %v\n%s", err, out)
+	}
+
+	objs, _ := renderChart(t)
+	dep := find[appsv1.Deployment](t, objs, "Deployment", "keb")
+	if *dep.Spec.Replicas != 2 || dep.Spec.Strategy.RollingUpdate.MaxUnavailable.IntValue() != 0 {
+		t.Errorf("deployment: %d replicas, strategy %+v", *dep.Spec.Replicas, dep.Spec.Strategy)
+	}
+	pod := dep.Spec.Template.Spec
+	c := pod.Containers[0]
+	if c.ReadinessProbe.HTTPGet.Path != "/readyz" || c.LivenessProbe.HTTPGet.Path != "/healthz" {
+		t.Errorf("probes: readiness %s, liveness %s", c.ReadinessProbe.HTTPGet.Path, c.LivenessProbe.HTTPGet.Path)
+	}
+	for _, ctr := range append(pod.InitContainers, pod.Containers...) {
+		sc := ctr.SecurityContext
+		if sc == nil || !*sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation || *sc.Privileged || ctr.Resources.Requests.Cpu().IsZero() {
+			t.Errorf("container %s: security context %+v, resources %+v", ctr.Name, sc, ctr.Resources)
+		}
+	}
+	if psc := pod.SecurityContext; !*psc.RunAsNonRoot || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("pod security context %+v", psc)
+	}
+	if len(pod.InitContainers) != 1 || strings.Join(pod.InitContainers[0].Args, " ") != "migrate up" {
+		t.Errorf("no `keb migrate up` init container: %+v", pod.InitContainers)
+	}
+	pdb := find[map[string]any](t, objs, "PodDisruptionBudget", "keb")
+	if (*pdb)["spec"].(map[string]any)["minAvailable"] != float64(1) {
+		t.Errorf("PDB %v", *pdb)
+	}
+	find[corev1.Service](t, objs, "Service", "keb")
+	find[corev1.ServiceAccount](t, objs, "ServiceAccount", "keb")
+
+	t.Run("every env var is one keb knows, and every setting is there", func(t *testing.T) {
+		objs, _ := renderChart(t, everything...)
+		known := serveEnvs()
+		set := map[string]bool{}
+		for k := range find[corev1.ConfigMap](t, objs, "ConfigMap", "keb").Data {
+			set[k] = true
+		}
+		dep := find[appsv1.Deployment](t, objs, "Deployment", "keb")
+		for _, ctr := range append(dep.Spec.Template.Spec.InitContainers, dep.Spec.Template.Spec.Containers...) {
+			for _, e := range ctr.Env {
+				set[e.Name] = true
+				if e.Value != "" && strings.Contains(strings.ToLower(e.Name), "secret") && !strings.HasSuffix(e.Name, "_FILE") {
+					t.Errorf("%s is set inline; secrets come from a Secret by name", e.Name)
+				}
+			}
+		}
+		for name := range set {
+			if !slices.Contains(known, name) {
+				t.Errorf("the chart sets %s, which keb serve does not read", name)
+			}
+		}
+		for _, name := range known {
+			if !set[name] && !slices.Contains(secretOnly, name) {
+				t.Errorf("keb serve reads %s, which the chart cannot set", name)
+			}
+		}
+	})
+
+	t.Run("the chart's defaults are keb's", func(t *testing.T) {
+		var want config.Config
+		b := config.NewBinder(flag.NewFlagSet("serve", flag.ContinueOnError))
+		want.BindServe(b)
+		for k, v := range find[corev1.ConfigMap](t, objs, "ConfigMap", "keb").Data {
+			t.Setenv(k, v)
+		}
+		var got config.Config
+		b = config.NewBinder(flag.NewFlagSet("serve", flag.ContinueOnError))
+		got.BindServe(b)
+		if err := b.Err(); err != nil {
+			t.Fatalf("the chart's config does not parse: %v", err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("the chart's defaults differ from keb's:\nchart %+v\nkeb   %+v", got, want)
+		}
+	})
+
+	t.Run("RBAC grants what internal/app/access.go lists", func(t *testing.T) {
+		poolNS := "garden-" + config.Defaults.Engine.GardenerProject
+		granted := map[string][]string{}
+		for _, o := range objs {
+			if o.GetKind() != "Role" {
+				continue
+			}
+			role := find[rbacv1.Role](t, []*unstructured.Unstructured{o}, "Role", "")
+			scope := app.ScopeControl
+			if o.GetNamespace() == poolNS {
+				scope = app.ScopePool
+			} else if o.GetNamespace() != kcpNS {
+				t.Errorf("role %s in unexpected namespace %s", o.GetName(), o.GetNamespace())
+			}
+			for _, r := range role.Rules {
+				for _, g := range r.APIGroups {
+					for _, res := range r.Resources {
+						key := scope + "/" + g + "/" + res
+						granted[key] = append(granted[key], r.Verbs...)
+					}
+				}
+			}
+		}
+		listed := map[string][]string{}
+		for _, a := range app.KubernetesAccess {
+			key := a.Scope + "/" + a.Group + "/" + a.Resource
+			listed[key] = append(listed[key], a.Verbs...)
+		}
+		for _, m := range []map[string][]string{granted, listed} {
+			for k := range m {
+				sort.Strings(m[k])
+			}
+		}
+		if !reflect.DeepEqual(granted, listed) {
+			t.Errorf("chart RBAC differs from internal/app/access.go:\nchart  %v\nlisted %v", granted, listed)
+		}
+	})
+
+	t.Run("the API server accepts every manifest (server-side dry run)", func(t *testing.T) {
+		ctx := context.Background()
+		kc, err := client.New(kcp.Config, client.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ns := range []string{kcpNS, poolNS} {
+			_ = kc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		}
+		kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+		if err := kcp.WriteKubeconfig(kubeconfig); err != nil {
+			t.Fatal(err)
+		}
+		bin, err := k8stest.BinDir()
+		if err != nil {
+			t.Fatal(err)
+		}
+		kubectl := func(stdin []byte, args ...string) {
+			t.Helper()
+			cmd := exec.Command(filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...)
+			cmd.Stdin = bytes.NewReader(stdin)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("kubectl %v: %v\n%s", args, err, out)
+			}
+		}
+		// The ServiceMonitor kind comes with the Prometheus operator; a
+		// stand-in CRD lets the API server check the rest of the object.
+		crd, err := os.ReadFile(filepath.Join("testdata", "servicemonitor-crd.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		kubectl(crd, "apply", "-f", "-")
+		waitForKind(t, kubectl)
+		for _, set := range [][]string{nil, everything} {
+			_, rendered := renderChart(t, set...)
+			kubectl(rendered, "apply", "--dry-run=server", "-f", "-")
+		}
+	})
+}
+
+// freshAccount adds an azure pool account of its own for a test: the seeded
+// ones may have been claimed and left dirty by other tests on this control
+// plane.
+func freshAccount(t *testing.T, c client.Client, name string) {
+	t.Helper()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: poolNS,
+		Labels: map[string]string{hyperscaler.LabelHyperscalerType: hyperscaler.TypeAzure}}}
+	if err := c.Create(context.Background(), s); client.IgnoreAlreadyExists(err) != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitForKind waits until the API server serves the ServiceMonitor kind.
+func waitForKind(t *testing.T, kubectl func([]byte, ...string)) {
+	t.Helper()
+	kubectl(nil, "wait", "--for=condition=Established", "--timeout=60s", "crd/servicemonitors.monitoring.coreos.com")
+}
+
+// TestChartRBACIsEnough runs a provisioning and a deprovisioning with keb
+// acting as the chart's service account, with only the chart's RBAC: a call
+// the chart does not grant fails the operation.
+func TestChartRBACIsEnough(t *testing.T) {
+	ctx := context.Background()
+	admin, err := client.New(kcp.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{kcpNS, poolNS} {
+		_ = admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}
+	objs, _ := renderChart(t)
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ServiceAccount", "Role", "RoleBinding":
+			if o.GetNamespace() == "" {
+				o.SetNamespace(kcpNS)
+			}
+			if err := admin.Create(ctx, o); client.IgnoreAlreadyExists(err) != nil {
+				t.Fatalf("creating %s %s: %v", o.GetKind(), o.GetName(), err)
+			}
+		}
+	}
+	// A kubeconfig that impersonates the chart's service account.
+	adminKubeconfig := filepath.Join(t.TempDir(), "admin.kubeconfig")
+	if err := kcp.WriteKubeconfig(adminKubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	kc, err := clientcmd.LoadFromFile(adminKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range kc.AuthInfos {
+		u.Impersonate = "system:serviceaccount:" + kcpNS + ":keb"
+	}
+	saKubeconfig := filepath.Join(t.TempDir(), "sa.kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, saKubeconfig); err != nil {
+		t.Fatal(err)
+	}
+
+	s := newStack(t, infrasim.ModeShared, 0, func(c *config.Config) { c.Engine.KCPKubeconfig = saKubeconfig })
+	freshAccount(t, s.kcp, "azure-rbac")
+	// Every call either makes fails the operation if the chart does not grant it.
+	s.provisionAzure("e2e-rbac-1", "ga-rbac")
+	s.deprovisionAzure("e2e-rbac-1")
+}
