@@ -34,8 +34,12 @@ browser-test: build k8s-bins
 		echo ">> installing chromium for the browser test (apt-get install chromium)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	fi; \
-	if [ ! -x "$(CHROMIUM)" ]; then \
-		echo ">> browser test NOT run: chromium is missing (sudo apt-get install -y chromium)"; exit 0; \
+	if ! command -v npm >/dev/null && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo ">> installing Node.js and npm for the browser test (apt-get install nodejs npm)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; \
+	fi; \
+	if [ ! -x "$(CHROMIUM)" ] || ! command -v npm >/dev/null; then \
+		echo ">> browser test NOT run: chromium or npm is missing (sudo apt-get install -y chromium nodejs npm)"; exit 0; \
 	fi; \
 	cd testing/browser && npm ci --no-audit --no-fund --silent && cd ../.. && \
 	CHROMIUM=$(CHROMIUM) SCREENSHOTS=$(SCREENSHOTS) node testing/browser/console.test.mjs
