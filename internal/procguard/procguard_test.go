@@ -76,14 +76,29 @@ func TestChildrenDieWithAKilledParent(t *testing.T) {
 		}
 		pids = append(pids, pid)
 	}
-	// Wait until the watchdog has recorded both, then kill the parent.
+	// Wait until the watchdog has recorded both, then kill the parent. Both
+	// by PID: a scan that caught the short-lived shell before the grandchild
+	// existed also lists two processes, and a grandchild forked after the
+	// last scan before the kill is not one the watchdog can know of.
 	waitFor(t, func() bool {
 		files, _ := filepath.Glob(filepath.Join(dir, "procguard-*.json"))
 		if len(files) != 1 {
 			return false
 		}
 		st, err := readState(files[0])
-		return err == nil && len(st.Children) >= 2
+		if err != nil {
+			return false
+		}
+		recorded := map[int]bool{}
+		for _, c := range st.Children {
+			recorded[c.PID] = true
+		}
+		for _, pid := range pids {
+			if !recorded[pid] {
+				return false
+			}
+		}
+		return true
 	})
 	if err := parent.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
