@@ -85,8 +85,8 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	counters := newWorkCounters(reg)
-	pool, err := storage.Open(ctx, cfg.DatabaseURL, cfg.PoolSize(), counters.tracer())
+	work := metrics.NewWork(reg)
+	pool, err := storage.Open(ctx, cfg.DatabaseURL, cfg.PoolSize(), work.StatementTracer())
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +113,7 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	expirer := expiry.New(store, cfg.TrialDuration, cfg.OperationTimeout, log.WithField("component", "expiry"))
 	var eng *engine
 	if cfg.Engine.Workers > 0 {
-		if eng, err = newEngine(cfg, pool, store, cat, expirer, counters, opsMetrics, log); err != nil {
+		if eng, err = newEngine(cfg, pool, store, cat, expirer, work, opsMetrics, log); err != nil {
 			pool.Close()
 			return nil, err
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/kyma-keb/keb/internal/expiry"
 	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/kyma"
+	"github.com/kyma-keb/keb/internal/metrics"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/process/deprovisioning"
 	"github.com/kyma-keb/keb/internal/process/provisioning"
@@ -90,7 +91,7 @@ type engine struct {
 
 // newEngine builds the workers, the pipelines and the control-plane watch.
 func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat *catalog.Catalog, expirer *expiry.Expirer,
-	counters *workCounters, observer process.Observer, log logrus.FieldLogger) (*engine, error) {
+	work *metrics.Work, observer process.Observer, log logrus.FieldLogger) (*engine, error) {
 	ec := cfg.Engine
 	if ec.KCPKubeconfig == "" && !InCluster() {
 		return nil, errors.New("no control plane: set APP_KCP_KUBECONFIG (or KUBECONFIG), or APP_WORKERS=0 to only accept requests")
@@ -106,7 +107,7 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat 
 	// client-go's default rate limit (a few requests per second) would make
 	// the workers queue behind their own client, not the API server.
 	kcpCfg.QPS, kcpCfg.Burst = float32(10*ec.Workers+50), 20*ec.Workers+100
-	kcpCfg.WrapTransport = counters.countRequests("control_plane")
+	kcpCfg.WrapTransport = work.CountRequests("control_plane")
 	kcp, err := client.New(kcpCfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, fmt.Errorf("control-plane client: %w", err)
@@ -138,7 +139,7 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat 
 	// One runtime client cache for every pipeline: a runtime's client (and
 	// its connections) is built once, whichever operation reaches it.
 	runtimes := runtime.NewClientCache(kcp, scheme, runtime.Bounds{})
-	runtimes.WrapTransport = counters.countRequests("runtime")
+	runtimes.WrapTransport = work.CountRequests("runtime")
 	pipelines := map[string]process.Pipeline{
 		storage.OperationTypeProvision: provisioning.Pipeline(provisioning.Deps{
 			Config: provCfg, Catalog: cat, Store: store, Finisher: store, KCP: kcp, Pool: pool2,

@@ -1,4 +1,4 @@
-package app
+package metrics
 
 import (
 	"context"
@@ -8,16 +8,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// workCounters count the SQL statements keb sends and the requests it makes
-// to kube-apiservers, so that the cost of an operation can be read off
-// /metrics (`make bench` divides them by the provisionings it ran).
-type workCounters struct {
+// Work counts the SQL statements keb sends and the requests it makes to
+// kube-apiservers, so that the cost of an operation can be read off /metrics
+// (`make bench` divides them by the provisionings it ran).
+type Work struct {
 	statements prometheus.Counter
 	apiserver  *prometheus.CounterVec
 }
 
-func newWorkCounters(reg prometheus.Registerer) *workCounters {
-	c := &workCounters{
+// NewWork registers the work counters on reg.
+func NewWork(reg prometheus.Registerer) *Work {
+	c := &Work{
 		statements: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "keb_database_statements_total",
 			Help: "SQL statements sent to PostgreSQL (each statement of a batch counts), queue included.",
@@ -56,11 +57,13 @@ func (t statementTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBa
 
 func (statementTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
-func (c *workCounters) tracer() pgx.QueryTracer { return statementTracer{c.statements} }
+// StatementTracer is a pgx tracer counting every statement, batched ones
+// included, for storage.Open.
+func (c *Work) StatementTracer() pgx.QueryTracer { return statementTracer{c.statements} }
 
-// countRequests returns a rest.Config WrapTransport that counts requests to
+// CountRequests returns a rest.Config WrapTransport that counts requests to
 // target.
-func (c *workCounters) countRequests(target string) func(http.RoundTripper) http.RoundTripper {
+func (c *Work) CountRequests(target string) func(http.RoundTripper) http.RoundTripper {
 	n := c.apiserver.WithLabelValues(target)
 	return func(next http.RoundTripper) http.RoundTripper {
 		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
