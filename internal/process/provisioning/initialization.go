@@ -57,9 +57,6 @@ func (s *Initialization) Run(ctx context.Context, op *process.Operation) (proces
 	}
 	d := &op.Data
 	d.RuntimeID, d.ClusterID, d.ShootName, d.KymaVersion = id.RuntimeID, id.ClusterID, id.ShootName, version
-	if d.ShootName == "" { // an instance recorded before shoot names were stored
-		d.ShootName = ShootName(id.RuntimeID)
-	}
 	d.Provider, d.Region, d.ProviderRegion = res.Provider, res.Region, res.ProviderRegion
 	d.MachineType, d.AutoScalerMin, d.AutoScalerMax, d.ZonesCount = res.MachineType, res.AutoScalerMin, res.AutoScalerMax, res.ZonesCount
 	return process.Done()

@@ -158,7 +158,8 @@ func TestInitializationRuntimeIdentity(t *testing.T) {
 			store := newIdentityStore()
 			base := newOp(t, catalog.AzurePlanID, "")
 			if tc.stored[0] != "" {
-				store.ids[base.InstanceID] = storage.RuntimeIdentity{RuntimeID: tc.stored[0], ClusterID: tc.stored[1]}
+				store.ids[base.InstanceID] = storage.RuntimeIdentity{RuntimeID: tc.stored[0], ClusterID: tc.stored[1],
+					ShootName: provisioning.ShootName(tc.stored[0])}
 			}
 			step := &provisioning.Initialization{Catalog: processtest.Catalog(t), Store: store, KCP: kcpClient(t),
 				Config: testConfig(newNamespace(t))}
