@@ -34,7 +34,7 @@ func TestArchive(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			op := newOp(t)
-			op.Data.ShootName = "c-abc1234"
+			op.Record.ShootName = "c-abc1234"
 			store := &fakeStore{provErr: tc.provErr, archiveErr: tc.archiveErr}
 			if !tc.noProv {
 				store.provisioning = storage.Operation{ID: "prov-1", InstanceID: op.InstanceID,
@@ -94,8 +94,8 @@ func TestArchiveSuspension(t *testing.T) {
 			if !strings.Contains(op.Description, "suspended") {
 				t.Errorf("description %q does not say the instance is suspended", op.Description)
 			}
-			if !strings.Contains(op.Data.Conclusion, "instance suspended") {
-				t.Errorf("conclusion %q does not say the instance is suspended", op.Data.Conclusion)
+			if !strings.Contains(op.Record.Conclusion, "instance suspended") {
+				t.Errorf("conclusion %q does not say the instance is suspended", op.Record.Conclusion)
 			}
 		})
 	}
