@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -8,6 +9,8 @@ import (
 	"time"
 
 	"github.com/kyma-keb/keb/internal/auth"
+	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/config"
 )
 
 func TestCatalog(t *testing.T) {
@@ -236,18 +239,37 @@ func TestConcurrentIdenticalProvisions(t *testing.T) {
 	}
 }
 
-func TestOneTrialPerGlobalAccount(t *testing.T) {
+// TestOnePerGlobalAccount: plans.yaml's onePerGlobalAccount (trial, free)
+// allows a global account one instance of the plan; a plan without the flag
+// allows many.
+func TestOnePerGlobalAccount(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.expect(b.do(http.MethodPut, provisionPath("trial-1"), provisionBody(trialPlanID, `{"name":"t1"}`, "")), http.StatusAccepted)
-	r := b.expect(b.do(http.MethodPut, provisionPath("trial-2"), provisionBody(trialPlanID, `{"name":"t2"}`, "")), http.StatusBadRequest)
-	if r.body["error"] != "TrialExists" {
-		t.Fatalf("want TrialExists, got %s", r.raw)
+	for _, tc := range []struct {
+		plan, planID string
+		onlyOne      bool
+	}{
+		{plan: "trial", planID: trialPlanID, onlyOne: true},
+		{plan: "free", planID: catalog.FreePlanID, onlyOne: true},
+		{plan: "azure", planID: azurePlanID, onlyOne: false},
+	} {
+		t.Run(tc.plan, func(t *testing.T) {
+			t.Parallel()
+			b := setupWith(t, func(c *config.Config) { c.EnabledPlans = append(c.EnabledPlans, "free") }, io.Discard)
+			b.expect(b.do(http.MethodPut, provisionPath(tc.plan+"-1"), provisionBody(tc.planID, `{"name":"c1"}`, "")), http.StatusAccepted)
+			if !tc.onlyOne {
+				b.expect(b.do(http.MethodPut, provisionPath(tc.plan+"-2"), provisionBody(tc.planID, `{"name":"c2"}`, "")), http.StatusAccepted)
+				return
+			}
+			r := b.expect(b.do(http.MethodPut, provisionPath(tc.plan+"-2"), provisionBody(tc.planID, `{"name":"c2"}`, "")), http.StatusBadRequest)
+			if r.body["error"] != "TrialExists" || r.body["description"] != "the global account already has a "+tc.plan+" Kyma runtime; only one is allowed" {
+				t.Fatalf("want TrialExists naming the %s plan, got %s", tc.plan, r.raw)
+			}
+			if i, _ := b.rows(); i != 1 {
+				t.Fatalf("the refused %s instance left a row: %d instances", tc.plan, i)
+			}
+			// Another global account may have its own.
+			b.expect(b.do(http.MethodPut, provisionPath(tc.plan+"-3"), provisionBody(tc.planID, `{"name":"c3"}`,
+				`"globalaccount_id":"ga-other","subaccount_id":"s","user_id":"u"`)), http.StatusAccepted)
+		})
 	}
-	if i, _ := b.rows(); i != 1 {
-		t.Fatalf("the refused trial left a row: %d instances", i)
-	}
-	// Another global account may have its own.
-	b.expect(b.do(http.MethodPut, provisionPath("trial-3"), provisionBody(trialPlanID, `{"name":"t3"}`,
-		`"globalaccount_id":"ga-other","subaccount_id":"s","user_id":"u"`)), http.StatusAccepted)
 }

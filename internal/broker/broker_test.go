@@ -449,7 +449,7 @@ func TestProvisionOfAnExistingInstance(t *testing.T) {
 func TestProvisionTrialExists(t *testing.T) {
 	t.Parallel()
 	store := &fakeStore{createProvisioning: func(storage.Instance, storage.Operation) error {
-		return fmt.Errorf("inserting instance: %w", storage.ErrTrialExists)
+		return fmt.Errorf("inserting instance: %w", storage.ErrOnePerGlobalAccount)
 	}}
 	b, _ := newTestBroker(t, store)
 	_, err := b.Provision(context.Background(), "inst-1", provisionDetails(catalog.TrialPlanID, `{"name":"t"}`, testContext), true)

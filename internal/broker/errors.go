@@ -45,9 +45,6 @@ var (
 	errBindingNotSupported = apiresponses.NewFailureResponseBuilder(
 		errors.New("the kymaruntime service is not bindable"), http.StatusBadRequest,
 		"binding-not-supported").WithErrorKey("BindingNotSupported").Build()
-	errTrialExists = apiresponses.NewFailureResponseBuilder(
-		errors.New("the global account already has a trial Kyma runtime; only one is allowed"), http.StatusBadRequest,
-		"trial-exists").WithErrorKey("TrialExists").Build()
 	// errUnavailable answers a request the database could not serve (down,
 	// frozen, or too slow for the request's deadline). A 503, not a 500:
 	// OSB platforms start orphan mitigation on a 5xx to PUT, but a 503 with
@@ -60,6 +57,16 @@ var (
 		errors.New("internal error: the broker could not complete the request; retry later"),
 		http.StatusInternalServerError, "internal-error").WithErrorKey("InternalError").Build()
 )
+
+// errOnePerGlobalAccount refuses a second instance of a plan that plans.yaml
+// allows once per global account (onePerGlobalAccount). Every such plan gets
+// the answer the trial plan always got, error key included, so that clients
+// written against the trial rule need no change.
+func errOnePerGlobalAccount(planName string) error {
+	return apiresponses.NewFailureResponseBuilder(
+		fmt.Errorf("the global account already has a %s Kyma runtime; only one is allowed", planName),
+		http.StatusBadRequest, "one-per-global-account").WithErrorKey("TrialExists").Build()
+}
 
 // errConflict is OSB's 409 for a PUT whose attributes differ from the
 // existing instance's; why says what differs.

@@ -68,6 +68,11 @@ func (b *Broker) Provision(ctx context.Context, instanceID string, details domai
 		Parameters:      normalizedParameters(details.RawParameters),
 		Context:         storedContext,
 	}
+	if plan.OnePerGlobalAccount {
+		// The unique index on (global account, this) refuses a second one,
+		// race-free, inside the accept transaction.
+		inst.OnePerGlobalAccountPlan = &plan.Name
+	}
 	if pctx.SMOperatorCredentials != nil {
 		if inst.Credentials, err = json.Marshal(pctx.SMOperatorCredentials); err != nil {
 			return domain.ProvisionedServiceSpec{}, b.internal(log, "encoding credentials", err)
@@ -85,8 +90,8 @@ func (b *Broker) Provision(ctx context.Context, instanceID string, details domai
 		return b.provisionExisting(ctx, log, inst)
 	case errors.Is(err, storage.ErrArchived):
 		return domain.ProvisionedServiceSpec{}, errConflict("the instance ID belongs to a deprovisioned instance")
-	case errors.Is(err, storage.ErrTrialExists):
-		return domain.ProvisionedServiceSpec{}, errTrialExists
+	case errors.Is(err, storage.ErrOnePerGlobalAccount):
+		return domain.ProvisionedServiceSpec{}, errOnePerGlobalAccount(plan.Name)
 	default:
 		return domain.ProvisionedServiceSpec{}, b.internal(log, "storing provisioning", err)
 	}

@@ -18,8 +18,9 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrAlreadyExists means an instance with that ID was written before.
 	ErrAlreadyExists = errors.New("already exists")
-	// ErrTrialExists means the global account already holds a trial instance.
-	ErrTrialExists = errors.New("global account already has a trial instance")
+	// ErrOnePerGlobalAccount means the global account already holds an
+	// instance of a plan it may hold only once (plans.yaml onePerGlobalAccount).
+	ErrOnePerGlobalAccount = errors.New("global account already has an instance of this plan")
 	// ErrArchived means the instance ID belonged to a deprovisioned instance.
 	ErrArchived = errors.New("instance was deprovisioned")
 	// ErrOperationInProgress means another operation of the instance runs.
@@ -37,8 +38,8 @@ func interpretError(err error) error {
 		switch pgErr.ConstraintName {
 		case "instances_pkey":
 			return ErrAlreadyExists
-		case "instances_one_trial_per_global_account":
-			return ErrTrialExists
+		case "instances_one_per_global_account":
+			return ErrOnePerGlobalAccount
 		case "operations_one_active_per_instance":
 			return ErrOperationInProgress
 		}

@@ -40,7 +40,7 @@ func newFixture(t *testing.T, enq storage.Enqueuer) *fixture {
 }
 
 func newInstance(id, globalAccount, planName string) storage.Instance {
-	return storage.Instance{
+	inst := storage.Instance{
 		InstanceID:      id,
 		GlobalAccountID: globalAccount,
 		SubAccountID:    "sa-" + id,
@@ -54,6 +54,11 @@ func newInstance(id, globalAccount, planName string) storage.Instance {
 		Parameters:      []byte(`{"name":"c-` + id + `"}`),
 		Context:         []byte(`{"globalaccount_id":"` + globalAccount + `"}`),
 	}
+	if planName == "trial" || planName == "free" {
+		// What the broker writes for plans.yaml's onePerGlobalAccount plans.
+		inst.OnePerGlobalAccountPlan = &planName
+	}
+	return inst
 }
 
 func newOperation(id, instanceID string, typ storage.OperationType) storage.Operation {

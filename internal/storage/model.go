@@ -29,19 +29,23 @@ const (
 
 // Instance is a service instance as the platform asked for it.
 type Instance struct {
-	InstanceID      string          `db:"instance_id"`
-	RuntimeID       string          `db:"runtime_id"`
-	GlobalAccountID string          `db:"global_account_id"`
-	SubAccountID    string          `db:"subaccount_id"`
-	UserID          string          `db:"user_id"`
-	ServiceID       string          `db:"service_id"`
-	PlanID          string          `db:"plan_id"`
-	PlanName        string          `db:"plan_name"`
-	PlatformRegion  string          `db:"platform_region"`
-	Provider        string          `db:"provider"`
-	ProviderRegion  string          `db:"provider_region"`
-	Parameters      json.RawMessage `db:"parameters"`
-	Context         json.RawMessage `db:"context"`
+	InstanceID      string `db:"instance_id"`
+	RuntimeID       string `db:"runtime_id"`
+	GlobalAccountID string `db:"global_account_id"`
+	SubAccountID    string `db:"subaccount_id"`
+	UserID          string `db:"user_id"`
+	ServiceID       string `db:"service_id"`
+	PlanID          string `db:"plan_id"`
+	PlanName        string `db:"plan_name"`
+	// OnePerGlobalAccountPlan is the plan's name when plans.yaml allows a
+	// global account one instance of the plan (onePerGlobalAccount), nil
+	// otherwise; a unique index on (global account, this) enforces the rule.
+	OnePerGlobalAccountPlan *string         `db:"one_per_global_account_plan"`
+	PlatformRegion          string          `db:"platform_region"`
+	Provider                string          `db:"provider"`
+	ProviderRegion          string          `db:"provider_region"`
+	Parameters              json.RawMessage `db:"parameters"`
+	Context                 json.RawMessage `db:"context"`
 	// Credentials is the plaintext sm_operator_credentials JSON. It is sealed
 	// on the way into the database and opened on the way out; nil when the
 	// request carried none.

@@ -34,7 +34,7 @@ func NewStore(pool *pgxpool.Pool, cipher *Cipher, enqueuer Enqueuer) *Store {
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 const instanceColumns = `instance_id, runtime_id, global_account_id, subaccount_id, user_id, service_id,
-	plan_id, plan_name, platform_region, provider, provider_region, parameters, context,
+	plan_id, plan_name, one_per_global_account_plan, platform_region, provider, provider_region, parameters, context,
 	encrypted_credentials, dashboard_url, cluster_id, state, shoot_name, resolved_parameters, expired_at,
 	created_at, updated_at`
 
@@ -61,8 +61,8 @@ func (s *Store) open(row instanceRow) (Instance, error) {
 
 // CreateProvisioning writes a new instance, its provisioning operation and
 // the operation's queue entry in one transaction. It returns ErrAlreadyExists
-// when the instance ID is taken and ErrTrialExists when the global account
-// already holds a trial.
+// when the instance ID is taken and ErrOnePerGlobalAccount when the global
+// account already holds an instance of inst.OnePerGlobalAccountPlan.
 func (s *Store) CreateProvisioning(ctx context.Context, inst Instance, op Operation) error {
 	var sealed *string
 	if inst.Credentials != nil {
@@ -80,11 +80,11 @@ func (s *Store) CreateProvisioning(ctx context.Context, inst Instance, op Operat
 		// An archived (deprovisioned) instance's ID is never reused.
 		batch.Queue(archivedSQL, inst.InstanceID)
 		batch.Queue(`INSERT INTO instances (instance_id, runtime_id, global_account_id, subaccount_id,
-			user_id, service_id, plan_id, plan_name, platform_region, provider, provider_region, parameters,
-			context, encrypted_credentials)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+			user_id, service_id, plan_id, plan_name, one_per_global_account_plan, platform_region, provider,
+			provider_region, parameters, context, encrypted_credentials)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
 			inst.InstanceID, inst.RuntimeID, inst.GlobalAccountID, inst.SubAccountID, inst.UserID, inst.ServiceID,
-			inst.PlanID, inst.PlanName, inst.PlatformRegion, inst.Provider, inst.ProviderRegion,
+			inst.PlanID, inst.PlanName, inst.OnePerGlobalAccountPlan, inst.PlatformRegion, inst.Provider, inst.ProviderRegion,
 			jsonOrEmpty(inst.Parameters), jsonOrEmpty(inst.Context), sealed)
 		// Again after the insert: a deprovisioning archiving this ID may have
 		// committed while the insert waited on the old row's lock; this

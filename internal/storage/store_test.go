@@ -149,7 +149,7 @@ func TestCreateProvisioningConflicts(t *testing.T) {
 			name:    "second trial of a global account",
 			setup:   func(f *fixture) { f.provision("trial-1", "ga-1", "trial", "op-1") },
 			inst:    newInstance("trial-2", "ga-1", "trial"),
-			wantErr: storage.ErrTrialExists,
+			wantErr: storage.ErrOnePerGlobalAccount,
 		},
 		{
 			name: "second trial once the first is deprovisioned",
@@ -164,6 +164,17 @@ func TestCreateProvisioningConflicts(t *testing.T) {
 			name:  "trial of another global account",
 			setup: func(f *fixture) { f.provision("trial-1", "ga-1", "trial", "op-1") },
 			inst:  newInstance("trial-2", "ga-2", "trial"),
+		},
+		{
+			name:    "second free instance of a global account",
+			setup:   func(f *fixture) { f.provision("free-1", "ga-1", "free", "op-1") },
+			inst:    newInstance("free-2", "ga-1", "free"),
+			wantErr: storage.ErrOnePerGlobalAccount,
+		},
+		{
+			name:  "free instance next to a trial of the same global account",
+			setup: func(f *fixture) { f.provision("trial-1", "ga-1", "trial", "op-1") },
+			inst:  newInstance("free-1", "ga-1", "free"),
 		},
 		{
 			name:  "paid plan next to a trial of the same global account",
