@@ -64,6 +64,14 @@ func Fail(format string, args ...any) (StepResult, error) {
 // the typed record that steps hand to later steps. The record is the stored
 // operation's Data (JSON), decoded before the steps run and encoded at every
 // save; it has a name of its own so that it never hides that field.
+//
+// Steps of every pipeline read the runtime's identity (RuntimeID, ShootName,
+// ClusterID) from Instance, never from Record: the instance row is the one
+// place it is decided (Store.SetRuntimeIdentity writes it once, before
+// anything exists in the control plane, and a resume clears it for a new
+// runtime), it is loaded afresh for every run, and an update or a
+// deprovisioning has no provisioning record of its own to read it from. The
+// record's copies are history for operators reading an operation.
 type Operation struct {
 	storage.Operation
 	Instance storage.Instance
@@ -92,6 +100,9 @@ func (o *Operation) Conclude(format string, args ...any) {
 // Record is what steps record for later steps and for operators. It is stored
 // as the operation's data (JSON); it never holds secrets.
 type Record struct {
+	// RuntimeID, ShootName and ClusterID copy the instance's identity for
+	// operators; steps read op.Instance (see Operation). An update sets
+	// ClusterID only once it decided to inject BTP Manager's Secret afresh.
 	RuntimeID         string   `json:"runtimeID,omitempty"`
 	ShootName         string   `json:"shootName,omitempty"`
 	ClusterID         string   `json:"clusterID,omitempty"`

@@ -57,7 +57,7 @@ func (s *Archive) Run(ctx context.Context, op *process.Operation) (process.StepR
 	err = s.Store.ArchiveAndRemove(ctx, storage.ArchivedInstance{
 		InstanceID: i.InstanceID, RuntimeID: i.RuntimeID, GlobalAccountID: i.GlobalAccountID,
 		SubAccountID: i.SubAccountID, PlanID: i.PlanID, PlanName: i.PlanName, PlatformRegion: i.PlatformRegion,
-		Provider: i.Provider, ProviderRegion: i.ProviderRegion, ShootName: op.Record.ShootName,
+		Provider: i.Provider, ProviderRegion: i.ProviderRegion, ShootName: op.Instance.ShootName,
 		ProvisioningState: provState, LastDeprovisioningID: op.ID,
 		InstanceCreatedAt: i.CreatedAt, DeprovisioningStartedAt: op.CreatedAt,
 	})

@@ -34,7 +34,7 @@ func TestArchive(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			op := newOp(t)
-			op.Record.ShootName = "c-abc1234"
+			op.Instance.ShootName = "c-abc1234"
 			store := &fakeStore{provErr: tc.provErr, archiveErr: tc.archiveErr}
 			if !tc.noProv {
 				store.provisioning = storage.Operation{ID: "prov-1", InstanceID: op.InstanceID,

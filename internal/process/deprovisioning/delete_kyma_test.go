@@ -67,8 +67,8 @@ func TestDeleteKyma(t *testing.T) {
 				op.Instance.RuntimeID = tc.runtimeID
 			}
 			runtimeID := op.Instance.RuntimeID
-			if !tc.noRuntime {
-				op.Record.RuntimeID = runtimeID
+			if tc.noRuntime {
+				op.Instance.RuntimeID = ""
 			}
 			k := &kyma.Kyma{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.ToLower(runtimeID)},
 				Spec: kyma.KymaSpec{Channel: "regular"}}

@@ -43,13 +43,13 @@ func TestDeleteRuntime(t *testing.T) {
 			op := newOp(t)
 			op.Temporary = tc.temporary
 			runtimeID := op.Instance.RuntimeID
-			if !tc.noRuntime {
-				op.Record.RuntimeID = runtimeID
+			if tc.noRuntime {
+				op.Instance.RuntimeID = ""
 			}
-			op.Record.ShootName = "c-" + strings.ReplaceAll(runtimeID, "-", "")[:7]
+			op.Instance.ShootName = "c-" + strings.ReplaceAll(runtimeID, "-", "")[:7]
 			rt := &infrastructuremanager.Runtime{
 				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.ToLower(runtimeID)},
-				Spec: infrastructuremanager.RuntimeSpec{Shoot: infrastructuremanager.RuntimeShoot{Name: op.Record.ShootName, Region: "westeurope",
+				Spec: infrastructuremanager.RuntimeSpec{Shoot: infrastructuremanager.RuntimeShoot{Name: op.Instance.ShootName, Region: "westeurope",
 					Provider: infrastructuremanager.RuntimeProvider{Type: "azure"}}},
 			}
 			if tc.finalizer {
@@ -90,8 +90,8 @@ func TestDeleteRuntime(t *testing.T) {
 				if res.RetryAfter != cfg.RemovalPoll {
 					t.Errorf("retry after %s, want %s", res.RetryAfter, cfg.RemovalPoll)
 				}
-				if !strings.Contains(op.Description, op.Record.ShootName) {
-					t.Errorf("description %q does not name the cluster %s", op.Description, op.Record.ShootName)
+				if !strings.Contains(op.Description, op.Instance.ShootName) {
+					t.Errorf("description %q does not name the cluster %s", op.Description, op.Instance.ShootName)
 				}
 				if ok, deleting := exists(t, rt); !ok || !deleting {
 					t.Fatalf("held CR: exists %v, being deleted %v; want both", ok, deleting)

@@ -81,8 +81,8 @@ func (f *engineFixture) deprovisioning(instanceID string, temporary bool, finish
 		Deadline: time.Now().Add(time.Hour)}); err != nil || !created {
 		f.t.Fatalf("CreateDeprovisioning = %v, %v", created, err)
 	}
-	f.exec(`UPDATE operations SET finished_stages = $2, data = '{"shootName":"c-1234567"}' WHERE operation_id = $1`,
-		depID, finished)
+	f.exec(`UPDATE operations SET finished_stages = $2 WHERE operation_id = $1`, depID, finished)
+	f.exec(`UPDATE instances SET shoot_name = 'c-1234567' WHERE instance_id = $1`, instanceID)
 	return depID
 }
 

@@ -36,13 +36,14 @@ func (s *Initialization) Run(ctx context.Context, op *process.Operation) (proces
 		if err := json.Unmarshal(prov.Data, &pd); err != nil {
 			return process.StepResult{}, fmt.Errorf("decoding provisioning data: %w", err)
 		}
-		op.Record.ShootName, op.Record.Provider, op.Record.Region = pd.ShootName, pd.Provider, pd.Region
+		op.Record.Provider, op.Record.Region = pd.Provider, pd.Region
 		op.Record.HyperscalerType, op.Record.HyperscalerSecret, op.Record.HyperscalerShared = pd.HyperscalerType, pd.HyperscalerSecret, pd.HyperscalerShared
 		op.Record.OverridesSecret = pd.OverridesSecret
 	}
-	// The instance row is the authority on the runtime ID: it is written
-	// once, before anything is created in the control plane.
-	op.Record.RuntimeID = op.Instance.RuntimeID
+	// Later steps read the runtime's identity from the instance (see
+	// process.Operation); the record keeps a copy for operators reading this
+	// operation.
+	op.Record.RuntimeID, op.Record.ShootName = op.Instance.RuntimeID, op.Instance.ShootName
 	if op.Record.Provider == "" {
 		op.Record.Provider = op.Instance.Provider
 	}

@@ -30,14 +30,15 @@ func TestInitialization(t *testing.T) {
 		noProv  bool
 		provErr error
 		want    processtest.Outcome
-		// wantData is what the step records; RuntimeID always comes from the instance.
+		// wantData is what the step records; RuntimeID and ShootName always
+		// come from the instance.
 		wantData process.Record
 	}{
 		{name: "copies runtime and hyperscaler data from the provisioning", prov: &full, want: processtest.Done,
-			wantData: process.Record{ShootName: "c-abc1234", Provider: "azure", Region: "westeurope",
+			wantData: process.Record{Provider: "azure", Region: "westeurope",
 				HyperscalerType: "azure", HyperscalerSecret: "az-7", OverridesSecret: "overrides-x"}},
 		{name: "shared account stays marked shared", prov: &shared, want: processtest.Done,
-			wantData: process.Record{ShootName: "c-def5678", Provider: "azure", Region: "europe",
+			wantData: process.Record{Provider: "azure", Region: "europe",
 				HyperscalerType: "azure", HyperscalerSecret: "az-shared", HyperscalerShared: true}},
 		{name: "provisioning halted early: provider from the instance", prov: &halted, want: processtest.Done,
 			wantData: process.Record{Provider: "azure"}},
@@ -52,6 +53,7 @@ func TestInitialization(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			op := newOp(t)
+			op.Instance.ShootName = "c-instance"
 			store := &fakeStore{provErr: tc.provErr}
 			if !tc.noProv {
 				store.provisioning = storage.Operation{ID: "prov-1", InstanceID: op.InstanceID,
@@ -77,8 +79,8 @@ func TestInitialization(t *testing.T) {
 				t.Error("no description set")
 			}
 			want := tc.wantData
-			// The instance row is the authority on the runtime ID.
-			want.RuntimeID = op.Instance.RuntimeID
+			// The instance row is the authority on the runtime's identity.
+			want.RuntimeID, want.ShootName = op.Instance.RuntimeID, op.Instance.ShootName
 			if g, w := processtest.MustJSON(t, op.Record), processtest.MustJSON(t, want); g != w {
 				t.Errorf("data:\n got %s\nwant %s", g, w)
 			}

@@ -31,7 +31,7 @@ func (s *ApplyKyma) Run(ctx context.Context, op *process.Operation) (process.Ste
 	}
 	want := kyma.NewKyma(kyma.KymaInput{
 		InstanceID:      op.InstanceID,
-		RuntimeID:       op.Record.RuntimeID,
+		RuntimeID:       op.Instance.RuntimeID,
 		GlobalAccountID: op.Instance.GlobalAccountID,
 		SubAccountID:    op.Instance.SubAccountID,
 		PlanID:          op.Instance.PlanID,

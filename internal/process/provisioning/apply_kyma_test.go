@@ -59,14 +59,14 @@ func TestApplyKyma(t *testing.T) {
 				t.Errorf("description %q does not mention Kyma", op.Description)
 			}
 			k := &kyma.Kyma{}
-			name := strings.ToLower(op.Record.RuntimeID)
+			name := strings.ToLower(op.Instance.RuntimeID)
 			if err := c.Get(t.Context(), client.ObjectKey{Namespace: controlplane.Namespace, Name: name}, k); err != nil {
 				t.Fatalf("reading Kyma CR: %v", err)
 			}
 			i := op.Instance
 			wantLabels := map[string]string{
 				"kyma-project.io/instance-id":         i.InstanceID,
-				"kyma-project.io/runtime-id":          op.Record.RuntimeID,
+				"kyma-project.io/runtime-id":          op.Instance.RuntimeID,
 				"kyma-project.io/global-account-id":   i.GlobalAccountID,
 				"kyma-project.io/subaccount-id":       i.SubAccountID,
 				"kyma-project.io/broker-plan-id":      catalog.AzurePlanID,

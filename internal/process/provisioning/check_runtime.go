@@ -31,9 +31,9 @@ func (s *CheckRuntime) Timeout() time.Duration { return s.Config.RuntimeTimeout 
 // Run implements process.Step.
 func (s *CheckRuntime) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
 	rt := &infrastructuremanager.Runtime{}
-	err := s.KCP.Get(ctx, client.ObjectKey{Namespace: s.Config.Namespace, Name: kyma.Name(op.Record.RuntimeID)}, rt)
+	err := s.KCP.Get(ctx, client.ObjectKey{Namespace: s.Config.Namespace, Name: kyma.Name(op.Instance.RuntimeID)}, rt)
 	if apierrors.IsNotFound(err) {
-		return process.Fail("the Runtime CR of runtime %s disappeared before the cluster was ready", op.Record.RuntimeID)
+		return process.Fail("the Runtime CR of runtime %s disappeared before the cluster was ready", op.Instance.RuntimeID)
 	}
 	if err != nil {
 		return process.StepResult{}, fmt.Errorf("reading Runtime CR: %w", err)
@@ -47,16 +47,16 @@ func (s *CheckRuntime) Run(ctx context.Context, op *process.Operation) (process.
 		if state == "" {
 			state = "requested"
 		}
-		op.Describe("Waiting for the cluster %s to be created (infrastructure state: %s)", op.Record.ShootName, state)
+		op.Describe("Waiting for the cluster %s to be created (infrastructure state: %s)", op.Instance.ShootName, state)
 		if rt.Status.Message != "" {
-			op.Describe("Waiting for the cluster %s to be created (infrastructure state: %s: %s)", op.Record.ShootName, state, rt.Status.Message)
+			op.Describe("Waiting for the cluster %s to be created (infrastructure state: %s: %s)", op.Instance.ShootName, state, rt.Status.Message)
 		}
 		return process.RetryAfter(s.Config.RuntimePoll)
 	}
 	secret := &corev1.Secret{}
-	err = s.KCP.Get(ctx, client.ObjectKey{Namespace: s.Config.Namespace, Name: infrastructuremanager.KubeconfigSecretName(op.Record.RuntimeID)}, secret)
+	err = s.KCP.Get(ctx, client.ObjectKey{Namespace: s.Config.Namespace, Name: infrastructuremanager.KubeconfigSecretName(op.Instance.RuntimeID)}, secret)
 	if apierrors.IsNotFound(err) {
-		op.Describe("Waiting for the kubeconfig of cluster %s", op.Record.ShootName)
+		op.Describe("Waiting for the kubeconfig of cluster %s", op.Instance.ShootName)
 		return process.RetryAfter(s.Config.RuntimePoll)
 	}
 	if err != nil {

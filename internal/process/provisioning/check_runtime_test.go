@@ -22,9 +22,9 @@ func createRuntimeCR(t *testing.T, ns string, op *process.Operation, state infra
 	t.Helper()
 	c := kcpClient(t)
 	rt := &infrastructuremanager.Runtime{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.ToLower(op.Record.RuntimeID),
-			Labels: map[string]string{controlplane.LabelRuntimeID: op.Record.RuntimeID}},
-		Spec: infrastructuremanager.RuntimeSpec{Shoot: infrastructuremanager.RuntimeShoot{Name: op.Record.ShootName, Region: "eastus",
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.ToLower(op.Instance.RuntimeID),
+			Labels: map[string]string{controlplane.LabelRuntimeID: op.Instance.RuntimeID}},
+		Spec: infrastructuremanager.RuntimeSpec{Shoot: infrastructuremanager.RuntimeShoot{Name: op.Instance.ShootName, Region: "eastus",
 			Provider: infrastructuremanager.RuntimeProvider{Type: "azure"}}},
 	}
 	if err := c.Create(t.Context(), rt); err != nil {
@@ -86,7 +86,7 @@ func TestCheckRuntime(t *testing.T) {
 				createRuntimeCR(t, ns, op, tc.state, tc.message)
 			}
 			if tc.kubeconfig {
-				createKubeconfigSecret(t, ns, op.Record.RuntimeID)
+				createKubeconfigSecret(t, ns, op.Instance.RuntimeID)
 			}
 			cfg := testConfig(ns)
 			step := &provisioning.CheckRuntime{KCP: kcpClient(t), Config: cfg}
@@ -97,12 +97,12 @@ func TestCheckRuntime(t *testing.T) {
 				if res.RetryAfter != cfg.RuntimePoll {
 					t.Errorf("retry after %s, want the runtime poll %s", res.RetryAfter, cfg.RuntimePoll)
 				}
-				want := append([]string{op.Record.ShootName}, tc.wantText...)
+				want := append([]string{op.Instance.ShootName}, tc.wantText...)
 				if m := processtest.MissingFrom(op.Description, want...); m != "" {
 					t.Errorf("description %q does not mention %q", op.Description, m)
 				}
 			case processtest.Failure:
-				want := append([]string{op.Record.RuntimeID}, tc.wantText...)
+				want := append([]string{op.Instance.RuntimeID}, tc.wantText...)
 				if tc.state == infrastructuremanager.StateFailed {
 					want = tc.wantText
 				}

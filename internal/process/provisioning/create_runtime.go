@@ -38,12 +38,12 @@ func (s *CreateRuntime) Run(ctx context.Context, op *process.Operation) (process
 	if len(admins) == 0 {
 		admins = []string{op.Instance.UserID}
 	}
-	rt := &infrastructuremanager.Runtime{ObjectMeta: metav1.ObjectMeta{Name: kyma.Name(d.RuntimeID), Namespace: s.Config.Namespace}}
+	rt := &infrastructuremanager.Runtime{ObjectMeta: metav1.ObjectMeta{Name: kyma.Name(op.Instance.RuntimeID), Namespace: s.Config.Namespace}}
 	_, err = controllerutil.CreateOrUpdate(ctx, s.KCP, rt, func() error {
 		rt.Labels = mergeLabels(rt.Labels, Labels(op))
 		rt.Spec = infrastructuremanager.RuntimeSpec{
 			Shoot: infrastructuremanager.RuntimeShoot{
-				Name:              d.ShootName,
+				Name:              op.Instance.ShootName,
 				PlatformRegion:    op.Instance.PlatformRegion,
 				Region:            d.ProviderRegion,
 				SecretBindingName: d.HyperscalerSecret,
@@ -78,15 +78,15 @@ func Labels(op *process.Operation) map[string]string {
 	i := op.Instance
 	return map[string]string{
 		controlplane.LabelInstanceID:      i.InstanceID,
-		controlplane.LabelRuntimeID:       op.Record.RuntimeID,
+		controlplane.LabelRuntimeID:       op.Instance.RuntimeID,
 		controlplane.LabelGlobalAccountID: i.GlobalAccountID,
 		controlplane.LabelSubAccountID:    i.SubAccountID,
 		controlplane.LabelPlanID:          i.PlanID,
 		controlplane.LabelPlanName:        i.PlanName,
 		controlplane.LabelRegion:          op.Record.Region,
 		controlplane.LabelPlatformRegion:  i.PlatformRegion,
-		controlplane.LabelShootName:       op.Record.ShootName,
-		controlplane.LabelKymaName:        kyma.Name(op.Record.RuntimeID),
+		controlplane.LabelShootName:       op.Instance.ShootName,
+		controlplane.LabelKymaName:        kyma.Name(op.Instance.RuntimeID),
 	}
 }
 

@@ -31,6 +31,7 @@ func initializedOp(t *testing.T, planID, params string, d process.Record) *proce
 	d.HyperscalerSecret = "secret-" + d.Provider
 	d.Components = []string{"cluster-essentials", "istio", "monitoring"}
 	op.Record = d
+	op.Instance.RuntimeID, op.Instance.ShootName, op.Instance.ClusterID = d.RuntimeID, d.ShootName, d.ClusterID
 	return op
 }
 

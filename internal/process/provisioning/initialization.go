@@ -55,6 +55,9 @@ func (s *Initialization) Run(ctx context.Context, op *process.Operation) (proces
 	if err != nil {
 		return process.StepResult{}, fmt.Errorf("resolving Kyma version: %w", err)
 	}
+	// Later steps read the identity from the instance (see process.Operation);
+	// the record keeps a copy for operators reading this operation.
+	op.Instance.RuntimeID, op.Instance.ClusterID, op.Instance.ShootName = id.RuntimeID, id.ClusterID, id.ShootName
 	d := &op.Record
 	d.RuntimeID, d.ClusterID, d.ShootName, d.KymaVersion = id.RuntimeID, id.ClusterID, id.ShootName, version
 	d.Provider, d.Region, d.ProviderRegion = res.Provider, res.Region, res.ProviderRegion

@@ -279,8 +279,8 @@ func TestInitializationErrors(t *testing.T) {
 			if !strings.Contains(msg, tc.wantMsg) {
 				t.Errorf("message %q does not mention %q", msg, tc.wantMsg)
 			}
-			if op.Record.RuntimeID != "" {
-				t.Errorf("runtime ID %q recorded although the step did not finish", op.Record.RuntimeID)
+			if op.Instance.RuntimeID != "" {
+				t.Errorf("runtime ID %q recorded although the step did not finish", op.Instance.RuntimeID)
 			}
 		})
 	}

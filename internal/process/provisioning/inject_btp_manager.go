@@ -47,15 +47,15 @@ func (s *InjectBTPManager) Run(ctx context.Context, op *process.Operation) (proc
 		return process.Fail("%v", err)
 	}
 	op.Describe("Setting up the SAP BTP service operator in the runtime")
-	c, err := s.Runtimes.Client(ctx, op.Record.RuntimeID)
+	c, err := s.Runtimes.Client(ctx, op.Instance.RuntimeID)
 	if errors.Is(err, runtimeclient.ErrKubeconfigNotFound) {
-		op.Describe("Waiting for the kubeconfig of cluster %s", op.Record.ShootName)
+		op.Describe("Waiting for the kubeconfig of cluster %s", op.Instance.ShootName)
 		return process.RetryAfter(s.Config.BTPManagerPoll)
 	}
 	if err != nil {
 		return process.StepResult{}, fmt.Errorf("connecting to the runtime: %w", err)
 	}
-	err = btpmanager.Inject(ctx, c, creds, op.Record.ClusterID)
+	err = btpmanager.Inject(ctx, c, creds, op.Instance.ClusterID)
 	if errors.Is(err, btpmanager.ErrBtpOperatorNotServed) {
 		op.Describe("Waiting for the runtime to serve the BtpOperator kind (CRD btpoperators.operator.kyma-project.io)")
 		return process.RetryAfter(s.Config.BTPManagerPoll)

@@ -68,7 +68,7 @@ func TestInjectBTPManagerWithoutRuntime(t *testing.T) {
 				if res.RetryAfter != cfg.BTPManagerPoll {
 					t.Errorf("retry after %s, want %s", res.RetryAfter, cfg.BTPManagerPoll)
 				}
-				if m := processtest.MissingFrom(op.Description, op.Record.ShootName); m != "" {
+				if m := processtest.MissingFrom(op.Description, op.Instance.ShootName); m != "" {
 					t.Errorf("description %q does not name the cluster", op.Description)
 				}
 			}
@@ -85,8 +85,8 @@ func TestInjectBTPManagerWithoutRuntime(t *testing.T) {
 			if got := rc.Calls(); got != tc.wantCalls {
 				t.Errorf("runtime client asked %d times, want %d", got, tc.wantCalls)
 			}
-			if tc.wantCalls > 0 && rc.Asked() != op.Record.RuntimeID {
-				t.Errorf("runtime client asked for %v, want %s", rc.Asked(), op.Record.RuntimeID)
+			if tc.wantCalls > 0 && rc.Asked() != op.Instance.RuntimeID {
+				t.Errorf("runtime client asked for %v, want %s", rc.Asked(), op.Instance.RuntimeID)
 			}
 		})
 	}
@@ -146,7 +146,7 @@ func TestInjectBTPManagerIntoRuntime(t *testing.T) {
 				t.Fatalf("reading %s: %v", key, err)
 			}
 			want := map[string]string{"clientid": "cid", "clientsecret": "csecret", "sm_url": "https://sm.example.com",
-				"tokenurl": "https://auth.example.com", "cluster_id": op.Record.ClusterID}
+				"tokenurl": "https://auth.example.com", "cluster_id": op.Instance.ClusterID}
 			got := map[string]string{}
 			for k, v := range sec.Data {
 				got[k] = string(v)

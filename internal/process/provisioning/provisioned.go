@@ -46,14 +46,14 @@ func recordProvisioned(store provisionedStore, cfg Config) func(ctx context.Cont
 			Name: params.Name, Region: d.Region, ProviderRegion: d.ProviderRegion, Provider: d.Provider,
 			MachineType: d.MachineType, AutoScalerMin: d.AutoScalerMin, AutoScalerMax: d.AutoScalerMax,
 			Zones: Zones(d.Provider, d.ProviderRegion, d.ZonesCount), TargetSecret: d.HyperscalerSecret,
-			KymaVersion: d.KymaVersion, Components: append([]string{}, params.Components...), ShootName: d.ShootName,
+			KymaVersion: d.KymaVersion, Components: append([]string{}, params.Components...), ShootName: op.Instance.ShootName,
 		})
 		if err != nil {
 			return fmt.Errorf("encoding resolved parameters: %w", err)
 		}
 		return store.SetProvisioned(ctx, op.InstanceID, storage.Provisioned{
 			ProviderRegion: d.ProviderRegion,
-			DashboardURL:   fmt.Sprintf("https://console.%s.%s", d.ShootName, cfg.DashboardDomain),
+			DashboardURL:   fmt.Sprintf("https://console.%s.%s", op.Instance.ShootName, cfg.DashboardDomain),
 			Parameters:     resolved,
 		})
 	}

@@ -64,7 +64,7 @@ func (s *UpdateBTPManagerCredentials) Run(ctx context.Context, op *process.Opera
 		return process.StepResult{}, fmt.Errorf("connecting to runtime %s: %w", op.Instance.RuntimeID, err)
 	}
 
-	// op.Data.ClusterID is set once this operation found the Secret missing
+	// op.Record.ClusterID is set once this operation found the Secret missing
 	// and injected it: a re-run (waiting for the BtpOperator kind, or after a
 	// crash) goes on injecting with the same cluster ID instead of rotating,
 	// so that the BtpOperator CR gets created too.
