@@ -17,6 +17,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/kyma-keb/keb/internal/binding"
 	"github.com/kyma-keb/keb/internal/btpmanager"
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/config"
@@ -91,7 +92,7 @@ type engine struct {
 
 // newEngine builds the workers, the pipelines and the control-plane watch.
 func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat *catalog.Catalog, expirer *expiry.Expirer,
-	work *metrics.Work, observer process.Observer, log logrus.FieldLogger) (*engine, error) {
+	bindings *binding.Service, work *metrics.Work, observer process.Observer, log logrus.FieldLogger) (*engine, error) {
 	ec := cfg.Engine
 	if ec.KCPKubeconfig == "" && !InCluster() {
 		return nil, errors.New("no control plane: set APP_KCP_KUBECONFIG (or KUBECONFIG), or APP_WORKERS=0 to only accept requests")
@@ -140,16 +141,20 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat 
 	// its connections) is built once, whichever operation reaches it.
 	runtimes := runtime.NewClientCache(kcp, scheme, runtime.Bounds{})
 	runtimes.WrapTransport = work.CountRequests("runtime")
+	deprov := deprovisioning.Deps{
+		Config: deprovisioning.Config{Namespace: ns, RemovalTimeout: ec.RemovalTimeout, RemovalPoll: ec.RemovalPoll,
+			SharedPlanIDs: sharedPlanIDs(cat)},
+		Store: store, KCP: kcp, Pool: pool2, Runtimes: runtimes,
+	}
+	if bindings != nil {
+		deprov.Bindings = bindings
+	}
 	pipelines := map[string]process.Pipeline{
 		storage.OperationTypeProvision: provisioning.Pipeline(provisioning.Deps{
 			Config: provCfg, Catalog: cat, Store: store, Finisher: store, KCP: kcp, Pool: pool2,
 			Runtimes: runtimes,
 		}),
-		storage.OperationTypeDeprovision: deprovisioning.Pipeline(deprovisioning.Deps{
-			Config: deprovisioning.Config{Namespace: ns, RemovalTimeout: ec.RemovalTimeout, RemovalPoll: ec.RemovalPoll,
-				SharedPlanIDs: sharedPlanIDs(cat)},
-			Store: store, KCP: kcp, Pool: pool2, Runtimes: runtimes,
-		}),
+		storage.OperationTypeDeprovision: deprovisioning.Pipeline(deprov),
 		storage.OperationTypeUpdate: update.Pipeline(update.Deps{
 			Config:   update.Config{BTPManagerTimeout: ec.BTPMgrTimeout, BTPManagerPoll: ec.BTPMgrPoll},
 			Runtimes: runtimes,
@@ -165,6 +170,9 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat 
 	cleanups, err := cleanupJobs(cfg, store, kcp, log)
 	if err != nil {
 		return nil, err
+	}
+	if bindings != nil {
+		periodic = append(periodic, pruneBindings(cfg, bindings))
 	}
 	queue, err := process.NewQueue(pool, eng, process.QueueConfig{
 		Workers: ec.Workers, JobTimeout: ec.JobTimeout, RescueAfter: ec.RescueAfter, PollInterval: wokenJobPoll,
