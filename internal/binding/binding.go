@@ -129,54 +129,33 @@ func (s *Service) Bind(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	now := s.Now()
 	var created storage.Binding
 	var existing *storage.Binding
-	err = s.store.PutBinding(ctx, req.InstanceID, req.BindingID, now,
-		func(inst storage.Instance, old *storage.Binding, live int) (*storage.Binding, error) {
-			if inst.DeletedAt != nil {
-				return nil, storage.ErrNotFound
-			}
-			if req.PlanID != inst.PlanID {
-				return nil, refuse(KindInvalid, "plan_id %s is not the instance's plan (%s, %s)", req.PlanID, inst.PlanName, inst.PlanID)
-			}
-			if old != nil {
-				if why := differs(old, req); why != "" {
-					return nil, refuse(KindConflict, "binding %s already exists with different attributes: %s", req.BindingID, why)
-				}
-				if old.State == storage.BindingInProgress || old.Live(now) {
-					existing = old
-					return nil, nil
-				}
-				// Failed or expired: this PUT binds anew under the same ID.
-			}
-			if !s.bindable[inst.PlanID] {
-				return nil, refuse(KindInvalid, "instances of plan %s cannot be bound", inst.PlanName)
-			}
-			if reason := unbindable(inst); reason != "" {
-				return nil, refuse(KindNotBindable, "%s", reason)
-			}
-			if live >= s.cfg.MaxPerInstance {
-				return nil, refuse(KindLimit, "the instance has %d live bindings, the most allowed (APP_BROKER_BINDING_MAX_PER_INSTANCE=%d); unbind one or wait until one expires",
-					live, s.cfg.MaxPerInstance)
-			}
-			timeout := s.cfg.Timeout
-			if req.Async {
-				timeout = s.cfg.AsyncTimeout
-			}
-			opID := uuid.NewString()
-			created = storage.Binding{
-				BindingID: req.BindingID, InstanceID: inst.InstanceID, RuntimeID: inst.RuntimeID, PlanID: req.PlanID,
-				Parameters: parametersOrEmpty(req.Parameters), State: storage.BindingInProgress,
-				Description: "creating the ServiceAccount and its token in the runtime", OperationID: opID,
-				ServiceAccount: serviceAccountName(req.BindingID, opID), ExpiresAt: now.Add(exp),
-				Deadline: now.Add(timeout),
-			}
-			return &created, nil
-		})
+	for attempt := 0; ; attempt++ {
+		var stale *storage.Binding
+		created, existing, stale, err = s.put(ctx, req, exp)
+		if stale == nil || attempt == 2 {
+			break
+		}
+		// A failed or expired binding under this ID: its objects go from the
+		// runtime (its token stops working) and its row from the database
+		// before the new bind, which gets objects of its own.
+		if err := s.removeFromRuntime(ctx, *stale); err != nil {
+			s.log.WithFields(logrus.Fields{"instance_id": req.InstanceID, "binding_id": req.BindingID}).WithError(err).
+				Warn("binding: removing the expired binding from the runtime failed")
+			return Result{}, refuse(KindUnavailable, "the runtime's API server did not remove the expired binding %s; nothing was bound: retry", req.BindingID)
+		}
+		if _, err := s.store.DeleteBinding(ctx, stale.BindingID, stale.OperationID); err != nil {
+			return Result{}, err
+		}
+	}
 	switch {
+	case errors.Is(err, errStale):
+		return Result{}, refuse(KindConcurrent, "binding %s keeps changing; retry", req.BindingID)
 	case errors.Is(err, storage.ErrNotFound):
 		return Result{}, refuse(KindInstanceNotFound, "instance %s does not exist", req.InstanceID)
+	case errors.Is(err, storage.ErrAlreadyExists):
+		return Result{}, refuse(KindConflict, "binding %s already exists with different attributes: the binding ID belongs to another instance", req.BindingID)
 	case err != nil:
 		return Result{}, err
 	}
@@ -212,6 +191,61 @@ func (s *Service) Bind(ctx context.Context, req Request) (Result, error) {
 	}
 	log.WithField("expires_at", creds.ExpiresAt).Info("binding created")
 	return Result{Credentials: creds, OperationID: created.OperationID}, nil
+}
+
+// errStale stops PutBinding when the binding ID holds a failed or expired
+// binding, which Bind removes first.
+var errStale = errors.New("binding to replace")
+
+// put decides on a PUT in one transaction: the binding it wrote (in
+// progress), or the identical one that exists, or the stale one to remove
+// first (with errStale), or a refusal.
+func (s *Service) put(ctx context.Context, req Request, exp time.Duration) (created storage.Binding, existing, stale *storage.Binding, err error) {
+	now := s.Now()
+	err = s.store.PutBinding(ctx, req.InstanceID, req.BindingID, now,
+		func(inst storage.Instance, old *storage.Binding, live int) (*storage.Binding, error) {
+			if inst.DeletedAt != nil {
+				return nil, storage.ErrNotFound
+			}
+			if req.PlanID != inst.PlanID {
+				return nil, refuse(KindInvalid, "plan_id %s is not the instance's plan (%s, %s)", req.PlanID, inst.PlanName, inst.PlanID)
+			}
+			if old != nil {
+				if why := differs(old, req); why != "" {
+					return nil, refuse(KindConflict, "binding %s already exists with different attributes: %s", req.BindingID, why)
+				}
+				if old.State == storage.BindingInProgress || old.Live(now) {
+					existing = old
+					return nil, nil
+				}
+				stale = old
+				return nil, errStale
+			}
+			if !s.bindable[inst.PlanID] {
+				return nil, refuse(KindInvalid, "instances of plan %s cannot be bound", inst.PlanName)
+			}
+			if reason := unbindable(inst); reason != "" {
+				return nil, refuse(KindNotBindable, "%s", reason)
+			}
+			if live >= s.cfg.MaxPerInstance {
+				return nil, refuse(KindLimit, "the instance has %d live bindings, the most allowed (APP_BROKER_BINDING_MAX_PER_INSTANCE=%d); unbind one or wait until one expires",
+					live, s.cfg.MaxPerInstance)
+			}
+			timeout := s.cfg.Timeout
+			if req.Async {
+				timeout = s.cfg.AsyncTimeout
+			}
+			opID := uuid.NewString()
+			created = storage.Binding{
+				BindingID: req.BindingID, InstanceID: inst.InstanceID, RuntimeID: inst.RuntimeID, PlanID: req.PlanID,
+				Parameters: parametersOrEmpty(req.Parameters), State: storage.BindingInProgress,
+				Description: "creating the ServiceAccount and its token in the runtime", OperationID: opID,
+				ServiceAccount: serviceAccountName(req.BindingID, opID), ExpiresAt: now.Add(exp),
+				Deadline: now.Add(timeout),
+			}
+			return &created, nil
+		})
+	return created, existing, stale, err
 }
 
 // answerExisting answers a PUT identical to a stored binding: the binding

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // BindingState is where a service binding stands; its values are OSB's
@@ -68,7 +69,8 @@ func bindingBound(bindingID string) string { return "binding/" + bindingID }
 // stored under that ID (nil if none) and the instance's bindings live at
 // now, and returns the row to write (nil: nothing to write) or an error,
 // which is returned as it is and leaves nothing written. It returns
-// ErrNotFound when the instance does not exist.
+// ErrNotFound when the instance does not exist and ErrAlreadyExists when a
+// binding of that ID was written for another instance meanwhile.
 func (s *Store) PutBinding(ctx context.Context, instanceID, bindingID string, now time.Time,
 	decide func(inst Instance, existing *Binding, live int) (*Binding, error)) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -100,18 +102,16 @@ func (s *Store) PutBinding(ctx context.Context, instanceID, bindingID string, no
 		if err != nil || b == nil {
 			return err
 		}
-		// A new bind over a failed or expired one replaces the row: the
-		// binding ID is the platform's, and it may try again.
 		_, err = tx.Exec(ctx, `INSERT INTO bindings (binding_id, instance_id, runtime_id, plan_id, parameters,
-			state, description, operation_id, service_account, encrypted_kubeconfig, expires_at, deadline)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL, $10, $11)
-			ON CONFLICT (binding_id) DO UPDATE SET runtime_id = excluded.runtime_id, plan_id = excluded.plan_id,
-				parameters = excluded.parameters, state = excluded.state, description = excluded.description,
-				operation_id = excluded.operation_id, service_account = excluded.service_account,
-				encrypted_kubeconfig = NULL, expires_at = excluded.expires_at, deadline = excluded.deadline,
-				created_at = now(), updated_at = now()`,
+			state, description, operation_id, service_account, expires_at, deadline)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
 			b.BindingID, b.InstanceID, b.RuntimeID, b.PlanID, jsonOrEmpty(b.Parameters), b.State, b.Description,
 			b.OperationID, b.ServiceAccount, b.ExpiresAt, b.Deadline)
+		if isUniqueViolation(err) {
+			// The same binding ID written meanwhile for another instance
+			// (binds of one instance are serialised by the lock above).
+			return ErrAlreadyExists
+		}
 		if err != nil {
 			return fmt.Errorf("writing binding %s: %w", b.BindingID, err)
 		}
@@ -206,4 +206,9 @@ func (s *Store) DueBindings(ctx context.Context, now time.Time, limit int) ([]Bi
 		return nil, fmt.Errorf("reading due bindings: %w", err)
 	}
 	return bs, nil
+}
+
+func isUniqueViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505"
 }
