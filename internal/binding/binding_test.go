@@ -134,7 +134,7 @@ func (b *bundle) instance(planID string) string {
 	if err := b.kcp.Create(b.ctx, secret); err != nil {
 		b.t.Fatal(err)
 	}
-	op.State, op.Description = storage.StateSucceeded, "done"
+	op.State, op.Description, op.FinishedStages = storage.StateSucceeded, "done", []string{}
 	if ok, err := b.store.Finish(b.ctx, op); err != nil || !ok {
 		b.t.Fatalf("finishing provisioning: %v %v", ok, err)
 	}
