@@ -76,11 +76,14 @@ func (b *Broker) GetBinding(ctx context.Context, instanceID, bindingID string, _
 	if err != nil {
 		return domain.GetBindingSpec{}, b.bindingFailure(log, "reading binding", err)
 	}
+	spec := domain.GetBindingSpec{Credentials: credentials(creds)}
+	// Left unset (not a nil map, which would be answered as null) when the
+	// binding was created without parameters.
 	var decoded map[string]any
-	if err := json.Unmarshal(params, &decoded); err != nil || len(decoded) == 0 {
-		decoded = nil
+	if err := json.Unmarshal(params, &decoded); err == nil && len(decoded) > 0 {
+		spec.Parameters = decoded
 	}
-	return domain.GetBindingSpec{Credentials: credentials(creds), Parameters: decoded}, nil
+	return spec, nil
 }
 
 // Unbind serves DELETE .../service_bindings/{binding_id}: the

@@ -2,10 +2,12 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/infrasim"
+	"github.com/kyma-keb/keb/testing/apitest"
 )
 
 // listNamespaces uses a bound kubeconfig as its user would: client-go
@@ -70,7 +73,20 @@ func kubeconfigOf(t *testing.T, body map[string]any) string {
 	return kc
 }
 
-// raw sends a request and returns the status and body text.
+var openAPI = sync.OnceValues(apitest.Load)
+
+// checked sends an OSB request like call, and fails the test unless the
+// answer is what docs/openapi.yaml documents.
+func (s *stack) checked(method, path, body string) (int, map[string]any) {
+	s.t.Helper()
+	code, text := s.raw(method, path, body)
+	var out map[string]any
+	_ = json.Unmarshal([]byte(text), &out)
+	return code, out
+}
+
+// raw sends a request and returns the status and body text, checked
+// against docs/openapi.yaml.
 func (s *stack) raw(method, path, body string) (int, string) {
 	s.t.Helper()
 	req, err := http.NewRequest(method, s.url+path, strings.NewReader(body))
@@ -86,6 +102,13 @@ func (s *stack) raw(method, path, body string) (int, string) {
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
+	doc, err := openAPI()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if err := doc.Check(method, req.URL.Path, res.StatusCode, res.Header.Get("Content-Type"), b); err != nil {
+		s.t.Errorf("answer not as documented: %v", err)
+	}
 	return res.StatusCode, string(b)
 }
 
@@ -105,7 +128,7 @@ func TestBindings(t *testing.T) {
 	const id = "e2e-bind-1"
 
 	// The catalog offers bindings on paid plans only.
-	code, cat := s.call(http.MethodGet, "/oauth/v2/catalog", "")
+	code, cat := s.checked(http.MethodGet, "/oauth/v2/catalog", "")
 	svc := cat["services"].([]any)[0].(map[string]any)
 	if code != http.StatusOK || svc["bindable"] != false || svc["bindings_retrievable"] != true {
 		t.Fatalf("catalog service: %d %v", code, svc)
@@ -119,12 +142,12 @@ func TestBindings(t *testing.T) {
 	}
 
 	// Not before the runtime is there.
-	code, body := s.call(http.MethodPut, "/oauth/v2/service_instances/"+id+"?accepts_incomplete=true",
+	code, body := s.checked(http.MethodPut, "/oauth/v2/service_instances/"+id+"?accepts_incomplete=true",
 		`{"service_id": "`+serviceID+`", "plan_id": "`+azurePlanID+`",
 		"context": {"globalaccount_id": "ga-bind", "subaccount_id": "sa-bind", "user_id": "me@example.com"},
 		"parameters": {"name": "bind"}}`)
 	provOp := s.accepted("provision", code, body)
-	if code, body := s.call(http.MethodPut, bindingPath(id, "early"), bindBody("")); code != http.StatusUnprocessableEntity ||
+	if code, body := s.checked(http.MethodPut, bindingPath(id, "early"), bindBody("")); code != http.StatusUnprocessableEntity ||
 		!strings.Contains(fmt.Sprint(body["description"]), "being provisioned") {
 		t.Fatalf("bind while provisioning: %d %v", code, body)
 	}
@@ -172,53 +195,53 @@ func TestBindings(t *testing.T) {
 	}
 
 	// Identical PUT: 200 with the same binding; different: 409.
-	code, first := s.call(http.MethodPut, bindingPath(id, "b1"), bindBody(""))
+	code, first := s.checked(http.MethodPut, bindingPath(id, "b1"), bindBody(""))
 	if code != http.StatusCreated {
 		t.Fatalf("bind b1: %d %v", code, first)
 	}
-	if code, again := s.call(http.MethodPut, bindingPath(id, "b1"), bindBody("{}")); code != http.StatusOK ||
+	if code, again := s.checked(http.MethodPut, bindingPath(id, "b1"), bindBody("{}")); code != http.StatusOK ||
 		kubeconfigOf(t, again) != kubeconfigOf(t, first) {
 		t.Fatalf("identical PUT: %d %v", code, again)
 	}
-	if code, body := s.call(http.MethodPut, bindingPath(id, "b1"), bindBody(`{"expiration_seconds": 900}`)); code != http.StatusConflict {
+	if code, body := s.checked(http.MethodPut, bindingPath(id, "b1"), bindBody(`{"expiration_seconds": 900}`)); code != http.StatusConflict {
 		t.Fatalf("different PUT: %d %v", code, body)
 	}
-	if code, body := s.call(http.MethodPut, bindingPath(id, "b9"), bindBody(`{"expiration_seconds": 1}`)); code != http.StatusBadRequest ||
+	if code, body := s.checked(http.MethodPut, bindingPath(id, "b9"), bindBody(`{"expiration_seconds": 1}`)); code != http.StatusBadRequest ||
 		!strings.Contains(fmt.Sprint(body["description"]), "expiration_seconds") {
 		t.Fatalf("expiration below the minimum: %d %v", code, body)
 	}
-	if code, body := s.call(http.MethodPut, bindingPath("no-such-instance", "b9"), bindBody("")); code != http.StatusNotFound {
+	if code, body := s.checked(http.MethodPut, bindingPath("no-such-instance", "b9"), bindBody("")); code != http.StatusNotFound {
 		t.Fatalf("bind of an unknown instance: %d %v", code, body)
 	}
 
 	// Asynchronous: 202, last_operation, then GET.
-	code, body = s.call(http.MethodPut, bindingPath(id, "async")+"?accepts_incomplete=true", bindBody(""))
+	code, body = s.checked(http.MethodPut, bindingPath(id, "async")+"?accepts_incomplete=true", bindBody(""))
 	op := s.accepted("async bind", code, body)
 	state := ""
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && state != "succeeded"; time.Sleep(300 * time.Millisecond) {
-		code, lo := s.call(http.MethodGet, bindingPath(id, "async")+"/last_operation?operation="+op, "")
+		code, lo := s.checked(http.MethodGet, bindingPath(id, "async")+"/last_operation?operation="+op, "")
 		if code != http.StatusOK || lo["state"] == "failed" {
 			t.Fatalf("binding last_operation: %d %v", code, lo)
 		}
 		state, _ = lo["state"].(string)
 	}
-	code, asyncBinding := s.call(http.MethodGet, bindingPath(id, "async"), "")
+	code, asyncBinding := s.checked(http.MethodGet, bindingPath(id, "async"), "")
 	if code != http.StatusOK || listNamespaces(kubeconfigOf(t, asyncBinding)) != nil {
 		t.Fatalf("GET of the async binding (%s): %d %v", state, code, asyncBinding)
 	}
 
 	// The limit (3 here): b1, async, and one that expires in 2 s.
-	code, short := s.call(http.MethodPut, bindingPath(id, "short"), bindBody(`{"expiration_seconds": 2}`))
+	code, short := s.checked(http.MethodPut, bindingPath(id, "short"), bindBody(`{"expiration_seconds": 2}`))
 	if code != http.StatusCreated {
 		t.Fatalf("bind short: %d %v", code, short)
 	}
-	if code, body := s.call(http.MethodPut, bindingPath(id, "b4"), bindBody("")); code != http.StatusBadRequest ||
+	if code, body := s.checked(http.MethodPut, bindingPath(id, "b4"), bindBody("")); code != http.StatusBadRequest ||
 		!strings.Contains(fmt.Sprint(body["description"]), "APP_BROKER_BINDING_MAX_PER_INSTANCE=3") {
 		t.Fatalf("fourth binding: %d %v", code, body)
 	}
 	// The prune job removes the expired binding from the runtime.
 	eventuallyRefused(t, "after expiry", kubeconfigOf(t, short))
-	if code, body := s.call(http.MethodGet, bindingPath(id, "short"), ""); code != http.StatusNotFound {
+	if code, body := s.checked(http.MethodGet, bindingPath(id, "short"), ""); code != http.StatusNotFound {
 		t.Fatalf("GET of an expired binding: %d %v", code, body)
 	}
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
@@ -228,7 +251,7 @@ func TestBindings(t *testing.T) {
 			t.Fatalf("%d bindings listed after pruning, want 2", n)
 		}
 	}
-	if code, body := s.call(http.MethodPut, bindingPath(id, "b4"), bindBody("")); code != http.StatusCreated {
+	if code, body := s.checked(http.MethodPut, bindingPath(id, "b4"), bindBody("")); code != http.StatusCreated {
 		t.Fatalf("bind after expiry freed a slot: %d %v", code, body)
 	}
 
@@ -242,9 +265,9 @@ func TestBindings(t *testing.T) {
 	// Deprovisioning removes every binding from the runtime (whose
 	// apiserver lives on here) before the runtime goes.
 	kept := []string{kubeconfigOf(t, first), kubeconfigOf(t, asyncBinding)}
-	code, body = s.call(http.MethodDelete, "/oauth/v2/service_instances/"+id+"?accepts_incomplete=true&service_id="+serviceID+"&plan_id="+azurePlanID, "")
+	code, body = s.checked(http.MethodDelete, "/oauth/v2/service_instances/"+id+"?accepts_incomplete=true&service_id="+serviceID+"&plan_id="+azurePlanID, "")
 	deprovOp := s.accepted("deprovision", code, body)
-	if code, body := s.call(http.MethodPut, bindingPath(id, "late"), bindBody("")); code != http.StatusUnprocessableEntity ||
+	if code, body := s.checked(http.MethodPut, bindingPath(id, "late"), bindBody("")); code != http.StatusUnprocessableEntity ||
 		!strings.Contains(fmt.Sprint(body["description"]), "being deprovisioned") {
 		t.Fatalf("bind while deprovisioning: %d %v", code, body)
 	}
@@ -259,7 +282,7 @@ func TestBindings(t *testing.T) {
 // runtimeBindings lists an instance's bindings as /runtimes?bindings=true shows them.
 func (s *stack) runtimeBindings(instanceID string) []any {
 	s.t.Helper()
-	code, body := s.call(http.MethodGet, "/runtimes?instance_id="+instanceID+"&bindings=true", "")
+	code, body := s.checked(http.MethodGet, "/runtimes?instance_id="+instanceID+"&bindings=true", "")
 	data, _ := body["data"].([]any)
 	if code != http.StatusOK || len(data) != 1 {
 		s.t.Fatalf("/runtimes?bindings=true: %d %v", code, body)
@@ -277,11 +300,11 @@ func TestBindingSuspendedInstance(t *testing.T) {
 	s := newStack(t, infrasim.ModeShared, 2)
 	const id = "e2e-bind-2"
 	s.provisionAzure(id, "ga-bind-2")
-	code, bound := s.call(http.MethodPut, bindingPath(id, "b1"), bindBody(""))
+	code, bound := s.checked(http.MethodPut, bindingPath(id, "b1"), bindBody(""))
 	if code != http.StatusCreated {
 		t.Fatalf("bind: %d %v", code, bound)
 	}
-	code, body := s.call(http.MethodPatch, "/oauth/v2/service_instances/"+id+"?accepts_incomplete=true",
+	code, body := s.checked(http.MethodPatch, "/oauth/v2/service_instances/"+id+"?accepts_incomplete=true",
 		`{"service_id": "`+serviceID+`", "context": {"active": false}}`)
 	if state, desc := s.waitFor(id, s.accepted("suspend", code, body), 4*time.Minute); state != "succeeded" {
 		t.Fatalf("suspension ended %s: %s", state, desc)
@@ -290,7 +313,7 @@ func TestBindingSuspendedInstance(t *testing.T) {
 	if n := len(s.runtimeBindings(id)); n != 0 {
 		t.Fatalf("%d bindings listed after suspension", n)
 	}
-	if code, body := s.call(http.MethodPut, bindingPath(id, "b2"), bindBody("")); code != http.StatusUnprocessableEntity ||
+	if code, body := s.checked(http.MethodPut, bindingPath(id, "b2"), bindBody("")); code != http.StatusUnprocessableEntity ||
 		!strings.Contains(fmt.Sprint(body["description"]), "suspended") {
 		t.Fatalf("bind a suspended instance: %d %v", code, body)
 	}
