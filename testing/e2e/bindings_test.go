@@ -67,8 +67,9 @@ func kubeconfigOf(t *testing.T, body map[string]any) string {
 	t.Helper()
 	creds, _ := body["credentials"].(map[string]any)
 	kc, _ := creds["kubeconfig"].(string)
-	if kc == "" || creds["expires_at"] == nil {
-		t.Fatalf("no kubeconfig and expiry in %v", body)
+	meta, _ := body["metadata"].(map[string]any)
+	if kc == "" || creds["expires_at"] == nil || meta["expires_at"] != creds["expires_at"] {
+		t.Fatalf("no kubeconfig and expiry (in credentials and OSB 2.17's metadata) in %v", body)
 	}
 	return kc
 }
