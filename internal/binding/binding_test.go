@@ -16,9 +16,7 @@ import (
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -177,33 +175,6 @@ func mustKind(t *testing.T, what string, err error, want binding.Kind, mentions 
 	}
 }
 
-// listNamespaces uses a kubeconfig as a user would, with client-go.
-func listNamespaces(ctx context.Context, kubeconfig string) error {
-	cfg, err := clientcmd.RESTConfigFromKubeConfig([]byte(kubeconfig))
-	if err != nil {
-		return err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	_, err = cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
-	return err
-}
-
-// eventuallyRefused waits until the API server refuses the kubeconfig: it
-// caches successful token reviews for a few seconds.
-func eventuallyRefused(t *testing.T, ctx context.Context, kubeconfig string) {
-	t.Helper()
-	var err error
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
-		if err = listNamespaces(ctx, kubeconfig); apierrors.IsUnauthorized(err) {
-			return
-		}
-	}
-	t.Fatalf("the kubeconfig still works (or fails otherwise): %v", err)
-}
-
 func TestBindGetUnbind(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
@@ -215,7 +186,7 @@ func TestBindGetUnbind(t *testing.T) {
 	if want := b.now.Add(900 * time.Second); res.ExpiresAt.Sub(want).Abs() > 2*time.Second {
 		t.Errorf("expires at %s, want about %s", res.ExpiresAt, want)
 	}
-	if err := listNamespaces(b.ctx, res.Kubeconfig); err != nil {
+	if err := k8stest.ListNamespaces(b.ctx, res.Kubeconfig); err != nil {
 		t.Fatalf("the bound kubeconfig does not list namespaces: %v", err)
 	}
 	// What the runtime holds: the ServiceAccount, bound to cluster-admin.
@@ -237,7 +208,7 @@ func TestBindGetUnbind(t *testing.T) {
 	if err := b.svc.Unbind(b.ctx, inst, "b1"); err != nil {
 		t.Fatal(err)
 	}
-	eventuallyRefused(t, b.ctx, res.Kubeconfig)
+	k8stest.WaitRefused(t, "", res.Kubeconfig)
 	if err := b.kcp.List(b.ctx, &crbs, client.MatchingLabels{binding.LabelBindingID: "b1"}); err != nil || len(crbs.Items) != 0 {
 		t.Fatalf("cluster role bindings left after unbind: %v %v", crbs.Items, err)
 	}
@@ -373,8 +344,8 @@ func TestExpiredBindingsArePruned(t *testing.T) {
 	}
 	// The token of the expired binding would live 10 minutes more by its
 	// own clock; removing the ServiceAccount ends it now.
-	eventuallyRefused(t, b.ctx, short.Kubeconfig)
-	if err := listNamespaces(b.ctx, long.Kubeconfig); err != nil {
+	k8stest.WaitRefused(t, "", short.Kubeconfig)
+	if err := k8stest.ListNamespaces(b.ctx, long.Kubeconfig); err != nil {
 		t.Fatalf("the unexpired binding stopped working: %v", err)
 	}
 	bs := b.bindings(inst)
@@ -387,8 +358,8 @@ func TestExpiredBindingsArePruned(t *testing.T) {
 	if renewed.AlreadyExists || renewed.Kubeconfig == long.Kubeconfig {
 		t.Fatalf("PUT over an expired binding: %+v", renewed)
 	}
-	eventuallyRefused(t, b.ctx, long.Kubeconfig)
-	if err := listNamespaces(b.ctx, renewed.Kubeconfig); err != nil {
+	k8stest.WaitRefused(t, "", long.Kubeconfig)
+	if err := k8stest.ListNamespaces(b.ctx, renewed.Kubeconfig); err != nil {
 		t.Fatalf("the renewed binding does not work: %v", err)
 	}
 }
@@ -426,7 +397,7 @@ func TestAsyncBind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := listNamespaces(b.ctx, creds.Kubeconfig); err != nil {
+	if err := k8stest.ListNamespaces(b.ctx, creds.Kubeconfig); err != nil {
 		t.Fatalf("the async binding's kubeconfig: %v", err)
 	}
 	_, _, err = b.svc.LastOperation(b.ctx, inst, "async", "other-operation")
@@ -447,12 +418,12 @@ func TestRemoveAll(t *testing.T) {
 	if n, err := b.svc.RemoveAll(b.ctx, inst); err != nil || n != 2 {
 		t.Fatalf("remove all: %d %v", n, err)
 	}
-	eventuallyRefused(t, b.ctx, one.Kubeconfig)
-	eventuallyRefused(t, b.ctx, two.Kubeconfig)
+	k8stest.WaitRefused(t, "", one.Kubeconfig)
+	k8stest.WaitRefused(t, "", two.Kubeconfig)
 	if len(b.bindings(inst)) != 0 || len(b.bindings(other)) != 1 {
 		t.Fatal("remove all touched the wrong bindings")
 	}
-	if err := listNamespaces(b.ctx, kept.Kubeconfig); err != nil {
+	if err := k8stest.ListNamespaces(b.ctx, kept.Kubeconfig); err != nil {
 		t.Fatalf("another instance's binding stopped working: %v", err)
 	}
 }

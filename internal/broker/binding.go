@@ -41,7 +41,7 @@ func (b *Broker) Bind(ctx context.Context, instanceID, bindingID string, details
 	if err := ValidateStoredID("instance ID", instanceID); err != nil {
 		return domain.Binding{}, errBadRequest(err)
 	}
-	if err := validateNewBindingID(bindingID); err != nil {
+	if err := validateLabelValueID("binding ID", bindingID); err != nil {
 		return domain.Binding{}, errBadRequest(err)
 	}
 	if details.ServiceID != catalog.ServiceID {
@@ -144,17 +144,4 @@ func validateStoredIDs(instanceID, bindingID string) error {
 		return err
 	}
 	return ValidateStoredID("binding ID", bindingID)
-}
-
-// validateNewBindingID refuses, at PUT, a binding ID that cannot label the
-// binding's objects in the runtime (the syntax of an instance ID).
-func validateNewBindingID(id string) error {
-	if err := ValidateStoredID("binding ID", id); err != nil {
-		return err
-	}
-	if len(id) > MaxInstanceIDLength || !instanceIDSyntax.MatchString(id) {
-		return fmt.Errorf("binding ID %q is not accepted: use 1 to %d characters of A-Z, a-z, 0-9, '-', '_' and '.', "+
-			"starting and ending with a letter or digit (a GUID fits)", id, MaxInstanceIDLength)
-	}
-	return nil
 }

@@ -74,16 +74,11 @@ func bindingBound(bindingID string) string { return "binding/" + bindingID }
 func (s *Store) PutBinding(ctx context.Context, instanceID, bindingID string, now time.Time,
 	decide func(inst Instance, existing *Binding, live int) (*Binding, error)) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, _ := tx.Query(ctx, `SELECT `+instanceColumns+` FROM instances WHERE instance_id = $1 FOR UPDATE`, instanceID)
-		row, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[instanceRow])
-		if err != nil {
-			return interpretError(err)
-		}
-		inst, err := s.open(row)
+		inst, err := s.lockInstance(ctx, tx, instanceID)
 		if err != nil {
 			return err
 		}
-		rows, _ = tx.Query(ctx, `SELECT `+bindingColumns+` FROM bindings WHERE binding_id = $1`, bindingID)
+		rows, _ := tx.Query(ctx, `SELECT `+bindingColumns+` FROM bindings WHERE binding_id = $1`, bindingID)
 		found, err := pgx.CollectRows(rows, pgx.RowToStructByName[Binding])
 		if err != nil {
 			return fmt.Errorf("reading binding %s: %w", bindingID, err)

@@ -4,51 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	osb "sigs.k8s.io/go-open-service-broker-client/v2"
 
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/infrasim"
 	"github.com/kyma-keb/keb/testing/apitest"
+	"github.com/kyma-keb/keb/testing/k8stest"
 )
-
-// listNamespaces uses a bound kubeconfig as its user would: client-go
-// against the runtime's API server.
-func listNamespaces(kubeconfig string) error {
-	cfg, err := clientcmd.RESTConfigFromKubeConfig([]byte(kubeconfig))
-	if err != nil {
-		return err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	_, err = cs.CoreV1().Namespaces().List(context.Background(), metav1.ListOptions{})
-	return err
-}
-
-// eventuallyRefused waits until the runtime refuses the kubeconfig (the API
-// server caches a good token for up to 10 s).
-func eventuallyRefused(t *testing.T, what, kubeconfig string) {
-	t.Helper()
-	var err error
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
-		if err = listNamespaces(kubeconfig); apierrors.IsUnauthorized(err) {
-			return
-		}
-	}
-	t.Fatalf("%s: the kubeconfig still works (or fails otherwise): %v", what, err)
-}
 
 func bindingPath(instanceID, bindingID string) string {
 	return "/oauth/v2/service_instances/" + instanceID + "/service_bindings/" + bindingID
@@ -90,27 +58,16 @@ func (s *stack) checked(method, path, body string) (int, map[string]any) {
 // against docs/openapi.yaml.
 func (s *stack) raw(method, path, body string) (int, string) {
 	s.t.Helper()
-	req, err := http.NewRequest(method, s.url+path, strings.NewReader(body))
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	req.Header.Set("X-Broker-API-Version", "2.17")
-	req.Header.Set("Authorization", "Bearer "+s.token)
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
+	code, header, b := s.send(method, path, body)
 	doc, err := openAPI()
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	if err := doc.Check(method, req.URL.Path, res.StatusCode, res.Header.Get("Content-Type"), b); err != nil {
+	p, _, _ := strings.Cut(path, "?")
+	if err := doc.Check(method, p, code, header.Get("Content-Type"), b); err != nil {
 		s.t.Errorf("answer not as documented: %v", err)
 	}
-	return res.StatusCode, string(b)
+	return code, string(b)
 }
 
 // TestBindings binds runtimes on the real stack: the runtimes share one real
@@ -176,7 +133,7 @@ func TestBindings(t *testing.T) {
 	if kubeconfig == "" || err != nil || expiresAt.Before(time.Now().Add(19*time.Minute)) || expiresAt.After(time.Now().Add(21*time.Minute)) {
 		t.Fatalf("bind credentials: expires_at %v (%v), kubeconfig %d bytes", bound.Credentials["expires_at"], err, len(kubeconfig))
 	}
-	if err := listNamespaces(kubeconfig); err != nil {
+	if err := k8stest.ListNamespaces(context.Background(), kubeconfig); err != nil {
 		t.Fatalf("the bound kubeconfig cannot list namespaces in the runtime: %v", err)
 	}
 	got, err := cl.GetBinding(&osb.GetBindingRequest{InstanceID: id, BindingID: "osb-1"})
@@ -186,7 +143,7 @@ func TestBindings(t *testing.T) {
 	if _, err := cl.Unbind(&osb.UnbindRequest{InstanceID: id, BindingID: "osb-1", ServiceID: serviceID, PlanID: azurePlanID}); err != nil {
 		t.Fatalf("OSB client unbind: %v", err)
 	}
-	eventuallyRefused(t, "after unbind", kubeconfig)
+	k8stest.WaitRefused(t, "after unbind", kubeconfig)
 	if _, err := cl.GetBinding(&osb.GetBindingRequest{InstanceID: id, BindingID: "osb-1"}); err == nil {
 		t.Fatal("get binding after unbind succeeded")
 	}
@@ -227,7 +184,7 @@ func TestBindings(t *testing.T) {
 		state, _ = lo["state"].(string)
 	}
 	code, asyncBinding := s.checked(http.MethodGet, bindingPath(id, "async"), "")
-	if code != http.StatusOK || listNamespaces(kubeconfigOf(t, asyncBinding)) != nil {
+	if code != http.StatusOK || k8stest.ListNamespaces(context.Background(), kubeconfigOf(t, asyncBinding)) != nil {
 		t.Fatalf("GET of the async binding (%s): %d %v", state, code, asyncBinding)
 	}
 
@@ -241,7 +198,7 @@ func TestBindings(t *testing.T) {
 		t.Fatalf("fourth binding: %d %v", code, body)
 	}
 	// The prune job removes the expired binding from the runtime.
-	eventuallyRefused(t, "after expiry", kubeconfigOf(t, short))
+	k8stest.WaitRefused(t, "after expiry", kubeconfigOf(t, short))
 	if code, body := s.checked(http.MethodGet, bindingPath(id, "short"), ""); code != http.StatusNotFound {
 		t.Fatalf("GET of an expired binding: %d %v", code, body)
 	}
@@ -276,7 +233,7 @@ func TestBindings(t *testing.T) {
 		t.Fatalf("deprovisioning ended %s: %s", state, desc)
 	}
 	for i, kc := range kept {
-		eventuallyRefused(t, fmt.Sprintf("binding %d after deprovisioning", i), kc)
+		k8stest.WaitRefused(t, fmt.Sprintf("binding %d after deprovisioning", i), kc)
 	}
 }
 
@@ -310,7 +267,7 @@ func TestBindingSuspendedInstance(t *testing.T) {
 	if state, desc := s.waitFor(id, s.accepted("suspend", code, body), 4*time.Minute); state != "succeeded" {
 		t.Fatalf("suspension ended %s: %s", state, desc)
 	}
-	eventuallyRefused(t, "after suspension", kubeconfigOf(t, bound))
+	k8stest.WaitRefused(t, "after suspension", kubeconfigOf(t, bound))
 	if n := len(s.runtimeBindings(id)); n != 0 {
 		t.Fatalf("%d bindings listed after suspension", n)
 	}
