@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -472,4 +473,118 @@ func TestSecretsNeverInPlainText(t *testing.T) {
 			t.Fatalf("the log holds %q", secret)
 		}
 	}
+}
+
+// Binds of one instance are serialised on its row: racing PUTs never pass
+// the limit together.
+func TestConcurrentBindsKeepTheLimit(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *binding.Config) { c.MaxPerInstance = 3 })
+	inst := b.instance(catalog.AzurePlanID)
+	const n = 8
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			_, err := b.svc.Bind(b.ctx, binding.Request{InstanceID: inst, BindingID: fmt.Sprintf("race-%d", i), PlanID: catalog.AzurePlanID})
+			errs <- err
+		}()
+	}
+	bound, limited := 0, 0
+	for range n {
+		switch err := <-errs; {
+		case err == nil:
+			bound++
+		case kindOf(err) == binding.KindLimit:
+			limited++
+		default:
+			t.Errorf("unexpected refusal: %v", err)
+		}
+	}
+	if bound != 3 || limited != n-3 || len(b.bindings(inst)) != 3 {
+		t.Fatalf("%d bound, %d refused by the limit, %d stored; want 3, %d, 3", bound, limited, len(b.bindings(inst)), n-3)
+	}
+}
+
+// deadRuntime provisions an instance whose runtime kubeconfig points to a
+// port nobody listens on.
+func (b *bundle) deadRuntime() string {
+	b.t.Helper()
+	inst := b.instance(catalog.AzurePlanID)
+	got, err := b.store.Instance(b.ctx, inst)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	kc := []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: dead, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: keb, user: {token: t}}]
+contexts: [{name: dead, context: {cluster: dead, user: keb}}]
+current-context: dead
+`)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: runtime.Namespace, Name: runtime.KubeconfigSecretName(got.RuntimeID)}}
+	secret.Data = map[string][]byte{runtime.KubeconfigKey: kc}
+	if err := b.kcp.Update(b.ctx, secret); err != nil {
+		b.t.Fatal(err)
+	}
+	return inst
+}
+
+func TestRuntimeThatDoesNotAnswer(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *binding.Config) { c.Timeout, c.AsyncTimeout = 2*time.Second, 3*time.Second })
+	inst := b.deadRuntime()
+	t.Run("a synchronous bind is refused and hands out nothing", func(t *testing.T) {
+		_, err := b.bind(inst, "sync", "")
+		mustKind(t, "sync bind", err, binding.KindUnavailable, "nothing was bound", "accepts_incomplete")
+		_, _, err = b.svc.Get(b.ctx, inst, "sync")
+		mustKind(t, "get", err, binding.KindNotFound)
+	})
+	t.Run("an asynchronous bind retries, then fails for last_operation", func(t *testing.T) {
+		res, err := b.svc.Bind(b.ctx, binding.Request{InstanceID: inst, BindingID: "async", PlanID: catalog.AzurePlanID, Async: true})
+		if err != nil || !res.Async {
+			t.Fatalf("async bind: %+v %v", res, err)
+		}
+		var state storage.BindingState
+		var desc string
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			if state, desc, err = b.svc.LastOperation(b.ctx, inst, "async", res.OperationID); err != nil || state != storage.BindingInProgress {
+				break
+			}
+		}
+		if err != nil || state != storage.BindingFailed || !strings.Contains(desc, "did not complete the binding within 3s") {
+			t.Fatalf("last_operation: %s %q %v", state, desc, err)
+		}
+	})
+}
+
+// A bind whose replica died mid-way stays in progress until its deadline;
+// then the prune job fails it, so last_operation ends and the slot frees.
+func TestOverdueBindIsFailed(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *binding.Config) { c.MaxPerInstance = 1 })
+	inst := b.instance(catalog.AzurePlanID)
+	err := b.store.PutBinding(b.ctx, inst, "orphan", b.now, func(i storage.Instance, _ *storage.Binding, _ int) (*storage.Binding, error) {
+		return &storage.Binding{BindingID: "orphan", InstanceID: inst, RuntimeID: i.RuntimeID, PlanID: catalog.AzurePlanID,
+			State: storage.BindingInProgress, OperationID: "op-1", ServiceAccount: "keb-binding-orphan",
+			ExpiresAt: b.now.Add(time.Hour), Deadline: b.now.Add(time.Minute)}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.bind(inst, "other", "")
+	mustKind(t, "bind while the orphan counts", err, binding.KindLimit)
+	_, err = b.bind(inst, "orphan", "")
+	mustKind(t, "sync PUT of a bind in progress", err, binding.KindConcurrent, "being created")
+	if n, err := b.svc.Prune(b.ctx); err != nil || n != 0 {
+		t.Fatalf("prune before the deadline: %d %v", n, err)
+	}
+	b.now = b.now.Add(2 * time.Minute)
+	if n, err := b.svc.Prune(b.ctx); err != nil || n != 1 {
+		t.Fatalf("prune after the deadline: %d %v", n, err)
+	}
+	state, desc, err := b.svc.LastOperation(b.ctx, inst, "orphan", "op-1")
+	if err != nil || state != storage.BindingFailed || !strings.Contains(desc, "not completed in time") {
+		t.Fatalf("last_operation of the overdue bind: %s %q %v", state, desc, err)
+	}
+	b.mustBind(inst, "other", "")
 }
