@@ -10,9 +10,10 @@ import (
 	"github.com/kyma-keb/keb/internal/binding"
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/config"
+	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/metrics"
 	"github.com/kyma-keb/keb/internal/process"
-	"github.com/kyma-keb/keb/internal/runtime"
+	"github.com/kyma-keb/keb/internal/runtimeclient"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -46,7 +47,7 @@ func newBindings(cfg config.Config, store *storage.Store, cat *catalog.Catalog, 
 	if err != nil {
 		return nil, fmt.Errorf("control-plane client for bindings: %w", err)
 	}
-	runtimes := runtime.NewClientCache(kcp, scheme, runtime.Bounds{})
+	runtimes := runtimeclient.NewCache(kcp, controlplane.Namespace, scheme, runtimeclient.Bounds{})
 	runtimes.WrapTransport = work.CountRequests("runtime")
 	return binding.New(store, runtimes, binding.Config{
 		BindablePlanIDs: planIDs, MaxPerInstance: k.MaxPerInstance, DefaultExpiration: k.DefaultExpiration,

@@ -19,7 +19,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kyma-keb/keb/internal/runtime"
+	"github.com/kyma-keb/keb/internal/runtimeclient"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -54,10 +54,10 @@ type Store interface {
 }
 
 // Runtimes gives clients for runtimes and where their API servers are;
-// *runtime.ClientCache is one.
+// *runtimeclient.Cache is one.
 type Runtimes interface {
 	Client(ctx context.Context, runtimeID string) (client.Client, error)
-	Endpoint(ctx context.Context, runtimeID string) (runtime.Endpoint, error)
+	Endpoint(ctx context.Context, runtimeID string) (runtimeclient.Endpoint, error)
 }
 
 // Service creates, hands out and removes bindings.
@@ -298,7 +298,7 @@ func (s *Service) finishAsync(ctx context.Context, b storage.Binding, exp time.D
 // failAsync records an asynchronous bind's failure for last_operation and
 // removes what it may have created in the runtime.
 func (s *Service) failAsync(b storage.Binding, description string, log logrus.FieldLogger) {
-	ctx, cancel := context.WithTimeout(context.Background(), runtime.RuntimeRequestTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), runtimeclient.RequestTimeout)
 	defer cancel()
 	if err := s.removeFromRuntime(ctx, b); err != nil {
 		log.WithError(err).Warn("binding: removing a failed binding from the runtime failed; the prune job tries again")
@@ -311,7 +311,7 @@ func (s *Service) failAsync(b storage.Binding, description string, log logrus.Fi
 // abandon removes a bind that did not finish: its objects in the runtime
 // and its row, so that it neither lingers nor counts against the limit.
 func (s *Service) abandon(ctx context.Context, b storage.Binding, log logrus.FieldLogger) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), runtime.RuntimeRequestTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), runtimeclient.RequestTimeout)
 	defer cancel()
 	if err := s.removeFromRuntime(ctx, b); err != nil {
 		// The row stays in progress: the prune job fails it at its deadline

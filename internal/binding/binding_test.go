@@ -24,8 +24,10 @@ import (
 	"github.com/kyma-keb/keb/internal/app"
 	"github.com/kyma-keb/keb/internal/binding"
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/controlplane"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/process/processtest"
-	"github.com/kyma-keb/keb/internal/runtime"
+	"github.com/kyma-keb/keb/internal/runtimeclient"
 	"github.com/kyma-keb/keb/internal/storage"
 	"github.com/kyma-keb/keb/testing/k8stest"
 	"github.com/kyma-keb/keb/testing/pgtest"
@@ -78,7 +80,7 @@ func setup(t *testing.T, tune func(*binding.Config)) *bundle {
 		t.Fatal(err)
 	}
 	kcp := processtest.Client(t, env.Config)
-	processtest.EnsureNamespace(t, kcp, runtime.Namespace)
+	processtest.EnsureNamespace(t, kcp, controlplane.Namespace)
 	cfg := binding.Config{
 		BindablePlanIDs: []string{catalog.AzurePlanID}, MaxPerInstance: 10,
 		DefaultExpiration: 600 * time.Second, MinExpiration: 600 * time.Second, MaxExpiration: 7200 * time.Second,
@@ -93,7 +95,7 @@ func setup(t *testing.T, tune func(*binding.Config)) *bundle {
 	log.SetLevel(logrus.DebugLevel)
 	log.SetFormatter(&logrus.JSONFormatter{})
 	b := &bundle{t: t, ctx: ctx, store: store, kcp: kcp, now: time.Now(), logs: logs}
-	b.svc = binding.New(store, runtime.NewClientCache(kcp, scheme, runtime.Bounds{}), cfg, log)
+	b.svc = binding.New(store, runtimeclient.NewCache(kcp, controlplane.Namespace, scheme, runtimeclient.Bounds{}), cfg, log)
 	b.svc.Now = func() time.Time { return b.now }
 	t.Cleanup(b.svc.Close)
 	return b
@@ -116,7 +118,7 @@ func (b *bundle) instance(planID string) string {
 	b.t.Helper()
 	inst := processtest.Instance(b.t, planID)
 	op := storage.Operation{ID: uuid.NewString(), InstanceID: inst.InstanceID, Type: storage.OperationTypeProvision,
-		State: storage.StateInProgress, Deadline: time.Now().Add(time.Hour)}
+		State: storage.OperationInProgress, Deadline: time.Now().Add(time.Hour)}
 	if err := b.store.CreateProvisioning(b.ctx, inst, op); err != nil {
 		b.t.Fatal(err)
 	}
@@ -128,12 +130,12 @@ func (b *bundle) instance(planID string) string {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: runtime.Namespace, Name: runtime.KubeconfigSecretName(runtimeID)},
-		Data: map[string][]byte{runtime.KubeconfigKey: kc}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: controlplane.Namespace, Name: infrastructuremanager.KubeconfigSecretName(runtimeID)},
+		Data: map[string][]byte{infrastructuremanager.KubeconfigKey: kc}}
 	if err := b.kcp.Create(b.ctx, secret); err != nil {
 		b.t.Fatal(err)
 	}
-	op.State, op.Description, op.FinishedStages = storage.StateSucceeded, "done", []string{}
+	op.State, op.Description, op.FinishedStages = storage.OperationSucceeded, "done", []string{}
 	if ok, err := b.store.Finish(b.ctx, op); err != nil || !ok {
 		b.t.Fatalf("finishing provisioning: %v %v", ok, err)
 	}
@@ -192,7 +194,7 @@ func TestBindGetUnbind(t *testing.T) {
 	}
 	// What the runtime holds: the ServiceAccount, bound to cluster-admin.
 	var crbs rbacv1.ClusterRoleBindingList
-	if err := b.kcp.List(b.ctx, &crbs, client.MatchingLabels{binding.LabelBindingID: "b1", binding.LabelInstanceID: inst}); err != nil || len(crbs.Items) != 1 {
+	if err := b.kcp.List(b.ctx, &crbs, client.MatchingLabels{binding.LabelBindingID: "b1", controlplane.LabelInstanceID: inst}); err != nil || len(crbs.Items) != 1 {
 		t.Fatalf("cluster role bindings of b1: %v %v", crbs.Items, err)
 	}
 	if crb := crbs.Items[0]; crb.RoleRef.Name != "cluster-admin" || crb.Subjects[0].Namespace != binding.Namespace {
@@ -272,9 +274,10 @@ func TestInstancesThatCannotBeBound(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	cases := []struct {
-		name, state string
-		kind        binding.Kind
-		says        string
+		name  string
+		state storage.RuntimeState
+		kind  binding.Kind
+		says  string
 	}{
 		{"provisioning", storage.RuntimeProvisioning, binding.KindNotBindable, "being provisioned"},
 		{"failed", storage.RuntimeFailed, binding.KindNotBindable, "provisioning failed"},
@@ -298,7 +301,7 @@ func TestInstancesThatCannotBeBound(t *testing.T) {
 	t.Run("plan not bindable", func(t *testing.T) {
 		inst := processtest.Instance(t, catalog.TrialPlanID)
 		op := storage.Operation{ID: uuid.NewString(), InstanceID: inst.InstanceID, Type: storage.OperationTypeProvision,
-			State: storage.StateInProgress, Deadline: time.Now().Add(time.Hour)}
+			State: storage.OperationInProgress, Deadline: time.Now().Add(time.Hour)}
 		if err := b.store.CreateProvisioning(b.ctx, inst, op); err != nil {
 			t.Fatal(err)
 		}
@@ -521,8 +524,8 @@ users: [{name: keb, user: {token: t}}]
 contexts: [{name: dead, context: {cluster: dead, user: keb}}]
 current-context: dead
 `)
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: runtime.Namespace, Name: runtime.KubeconfigSecretName(got.RuntimeID)}}
-	secret.Data = map[string][]byte{runtime.KubeconfigKey: kc}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: controlplane.Namespace, Name: infrastructuremanager.KubeconfigSecretName(got.RuntimeID)}}
+	secret.Data = map[string][]byte{infrastructuremanager.KubeconfigKey: kc}
 	if err := b.kcp.Update(b.ctx, secret); err != nil {
 		b.t.Fatal(err)
 	}

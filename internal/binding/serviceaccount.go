@@ -17,7 +17,9 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kyma-keb/keb/internal/runtime"
+	"github.com/kyma-keb/keb/internal/btpmanager"
+	"github.com/kyma-keb/keb/internal/controlplane"
+	"github.com/kyma-keb/keb/internal/runtimeclient"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -25,14 +27,10 @@ import (
 // when missing (the final provisioning step does too).
 const Namespace = "kyma-system"
 
-// Labels on a binding's ServiceAccount and ClusterRoleBinding, so operators
-// can tell them apart in the runtime.
-const (
-	LabelManagedBy  = "app.kubernetes.io/managed-by"
-	managedBy       = "kcp-kyma-environment-broker"
-	LabelBindingID  = "kyma-project.io/binding-id"
-	LabelInstanceID = "kyma-project.io/instance-id"
-)
+// LabelBindingID carries the binding ID on a binding's ServiceAccount and
+// ClusterRoleBinding (next to keb's managed-by label and the instance ID),
+// so operators can tell them apart in the runtime.
+const LabelBindingID = "kyma-project.io/binding-id"
 
 // minTokenLifetime is the shortest token the TokenRequest API issues. A
 // binding may be configured to live shorter (tests): removing its
@@ -60,7 +58,8 @@ func (s *Service) create(ctx context.Context, b storage.Binding, exp time.Durati
 	if err != nil {
 		return Credentials{}, err
 	}
-	labels := map[string]string{LabelManagedBy: managedBy, LabelBindingID: b.BindingID, LabelInstanceID: b.InstanceID}
+	labels := map[string]string{btpmanager.LabelManagedBy: btpmanager.ManagedByKEB, LabelBindingID: b.BindingID,
+		controlplane.LabelInstanceID: b.InstanceID}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}
 	if err := cl.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return Credentials{}, fmt.Errorf("creating namespace %s: %w", Namespace, err)
@@ -99,7 +98,7 @@ func (s *Service) create(ctx context.Context, b storage.Binding, exp time.Durati
 
 // renderKubeconfig is a kubeconfig for the runtime's API server (server and
 // CA from the runtime's own kubeconfig) with the ServiceAccount's token.
-func renderKubeconfig(ep runtime.Endpoint, b storage.Binding, token string) ([]byte, error) {
+func renderKubeconfig(ep runtimeclient.Endpoint, b storage.Binding, token string) ([]byte, error) {
 	cluster := "runtime-" + b.RuntimeID
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters[cluster] = &clientcmdapi.Cluster{Server: ep.Server, CertificateAuthorityData: ep.CAData, TLSServerName: ep.TLSServerName}
@@ -121,7 +120,7 @@ func (s *Service) removeFromRuntime(ctx context.Context, b storage.Binding) erro
 		return nil
 	}
 	cl, err := s.runtimes.Client(ctx, b.RuntimeID)
-	if errors.Is(err, runtime.ErrKubeconfigNotFound) {
+	if errors.Is(err, runtimeclient.ErrKubeconfigNotFound) {
 		return nil
 	}
 	if err != nil {

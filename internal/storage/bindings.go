@@ -17,9 +17,9 @@ type BindingState string
 
 // Binding states.
 const (
-	BindingInProgress BindingState = StateInProgress
-	BindingSucceeded  BindingState = StateSucceeded
-	BindingFailed     BindingState = StateFailed
+	BindingInProgress BindingState = BindingState(OperationInProgress)
+	BindingSucceeded  BindingState = BindingState(OperationSucceeded)
+	BindingFailed     BindingState = BindingState(OperationFailed)
 )
 
 // Binding is an OSB service binding of an instance: a ServiceAccount in the

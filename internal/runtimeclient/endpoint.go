@@ -1,4 +1,4 @@
-package runtime
+package runtimeclient
 
 import (
 	"context"
@@ -22,7 +22,7 @@ type Endpoint struct {
 // Endpoint returns the API server address and CA of the runtime, read from
 // its kubeconfig Secret like Client's; ErrKubeconfigNotFound (wrapped)
 // while there is none.
-func (c *ClientCache) Endpoint(ctx context.Context, runtimeID string) (Endpoint, error) {
+func (c *Cache) Endpoint(ctx context.Context, runtimeID string) (Endpoint, error) {
 	_, kubeconfig, err := c.kubeconfig(ctx, runtimeID)
 	if err != nil {
 		return Endpoint{}, err
