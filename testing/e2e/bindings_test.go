@@ -75,7 +75,7 @@ func (s *stack) raw(method, path, body string) (int, string) {
 // still there to prove its bindings' ServiceAccounts were removed, not just
 // switched off with the cluster.
 func TestBindings(t *testing.T) {
-	s := newStack(t, infrasim.ModeShared, 2, func(c *config.Config) {
+	s := newStack(t, infrasim.ModeShared, 0, func(c *config.Config) {
 		c.Binding.MaxPerInstance = 3
 		// Short lifetimes for the expiry check; the token the API server
 		// issues lives 10 minutes, so the prune job's removal of the
@@ -83,6 +83,8 @@ func TestBindings(t *testing.T) {
 		c.Binding.MinExpiration = 2 * time.Second
 		c.Binding.PruneInterval = time.Second
 	})
+	// An account of its own: the deprovisioning below leaves it dirty.
+	freshAccount(t, s.kcp, "azure-bindings")
 	const id = "e2e-bind-1"
 
 	// The catalog offers bindings on paid plans only.
@@ -255,7 +257,9 @@ func (s *stack) runtimeBindings(instanceID string) []any {
 // TestBindingSuspendedInstance: a suspension removes the bindings with the
 // runtime, and a suspended instance cannot be bound.
 func TestBindingSuspendedInstance(t *testing.T) {
-	s := newStack(t, infrasim.ModeShared, 2)
+	s := newStack(t, infrasim.ModeShared, 0)
+	// An account of its own: the suspended instance keeps it.
+	freshAccount(t, s.kcp, "azure-bindings-suspend")
 	const id = "e2e-bind-2"
 	s.provisionAzure(id, "ga-bind-2")
 	code, bound := s.checked(http.MethodPut, bindingPath(id, "b1"), bindBody(""))
