@@ -204,9 +204,6 @@ func (s *Service) put(ctx context.Context, req Request, exp time.Duration) (crea
 	now := s.Now()
 	err = s.store.PutBinding(ctx, req.InstanceID, req.BindingID, now,
 		func(inst storage.Instance, old *storage.Binding, live int) (*storage.Binding, error) {
-			if inst.DeletedAt != nil {
-				return nil, storage.ErrNotFound
-			}
 			if req.PlanID != inst.PlanID {
 				return nil, refuse(KindInvalid, "plan_id %s is not the instance's plan (%s, %s)", req.PlanID, inst.PlanName, inst.PlanID)
 			}
