@@ -171,13 +171,13 @@ func TestMigrationRemovesArchivedInstances(t *testing.T) {
 	}
 	downTo5()
 	f := &fixture{t: t, ctx: ctx, pool: pool, cipher: mustCipher(t, b64KeyA)}
+	f.store = storage.NewStore(pool, f.cipher, nil)
 	// both: archived by an older archive step, not yet removed.
 	// live: a deprovisioning before its archive step. archived: gone.
 	for _, id := range []string{"both", "live"} {
-		// Plain SQL, not today's Store: the schema is 00005's, and the Store
-		// writes columns later migrations add.
+		// SQL of the schema at 00005: the store writes today's columns.
 		f.exec(`INSERT INTO instances (instance_id, global_account_id, subaccount_id, user_id, service_id, plan_id,
-			plan_name, platform_region) VALUES ($1, 'ga-'||$1, 'sa', 'u', 's', 'p', 'azure', 'cf-eu10')`, id)
+			plan_name, platform_region) VALUES ($1, $2, 'sa', 'u', 'svc', 'p', 'azure', 'cf-eu10')`, id, "ga-"+id)
 		f.exec(`INSERT INTO operations (operation_id, instance_id, type, state, deadline)
 			VALUES ($1, $2, 'provision', 'succeeded', now() + interval '1 hour')`, "op-p-"+id, id)
 		f.exec(`INSERT INTO operations (operation_id, instance_id, type, state, deadline)
