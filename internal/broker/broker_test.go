@@ -15,6 +15,7 @@ import (
 	"github.com/pivotal-cf/brokerapi/v10/domain"
 
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -281,6 +282,14 @@ func TestProvisionWritesWhatThePlatformSent(t *testing.T) {
 			}
 			if gotOp.InstanceID != "inst-1" || gotOp.Type != storage.OperationTypeProvision || !gotOp.InProgress() || gotOp.Description == "" {
 				t.Errorf("operation %+v", gotOp)
+			}
+			// The plan's defaults are resolved here, once, and stored with the
+			// operation for provisioning to build the runtime with.
+			var rec process.Record
+			if err := json.Unmarshal(gotOp.Data, &rec); err != nil || rec.Provider != gotInst.Provider ||
+				rec.ProviderRegion != gotInst.ProviderRegion || rec.Region != "eastus" || rec.MachineType == "" || rec.ZonesCount == 0 {
+				t.Errorf("operation data %s (%v) does not hold the resolved defaults of instance in %s/%s",
+					gotOp.Data, err, gotInst.Provider, gotInst.ProviderRegion)
 			}
 			if d := gotOp.Deadline.Sub(before); d < testTimeout || d > testTimeout+time.Minute {
 				t.Errorf("deadline is %s after the request, want the operation timeout %s", d, testTimeout)

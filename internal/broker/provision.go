@@ -14,6 +14,7 @@ import (
 
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/logging"
+	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -79,6 +80,13 @@ func (b *Broker) Provision(ctx context.Context, instanceID string, details domai
 		}
 	}
 	op := b.newOperation(instanceID, storage.OperationTypeProvision, descriptionQueued)
+	// The plan's defaults are resolved once, here: provisioning builds the
+	// runtime with these values, whatever plans.yaml says by then.
+	var record process.Record
+	record.SetResolved(resolved)
+	if op.Data, err = json.Marshal(record); err != nil {
+		return domain.ProvisionedServiceSpec{}, b.internal(log, "encoding resolved parameters", err)
+	}
 
 	err = b.store.CreateProvisioning(ctx, inst, *op)
 	switch {

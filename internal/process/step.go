@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -133,6 +134,20 @@ type Record struct {
 	// last_operation tells the platform user.
 	FailingSince *time.Time `json:"failingSince,omitempty"`
 }
+
+// SetResolved records what the plan's defaults and the request's parameters
+// resolved to: the runtime's provider, regions, machine type, autoscaler and
+// zones. The broker calls it when it accepts a provisioning, so that the
+// runtime is built with what the instance was accepted with, even when
+// plans.yaml changes before a worker starts the operation.
+func (r *Record) SetResolved(res catalog.Resolved) {
+	r.Provider, r.Region, r.ProviderRegion = res.Provider, res.Region, res.ProviderRegion
+	r.MachineType, r.AutoScalerMin, r.AutoScalerMax, r.ZonesCount = res.MachineType, res.AutoScalerMin, res.AutoScalerMax, res.ZonesCount
+}
+
+// Resolved reports whether the record holds resolved plan defaults
+// (SetResolved).
+func (r *Record) Resolved() bool { return r.Provider != "" }
 
 func decodeRecord(raw json.RawMessage) (Record, error) {
 	var d Record

@@ -40,9 +40,17 @@ func (s *Initialization) Run(ctx context.Context, op *process.Operation) (proces
 	if err != nil {
 		return process.Fail("%v", err)
 	}
-	res, err := s.Catalog.Resolve(op.Instance.PlanID, op.Instance.PlatformRegion, params)
-	if err != nil {
-		return process.Fail("resolving plan defaults: %v", err)
+	// The broker resolved the plan's defaults when it accepted the request
+	// and stored them in the operation: resolving again here would let a
+	// plans.yaml change in between give the instance one provider or region
+	// and the runtime another. Only a resumption (accepted by an update,
+	// which resolves nothing) resolves here, for the new runtime it builds.
+	if !op.Record.Resolved() {
+		res, err := s.Catalog.Resolve(op.Instance.PlanID, op.Instance.PlatformRegion, params)
+		if err != nil {
+			return process.Fail("resolving plan defaults: %v", err)
+		}
+		op.Record.SetResolved(res)
 	}
 	runtimeID := uuid.NewString()
 	id, err := s.Store.SetRuntimeIdentity(ctx, op.InstanceID, storage.RuntimeIdentity{
@@ -60,8 +68,6 @@ func (s *Initialization) Run(ctx context.Context, op *process.Operation) (proces
 	op.Instance.RuntimeID, op.Instance.ClusterID, op.Instance.ShootName = id.RuntimeID, id.ClusterID, id.ShootName
 	d := &op.Record
 	d.RuntimeID, d.ClusterID, d.ShootName, d.KymaVersion = id.RuntimeID, id.ClusterID, id.ShootName, version
-	d.Provider, d.Region, d.ProviderRegion = res.Provider, res.Region, res.ProviderRegion
-	d.MachineType, d.AutoScalerMin, d.AutoScalerMax, d.ZonesCount = res.MachineType, res.AutoScalerMin, res.AutoScalerMax, res.ZonesCount
 	return process.Done()
 }
 

@@ -3,6 +3,8 @@ package provisioning_test
 import (
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -21,6 +23,7 @@ import (
 	"github.com/kyma-keb/keb/internal/process/processtest"
 	"github.com/kyma-keb/keb/internal/process/provisioning"
 	"github.com/kyma-keb/keb/internal/storage"
+	"github.com/kyma-keb/keb/resources"
 )
 
 // pinKymaVersion adds globalAccountID: version to kcp-system/kyma-versions. The product reads
@@ -281,6 +284,66 @@ func TestInitializationErrors(t *testing.T) {
 			}
 			if op.Instance.RuntimeID != "" {
 				t.Errorf("runtime ID %q recorded although the step did not finish", op.Instance.RuntimeID)
+			}
+		})
+	}
+}
+
+// TestInitializationKeepsWhatTheRequestResolved: plans.yaml changes between
+// the broker accepting a provisioning and a worker starting it (here: Azure's
+// default region moves from eastus to westeurope). The runtime is built in
+// the region the request resolved, which is the instance's, not the new one.
+func TestInitializationKeepsWhatTheRequestResolved(t *testing.T) {
+	t.Parallel()
+	accepted := processtest.Catalog(t)
+	plans, err := resources.FS.ReadFile(resources.PlansFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changedPlans := strings.Replace(string(plans), "defaultRegion: eastus", "defaultRegion: westeurope", 1)
+	if changedPlans == string(plans) {
+		t.Fatal("plans.yaml has no Azure default region eastus to change")
+	}
+	path := filepath.Join(t.TempDir(), "plans.yaml")
+	if err := os.WriteFile(path, []byte(changedPlans), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	changed, err := catalog.Load(path)
+	if err != nil {
+		t.Fatalf("loading the changed plans: %v", err)
+	}
+	for _, tc := range []struct {
+		name               string
+		resolvedAtRequest  bool
+		wantRegion         string
+		wantProviderRegion string
+	}{
+		{name: "accepted provisioning: the request's region", resolvedAtRequest: true, wantRegion: "eastus", wantProviderRegion: "eastus"},
+		// A resumption resolves nothing at its request: it gets today's plans.
+		{name: "nothing resolved at the request: today's plans", wantRegion: "westeurope", wantProviderRegion: "westeurope"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			op := newOp(t, catalog.AzurePlanID, `{"name":"x"}`)
+			if tc.resolvedAtRequest {
+				// What the broker stored when it accepted the request.
+				res, err := accepted.Resolve(op.Instance.PlanID, op.Instance.PlatformRegion, catalog.ProvisioningParameters{Name: "x"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				op.Instance.Provider, op.Instance.ProviderRegion = res.Provider, res.ProviderRegion
+				op.Record.SetResolved(res)
+			}
+			step := &provisioning.Initialization{Catalog: changed, Store: newIdentityStore(),
+				KCP: kcpClient(t), Config: testConfig(newNamespace(t))}
+			res, err := step.Run(t.Context(), op)
+			processtest.MustOutcome(t, "initialization", processtest.Done, res, err)
+			if op.Record.Provider != "azure" || op.Record.Region != tc.wantRegion || op.Record.ProviderRegion != tc.wantProviderRegion {
+				t.Errorf("runtime in %s %s/%s, want azure %s/%s", op.Record.Provider, op.Record.Region,
+					op.Record.ProviderRegion, tc.wantRegion, tc.wantProviderRegion)
+			}
+			if tc.resolvedAtRequest && op.Record.ProviderRegion != op.Instance.ProviderRegion {
+				t.Errorf("runtime in %s, instance in %s", op.Record.ProviderRegion, op.Instance.ProviderRegion)
 			}
 		})
 	}
