@@ -26,7 +26,7 @@ const (
 // the account pool (requests inside runtimes use the runtime's kubeconfig).
 var KubernetesAccess = []Access{
 	{ScopeControl, "infrastructuremanager.kyma-project.io", "runtimes", []string{"get", "list", "watch", "create", "update", "delete"},
-		"provisioning/create_runtime (CreateOrUpdate), check_runtime (get), deprovisioning/delete_runtime, app.sharedUsage (list), process.Watcher (list, watch), cleanup.EnvironmentsCleaner (list, delete orphans), app readiness (list one)"},
+		"provisioning/create_runtime (CreateOrUpdate), check_runtime (get), deprovisioning/delete_runtime, process.Watcher (list, watch), cleanup.EnvironmentsCleaner (list, delete orphans), app readiness (list one)"},
 	{ScopeControl, "operator.kyma-project.io", "kymas", []string{"get", "list", "create", "update", "delete"},
 		"provisioning/apply_kyma (CreateOrUpdate), deprovisioning/delete_kyma, cleanup.EnvironmentsCleaner (delete orphans), app readiness (list one)"},
 	{ScopeControl, "", "secrets", []string{"get", "list", "watch", "create", "update", "delete"},

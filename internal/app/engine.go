@@ -129,7 +129,7 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat 
 	// The control plane's namespace is fixed: the infrastructure manager and Lifecycle Manager
 	// look for keb's CRs there, and the runtime client cache reads kubeconfigs from it.
 	ns := runtime.Namespace
-	pool2 := hyperscaler.NewPool(gardener, "garden-"+ec.GardenerProject, sharedUsage(kcp, ns))
+	pool2 := hyperscaler.NewPool(gardener, "garden-"+ec.GardenerProject, store.SharedAccountUsage)
 	provCfg := provisioning.Config{
 		DefaultKymaVersion: ec.KymaVersion, OnDemandVersion: ec.OnDemandVersion, Namespace: ns,
 		DashboardDomain: ec.DashboardDomain, AccountTimeout: ec.AccountTimeout, RuntimeTimeout: ec.RuntimeTimeout,
@@ -185,24 +185,6 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat 
 // second to every provisioning; a fetch is one indexed statement, so ten a
 // second per replica cost PostgreSQL next to nothing.
 const wokenJobPoll = 100 * time.Millisecond
-
-// sharedUsage counts the Runtime CRs using a shared hyperscaler account, so
-// the pool can hand out the least used one.
-func sharedUsage(kcp client.Reader, namespace string) hyperscaler.UsageCounter {
-	return func(ctx context.Context, secretName string) (int, error) {
-		var list runtime.RuntimeList
-		if err := kcp.List(ctx, &list, client.InNamespace(namespace)); err != nil {
-			return 0, fmt.Errorf("listing runtimes: %w", err)
-		}
-		n := 0
-		for _, rt := range list.Items {
-			if rt.Spec.Shoot.SecretBindingName == secretName {
-				n++
-			}
-		}
-		return n, nil
-	}
-}
 
 // sharedPlanIDs lists the plans whose runtimes use shared hyperscaler accounts.
 func sharedPlanIDs(cat *catalog.Catalog) []string {
