@@ -165,13 +165,14 @@ func NewQueue(pool *pgxpool.Pool, engine *Engine, cfg QueueConfig, log logrus.Fi
 }
 
 // EnqueueTx queues an operation inside the transaction that writes it: the
-// job exists exactly when the operation does.
-func (q *Queue) EnqueueTx(ctx context.Context, tx pgx.Tx, op storage.Operation) error {
+// job exists exactly when the operation does. The store writes the job's ID
+// into the operation's row.
+func (q *Queue) EnqueueTx(ctx context.Context, tx pgx.Tx, op storage.Operation) (int64, error) {
 	res, err := q.client.InsertTx(ctx, tx, OperationArgs{OperationID: op.ID}, nil)
 	if err != nil {
-		return fmt.Errorf("queueing operation: %w", err)
+		return 0, fmt.Errorf("queueing operation: %w", err)
 	}
-	return storage.SetJobID(ctx, tx, op.ID, res.Job.ID)
+	return res.Job.ID, nil
 }
 
 // Wake makes a waiting job available at once (a watch saw its runtime

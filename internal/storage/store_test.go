@@ -311,26 +311,13 @@ func TestEnqueuerRunsInsideTheTransaction(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.NewPool(t)
 	ctx := testCtx(t)
-	if _, err := pool.Exec(ctx, `CREATE TABLE test_queue (operation_id text PRIMARY KEY, instance_id text NOT NULL)`); err != nil {
+	if _, err := pool.Exec(ctx, `CREATE TABLE test_queue (id bigserial PRIMARY KEY, operation_id text NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var seen []string
-	enq := enqueuerFunc(func(ctx context.Context, tx pgx.Tx, op storage.Operation) error {
-		// Inside the transaction the instance and operation exist...
-		var inTx, outside int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM operations WHERE operation_id = $1`, op.ID).Scan(&inTx); err != nil {
-			return err
-		}
-		// ...and nobody else sees them before the commit.
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM operations WHERE operation_id = $1`, op.ID).Scan(&outside); err != nil {
-			return err
-		}
-		mu.Lock()
-		seen = append(seen, fmt.Sprintf("%s in tx=%d outside=%d", op.ID, inTx, outside))
-		mu.Unlock()
-		_, err := tx.Exec(ctx, `INSERT INTO test_queue (operation_id, instance_id) VALUES ($1, $2)`, op.ID, op.InstanceID)
-		return err
+	enq := enqueuerFunc(func(ctx context.Context, tx pgx.Tx, op storage.Operation) (int64, error) {
+		var id int64
+		err := tx.QueryRow(ctx, `INSERT INTO test_queue (operation_id) VALUES ($1) RETURNING id`, op.ID).Scan(&id)
+		return id, err
 	})
 	s := storage.NewStore(pool, mustCipher(t, b64KeyA), enq)
 
@@ -340,24 +327,27 @@ func TestEnqueuerRunsInsideTheTransaction(t *testing.T) {
 	if _, _, err := s.CreateDeprovisioning(ctx, newOperation("op-d", "inst-1", storage.OperationTypeDeprovision)); err != nil {
 		t.Fatalf("CreateDeprovisioning: %v", err)
 	}
-	rows, _ := pool.Query(ctx, `SELECT operation_id FROM test_queue ORDER BY operation_id DESC`)
-	queued, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	// A rejected request leaves no job behind: the enqueuer's write rolls
+	// back with the transaction (the instance ID is taken).
+	if err := s.CreateProvisioning(ctx, newInstance("inst-1", "ga-1", "azure"), newOperation("op-again", "inst-1", storage.OperationTypeProvision)); !errors.Is(err, storage.ErrAlreadyExists) {
+		t.Fatalf("CreateProvisioning of a taken ID: %v, want ErrAlreadyExists", err)
+	}
+	// Every operation carries its own job's ID.
+	rows, _ := pool.Query(ctx, `SELECT q.operation_id || '=' || coalesce(o.operation_id, 'none')
+		FROM test_queue q LEFT JOIN operations o ON o.job_id = q.id ORDER BY q.id`)
+	linked, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(queued, ",") != "op-p,op-d" {
-		t.Errorf("queue holds %v, want the provisioning and the deprovisioning", queued)
-	}
-	want := []string{"op-p in tx=1 outside=0", "op-d in tx=1 outside=0"}
-	if strings.Join(seen, "; ") != strings.Join(want, "; ") {
-		t.Errorf("enqueuer saw %v, want %v", seen, want)
+	if want := "op-p=op-p,op-d=op-d"; strings.Join(linked, ",") != want {
+		t.Errorf("queue and operations linked as %v, want %s", linked, want)
 	}
 }
 
 func TestFailingEnqueuerRollsBack(t *testing.T) {
 	t.Parallel()
 	errQueue := errors.New("queue is full")
-	failing := enqueuerFunc(func(ctx context.Context, tx pgx.Tx, op storage.Operation) error { return errQueue })
+	failing := enqueuerFunc(func(ctx context.Context, tx pgx.Tx, op storage.Operation) (int64, error) { return 0, errQueue })
 
 	t.Run("provisioning", func(t *testing.T) {
 		t.Parallel()
