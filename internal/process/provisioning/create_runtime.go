@@ -7,8 +7,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/kyma-keb/keb/internal/kube"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/runtime"
@@ -38,7 +38,7 @@ func (s *CreateRuntime) Run(ctx context.Context, op *process.Operation) (process
 		admins = []string{op.Instance.UserID}
 	}
 	rt := &runtime.Runtime{ObjectMeta: metav1.ObjectMeta{Name: kyma.Name(d.RuntimeID), Namespace: s.Config.Namespace}}
-	_, err = controllerutil.CreateOrUpdate(ctx, s.KCP, rt, func() error {
+	_, err = kube.CreateOrUpdate(ctx, s.KCP, rt, func() error {
 		rt.Labels = mergeLabels(rt.Labels, Labels(op))
 		rt.Spec = runtime.RuntimeSpec{
 			Shoot: runtime.RuntimeShoot{
