@@ -169,16 +169,21 @@ func (w *Watcher) Start(ctx context.Context) error {
 // and for a job still running, retries until it snoozed). Steps wait for a
 // Runtime CR to become Ready or Failed, for a kubeconfig Secret to exist, or
 // for either to be deleted (deletions always wake). keb's own create of a
-// Runtime CR, the infrastructure manager's Pending updates and rewrites of a
-// Secret end no wait; a step still sees them at its next poll.
+// Runtime CR or of a runtime's overrides Secret, the infrastructure manager's
+// Pending updates and rewrites of a Secret end no wait; a step still sees
+// them at its next poll.
 func endsAWait(old, updated any) bool {
-	switch rt := updated.(type) {
+	switch obj := updated.(type) {
 	case *runtime.Runtime:
-		if rt.Status.State != runtime.StateReady && rt.Status.State != runtime.StateFailed {
+		if obj.Status.State != runtime.StateReady && obj.Status.State != runtime.StateFailed {
 			return false
 		}
 		prev, ok := old.(*runtime.Runtime)
-		return !ok || prev.Status.State != rt.Status.State
+		return !ok || prev.Status.State != obj.Status.State
+	case client.Object:
+		// Only a kubeconfig Secret is waited for; keb writes the others.
+		id := obj.GetLabels()[runtime.LabelRuntimeID]
+		return old == nil && id != "" && obj.GetName() == runtime.KubeconfigSecretName(id)
 	default:
 		return old == nil
 	}

@@ -15,7 +15,12 @@ func TestOnlyEventsThatCanEndAWaitWakeOperations(t *testing.T) {
 		r.Status.State = state
 		return r
 	}
-	secret := &metav1.PartialObjectMetadata{}
+	secret := func(name string) *metav1.PartialObjectMetadata {
+		s := &metav1.PartialObjectMetadata{}
+		s.Name, s.Labels = name, map[string]string{runtime.LabelRuntimeID: "rt-1"}
+		return s
+	}
+	kubeconfig, overrides := secret(runtime.KubeconfigSecretName("rt-1")), secret("overrides-rt-1")
 	tests := []struct {
 		name     string
 		old, obj any
@@ -28,8 +33,11 @@ func TestOnlyEventsThatCanEndAWaitWakeOperations(t *testing.T) {
 		{"cluster failed", rt(runtime.StatePending), rt(runtime.StateFailed), true},
 		{"ready Runtime CR rewritten", rt(runtime.StateReady), rt(runtime.StateReady), false},
 		{"ready Runtime CR seen at start", nil, rt(runtime.StateReady), true},
-		{"kubeconfig Secret created", nil, secret, true},
-		{"kubeconfig Secret rewritten", secret, secret, false},
+		{"kubeconfig Secret created", nil, kubeconfig, true},
+		{"kubeconfig Secret rewritten", kubeconfig, kubeconfig, false},
+		// keb writes it itself, while the operation runs: a wake-up would
+		// only retry the running job.
+		{"overrides Secret created", nil, overrides, false},
 	}
 	for _, tc := range tests {
 		if got := endsAWait(tc.old, tc.obj); got != tc.want {
