@@ -1,7 +1,10 @@
 package process
 
 import (
+	"context"
 	"testing"
+
+	"github.com/sirupsen/logrus"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -43,5 +46,29 @@ func TestOnlyEventsThatCanEndAWaitWakeOperations(t *testing.T) {
 		if got := endsAWait(tc.old, tc.obj); got != tc.want {
 			t.Errorf("%s: wakes %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// fakeWaker answers Wake with running for the first runningFor calls.
+type fakeWaker struct {
+	runningFor int
+	calls      int
+}
+
+func (f *fakeWaker) Wake(context.Context, int64) (bool, error) {
+	f.calls++
+	return f.calls <= f.runningFor, nil
+}
+
+// A wake-up that finds the job still running (the queue has not recorded
+// its snooze yet) is retried until the job is no longer running, so it is
+// not lost: the operation would otherwise sleep until its next poll.
+func TestWakeRetriesWhileTheJobIsRunning(t *testing.T) {
+	t.Parallel()
+	q := &fakeWaker{runningFor: 3}
+	w := NewWatcher(nil, nil, "", nil, q, logrus.New())
+	w.wake(t.Context(), "rt-1", 7)
+	if q.calls != 4 {
+		t.Errorf("Wake called %d times, want 4: three while running, one that woke it", q.calls)
 	}
 }
