@@ -17,7 +17,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/kyma-keb/keb/internal/runtime"
+	"github.com/kyma-keb/keb/internal/controlplane"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -130,7 +131,7 @@ func (w *Watcher) Start(ctx context.Context) error {
 	// never their kubeconfigs.
 	secrets := &metav1.PartialObjectMetadata{}
 	secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	for _, obj := range []client.Object{&runtime.Runtime{}, secrets} {
+	for _, obj := range []client.Object{&infrastructuremanager.Runtime{}, secrets} {
 		inf, err := c.GetInformer(ctx, obj)
 		if err != nil {
 			return fmt.Errorf("watching %T: %w", obj, err)
@@ -174,16 +175,16 @@ func (w *Watcher) Start(ctx context.Context) error {
 // them at its next poll.
 func endsAWait(old, updated any) bool {
 	switch obj := updated.(type) {
-	case *runtime.Runtime:
-		if obj.Status.State != runtime.StateReady && obj.Status.State != runtime.StateFailed {
+	case *infrastructuremanager.Runtime:
+		if obj.Status.State != infrastructuremanager.StateReady && obj.Status.State != infrastructuremanager.StateFailed {
 			return false
 		}
-		prev, ok := old.(*runtime.Runtime)
+		prev, ok := old.(*infrastructuremanager.Runtime)
 		return !ok || prev.Status.State != obj.Status.State
 	case client.Object:
 		// Only a kubeconfig Secret is waited for; keb writes the others.
-		id := obj.GetLabels()[runtime.LabelRuntimeID]
-		return old == nil && id != "" && obj.GetName() == runtime.KubeconfigSecretName(id)
+		id := obj.GetLabels()[controlplane.LabelRuntimeID]
+		return old == nil && id != "" && obj.GetName() == infrastructuremanager.KubeconfigSecretName(id)
 	default:
 		return old == nil
 	}
@@ -197,7 +198,7 @@ func (w *Watcher) changed(ctx context.Context, o any) {
 	if !ok {
 		return
 	}
-	runtimeID := obj.GetLabels()[runtime.LabelRuntimeID]
+	runtimeID := obj.GetLabels()[controlplane.LabelRuntimeID]
 	if runtimeID == "" {
 		return
 	}

@@ -8,34 +8,35 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kyma-keb/keb/internal/runtime"
+	"github.com/kyma-keb/keb/internal/controlplane"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 )
 
 func TestOnlyEventsThatCanEndAWaitWakeOperations(t *testing.T) {
 	t.Parallel()
-	rt := func(state string) *runtime.Runtime {
-		r := &runtime.Runtime{}
+	rt := func(state infrastructuremanager.State) *infrastructuremanager.Runtime {
+		r := &infrastructuremanager.Runtime{}
 		r.Status.State = state
 		return r
 	}
 	secret := func(name string) *metav1.PartialObjectMetadata {
 		s := &metav1.PartialObjectMetadata{}
-		s.Name, s.Labels = name, map[string]string{runtime.LabelRuntimeID: "rt-1"}
+		s.Name, s.Labels = name, map[string]string{controlplane.LabelRuntimeID: "rt-1"}
 		return s
 	}
-	kubeconfig, overrides := secret(runtime.KubeconfigSecretName("rt-1")), secret("overrides-rt-1")
+	kubeconfig, overrides := secret(infrastructuremanager.KubeconfigSecretName("rt-1")), secret("overrides-rt-1")
 	tests := []struct {
 		name     string
 		old, obj any
 		want     bool
 	}{
 		{"keb creates a Runtime CR", nil, rt(""), false},
-		{"infrastructure manager reports Pending", rt(""), rt(runtime.StatePending), false},
-		{"Pending message changes", rt(runtime.StatePending), rt(runtime.StatePending), false},
-		{"cluster ready", rt(runtime.StatePending), rt(runtime.StateReady), true},
-		{"cluster failed", rt(runtime.StatePending), rt(runtime.StateFailed), true},
-		{"ready Runtime CR rewritten", rt(runtime.StateReady), rt(runtime.StateReady), false},
-		{"ready Runtime CR seen at start", nil, rt(runtime.StateReady), true},
+		{"infrastructure manager reports Pending", rt(""), rt(infrastructuremanager.StatePending), false},
+		{"Pending message changes", rt(infrastructuremanager.StatePending), rt(infrastructuremanager.StatePending), false},
+		{"cluster ready", rt(infrastructuremanager.StatePending), rt(infrastructuremanager.StateReady), true},
+		{"cluster failed", rt(infrastructuremanager.StatePending), rt(infrastructuremanager.StateFailed), true},
+		{"ready Runtime CR rewritten", rt(infrastructuremanager.StateReady), rt(infrastructuremanager.StateReady), false},
+		{"ready Runtime CR seen at start", nil, rt(infrastructuremanager.StateReady), true},
 		{"kubeconfig Secret created", nil, kubeconfig, true},
 		{"kubeconfig Secret rewritten", kubeconfig, kubeconfig, false},
 		// keb writes it itself, while the operation runs: a wake-up would
