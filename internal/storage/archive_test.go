@@ -180,9 +180,10 @@ func TestMigrationRemovesArchivedInstances(t *testing.T) {
 	// Back to the schema before 00006 (and any later migration).
 	downTo5 := func() {
 		t.Helper()
-		for want := headVersion(t); want >= 6; want-- {
-			if v, err := storage.MigrateDown(ctx, pool); err != nil || v != want {
-				t.Fatalf("MigrateDown = %d, %v; want %d rolled back", v, err, want)
+		all := versions(t)
+		for i := len(all) - 1; i >= 0 && all[i] >= 6; i-- {
+			if v, err := storage.MigrateDown(ctx, pool); err != nil || v != all[i] {
+				t.Fatalf("MigrateDown = %d, %v; want %d rolled back", v, err, all[i])
 			}
 		}
 	}
