@@ -20,10 +20,11 @@ type operationStore interface {
 	Work(ctx context.Context, operationID string) (storage.Operation, storage.Instance, error)
 	SaveProgress(ctx context.Context, op storage.Operation) (woken *time.Time, ok bool, err error)
 	Finish(ctx context.Context, op storage.Operation) (bool, error)
-	// LockInstance takes an exclusive lock on an instance, held until
-	// unlock is called or the holder's database connection dies (so a
-	// killed replica never keeps it).
-	LockInstance(ctx context.Context, instanceID string) (unlock func(), ok bool, err error)
+	// LockOperation takes an exclusive lock on the instance of an operation
+	// in progress, held until unlock is called or the holder's database
+	// connection dies (so a killed replica never keeps it). ErrNotFound: the
+	// operation is gone or no longer in progress.
+	LockOperation(ctx context.Context, operationID string) (unlock func(), ok bool, err error)
 }
 
 // Pipeline is the ordered steps of one operation type.
@@ -72,19 +73,12 @@ type Outcome struct {
 // not do its own bookkeeping (the database is unreachable); the queue
 // retries.
 func (e *Engine) Process(ctx context.Context, operationID string) (Outcome, error) {
-	op, inst, err := e.store.Work(ctx, operationID)
-	if errors.Is(err, storage.ErrNotFound) {
-		return Outcome{}, nil // removed with its deprovisioned instance
-	}
-	if err != nil {
-		return Outcome{}, err
-	}
-	if !op.InProgress() {
-		return Outcome{}, nil
-	}
 	// One worker per instance at a time: a deprovisioning waits for a
 	// provisioning's current step to end before it starts tearing down.
-	unlock, ok, err := e.store.LockInstance(ctx, op.InstanceID)
+	unlock, ok, err := e.store.LockOperation(ctx, operationID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return Outcome{}, nil // finished, or removed with its deprovisioned instance
+	}
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -92,8 +86,9 @@ func (e *Engine) Process(ctx context.Context, operationID string) (Outcome, erro
 		return Outcome{RetryAfter: e.LockedRetry}, nil
 	}
 	defer unlock()
-	// Reload under the lock: the previous holder may have moved it on.
-	if op, inst, err = e.store.Work(ctx, operationID); err != nil {
+	// Read under the lock: the previous holder may have moved it on.
+	op, inst, err := e.store.Work(ctx, operationID)
+	if err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
 			return Outcome{}, nil
 		}
