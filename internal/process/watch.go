@@ -170,9 +170,12 @@ func (w *Watcher) Start(ctx context.Context) error {
 // and for a job still running, retries until it snoozed). Steps wait for a
 // Runtime CR to become Ready or Failed, for a kubeconfig Secret to exist, or
 // for either to be deleted (deletions always wake). keb's own create of a
-// Runtime CR or of a runtime's overrides Secret, the infrastructure manager's
-// Pending updates and rewrites of a Secret end no wait; a step still sees
-// them at its next poll.
+// Runtime CR, the infrastructure manager's Pending updates and rewrites of a
+// Secret end no wait; a step still sees them at its next poll. (keb's create
+// of a runtime's overrides Secret does wake its operation, needlessly: with
+// that wake-up left out, some provisionings right after a start waited for
+// their 30 s poll although their runtime was ready, a lost wake-up that this
+// one masks. Not yet understood, so it stays.)
 func endsAWait(old, updated any) bool {
 	switch obj := updated.(type) {
 	case *infrastructuremanager.Runtime:
@@ -181,10 +184,6 @@ func endsAWait(old, updated any) bool {
 		}
 		prev, ok := old.(*infrastructuremanager.Runtime)
 		return !ok || prev.Status.State != obj.Status.State
-	case client.Object:
-		// Only a kubeconfig Secret is waited for; keb writes the others.
-		id := obj.GetLabels()[controlplane.LabelRuntimeID]
-		return old == nil && id != "" && obj.GetName() == infrastructuremanager.KubeconfigSecretName(id)
 	default:
 		return old == nil
 	}

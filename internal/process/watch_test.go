@@ -24,7 +24,7 @@ func TestOnlyEventsThatCanEndAWaitWakeOperations(t *testing.T) {
 		s.Name, s.Labels = name, map[string]string{controlplane.LabelRuntimeID: "rt-1"}
 		return s
 	}
-	kubeconfig, overrides := secret(infrastructuremanager.KubeconfigSecretName("rt-1")), secret("overrides-rt-1")
+	kubeconfig := secret(infrastructuremanager.KubeconfigSecretName("rt-1"))
 	tests := []struct {
 		name     string
 		old, obj any
@@ -39,9 +39,6 @@ func TestOnlyEventsThatCanEndAWaitWakeOperations(t *testing.T) {
 		{"ready Runtime CR seen at start", nil, rt(infrastructuremanager.StateReady), true},
 		{"kubeconfig Secret created", nil, kubeconfig, true},
 		{"kubeconfig Secret rewritten", kubeconfig, kubeconfig, false},
-		// keb writes it itself, while the operation runs: a wake-up would
-		// only retry the running job.
-		{"overrides Secret created", nil, overrides, false},
 	}
 	for _, tc := range tests {
 		if got := endsAWait(tc.old, tc.obj); got != tc.want {
