@@ -41,7 +41,7 @@ func recordProvisioned(store provisionedStore, cfg Config) func(ctx context.Cont
 		if err != nil {
 			return err
 		}
-		d := op.Data
+		d := op.Record
 		resolved, err := json.Marshal(ResolvedParameters{
 			Name: params.Name, Region: d.Region, ProviderRegion: d.ProviderRegion, Provider: d.Provider,
 			MachineType: d.MachineType, AutoScalerMin: d.AutoScalerMin, AutoScalerMax: d.AutoScalerMax,
