@@ -30,7 +30,7 @@ var KubernetesAccess = []Access{
 	{ScopeControl, "operator.kyma-project.io", "kymas", []string{"get", "list", "create", "update", "delete"},
 		"provisioning/apply_kyma (create, or get and update when it exists), deprovisioning/delete_kyma, cleanup.EnvironmentsCleaner (delete orphans), app readiness (list one)"},
 	{ScopeControl, "", "secrets", []string{"get", "list", "watch", "create", "update", "delete"},
-		"runtimeclient.Cache and check_runtime (get kubeconfig-<runtimeID>), overrides.Resolve (list), overrides.Store (CreateOrUpdate), deprovisioning/delete_runtime (delete the overrides Secret), cleanup.EnvironmentsCleaner (delete an orphan's kubeconfig), process.Watcher (list, watch metadata)"},
+		"runtimeclient.Cache (the engine's and binding.Service's) and check_runtime (get kubeconfig-<runtimeID>), overrides.Resolve (list), overrides.Store (CreateOrUpdate), deprovisioning/delete_runtime (delete the overrides Secret), cleanup.EnvironmentsCleaner (delete an orphan's kubeconfig), process.Watcher (list, watch metadata)"},
 	{ScopeControl, "", "configmaps", []string{"get", "list"},
 		"kyma.VersionResolver (get kyma-versions), overrides.Resolve (list)"},
 	{ScopePool, "", "secrets", []string{"get", "list", "update"},

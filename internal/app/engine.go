@@ -16,6 +16,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/kyma-keb/keb/internal/binding"
 	"github.com/kyma-keb/keb/internal/btpmanager"
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/config"
@@ -100,7 +101,7 @@ func queueConfig(cfg config.Config) process.QueueConfig {
 // newEngine builds the pipelines, hands them to queue's workers, and builds
 // the control-plane watch.
 func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, cat *catalog.Catalog, expirer *expiry.Expirer,
-	work *metrics.Work, observer process.Observer, log logrus.FieldLogger) (*engine, error) {
+	bindings *binding.Service, work *metrics.Work, observer process.Observer, log logrus.FieldLogger) (*engine, error) {
 	ec := cfg.Engine
 	if ec.KCPKubeconfig == "" && !InCluster() {
 		return nil, errors.New("no control plane: set APP_KCP_KUBECONFIG (or KUBECONFIG), or APP_WORKERS=0 to only accept requests")
@@ -149,16 +150,20 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, ca
 	// its connections) is built once, whichever operation reaches it.
 	runtimes := runtimeclient.NewCache(kcp, ns, scheme, runtimeclient.Bounds{})
 	runtimes.WrapTransport = work.CountRequests("runtime")
+	deprov := deprovisioning.Deps{
+		Config: deprovisioning.Config{Namespace: ns, RemovalTimeout: ec.RemovalTimeout, RemovalPoll: ec.RemovalPoll,
+			SharedPlanIDs: sharedPlanIDs(cat)},
+		Store: store, KCP: kcp, Accounts: accounts, Runtimes: runtimes,
+	}
+	if bindings != nil {
+		deprov.Bindings = bindings
+	}
 	pipelines := map[storage.OperationType]process.Pipeline{
 		storage.OperationTypeProvision: provisioning.Pipeline(provisioning.Deps{
 			Config: provCfg, Catalog: cat, Store: store, Finisher: store, KCP: kcp, Accounts: accounts,
 			Runtimes: runtimes,
 		}),
-		storage.OperationTypeDeprovision: deprovisioning.Pipeline(deprovisioning.Deps{
-			Config: deprovisioning.Config{Namespace: ns, RemovalTimeout: ec.RemovalTimeout, RemovalPoll: ec.RemovalPoll,
-				SharedPlanIDs: sharedPlanIDs(cat)},
-			Store: store, KCP: kcp, Accounts: accounts, Runtimes: runtimes,
-		}),
+		storage.OperationTypeDeprovision: deprovisioning.Pipeline(deprov),
 		storage.OperationTypeUpdate: update.Pipeline(update.Deps{
 			Config:   update.Config{BTPManagerTimeout: ec.BTPMgrTimeout, BTPManagerPoll: ec.BTPMgrPoll},
 			Runtimes: runtimes,
@@ -174,6 +179,9 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, ca
 	cleanups, err := cleanupJobs(cfg, store, kcp, log)
 	if err != nil {
 		return nil, err
+	}
+	if bindings != nil {
+		periodic = append(periodic, pruneBindings(cfg, bindings))
 	}
 	if err := queue.Work(eng, append(periodic, cleanups...)...); err != nil {
 		return nil, err

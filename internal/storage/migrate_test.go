@@ -11,16 +11,23 @@ import (
 	"github.com/kyma-keb/keb/testing/pgtest"
 )
 
-// versions are the embedded migrations' numbers in ascending order, read from
-// the files so that adding a migration does not break these tests. Numbers
-// may have gaps (migrations are numbered per change, and merge in any order).
-func versions(t *testing.T) []int64 {
+// headVersion is the highest embedded migration, read from the files so that
+// adding a migration does not break this test.
+func headVersion(t *testing.T) int64 {
+	t.Helper()
+	versions := migrationVersions(t)
+	return versions[len(versions)-1]
+}
+
+// migrationVersions lists the embedded migrations' versions in order.
+// Numbers are handed to parallel branches, so they may have gaps.
+func migrationVersions(t *testing.T) []int64 {
 	t.Helper()
 	entries, err := migrations.FS.ReadDir(".")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []int64
+	var versions []int64
 	for _, e := range entries {
 		var v int64
 		for _, r := range e.Name() {
@@ -30,21 +37,11 @@ func versions(t *testing.T) []int64 {
 			v = v*10 + int64(r-'0')
 		}
 		if v > 0 {
-			out = append(out, v)
+			versions = append(versions, v)
 		}
 	}
-	if len(out) == 0 {
-		t.Fatal("no numbered migrations embedded")
-	}
-	slices.Sort(out)
-	return out
-}
-
-// headVersion is the highest embedded migration.
-func headVersion(t *testing.T) int64 {
-	t.Helper()
-	v := versions(t)
-	return v[len(v)-1]
+	slices.Sort(versions)
+	return versions
 }
 
 func tableExists(t *testing.T, pool *pgxpool.Pool, name string) bool {
@@ -77,12 +74,9 @@ func TestMigrationsUpDownUp(t *testing.T) {
 	}
 
 	// Roll everything back, one migration at a time.
-	all := versions(t)
-	for i := len(all) - 1; i >= 0; i-- {
-		want, before := all[i], int64(0)
-		if i > 0 {
-			before = all[i-1]
-		}
+	versions := migrationVersions(t)
+	for i := len(versions) - 1; i >= 0; i-- {
+		want := versions[i]
 		v, err := storage.MigrateDown(ctx, pool)
 		if err != nil || v != want {
 			t.Fatalf("MigrateDown = %d, %v; want %d", v, err, want)
@@ -91,7 +85,11 @@ func TestMigrationsUpDownUp(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.AtHead() || st.Current != before || st.Head != head {
+		var below int64
+		if i > 0 {
+			below = versions[i-1]
+		}
+		if st.AtHead() || st.Current != below || st.Head != head {
 			t.Fatalf("after rolling back %d: %+v (at head %v)", want, st, st.AtHead())
 		}
 	}
@@ -110,8 +108,8 @@ func TestMigrationsUpDownUp(t *testing.T) {
 	if err != nil {
 		t.Fatalf("MigrateUp from empty: %v", err)
 	}
-	if !slices.Equal(applied, all) {
-		t.Errorf("MigrateUp from empty applied %v, want %v", applied, all)
+	if !slices.Equal(applied, migrationVersions(t)) {
+		t.Errorf("MigrateUp from empty applied %v, want %v", applied, migrationVersions(t))
 	}
 	if applied, err := storage.MigrateUp(ctx, pool); err != nil || len(applied) != 0 {
 		t.Errorf("second MigrateUp applied %v, %v; want nothing", applied, err)
@@ -141,9 +139,8 @@ func TestMigrationsReportOnEmptyDatabase(t *testing.T) {
 	ctx := testCtx(t)
 	pool := pgtest.NewPool(t)
 	head := headVersion(t)
-	all := versions(t)
 	// pgtest databases come migrated; roll them back to what a new database is.
-	for range all {
+	for range head {
 		if _, err := storage.MigrateDown(ctx, pool); err != nil {
 			t.Fatal(err)
 		}
@@ -159,7 +156,7 @@ func TestMigrationsReportOnEmptyDatabase(t *testing.T) {
 		t.Errorf("never-migrated database reports %+v (at head %v), want current 0, head %d", st, st.AtHead(), head)
 	}
 	applied, err := storage.MigrateUp(ctx, pool)
-	if err != nil || len(applied) != len(all) {
+	if err != nil || len(applied) != len(migrationVersions(t)) {
 		t.Fatalf("MigrateUp = %v, %v", applied, err)
 	}
 	if applied, err := storage.MigrateUp(ctx, pool); err != nil || len(applied) != 0 {
