@@ -139,7 +139,7 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, ca
 	// The control plane's namespace is fixed: the infrastructure manager and Lifecycle Manager
 	// look for keb's CRs there, and the runtime client cache reads kubeconfigs from it.
 	ns := controlplane.Namespace
-	accounts := hyperscaler.NewAccountPool(gardener, "garden-"+ec.GardenerProject, sharedUsage(kcp, ns))
+	accounts := hyperscaler.NewAccountPool(gardener, "garden-"+ec.GardenerProject, store.SharedAccountUsage)
 	provCfg := provisioning.Config{
 		DefaultKymaVersion: ec.KymaVersion, OnDemandVersion: ec.OnDemandVersion, Namespace: ns,
 		DashboardDomain: ec.DashboardDomain, AccountTimeout: ec.AccountTimeout, RuntimeTimeout: ec.RuntimeTimeout,
@@ -198,24 +198,6 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, ca
 // second to every provisioning; a fetch is one indexed statement, so ten a
 // second per replica cost PostgreSQL next to nothing.
 const wokenJobPoll = 100 * time.Millisecond
-
-// sharedUsage counts the Runtime CRs using a shared hyperscaler account, so
-// the pool can hand out the least used one.
-func sharedUsage(kcp client.Reader, namespace string) hyperscaler.UsageCounter {
-	return func(ctx context.Context, secretName string) (int, error) {
-		var list infrastructuremanager.RuntimeList
-		if err := kcp.List(ctx, &list, client.InNamespace(namespace)); err != nil {
-			return 0, fmt.Errorf("listing runtimes: %w", err)
-		}
-		n := 0
-		for _, rt := range list.Items {
-			if rt.Spec.Shoot.SecretBindingName == secretName {
-				n++
-			}
-		}
-		return n, nil
-	}
-}
 
 // sharedPlanIDs lists the plans whose runtimes use shared hyperscaler accounts.
 func sharedPlanIDs(cat *catalog.Catalog) []string {
