@@ -28,7 +28,7 @@ func TestCleanupSubaccountsAgainstDevDir(t *testing.T) {
 		t.Setenv(env, "")
 		os.Unsetenv(env)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	dbURL := pgtest.NewDatabase(t)
 	stub := cisstub.New("dev-id", "dev-secret")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"flag"
@@ -92,7 +91,7 @@ func runRuntimesAt(t *testing.T, srv *httptest.Server, args ...string) (stdout, 
 	if err != nil {
 		t.Fatalf("parsing %q: %v", args, err)
 	}
-	err = runFn(context.Background(), positional)
+	err = runFn(t.Context(), positional)
 	return out.String(), errOut.String(), err
 }
 

@@ -1,7 +1,6 @@
 package auth
 
 import (
-	"context"
 	"encoding/json"
 	"slices"
 	"testing"
@@ -97,7 +96,7 @@ func TestHasScope(t *testing.T) {
 
 func TestClaimsFromContextEmpty(t *testing.T) {
 	t.Parallel()
-	if c, ok := ClaimsFromContext(context.Background()); ok || c != nil {
+	if c, ok := ClaimsFromContext(t.Context()); ok || c != nil {
 		t.Fatalf("ClaimsFromContext on empty context = %v, %v", c, ok)
 	}
 }

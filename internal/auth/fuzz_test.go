@@ -33,7 +33,7 @@ func FuzzVerify(f *testing.F) {
 	}
 	f.Add(valid)
 	f.Fuzz(func(t *testing.T, token string) {
-		claims, err := v.Verify(context.Background(), token)
+		claims, err := v.Verify(t.Context(), token)
 		if err != nil {
 			return
 		}

@@ -248,7 +248,7 @@ func TestVerify(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			claims, err := v.Verify(context.Background(), tt.token(t))
+			claims, err := v.Verify(t.Context(), tt.token(t))
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) {
 					t.Fatalf("Verify error = %v, want %v", err, tt.wantErr)

@@ -68,7 +68,7 @@ type bundle struct {
 
 func setup(t *testing.T, tune func(*binding.Config)) *bundle {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	t.Cleanup(cancel)
 	cipher, err := storage.NewCipher(testKey)
 	if err != nil {

@@ -62,7 +62,7 @@ func TestUnexpectedStoreErrorsAreGeneric500s(t *testing.T) {
 			name:  "Provision: writing fails",
 			store: &fakeStore{createProvisioning: func(storage.Instance, storage.Operation) error { return errDriver }},
 			call: func(b *Broker) error {
-				_, err := b.Provision(context.Background(), "inst-1", azureDetails(), true)
+				_, err := b.Provision(t.Context(), "inst-1", azureDetails(), true)
 				return err
 			},
 		},
@@ -72,7 +72,7 @@ func TestUnexpectedStoreErrorsAreGeneric500s(t *testing.T) {
 				return fmt.Errorf("inserting instance: %w", errDriver)
 			}},
 			call: func(b *Broker) error {
-				_, err := b.Provision(context.Background(), "inst-1", azureDetails(), true)
+				_, err := b.Provision(t.Context(), "inst-1", azureDetails(), true)
 				return err
 			},
 		},
@@ -80,7 +80,7 @@ func TestUnexpectedStoreErrorsAreGeneric500s(t *testing.T) {
 			name:  "Provision again: reading the instance fails",
 			store: &fakeStore{createProvisioning: alreadyExists, instance: failDriver},
 			call: func(b *Broker) error {
-				_, err := b.Provision(context.Background(), "inst-1", azureDetails(), true)
+				_, err := b.Provision(t.Context(), "inst-1", azureDetails(), true)
 				return err
 			},
 		},
@@ -89,7 +89,7 @@ func TestUnexpectedStoreErrorsAreGeneric500s(t *testing.T) {
 			store: &fakeStore{createProvisioning: alreadyExists, instance: provisioned,
 				lastOperation: func(string) (storage.Operation, error) { return storage.Operation{}, errDriver }},
 			call: func(b *Broker) error {
-				_, err := b.Provision(context.Background(), "inst-1", azureDetails(), true)
+				_, err := b.Provision(t.Context(), "inst-1", azureDetails(), true)
 				return err
 			},
 		},
@@ -99,7 +99,7 @@ func TestUnexpectedStoreErrorsAreGeneric500s(t *testing.T) {
 				return storage.Operation{}, false, errDriver
 			}, instance: func(string) (storage.Instance, error) { return storage.Instance{}, storage.ErrNotFound }},
 			call: func(b *Broker) error {
-				_, err := b.Deprovision(context.Background(), "inst-1", domain.DeprovisionDetails{}, true)
+				_, err := b.Deprovision(t.Context(), "inst-1", domain.DeprovisionDetails{}, true)
 				return err
 			},
 		},
@@ -107,7 +107,7 @@ func TestUnexpectedStoreErrorsAreGeneric500s(t *testing.T) {
 			name:  "Deprovision: reading the instance fails",
 			store: &fakeStore{instance: failDriver},
 			call: func(b *Broker) error {
-				_, err := b.Deprovision(context.Background(), "inst-1", domain.DeprovisionDetails{}, true)
+				_, err := b.Deprovision(t.Context(), "inst-1", domain.DeprovisionDetails{}, true)
 				return err
 			},
 		},
@@ -115,7 +115,7 @@ func TestUnexpectedStoreErrorsAreGeneric500s(t *testing.T) {
 			name:  "GetInstance: reading the instance fails",
 			store: &fakeStore{instance: failDriver},
 			call: func(b *Broker) error {
-				_, err := b.GetInstance(context.Background(), "inst-1", domain.FetchInstanceDetails{})
+				_, err := b.GetInstance(t.Context(), "inst-1", domain.FetchInstanceDetails{})
 				return err
 			},
 		},
@@ -124,7 +124,7 @@ func TestUnexpectedStoreErrorsAreGeneric500s(t *testing.T) {
 			store: &fakeStore{instance: provisioned,
 				lastOperation: func(string) (storage.Operation, error) { return storage.Operation{}, errDriver }},
 			call: func(b *Broker) error {
-				_, err := b.GetInstance(context.Background(), "inst-1", domain.FetchInstanceDetails{})
+				_, err := b.GetInstance(t.Context(), "inst-1", domain.FetchInstanceDetails{})
 				return err
 			},
 		},
@@ -132,7 +132,7 @@ func TestUnexpectedStoreErrorsAreGeneric500s(t *testing.T) {
 			name:  "LastOperation: reading the instance fails",
 			store: &fakeStore{instance: failDriver},
 			call: func(b *Broker) error {
-				_, err := b.LastOperation(context.Background(), "inst-1", domain.PollDetails{OperationData: "op-1"})
+				_, err := b.LastOperation(t.Context(), "inst-1", domain.PollDetails{OperationData: "op-1"})
 				return err
 			},
 		},
@@ -141,7 +141,7 @@ func TestUnexpectedStoreErrorsAreGeneric500s(t *testing.T) {
 			store: &fakeStore{instance: provisioned,
 				operation: func(string, string) (storage.Operation, error) { return storage.Operation{}, errDriver }},
 			call: func(b *Broker) error {
-				_, err := b.LastOperation(context.Background(), "inst-1", domain.PollDetails{OperationData: "op-1"})
+				_, err := b.LastOperation(t.Context(), "inst-1", domain.PollDetails{OperationData: "op-1"})
 				return err
 			},
 		},
@@ -150,7 +150,7 @@ func TestUnexpectedStoreErrorsAreGeneric500s(t *testing.T) {
 			store: &fakeStore{instance: provisioned,
 				lastOperation: func(string) (storage.Operation, error) { return storage.Operation{}, errDriver }},
 			call: func(b *Broker) error {
-				_, err := b.LastOperation(context.Background(), "inst-1", domain.PollDetails{})
+				_, err := b.LastOperation(t.Context(), "inst-1", domain.PollDetails{})
 				return err
 			},
 		},
@@ -193,15 +193,15 @@ func TestAsyncRequired(t *testing.T) {
 		call func(b *Broker) error
 	}{
 		{name: "Provision", call: func(b *Broker) error {
-			_, err := b.Provision(context.Background(), "inst-1", azureDetails(), false)
+			_, err := b.Provision(t.Context(), "inst-1", azureDetails(), false)
 			return err
 		}},
 		{name: "Provision with an invalid request", call: func(b *Broker) error {
-			_, err := b.Provision(context.Background(), "inst-1", provisionDetails("no-such-plan", "", ""), false)
+			_, err := b.Provision(t.Context(), "inst-1", provisionDetails("no-such-plan", "", ""), false)
 			return err
 		}},
 		{name: "Deprovision", call: func(b *Broker) error {
-			_, err := b.Deprovision(context.Background(), "inst-1", domain.DeprovisionDetails{}, false)
+			_, err := b.Deprovision(t.Context(), "inst-1", domain.DeprovisionDetails{}, false)
 			return err
 		}},
 	}
@@ -236,7 +236,7 @@ func TestProvisionWritesWhatThePlatformSent(t *testing.T) {
 	}{
 		{
 			name:        "default request region",
-			ctx:         context.Background(),
+			ctx:         t.Context(),
 			details:     provisionDetails(catalog.AzurePlanID, `{ "name" : "c1" }`, testContext),
 			wantRegion:  "cf-eu10",
 			wantParams:  `{"name":"c1"}`,
@@ -244,7 +244,7 @@ func TestProvisionWritesWhatThePlatformSent(t *testing.T) {
 		},
 		{
 			name:        "region from the path",
-			ctx:         ContextWithRegion(context.Background(), "cf-us10"),
+			ctx:         ContextWithRegion(t.Context(), "cf-us10"),
 			details:     azureDetails(),
 			wantRegion:  "cf-us10",
 			wantParams:  `{"name":"c1"}`,
@@ -252,7 +252,7 @@ func TestProvisionWritesWhatThePlatformSent(t *testing.T) {
 		},
 		{
 			name: "credentials are kept apart from the context",
-			ctx:  context.Background(),
+			ctx:  t.Context(),
 			details: provisionDetails(catalog.AzurePlanID, `{"name":"c1"}`,
 				`{"globalaccount_id":"ga-1","subaccount_id":"sa-1","user_id":"u","platform":"cf","x-extra":{"k":[1,2]},`+creds+`}`),
 			wantRegion: "cf-eu10",
@@ -437,7 +437,7 @@ func TestProvisionOfAnExistingInstance(t *testing.T) {
 				lastOperation: func(string) (storage.Operation, error) { return tc.last, nil },
 			}
 			b, _ := newTestBroker(t, store)
-			spec, err := b.Provision(context.Background(), "inst-1", tc.details, true)
+			spec, err := b.Provision(t.Context(), "inst-1", tc.details, true)
 			if tc.wantStatus == 0 {
 				if err != nil {
 					t.Fatalf("Provision: %v", err)
@@ -461,7 +461,7 @@ func TestProvisionTrialExists(t *testing.T) {
 		return fmt.Errorf("inserting instance: %w", storage.ErrOnePerGlobalAccount)
 	}}
 	b, _ := newTestBroker(t, store)
-	_, err := b.Provision(context.Background(), "inst-1", provisionDetails(catalog.TrialPlanID, `{"name":"t"}`, testContext), true)
+	_, err := b.Provision(t.Context(), "inst-1", provisionDetails(catalog.TrialPlanID, `{"name":"t"}`, testContext), true)
 	f := asFailure(t, err)
 	if f.status != http.StatusBadRequest || f.key != "TrialExists" {
 		t.Errorf("got %d %s, want 400 TrialExists", f.status, f.key)
@@ -521,7 +521,7 @@ func TestDeprovision(t *testing.T) {
 			}}
 			b, _ := newTestBroker(t, store)
 			before := time.Now()
-			spec, err := b.Deprovision(context.Background(), "inst-1", domain.DeprovisionDetails{ServiceID: "svc", PlanID: "plan"}, true)
+			spec, err := b.Deprovision(t.Context(), "inst-1", domain.DeprovisionDetails{ServiceID: "svc", PlanID: "plan"}, true)
 			if asked.InstanceID != "inst-1" || asked.Type != storage.OperationTypeDeprovision || !asked.InProgress() || asked.ID == "" {
 				t.Errorf("broker asked for %+v", asked)
 			}
@@ -601,7 +601,7 @@ func TestLastOperationRetryAfterHint(t *testing.T) {
 				},
 			}
 			b, _ := newTestBroker(t, store)
-			ctx, hints := ContextWithHints(context.Background())
+			ctx, hints := ContextWithHints(t.Context())
 			got, err := b.LastOperation(ctx, "inst-1", tc.poll)
 			if hints.RetryAfter != tc.wantHint {
 				t.Errorf("Retry-After hint %s, want %s", hints.RetryAfter, tc.wantHint)
@@ -619,7 +619,7 @@ func TestLastOperationRetryAfterHint(t *testing.T) {
 				t.Errorf("got %+v, want state %q with the operation's description", got, tc.wantState)
 			}
 			// Without a hints carrier in the context the broker must not fail.
-			if _, err := b.LastOperation(context.Background(), "inst-1", tc.poll); err != nil {
+			if _, err := b.LastOperation(t.Context(), "inst-1", tc.poll); err != nil {
 				t.Errorf("LastOperation without hints: %v", err)
 			}
 		})
@@ -652,7 +652,7 @@ func TestLastOperationNotFound(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			b, _ := newTestBroker(t, tc.store)
-			ctx, hints := ContextWithHints(context.Background())
+			ctx, hints := ContextWithHints(t.Context())
 			_, err := b.LastOperation(ctx, "inst-1", tc.poll)
 			if f := asFailure(t, err); f.status != http.StatusNotFound || f.key != tc.wantKey {
 				t.Errorf("got %+v, want 404 %s", f, tc.wantKey)
@@ -708,7 +708,7 @@ func TestGetInstance(t *testing.T) {
 				instance:      func(string) (storage.Instance, error) { return tc.inst, tc.instErr },
 				lastOperation: func(string) (storage.Operation, error) { return tc.last, nil },
 			})
-			spec, err := b.GetInstance(context.Background(), "inst-1", domain.FetchInstanceDetails{})
+			spec, err := b.GetInstance(t.Context(), "inst-1", domain.FetchInstanceDetails{})
 			if tc.wantStatus != 0 {
 				if f := asFailure(t, err); f.status != tc.wantStatus || f.key != tc.wantKey {
 					t.Errorf("got %+v, want %d %s", f, tc.wantStatus, tc.wantKey)
@@ -737,7 +737,7 @@ func TestStoreSentinelsAreNotMistakenForInternalErrors(t *testing.T) {
 	b, _ := newTestBroker(t, &fakeStore{instance: func(string) (storage.Instance, error) {
 		return storage.Instance{}, fmt.Errorf("reading: %w", fmt.Errorf("query: %w", storage.ErrNotFound))
 	}})
-	_, err := b.GetInstance(context.Background(), "inst-1", domain.FetchInstanceDetails{})
+	_, err := b.GetInstance(t.Context(), "inst-1", domain.FetchInstanceDetails{})
 	if f := asFailure(t, err); f.status != http.StatusNotFound {
 		t.Errorf("doubly wrapped ErrNotFound answered %d, want 404", f.status)
 	}

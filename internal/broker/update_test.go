@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -92,7 +91,7 @@ func TestUpdate(t *testing.T) {
 				change, decided = c, err == nil
 				return err
 			}})
-			spec, err := b.Update(context.Background(), "inst-1", tc.details, true)
+			spec, err := b.Update(t.Context(), "inst-1", tc.details, true)
 			if tc.wantStatus != 0 {
 				if f := asFailure(t, err); f.status != tc.wantStatus || f.key != tc.wantKey {
 					t.Errorf("got %+v, want %d %s", f, tc.wantStatus, tc.wantKey)
@@ -142,7 +141,7 @@ func TestUpdate(t *testing.T) {
 func TestUpdateNeedsAsync(t *testing.T) {
 	t.Parallel()
 	b, _ := newTestBroker(t, &fakeStore{})
-	_, err := b.Update(context.Background(), "inst-1", upd(`{"active":false}`, ""), false)
+	_, err := b.Update(t.Context(), "inst-1", upd(`{"active":false}`, ""), false)
 	if f := asFailure(t, err); f.status != http.StatusUnprocessableEntity || f.key != "AsyncRequired" {
 		t.Errorf("got %+v, want 422 AsyncRequired", f)
 	}
@@ -153,14 +152,14 @@ func TestUpdateUnknownInstance(t *testing.T) {
 	b, _ := newTestBroker(t, &fakeStore{changeInstance: func(string, func(storage.Instance, *storage.Operation) (storage.InstanceChange, error)) error {
 		return storage.ErrNotFound
 	}})
-	_, err := b.Update(context.Background(), "inst-1", upd(`{"active":false}`, ""), true)
+	_, err := b.Update(t.Context(), "inst-1", upd(`{"active":false}`, ""), true)
 	if f := asFailure(t, err); f.status != http.StatusNotFound {
 		t.Errorf("got %+v, want 404", f)
 	}
 	b, _ = newTestBroker(t, &fakeStore{changeInstance: func(string, func(storage.Instance, *storage.Operation) (storage.InstanceChange, error)) error {
 		return errors.New("db down " + secretDetail)
 	}})
-	_, err = b.Update(context.Background(), "inst-1", upd(`{"active":false}`, ""), true)
+	_, err = b.Update(t.Context(), "inst-1", upd(`{"active":false}`, ""), true)
 	if f := asFailure(t, err); f.status != http.StatusInternalServerError {
 		t.Errorf("got %+v, want 500", f)
 	}

@@ -58,7 +58,7 @@ func newScheme(t *testing.T) *runtime.Scheme {
 // namespace itself stays: envtest has no namespace controller to finish deleting it.
 func setup(t *testing.T) client.Client {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	c, err := client.New(env.Config, client.Options{Scheme: newScheme(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +82,7 @@ func setup(t *testing.T) client.Client {
 func getSecret(t *testing.T, c client.Client) *corev1.Secret {
 	t.Helper()
 	var s corev1.Secret
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "kyma-system", Name: "sap-btp-manager"}, &s); err != nil {
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "kyma-system", Name: "sap-btp-manager"}, &s); err != nil {
 		t.Fatalf("reading the Secret: %v", err)
 	}
 	return &s
@@ -105,7 +105,7 @@ func checkData(t *testing.T, s *corev1.Secret, want map[string]string) {
 
 func TestInjectOnEmptyClusterThenBTPManagerIsReady(t *testing.T) {
 	c := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	if err := btpmanager.Inject(ctx, c, creds, clusterID); err != nil {
 		t.Fatalf("Inject: %v", err)
 	}
@@ -147,7 +147,7 @@ func TestInjectOnEmptyClusterThenBTPManagerIsReady(t *testing.T) {
 
 func TestInjectTwiceWritesNothing(t *testing.T) {
 	c := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	if err := btpmanager.Inject(ctx, c, creds, clusterID); err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestInjectTwiceWritesNothing(t *testing.T) {
 
 func TestCredentialChangesKeepClusterID(t *testing.T) {
 	c := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	if err := btpmanager.Inject(ctx, c, creds, clusterID); err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestCredentialChangesKeepClusterID(t *testing.T) {
 // value) is brought to the contract, keeping other labels.
 func TestInjectRepairsForeignSecret(t *testing.T) {
 	c := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	ensureKymaSystem(t, c)
 	foreign := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "kyma-system", Name: "sap-btp-manager", Labels: map[string]string{"team": "x"}},
@@ -228,7 +228,7 @@ func TestInjectRepairsForeignSecret(t *testing.T) {
 
 func TestSkipReconciliationSecretIsLeftAlone(t *testing.T) {
 	c := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	ensureKymaSystem(t, c)
 	own := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "kyma-system", Name: "sap-btp-manager",
@@ -259,7 +259,7 @@ func TestSkipReconciliationSecretIsLeftAlone(t *testing.T) {
 
 func TestIncompleteInputWritesNothing(t *testing.T) {
 	c := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	cases := []struct {
 		name      string
 		creds     btpmanager.Credentials
@@ -292,7 +292,7 @@ func TestIncompleteInputWritesNothing(t *testing.T) {
 
 func TestUpdateCredentialsNeedsClusterID(t *testing.T) {
 	c := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	ensureKymaSystem(t, c)
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kyma-system", Name: "sap-btp-manager"}, StringData: map[string]string{"clientid": "x"}}
 	if err := c.Create(ctx, s); err != nil {
@@ -343,7 +343,7 @@ func TestInjectUntilTheCRDIsServed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
+	ctx := t.Context()
 
 	err = btpmanager.Inject(ctx, c, creds, clusterID)
 	if !errors.Is(err, btpmanager.ErrBtpOperatorNotServed) || !strings.Contains(err.Error(), "btpoperators.operator.kyma-project.io") {
@@ -413,7 +413,7 @@ func TestInjectErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			c := fake.NewClientBuilder().WithScheme(newScheme(t)).WithInterceptorFuncs(tc.funcs).Build()
-			err := btpmanager.Inject(context.Background(), c, creds, clusterID)
+			err := btpmanager.Inject(t.Context(), c, creds, clusterID)
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("err = %v, want it to contain %q", err, tc.wantErr)
 			}

@@ -1,7 +1,6 @@
 package cis_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -44,7 +43,7 @@ func collect(t *testing.T, c *cis.Client, from time.Time) ([]cis.Event, []int, e
 	t.Helper()
 	var events []cis.Event
 	var pages []int
-	err := c.SubaccountDeletes(context.Background(), from, func(p cis.Page) error {
+	err := c.SubaccountDeletes(t.Context(), from, func(p cis.Page) error {
 		pages = append(pages, p.Number)
 		events = append(events, p.Events...)
 		return nil

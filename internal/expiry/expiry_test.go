@@ -43,7 +43,7 @@ func newFixture(t *testing.T) *fixture {
 // newFixtureWith is a fixture whose Expirer has these plan lifetimes.
 func newFixtureWith(t *testing.T, lifetimes map[string]time.Duration) *fixture {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	t.Cleanup(cancel)
 	pool := pgtest.NewPool(t) // migrated
 	cipher, err := storage.NewCipher(testKey)

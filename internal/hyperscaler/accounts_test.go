@@ -1,7 +1,6 @@
 package hyperscaler
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -9,7 +8,7 @@ import (
 
 func TestAccountsAndRelease(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := t.Context()
 	b := setup(t, nil,
 		azureSecret("az-free"),
 		azureSecret("az-claimed", LabelTenantName, "ga-1"),

@@ -1,7 +1,6 @@
 package hyperscaler
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -133,7 +132,7 @@ func TestClaim(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, nil, tt.secrets...)
-			got, err := b.pool.Claim(context.Background(), tt.typ, tt.tenant)
+			got, err := b.pool.Claim(t.Context(), tt.typ, tt.tenant)
 			switch {
 			case tt.wantAnyErr:
 				if err == nil || errors.Is(err, ErrNoAccount) {
@@ -165,7 +164,7 @@ func TestClaim(t *testing.T) {
 func TestClaimTwiceForOneTenantReturnsTheSameSecret(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, azureSecret("a-1"), azureSecret("a-2"))
-	ctx := context.Background()
+	ctx := t.Context()
 	first, err := b.pool.Claim(ctx, TypeAzure, "ga-1")
 	if err != nil {
 		t.Fatalf("first Claim: %v", err)
@@ -196,7 +195,7 @@ func claimConcurrently(t *testing.T, pool *AccountPool, tenants []string) []Acco
 	for i, tenant := range tenants {
 		wg.Go(func() {
 			<-start // release all at once to maximise the race
-			got[i], errs[i] = pool.Claim(context.Background(), TypeAzure, tenant)
+			got[i], errs[i] = pool.Claim(t.Context(), TypeAzure, tenant)
 		})
 	}
 	close(start)

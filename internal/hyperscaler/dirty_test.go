@@ -1,7 +1,6 @@
 package hyperscaler
 
 import (
-	"context"
 	"testing"
 )
 
@@ -37,7 +36,7 @@ func TestMarkDirty(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, nil, tt.secrets...)
-			if err := b.pool.MarkDirty(context.Background(), TypeAzure, "ga-1"); err != nil {
+			if err := b.pool.MarkDirty(t.Context(), TypeAzure, "ga-1"); err != nil {
 				t.Fatalf("MarkDirty: %v", err)
 			}
 			labels := b.labelsOf(t)
@@ -53,7 +52,7 @@ func TestMarkDirty(t *testing.T) {
 func TestMarkDirtyIsIdempotentAndTheTenantGetsAFreshSecret(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, azureSecret("a-1"), azureSecret("a-2"))
-	ctx := context.Background()
+	ctx := t.Context()
 	first, err := b.pool.Claim(ctx, TypeAzure, "ga-1")
 	if err != nil {
 		t.Fatalf("Claim: %v", err)
@@ -84,7 +83,7 @@ func TestMarkDirtyIsIdempotentAndTheTenantGetsAFreshSecret(t *testing.T) {
 func TestMarkDirtyNeedsTypeAndTenant(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
-	if err := b.pool.MarkDirty(context.Background(), TypeAzure, ""); err == nil {
+	if err := b.pool.MarkDirty(t.Context(), TypeAzure, ""); err == nil {
 		t.Error("MarkDirty with an empty tenant succeeded")
 	}
 }

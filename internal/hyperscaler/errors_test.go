@@ -97,7 +97,7 @@ func TestPoolErrors(t *testing.T) {
 				objs = append(objs, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: s.name, Namespace: "garden-test", Labels: s.labels}})
 			}
 			c := fake.NewClientBuilder().WithObjects(objs...).WithInterceptorFuncs(tt.funcs).Build()
-			err := tt.call(context.Background(), NewAccountPool(c, "garden-test", nil))
+			err := tt.call(t.Context(), NewAccountPool(c, "garden-test", nil))
 			if tt.wantConflict {
 				if !apierrors.IsConflict(err) {
 					t.Fatalf("err = %v, want a conflict", err)

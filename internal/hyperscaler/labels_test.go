@@ -1,7 +1,6 @@
 package hyperscaler
 
 import (
-	"context"
 	"errors"
 	"reflect"
 	"testing"
@@ -20,7 +19,7 @@ func upstreamSecret(typ, name string, kv ...string) poolSecret {
 // a claim is written in the Secret's own spelling, and euAccess accounts are never handed out.
 func TestUpstreamLabelNames(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := t.Context()
 	b := setup(t, nil,
 		upstreamSecret(TypeAzure, "a-1", LabelEUAccess, "true"),
 		upstreamSecret(TypeAzure, "a-2", LabelEUAccess, "false"),
@@ -68,7 +67,7 @@ func TestUpstreamLabelNames(t *testing.T) {
 func TestReleaseRemovesEitherSpelling(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, upstreamSecret(TypeAzure, "a-1", LabelTenantNameUpstream, "ga-1"))
-	if err := b.pool.release(context.Background(), "a-1", "ga-1"); err != nil {
+	if err := b.pool.release(t.Context(), "a-1", "ga-1"); err != nil {
 		t.Fatal(err)
 	}
 	if l := b.labelsOf(t)["a-1"]; l[LabelTenantNameUpstream] != "" || l[LabelTenantName] != "" {

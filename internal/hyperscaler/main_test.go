@@ -1,7 +1,6 @@
 package hyperscaler
 
 import (
-	"context"
 	"sync"
 	"testing"
 
@@ -36,7 +35,7 @@ func setup(t *testing.T, usage UsageCounter, secrets ...poolSecret) *testBundle 
 		t.Fatalf("creating client: %v", err)
 	}
 	ns := "hs-" + uuid.NewString()[:8]
-	ctx := context.Background()
+	ctx := t.Context()
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatalf("creating namespace %s: %v", ns, err)
 	}
@@ -73,7 +72,7 @@ func azureSecret(name string, kv ...string) poolSecret { return secretOf(TypeAzu
 func (b *testBundle) labelsOf(t *testing.T) map[string]map[string]string {
 	t.Helper()
 	list := &corev1.SecretList{}
-	if err := b.c.List(context.Background(), list, client.InNamespace(b.ns)); err != nil {
+	if err := b.c.List(t.Context(), list, client.InNamespace(b.ns)); err != nil {
 		t.Fatalf("listing secrets: %v", err)
 	}
 	out := map[string]map[string]string{}
@@ -87,7 +86,7 @@ func (b *testBundle) labelsOf(t *testing.T) map[string]map[string]string {
 func (b *testBundle) secret(t *testing.T, name string) *corev1.Secret {
 	t.Helper()
 	s := &corev1.Secret{}
-	if err := b.c.Get(context.Background(), client.ObjectKey{Namespace: b.ns, Name: name}, s); err != nil {
+	if err := b.c.Get(t.Context(), client.ObjectKey{Namespace: b.ns, Name: name}, s); err != nil {
 		t.Fatalf("getting secret %s: %v", name, err)
 	}
 	return s

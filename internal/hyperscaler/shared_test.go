@@ -73,7 +73,7 @@ func TestClaimShared(t *testing.T) {
 			}
 			b := setup(t, usage, tt.secrets...)
 			before := b.labelsOf(t)
-			got, err := b.pool.ClaimShared(context.Background(), TypeAzure)
+			got, err := b.pool.ClaimShared(t.Context(), TypeAzure)
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) {
 					t.Fatalf("err = %v, want %v", err, tt.wantErr)
@@ -100,7 +100,7 @@ func TestClaimShared(t *testing.T) {
 func TestClaimSharedWithoutCounterPicksLowestName(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, azureSecret("s-2", LabelShared, "true"), azureSecret("s-1", LabelShared, "true"))
-	got, err := b.pool.ClaimShared(context.Background(), TypeAzure)
+	got, err := b.pool.ClaimShared(t.Context(), TypeAzure)
 	if err != nil {
 		t.Fatalf("ClaimShared: %v", err)
 	}
@@ -120,7 +120,7 @@ func TestClaimSharedCountsUsageOnceForAllSharedSecrets(t *testing.T) {
 	}
 	b := setup(t, usage, azureSecret("s-3", LabelShared, "true"), azureSecret("s-1", LabelShared, "true"),
 		azureSecret("s-2", LabelShared, "true"), azureSecret("a-1"))
-	got, err := b.pool.ClaimShared(context.Background(), TypeAzure)
+	got, err := b.pool.ClaimShared(t.Context(), TypeAzure)
 	if err != nil {
 		t.Fatalf("ClaimShared: %v", err)
 	}

@@ -109,7 +109,7 @@ func waitForState(t *testing.T, c client.Client, key client.ObjectKey, state inf
 	t.Helper()
 	rt := &infrastructuremanager.Runtime{}
 	eventually(t, key.String()+" to be "+string(state), func() (bool, error) {
-		err := c.Get(context.Background(), key, rt)
+		err := c.Get(t.Context(), key, rt)
 		return err == nil && rt.Status.State == state, err
 	})
 	return rt
@@ -120,7 +120,7 @@ func kubeconfigOf(t *testing.T, c client.Client, ns, runtimeID string) *rest.Con
 	t.Helper()
 	secret := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: ns, Name: infrastructuremanager.KubeconfigSecretName(runtimeID)}
-	if err := c.Get(context.Background(), key, secret); err != nil {
+	if err := c.Get(t.Context(), key, secret); err != nil {
 		t.Fatalf("reading kubeconfig secret %s: %v", key, err)
 	}
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[infrastructuremanager.KubeconfigKey])

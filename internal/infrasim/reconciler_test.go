@@ -103,7 +103,7 @@ func setup(t *testing.T, scheme *k8sruntime.Scheme, rt *infrastructuremanager.Ru
 func (b *bundle) runtime(t *testing.T) *infrastructuremanager.Runtime {
 	t.Helper()
 	rt := &infrastructuremanager.Runtime{}
-	if err := b.c.Get(context.Background(), b.req.NamespacedName, rt); err != nil {
+	if err := b.c.Get(t.Context(), b.req.NamespacedName, rt); err != nil {
 		t.Fatalf("reading the Runtime: %v", err)
 	}
 	return rt
@@ -111,7 +111,7 @@ func (b *bundle) runtime(t *testing.T) *infrastructuremanager.Runtime {
 
 func (b *bundle) secretExists(t *testing.T) bool {
 	t.Helper()
-	err := b.c.Get(context.Background(), client.ObjectKey{Namespace: "kcp-system", Name: infrastructuremanager.KubeconfigSecretName(unitRuntimeID)}, &corev1.Secret{})
+	err := b.c.Get(t.Context(), client.ObjectKey{Namespace: "kcp-system", Name: infrastructuremanager.KubeconfigSecretName(unitRuntimeID)}, &corev1.Secret{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func unitRuntime(state infrastructuremanager.State, finalizer bool, deleting boo
 
 func TestReconcileWaitsForTheDelayThenProvisionsOnce(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := t.Context()
 	b := setup(t, testScheme(t), unitRuntime("", false, false), interceptor.Funcs{})
 
 	res, err := b.r.Reconcile(ctx, b.req)
@@ -176,7 +176,7 @@ func TestReconcileWaitsForTheDelayThenProvisionsOnce(t *testing.T) {
 func TestReconcileReadyRuntimeWithoutClusterGetsAFreshOne(t *testing.T) {
 	t.Parallel()
 	b := setup(t, testScheme(t), unitRuntime(infrastructuremanager.StateReady, true, false), interceptor.Funcs{})
-	if _, err := b.r.Reconcile(context.Background(), b.req); err != nil {
+	if _, err := b.r.Reconcile(t.Context(), b.req); err != nil {
 		t.Fatal(err)
 	}
 	if n := b.clusters.ensured[unitRuntimeID]; n != 1 {
@@ -192,7 +192,7 @@ func TestReconcileReadyRuntimeWithoutClusterGetsAFreshOne(t *testing.T) {
 
 func TestReconcileTearsDownDeletedRuntimes(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := t.Context()
 	rt := unitRuntime(infrastructuremanager.StateReady, true, true)
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kcp-system", Name: infrastructuremanager.KubeconfigSecretName(unitRuntimeID)}}
 	b := setup(t, testScheme(t), rt, interceptor.Funcs{})
@@ -309,7 +309,7 @@ func TestReconcileErrors(t *testing.T) {
 			if tc.runtime.Name == "unit" && tc.runtime.Annotations["fail"] != "" {
 				b.r.failRuntimes = func(string) string { return "no capacity" }
 			}
-			_, err := b.r.Reconcile(context.Background(), b.req)
+			_, err := b.r.Reconcile(t.Context(), b.req)
 			if !errors.Is(err, errBoom) || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("Reconcile() error = %v, want errBoom wrapped with %q", err, tc.wantErr)
 			}
@@ -317,7 +317,7 @@ func TestReconcileErrors(t *testing.T) {
 				return
 			}
 			rt := &infrastructuremanager.Runtime{}
-			if err := b.c.Get(context.Background(), b.req.NamespacedName, rt); err != nil {
+			if err := b.c.Get(t.Context(), b.req.NamespacedName, rt); err != nil {
 				t.Fatalf("Runtime gone after a failed reconcile: %v", err)
 			}
 			if rt.Status.State != tc.wantState {
@@ -343,7 +343,7 @@ func TestReconcileRetriesStaleReadsQuietly(t *testing.T) {
 			return conflict
 		},
 	})
-	res, err := b.r.Reconcile(context.Background(), b.req)
+	res, err := b.r.Reconcile(t.Context(), b.req)
 	if err != nil || res.RequeueAfter != staleRetry {
 		t.Fatalf("Reconcile() = %+v, %v; want RequeueAfter %s and no error", res, err, staleRetry)
 	}

@@ -1,7 +1,6 @@
 package infrasim
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -26,7 +25,7 @@ import (
 // runtimeclient.Cache, hence in kcp-system (the only test using that namespace).
 func TestDedicatedRuntimeLifecycle(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := t.Context()
 	kcp := kcpClient(t)
 	ns := controlplane.Namespace
 	createNamespace(t, kcp, ns)
@@ -92,7 +91,7 @@ func TestDedicatedRuntimeLifecycle(t *testing.T) {
 // which needs the CRD the simulator installs.
 func createBtpOperator(t *testing.T, rc client.Client) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	if err := client.IgnoreAlreadyExists(rc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kyma-system"}})); err != nil {
 		t.Fatalf("creating kyma-system in the runtime: %v", err)
 	}
@@ -108,7 +107,7 @@ func createBtpOperator(t *testing.T, rc client.Client) {
 
 func TestSharedModeHandsEveryRuntimeTheSameCluster(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := t.Context()
 	kcp := kcpClient(t)
 	const ns = "infrasim-shared"
 	createNamespace(t, kcp, ns)
@@ -161,7 +160,7 @@ func TestSharedModeHandsEveryRuntimeTheSameCluster(t *testing.T) {
 
 func TestFailRuntimesMarksThemFailed(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := t.Context()
 	kcp := kcpClient(t)
 	const ns = "infrasim-fail"
 	createNamespace(t, kcp, ns)
@@ -203,7 +202,7 @@ func TestFailRuntimesMarksThemFailed(t *testing.T) {
 // one and a rewritten kubeconfig (see reconciler.Reconcile), once.
 func TestRestartGivesReadyRuntimesAFreshCluster(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := t.Context()
 	kcp := kcpClient(t)
 	const ns = "infrasim-restart"
 	createNamespace(t, kcp, ns)

@@ -1,7 +1,6 @@
 package infrastructuremanager
 
 import (
-	"context"
 	"reflect"
 	"testing"
 
@@ -31,7 +30,7 @@ func fullRuntime(ns, name string) *Runtime {
 // The Go types must survive the real CRD's schema (pruning, enum) unchanged.
 func TestRuntimeRoundTripsThroughTheCRD(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := t.Context()
 	c := kcpClient(t)
 	k8stest.EnsureNamespace(t, c, "types-roundtrip")
 	want := fullRuntime("types-roundtrip", "full")

@@ -1,7 +1,6 @@
 package kube_test
 
 import (
-	"context"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -61,7 +60,7 @@ func secretWith(ns, name, value string) (*corev1.Secret, controllerutil.MutateFn
 
 func TestCreateOrUpdate(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := t.Context()
 	c := newClient(t)
 	ns := "kube-" + uuid.NewString()[:8]
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {

@@ -1,7 +1,6 @@
 package kyma
 
 import (
-	"context"
 	"maps"
 	"reflect"
 	"testing"
@@ -111,7 +110,7 @@ func TestNewKymaDoesNotAlias(t *testing.T) {
 // it, and it must read back unchanged.
 func TestKymaAcceptedByAPIServer(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := t.Context()
 	c := newClient(t)
 	ensureNamespace(t, c, controlplane.Namespace)
 	cases := []struct {
@@ -168,7 +167,7 @@ func newClient(t *testing.T) client.Client {
 // ensureNamespace creates ns unless another test already did (tests share the apiserver).
 func ensureNamespace(t *testing.T, c client.Client, ns string) {
 	t.Helper()
-	err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	err := c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("creating namespace %s: %v", ns, err)
 	}

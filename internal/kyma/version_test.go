@@ -25,7 +25,7 @@ func runVersionCases(t *testing.T, c client.Reader, cases []versionCase) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := ResolveVersion(context.Background(), c, tc.globalAccount, tc.requested, tc.onDemand, "2.4.0")
+			got, err := ResolveVersion(t.Context(), c, tc.globalAccount, tc.requested, tc.onDemand, "2.4.0")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,7 +55,7 @@ func TestResolveVersion(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: controlplane.Namespace, Name: VersionsConfigMap},
 		Data:       map[string]string{"ga-pinned": "2.3.1", "ga-empty": ""},
 	}
-	if err := c.Create(context.Background(), cm); err != nil {
+	if err := c.Create(t.Context(), cm); err != nil {
 		t.Fatalf("creating ConfigMap: %v", err)
 	}
 
@@ -81,7 +81,7 @@ func TestResolveVersionReadError(t *testing.T) {
 			return boom
 		},
 	}).Build()
-	_, err := ResolveVersion(context.Background(), c, "ga", "", false, "2.4.0")
+	_, err := ResolveVersion(t.Context(), c, "ga", "", false, "2.4.0")
 	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "kyma-versions") {
 		t.Errorf("err = %v, want it to wrap %v and name the ConfigMap", err, boom)
 	}

@@ -1,7 +1,6 @@
 package overrides
 
 import (
-	"context"
 	"sync"
 	"testing"
 
@@ -28,7 +27,7 @@ func setup(t *testing.T, objs ...client.Object) (client.Client, string) {
 		t.Fatalf("creating client: %v", err)
 	}
 	ns := "ov-" + uuid.NewString()[:8]
-	ctx := context.Background()
+	ctx := t.Context()
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatalf("creating namespace %s: %v", ns, err)
 	}

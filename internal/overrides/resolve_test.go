@@ -137,7 +137,7 @@ func TestResolve(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			c, ns := setup(t, tt.objs...)
-			got, err := Resolve(context.Background(), c, ns, tt.lite)
+			got, err := Resolve(t.Context(), c, ns, tt.lite)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
 			}
@@ -155,7 +155,7 @@ func TestResolveReadsOnlyItsNamespace(t *testing.T) {
 	t.Parallel()
 	c, other := setup(t, configMap("global-overrides", overrideLabels(), map[string]string{"a": "1"}))
 	_, ns := setup(t, configMap("global-overrides", overrideLabels(), map[string]string{"b": "2"}))
-	got, err := Resolve(context.Background(), c, ns, false)
+	got, err := Resolve(t.Context(), c, ns, false)
 	if err != nil {
 		t.Fatalf("Resolve: %v", err)
 	}
@@ -185,7 +185,7 @@ func TestResolveListErrors(t *testing.T) {
 					return c.List(ctx, list, opts...)
 				},
 			}).Build()
-			if _, err := Resolve(context.Background(), c, "kcp-system", false); !errors.Is(err, errBoom) {
+			if _, err := Resolve(t.Context(), c, "kcp-system", false); !errors.Is(err, errBoom) {
 				t.Errorf("err = %v, want %v", err, errBoom)
 			}
 		})

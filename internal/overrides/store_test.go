@@ -58,7 +58,7 @@ func TestStore(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			c, ns := setup(t)
-			ctx := context.Background()
+			ctx := t.Context()
 			err := Store(ctx, c, ns, "overrides-inst-1", labels, tt.o)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
@@ -100,7 +100,7 @@ func TestStore(t *testing.T) {
 func TestStoreIsIdempotentAndReplacesData(t *testing.T) {
 	t.Parallel()
 	c, ns := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	get := func() *corev1.Secret {
 		t.Helper()
 		s := &corev1.Secret{}
@@ -141,7 +141,7 @@ func TestStoreIsIdempotentAndReplacesData(t *testing.T) {
 func TestLoad(t *testing.T) {
 	t.Parallel()
 	c, ns := setup(t, secret("bad", nil, map[string]string{"noprefix": "x"}))
-	ctx := context.Background()
+	ctx := t.Context()
 	if _, err := Load(ctx, c, ns, "missing"); !apierrors.IsNotFound(err) {
 		t.Errorf("Load of a missing secret: err = %v, want NotFound", err)
 	}
@@ -171,7 +171,7 @@ func TestStoreWriteErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			c := fake.NewClientBuilder().WithObjects(tt.existing...).WithInterceptorFuncs(tt.funcs).Build()
-			if err := Store(context.Background(), c, "kcp-system", "ov", nil, sampleOverrides()); !errors.Is(err, errBoom) {
+			if err := Store(t.Context(), c, "kcp-system", "ov", nil, sampleOverrides()); !errors.Is(err, errBoom) {
 				t.Errorf("err = %v, want %v", err, errBoom)
 			}
 		})
@@ -195,7 +195,7 @@ func TestStoreConcurrentlyCreatesOnce(t *testing.T) {
 			t.Errorf("concurrent Store: %v", err)
 		}
 	}
-	loaded, err := Load(context.Background(), c, ns, "ov")
+	loaded, err := Load(t.Context(), c, ns, "ov")
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}

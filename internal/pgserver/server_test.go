@@ -39,17 +39,17 @@ func TestThrowawayServer(t *testing.T) {
 			t.Errorf("%s = %q, want %q", setting, got, want)
 		}
 	}
-	conn.Close(context.Background())
+	conn.Close(t.Context())
 
 	stop(t, srv)
-	if err := srv.Stop(context.Background()); err != nil {
+	if err := srv.Stop(t.Context()); err != nil {
 		t.Fatalf("second Stop: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dataDir, pidFileName)); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("postmaster.pid still there after Stop: %v", err)
 	}
 	if c, err := pgx.Connect(ctxT(t), srv.URL); err == nil {
-		c.Close(context.Background())
+		c.Close(t.Context())
 		t.Fatal("connected after Stop")
 	}
 }
@@ -64,7 +64,7 @@ func TestPersistentRestartKeepsDataAndPort(t *testing.T) {
 	if got := queryString(t, conn, "SHOW fsync"); got != "on" {
 		t.Errorf("persistent cluster has fsync=%s", got)
 	}
-	conn.Close(context.Background())
+	conn.Close(t.Context())
 	stop(t, first)
 
 	second := start(t, Options{DataDir: dataDir})
@@ -78,7 +78,7 @@ func TestPersistentRestartKeepsDataAndPort(t *testing.T) {
 	if got := queryString(t, conn, "SELECT v FROM kept"); got != "hello" {
 		t.Fatalf("data after restart = %q", got)
 	}
-	conn.Close(context.Background())
+	conn.Close(t.Context())
 }
 
 func TestStartReusesRunningServer(t *testing.T) {
@@ -92,7 +92,7 @@ func TestStartReusesRunningServer(t *testing.T) {
 	// Stopping the borrower must leave the owner's server running.
 	stop(t, second)
 	conn := connect(t, first.URL)
-	conn.Close(context.Background())
+	conn.Close(t.Context())
 
 	stop(t, first)
 	if pf, err := readPidFile(dataDir); err == nil && postmasterAlive(pf.pid, dataDir) {
@@ -106,7 +106,7 @@ func TestStartAfterKilledServer(t *testing.T) {
 	first := start(t, Options{DataDir: dataDir})
 	conn := connect(t, first.URL)
 	execSQL(t, conn, "CREATE TABLE survived (id int)")
-	conn.Close(context.Background())
+	conn.Close(t.Context())
 
 	// What a SIGKILLed `keb dev` with a crashed server leaves behind: a
 	// postmaster.pid naming a dead (or zombie) process.
@@ -134,7 +134,7 @@ func TestStartAfterKilledServer(t *testing.T) {
 	}
 	conn = connect(t, second.URL)
 	execSQL(t, conn, "SELECT * FROM survived")
-	conn.Close(context.Background())
+	conn.Close(t.Context())
 }
 
 func TestStartIgnoresPidFileOfUnrelatedProcess(t *testing.T) {
@@ -151,7 +151,7 @@ func TestStartIgnoresPidFileOfUnrelatedProcess(t *testing.T) {
 	if srv.Reused {
 		t.Fatal("took an unrelated process for the server")
 	}
-	connect(t, srv.URL).Close(context.Background())
+	connect(t, srv.URL).Close(t.Context())
 }
 
 func TestConcurrentStartsShareOneServer(t *testing.T) {
@@ -176,7 +176,7 @@ func TestConcurrentStartsShareOneServer(t *testing.T) {
 	if servers[0].URL != servers[1].URL || servers[0].Reused == servers[1].Reused {
 		t.Fatalf("want one started and one reused server on the same URL, got %+v and %+v", servers[0], servers[1])
 	}
-	connect(t, servers[0].URL).Close(context.Background())
+	connect(t, servers[0].URL).Close(t.Context())
 }
 
 func TestStartRefusesForeignDirectory(t *testing.T) {
@@ -219,7 +219,7 @@ func stop(t *testing.T, srv *Server) {
 }
 
 func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }

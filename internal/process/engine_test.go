@@ -127,7 +127,7 @@ func TestStepsRunInOrderAndSucceed(t *testing.T) {
 	t.Parallel()
 	a, c := &fakeStep{name: "a"}, &fakeStep{name: "c"}
 	b := setup(t, a, c)
-	out, err := b.engine.Process(context.Background(), "op-1")
+	out, err := b.engine.Process(t.Context(), "op-1")
 	if err != nil || out.RetryAfter != 0 {
 		t.Fatalf("Process: %+v, %v", out, err)
 	}
@@ -152,14 +152,14 @@ func TestCheckpointedStepsNeverRunAgain(t *testing.T) {
 		return Done()
 	}}
 	b := setup(t, a, w)
-	out, err := b.engine.Process(context.Background(), "op-1")
+	out, err := b.engine.Process(t.Context(), "op-1")
 	if err != nil || !jittered(out.RetryAfter, 30*time.Second) {
 		t.Fatalf("first run: %+v, %v", out, err)
 	}
 	if b.store.op.Description != "waiting for the cluster" || b.store.op.Stage != "wait" {
 		t.Fatalf("waiting operation not saved with its description: %+v", b.store.op)
 	}
-	if _, err := b.engine.Process(context.Background(), "op-1"); err != nil {
+	if _, err := b.engine.Process(t.Context(), "op-1"); err != nil {
 		t.Fatal(err)
 	}
 	if a.runs != 1 || w.runs != 2 || b.store.op.State != storage.OperationSucceeded {
@@ -193,7 +193,7 @@ func TestFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, tc.step)
-			ctx := context.Background()
+			ctx := t.Context()
 			// First run starts the step's clock; the second happens later.
 			_, _ = b.engine.Process(ctx, "op-1")
 			b.clock = b.clock.Add(tc.advance)
@@ -218,7 +218,7 @@ func TestUnexpectedErrorsBackOffWithoutFailing(t *testing.T) {
 	b := setup(t, s)
 	var last time.Duration
 	for range 4 {
-		out, err := b.engine.Process(context.Background(), "op-1")
+		out, err := b.engine.Process(t.Context(), "op-1")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -241,7 +241,7 @@ func TestHaltedOperationStopsAtNextStepBoundary(t *testing.T) {
 	}}
 	second := &fakeStep{name: "second"}
 	b = setup(t, first, second)
-	out, err := b.engine.Process(context.Background(), "op-1")
+	out, err := b.engine.Process(t.Context(), "op-1")
 	if err != nil || out.RetryAfter != 0 {
 		t.Fatalf("Process: %+v, %v", out, err)
 	}
@@ -257,9 +257,9 @@ func TestBusyInstanceWaits(t *testing.T) {
 	t.Parallel()
 	s := &fakeStep{name: "s"}
 	b := setup(t, s)
-	unlock, _, _ := b.store.LockOperation(context.Background(), "op-1")
+	unlock, _, _ := b.store.LockOperation(t.Context(), "op-1")
 	defer unlock()
-	out, err := b.engine.Process(context.Background(), "op-1")
+	out, err := b.engine.Process(t.Context(), "op-1")
 	if err != nil || out.RetryAfter != b.engine.LockedRetry || s.runs != 0 {
 		t.Fatalf("busy instance: %+v, %v, runs %d", out, err, s.runs)
 	}
@@ -277,11 +277,11 @@ func TestWakeDuringStepIsNotLost(t *testing.T) {
 		return RetryAfter(30 * time.Second)
 	}}
 	b = setup(t, s)
-	out, err := b.engine.Process(context.Background(), "op-1")
+	out, err := b.engine.Process(t.Context(), "op-1")
 	if err != nil || out.RetryAfter >= time.Second {
 		t.Fatalf("a wake during the step was lost: %+v, %v", out, err)
 	}
-	out, err = b.engine.Process(context.Background(), "op-1")
+	out, err = b.engine.Process(t.Context(), "op-1")
 	if err != nil || !jittered(out.RetryAfter, 30*time.Second) {
 		t.Fatalf("no new wake, so the step's own wait applies: %+v, %v", out, err)
 	}
@@ -307,7 +307,7 @@ func TestConclusionOutlivesItsRun(t *testing.T) {
 	}}
 	b := setup(t, a, w)
 	for range 2 {
-		if _, err := b.engine.Process(context.Background(), "op-1"); err != nil {
+		if _, err := b.engine.Process(t.Context(), "op-1"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -332,7 +332,7 @@ func TestUnreachableControlPlaneIsDescribed(t *testing.T) {
 	b := setup(t, s)
 	began := b.clock
 	for range 3 {
-		if _, err := b.engine.Process(context.Background(), "op-1"); err != nil {
+		if _, err := b.engine.Process(t.Context(), "op-1"); err != nil {
 			t.Fatal(err)
 		}
 		b.clock = b.clock.Add(time.Minute)
@@ -344,7 +344,7 @@ func TestUnreachableControlPlaneIsDescribed(t *testing.T) {
 
 	remote := &remoteStep{s}
 	rb := setup(t, remote)
-	if _, err := rb.engine.Process(context.Background(), "op-1"); err != nil {
+	if _, err := rb.engine.Process(t.Context(), "op-1"); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(rb.store.op.Description, "the runtime's API server is unreachable") {
@@ -352,7 +352,7 @@ func TestUnreachableControlPlaneIsDescribed(t *testing.T) {
 	}
 
 	down = false
-	if _, err := b.engine.Process(context.Background(), "op-1"); err != nil {
+	if _, err := b.engine.Process(t.Context(), "op-1"); err != nil {
 		t.Fatal(err)
 	}
 	if b.store.op.Description != "Creating the cluster" {
@@ -370,7 +370,7 @@ func TestOtherErrorsAreDescribedWithoutTheirText(t *testing.T) {
 	}}
 	b := setup(t, s)
 	for range 2 {
-		if _, err := b.engine.Process(context.Background(), "op-1"); err != nil {
+		if _, err := b.engine.Process(t.Context(), "op-1"); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -26,7 +26,7 @@ func kubeconfigSecret(runtimeID string, data map[string][]byte) *corev1.Secret {
 
 func TestClientCacheKubeconfigNotFound(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := t.Context()
 	kcp := kcpClient(t)
 	k8stest.EnsureNamespace(t, kcp, controlplane.Namespace)
 	cases := []struct {
@@ -57,7 +57,7 @@ func TestClientCacheKubeconfigNotFound(t *testing.T) {
 
 func TestClientCacheReusesUntilTheKubeconfigChanges(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := t.Context()
 	kcp := kcpClient(t)
 	k8stest.EnsureNamespace(t, kcp, controlplane.Namespace)
 	const runtimeID = "rotating"
@@ -107,11 +107,11 @@ func TestClientCacheReusesUntilTheKubeconfigChanges(t *testing.T) {
 // mustWorkingClient gets the runtime's client and proves it reaches the apiserver.
 func mustWorkingClient(t *testing.T, cache *Cache, runtimeID string) client.Client {
 	t.Helper()
-	c, err := cache.Client(context.Background(), runtimeID)
+	c, err := cache.Client(t.Context(), runtimeID)
 	if err != nil {
 		t.Fatalf("Client(%s): %v", runtimeID, err)
 	}
-	if err := c.List(context.Background(), &corev1.NamespaceList{}); err != nil {
+	if err := c.List(t.Context(), &corev1.NamespaceList{}); err != nil {
 		t.Fatalf("listing namespaces with the runtime client: %v", err)
 	}
 	return c
@@ -149,7 +149,7 @@ current-context: x
 					}
 					return c.Get(ctx, key, obj, opts...)
 				}}).Build()
-			_, err := NewCache(kcp, controlplane.Namespace, nil, Bounds{}).Client(context.Background(), "r")
+			_, err := NewCache(kcp, controlplane.Namespace, nil, Bounds{}).Client(t.Context(), "r")
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("Client() error = %v, want one containing %q", err, tc.wantErr)
 			}
@@ -165,7 +165,7 @@ current-context: x
 // come and go.
 func TestClientCacheBounds(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := t.Context()
 	kcp := kcpClient(t)
 	k8stest.EnsureNamespace(t, kcp, controlplane.Namespace)
 	ids := []string{"bounded-a", "bounded-b", "bounded-c"}

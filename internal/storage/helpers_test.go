@@ -18,7 +18,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // released fails the test instead of hanging the package.
 func testCtx(t *testing.T) context.Context {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }

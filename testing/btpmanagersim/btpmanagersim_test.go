@@ -39,7 +39,7 @@ func setup(t *testing.T) client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
+	ctx := t.Context()
 	err = c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: btpmanager.Namespace}})
 	if client.IgnoreAlreadyExists(err) != nil {
 		t.Fatal(err)
@@ -62,12 +62,12 @@ func setup(t *testing.T) client.Client {
 
 func createCR(t *testing.T, c client.Client, namespace, name string) {
 	t.Helper()
-	err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})
+	err := c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})
 	if client.IgnoreAlreadyExists(err) != nil {
 		t.Fatal(err)
 	}
 	cr := &btpmanager.BtpOperator{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
-	if err := c.Create(context.Background(), cr); err != nil {
+	if err := c.Create(t.Context(), cr); err != nil {
 		t.Fatalf("creating BtpOperator %s/%s: %v", namespace, name, err)
 	}
 }
@@ -78,7 +78,7 @@ func createSecret(t *testing.T, c client.Client, labels map[string]string, data 
 		ObjectMeta: metav1.ObjectMeta{Namespace: btpmanager.Namespace, Name: btpmanager.SecretName, Labels: labels},
 		StringData: data,
 	}
-	if err := c.Create(context.Background(), s); err != nil {
+	if err := c.Create(t.Context(), s); err != nil {
 		t.Fatalf("creating Secret: %v", err)
 	}
 }
@@ -86,7 +86,7 @@ func createSecret(t *testing.T, c client.Client, labels map[string]string, data 
 func getStatus(t *testing.T, c client.Client, namespace, name string) (string, btpmanager.Condition) {
 	t.Helper()
 	var cr btpmanager.BtpOperator
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, &cr); err != nil {
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: namespace, Name: name}, &cr); err != nil {
 		t.Fatal(err)
 	}
 	cond, _ := cr.Status.Condition(btpmanager.ConditionReady)
@@ -132,7 +132,7 @@ func TestSecretVerdicts(t *testing.T) {
 				}
 				createSecret(t, c, tc.labels, d)
 			}
-			if err := Reconcile(context.Background(), c); err != nil {
+			if err := Reconcile(t.Context(), c); err != nil {
 				t.Fatal(err)
 			}
 			state, cond := getStatus(t, c, btpmanager.Namespace, "btpoperator")
@@ -156,7 +156,7 @@ func TestNewerCRGetsOlderCRExists(t *testing.T) {
 	createCR(t, c, btpmanager.Namespace, "btpoperator")
 	time.Sleep(1100 * time.Millisecond) // creation timestamps have one-second resolution
 	createCR(t, c, "default", "a-newer")
-	if err := Reconcile(context.Background(), c); err != nil {
+	if err := Reconcile(t.Context(), c); err != nil {
 		t.Fatal(err)
 	}
 	if state, cond := getStatus(t, c, btpmanager.Namespace, "btpoperator"); state != "Ready" || cond.Reason != "ReconcileSucceeded" {
@@ -173,7 +173,7 @@ func TestNewerCRGetsOlderCRExists(t *testing.T) {
 func TestReconcileWritesOnlyChanges(t *testing.T) {
 	c := setup(t)
 	createCR(t, c, btpmanager.Namespace, "btpoperator")
-	ctx := context.Background()
+	ctx := t.Context()
 	if err := Reconcile(ctx, c); err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestReconcileWritesOnlyChanges(t *testing.T) {
 
 func TestReconcileWithoutCRs(t *testing.T) {
 	c := setup(t)
-	if err := Reconcile(context.Background(), c); err != nil {
+	if err := Reconcile(t.Context(), c); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -274,7 +274,7 @@ func TestReconcileErrors(t *testing.T) {
 			}
 			cr := &btpmanager.BtpOperator{ObjectMeta: metav1.ObjectMeta{Namespace: btpmanager.Namespace, Name: "btpoperator"}}
 			c := fake.NewClientBuilder().WithScheme(s).WithObjects(cr).WithStatusSubresource(cr).WithInterceptorFuncs(tc.funcs).Build()
-			err := Reconcile(context.Background(), c)
+			err := Reconcile(t.Context(), c)
 			if !errors.Is(err, boom) || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("err = %v, want %q wrapping %v", err, tc.wantErr, boom)
 			}

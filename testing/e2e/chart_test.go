@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"flag"
 	"os"
 	"os/exec"
@@ -230,7 +229,7 @@ func TestHelmChart(t *testing.T) {
 	})
 
 	t.Run("the API server accepts every manifest (server-side dry run)", func(t *testing.T) {
-		ctx := context.Background()
+		ctx := t.Context()
 		kc, err := client.New(kcp.Config, client.Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -276,7 +275,7 @@ func freshAccount(t *testing.T, c client.Client, name string) {
 	t.Helper()
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: poolNS,
 		Labels: map[string]string{hyperscaler.LabelHyperscalerType: hyperscaler.TypeAzure}}}
-	if err := c.Create(context.Background(), s); client.IgnoreAlreadyExists(err) != nil {
+	if err := c.Create(t.Context(), s); client.IgnoreAlreadyExists(err) != nil {
 		t.Fatal(err)
 	}
 }
@@ -291,7 +290,7 @@ func waitForKind(t *testing.T, kubectl func([]byte, ...string)) {
 // acting as the chart's service account, with only the chart's RBAC: a call
 // the chart does not grant fails the operation.
 func TestChartRBACIsEnough(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	admin, err := client.New(kcp.Config, client.Options{})
 	if err != nil {
 		t.Fatal(err)

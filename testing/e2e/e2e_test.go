@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"net/http"
 	"os"
 	"sort"
@@ -33,7 +32,7 @@ func TestMain(m *testing.M) { os.Exit(k8stest.Run(m, &kcp, pgtest.Run)) }
 // real parts and checks what a platform and an operator would see.
 func TestProvisionAndDeprovision(t *testing.T) {
 	s := newStack(t, infrasim.ModeDedicated, 3)
-	ctx := context.Background()
+	ctx := t.Context()
 	const instanceID = "e2e-inst-1"
 	code, body := s.call(http.MethodPut, "/oauth/cf-eu20/v2/service_instances/"+instanceID+"?accepts_incomplete=true", `{
 		"service_id": "`+serviceID+`", "plan_id": "`+azurePlanID+`",

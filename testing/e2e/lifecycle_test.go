@@ -53,7 +53,7 @@ func (s *stack) accepted(what string, code int, body map[string]any) string {
 // rotation, a suspension and a resumption on real parts.
 func TestSuspendResumeAndRotateCredentials(t *testing.T) {
 	s := newStack(t, infrasim.ModeDedicated, 2)
-	ctx := context.Background()
+	ctx := t.Context()
 	const id = "e2e-life-1"
 	path := "/oauth/v2/service_instances/" + id + "?accepts_incomplete=true"
 	patch := func(context string) (int, map[string]any) {

@@ -131,7 +131,7 @@ func newStackLogging(t *testing.T, log *logrus.Logger, mode infrasim.Mode, accou
 
 func seedPool(t *testing.T, c client.Client, accounts int) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	for _, ns := range []string{kcpNS, poolNS} {
 		_ = c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}

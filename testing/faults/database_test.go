@@ -24,7 +24,7 @@ func TestDatabaseStopAndStart(t *testing.T) {
 	s := newStack(t, stackOptions{replicas: 1, accounts: 20, delay: 2 * time.Second, env: []string{"APP_REQUEST_TIMEOUT=5s"}})
 	ops := s.provisionMany("stop", 10)
 
-	if err := s.pg.Stop(context.Background()); err != nil {
+	if err := s.pg.Stop(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	s.expectUnavailable("stop-while-down")

@@ -1,7 +1,6 @@
 package faults
 
 import (
-	"context"
 	"os"
 	"strings"
 	"testing"
@@ -38,7 +37,7 @@ func TestReplicaKill(t *testing.T) {
 	var takeover time.Duration
 	waitFor(t, 5*time.Minute, "every orphaned operation taken over", func() bool {
 		var left int
-		if err := s.db.QueryRow(context.Background(), `SELECT count(*) FROM river_job WHERE id = any($1) AND state = 'running'
+		if err := s.db.QueryRow(t.Context(), `SELECT count(*) FROM river_job WHERE id = any($1) AND state = 'running'
 			AND attempted_by[array_length(attempted_by, 1)] = $2`, orphans, victimID).Scan(&left); err != nil {
 			return false
 		}

@@ -2,7 +2,6 @@ package faults
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -92,7 +91,7 @@ func TestSoak(t *testing.T) {
 	endGoroutines := s.metric(r, "go_goroutines")
 
 	var conns int
-	if err := s.db.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, appName).Scan(&conns); err != nil {
+	if err := s.db.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, appName).Scan(&conns); err != nil {
 		t.Fatal(err)
 	}
 	// APP_WORKERS=10: the pool holds at most 2 × 10 + 10 connections, and

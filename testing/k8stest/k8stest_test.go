@@ -1,7 +1,6 @@
 package k8stest
 
 import (
-	"context"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -33,7 +32,7 @@ func TestCRDsAreServed(t *testing.T) {
 			if tc.kind == "Runtime" {
 				u.Object["spec"] = map[string]any{"shoot": map[string]any{"name": "s", "region": "r", "provider": map[string]any{"type": "azure"}}}
 			}
-			if err := c.Create(context.Background(), u); err != nil {
+			if err := c.Create(t.Context(), u); err != nil {
 				t.Fatalf("creating %s: %v", tc.kind, err)
 			}
 		})

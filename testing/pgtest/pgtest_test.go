@@ -61,7 +61,7 @@ func TestNewDatabaseURLConnects(t *testing.T) {
 	if err != nil {
 		t.Fatalf("connecting to %s: %v", url, err)
 	}
-	defer conn.Close(context.Background())
+	defer conn.Close(t.Context())
 	var exists bool
 	if err := conn.QueryRow(ctx(t), "SELECT to_regclass('public.operations') IS NOT NULL").Scan(&exists); err != nil || !exists {
 		t.Fatalf("operations table via NewDatabase URL: exists=%v err=%v", exists, err)
@@ -163,7 +163,7 @@ func databases(t *testing.T, like string) map[string]bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(context.Background())
+	defer conn.Close(t.Context())
 	rows, err := conn.Query(ctx(t), "SELECT datname FROM pg_database WHERE datname LIKE $1", like)
 	if err != nil {
 		t.Fatal(err)
@@ -193,7 +193,7 @@ func query(t *testing.T, pool *pgxpool.Pool, sql string, dst any) {
 }
 
 func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), time.Minute)
+	c, cancel := context.WithTimeout(t.Context(), time.Minute)
 	t.Cleanup(cancel)
 	return c
 }

@@ -18,7 +18,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // loaded operations, so that measurements on it mean something.
 func TestLoadIsConsistent(t *testing.T) {
 	dbURL := pgtest.NewDatabase(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	if err := loadDB(ctx, dbURL, 3000, 300); err != nil {
 		t.Fatal(err)

@@ -31,7 +31,7 @@ func TestRemoveBindings(t *testing.T) {
 		t.Parallel()
 		f := &fakeBindings{}
 		op := newOp(t)
-		res, err := (&deprovisioning.RemoveBindings{Bindings: f}).Run(context.Background(), op)
+		res, err := (&deprovisioning.RemoveBindings{Bindings: f}).Run(t.Context(), op)
 		processtest.MustOutcome(t, "remove_bindings", processtest.Done, res, err)
 		if len(f.removed) != 1 || f.removed[0] != op.InstanceID {
 			t.Errorf("removed %v, want [%s]", f.removed, op.InstanceID)
@@ -40,12 +40,12 @@ func TestRemoveBindings(t *testing.T) {
 	t.Run("a runtime that does not answer is retried", func(t *testing.T) {
 		t.Parallel()
 		f := &fakeBindings{err: errors.New("connection refused")}
-		res, err := (&deprovisioning.RemoveBindings{Bindings: f}).Run(context.Background(), newOp(t))
+		res, err := (&deprovisioning.RemoveBindings{Bindings: f}).Run(t.Context(), newOp(t))
 		processtest.MustOutcome(t, "remove_bindings", processtest.Temporary, res, err)
 	})
 	t.Run("without bindings there is nothing to do", func(t *testing.T) {
 		t.Parallel()
-		res, err := (&deprovisioning.RemoveBindings{}).Run(context.Background(), newOp(t))
+		res, err := (&deprovisioning.RemoveBindings{}).Run(t.Context(), newOp(t))
 		processtest.MustOutcome(t, "remove_bindings", processtest.Done, res, err)
 	})
 }
