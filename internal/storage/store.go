@@ -38,7 +38,7 @@ const instanceColumns = `instance_id, runtime_id, global_account_id, subaccount_
 	created_at, updated_at, deleted_at`
 
 const operationColumns = `operation_id, instance_id, type, state, description, stage, finished_stages,
-	error_message, deadline, data, temporary, job_id, woken_at, created_at, updated_at, finished_at`
+	error_message, deadline, data, temporary, update_request, job_id, woken_at, created_at, updated_at, finished_at`
 
 // instanceRow is an Instance as stored, with credentials still sealed.
 type instanceRow struct {
@@ -149,10 +149,10 @@ func runningOperations(ctx context.Context, tx pgx.Tx, instanceID string) ([]Ope
 }
 
 const insertOperationSQL = `INSERT INTO operations (operation_id, instance_id, type, state, description, stage,
-	deadline, data, temporary) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`
+	deadline, data, temporary, update_request) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
 
 func operationArgs(op Operation) []any {
-	return []any{op.ID, op.InstanceID, op.Type, op.State, op.Description, op.Stage, op.Deadline, jsonOrEmpty(op.Data), op.Temporary}
+	return []any{op.ID, op.InstanceID, op.Type, op.State, op.Description, op.Stage, op.Deadline, jsonOrEmpty(op.Data), op.Temporary, op.Request}
 }
 
 func (s *Store) insertOperation(ctx context.Context, tx pgx.Tx, op Operation) error {
