@@ -151,8 +151,9 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat 
 			Store: store, KCP: kcp, Pool: pool2, Runtimes: runtimes,
 		}),
 		storage.OperationTypeUpdate: update.Pipeline(update.Deps{
-			Config:   update.Config{BTPManagerTimeout: ec.BTPMgrTimeout, BTPManagerPoll: ec.BTPMgrPoll},
-			Runtimes: runtimes,
+			Config: update.Config{Namespace: ns, BTPManagerTimeout: ec.BTPMgrTimeout, BTPManagerPoll: ec.BTPMgrPoll,
+				RuntimeTimeout: ec.RuntimeTimeout, RuntimePoll: ec.RuntimePoll, AccountTimeout: ec.AccountTimeout, AccountPoll: accountPoll},
+			Catalog: cat, KCP: kcp, Pool: pool2, Store: store, Runtimes: runtimes,
 		}),
 	}
 	eng := process.NewEngine(store, pipelines, log.WithField("component", "engine"))

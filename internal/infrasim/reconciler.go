@@ -96,6 +96,9 @@ func (r *reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	case kebruntime.StateFailed:
 		return reconcile.Result{}, nil // terminal, as upstream: keb deletes the Runtime and asks again
 	case kebruntime.StateReady:
+		if rt.Status.ObservedGeneration != rt.Generation {
+			return r.applySpecChange(ctx, rt, log)
+		}
 		if r.clusters.Owns(id) {
 			return reconcile.Result{}, nil
 		}
@@ -137,7 +140,7 @@ func (r *reconciler) provision(ctx context.Context, rt *kebruntime.Runtime, id s
 	if err := r.applyKubeconfig(ctx, rt.Namespace, id, kubeconfig); err != nil {
 		return err
 	}
-	if rt.Status.State != kebruntime.StateReady {
+	if rt.Status.State != kebruntime.StateReady || rt.Status.ObservedGeneration != rt.Generation {
 		if err := r.setStatus(ctx, rt, kebruntime.StateReady, "simulated cluster is ready"); err != nil {
 			return err
 		}
@@ -205,7 +208,13 @@ func (r *reconciler) pendingSince(rt *kebruntime.Runtime) time.Time {
 
 func (r *reconciler) setStatus(ctx context.Context, rt *kebruntime.Runtime, state, message string) error {
 	base := rt.DeepCopy()
-	rt.Status = kebruntime.RuntimeStatus{State: state, Message: message}
+	// Ready reports the spec it was reached with; any other state keeps the
+	// generation last applied, so that a waiting update sees it is not done.
+	observed := rt.Status.ObservedGeneration
+	if state == kebruntime.StateReady {
+		observed = rt.Generation
+	}
+	rt.Status = kebruntime.RuntimeStatus{State: state, Message: message, ObservedGeneration: observed}
 	patch := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
 	if err := r.client.Status().Patch(ctx, rt, patch); err != nil {
 		return fmt.Errorf("setting Runtime %s/%s to %s: %w", rt.Namespace, rt.Name, state, err)

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/runtime"
@@ -46,6 +47,7 @@ func (s *CreateRuntime) Run(ctx context.Context, op *process.Operation) (process
 				PlatformRegion:    op.Instance.PlatformRegion,
 				Region:            d.ProviderRegion,
 				SecretBindingName: d.HyperscalerSecret,
+				Kubernetes:        runtime.RuntimeKubernetes{KubeAPIServer: runtime.APIServer{OIDCConfig: OIDCConfig(params.OIDC)}},
 				Provider: runtime.RuntimeProvider{
 					Type: d.Provider,
 					Workers: []runtime.Worker{{
@@ -70,6 +72,15 @@ func (s *CreateRuntime) Run(ctx context.Context, op *process.Operation) (process
 		return process.StepResult{}, fmt.Errorf("creating Runtime CR: %w", err)
 	}
 	return process.Done()
+}
+
+// OIDCConfig is the Runtime CR's form of the oidc parameter; nil for none.
+func OIDCConfig(p *catalog.OIDC) *runtime.OIDCConfig {
+	if p == nil {
+		return nil
+	}
+	return &runtime.OIDCConfig{ClientID: p.ClientID, IssuerURL: p.IssuerURL, GroupsClaim: p.GroupsClaim,
+		SigningAlgs: append([]string(nil), p.SigningAlgs...), UsernameClaim: p.UsernameClaim, UsernamePrefix: p.UsernamePrefix}
 }
 
 // Labels are the labels of the control-plane CRs of an operation's runtime.
