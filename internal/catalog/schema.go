@@ -112,14 +112,7 @@ func (c *Catalog) createSchema(e *planEntry) map[string]any {
 		p.add(paramMachineType, withDefault(machineTypeSchema(e), plan.DefaultMachineType))
 		p.add(paramAutoScalerMin, withIntDefault(autoScalerMinSchema(plan), plan.DefaultAutoScalerMin))
 		p.add(paramAutoScalerMax, withIntDefault(autoScalerMaxSchema(plan), plan.DefaultAutoScalerMax))
-		p.add(paramNodeCount, map[string]any{
-			"type":        "integer",
-			"title":       "Node count",
-			"description": "Number of worker nodes to start with.",
-			"minimum":     plan.AutoScalerMin,
-			"maximum":     plan.AutoScalerMax,
-			"default":     plan.DefaultNodeCount,
-		})
+		p.add(paramNodeCount, withIntDefault(nodesSchema(plan, "Node count", "Number of worker nodes to start with."), plan.DefaultNodeCount))
 		// A plan with a single zone (lite) has nothing to choose, so no field.
 		if plan.MaxZonesCount > 1 {
 			p.add(paramZonesCount, map[string]any{
@@ -339,20 +332,19 @@ func machineTypeSchema(e *planEntry) map[string]any {
 }
 
 func autoScalerMinSchema(plan Plan) map[string]any {
-	return map[string]any{
-		"type":        "integer",
-		"title":       "Minimum nodes",
-		"description": "Fewest worker nodes the autoscaler keeps.",
-		"minimum":     plan.AutoScalerMin,
-		"maximum":     plan.AutoScalerMax,
-	}
+	return nodesSchema(plan, "Minimum nodes", "Fewest worker nodes the autoscaler keeps.")
 }
 
 func autoScalerMaxSchema(plan Plan) map[string]any {
+	return nodesSchema(plan, "Maximum nodes", "Most worker nodes the autoscaler may add.")
+}
+
+// nodesSchema is a node count within the plan's autoscaler bounds.
+func nodesSchema(plan Plan, title, description string) map[string]any {
 	return map[string]any{
 		"type":        "integer",
-		"title":       "Maximum nodes",
-		"description": "Most worker nodes the autoscaler may add.",
+		"title":       title,
+		"description": description,
 		"minimum":     plan.AutoScalerMin,
 		"maximum":     plan.AutoScalerMax,
 	}
