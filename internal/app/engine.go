@@ -20,15 +20,17 @@ import (
 	"github.com/kyma-keb/keb/internal/btpmanager"
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/config"
+	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/expiry"
 	"github.com/kyma-keb/keb/internal/hyperscaler"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/metrics"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/process/deprovisioning"
 	"github.com/kyma-keb/keb/internal/process/provisioning"
 	"github.com/kyma-keb/keb/internal/process/update"
-	"github.com/kyma-keb/keb/internal/runtime"
+	"github.com/kyma-keb/keb/internal/runtimeclient"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -37,7 +39,7 @@ import (
 func Scheme() (*k8sruntime.Scheme, error) {
 	s := k8sruntime.NewScheme()
 	for _, add := range []func(*k8sruntime.Scheme) error{
-		clientgoscheme.AddToScheme, runtime.AddToScheme, kyma.AddToScheme, btpmanager.AddToScheme,
+		clientgoscheme.AddToScheme, infrastructuremanager.AddToScheme, kyma.AddToScheme, btpmanager.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("building scheme: %w", err)
@@ -86,7 +88,7 @@ type engine struct {
 	stopping atomic.Bool
 	log      logrus.FieldLogger
 	// accounts is the hyperscaler account pool, counted for metrics.
-	accounts *hyperscaler.Pool
+	accounts *hyperscaler.AccountPool
 }
 
 // newEngine builds the workers, the pipelines and the control-plane watch.
@@ -128,8 +130,8 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat 
 	}
 	// The control plane's namespace is fixed: the infrastructure manager and Lifecycle Manager
 	// look for keb's CRs there, and the runtime client cache reads kubeconfigs from it.
-	ns := runtime.Namespace
-	pool2 := hyperscaler.NewPool(gardener, "garden-"+ec.GardenerProject, sharedUsage(kcp, ns))
+	ns := controlplane.Namespace
+	accounts := hyperscaler.NewAccountPool(gardener, "garden-"+ec.GardenerProject, sharedUsage(kcp, ns))
 	provCfg := provisioning.Config{
 		DefaultKymaVersion: ec.KymaVersion, OnDemandVersion: ec.OnDemandVersion, Namespace: ns,
 		DashboardDomain: ec.DashboardDomain, AccountTimeout: ec.AccountTimeout, RuntimeTimeout: ec.RuntimeTimeout,
@@ -138,22 +140,22 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat 
 	}
 	// One runtime client cache for every pipeline: a runtime's client (and
 	// its connections) is built once, whichever operation reaches it.
-	runtimes := runtime.NewClientCache(kcp, scheme, runtime.Bounds{})
+	runtimes := runtimeclient.NewCache(kcp, ns, scheme, runtimeclient.Bounds{})
 	runtimes.WrapTransport = work.CountRequests("runtime")
-	pipelines := map[string]process.Pipeline{
+	pipelines := map[storage.OperationType]process.Pipeline{
 		storage.OperationTypeProvision: provisioning.Pipeline(provisioning.Deps{
-			Config: provCfg, Catalog: cat, Store: store, Finisher: store, KCP: kcp, Pool: pool2,
+			Config: provCfg, Catalog: cat, Store: store, Finisher: store, KCP: kcp, Accounts: accounts,
 			Runtimes: runtimes,
 		}),
 		storage.OperationTypeDeprovision: deprovisioning.Pipeline(deprovisioning.Deps{
 			Config: deprovisioning.Config{Namespace: ns, RemovalTimeout: ec.RemovalTimeout, RemovalPoll: ec.RemovalPoll,
 				SharedPlanIDs: sharedPlanIDs(cat)},
-			Store: store, KCP: kcp, Pool: pool2, Runtimes: runtimes,
+			Store: store, KCP: kcp, Accounts: accounts, Runtimes: runtimes,
 		}),
 		storage.OperationTypeUpdate: update.Pipeline(update.Deps{
 			Config: update.Config{Namespace: ns, BTPManagerTimeout: ec.BTPMgrTimeout, BTPManagerPoll: ec.BTPMgrPoll,
 				RuntimeTimeout: ec.RuntimeTimeout, RuntimePoll: ec.RuntimePoll, AccountTimeout: ec.AccountTimeout, AccountPoll: accountPoll},
-			Catalog: cat, KCP: kcp, Pool: pool2, Store: store, Runtimes: runtimes,
+			Catalog: cat, KCP: kcp, Accounts: accounts, Store: store, Runtimes: runtimes,
 		}),
 	}
 	eng := process.NewEngine(store, pipelines, log.WithField("component", "engine"))
@@ -176,7 +178,7 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat 
 	}
 	watcher := process.NewWatcher(kcpCfg, scheme, ns, store, queue, log.WithField("component", "watch"))
 	takeover := process.NewTakeover(store, ec.TakeoverAfter, log.WithField("component", "takeover"))
-	return &engine{queue: queue, watcher: watcher, takeover: takeover, kcp: kcp, namespace: ns, workers: ec.Workers, accounts: pool2,
+	return &engine{queue: queue, watcher: watcher, takeover: takeover, kcp: kcp, namespace: ns, workers: ec.Workers, accounts: accounts,
 		log: log.WithField("component", "readiness")}, nil
 }
 
@@ -191,7 +193,7 @@ const wokenJobPoll = 100 * time.Millisecond
 // the pool can hand out the least used one.
 func sharedUsage(kcp client.Reader, namespace string) hyperscaler.UsageCounter {
 	return func(ctx context.Context, secretName string) (int, error) {
-		var list runtime.RuntimeList
+		var list infrastructuremanager.RuntimeList
 		if err := kcp.List(ctx, &list, client.InNamespace(namespace)); err != nil {
 			return 0, fmt.Errorf("listing runtimes: %w", err)
 		}

@@ -125,7 +125,7 @@ func TestUpdateParametersFrontDoor(t *testing.T) {
 	b.expectOSBError(b.do(http.MethodGet, instancePath("inst-1"), ""), 422, "ConcurrencyError")
 
 	// It fails: the recorded parameters stay, last_operation says so.
-	b.finish(op, storage.StateFailed)
+	b.finish(op, storage.OperationFailed)
 	if _, params := b.recorded("inst-1"); params != `{"name": "c1"}` {
 		t.Errorf("a failed update changed the recorded parameters: %s", params)
 	}

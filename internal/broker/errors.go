@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/pivotal-cf/brokerapi/v10/domain/apiresponses"
+
+	"github.com/kyma-keb/keb/internal/storage"
 )
 
 // Every OSB failure keb answers is named here. brokerapi matches failures
@@ -80,7 +82,7 @@ func errExpired(at time.Time) error {
 // errRuntimeNotRunning refuses to change the parameters or plan of a
 // runtime that does not run (suspended, failed), or that the same PATCH
 // suspends: the change needs a live cluster to apply it to.
-func errRuntimeNotRunning(state string) error {
+func errRuntimeNotRunning(state storage.RuntimeState) error {
 	return apiresponses.NewFailureResponseBuilder(
 		fmt.Errorf("the parameters and the plan of a runtime can change only while it runs (runtime state: %s, or suspended by this request); resume it first", state),
 		http.StatusUnprocessableEntity, "runtime-not-running").WithErrorKey("UpdateNotSupported").Build()

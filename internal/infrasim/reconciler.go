@@ -14,7 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	kebruntime "github.com/kyma-keb/keb/internal/runtime"
+	"github.com/kyma-keb/keb/internal/controlplane"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 )
 
 // Finalizer holds a Runtime CR until the simulator has stopped its cluster and
@@ -73,7 +74,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 func (r *reconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	rt := &kebruntime.Runtime{}
+	rt := &infrastructuremanager.Runtime{}
 	if err := r.client.Get(ctx, req.NamespacedName, rt); err != nil {
 		// Gone means our finalizer was removed, so teardown already ran (or was
 		// bypassed; Start stops leftover clusters on shutdown).
@@ -93,9 +94,9 @@ func (r *reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	switch rt.Status.State {
-	case kebruntime.StateFailed:
+	case infrastructuremanager.StateFailed:
 		return reconcile.Result{}, nil // terminal, as upstream: keb deletes the Runtime and asks again
-	case kebruntime.StateReady:
+	case infrastructuremanager.StateReady:
 		if rt.Status.ObservedGeneration != rt.Generation {
 			return r.applySpecChange(ctx, rt, log)
 		}
@@ -108,7 +109,7 @@ func (r *reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		log.Info("Runtime is Ready but this process has no cluster for it (simulator restarted): starting a fresh one")
 		return reconcile.Result{}, r.provision(ctx, rt, id, log)
 	case "":
-		if err := r.setStatus(ctx, rt, kebruntime.StatePending, "simulated infrastructure manager is creating the cluster"); err != nil {
+		if err := r.setStatus(ctx, rt, infrastructuremanager.StatePending, "simulated infrastructure manager is creating the cluster"); err != nil {
 			return reconcile.Result{}, err
 		}
 		log.WithField("delay", r.delay.String()).Info("Runtime pending")
@@ -120,7 +121,7 @@ func (r *reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if r.failRuntimes != nil {
 		if msg := r.failRuntimes(id); msg != "" {
-			if err := r.setStatus(ctx, rt, kebruntime.StateFailed, msg); err != nil {
+			if err := r.setStatus(ctx, rt, infrastructuremanager.StateFailed, msg); err != nil {
 				return reconcile.Result{}, err
 			}
 			log.WithField("message", msg).Info("Runtime failed, as configured")
@@ -131,7 +132,7 @@ func (r *reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // provision gives the runtime a cluster, publishes its kubeconfig and marks it Ready.
-func (r *reconciler) provision(ctx context.Context, rt *kebruntime.Runtime, id string, log logrus.FieldLogger) error {
+func (r *reconciler) provision(ctx context.Context, rt *infrastructuremanager.Runtime, id string, log logrus.FieldLogger) error {
 	kubeconfig, err := r.clusters.Ensure(ctx, id)
 	if err != nil {
 		return fmt.Errorf("giving runtime %s a cluster: %w", id, err)
@@ -140,8 +141,8 @@ func (r *reconciler) provision(ctx context.Context, rt *kebruntime.Runtime, id s
 	if err := r.applyKubeconfig(ctx, rt.Namespace, id, kubeconfig); err != nil {
 		return err
 	}
-	if rt.Status.State != kebruntime.StateReady || rt.Status.ObservedGeneration != rt.Generation {
-		if err := r.setStatus(ctx, rt, kebruntime.StateReady, "simulated cluster is ready"); err != nil {
+	if rt.Status.State != infrastructuremanager.StateReady || rt.Status.ObservedGeneration != rt.Generation {
+		if err := r.setStatus(ctx, rt, infrastructuremanager.StateReady, "simulated cluster is ready"); err != nil {
 			return err
 		}
 	}
@@ -150,19 +151,19 @@ func (r *reconciler) provision(ctx context.Context, rt *kebruntime.Runtime, id s
 }
 
 // tearDown stops the cluster, deletes the kubeconfig and lets the CR go.
-func (r *reconciler) tearDown(ctx context.Context, rt *kebruntime.Runtime, id string, log logrus.FieldLogger) error {
+func (r *reconciler) tearDown(ctx context.Context, rt *infrastructuremanager.Runtime, id string, log logrus.FieldLogger) error {
 	if !controllerutil.ContainsFinalizer(rt, Finalizer) {
 		return nil
 	}
-	if rt.Status.State != kebruntime.StateTerminating {
-		if err := r.setStatus(ctx, rt, kebruntime.StateTerminating, "simulated infrastructure manager is deleting the cluster"); err != nil {
+	if rt.Status.State != infrastructuremanager.StateTerminating {
+		if err := r.setStatus(ctx, rt, infrastructuremanager.StateTerminating, "simulated infrastructure manager is deleting the cluster"); err != nil {
 			return err
 		}
 	}
 	if err := r.clusters.Release(id); err != nil {
 		return fmt.Errorf("tearing down runtime %s: %w", id, err)
 	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: rt.Namespace, Name: kebruntime.KubeconfigSecretName(id)}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: rt.Namespace, Name: infrastructuremanager.KubeconfigSecretName(id)}}
 	if err := client.IgnoreNotFound(r.client.Delete(ctx, secret)); err != nil {
 		return fmt.Errorf("deleting kubeconfig secret %s/%s: %w", secret.Namespace, secret.Name, err)
 	}
@@ -179,7 +180,7 @@ func (r *reconciler) tearDown(ctx context.Context, rt *kebruntime.Runtime, id st
 }
 
 // ensureFinalizer adds the finalizer and the pending-since stamp in one write.
-func (r *reconciler) ensureFinalizer(ctx context.Context, rt *kebruntime.Runtime) error {
+func (r *reconciler) ensureFinalizer(ctx context.Context, rt *infrastructuremanager.Runtime) error {
 	if controllerutil.ContainsFinalizer(rt, Finalizer) {
 		return nil
 	}
@@ -199,22 +200,22 @@ func (r *reconciler) ensureFinalizer(ctx context.Context, rt *kebruntime.Runtime
 }
 
 // pendingSince is when the delay started: the simulator's stamp, else the CR's creation.
-func (r *reconciler) pendingSince(rt *kebruntime.Runtime) time.Time {
+func (r *reconciler) pendingSince(rt *infrastructuremanager.Runtime) time.Time {
 	if t, err := time.Parse(time.RFC3339Nano, rt.Annotations[pendingSinceAnnotation]); err == nil {
 		return t
 	}
 	return rt.CreationTimestamp.Time
 }
 
-func (r *reconciler) setStatus(ctx context.Context, rt *kebruntime.Runtime, state, message string) error {
+func (r *reconciler) setStatus(ctx context.Context, rt *infrastructuremanager.Runtime, state infrastructuremanager.State, message string) error {
 	base := rt.DeepCopy()
 	// Ready reports the spec it was reached with; any other state keeps the
 	// generation last applied, so that a waiting update sees it is not done.
 	observed := rt.Status.ObservedGeneration
-	if state == kebruntime.StateReady {
+	if state == infrastructuremanager.StateReady {
 		observed = rt.Generation
 	}
-	rt.Status = kebruntime.RuntimeStatus{State: state, Message: message, ObservedGeneration: observed}
+	rt.Status = infrastructuremanager.RuntimeStatus{State: state, Message: message, ObservedGeneration: observed}
 	patch := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
 	if err := r.client.Status().Patch(ctx, rt, patch); err != nil {
 		return fmt.Errorf("setting Runtime %s/%s to %s: %w", rt.Namespace, rt.Name, state, err)
@@ -225,13 +226,13 @@ func (r *reconciler) setStatus(ctx context.Context, rt *kebruntime.Runtime, stat
 // applyKubeconfig writes the kubeconfig Secret with server-side apply, so a
 // repeat (or a rewrite after a restart) needs no read.
 func (r *reconciler) applyKubeconfig(ctx context.Context, namespace, runtimeID string, kubeconfig []byte) error {
-	name := kebruntime.KubeconfigSecretName(runtimeID)
+	name := infrastructuremanager.KubeconfigSecretName(runtimeID)
 	secret := corev1ac.Secret(name, namespace).
 		// The runtime-id label is how keb's watch maps this Secret to the
 		// operation waiting for it, as with the real infrastructure manager.
-		WithLabels(map[string]string{labelManagedBy: managedBy, kebruntime.LabelRuntimeID: runtimeID}).
+		WithLabels(map[string]string{labelManagedBy: managedBy, controlplane.LabelRuntimeID: runtimeID}).
 		WithType(corev1.SecretTypeOpaque).
-		WithData(map[string][]byte{kebruntime.KubeconfigKey: kubeconfig})
+		WithData(map[string][]byte{infrastructuremanager.KubeconfigKey: kubeconfig})
 	if err := r.client.Apply(ctx, secret, client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
 		return fmt.Errorf("writing kubeconfig secret %s/%s: %w", namespace, name, err)
 	}

@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	kebruntime "github.com/kyma-keb/keb/internal/runtime"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 )
 
 // applySpecChange reacts to a Ready Runtime whose spec changed since it was
@@ -18,7 +18,7 @@ import (
 // back to Pending for the configured delay and then to Ready with the new
 // generation (or Failed, when FailRuntimes says so). The delay restarts from
 // now, so the change takes as long to apply as a creation.
-func (r *reconciler) applySpecChange(ctx context.Context, rt *kebruntime.Runtime, log logrus.FieldLogger) (reconcile.Result, error) {
+func (r *reconciler) applySpecChange(ctx context.Context, rt *infrastructuremanager.Runtime, log logrus.FieldLogger) (reconcile.Result, error) {
 	base := rt.DeepCopy()
 	if rt.Annotations == nil {
 		rt.Annotations = map[string]string{}
@@ -28,7 +28,7 @@ func (r *reconciler) applySpecChange(ctx context.Context, rt *kebruntime.Runtime
 		return reconcile.Result{}, fmt.Errorf("stamping Runtime %s/%s: %w", rt.Namespace, rt.Name, err)
 	}
 	msg := fmt.Sprintf("simulated infrastructure manager is applying the changed spec (generation %d)", rt.Generation)
-	if err := r.setStatus(ctx, rt, kebruntime.StatePending, msg); err != nil {
+	if err := r.setStatus(ctx, rt, infrastructuremanager.StatePending, msg); err != nil {
 		return reconcile.Result{}, err
 	}
 	log.WithFields(logrus.Fields{"generation": rt.Generation, "delay": r.delay.String()}).Info("Runtime spec changed: applying it")

@@ -8,7 +8,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	kebruntime "github.com/kyma-keb/keb/internal/runtime"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 )
 
 // TestChangedSpecIsAppliedLikeACreation: a Ready Runtime whose spec changes
@@ -30,11 +30,11 @@ func TestChangedSpecIsAppliedLikeACreation(t *testing.T) {
 	}})
 
 	rt := newRuntime(ns, "scaled", "rid-scaled")
-	rt.Spec.Shoot.Provider.Workers = []kebruntime.Worker{{Name: "cpu-worker-0", MachineType: "Standard_D2s_v5", Minimum: 3, Maximum: 20}}
+	rt.Spec.Shoot.Provider.Workers = []infrastructuremanager.Worker{{Name: "cpu-worker-0", MachineType: "Standard_D2s_v5", Minimum: 3, Maximum: 20}}
 	if err := kcp.Create(ctx, rt); err != nil {
 		t.Fatal(err)
 	}
-	ready := waitForState(t, kcp, client.ObjectKeyFromObject(rt), kebruntime.StateReady)
+	ready := waitForState(t, kcp, client.ObjectKeyFromObject(rt), infrastructuremanager.StateReady)
 	if ready.Status.ObservedGeneration != ready.Generation {
 		t.Fatalf("Ready at observedGeneration %d, generation %d", ready.Status.ObservedGeneration, ready.Generation)
 	}
@@ -47,11 +47,11 @@ func TestChangedSpecIsAppliedLikeACreation(t *testing.T) {
 	if changed <= ready.Status.ObservedGeneration {
 		t.Fatalf("the spec change did not bump the generation (%d)", changed)
 	}
-	pending := waitForState(t, kcp, client.ObjectKeyFromObject(rt), kebruntime.StatePending)
+	pending := waitForState(t, kcp, client.ObjectKeyFromObject(rt), infrastructuremanager.StatePending)
 	if pending.Status.ObservedGeneration >= changed {
 		t.Errorf("Pending already reports generation %d as applied", pending.Status.ObservedGeneration)
 	}
-	applied := waitForState(t, kcp, client.ObjectKeyFromObject(rt), kebruntime.StateReady)
+	applied := waitForState(t, kcp, client.ObjectKeyFromObject(rt), infrastructuremanager.StateReady)
 	if applied.Status.ObservedGeneration != changed {
 		t.Errorf("Ready again at observedGeneration %d, want %d", applied.Status.ObservedGeneration, changed)
 	}
@@ -67,7 +67,7 @@ func TestChangedSpecIsAppliedLikeACreation(t *testing.T) {
 	if err := kcp.Update(ctx, applied); err != nil {
 		t.Fatal(err)
 	}
-	failed := waitForState(t, kcp, client.ObjectKeyFromObject(rt), kebruntime.StateFailed)
+	failed := waitForState(t, kcp, client.ObjectKeyFromObject(rt), infrastructuremanager.StateFailed)
 	if failed.Status.Message != failing["rid-scaled"] || failed.Status.ObservedGeneration == failed.Generation {
 		t.Errorf("failed change: %+v (generation %d)", failed.Status, failed.Generation)
 	}

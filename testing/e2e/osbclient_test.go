@@ -12,10 +12,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	osb "sigs.k8s.io/go-open-service-broker-client/v2"
 
+	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/infrasim"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/kyma"
-	"github.com/kyma-keb/keb/internal/runtime"
 )
 
 const awsPlanID = "361c511f-f939-4621-b228-d0fb79a1fe15"
@@ -54,9 +55,9 @@ func (s *stack) osbWait(c osb.Client, instanceID string, key *osb.OperationKey, 
 }
 
 // runtimeCR reads an instance's Runtime CR from the control plane.
-func (s *stack) runtimeCR(runtimeID string) *runtime.Runtime {
+func (s *stack) runtimeCR(runtimeID string) *infrastructuremanager.Runtime {
 	s.t.Helper()
-	rt := &runtime.Runtime{}
+	rt := &infrastructuremanager.Runtime{}
 	if err := s.kcp.Get(context.Background(), client.ObjectKey{Namespace: kcpNS, Name: kyma.Name(runtimeID)}, rt); err != nil {
 		s.t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func TestOSBClientFlow(t *testing.T) {
 	rt := s.runtimeCR(runtimeID)
 	w := rt.Spec.Shoot.Provider.Workers[0]
 	if w.MachineType != "Standard_D8s_v5" || w.Minimum != 4 || w.Maximum != 12 ||
-		rt.Status.State != runtime.StateReady || rt.Status.ObservedGeneration != rt.Generation {
+		rt.Status.State != infrastructuremanager.StateReady || rt.Status.ObservedGeneration != rt.Generation {
 		t.Fatalf("Runtime CR after the update: workers %+v, status %+v, generation %d", w, rt.Status, rt.Generation)
 	}
 	inst, err := c.GetInstance(&osb.GetInstanceRequest{InstanceID: id})
@@ -191,7 +192,7 @@ func TestOSBClientFlow(t *testing.T) {
 		t.Fatalf("Runtime CR after the plan update: %+v, labels %v", rt.Spec.Shoot, rt.Labels)
 	}
 	k := &kyma.Kyma{}
-	if err := s.kcp.Get(ctx, client.ObjectKey{Namespace: kcpNS, Name: kyma.Name(trialRuntime)}, k); err != nil || k.Labels[kyma.LabelPlanID] != awsPlanID {
+	if err := s.kcp.Get(ctx, client.ObjectKey{Namespace: kcpNS, Name: kyma.Name(trialRuntime)}, k); err != nil || k.Labels[controlplane.LabelPlanID] != awsPlanID {
 		t.Fatalf("Kyma CR after the plan update: %v, labels %v", err, k.Labels)
 	}
 	code, listing := s.call(http.MethodGet, "/runtimes?actions=true&instance_id="+trialID, "")

@@ -8,9 +8,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process"
-	"github.com/kyma-keb/keb/internal/runtime"
 )
 
 // CheckRuntimeUpdate waits until the infrastructure manager reports the
@@ -34,7 +34,7 @@ func (s *CheckRuntimeUpdate) Run(ctx context.Context, op *process.Operation) (pr
 		return process.Done()
 	}
 	d := op.Data
-	rt := &runtime.Runtime{}
+	rt := &infrastructuremanager.Runtime{}
 	err := s.KCP.Get(ctx, client.ObjectKey{Namespace: s.Config.Namespace, Name: kyma.Name(d.RuntimeID)}, rt)
 	if apierrors.IsNotFound(err) {
 		return process.Fail("the Runtime CR of runtime %s disappeared before the update was applied", d.RuntimeID)
@@ -43,14 +43,14 @@ func (s *CheckRuntimeUpdate) Run(ctx context.Context, op *process.Operation) (pr
 		return process.StepResult{}, fmt.Errorf("reading Runtime CR: %w", err)
 	}
 	switch {
-	case rt.Status.State == runtime.StateFailed:
+	case rt.Status.State == infrastructuremanager.StateFailed:
 		return process.Fail("the infrastructure manager could not apply the change to cluster %s: %s", d.ShootName, rt.Status.Message)
-	case rt.Status.State == runtime.StateReady && rt.Status.ObservedGeneration >= d.RuntimeGeneration:
+	case rt.Status.State == infrastructuremanager.StateReady && rt.Status.ObservedGeneration >= d.RuntimeGeneration:
 		op.Describe("The infrastructure manager applied the change to cluster %s", d.ShootName)
 		return process.Done()
 	}
 	state := rt.Status.State
-	if state == runtime.StateReady {
+	if state == infrastructuremanager.StateReady {
 		state = "Ready, change not seen yet"
 	}
 	op.Describe("Waiting for the infrastructure manager to apply the change to cluster %s (infrastructure state: %s)", d.ShootName, state)

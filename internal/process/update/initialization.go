@@ -8,10 +8,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/process/provisioning"
-	"github.com/kyma-keb/keb/internal/runtime"
 )
 
 // Initialization resolves what the runtime becomes: the parameters after
@@ -40,7 +40,7 @@ func (s *Initialization) Run(ctx context.Context, op *process.Operation) (proces
 	if err != nil {
 		return process.Fail("resolving plan defaults: %v", err)
 	}
-	rt := &runtime.Runtime{}
+	rt := &infrastructuremanager.Runtime{}
 	err = s.KCP.Get(ctx, client.ObjectKey{Namespace: s.Config.Namespace, Name: kyma.Name(op.Instance.RuntimeID)}, rt)
 	if apierrors.IsNotFound(err) || op.Instance.RuntimeID == "" {
 		return process.Fail("the runtime %s has no Runtime CR to update", op.Instance.RuntimeID)

@@ -38,7 +38,7 @@ type Config struct {
 	AccountPoll    time.Duration
 }
 
-// runtimeClients gives a client for a provisioned runtime; *runtime.ClientCache
+// runtimeClients gives a client for a provisioned runtime; *runtimeclient.Cache
 // is one.
 type runtimeClients interface {
 	Client(ctx context.Context, runtimeID string) (client.Client, error)
@@ -60,7 +60,7 @@ type Deps struct {
 	Config   Config
 	Catalog  *catalog.Catalog
 	KCP      client.Client
-	Pool     accountPool
+	Accounts accountPool
 	Store    updatedStore
 	Runtimes runtimeClients
 }
@@ -73,7 +73,7 @@ func Pipeline(d Deps) process.Pipeline {
 	return process.Pipeline{
 		Steps: []process.Step{
 			&Initialization{Catalog: d.Catalog, KCP: d.KCP, Config: d.Config},
-			&UpdateHyperscalerAccount{Catalog: d.Catalog, Pool: d.Pool, Config: d.Config},
+			&UpdateHyperscalerAccount{Catalog: d.Catalog, Accounts: d.Accounts, Config: d.Config},
 			&UpdateRuntime{KCP: d.KCP, Config: d.Config},
 			&CheckRuntimeUpdate{KCP: d.KCP, Config: d.Config},
 			&UpdateKyma{KCP: d.KCP},

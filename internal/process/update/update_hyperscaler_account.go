@@ -15,9 +15,9 @@ import (
 // new provider); the same provider and pool give the account the runtime
 // already has.
 type UpdateHyperscalerAccount struct {
-	Catalog *catalog.Catalog
-	Pool    accountPool
-	Config  Config
+	Catalog  *catalog.Catalog
+	Accounts accountPool
+	Config   Config
 }
 
 // Name implements process.Step.
@@ -35,7 +35,7 @@ func (s *UpdateHyperscalerAccount) Run(ctx context.Context, op *process.Operatio
 	if err != nil {
 		return process.Fail("%v", err)
 	}
-	claim := &provisioning.ResolveHyperscalerSecret{Catalog: s.Catalog, Pool: s.Pool,
+	claim := &provisioning.ResolveHyperscalerSecret{Catalog: s.Catalog, Accounts: s.Accounts,
 		Config: provisioning.Config{AccountPoll: s.Config.AccountPoll}}
 	res, err := claim.Run(ctx, after)
 	op.Data, op.Description = after.Data, after.Description

@@ -9,10 +9,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/process/provisioning"
-	"github.com/kyma-keb/keb/internal/runtime"
 )
 
 // UpdateRuntime writes the change into the Runtime CR: the worker pool
@@ -52,7 +52,7 @@ func (s *UpdateRuntime) Run(ctx context.Context, op *process.Operation) (process
 	}
 
 	op.Describe("Asking the infrastructure manager to apply the change to cluster %s", d.ShootName)
-	rt := &runtime.Runtime{}
+	rt := &infrastructuremanager.Runtime{}
 	err = s.KCP.Get(ctx, client.ObjectKey{Namespace: s.Config.Namespace, Name: kyma.Name(d.RuntimeID)}, rt)
 	if apierrors.IsNotFound(err) {
 		return process.Fail("the Runtime CR of runtime %s disappeared before the update was applied", d.RuntimeID)
@@ -70,7 +70,7 @@ func (s *UpdateRuntime) Run(ctx context.Context, op *process.Operation) (process
 	shoot := &rt.Spec.Shoot
 	shoot.Region, shoot.SecretBindingName, shoot.Provider.Type = d.ProviderRegion, d.HyperscalerSecret, d.Provider
 	if len(shoot.Provider.Workers) == 0 {
-		shoot.Provider.Workers = []runtime.Worker{{Name: "cpu-worker-0"}}
+		shoot.Provider.Workers = []infrastructuremanager.Worker{{Name: "cpu-worker-0"}}
 	}
 	w := &shoot.Provider.Workers[0]
 	w.MachineType, w.Minimum, w.Maximum = d.MachineType, d.AutoScalerMin, d.AutoScalerMax

@@ -11,12 +11,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/hyperscaler"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/process/processtest"
 	"github.com/kyma-keb/keb/internal/process/update"
-	"github.com/kyma-keb/keb/internal/runtime"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -50,30 +51,30 @@ func trialRuntime(t *testing.T, c client.Client, ns, planName, params string) *p
 	inst.PlatformRegion, inst.Provider, inst.ProviderRegion = "cf-eu10", "azure", "westeurope"
 	inst.Parameters = json.RawMessage(`{"name":"trial-1"}`)
 	inst.State = storage.RuntimeSucceeded
-	rt := &runtime.Runtime{
+	rt := &infrastructuremanager.Runtime{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: kyma.Name(inst.RuntimeID)},
-		Spec: runtime.RuntimeSpec{
-			Shoot: runtime.RuntimeShoot{Name: "c-trial1", Region: "westeurope", SecretBindingName: "azure-shared",
-				Provider: runtime.RuntimeProvider{Type: "azure", Workers: []runtime.Worker{{Name: "cpu-worker-0",
+		Spec: infrastructuremanager.RuntimeSpec{
+			Shoot: infrastructuremanager.RuntimeShoot{Name: "c-trial1", Region: "westeurope", SecretBindingName: "azure-shared",
+				Provider: infrastructuremanager.RuntimeProvider{Type: "azure", Workers: []infrastructuremanager.Worker{{Name: "cpu-worker-0",
 					MachineType: "Standard_D4s_v5", Minimum: 1, Maximum: 1, Zones: []string{"1"}}}},
-				Kubernetes: runtime.RuntimeKubernetes{Version: "1.33"}},
-			Security: runtime.RuntimeSecurity{Administrators: []string{inst.UserID}},
-			Kyma:     runtime.RuntimeKyma{Version: "2.20.0", Components: []string{"istio"}},
+				Kubernetes: infrastructuremanager.RuntimeKubernetes{Version: "1.33"}},
+			Security: infrastructuremanager.RuntimeSecurity{Administrators: []string{inst.UserID}},
+			Kyma:     infrastructuremanager.RuntimeKyma{Version: "2.20.0", Components: []string{"istio"}},
 		},
 	}
 	if err := c.Create(t.Context(), rt); err != nil {
 		t.Fatal(err)
 	}
-	setStatus(t, c, rt, runtime.StateReady, rt.Generation)
+	setStatus(t, c, rt, infrastructuremanager.StateReady, rt.Generation)
 	op := processtest.Operation(storage.OperationTypeUpdate, inst)
 	plan, _ := processtest.Catalog(t).PlanByName(planName)
 	op.Request = &storage.UpdateRequest{PlanID: plan.ID, PlanName: plan.Name, Parameters: json.RawMessage(params)}
 	return op
 }
 
-func setStatus(t *testing.T, c client.Client, rt *runtime.Runtime, state string, observed int64) {
+func setStatus(t *testing.T, c client.Client, rt *infrastructuremanager.Runtime, state infrastructuremanager.State, observed int64) {
 	t.Helper()
-	rt.Status = runtime.RuntimeStatus{State: state, Message: "infrastructure says " + state, ObservedGeneration: observed}
+	rt.Status = infrastructuremanager.RuntimeStatus{State: state, Message: "infrastructure says " + string(state), ObservedGeneration: observed}
 	if err := c.Status().Update(t.Context(), rt); err != nil {
 		t.Fatal(err)
 	}
@@ -92,11 +93,11 @@ func TestUpdatePlanTrialToAWS(t *testing.T) {
 	t.Parallel()
 	c := kcpClient(t)
 	ns := processtest.Namespace(t, c, "upd")
-	processtest.EnsureNamespace(t, c, kyma.Namespace)
+	processtest.EnsureNamespace(t, c, controlplane.Namespace)
 	cfg := testConfig()
 	cfg.Namespace = ns
 	pool, rec := &tenantAccounts{}, &recorder{}
-	pipe := update.Pipeline(update.Deps{Config: cfg, Catalog: processtest.Catalog(t), KCP: c, Pool: pool, Store: rec})
+	pipe := update.Pipeline(update.Deps{Config: cfg, Catalog: processtest.Catalog(t), KCP: c, Accounts: pool, Store: rec})
 	steps := map[string]process.Step{}
 	for _, s := range pipe.Steps {
 		steps[s.Name()] = s
@@ -115,7 +116,7 @@ func TestUpdatePlanTrialToAWS(t *testing.T) {
 	}
 
 	runStep(t, steps["update_runtime"], op, processtest.Done)
-	rt := &runtime.Runtime{}
+	rt := &infrastructuremanager.Runtime{}
 	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: kyma.Name(op.Instance.RuntimeID)}, rt); err != nil {
 		t.Fatal(err)
 	}
@@ -139,20 +140,20 @@ func TestUpdatePlanTrialToAWS(t *testing.T) {
 	if res.RetryAfter != cfg.RuntimePoll || processtest.MissingFrom(op.Description, "c-trial1", "not seen yet") != "" {
 		t.Errorf("waiting: %+v, %q", res, op.Description)
 	}
-	setStatus(t, c, rt, runtime.StatePending, rt.Generation-1)
+	setStatus(t, c, rt, infrastructuremanager.StatePending, rt.Generation-1)
 	runStep(t, steps["check_runtime_update"], op, processtest.Retry)
 	if processtest.MissingFrom(op.Description, "Pending") != "" {
 		t.Errorf("description %q does not say Pending", op.Description)
 	}
-	setStatus(t, c, rt, runtime.StateReady, rt.Generation)
+	setStatus(t, c, rt, infrastructuremanager.StateReady, rt.Generation)
 	runStep(t, steps["check_runtime_update"], op, processtest.Done)
 
 	runStep(t, steps["update_kyma"], op, processtest.Done)
 	k := &kyma.Kyma{}
-	if err := c.Get(t.Context(), client.ObjectKey{Namespace: kyma.Namespace, Name: kyma.Name(op.Instance.RuntimeID)}, k); err != nil {
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: controlplane.Namespace, Name: kyma.Name(op.Instance.RuntimeID)}, k); err != nil {
 		t.Fatal(err)
 	}
-	if k.Labels[kyma.LabelPlanName] != "aws" || k.Labels[kyma.LabelPlanID] != catalog.AWSPlanID {
+	if k.Labels[controlplane.LabelPlanName] != "aws" || k.Labels[controlplane.LabelPlanID] != catalog.AWSPlanID {
 		t.Errorf("Kyma CR labels %v", k.Labels)
 	}
 	runStep(t, steps["update_btp_manager_credentials"], op, processtest.Done)
@@ -184,7 +185,7 @@ func TestUpdateFailures(t *testing.T) {
 	cfg := testConfig()
 	cfg.Namespace = ns
 	rec := &recorder{}
-	pipe := update.Pipeline(update.Deps{Config: cfg, Catalog: processtest.Catalog(t), KCP: c, Pool: &tenantAccounts{}, Store: rec})
+	pipe := update.Pipeline(update.Deps{Config: cfg, Catalog: processtest.Catalog(t), KCP: c, Accounts: &tenantAccounts{}, Store: rec})
 	step := func(name string) process.Step {
 		i := slices.IndexFunc(pipe.Steps, func(s process.Step) bool { return s.Name() == name })
 		return pipe.Steps[i]
@@ -194,14 +195,14 @@ func TestUpdateFailures(t *testing.T) {
 		op := trialRuntime(t, c, ns, catalog.TrialPlanName, `{"name":"trial-1","administrators":["admin@example.com"]}`)
 		runStep(t, step("update_initialization"), op, processtest.Done)
 		runStep(t, step("update_runtime"), op, processtest.Done)
-		rt := &runtime.Runtime{}
+		rt := &infrastructuremanager.Runtime{}
 		if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: kyma.Name(op.Instance.RuntimeID)}, rt); err != nil {
 			t.Fatal(err)
 		}
 		if !slices.Equal(rt.Spec.Security.Administrators, []string{"admin@example.com"}) {
 			t.Fatalf("administrators %v", rt.Spec.Security.Administrators)
 		}
-		setStatus(t, c, rt, runtime.StateFailed, rt.Generation-1)
+		setStatus(t, c, rt, infrastructuremanager.StateFailed, rt.Generation-1)
 		res := runStep(t, step("check_runtime_update"), op, processtest.Failure)
 		if processtest.MissingFrom(res.Failure.Error(), "could not apply", "infrastructure says Failed") != "" {
 			t.Errorf("failure %q", res.Failure)
