@@ -57,9 +57,6 @@ func (b *Broker) Update(ctx context.Context, instanceID string, details domain.U
 	var started *storage.Operation
 	var dashboardURL string
 	err = b.store.ChangeInstance(ctx, instanceID, func(inst storage.Instance, running *storage.Operation) (storage.InstanceChange, error) {
-		if inst.DeletedAt != nil {
-			return storage.InstanceChange{}, errInstanceNotFound
-		}
 		if (uctx.GlobalAccountID != "" && uctx.GlobalAccountID != inst.GlobalAccountID) ||
 			(uctx.SubAccountID != "" && uctx.SubAccountID != inst.SubAccountID) {
 			return storage.InstanceChange{}, errAccountMove

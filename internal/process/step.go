@@ -8,7 +8,6 @@ package process
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -23,9 +22,9 @@ type Step interface {
 	// Run does the step's work. It must be idempotent: after a crash it may
 	// run again although its effect already happened. Zero StepResult means
 	// done; RetryAfter means "call me again later" (the worker is released,
-	// nothing sleeps); Failure fails the operation for good. A returned error
-	// is unexpected and temporary: the step is retried with backoff until the
-	// step or operation deadline.
+	// nothing sleeps); Failure (see Fail) is the one way to fail the
+	// operation for good. A returned error is unexpected and temporary: the
+	// step is retried with backoff until the step or operation deadline.
 	Run(ctx context.Context, op *Operation) (StepResult, error)
 }
 
@@ -62,11 +61,13 @@ func Fail(format string, args ...any) (StepResult, error) {
 }
 
 // Operation is what a step sees: the stored operation, its instance, and
-// typed data that steps hand to later steps.
+// the typed record that steps hand to later steps. The record is the stored
+// operation's Data (JSON), decoded before the steps run and encoded at every
+// save; it has a name of its own so that it never hides that field.
 type Operation struct {
 	storage.Operation
 	Instance storage.Instance
-	Data     Data
+	Record   Record
 	// now is the engine's clock, so that deadlines are testable.
 	now func() time.Time
 }
@@ -85,12 +86,12 @@ func (o *Operation) Describe(format string, args ...any) {
 // Secret left alone, an instance suspended rather than deleted). It is
 // persisted, so a later run that finishes the operation still says it.
 func (o *Operation) Conclude(format string, args ...any) {
-	o.Data.Conclusion = fmt.Sprintf(format, args...)
+	o.Record.Conclusion = fmt.Sprintf(format, args...)
 }
 
-// Data is what steps record for later steps and for operators. It is stored
+// Record is what steps record for later steps and for operators. It is stored
 // as the operation's data (JSON); it never holds secrets.
-type Data struct {
+type Record struct {
 	RuntimeID         string   `json:"runtimeID,omitempty"`
 	ShootName         string   `json:"shootName,omitempty"`
 	ClusterID         string   `json:"clusterID,omitempty"`
@@ -126,8 +127,8 @@ type Data struct {
 	FailingSince *time.Time `json:"failingSince,omitempty"`
 }
 
-func decodeData(raw json.RawMessage) (Data, error) {
-	var d Data
+func decodeRecord(raw json.RawMessage) (Record, error) {
+	var d Record
 	if len(raw) == 0 {
 		return d, nil
 	}
@@ -135,16 +136,4 @@ func decodeData(raw json.RawMessage) (Data, error) {
 		return d, fmt.Errorf("decoding operation data: %w", err)
 	}
 	return d, nil
-}
-
-// Permanent marks an error that retrying cannot fix.
-func Permanent(err error) error { return permanentError{err} }
-
-type permanentError struct{ error }
-
-func (p permanentError) Unwrap() error { return p.error }
-
-func isPermanent(err error) bool {
-	var p permanentError
-	return errors.As(err, &p)
 }

@@ -10,9 +10,10 @@ import (
 
 // Enqueuer puts an accepted operation on the work queue inside the
 // transaction that writes the operation, so that neither exists without the
-// other.
+// other, and returns the queue job's ID, which the store links to the
+// operation.
 type Enqueuer interface {
-	EnqueueTx(ctx context.Context, tx pgx.Tx, op Operation) error
+	EnqueueTx(ctx context.Context, tx pgx.Tx, operationID string) (jobID int64, err error)
 }
 
 // Store reads and writes instances and operations.
@@ -35,7 +36,7 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 const instanceColumns = `instance_id, runtime_id, global_account_id, subaccount_id, user_id, service_id,
 	plan_id, plan_name, platform_region, provider, provider_region, parameters, context,
 	encrypted_credentials, dashboard_url, cluster_id, state, shoot_name, resolved_parameters, expired_at,
-	created_at, updated_at, deleted_at`
+	created_at, updated_at`
 
 const operationColumns = `operation_id, instance_id, type, state, description, stage, finished_stages,
 	error_message, deadline, data, temporary, update_request, job_id, woken_at, created_at, updated_at, finished_at`
@@ -162,17 +163,23 @@ func (s *Store) insertOperation(ctx context.Context, tx pgx.Tx, op Operation) er
 	return s.enqueue(ctx, tx, op)
 }
 
-// enqueue queues an operation written in tx.
+// enqueue queues an operation written in tx and links it to its job.
 func (s *Store) enqueue(ctx context.Context, tx pgx.Tx, op Operation) error {
-	if s.enqueuer != nil {
-		if err := s.enqueuer.EnqueueTx(ctx, tx, op); err != nil {
-			return fmt.Errorf("enqueueing operation %s: %w", op.ID, err)
-		}
+	if s.enqueuer == nil {
+		return nil
+	}
+	jobID, err := s.enqueuer.EnqueueTx(ctx, tx, op.ID)
+	if err != nil {
+		return fmt.Errorf("enqueueing operation %s: %w", op.ID, err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE operations SET job_id = $2 WHERE operation_id = $1`, op.ID, jobID); err != nil {
+		return fmt.Errorf("linking operation %s to job %d: %w", op.ID, jobID, err)
 	}
 	return nil
 }
 
-// Instance returns the instance with that ID, deleted ones included.
+// Instance returns the live instance with that ID; ErrNotFound when there is
+// none (unknown, or deprovisioned and archived).
 func (s *Store) Instance(ctx context.Context, instanceID string) (Instance, error) {
 	rows, _ := s.pool.Query(ctx, `SELECT `+instanceColumns+` FROM instances WHERE instance_id = $1`, instanceID)
 	row, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[instanceRow])
@@ -205,20 +212,17 @@ const haltedByDeprovisioning = "Provisioning halted: the platform requested depr
 // transaction. A deprovisioning already in progress is returned as it is
 // (created false), so a re-sent DELETE gets the same operation. A provisioning
 // in progress is halted: the engine sees its state change at its next step
-// boundary. It returns ErrNotFound for an unknown or deleted instance and
+// boundary. It returns ErrNotFound for an unknown or archived instance and
 // ErrOperationInProgress while an update runs.
 func (s *Store) CreateDeprovisioning(ctx context.Context, op Operation) (Operation, bool, error) {
 	var result Operation
 	created := false
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var deleted bool
-		err := tx.QueryRow(ctx, `SELECT deleted_at IS NOT NULL FROM instances WHERE instance_id = $1 FOR UPDATE`,
-			op.InstanceID).Scan(&deleted)
-		if err != nil {
+		// The instance row, locked against concurrent changes; ErrNotFound
+		// when there is none (unknown or archived).
+		var locked int
+		if err := tx.QueryRow(ctx, `SELECT 1 FROM instances WHERE instance_id = $1 FOR UPDATE`, op.InstanceID).Scan(&locked); err != nil {
 			return interpretError(err)
-		}
-		if deleted {
-			return ErrNotFound
 		}
 		active, err := runningOperations(ctx, tx, op.InstanceID)
 		if err != nil {

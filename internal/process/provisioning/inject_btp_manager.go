@@ -49,9 +49,9 @@ func (s *InjectBTPManager) Run(ctx context.Context, op *process.Operation) (proc
 		return process.Fail("stored Service Manager credentials are unreadable")
 	}
 	op.Describe("Setting up the SAP BTP service operator in the runtime")
-	c, err := s.Runtimes.Client(ctx, op.Data.RuntimeID)
+	c, err := s.Runtimes.Client(ctx, op.Record.RuntimeID)
 	if errors.Is(err, runtimeclient.ErrKubeconfigNotFound) {
-		op.Describe("Waiting for the kubeconfig of cluster %s", op.Data.ShootName)
+		op.Describe("Waiting for the kubeconfig of cluster %s", op.Record.ShootName)
 		return process.RetryAfter(s.Config.BTPManagerPoll)
 	}
 	if err != nil {
@@ -62,7 +62,7 @@ func (s *InjectBTPManager) Run(ctx context.Context, op *process.Operation) (proc
 		ClientSecret: creds.ClientSecret,
 		SMURL:        creds.SMURL,
 		TokenURL:     creds.URL,
-	}, op.Data.ClusterID)
+	}, op.Record.ClusterID)
 	if errors.Is(err, btpmanager.ErrBtpOperatorNotServed) {
 		op.Describe("Waiting for the runtime to serve the BtpOperator kind (CRD btpoperators.operator.kyma-project.io)")
 		return process.RetryAfter(s.Config.BTPManagerPoll)

@@ -49,7 +49,7 @@ func TestInjectBTPManagerWithoutRuntime(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			op := initializedOp(t, catalog.AzurePlanID, "", process.Data{Provider: "azure"})
+			op := initializedOp(t, catalog.AzurePlanID, "", process.Record{Provider: "azure"})
 			op.Instance.Credentials = tc.credentials
 			if tc.credentials == nil && tc.want != processtest.Done {
 				op.Instance.Credentials = smCredentials(t)
@@ -63,7 +63,7 @@ func TestInjectBTPManagerWithoutRuntime(t *testing.T) {
 				if res.RetryAfter != cfg.BTPManagerPoll {
 					t.Errorf("retry after %s, want %s", res.RetryAfter, cfg.BTPManagerPoll)
 				}
-				if m := processtest.MissingFrom(op.Description, op.Data.ShootName); m != "" {
+				if m := processtest.MissingFrom(op.Description, op.Record.ShootName); m != "" {
 					t.Errorf("description %q does not name the cluster", op.Description)
 				}
 			}
@@ -76,8 +76,8 @@ func TestInjectBTPManagerWithoutRuntime(t *testing.T) {
 			if got := rc.Calls(); got != tc.wantCalls {
 				t.Errorf("runtime client asked %d times, want %d", got, tc.wantCalls)
 			}
-			if tc.wantCalls > 0 && rc.Asked() != op.Data.RuntimeID {
-				t.Errorf("runtime client asked for %v, want %s", rc.Asked(), op.Data.RuntimeID)
+			if tc.wantCalls > 0 && rc.Asked() != op.Record.RuntimeID {
+				t.Errorf("runtime client asked for %v, want %s", rc.Asked(), op.Record.RuntimeID)
 			}
 		})
 	}
@@ -118,7 +118,7 @@ func TestInjectBTPManagerIntoRuntime(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			op := initializedOp(t, catalog.AzurePlanID, "", process.Data{Provider: "azure"})
+			op := initializedOp(t, catalog.AzurePlanID, "", process.Record{Provider: "azure"})
 			op.Instance.Credentials = smCredentials(t)
 			cfg := testConfig("unused")
 			step := &provisioning.InjectBTPManager{Runtimes: &processtest.RuntimeClients{Runtime: tc.runtime}, Config: cfg}
@@ -137,7 +137,7 @@ func TestInjectBTPManagerIntoRuntime(t *testing.T) {
 				t.Fatalf("reading %s: %v", key, err)
 			}
 			want := map[string]string{"clientid": "cid", "clientsecret": "csecret", "sm_url": "https://sm.example.com",
-				"tokenurl": "https://auth.example.com", "cluster_id": op.Data.ClusterID}
+				"tokenurl": "https://auth.example.com", "cluster_id": op.Record.ClusterID}
 			got := map[string]string{}
 			for k, v := range sec.Data {
 				got[k] = string(v)

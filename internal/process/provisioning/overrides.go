@@ -32,11 +32,11 @@ func (s *Overrides) Run(ctx context.Context, op *process.Operation) (process.Ste
 	if err != nil {
 		return process.StepResult{}, fmt.Errorf("resolving overrides: %w", err)
 	}
-	name := overrides.SecretName(op.Data.RuntimeID)
-	labels := map[string]string{controlplane.LabelRuntimeID: op.Data.RuntimeID, controlplane.LabelInstanceID: op.InstanceID}
+	name := overrides.SecretName(op.Record.RuntimeID)
+	labels := map[string]string{controlplane.LabelRuntimeID: op.Record.RuntimeID, controlplane.LabelInstanceID: op.InstanceID}
 	if err := overrides.Store(ctx, s.KCP, s.Config.Namespace, name, labels, ov); err != nil {
 		return process.StepResult{}, fmt.Errorf("storing overrides: %w", err)
 	}
-	op.Data.OverridesSecret = name
+	op.Record.OverridesSecret = name
 	return process.Done()
 }

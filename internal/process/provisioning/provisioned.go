@@ -42,7 +42,7 @@ func recordProvisioned(store provisionedStore, cfg Config) func(ctx context.Cont
 		if err != nil {
 			return err
 		}
-		d := op.Data
+		d := op.Record
 		resolved, err := ResolvedJSON(op, params)
 		if err != nil {
 			return err
@@ -58,7 +58,7 @@ func recordProvisioned(store provisionedStore, cfg Config) func(ctx context.Cont
 // ResolvedJSON is the JSON of the ResolvedParameters an operation's runtime
 // runs with: params with the values the operation's steps resolved.
 func ResolvedJSON(op *process.Operation, params catalog.ProvisioningParameters) (json.RawMessage, error) {
-	d := op.Data
+	d := op.Record
 	resolved, err := json.Marshal(ResolvedParameters{
 		Name: params.Name, Region: d.Region, ProviderRegion: d.ProviderRegion, Provider: d.Provider,
 		MachineType: d.MachineType, AutoScalerMin: d.AutoScalerMin, AutoScalerMax: d.AutoScalerMax,

@@ -33,7 +33,7 @@ func (s *CheckRuntimeUpdate) Run(ctx context.Context, op *process.Operation) (pr
 	if !op.Request.ChangesRuntime() {
 		return process.Done()
 	}
-	d := op.Data
+	d := op.Record
 	rt := &infrastructuremanager.Runtime{}
 	err := s.KCP.Get(ctx, client.ObjectKey{Namespace: s.Config.Namespace, Name: kyma.Name(d.RuntimeID)}, rt)
 	if apierrors.IsNotFound(err) {

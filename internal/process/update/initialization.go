@@ -48,7 +48,7 @@ func (s *Initialization) Run(ctx context.Context, op *process.Operation) (proces
 	if err != nil {
 		return process.StepResult{}, fmt.Errorf("reading Runtime CR: %w", err)
 	}
-	d := &op.Data
+	d := &op.Record
 	d.RuntimeID, d.ClusterID, d.ShootName = op.Instance.RuntimeID, op.Instance.ClusterID, rt.Spec.Shoot.Name
 	d.KymaVersion, d.OverridesSecret = rt.Spec.Kyma.Version, rt.Spec.Kyma.OverridesSecretRef
 	d.HyperscalerSecret = rt.Spec.Shoot.SecretBindingName

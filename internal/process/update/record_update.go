@@ -26,7 +26,7 @@ func recordUpdate(store updatedStore) func(ctx context.Context, op *process.Oper
 			return err
 		}
 		u := storage.Updated{PlanID: after.Instance.PlanID, PlanName: after.Instance.PlanName,
-			Provider: op.Data.Provider, ProviderRegion: op.Data.ProviderRegion,
+			Provider: op.Record.Provider, ProviderRegion: op.Record.ProviderRegion,
 			Parameters: op.Request.Parameters, ResolvedParameters: resolved}
 		if after.Instance.PlanID != op.Instance.PlanID {
 			u.Action = &storage.Action{OperationID: op.ID, Type: storage.ActionPlanUpdate,

@@ -75,7 +75,7 @@ func (s *UpdateBTPManagerCredentials) Run(ctx context.Context, op *process.Opera
 	// and injected it: a re-run (waiting for the BtpOperator kind, or after a
 	// crash) goes on injecting with the same cluster ID instead of rotating,
 	// so that the BtpOperator CR gets created too.
-	if op.Data.ClusterID == "" {
+	if op.Record.ClusterID == "" {
 		err = btpmanager.UpdateCredentials(ctx, c, creds)
 		switch {
 		case err == nil:
@@ -92,10 +92,10 @@ func (s *UpdateBTPManagerCredentials) Run(ctx context.Context, op *process.Opera
 			return process.Fail("the runtime has no %s/%s Secret and the instance has no cluster ID to create it with",
 				btpmanager.Namespace, btpmanager.SecretName)
 		}
-		op.Data.ClusterID = op.Instance.ClusterID
+		op.Record.ClusterID = op.Instance.ClusterID
 	}
 	op.Describe("Setting up the SAP BTP service operator in the runtime: it had no %s Secret", btpmanager.SecretName)
-	err = btpmanager.Inject(ctx, c, creds, op.Data.ClusterID)
+	err = btpmanager.Inject(ctx, c, creds, op.Record.ClusterID)
 	switch {
 	case errors.Is(err, btpmanager.ErrBtpOperatorNotServed):
 		op.Describe("Waiting for the runtime to serve the BtpOperator kind (CRD btpoperators.operator.kyma-project.io)")

@@ -38,6 +38,6 @@ func (s *UpdateHyperscalerAccount) Run(ctx context.Context, op *process.Operatio
 	claim := &provisioning.ResolveHyperscalerSecret{Catalog: s.Catalog, Accounts: s.Accounts,
 		Config: provisioning.Config{AccountPoll: s.Config.AccountPoll}}
 	res, err := claim.Run(ctx, after)
-	op.Data, op.Description = after.Data, after.Description
+	op.Record, op.Description = after.Record, after.Description
 	return res, err
 }

@@ -38,7 +38,7 @@ func (s *UpdateRuntime) Run(ctx context.Context, op *process.Operation) (process
 	if err != nil {
 		return process.Fail("%v", err)
 	}
-	d := op.Data
+	d := op.Record
 	comps, err := kyma.Components(d.KymaVersion, after.Instance.PlanName, params.Components)
 	if errors.Is(err, kyma.ErrUnknownKymaVersion) {
 		return process.Fail("Kyma version %s is not supported: %v", d.KymaVersion, err)
@@ -88,6 +88,6 @@ func (s *UpdateRuntime) Run(ctx context.Context, op *process.Operation) (process
 			return process.StepResult{}, fmt.Errorf("updating Runtime CR: %w", err)
 		}
 	}
-	op.Data.RuntimeGeneration = rt.Generation
+	op.Record.RuntimeGeneration = rt.Generation
 	return process.Done()
 }

@@ -105,14 +105,14 @@ func TestUpdatePlanTrialToAWS(t *testing.T) {
 	op := trialRuntime(t, c, ns, catalog.AWSPlanName, `{"name":"trial-1","region":"eu-central-1","autoScalerMax":5}`)
 
 	runStep(t, steps["update_initialization"], op, processtest.Done)
-	d := op.Data
+	d := op.Record
 	if d.Provider != "aws" || d.ProviderRegion != "eu-central-1" || d.MachineType != "m6i.large" || d.AutoScalerMin != 3 ||
 		d.AutoScalerMax != 5 || d.KymaVersion != "2.20.0" || d.HyperscalerSecret != "azure-shared" {
 		t.Fatalf("resolved %+v", d)
 	}
 	runStep(t, steps["update_hyperscaler_account"], op, processtest.Done)
-	if want := "aws-" + op.Instance.GlobalAccountID; op.Data.HyperscalerSecret != want || !slices.Equal(pool.claims, []string{"aws/" + op.Instance.GlobalAccountID}) {
-		t.Fatalf("account %s (claims %v), want the tenant's own aws account %s", op.Data.HyperscalerSecret, pool.claims, want)
+	if want := "aws-" + op.Instance.GlobalAccountID; op.Record.HyperscalerSecret != want || !slices.Equal(pool.claims, []string{"aws/" + op.Instance.GlobalAccountID}) {
+		t.Fatalf("account %s (claims %v), want the tenant's own aws account %s", op.Record.HyperscalerSecret, pool.claims, want)
 	}
 
 	runStep(t, steps["update_runtime"], op, processtest.Done)
@@ -123,16 +123,16 @@ func TestUpdatePlanTrialToAWS(t *testing.T) {
 	w := rt.Spec.Shoot.Provider.Workers[0]
 	if rt.Spec.Shoot.Provider.Type != "aws" || rt.Spec.Shoot.Region != "eu-central-1" || w.MachineType != "m6i.large" ||
 		w.Minimum != 3 || w.Maximum != 5 || len(w.Zones) != 3 ||
-		rt.Spec.Shoot.Kubernetes.Version != "1.33" || rt.Spec.Shoot.SecretBindingName != op.Data.HyperscalerSecret ||
+		rt.Spec.Shoot.Kubernetes.Version != "1.33" || rt.Spec.Shoot.SecretBindingName != op.Record.HyperscalerSecret ||
 		rt.Labels["kyma-project.io/broker-plan-name"] != "aws" {
 		t.Fatalf("Runtime CR after update_runtime: %+v, labels %v", rt.Spec, rt.Labels)
 	}
-	if op.Data.RuntimeGeneration != rt.Generation || rt.Generation < 2 {
-		t.Fatalf("recorded generation %d, CR at %d", op.Data.RuntimeGeneration, rt.Generation)
+	if op.Record.RuntimeGeneration != rt.Generation || rt.Generation < 2 {
+		t.Fatalf("recorded generation %d, CR at %d", op.Record.RuntimeGeneration, rt.Generation)
 	}
 	runStep(t, steps["update_runtime"], op, processtest.Done)
-	if op.Data.RuntimeGeneration != rt.Generation {
-		t.Fatalf("a re-run wrote the CR again: generation %d, was %d", op.Data.RuntimeGeneration, rt.Generation)
+	if op.Record.RuntimeGeneration != rt.Generation {
+		t.Fatalf("a re-run wrote the CR again: generation %d, was %d", op.Record.RuntimeGeneration, rt.Generation)
 	}
 
 	// Ready at the old generation: the change is not applied yet.
@@ -172,8 +172,8 @@ func TestUpdatePlanTrialToAWS(t *testing.T) {
 		u.Action.OldValue != "trial" || u.Action.NewValue != "aws" || u.Action.OperationID != op.ID {
 		t.Errorf("recorded %+v (action %+v), resolved %v", u, u.Action, resolved)
 	}
-	if op.Data.Conclusion != "Operation succeeded: the runtime moved from plan trial to plan aws" {
-		t.Errorf("conclusion %q", op.Data.Conclusion)
+	if op.Record.Conclusion != "Operation succeeded: the runtime moved from plan trial to plan aws" {
+		t.Errorf("conclusion %q", op.Record.Conclusion)
 	}
 }
 
@@ -219,8 +219,8 @@ func TestUpdateFailures(t *testing.T) {
 		for _, name := range []string{"update_initialization", "update_hyperscaler_account", "update_runtime", "check_runtime_update", "update_kyma"} {
 			runStep(t, step(name), op, processtest.Done)
 		}
-		if err := pipe.Succeeded(t.Context(), op); err != nil || op.Data.RuntimeGeneration != 0 {
-			t.Fatalf("success hook: %v, data %+v", err, op.Data)
+		if err := pipe.Succeeded(t.Context(), op); err != nil || op.Record.RuntimeGeneration != 0 {
+			t.Fatalf("success hook: %v, data %+v", err, op.Record)
 		}
 	})
 	if len(rec.updated) != 0 {
