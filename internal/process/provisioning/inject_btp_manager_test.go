@@ -40,6 +40,11 @@ func TestInjectBTPManagerWithoutRuntime(t *testing.T) {
 		{name: "no credentials: skipped, said so", want: processtest.Done,
 			wantDesc: []string{"Skipped", "sm_operator_credentials"}, wantCalls: 0},
 		{name: "unreadable stored credentials: fails for good", credentials: []byte("{not json"), want: processtest.Failure, wantCalls: 0},
+		// Before, the provisioning retried incomplete credentials until its deadline while the
+		// update step failed at once; both read them through btpmanager.StoredCredentials now.
+		{name: "incomplete stored credentials: fails for good, naming the empty key",
+			credentials: []byte(`{"clientid":"id","clientsecret":"","sm_url":"https://sm.example.com","url":"https://auth.example.com"}`),
+			want:        processtest.Failure, wantCalls: 0},
 		{name: "runtime kubeconfig missing: waits for it",
 			clientErr: fmt.Errorf("secret kcp-system/kubeconfig-x: %w", runtimeclient.ErrKubeconfigNotFound),
 			want:      processtest.Retry, wantDesc: []string{"kubeconfig"}, wantCalls: 1},
@@ -72,6 +77,10 @@ func TestInjectBTPManagerWithoutRuntime(t *testing.T) {
 			}
 			if tc.want == processtest.Failure && strings.Contains(res.Failure.Error(), "not json") {
 				t.Errorf("failure %q echoes the stored credentials", res.Failure)
+			}
+			if tc.want == processtest.Failure && strings.Contains(tc.name, "incomplete") &&
+				!strings.Contains(res.Failure.Error(), "empty clientsecret") {
+				t.Errorf("failure %q does not name the empty key", res.Failure)
 			}
 			if got := rc.Calls(); got != tc.wantCalls {
 				t.Errorf("runtime client asked %d times, want %d", got, tc.wantCalls)

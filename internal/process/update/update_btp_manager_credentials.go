@@ -2,7 +2,6 @@ package update
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/btpmanager"
-	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/runtimeclient"
 )
@@ -49,17 +47,15 @@ func (s *UpdateBTPManagerCredentials) Run(ctx context.Context, op *process.Opera
 		op.Conclude("Operation succeeded: nothing to push, the instance has no sm_operator_credentials")
 		return process.Done()
 	}
-	var sm catalog.SMOperatorCredentials
-	if err := json.Unmarshal(op.Instance.Credentials, &sm); err != nil {
-		// The error would quote the plaintext; retrying cannot repair it.
-		return process.Fail("stored Service Manager credentials are unreadable")
+	creds, err := btpmanager.StoredCredentials(op.Instance.Credentials)
+	if err != nil {
+		return process.Fail("%v", err)
 	}
 	if op.Instance.RuntimeID == "" {
 		// Updates are only queued for a running runtime; without a runtime ID
 		// the kubeconfig lookup below would wait for a Secret that never comes.
 		return process.Fail("the instance has no runtime to push the Service Manager credentials into")
 	}
-	creds := btpmanager.Credentials{ClientID: sm.ClientID, ClientSecret: sm.ClientSecret, SMURL: sm.SMURL, TokenURL: sm.URL}
 
 	op.Describe("Updating the Service Manager credentials in the runtime")
 	c, err := s.Runtimes.Client(ctx, op.Instance.RuntimeID)
