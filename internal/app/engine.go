@@ -165,8 +165,9 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, ca
 		}),
 		storage.OperationTypeDeprovision: deprovisioning.Pipeline(deprov),
 		storage.OperationTypeUpdate: update.Pipeline(update.Deps{
-			Config:   update.Config{BTPManagerTimeout: ec.BTPMgrTimeout, BTPManagerPoll: ec.BTPMgrPoll},
-			Runtimes: runtimes,
+			Config: update.Config{Namespace: ns, BTPManagerTimeout: ec.BTPMgrTimeout, BTPManagerPoll: ec.BTPMgrPoll,
+				RuntimeTimeout: ec.RuntimeTimeout, RuntimePoll: ec.RuntimePoll, AccountTimeout: ec.AccountTimeout, AccountPoll: accountPoll},
+			Catalog: cat, KCP: kcp, Accounts: accounts, Store: store, Runtimes: runtimes,
 		}),
 	}
 	eng := process.NewEngine(store, pipelines, log.WithField("component", "engine"))

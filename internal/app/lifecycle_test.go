@@ -169,8 +169,9 @@ func TestUnsupportedOperations(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.expect(b.do(http.MethodPut, provisionPath("inst-1"), provisionBody(azurePlanID, `{"name":"c1"}`, "")), http.StatusAccepted)
-	r := b.expect(b.do(http.MethodPatch, provisionPath("inst-1"), `{"service_id":"`+serviceID+`","parameters":{"name":"c2"}}`), http.StatusUnprocessableEntity)
-	if r.body["error"] != "UpdateNotSupported" {
+	// Parameters change only a runtime that runs; this one is still being provisioned.
+	r := b.expect(b.do(http.MethodPatch, provisionPath("inst-1"), `{"service_id":"`+serviceID+`","parameters":{"autoScalerMax":5}}`), http.StatusUnprocessableEntity)
+	if r.body["error"] != "ConcurrencyError" {
 		t.Fatalf("PATCH: %s", r.raw)
 	}
 	bind := b.expect(b.do(http.MethodPut, instancePath("inst-1")+"/service_bindings/b1",

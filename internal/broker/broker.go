@@ -27,6 +27,7 @@ type instanceStore interface {
 	PollOperation(ctx context.Context, instanceID, operationID string) (storage.OperationPoll, error)
 	Archived(ctx context.Context, instanceID string) (storage.ArchivedInstance, error)
 	ChangeInstance(ctx context.Context, instanceID string, decide func(storage.Instance, *storage.Operation) (storage.InstanceChange, error)) error
+	Actions(ctx context.Context, instanceIDs ...string) (map[string][]storage.Action, error)
 }
 
 // Options tune the broker's OSB behaviour.

@@ -9,6 +9,7 @@ import (
 	"github.com/pivotal-cf/brokerapi/v10/domain/apiresponses"
 
 	"github.com/kyma-keb/keb/internal/binding"
+	"github.com/kyma-keb/keb/internal/storage"
 )
 
 // Every OSB failure keb answers is named here. brokerapi matches failures
@@ -35,12 +36,6 @@ var (
 	errOperationNotFound = apiresponses.NewFailureResponseBuilder(
 		errors.New("operation does not exist for this instance"), http.StatusNotFound, "operation-not-found").
 		WithErrorKey("NotFound").Build()
-	errUpdateParameters = apiresponses.NewFailureResponseBuilder(
-		errors.New("changing the parameters of a Kyma runtime is not supported yet; only the context (active, sm_operator_credentials) can be updated"),
-		http.StatusUnprocessableEntity, "update-parameters-not-supported").WithErrorKey("UpdateNotSupported").Build()
-	errPlanChange = apiresponses.NewFailureResponseBuilder(
-		errors.New("changing the plan of a Kyma runtime is not supported"),
-		http.StatusUnprocessableEntity, "plan-change-not-supported").WithErrorKey("PlanChangeNotSupported").Build()
 	errAccountMove = apiresponses.NewFailureResponseBuilder(
 		errors.New("moving an instance to another global account or subaccount is not supported"),
 		http.StatusUnprocessableEntity, "account-move-not-supported").WithErrorKey("UpdateNotSupported").Build()
@@ -115,6 +110,15 @@ func errExpired(at time.Time) error {
 	return apiresponses.NewFailureResponseBuilder(
 		fmt.Errorf("the instance expired at %s and cannot be resumed; deprovision it", at.UTC().Format(time.RFC3339)),
 		http.StatusUnprocessableEntity, "instance-expired").WithErrorKey("InstanceExpired").Build()
+}
+
+// errRuntimeNotRunning refuses to change the parameters or plan of a
+// runtime that does not run (suspended, failed), or that the same PATCH
+// suspends: the change needs a live cluster to apply it to.
+func errRuntimeNotRunning(state storage.RuntimeState) error {
+	return apiresponses.NewFailureResponseBuilder(
+		fmt.Errorf("the parameters and the plan of a runtime can change only while it runs (runtime state: %s, or suspended by this request); resume it first", state),
+		http.StatusUnprocessableEntity, "runtime-not-running").WithErrorKey("UpdateNotSupported").Build()
 }
 
 // isOSBError reports whether err is one of the failures above, to be

@@ -50,6 +50,10 @@ func (f *fakeStore) called() []string {
 
 func unexpected(name string) error { return fmt.Errorf("fake store: unexpected call to %s", name) }
 
+func (f *fakeStore) Actions(context.Context, ...string) (map[string][]storage.Action, error) {
+	return nil, nil
+}
+
 func (f *fakeStore) CreateProvisioning(_ context.Context, inst storage.Instance, op storage.Operation) error {
 	f.record("CreateProvisioning")
 	if f.createProvisioning == nil {

@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
+	"time"
 
 	"github.com/pivotal-cf/brokerapi/v10/domain"
 	"github.com/sirupsen/logrus"
@@ -54,6 +57,19 @@ func (b *Broker) GetInstance(ctx context.Context, instanceID string, _ domain.Fe
 		return domain.GetInstanceDetailsSpec{}, b.internal(log, "decoding stored parameters", err)
 	}
 	spec := domain.GetInstanceDetailsSpec{ServiceID: inst.ServiceID, PlanID: inst.PlanID, Parameters: decoded}
+	actions, err := b.store.Actions(ctx, instanceID)
+	if err != nil {
+		return domain.GetInstanceDetailsSpec{}, b.internal(log, "reading actions", err)
+	}
+	if history := actions[instanceID]; len(history) > 0 {
+		// OSB's instance metadata attributes are strings: the history reads
+		// as one line per change, oldest first.
+		lines := make([]string, len(history))
+		for i, a := range history {
+			lines[i] = fmt.Sprintf("%s %s: %s", a.CreatedAt.UTC().Format(time.RFC3339), a.Type, a.Message)
+		}
+		spec.Metadata.Attributes = map[string]string{"actions": strings.Join(lines, "\n")}
+	}
 	// A suspended instance, or one being torn down, has no console to link to.
 	if inst.State != storage.RuntimeSuspended && inst.State != storage.RuntimeDeprovisioning {
 		spec.DashboardURL = inst.DashboardURL

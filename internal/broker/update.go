@@ -21,13 +21,18 @@ const (
 	descriptionSuspendQueued = "Suspension accepted: the runtime will be deprovisioned, the instance kept"
 	descriptionResumeQueued  = "Resumption accepted: waiting for a worker to provision the runtime again"
 	descriptionUpdateQueued  = "Update accepted: waiting for a worker to push the new Service Manager credentials"
+	descriptionParamsQueued  = "Update accepted: waiting for a worker to apply the new parameters to the runtime"
+	descriptionPlanQueued    = "Update accepted: waiting for a worker to move the runtime from plan %s to plan %s"
 )
 
-// Update serves PATCH /v2/service_instances/{instance_id}. Only the context
-// changes anything: `active: false` suspends the instance (its runtime is
-// deprovisioned, the instance stays), `active: true` resumes a suspended
-// one (a new provisioning), and new sm_operator_credentials are stored and
-// pushed into the running runtime at once. A change with nothing to run
+// Update serves PATCH /v2/service_instances/{instance_id}. In the context,
+// `active: false` suspends the instance (its runtime is deprovisioned, the
+// instance stays), `active: true` resumes a suspended one (a new
+// provisioning), and new sm_operator_credentials are stored and pushed into
+// the running runtime at once. Parameters (the plan's update schema) and a
+// plan_id among the plan's upgradableToPlans change a running runtime: the
+// update operation applies them and records them only once it succeeded.
+// A change with nothing to run (parameters equal to the recorded ones)
 // answers 200; one that starts an operation answers 202 with its ID.
 func (b *Broker) Update(ctx context.Context, instanceID string, details domain.UpdateDetails, asyncAllowed bool) (domain.UpdateServiceSpec, error) {
 	log := logging.FromContext(ctx, b.log).WithFields(logrus.Fields{"instance_id": instanceID})
@@ -37,9 +42,7 @@ func (b *Broker) Update(ctx context.Context, instanceID string, details domain.U
 	if err := ValidateStoredID("instance ID", instanceID); err != nil {
 		return domain.UpdateServiceSpec{}, errBadRequest(err)
 	}
-	if p := normalizedParameters(details.RawParameters); !bytes.Equal(p, []byte("{}")) {
-		return domain.UpdateServiceSpec{}, errUpdateParameters
-	}
+	sentParameters := !bytes.Equal(normalizedParameters(details.RawParameters), []byte("{}"))
 	uctx, err := catalog.ValidateUpdateContext(details.RawContext)
 	if err != nil {
 		return domain.UpdateServiceSpec{}, errBadRequest(err)
@@ -54,9 +57,6 @@ func (b *Broker) Update(ctx context.Context, instanceID string, details domain.U
 	var started *storage.Operation
 	var dashboardURL string
 	err = b.store.ChangeInstance(ctx, instanceID, func(inst storage.Instance, running *storage.Operation) (storage.InstanceChange, error) {
-		if details.PlanID != "" && details.PlanID != inst.PlanID {
-			return storage.InstanceChange{}, errPlanChange
-		}
 		if (uctx.GlobalAccountID != "" && uctx.GlobalAccountID != inst.GlobalAccountID) ||
 			(uctx.SubAccountID != "" && uctx.SubAccountID != inst.SubAccountID) {
 			return storage.InstanceChange{}, errAccountMove
@@ -76,7 +76,22 @@ func (b *Broker) Update(ctx context.Context, instanceID string, details domain.U
 		if credsChanged {
 			change.Credentials = newCreds
 		}
+		planChange := details.PlanID != "" && details.PlanID != inst.PlanID
+		var request *storage.UpdateRequest
+		if sentParameters || planChange {
+			if request, err = b.runtimeUpdate(inst, uctx.Active, details); err != nil {
+				return storage.InstanceChange{}, err
+			}
+		}
 		switch {
+		case request != nil:
+			request.Credentials = credsChanged
+			description := descriptionParamsQueued
+			if planChange {
+				description = fmt.Sprintf(descriptionPlanQueued, inst.PlanName, request.PlanName)
+			}
+			started = b.newOperation(instanceID, storage.OperationTypeUpdate, description)
+			started.Request = request
 		case uctx.Active != nil && !*uctx.Active && !inst.Suspended():
 			started = b.newOperation(instanceID, storage.OperationTypeDeprovision, descriptionSuspendQueued)
 			started.Temporary = true
@@ -112,6 +127,48 @@ func (b *Broker) Update(ctx context.Context, instanceID string, details domain.U
 	log.WithFields(logrus.Fields{"operation_id": started.ID, "type": started.Type, "temporary": started.Temporary}).
 		Info("update accepted")
 	return domain.UpdateServiceSpec{IsAsync: true, OperationData: started.ID, DashboardURL: dashboardURL}, nil
+}
+
+// runtimeUpdate decides a PATCH's parameters and plan on the locked
+// instance: it returns the update to run, or nil when the parameters after
+// the PATCH are the recorded ones and the plan stays (nothing to run). Only a
+// running runtime, not being suspended by the same PATCH, changes.
+func (b *Broker) runtimeUpdate(inst storage.Instance, active *bool, details domain.UpdateDetails) (*storage.UpdateRequest, error) {
+	var stored catalog.ProvisioningParameters
+	if err := json.Unmarshal(normalizedParameters(inst.Parameters), &stored); err != nil {
+		return nil, fmt.Errorf("decoding stored parameters: %w", err)
+	}
+	merged, err := b.catalog.ValidateUpdate(catalog.UpdateRequest{
+		FromPlanID: inst.PlanID, ToPlanID: details.PlanID, PlatformRegion: inst.PlatformRegion,
+		ProviderRegion: inst.ProviderRegion, Stored: stored, Raw: details.RawParameters,
+	})
+	var verr *catalog.ValidationError
+	switch {
+	case errors.As(err, &verr), errors.Is(err, catalog.ErrPlanNotUpgradable), errors.Is(err, catalog.ErrUnknownPlan):
+		return nil, errBadRequest(err)
+	case err != nil:
+		return nil, err
+	}
+	before, err := json.Marshal(stored)
+	if err != nil {
+		return nil, fmt.Errorf("encoding stored parameters: %w", err)
+	}
+	after, err := json.Marshal(merged)
+	if err != nil {
+		return nil, fmt.Errorf("encoding parameters: %w", err)
+	}
+	planID := inst.PlanID
+	if details.PlanID != "" {
+		planID = details.PlanID
+	}
+	if planID == inst.PlanID && bytes.Equal(before, after) {
+		return nil, nil
+	}
+	if inst.State != storage.RuntimeSucceeded || active != nil && !*active {
+		return nil, errRuntimeNotRunning(inst.State)
+	}
+	plan, _ := b.catalog.PlanByID(planID)
+	return &storage.UpdateRequest{PlanID: plan.ID, PlanName: plan.Name, Parameters: after}, nil
 }
 
 // mergeContext overlays the fields of a PATCH's context on the stored one,

@@ -41,6 +41,8 @@ func TestUpdate(t *testing.T) {
 		wantTemp   bool
 		wantCreds  bool // new credentials stored
 		wantCtx    string
+		// wantRequest is the started update's request: plan name and parameters.
+		wantRequest *storage.UpdateRequest
 	}{
 		{name: "active false suspends", inst: inst(storage.RuntimeSucceeded),
 			details: upd(`{"globalaccount_id":"ga-1","active":false}`, ""), wantOp: storage.OperationTypeDeprovision, wantTemp: true,
@@ -66,13 +68,38 @@ func TestUpdate(t *testing.T) {
 			details: upd(`{"active":true,"sm_operator_credentials":`+newCreds+`}`, ""), wantOp: storage.OperationTypeProvision, wantCreds: true},
 		{name: "incomplete credentials are a 400 naming the fields", inst: inst(storage.RuntimeSucceeded),
 			details: upd(`{"sm_operator_credentials":{"clientid":"x"}}`, ""), wantStatus: http.StatusBadRequest, wantKey: "BadRequest"},
-		{name: "parameters are not updatable yet", inst: inst(storage.RuntimeSucceeded),
-			details: upd(`{}`, `{"autoScalerMax":5}`), wantStatus: http.StatusUnprocessableEntity, wantKey: "UpdateNotSupported"},
+		{name: "new parameters start an update, recorded only by it", inst: inst(storage.RuntimeSucceeded),
+			details: upd(`{}`, `{"autoScalerMax":5}`), wantOp: storage.OperationTypeUpdate,
+			wantRequest: &storage.UpdateRequest{PlanName: catalog.AzurePlanName, Parameters: json.RawMessage(`{"name":"c1","autoScalerMax":5}`)}},
+		{name: "parameters and credentials in one update", inst: inst(storage.RuntimeSucceeded),
+			details: upd(`{"sm_operator_credentials":`+newCreds+`}`, `{"machineType":"Standard_D8s_v5"}`), wantOp: storage.OperationTypeUpdate, wantCreds: true,
+			wantRequest: &storage.UpdateRequest{PlanName: catalog.AzurePlanName, Credentials: true,
+				Parameters: json.RawMessage(`{"name":"c1","machineType":"Standard_D8s_v5"}`)}},
+		{name: "recorded parameters again: nothing to run", inst: func() storage.Instance {
+			i := inst(storage.RuntimeSucceeded)
+			i.Parameters = json.RawMessage(`{"name":"c1","autoScalerMax":5}`)
+			return i
+		}(), details: upd(`{}`, `{"autoScalerMax":5}`)},
 		{name: "empty parameters are no change", inst: inst(storage.RuntimeSucceeded),
 			details: upd(`{"active":true}`, `{}`)},
-		{name: "plan change is refused", inst: inst(storage.RuntimeSucceeded),
+		{name: "parameters of a suspended runtime are refused", inst: inst(storage.RuntimeSuspended),
+			details: upd(`{}`, `{"autoScalerMax":5}`), wantStatus: http.StatusUnprocessableEntity, wantKey: "UpdateNotSupported"},
+		{name: "parameters with a suspension are refused", inst: inst(storage.RuntimeSucceeded),
+			details: upd(`{"active":false}`, `{"autoScalerMax":5}`), wantStatus: http.StatusUnprocessableEntity, wantKey: "UpdateNotSupported"},
+		{name: "a fixed parameter is a 400", inst: inst(storage.RuntimeSucceeded),
+			details: upd(`{}`, `{"name":"other"}`), wantStatus: http.StatusBadRequest, wantKey: "BadRequest"},
+		{name: "crossed autoscaler bounds are a 400", inst: inst(storage.RuntimeSucceeded),
+			details: upd(`{}`, `{"autoScalerMax":3,"autoScalerMin":4}`), wantStatus: http.StatusBadRequest, wantKey: "BadRequest"},
+		{name: "a plan not in upgradableToPlans is a 400", inst: inst(storage.RuntimeSucceeded),
 			details:    func() domain.UpdateDetails { d := upd(`{}`, ""); d.PlanID = catalog.AWSPlanID; return d }(),
-			wantStatus: http.StatusUnprocessableEntity, wantKey: "PlanChangeNotSupported"},
+			wantStatus: http.StatusBadRequest, wantKey: "BadRequest"},
+		{name: "trial to aws", inst: func() storage.Instance {
+			i := inst(storage.RuntimeSucceeded)
+			i.PlanID, i.PlanName, i.ProviderRegion = catalog.TrialPlanID, catalog.TrialPlanName, "westeurope"
+			return i
+		}(), details: func() domain.UpdateDetails { d := upd(`{}`, ""); d.PlanID = catalog.AWSPlanID; return d }(),
+			wantOp:      storage.OperationTypeUpdate,
+			wantRequest: &storage.UpdateRequest{PlanName: catalog.AWSPlanName, Parameters: json.RawMessage(`{"name":"c1","region":"eu-central-1"}`)}},
 		{name: "moving to another global account is refused", inst: inst(storage.RuntimeSucceeded),
 			details: upd(`{"globalaccount_id":"ga-2"}`, ""), wantStatus: http.StatusUnprocessableEntity, wantKey: "UpdateNotSupported"},
 		{name: "another operation runs: ConcurrencyError", inst: inst(storage.RuntimeProvisioning), running: &running,
@@ -116,6 +143,13 @@ func TestUpdate(t *testing.T) {
 				}
 				if !spec.IsAsync || spec.OperationData != op.ID {
 					t.Errorf("answer %+v, want 202 with operation %s", spec, op.ID)
+				}
+			}
+			if tc.wantRequest != nil {
+				r := change.Operation.Request
+				if r == nil || r.PlanName != tc.wantRequest.PlanName || string(r.Parameters) != string(tc.wantRequest.Parameters) ||
+					r.Credentials != tc.wantRequest.Credentials {
+					t.Errorf("request %+v, want %+v", r, tc.wantRequest)
 				}
 			}
 			if got := change.Credentials != nil; got != tc.wantCreds {

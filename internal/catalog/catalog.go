@@ -57,11 +57,18 @@ type planEntry struct {
 	plan Plan
 	// offers holds, per provider the plan may run on, the regions and machine types it offers.
 	offers map[string]offer
-	// schemaJSON is the create-parameters schema: served in the catalog and compiled into
-	// schema, so what platforms show and what keb enforces cannot drift apart.
-	schemaJSON []byte
-	schemaDoc  map[string]any
-	schema     *jsonschema.Schema
+	// create and update are the parameter schemas: served in the catalog and compiled from the
+	// same bytes, so what platforms show and what keb enforces cannot drift apart.
+	create planSchema
+	update planSchema
+}
+
+// planSchema is one parameter schema as served (json), as parsed (doc, to describe errors) and
+// compiled.
+type planSchema struct {
+	json     []byte
+	doc      map[string]any
+	compiled *jsonschema.Schema
 }
 
 type offer struct {
@@ -143,8 +150,7 @@ func build(source string, f *plansFile) (*Catalog, error) {
 				machineTypes: narrow(ps.MachineTypes, spec.MachineTypes),
 			}
 		}
-		doc := c.createSchema(e)
-		if err := e.compile(compiler, doc); err != nil {
+		if err := e.compile(compiler, c.createSchema(e), updateSchema(e)); err != nil {
 			return nil, fmt.Errorf("plan %s: %w", name, err)
 		}
 		c.plans[e.plan.ID] = e
@@ -211,10 +217,15 @@ func (c *Catalog) entryByName(name string) (*planEntry, error) {
 // servicePlan renders the plan for the OSB catalog. The schema is decoded afresh from the
 // compiled bytes each time, so callers may change the result without touching the catalog.
 func (e *planEntry) servicePlan() (domain.ServicePlan, error) {
-	create, err := decodeSchema(e.schemaJSON)
+	create, err := decodeSchema(e.create.json)
 	if err != nil {
 		return domain.ServicePlan{}, err
 	}
+	update, err := decodeSchema(e.update.json)
+	if err != nil {
+		return domain.ServicePlan{}, err
+	}
+	updatable := len(e.plan.UpgradableTo) > 0
 	return domain.ServicePlan{
 		ID:          e.plan.ID,
 		Name:        e.plan.Name,
@@ -222,11 +233,11 @@ func (e *planEntry) servicePlan() (domain.ServicePlan, error) {
 		// OSB treats a plan without "free" as free of charge; only trial and free are.
 		Free:     domain.FreeValue(e.plan.Trial || e.plan.Name == FreePlanName),
 		Metadata: &domain.ServicePlanMetadata{DisplayName: e.plan.DisplayName},
+		// Per plan, as OSB allows: only plans with upgradableToPlans may change plan.
+		PlanUpdatable: &updatable,
 		Schemas: &domain.ServiceSchemas{Instance: domain.ServiceInstanceSchema{
 			Create: domain.Schema{Parameters: create},
-			// keb updates nothing yet; an explicit empty schema rather than a null one, which
-			// some OSB clients cannot parse.
-			Update: domain.Schema{Parameters: updateSchema()},
+			Update: domain.Schema{Parameters: update},
 		}},
 	}, nil
 }
@@ -276,5 +287,15 @@ func (c *Catalog) CreateSchema(planID string) (json.RawMessage, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w %q", ErrUnknownPlan, planID)
 	}
-	return slices.Clone(e.schemaJSON), nil
+	return slices.Clone(e.create.json), nil
+}
+
+// UpdateSchema returns the update-parameters JSON schema of a plan, the exact document served in
+// the catalog and used by ValidateUpdate.
+func (c *Catalog) UpdateSchema(planID string) (json.RawMessage, error) {
+	e, ok := c.plans[planID]
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownPlan, planID)
+	}
+	return slices.Clone(e.update.json), nil
 }

@@ -98,6 +98,9 @@ type Plan struct {
 
 	// BasicForm plans accept only name, region, modules, administrators and oidc.
 	BasicForm bool
+	// UpgradableTo names the plans a running instance of this plan may move to with a PATCH
+	// (upgradableToPlans in the plans file); empty means the plan cannot change.
+	UpgradableTo []string
 }
 
 // ByPlatformRegion reports whether the plan's provider is chosen per request from the
@@ -107,5 +110,6 @@ func (p Plan) ByPlatformRegion() bool { return p.Provider == "" }
 // clone returns a deep copy, so callers cannot change the catalog through shared slices.
 func (p Plan) clone() Plan {
 	p.Providers = append([]string(nil), p.Providers...)
+	p.UpgradableTo = append([]string(nil), p.UpgradableTo...)
 	return p
 }

@@ -68,6 +68,7 @@ type planSpec struct {
 	SharedPool          bool           `json:"sharedPool,omitempty"`
 	OnePerGlobalAccount bool           `json:"onePerGlobalAccount,omitempty"`
 	LifetimeDays        int            `json:"lifetimeDays,omitempty"`
+	UpgradableToPlans   []string       `json:"upgradableToPlans,omitempty"`
 }
 
 type autoScalerSpec struct {
@@ -278,6 +279,19 @@ func (f *plansFile) checkPlan(fc *fileChecker, name string, p planSpec) {
 	if p.LifetimeDays < 0 {
 		fc.addf("%s.lifetimeDays: %d must not be negative", path, p.LifetimeDays)
 	}
+	for _, to := range p.UpgradableToPlans {
+		target, described := f.Plans[to]
+		switch {
+		case to == name:
+			fc.addf("%s.upgradableToPlans: %q is the plan itself", path, to)
+		case !described:
+			fc.addf("%s.upgradableToPlans: %q is not described under plans", path, to)
+		case target.Trial || target.Provider == byPlatformRegion:
+			// A trial's region is a trial region and a free plan's provider follows the
+			// platform region: neither can take over a running cluster's region.
+			fc.addf("%s.upgradableToPlans: %q cannot be upgraded to (trial plans and plans with provider %s cannot take over a running runtime)", path, to, byPlatformRegion)
+		}
+	}
 }
 
 func checkSubset(fc *fileChecker, path string, codes []string, all []optionSpec) {
@@ -328,6 +342,7 @@ func (p planSpec) toPlan(name string, providers map[string]providerSpec) Plan {
 		MaxZonesCount:        p.Zones.Max,
 		DefaultZonesCount:    p.Zones.Default,
 		BasicForm:            p.Form == formBasic,
+		UpgradableTo:         append([]string(nil), p.UpgradableToPlans...),
 	}
 	if plan.DisplayName == "" {
 		plan.DisplayName = name

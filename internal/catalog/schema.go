@@ -102,33 +102,10 @@ func (c *Catalog) createSchema(e *planEntry) map[string]any {
 	})
 	p.add(paramRegion, c.regionSchema(e))
 	if !plan.BasicForm {
-		offer := e.offers[plan.Provider]
-		p.add(paramMachineType, withDefault(enumSchema("Machine Type",
-			"Type of the worker nodes.", offer.machineTypes), plan.DefaultMachineType))
-		p.add(paramAutoScalerMin, map[string]any{
-			"type":        "integer",
-			"title":       "Minimum nodes",
-			"description": "Fewest worker nodes the autoscaler keeps.",
-			"minimum":     plan.AutoScalerMin,
-			"maximum":     plan.AutoScalerMax,
-			"default":     plan.DefaultAutoScalerMin,
-		})
-		p.add(paramAutoScalerMax, map[string]any{
-			"type":        "integer",
-			"title":       "Maximum nodes",
-			"description": "Most worker nodes the autoscaler may add.",
-			"minimum":     plan.AutoScalerMin,
-			"maximum":     plan.AutoScalerMax,
-			"default":     plan.DefaultAutoScalerMax,
-		})
-		p.add(paramNodeCount, map[string]any{
-			"type":        "integer",
-			"title":       "Node count",
-			"description": "Number of worker nodes to start with.",
-			"minimum":     plan.AutoScalerMin,
-			"maximum":     plan.AutoScalerMax,
-			"default":     plan.DefaultNodeCount,
-		})
+		p.add(paramMachineType, withDefault(machineTypeSchema(e), plan.DefaultMachineType))
+		p.add(paramAutoScalerMin, withIntDefault(autoScalerMinSchema(plan), plan.DefaultAutoScalerMin))
+		p.add(paramAutoScalerMax, withIntDefault(autoScalerMaxSchema(plan), plan.DefaultAutoScalerMax))
+		p.add(paramNodeCount, withIntDefault(nodesSchema(plan, "Node count", "Number of worker nodes to start with."), plan.DefaultNodeCount))
 		// A plan with a single zone (lite) has nothing to choose, so no field.
 		if plan.MaxZonesCount > 1 {
 			p.add(paramZonesCount, map[string]any{
@@ -159,13 +136,7 @@ func (c *Catalog) createSchema(e *planEntry) map[string]any {
 		})
 	}
 	p.add(paramModules, modulesSchema())
-	p.add(paramAdministrators, map[string]any{
-		"type":        "array",
-		"title":       "Administrators",
-		"description": "E-mail addresses of the users who get cluster-admin rights. Without any, the user who provisions the runtime gets them.",
-		"uniqueItems": true,
-		"items":       map[string]any{"type": "string", "format": "email"},
-	})
+	p.add(paramAdministrators, administratorsSchema())
 	p.add(paramOIDC, oidcSchema())
 
 	return p.object(map[string]any{
@@ -330,15 +301,60 @@ func oidcSchema() map[string]any {
 	})
 }
 
-// updateSchema is the update-parameters schema: keb updates nothing yet.
-func updateSchema() map[string]any {
+// updateSchema builds the update-parameters schema of a plan: only what can change on a running
+// runtime, and no defaults, since a PATCH changes what it names and keeps everything else. name,
+// region and networking are left out on purpose; ValidateUpdate names them when a PATCH sends them.
+func updateSchema(e *planEntry) map[string]any {
+	plan := e.plan
+	var p properties
+	if !plan.BasicForm {
+		p.add(paramMachineType, machineTypeSchema(e))
+		p.add(paramAutoScalerMin, autoScalerMinSchema(plan))
+		p.add(paramAutoScalerMax, autoScalerMaxSchema(plan))
+	}
+	p.add(paramAdministrators, administratorsSchema())
+	p.add(paramOIDC, oidcSchema())
+	return p.object(map[string]any{
+		"$schema":         draft04,
+		"_show_form_view": true,
+	})
+}
+
+func machineTypeSchema(e *planEntry) map[string]any {
+	return enumSchema("Machine Type", "Type of the worker nodes.", e.offers[e.plan.Provider].machineTypes)
+}
+
+func autoScalerMinSchema(plan Plan) map[string]any {
+	return nodesSchema(plan, "Minimum nodes", "Fewest worker nodes the autoscaler keeps.")
+}
+
+func autoScalerMaxSchema(plan Plan) map[string]any {
+	return nodesSchema(plan, "Maximum nodes", "Most worker nodes the autoscaler may add.")
+}
+
+// nodesSchema is a node count within the plan's autoscaler bounds.
+func nodesSchema(plan Plan, title, description string) map[string]any {
 	return map[string]any{
-		"$schema":              draft04,
-		"type":                 "object",
-		"_show_form_view":      false,
-		"_controlsOrder":       []any{},
-		"properties":           map[string]any{},
-		"additionalProperties": false,
+		"type":        "integer",
+		"title":       title,
+		"description": description,
+		"minimum":     plan.AutoScalerMin,
+		"maximum":     plan.AutoScalerMax,
+	}
+}
+
+func withIntDefault(s map[string]any, def int) map[string]any {
+	s["default"] = def
+	return s
+}
+
+func administratorsSchema() map[string]any {
+	return map[string]any{
+		"type":        "array",
+		"title":       "Administrators",
+		"description": "E-mail addresses of the users who get cluster-admin rights. Without any, the user who provisions the runtime gets them.",
+		"uniqueItems": true,
+		"items":       map[string]any{"type": "string", "format": "email"},
 	}
 }
 
@@ -351,19 +367,29 @@ func newSchemaCompiler() *jsonschema.Compiler {
 	return c
 }
 
-// compile marshals the schema document and compiles those very bytes, so the catalog serves
-// exactly what validation enforces.
-func (e *planEntry) compile(c *jsonschema.Compiler, doc map[string]any) error {
-	b, err := json.Marshal(doc)
-	if err != nil {
-		return fmt.Errorf("marshal parameter schema: %w", err)
-	}
-	sch, parsed, err := compileSchema(c, "keb:///plans/"+e.plan.Name+"/create.json", b)
-	if err != nil {
+// compile marshals the create and update schema documents and compiles those very bytes, so the
+// catalog serves exactly what validation enforces.
+func (e *planEntry) compile(c *jsonschema.Compiler, create, update map[string]any) error {
+	var err error
+	if e.create, err = planSchemaOf(c, "keb:///plans/"+e.plan.Name+"/create.json", create); err != nil {
 		return err
 	}
-	e.schemaJSON, e.schemaDoc, e.schema = b, parsed, sch
+	if e.update, err = planSchemaOf(c, "keb:///plans/"+e.plan.Name+"/update.json", update); err != nil {
+		return err
+	}
 	return nil
+}
+
+func planSchemaOf(c *jsonschema.Compiler, url string, doc map[string]any) (planSchema, error) {
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return planSchema{}, fmt.Errorf("marshal parameter schema %s: %w", url, err)
+	}
+	sch, parsed, err := compileSchema(c, url, b)
+	if err != nil {
+		return planSchema{}, err
+	}
+	return planSchema{json: b, doc: parsed, compiled: sch}, nil
 }
 
 func compileSchema(c *jsonschema.Compiler, url string, b []byte) (*jsonschema.Schema, map[string]any, error) {

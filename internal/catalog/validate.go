@@ -32,8 +32,8 @@ func (c *Catalog) ValidateParameters(planID, platformRegion string, raw json.Raw
 	if verr != nil {
 		return ProvisioningParameters{}, verr
 	}
-	if err := e.schema.Validate(doc); err != nil {
-		return ProvisioningParameters{}, asValidationError(subjectParameters, err, doc, e.schemaDoc)
+	if err := e.create.compiled.Validate(doc); err != nil {
+		return ProvisioningParameters{}, asValidationError(subjectParameters, err, doc, e.create.doc)
 	}
 	var params ProvisioningParameters
 	if err := decodeValidated(doc, &params); err != nil {

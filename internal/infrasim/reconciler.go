@@ -97,6 +97,9 @@ func (r *reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	case infrastructuremanager.StateFailed:
 		return reconcile.Result{}, nil // terminal, as upstream: keb deletes the Runtime and asks again
 	case infrastructuremanager.StateReady:
+		if rt.Status.ObservedGeneration != rt.Generation {
+			return r.applySpecChange(ctx, rt, log)
+		}
 		if r.clusters.Owns(id) {
 			return reconcile.Result{}, nil
 		}
@@ -138,7 +141,7 @@ func (r *reconciler) provision(ctx context.Context, rt *infrastructuremanager.Ru
 	if err := r.applyKubeconfig(ctx, rt.Namespace, id, kubeconfig); err != nil {
 		return err
 	}
-	if rt.Status.State != infrastructuremanager.StateReady {
+	if rt.Status.State != infrastructuremanager.StateReady || rt.Status.ObservedGeneration != rt.Generation {
 		if err := r.setStatus(ctx, rt, infrastructuremanager.StateReady, "simulated cluster is ready"); err != nil {
 			return err
 		}
@@ -206,7 +209,13 @@ func (r *reconciler) pendingSince(rt *infrastructuremanager.Runtime) time.Time {
 
 func (r *reconciler) setStatus(ctx context.Context, rt *infrastructuremanager.Runtime, state infrastructuremanager.State, message string) error {
 	base := rt.DeepCopy()
-	rt.Status = infrastructuremanager.RuntimeStatus{State: state, Message: message}
+	// Ready reports the spec it was reached with; any other state keeps the
+	// generation last applied, so that a waiting update sees it is not done.
+	observed := rt.Status.ObservedGeneration
+	if state == infrastructuremanager.StateReady {
+		observed = rt.Generation
+	}
+	rt.Status = infrastructuremanager.RuntimeStatus{State: state, Message: message, ObservedGeneration: observed}
 	patch := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
 	if err := r.client.Status().Patch(ctx, rt, patch); err != nil {
 		return fmt.Errorf("setting Runtime %s/%s to %s: %w", rt.Namespace, rt.Name, state, err)

@@ -65,6 +65,37 @@ type RuntimeShoot struct {
 	Region            string          `json:"region"`
 	SecretBindingName string          `json:"secretBindingName,omitempty"`
 	Provider          RuntimeProvider `json:"provider"`
+	// Kubernetes is the cluster's Kubernetes; an empty version is the
+	// infrastructure manager's default.
+	Kubernetes RuntimeKubernetes `json:"kubernetes,omitempty"`
+}
+
+// RuntimeKubernetes is the Kubernetes of the cluster.
+// +kubebuilder:object:generate=true
+type RuntimeKubernetes struct {
+	Version string `json:"version,omitempty"`
+	// KubeAPIServer configures the cluster's API server.
+	KubeAPIServer APIServer `json:"kubeAPIServer,omitempty"`
+}
+
+// APIServer configures a runtime's API server, upstream's
+// spec.shoot.kubernetes.kubeAPIServer.
+// +kubebuilder:object:generate=true
+type APIServer struct {
+	// OIDCConfig is the API server's OpenID Connect authenticator (the
+	// oidc parameter); nil leaves the infrastructure manager's default.
+	OIDCConfig *OIDCConfig `json:"oidcConfig,omitempty"`
+}
+
+// OIDCConfig is an OpenID Connect authenticator, in upstream's field names.
+// +kubebuilder:object:generate=true
+type OIDCConfig struct {
+	ClientID       string   `json:"clientID"`
+	IssuerURL      string   `json:"issuerURL"`
+	GroupsClaim    string   `json:"groupsClaim,omitempty"`
+	SigningAlgs    []string `json:"signingAlgs,omitempty"`
+	UsernameClaim  string   `json:"usernameClaim,omitempty"`
+	UsernamePrefix string   `json:"usernamePrefix,omitempty"`
 }
 
 // RuntimeProvider is the hyperscaler and the worker pools.
@@ -104,6 +135,9 @@ type RuntimeStatus struct {
 	// State is one of StatePending, StateReady, StateFailed, StateTerminating.
 	State   State  `json:"state,omitempty"`
 	Message string `json:"message,omitempty"`
+	// ObservedGeneration is the metadata.generation the state refers to: a
+	// changed spec (an upgrade) is applied once it reaches the generation.
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
 
 // RuntimeID returns the runtime ID of the CR: its controlplane.LabelRuntimeID label, or its

@@ -120,6 +120,10 @@ type Record struct {
 	HyperscalerShared bool     `json:"hyperscalerShared,omitempty"`
 	OverridesSecret   string   `json:"overridesSecret,omitempty"`
 	Components        []string `json:"components,omitempty"`
+	// RuntimeGeneration is the Runtime CR's metadata.generation an update
+	// wrote; the infrastructure manager reports it in
+	// status.observedGeneration once the change is applied.
+	RuntimeGeneration int64 `json:"runtimeGeneration,omitempty"`
 	// StepStartedAt holds each step's first run, for step deadlines.
 	StepStartedAt map[string]time.Time `json:"stepStartedAt,omitempty"`
 	// StepRuns counts each step's runs (waits and retries included), for

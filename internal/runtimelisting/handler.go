@@ -28,6 +28,7 @@ import (
 // Store is what the handler reads runtimes from; *storage.Store satisfies it.
 type Store interface {
 	Runtimes(ctx context.Context, q storage.RuntimeQuery) (storage.RuntimePage, error)
+	Actions(ctx context.Context, instanceIDs ...string) (map[string][]storage.Action, error)
 }
 
 const (
@@ -86,6 +87,9 @@ type RuntimeDTO struct {
 	// Bindings lists the instance's service bindings (never their
 	// credentials); only with bindings=true (then [] when it has none).
 	Bindings *[]BindingDTO `json:"bindings,omitempty"`
+	// Actions is the runtime's history of changes (plan changes), oldest
+	// first; only with actions=true.
+	Actions []ActionDTO `json:"actions,omitempty"`
 }
 
 // BindingDTO is one service binding of a runtime.
@@ -94,6 +98,15 @@ type BindingDTO struct {
 	State     string    `json:"state"`
 	CreatedAt time.Time `json:"createdAt"`
 	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// ActionDTO is one change in a runtime's history, in upstream KEB's shape.
+type ActionDTO struct {
+	Type      string    `json:"type"`
+	Message   string    `json:"message"`
+	OldValue  string    `json:"oldValue"`
+	NewValue  string    `json:"newValue"`
+	CreatedAt time.Time `json:"createdAt"`
 }
 
 // RuntimeStatus is a runtime's state and the operations that explain it.
@@ -149,7 +162,7 @@ const MaxPage = 1_000_000
 const maxValueLength = 512
 
 // otherParameters are the parameters besides the filters.
-var otherParameters = []string{"state", "op_detail", "bindings", "page", "page_size", "next"}
+var otherParameters = []string{"state", "op_detail", "bindings", "actions", "page", "page_size", "next"}
 
 // ParseQuery turns query parameters into a storage query. Every bad value is
 // reported, not just the first, so an operator fixes a request in one go.
@@ -296,6 +309,10 @@ func DecodeCursor(s string) (storage.RuntimeCursor, error) {
 // ServeHTTP answers one listing request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	q, err := ParseQuery(req.URL.Query())
+	withActions := false
+	if err == nil {
+		withActions, err = parseActions(req.URL.Query().Get("actions"))
+	}
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "BadRequest", "description": err.Error()})
 		return
@@ -317,10 +334,49 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	for _, r := range page.Runtimes {
 		resp.Data = append(resp.Data, h.dto(r, q))
 	}
+	if withActions {
+		if err := h.addActions(req.Context(), resp.Data); err != nil {
+			logging.FromContext(req.Context(), logrus.StandardLogger()).WithError(err).Error("listing runtimes' actions")
+			writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "InternalServerError",
+				"description": "listing runtimes failed"})
+			return
+		}
+	}
 	if page.Next != nil {
 		resp.Next = EncodeCursor(*page.Next)
 	}
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// parseActions reads the actions query parameter: "true" lists each
+// runtime's history of changes, "" and "false" leave it out.
+func parseActions(v string) (bool, error) {
+	switch v {
+	case "", "false":
+		return false, nil
+	case "true":
+		return true, nil
+	}
+	return false, fmt.Errorf("actions %.64q must be true or false", v)
+}
+
+// addActions reads the history of the page's runtimes in one query.
+func (h *Handler) addActions(ctx context.Context, data []RuntimeDTO) error {
+	ids := make([]string, len(data))
+	for i, d := range data {
+		ids[i] = d.InstanceID
+	}
+	actions, err := h.store.Actions(ctx, ids...)
+	if err != nil {
+		return err
+	}
+	for i := range data {
+		for _, a := range actions[data[i].InstanceID] {
+			data[i].Actions = append(data[i].Actions, ActionDTO{Type: string(a.Type), Message: a.Message,
+				OldValue: a.OldValue, NewValue: a.NewValue, CreatedAt: a.CreatedAt.UTC()})
+		}
+	}
+	return nil
 }
 
 // dto maps a stored runtime to KEB's shape. Only listed fields are copied, so

@@ -75,6 +75,10 @@ func TestParseQuery(t *testing.T) {
 // pageStore answers every query with one fixed page.
 type pageStore struct{ page storage.RuntimePage }
 
+func (s pageStore) Actions(context.Context, ...string) (map[string][]storage.Action, error) {
+	return nil, nil
+}
+
 func (s pageStore) Runtimes(context.Context, storage.RuntimeQuery) (storage.RuntimePage, error) {
 	return s.page, nil
 }

@@ -83,16 +83,59 @@ type Operation struct {
 	Data           json.RawMessage `db:"data"`
 	// Temporary marks a deprovisioning that suspends the instance: the
 	// runtime is removed, the instance stays.
-	Temporary  bool       `db:"temporary"`
-	JobID      *int64     `db:"job_id"`
-	WokenAt    *time.Time `db:"woken_at"`
-	CreatedAt  time.Time  `db:"created_at"`
-	UpdatedAt  time.Time  `db:"updated_at"`
-	FinishedAt *time.Time `db:"finished_at"`
+	Temporary bool `db:"temporary"`
+	// Request is what an update operation changes; nil for other types and
+	// for updates that only push credentials recorded before it existed.
+	Request    *UpdateRequest `db:"update_request"`
+	JobID      *int64         `db:"job_id"`
+	WokenAt    *time.Time     `db:"woken_at"`
+	CreatedAt  time.Time      `db:"created_at"`
+	UpdatedAt  time.Time      `db:"updated_at"`
+	FinishedAt *time.Time     `db:"finished_at"`
 }
 
 // InProgress reports whether the operation has not finished yet.
 func (o Operation) InProgress() bool { return o.State == OperationInProgress }
+
+// UpdateRequest is what a PATCH asked of a running runtime. The instance
+// keeps its recorded plan and parameters until the update succeeds.
+type UpdateRequest struct {
+	// PlanID and PlanName are the plan after the update (the instance's own
+	// when the PATCH keeps it).
+	PlanID   string `json:"planID"`
+	PlanName string `json:"planName"`
+	// Parameters are the instance's parameters after the update: the stored
+	// ones with the PATCH's over them, validated, without defaults.
+	Parameters json.RawMessage `json:"parameters"`
+	// Credentials says that the PATCH brought new sm_operator_credentials
+	// (already stored) to push into the runtime.
+	Credentials bool `json:"credentials,omitempty"`
+}
+
+// ChangesRuntime reports whether the update changes the runtime's plan or
+// parameters (rather than only pushing credentials).
+func (r *UpdateRequest) ChangesRuntime() bool { return r != nil && r.Parameters != nil }
+
+// ActionType says what kind of change an entry of an instance's history records.
+type ActionType string
+
+// Action types of an instance's history.
+const (
+	// ActionPlanUpdate records a plan change: old and new plan name.
+	ActionPlanUpdate ActionType = "PlanUpdate"
+)
+
+// Action is one entry of an instance's history of changes.
+type Action struct {
+	ID          int64      `db:"action_id"`
+	InstanceID  string     `db:"instance_id"`
+	OperationID string     `db:"operation_id"`
+	Type        ActionType `db:"type"`
+	Message     string     `db:"message"`
+	OldValue    string     `db:"old_value"`
+	NewValue    string     `db:"new_value"`
+	CreatedAt   time.Time  `db:"created_at"`
+}
 
 // ArchivedInstance is what is kept of an instance after deprovisioning.
 type ArchivedInstance struct {

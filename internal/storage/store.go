@@ -40,7 +40,7 @@ const instanceColumns = `instance_id, runtime_id, global_account_id, subaccount_
 	created_at, updated_at`
 
 const operationColumns = `operation_id, instance_id, type, state, description, stage, finished_stages,
-	error_message, deadline, data, temporary, job_id, woken_at, created_at, updated_at, finished_at`
+	error_message, deadline, data, temporary, update_request, job_id, woken_at, created_at, updated_at, finished_at`
 
 // instanceRow is an Instance as stored, with credentials still sealed.
 type instanceRow struct {
@@ -108,8 +108,9 @@ const insertInstanceSQL = `INSERT INTO instances (instance_id, runtime_id, globa
 // committed while that insert waited on the old row's lock; this statement's
 // fresh snapshot sees it, and the ID stays retired.
 const insertNewInstanceOperationSQL = `INSERT INTO operations (operation_id, instance_id, type, state, description,
-	stage, deadline, data, temporary, job_id)
-	SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::timestamptz, $8::jsonb, $9::boolean, $10::bigint
+	stage, deadline, data, temporary, update_request, job_id)
+	SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::timestamptz, $8::jsonb, $9::boolean, $10::jsonb,
+	$11::bigint
 	WHERE NOT EXISTS (SELECT 1 FROM instances_archive WHERE instance_id = $2)`
 
 // runProvisioningBatch reads CreateProvisioning's batch results in order and
@@ -145,10 +146,10 @@ func runningOperations(ctx context.Context, tx pgx.Tx, instanceID string) ([]Ope
 }
 
 const insertOperationSQL = `INSERT INTO operations (operation_id, instance_id, type, state, description, stage,
-	deadline, data, temporary, job_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
+	deadline, data, temporary, update_request, job_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
 
 func operationArgs(op Operation) []any {
-	return []any{op.ID, op.InstanceID, op.Type, op.State, op.Description, op.Stage, op.Deadline, jsonOrEmpty(op.Data), op.Temporary}
+	return []any{op.ID, op.InstanceID, op.Type, op.State, op.Description, op.Stage, op.Deadline, jsonOrEmpty(op.Data), op.Temporary, op.Request}
 }
 
 // insertOperation queues op and writes it, with its job's ID, in tx.

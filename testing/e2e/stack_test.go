@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -49,6 +50,9 @@ type stack struct {
 	kcp    client.Client
 	scheme *k8sruntime.Scheme
 	key    *auth.DevKey
+	// failing makes the simulated infrastructure manager fail the runtime
+	// IDs stored in it (values: the message), from its next change on.
+	failing *sync.Map
 }
 
 // newStack seeds the control plane's pool with accounts and starts keb.
@@ -82,7 +86,13 @@ func newStackLogging(t *testing.T, log *logrus.Logger, mode infrasim.Mode, accou
 	}
 	simLog := logrus.New()
 	simLog.SetOutput(io.Discard)
-	sim, err := infrasim.New(kcp.Config, scheme, infrasim.Options{Namespace: kcpNS, Mode: mode, BinDir: bin, Delay: time.Second, Log: simLog})
+	failing := &sync.Map{}
+	sim, err := infrasim.New(kcp.Config, scheme, infrasim.Options{Namespace: kcpNS, Mode: mode, BinDir: bin, Delay: time.Second, Log: simLog,
+		FailRuntimes: func(runtimeID string) string {
+			msg, _ := failing.Load(runtimeID)
+			s, _ := msg.(string)
+			return s
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +136,7 @@ func newStackLogging(t *testing.T, log *logrus.Logger, mode infrasim.Mode, accou
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &stack{t: t, url: "http://" + ln.Addr().String(), token: tok, kcp: kc, scheme: scheme, key: key}
+	return &stack{t: t, url: "http://" + ln.Addr().String(), token: tok, kcp: kc, scheme: scheme, key: key, failing: failing}
 }
 
 func seedPool(t *testing.T, c client.Client, accounts int) {

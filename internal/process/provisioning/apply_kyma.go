@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/kube"
@@ -29,7 +30,16 @@ func (s *ApplyKyma) Run(ctx context.Context, op *process.Operation) (process.Ste
 	if err != nil {
 		return process.Fail("%v", err)
 	}
-	want := kyma.NewKyma(kyma.KymaInput{
+	if _, err := ApplyKymaCR(ctx, s.KCP, DesiredKyma(op, params)); err != nil {
+		return process.StepResult{}, err
+	}
+	return process.Done()
+}
+
+// DesiredKyma is the Kyma CR of an operation's runtime: the instance's plan
+// and the modules and channel its parameters ask for.
+func DesiredKyma(op *process.Operation, params catalog.ProvisioningParameters) *kyma.Kyma {
+	return kyma.NewKyma(kyma.KymaInput{
 		InstanceID:      op.InstanceID,
 		RuntimeID:       op.Instance.RuntimeID,
 		GlobalAccountID: op.Instance.GlobalAccountID,
@@ -41,16 +51,23 @@ func (s *ApplyKyma) Run(ctx context.Context, op *process.Operation) (process.Ste
 		Channel:         modulesChannel(params.Modules),
 		Modules:         modulesParam(params.Modules),
 	})
+}
+
+// ApplyKymaCR makes the control plane's Kyma CR carry want's labels and
+// spec, creating it if missing; it writes nothing when they are already
+// there, and says which it did.
+func ApplyKymaCR(ctx context.Context, kcp client.Client, want *kyma.Kyma) (controllerutil.OperationResult, error) {
 	k := &kyma.Kyma{}
 	k.Name, k.Namespace = want.Name, want.Namespace
-	if _, err := kube.CreateOrUpdate(ctx, s.KCP, k, func() error {
+	res, err := kube.CreateOrUpdate(ctx, kcp, k, func() error {
 		k.Labels = mergeLabels(k.Labels, want.Labels)
 		k.Spec = want.Spec
 		return nil
-	}); err != nil {
-		return process.StepResult{}, fmt.Errorf("creating Kyma CR: %w", err)
+	})
+	if err != nil {
+		return res, fmt.Errorf("applying Kyma CR %s/%s: %w", want.Namespace, want.Name, err)
 	}
-	return process.Done()
+	return res, nil
 }
 
 func modulesChannel(m *catalog.Modules) string {

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/kube"
@@ -47,6 +48,7 @@ func (s *CreateRuntime) Run(ctx context.Context, op *process.Operation) (process
 				PlatformRegion:    op.Instance.PlatformRegion,
 				Region:            d.ProviderRegion,
 				SecretBindingName: d.HyperscalerSecret,
+				Kubernetes:        infrastructuremanager.RuntimeKubernetes{KubeAPIServer: infrastructuremanager.APIServer{OIDCConfig: OIDCConfig(params.OIDC)}},
 				Provider: infrastructuremanager.RuntimeProvider{
 					Type: d.Provider,
 					Workers: []infrastructuremanager.Worker{{
@@ -71,6 +73,15 @@ func (s *CreateRuntime) Run(ctx context.Context, op *process.Operation) (process
 		return process.StepResult{}, fmt.Errorf("creating Runtime CR: %w", err)
 	}
 	return process.Done()
+}
+
+// OIDCConfig is the Runtime CR's form of the oidc parameter; nil for none.
+func OIDCConfig(p *catalog.OIDC) *infrastructuremanager.OIDCConfig {
+	if p == nil {
+		return nil
+	}
+	return &infrastructuremanager.OIDCConfig{ClientID: p.ClientID, IssuerURL: p.IssuerURL, GroupsClaim: p.GroupsClaim,
+		SigningAlgs: append([]string(nil), p.SigningAlgs...), UsernameClaim: p.UsernameClaim, UsernamePrefix: p.UsernamePrefix}
 }
 
 // Labels are the labels of the control-plane CRs of an operation's runtime.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/storage"
 )
@@ -42,14 +43,9 @@ func recordProvisioned(store provisionedStore, cfg Config) func(ctx context.Cont
 			return err
 		}
 		d := op.Record
-		resolved, err := json.Marshal(ResolvedParameters{
-			Name: params.Name, Region: d.Region, ProviderRegion: d.ProviderRegion, Provider: d.Provider,
-			MachineType: d.MachineType, AutoScalerMin: d.AutoScalerMin, AutoScalerMax: d.AutoScalerMax,
-			Zones: Zones(d.Provider, d.ProviderRegion, d.ZonesCount), TargetSecret: d.HyperscalerSecret,
-			KymaVersion: d.KymaVersion, Components: append([]string{}, params.Components...), ShootName: op.Instance.ShootName,
-		})
+		resolved, err := ResolvedJSON(op, params)
 		if err != nil {
-			return fmt.Errorf("encoding resolved parameters: %w", err)
+			return err
 		}
 		return store.SetProvisioned(ctx, op.InstanceID, storage.Provisioned{
 			ProviderRegion: d.ProviderRegion,
@@ -57,4 +53,20 @@ func recordProvisioned(store provisionedStore, cfg Config) func(ctx context.Cont
 			Parameters:     resolved,
 		})
 	}
+}
+
+// ResolvedJSON is the JSON of the ResolvedParameters an operation's runtime
+// runs with: params with the values the operation's steps resolved.
+func ResolvedJSON(op *process.Operation, params catalog.ProvisioningParameters) (json.RawMessage, error) {
+	d := op.Record
+	resolved, err := json.Marshal(ResolvedParameters{
+		Name: params.Name, Region: d.Region, ProviderRegion: d.ProviderRegion, Provider: d.Provider,
+		MachineType: d.MachineType, AutoScalerMin: d.AutoScalerMin, AutoScalerMax: d.AutoScalerMax,
+		Zones: Zones(d.Provider, d.ProviderRegion, d.ZonesCount), TargetSecret: d.HyperscalerSecret,
+		KymaVersion: d.KymaVersion, Components: append([]string{}, params.Components...), ShootName: op.Instance.ShootName,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("encoding resolved parameters: %w", err)
+	}
+	return resolved, nil
 }

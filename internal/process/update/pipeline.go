@@ -1,6 +1,9 @@
 // Package update holds the steps that change a running runtime after a PATCH,
-// one file per step. Step names are persisted in operations' checkpoints:
-// never rename one.
+// one file per step: new parameters or a new plan (applied to the Runtime and
+// Kyma CRs, recorded on the instance only once the infrastructure manager
+// applied them) and new Service Manager credentials (pushed into the
+// runtime). Step names are persisted in operations' checkpoints: never
+// rename one.
 package update
 
 import (
@@ -9,16 +12,30 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/process"
+	"github.com/kyma-keb/keb/internal/storage"
 )
 
 // Config holds the settings the update steps read.
 type Config struct {
+	// Namespace is the control-plane namespace of Runtime and Kyma CRs (kcp-system).
+	Namespace string
 	// BTPManagerTimeout bounds update_btp_manager_credentials: how long it
 	// waits for the runtime's kubeconfig or for the runtime to serve the
 	// BtpOperator kind. BTPManagerPoll is how often it looks again.
 	BTPManagerTimeout time.Duration
 	BTPManagerPoll    time.Duration
+	// RuntimeTimeout bounds check_runtime_update: how long the
+	// infrastructure manager may take to apply a change; RuntimePoll is how
+	// often it looks (a watch on the Runtime CR usually wakes it sooner).
+	RuntimeTimeout time.Duration
+	RuntimePoll    time.Duration
+	// AccountTimeout bounds update_hyperscaler_account, waiting for a free
+	// account of the new plan's pool; AccountPoll is how often it looks.
+	AccountTimeout time.Duration
+	AccountPoll    time.Duration
 }
 
 // runtimeClients gives a client for a provisioned runtime; *runtimeclient.Cache
@@ -27,18 +44,42 @@ type runtimeClients interface {
 	Client(ctx context.Context, runtimeID string) (client.Client, error)
 }
 
+// accountPool hands out hyperscaler accounts; *hyperscaler.Pool is one.
+type accountPool interface {
+	Claim(ctx context.Context, hyperscalerType, tenant string) (hyperscaler.Account, error)
+	ClaimShared(ctx context.Context, hyperscalerType string) (hyperscaler.Account, error)
+}
+
+// updatedStore records a successful update; *storage.Store is one.
+type updatedStore interface {
+	SetUpdated(ctx context.Context, instanceID string, u storage.Updated) error
+}
+
 // Deps are the parts the steps use.
 type Deps struct {
 	Config   Config
+	Catalog  *catalog.Catalog
+	KCP      client.Client
+	Accounts accountPool
+	Store    updatedStore
 	Runtimes runtimeClients
 }
 
-// Pipeline returns the update pipeline.
+// Pipeline returns the update pipeline. An update that only pushes
+// credentials passes the runtime steps without doing anything, and one that
+// changes the runtime passes the credentials step unless it brought new
+// credentials too.
 func Pipeline(d Deps) process.Pipeline {
 	return process.Pipeline{
 		Steps: []process.Step{
+			&Initialization{Catalog: d.Catalog, KCP: d.KCP, Config: d.Config},
+			&UpdateHyperscalerAccount{Catalog: d.Catalog, Accounts: d.Accounts, Config: d.Config},
+			&UpdateRuntime{KCP: d.KCP, Config: d.Config},
+			&CheckRuntimeUpdate{KCP: d.KCP, Config: d.Config},
+			&UpdateKyma{KCP: d.KCP},
 			&UpdateBTPManagerCredentials{Runtimes: d.Runtimes, Config: d.Config},
 		},
-		Done: "Operation succeeded: the Service Manager credentials are updated in the runtime",
+		Succeeded: recordUpdate(d.Store, d.Catalog),
+		Done:      "Operation succeeded: the Service Manager credentials are updated in the runtime",
 	}
 }

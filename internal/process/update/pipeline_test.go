@@ -2,6 +2,7 @@ package update_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/process/update"
@@ -11,7 +12,8 @@ import (
 // operations' checkpoints.
 func TestPipelineStepNames(t *testing.T) {
 	t.Parallel()
-	want := []string{"update_btp_manager_credentials"}
+	want := []string{"update_initialization", "update_hyperscaler_account", "update_runtime", "check_runtime_update",
+		"update_kyma", "update_btp_manager_credentials"}
 	cfg := testConfig()
 	pipe := update.Pipeline(update.Deps{Config: cfg})
 	if len(pipe.Steps) != len(want) {
@@ -22,12 +24,13 @@ func TestPipelineStepNames(t *testing.T) {
 			t.Errorf("step %d is %q, want %q", i, s.Name(), want[i])
 		}
 	}
-	ts, ok := pipe.Steps[0].(process.TimedStep)
-	if !ok {
-		t.Fatal("update_btp_manager_credentials has no deadline of its own")
-	}
-	if ts.Timeout() != cfg.BTPManagerTimeout {
-		t.Errorf("timeout %s, want the configured %s", ts.Timeout(), cfg.BTPManagerTimeout)
+	timeouts := map[string]time.Duration{"update_hyperscaler_account": cfg.AccountTimeout,
+		"check_runtime_update": cfg.RuntimeTimeout, "update_btp_manager_credentials": cfg.BTPManagerTimeout}
+	for _, s := range pipe.Steps {
+		ts, ok := s.(process.TimedStep)
+		if want, timed := timeouts[s.Name()]; ok != timed || ok && ts.Timeout() != want {
+			t.Errorf("step %s: timed %v, want %v (timeout %s)", s.Name(), ok, timed, want)
+		}
 	}
 	if pipe.Done == "" {
 		t.Error("no description for a succeeded update")

@@ -39,6 +39,9 @@ func (s *UpdateBTPManagerCredentials) Timeout() time.Duration { return s.Config.
 
 // Run implements process.Step.
 func (s *UpdateBTPManagerCredentials) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
+	if op.Request.ChangesRuntime() && !op.Request.Credentials {
+		return process.Done() // a change of parameters or plan only
+	}
 	if op.Instance.Credentials == nil {
 		op.Describe("Nothing to push into the runtime: the instance has no sm_operator_credentials")
 		op.Conclude("Operation succeeded: nothing to push, the instance has no sm_operator_credentials")

@@ -338,7 +338,7 @@ func TestUpdateBTPManagerCredentialsInRuntime(t *testing.T) {
 		}
 		cache := runtimeclient.NewCache(runtimeClient, controlplane.Namespace, s, runtimeclient.Bounds{})
 		pipe := update.Pipeline(update.Deps{Config: cfg, Runtimes: cache})
-		step := pipe.Steps[0]
+		step := pipe.Steps[len(pipe.Steps)-1]
 		op := newOp(t, &credentials)
 		res, err := step.Run(t.Context(), op)
 		processtest.MustOutcome(t, "before the kubeconfig exists", processtest.Retry, res, err)

@@ -1,0 +1,194 @@
+package catalog
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// fixedParameters cannot change on a running runtime: the name is the shoot's and the Kyma CR's,
+// and moving the region or the network would mean a new cluster. The update schema leaves them
+// out; ValidateUpdate names them with a reason instead of "not allowed".
+var fixedParameters = []string{paramName, paramRegion, "networking"}
+
+// UpdateRequest is a PATCH of a running instance's parameters, plan, or both.
+type UpdateRequest struct {
+	// FromPlanID is the instance's plan; ToPlanID is the plan asked for ("" keeps the plan).
+	FromPlanID, ToPlanID string
+	// PlatformRegion is the instance's platform region.
+	PlatformRegion string
+	// ProviderRegion is the hyperscaler region the runtime runs in.
+	ProviderRegion string
+	// Stored are the instance's recorded parameters, without defaults.
+	Stored ProvisioningParameters
+	// Raw are the PATCH's parameters; nil, empty or null means none.
+	Raw json.RawMessage
+}
+
+// ErrPlanNotUpgradable is wrapped by a *PlanChangeError.
+var ErrPlanNotUpgradable = errors.New("plan cannot change")
+
+// PlanChangeError says that a running instance cannot move from one plan to another, naming both
+// plans and the ones it can move to.
+type PlanChangeError struct {
+	From, To string
+	Allowed  []string
+	// Reason, when set, says why a plan in Allowed does not fit this instance.
+	Reason string
+}
+
+func (e *PlanChangeError) Error() string {
+	switch {
+	case e.Reason != "":
+		return fmt.Sprintf("plan %s cannot change to %s: %s", e.From, e.To, e.Reason)
+	case len(e.Allowed) == 0:
+		return fmt.Sprintf("plan %s cannot change to %s: a %s instance cannot change its plan", e.From, e.To, e.From)
+	default:
+		return fmt.Sprintf("plan %s cannot change to %s: a %s instance can change to %s", e.From, e.To, e.From, strings.Join(e.Allowed, ", "))
+	}
+}
+
+func (e *PlanChangeError) Unwrap() error { return ErrPlanNotUpgradable }
+
+// updateParameters are a PATCH's parameters as the update schema allows them; nil means "keep".
+type updateParameters struct {
+	MachineType    *string  `json:"machineType"`
+	AutoScalerMin  *int     `json:"autoScalerMin"`
+	AutoScalerMax  *int     `json:"autoScalerMax"`
+	Administrators []string `json:"administrators"`
+	OIDC           *OIDC    `json:"oidc"`
+}
+
+// ValidateUpdate checks a PATCH against the target plan's update schema (the one served in the
+// catalog) and returns the instance's parameters after it: the stored ones with the PATCH's over
+// them. A plan change must be listed in the instance plan's upgradableToPlans; it keeps the
+// runtime's region (a trial's moves to the target provider's region for the trial region). The
+// result is validated as a whole against the target plan's create schema, and autoScalerMin <=
+// autoScalerMax is checked across the stored and the new values. Bad input gives a
+// *ValidationError or a *PlanChangeError; an unknown plan an error wrapping ErrUnknownPlan.
+func (c *Catalog) ValidateUpdate(r UpdateRequest) (ProvisioningParameters, error) {
+	from, ok := c.plans[r.FromPlanID]
+	if !ok {
+		return ProvisioningParameters{}, fmt.Errorf("validate update: %w %q", ErrUnknownPlan, r.FromPlanID)
+	}
+	to := from
+	if r.ToPlanID != "" && r.ToPlanID != r.FromPlanID {
+		if to, ok = c.plans[r.ToPlanID]; !ok {
+			return ProvisioningParameters{}, fmt.Errorf("validate update: %w %q", ErrUnknownPlan, r.ToPlanID)
+		}
+		if !slices.Contains(from.plan.UpgradableTo, to.plan.Name) {
+			return ProvisioningParameters{}, &PlanChangeError{From: from.plan.Name, To: to.plan.Name, Allowed: slices.Clone(from.plan.UpgradableTo)}
+		}
+	}
+
+	doc, verr := decodeObject(subjectParameters, r.Raw, MaxParametersSize)
+	if verr != nil {
+		return ProvisioningParameters{}, verr
+	}
+	if obj, ok := doc.(map[string]any); ok {
+		var problems []FieldProblem
+		for _, k := range fixedParameters {
+			if _, sent := obj[k]; sent {
+				problems = append(problems, FieldProblem{Field: k, Message: "cannot be changed on a running runtime"})
+			}
+		}
+		if len(problems) > 0 {
+			return ProvisioningParameters{}, newValidationError(subjectParameters, problems)
+		}
+	}
+	if err := to.update.compiled.Validate(doc); err != nil {
+		return ProvisioningParameters{}, asValidationError(subjectParameters, err, doc, to.update.doc)
+	}
+	var patch updateParameters
+	if err := decodeValidated(doc, &patch); err != nil {
+		return ProvisioningParameters{}, fmt.Errorf("validate update: %w", err)
+	}
+
+	merged := r.Stored
+	if patch.MachineType != nil {
+		merged.MachineType = patch.MachineType
+	}
+	if patch.AutoScalerMin != nil {
+		merged.AutoScalerMin = patch.AutoScalerMin
+	}
+	if patch.AutoScalerMax != nil {
+		merged.AutoScalerMax = patch.AutoScalerMax
+	}
+	if patch.Administrators != nil {
+		merged.Administrators = patch.Administrators
+	}
+	if patch.OIDC != nil {
+		merged.OIDC = patch.OIDC
+	}
+	if to != from {
+		region, err := c.regionAfterPlanChange(from, to, r)
+		if err != nil {
+			return ProvisioningParameters{}, err
+		}
+		merged.Region = &region
+	}
+	if p := autoScalerProblem(to.plan, r.Stored, patch, merged); p != nil {
+		return ProvisioningParameters{}, newValidationError(subjectParameters, []FieldProblem{*p})
+	}
+
+	// The whole result must be what the target plan would accept at provisioning: stored values
+	// outside its bounds (a lite plan's machine type, a smaller autoscaler minimum) are named.
+	whole, err := json.Marshal(merged)
+	if err != nil {
+		return ProvisioningParameters{}, fmt.Errorf("validate update: encoding parameters: %w", err)
+	}
+	return c.ValidateParameters(to.plan.ID, r.PlatformRegion, whole)
+}
+
+// regionAfterPlanChange is where the runtime runs on the new plan: the same hyperscaler region,
+// or for a trial, the new provider's region for the trial region. Either must be offered by the
+// new plan.
+func (c *Catalog) regionAfterPlanChange(from, to *planEntry, r UpdateRequest) (string, error) {
+	region := r.ProviderRegion
+	if from.plan.Trial {
+		trialRegion := deref(r.Stored.Region)
+		if trialRegion == "" {
+			trialRegion = c.TrialRegion(r.PlatformRegion)
+		}
+		hs, ok := c.providerTrialRegions[to.plan.Provider][trialRegion]
+		if !ok {
+			return "", &PlanChangeError{From: from.plan.Name, To: to.plan.Name, Allowed: from.plan.UpgradableTo,
+				Reason: fmt.Sprintf("%s has no region for the trial region %s", providerLabel(to.plan.Provider), trialRegion)}
+		}
+		region = hs
+	}
+	if !hasOption(to.offers[to.plan.Provider].regions, region) {
+		return "", &PlanChangeError{From: from.plan.Name, To: to.plan.Name, Allowed: from.plan.UpgradableTo,
+			Reason: fmt.Sprintf("the runtime's region %s is not offered by plan %s", region, to.plan.Name)}
+	}
+	return region, nil
+}
+
+// autoScalerProblem checks autoScalerMin <= autoScalerMax after a PATCH that sets one or both,
+// naming the field the PATCH set and where the other value comes from.
+func autoScalerProblem(plan Plan, stored ProvisioningParameters, patch updateParameters, merged ProvisioningParameters) *FieldProblem {
+	if patch.AutoScalerMin == nil && patch.AutoScalerMax == nil {
+		return nil
+	}
+	minNodes, _ := valueOr(merged.AutoScalerMin, plan.DefaultAutoScalerMin)
+	maxNodes, _ := valueOr(merged.AutoScalerMax, plan.DefaultAutoScalerMax)
+	if minNodes <= maxNodes {
+		return nil
+	}
+	source := func(v *int) string {
+		if v != nil {
+			return "the runtime's current value"
+		}
+		return "the plan's default"
+	}
+	switch {
+	case patch.AutoScalerMin != nil && patch.AutoScalerMax != nil:
+		return &FieldProblem{Field: paramAutoScalerMin, Message: fmt.Sprintf("must not be greater than autoScalerMax (%d > %d)", minNodes, maxNodes)}
+	case patch.AutoScalerMin != nil:
+		return &FieldProblem{Field: paramAutoScalerMin, Message: fmt.Sprintf("must not be greater than autoScalerMax (%d > %d, %s)", minNodes, maxNodes, source(stored.AutoScalerMax))}
+	default:
+		return &FieldProblem{Field: paramAutoScalerMax, Message: fmt.Sprintf("must not be less than autoScalerMin (%d < %d, %s)", maxNodes, minNodes, source(stored.AutoScalerMin))}
+	}
+}

@@ -1,0 +1,204 @@
+package catalog
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestUpdateSchemas: each plan's update schema, as served, lists exactly what can change on a
+// running runtime of that plan, with no defaults, and is what ValidateUpdate enforces; plans with
+// upgradableToPlans say plan_updateable.
+func TestUpdateSchemas(t *testing.T) {
+	t.Parallel()
+	c := defaultCatalog(t)
+	services, err := c.Services(sortedKeys(planIDs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantProps := map[string][]string{
+		TrialPlanName: {"administrators", "oidc"},
+		FreePlanName:  {"administrators", "oidc"},
+		AzurePlanName: {"machineType", "autoScalerMin", "autoScalerMax", "administrators", "oidc"},
+	}
+	wantUpdatable := map[string]bool{TrialPlanName: true, AzureLitePlanName: true}
+	for _, sp := range services[0].Plans {
+		schema := sp.Schemas.Instance.Update.Parameters
+		if schema["$schema"] != draft04 || schema["additionalProperties"] != false || schema["_show_form_view"] != true {
+			t.Errorf("%s: update schema header %v", sp.Name, schema)
+		}
+		checkControlsOrder(t, sp.Name, schema)
+		order := asStrings(schema["_controlsOrder"])
+		if want, ok := wantProps[sp.Name]; ok && !slices.Equal(order, want) {
+			t.Errorf("%s: update schema properties %v, want %v", sp.Name, order, want)
+		}
+		for _, fixed := range fixedParameters {
+			if slices.Contains(order, fixed) {
+				t.Errorf("%s: update schema offers %s", sp.Name, fixed)
+			}
+		}
+		for name, p := range schema["properties"].(map[string]any) {
+			if _, ok := p.(map[string]any)["default"]; ok {
+				t.Errorf("%s: update schema property %s has a default", sp.Name, name)
+			}
+		}
+		served, _ := json.Marshal(schema)
+		validated, _ := c.UpdateSchema(sp.ID)
+		if !jsonEqual(t, served, validated) {
+			t.Errorf("%s: served and validating update schemas differ", sp.Name)
+		}
+		if sp.PlanUpdatable == nil || *sp.PlanUpdatable != wantUpdatable[sp.Name] {
+			t.Errorf("%s: plan_updateable %v, want %v", sp.Name, sp.PlanUpdatable, wantUpdatable[sp.Name])
+		}
+	}
+}
+
+func TestValidateUpdate(t *testing.T) {
+	t.Parallel()
+	c := defaultCatalog(t)
+	stored := func(raw string) ProvisioningParameters {
+		var p ProvisioningParameters
+		if err := json.Unmarshal([]byte(raw), &p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tests := []struct {
+		name     string
+		from, to string
+		stored   string
+		region   string
+		raw      string
+		// wantInError are substrings of the error; none means valid.
+		wantInError []string
+		wantPlanErr bool
+		check       func(t *testing.T, p ProvisioningParameters)
+	}{
+		{name: "scale up", raw: `{"autoScalerMax":30}`, wantInError: []string{"autoScalerMax must be at most 20"}},
+		{name: "machine type and max", stored: `{"name":"x","autoScalerMin":4}`, raw: `{"machineType":"Standard_D8s_v5","autoScalerMax":10}`,
+			check: func(t *testing.T, p ProvisioningParameters) {
+				if p.Name != "x" || *p.MachineType != "Standard_D8s_v5" || *p.AutoScalerMin != 4 || *p.AutoScalerMax != 10 {
+					t.Errorf("merged %+v", p)
+				}
+			}},
+		{name: "nothing sent keeps everything", stored: `{"name":"x","autoScalerMax":9}`, raw: ``,
+			check: func(t *testing.T, p ProvisioningParameters) {
+				if p.Name != "x" || *p.AutoScalerMax != 9 || p.AutoScalerMin != nil {
+					t.Errorf("merged %+v", p)
+				}
+			}},
+		{name: "name", raw: `{"name":"y"}`, wantInError: []string{"name cannot be changed on a running runtime"}},
+		{name: "region", raw: `{"region":"westeurope"}`, wantInError: []string{"region cannot be changed"}},
+		{name: "networking", raw: `{"networking":{"nodes":"10.250.0.0/16"}}`, wantInError: []string{"networking cannot be changed"}},
+		{name: "create-only parameter", raw: `{"zonesCount":2}`, wantInError: []string{"zonesCount is not a supported parameter"}},
+		{name: "no defaults fill in", raw: `{}`, check: func(t *testing.T, p ProvisioningParameters) {
+			if p.MachineType != nil || p.AutoScalerMin != nil {
+				t.Errorf("defaults were stored: %+v", p)
+			}
+		}},
+		{name: "min above stored max", stored: `{"name":"x","autoScalerMax":5}`, raw: `{"autoScalerMin":6}`,
+			wantInError: []string{"autoScalerMin must not be greater than autoScalerMax (6 > 5, the runtime's current value)"}},
+		{name: "max below stored min", stored: `{"name":"x","autoScalerMin":8}`, raw: `{"autoScalerMax":5}`,
+			wantInError: []string{"autoScalerMax must not be less than autoScalerMin (5 < 8, the runtime's current value)"}},
+		{name: "max below default min", raw: `{"autoScalerMax":2}`, wantInError: []string{"autoScalerMax must be at least 3"}},
+		{name: "both sent, crossed", raw: `{"autoScalerMin":9,"autoScalerMax":4}`, wantInError: []string{"autoScalerMin must not be greater than autoScalerMax (9 > 4)"}},
+		{name: "trial has no autoscaler", from: TrialPlanID, stored: `{"name":"t"}`, raw: `{"autoScalerMax":2}`,
+			wantInError: []string{"autoScalerMax is not a supported parameter"}},
+		{name: "trial administrators", from: TrialPlanID, stored: `{"name":"t"}`, raw: `{"administrators":["a@example.com"]}`,
+			check: func(t *testing.T, p ProvisioningParameters) {
+				if !slices.Equal(p.Administrators, []string{"a@example.com"}) || p.Region != nil {
+					t.Errorf("merged %+v", p)
+				}
+			}},
+		{name: "oidc replaced", stored: `{"name":"x","oidc":{"clientID":"a","issuerURL":"https://a.example.com"}}`,
+			raw: `{"oidc":{"clientID":"b","issuerURL":"https://b.example.com","groupsClaim":"groups"}}`,
+			check: func(t *testing.T, p ProvisioningParameters) {
+				if p.OIDC.ClientID != "b" || p.OIDC.GroupsClaim != "groups" {
+					t.Errorf("oidc %+v", p.OIDC)
+				}
+			}},
+		{name: "oidc over http", raw: `{"oidc":{"clientID":"b","issuerURL":"http://b.example.com"}}`, wantInError: []string{"https"}},
+		{name: "trial to aws", from: TrialPlanID, to: AWSPlanID, stored: `{"name":"t"}`, raw: `{"autoScalerMax":5}`,
+			check: func(t *testing.T, p ProvisioningParameters) {
+				if *p.Region != "eu-central-1" || *p.AutoScalerMax != 5 || p.Name != "t" {
+					t.Errorf("merged %+v", p)
+				}
+			}},
+		{name: "trial in asia to gcp", from: TrialPlanID, to: GCPPlanID, stored: `{"name":"t","region":"asia"}`,
+			check: func(t *testing.T, p ProvisioningParameters) {
+				if *p.Region != "asia-south1" {
+					t.Errorf("region %v", *p.Region)
+				}
+			}},
+		{name: "lite to azure keeps the region", from: AzureLitePlanID, to: AzurePlanID, region: "westeurope",
+			stored: `{"name":"l","machineType":"Standard_D4s_v5"}`,
+			check: func(t *testing.T, p ProvisioningParameters) {
+				if *p.Region != "westeurope" || *p.MachineType != "Standard_D4s_v5" {
+					t.Errorf("merged %+v", p)
+				}
+			}},
+		{name: "lite minimum below azure's", from: AzureLitePlanID, to: AzurePlanID, region: "eastus",
+			stored: `{"name":"l","autoScalerMin":2}`, wantInError: []string{"autoScalerMin must be at least 3"}},
+		{name: "lite minimum raised with the plan change", from: AzureLitePlanID, to: AzurePlanID, region: "eastus",
+			stored: `{"name":"l","autoScalerMin":2}`, raw: `{"autoScalerMin":3}`},
+		{name: "azure to trial", to: TrialPlanID, wantPlanErr: true, wantInError: []string{"plan azure cannot change to trial: a azure instance cannot change its plan"}},
+		{name: "trial to free", from: TrialPlanID, to: FreePlanID, stored: `{"name":"t"}`, wantPlanErr: true,
+			wantInError: []string{"plan trial cannot change to free: a trial instance can change to aws, azure, gcp"}},
+		{name: "lite to aws", from: AzureLitePlanID, to: AWSPlanID, wantPlanErr: true, wantInError: []string{"azure_lite", "aws"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			from := tt.from
+			if from == "" {
+				from = AzurePlanID
+			}
+			region := tt.region
+			if region == "" {
+				region = "eastus"
+			}
+			st := tt.stored
+			if st == "" {
+				st = `{"name":"x"}`
+			}
+			p, err := c.ValidateUpdate(UpdateRequest{FromPlanID: from, ToPlanID: tt.to, PlatformRegion: "cf-eu10",
+				ProviderRegion: region, Stored: stored(st), Raw: json.RawMessage(tt.raw)})
+			if len(tt.wantInError) == 0 {
+				if err != nil {
+					t.Fatalf("ValidateUpdate: %v", err)
+				}
+				if tt.check != nil {
+					tt.check(t, p)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("ValidateUpdate accepted it: %+v", p)
+			}
+			if got := errors.Is(err, ErrPlanNotUpgradable); got != tt.wantPlanErr {
+				t.Errorf("plan error %v, want %v: %v", got, tt.wantPlanErr, err)
+			}
+			var verr *ValidationError
+			if !tt.wantPlanErr && !errors.As(err, &verr) {
+				t.Errorf("want a *ValidationError, got %T %v", err, err)
+			}
+			for _, want := range tt.wantInError {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q lacks %q", err, want)
+				}
+			}
+		})
+	}
+}
+
+func TestLoadChecksUpgradableToPlans(t *testing.T) {
+	t.Parallel()
+	path := writeFile(t, minimalPlansFile+"    upgradableToPlans: [azure, gcp]\n")
+	_, err := Load(path)
+	if err == nil || !strings.Contains(err.Error(), `plans.azure.upgradableToPlans: "azure" is the plan itself`) ||
+		!strings.Contains(err.Error(), `plans.azure.upgradableToPlans: "gcp" is not described under plans`) {
+		t.Fatalf("Load: %v", err)
+	}
+}

@@ -1,0 +1,229 @@
+package update_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"github.com/google/uuid"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/controlplane"
+	"github.com/kyma-keb/keb/internal/hyperscaler"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
+	"github.com/kyma-keb/keb/internal/kyma"
+	"github.com/kyma-keb/keb/internal/process"
+	"github.com/kyma-keb/keb/internal/process/processtest"
+	"github.com/kyma-keb/keb/internal/process/update"
+	"github.com/kyma-keb/keb/internal/storage"
+)
+
+// tenantAccounts hands every tenant its own account of a type, named after both.
+type tenantAccounts struct{ claims []string }
+
+func (p *tenantAccounts) Claim(_ context.Context, hsType, tenant string) (hyperscaler.Account, error) {
+	p.claims = append(p.claims, hsType+"/"+tenant)
+	return hyperscaler.Account{SecretName: hsType + "-" + tenant}, nil
+}
+
+func (p *tenantAccounts) ClaimShared(_ context.Context, hsType string) (hyperscaler.Account, error) {
+	p.claims = append(p.claims, hsType+"/shared")
+	return hyperscaler.Account{SecretName: hsType + "-shared", Shared: true}, nil
+}
+
+// recorder keeps what the success hook records.
+type recorder struct{ updated []storage.Updated }
+
+func (r *recorder) SetUpdated(_ context.Context, _ string, u storage.Updated) error {
+	r.updated = append(r.updated, u)
+	return nil
+}
+
+// trialRuntime writes the Runtime CR a trial provisioning made, Ready, and
+// returns an update operation of it moving to plan (with parameters).
+func trialRuntime(t *testing.T, c client.Client, ns, planName, params string) *process.Operation {
+	t.Helper()
+	inst := processtest.Instance(t, catalog.TrialPlanID)
+	inst.RuntimeID, inst.ClusterID, inst.ShootName = uuid.NewString(), uuid.NewString(), "c-trial1"
+	inst.PlatformRegion, inst.Provider, inst.ProviderRegion = "cf-eu10", "azure", "westeurope"
+	inst.Parameters = json.RawMessage(`{"name":"trial-1"}`)
+	inst.State = storage.RuntimeSucceeded
+	rt := &infrastructuremanager.Runtime{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: kyma.Name(inst.RuntimeID)},
+		Spec: infrastructuremanager.RuntimeSpec{
+			Shoot: infrastructuremanager.RuntimeShoot{Name: inst.ShootName, Region: "westeurope", SecretBindingName: "azure-shared",
+				Provider: infrastructuremanager.RuntimeProvider{Type: "azure", Workers: []infrastructuremanager.Worker{{Name: "cpu-worker-0",
+					MachineType: "Standard_D4s_v5", Minimum: 1, Maximum: 1, Zones: []string{"1"}}}},
+				Kubernetes: infrastructuremanager.RuntimeKubernetes{Version: "1.33"}},
+			Security: infrastructuremanager.RuntimeSecurity{Administrators: []string{inst.UserID}},
+			Kyma:     infrastructuremanager.RuntimeKyma{Version: "2.20.0", Components: []string{"istio"}},
+		},
+	}
+	if err := c.Create(t.Context(), rt); err != nil {
+		t.Fatal(err)
+	}
+	setStatus(t, c, rt, infrastructuremanager.StateReady, rt.Generation)
+	op := processtest.Operation(storage.OperationTypeUpdate, inst)
+	plan, _ := processtest.Catalog(t).PlanByName(planName)
+	op.Request = &storage.UpdateRequest{PlanID: plan.ID, PlanName: plan.Name, Parameters: json.RawMessage(params)}
+	return op
+}
+
+func setStatus(t *testing.T, c client.Client, rt *infrastructuremanager.Runtime, state infrastructuremanager.State, observed int64) {
+	t.Helper()
+	rt.Status = infrastructuremanager.RuntimeStatus{State: state, Message: "infrastructure says " + string(state), ObservedGeneration: observed}
+	if err := c.Status().Update(t.Context(), rt); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func runStep(t *testing.T, s process.Step, op *process.Operation, want processtest.Outcome) process.StepResult {
+	t.Helper()
+	res, err := s.Run(t.Context(), op)
+	processtest.MustOutcome(t, s.Name(), want, res, err)
+	return res
+}
+
+// TestUpdatePlanTrialToAWS runs the update steps on a control-plane
+// apiserver for a trial moving to aws with a larger autoscaler maximum.
+func TestUpdatePlanTrialToAWS(t *testing.T) {
+	t.Parallel()
+	c := kcpClient(t)
+	ns := processtest.Namespace(t, c, "upd")
+	processtest.EnsureNamespace(t, c, controlplane.Namespace)
+	cfg := testConfig()
+	cfg.Namespace = ns
+	pool, rec := &tenantAccounts{}, &recorder{}
+	pipe := update.Pipeline(update.Deps{Config: cfg, Catalog: processtest.Catalog(t), KCP: c, Accounts: pool, Store: rec})
+	steps := map[string]process.Step{}
+	for _, s := range pipe.Steps {
+		steps[s.Name()] = s
+	}
+	op := trialRuntime(t, c, ns, catalog.AWSPlanName, `{"name":"trial-1","region":"eu-central-1","autoScalerMax":5}`)
+
+	runStep(t, steps["update_initialization"], op, processtest.Done)
+	d := op.Record
+	if d.Provider != "aws" || d.ProviderRegion != "eu-central-1" || d.MachineType != "m6i.large" || d.AutoScalerMin != 3 ||
+		d.AutoScalerMax != 5 || d.KymaVersion != "2.20.0" || d.HyperscalerSecret != "azure-shared" {
+		t.Fatalf("resolved %+v", d)
+	}
+	runStep(t, steps["update_hyperscaler_account"], op, processtest.Done)
+	if want := "aws-" + op.Instance.GlobalAccountID; op.Record.HyperscalerSecret != want || !slices.Equal(pool.claims, []string{"aws/" + op.Instance.GlobalAccountID}) {
+		t.Fatalf("account %s (claims %v), want the tenant's own aws account %s", op.Record.HyperscalerSecret, pool.claims, want)
+	}
+
+	runStep(t, steps["update_runtime"], op, processtest.Done)
+	rt := &infrastructuremanager.Runtime{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: kyma.Name(op.Instance.RuntimeID)}, rt); err != nil {
+		t.Fatal(err)
+	}
+	w := rt.Spec.Shoot.Provider.Workers[0]
+	if rt.Spec.Shoot.Provider.Type != "aws" || rt.Spec.Shoot.Region != "eu-central-1" || w.MachineType != "m6i.large" ||
+		w.Minimum != 3 || w.Maximum != 5 || len(w.Zones) != 3 ||
+		rt.Spec.Shoot.Kubernetes.Version != "1.33" || rt.Spec.Shoot.SecretBindingName != op.Record.HyperscalerSecret ||
+		rt.Labels["kyma-project.io/broker-plan-name"] != "aws" {
+		t.Fatalf("Runtime CR after update_runtime: %+v, labels %v", rt.Spec, rt.Labels)
+	}
+	if op.Record.RuntimeGeneration != rt.Generation || rt.Generation < 2 {
+		t.Fatalf("recorded generation %d, CR at %d", op.Record.RuntimeGeneration, rt.Generation)
+	}
+	runStep(t, steps["update_runtime"], op, processtest.Done)
+	if op.Record.RuntimeGeneration != rt.Generation {
+		t.Fatalf("a re-run wrote the CR again: generation %d, was %d", op.Record.RuntimeGeneration, rt.Generation)
+	}
+
+	// Ready at the old generation: the change is not applied yet.
+	res := runStep(t, steps["check_runtime_update"], op, processtest.Retry)
+	if res.RetryAfter != cfg.RuntimePoll || processtest.MissingFrom(op.Description, "c-trial1", "not seen yet") != "" {
+		t.Errorf("waiting: %+v, %q", res, op.Description)
+	}
+	setStatus(t, c, rt, infrastructuremanager.StatePending, rt.Generation-1)
+	runStep(t, steps["check_runtime_update"], op, processtest.Retry)
+	if processtest.MissingFrom(op.Description, "Pending") != "" {
+		t.Errorf("description %q does not say Pending", op.Description)
+	}
+	setStatus(t, c, rt, infrastructuremanager.StateReady, rt.Generation)
+	runStep(t, steps["check_runtime_update"], op, processtest.Done)
+
+	runStep(t, steps["update_kyma"], op, processtest.Done)
+	k := &kyma.Kyma{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: controlplane.Namespace, Name: kyma.Name(op.Instance.RuntimeID)}, k); err != nil {
+		t.Fatal(err)
+	}
+	if k.Labels[controlplane.LabelPlanName] != "aws" || k.Labels[controlplane.LabelPlanID] != catalog.AWSPlanID {
+		t.Errorf("Kyma CR labels %v", k.Labels)
+	}
+	runStep(t, steps["update_btp_manager_credentials"], op, processtest.Done)
+
+	if err := pipe.Succeeded(t.Context(), op); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.updated) != 1 {
+		t.Fatalf("recorded %d updates", len(rec.updated))
+	}
+	u := rec.updated[0]
+	var resolved map[string]any
+	_ = json.Unmarshal(u.ResolvedParameters, &resolved)
+	if u.PlanName != "aws" || u.Provider != "aws" || u.ProviderRegion != "eu-central-1" || string(u.Parameters) != string(op.Request.Parameters) ||
+		resolved["autoScalerMax"] != 5.0 || resolved["machineType"] != "m6i.large" || u.Action == nil ||
+		u.Action.OldValue != "trial" || u.Action.NewValue != "aws" || u.Action.OperationID != op.ID {
+		t.Errorf("recorded %+v (action %+v), resolved %v", u, u.Action, resolved)
+	}
+	if op.Record.Conclusion != "Operation succeeded: the runtime moved from plan trial to plan aws" {
+		t.Errorf("conclusion %q", op.Record.Conclusion)
+	}
+}
+
+// TestUpdateFailures: what ends an update for good, leaving nothing recorded.
+func TestUpdateFailures(t *testing.T) {
+	t.Parallel()
+	c := kcpClient(t)
+	ns := processtest.Namespace(t, c, "upd-fail")
+	cfg := testConfig()
+	cfg.Namespace = ns
+	rec := &recorder{}
+	pipe := update.Pipeline(update.Deps{Config: cfg, Catalog: processtest.Catalog(t), KCP: c, Accounts: &tenantAccounts{}, Store: rec})
+	step := func(name string) process.Step {
+		i := slices.IndexFunc(pipe.Steps, func(s process.Step) bool { return s.Name() == name })
+		return pipe.Steps[i]
+	}
+
+	t.Run("the infrastructure manager fails the change", func(t *testing.T) {
+		op := trialRuntime(t, c, ns, catalog.TrialPlanName, `{"name":"trial-1","administrators":["admin@example.com"]}`)
+		runStep(t, step("update_initialization"), op, processtest.Done)
+		runStep(t, step("update_runtime"), op, processtest.Done)
+		rt := &infrastructuremanager.Runtime{}
+		if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: kyma.Name(op.Instance.RuntimeID)}, rt); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(rt.Spec.Security.Administrators, []string{"admin@example.com"}) {
+			t.Fatalf("administrators %v", rt.Spec.Security.Administrators)
+		}
+		setStatus(t, c, rt, infrastructuremanager.StateFailed, rt.Generation-1)
+		res := runStep(t, step("check_runtime_update"), op, processtest.Failure)
+		if processtest.MissingFrom(res.Failure.Error(), "could not apply", "infrastructure says Failed") != "" {
+			t.Errorf("failure %q", res.Failure)
+		}
+	})
+	t.Run("the Runtime CR is gone", func(t *testing.T) {
+		op := trialRuntime(t, c, ns, catalog.TrialPlanName, `{"name":"trial-1"}`)
+		op.Instance.RuntimeID = uuid.NewString()
+		runStep(t, step("update_initialization"), op, processtest.Failure)
+	})
+	t.Run("credentials only: the runtime steps do nothing", func(t *testing.T) {
+		op := trialRuntime(t, c, ns, catalog.TrialPlanName, `{}`)
+		op.Request = nil
+		for _, name := range []string{"update_initialization", "update_hyperscaler_account", "update_runtime", "check_runtime_update", "update_kyma"} {
+			runStep(t, step(name), op, processtest.Done)
+		}
+		if err := pipe.Succeeded(t.Context(), op); err != nil || op.Record.RuntimeGeneration != 0 {
+			t.Fatalf("success hook: %v, data %+v", err, op.Record)
+		}
+	})
+	if len(rec.updated) != 0 {
+		t.Errorf("failed or credential-only updates recorded %+v", rec.updated)
+	}
+}
