@@ -1,7 +1,6 @@
 package infrasim
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
@@ -17,7 +16,7 @@ import (
 // the FailRuntimes hook rejects by then ends Failed instead.
 func TestChangedSpecIsAppliedLikeACreation(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := t.Context()
 	kcp := kcpClient(t)
 	const ns = "infrasim-update"
 	createNamespace(t, kcp, ns)

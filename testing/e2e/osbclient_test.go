@@ -77,7 +77,7 @@ func description(err error) string {
 // trial moved to aws. Bindings (bind, get-binding, unbind) extend this flow.
 func TestOSBClientFlow(t *testing.T) {
 	s := newStack(t, infrasim.ModeShared, 2)
-	ctx := context.Background()
+	ctx := t.Context()
 	// The tenant's own aws account the upgraded trial moves to.
 	if err := s.kcp.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws-osb-000", Namespace: poolNS,
 		Labels: map[string]string{hyperscaler.LabelHyperscalerType: "aws"}}}); client.IgnoreAlreadyExists(err) != nil {
