@@ -27,6 +27,7 @@ import (
 	"github.com/kyma-keb/keb/internal/expiry"
 	"github.com/kyma-keb/keb/internal/httpapi"
 	"github.com/kyma-keb/keb/internal/metrics"
+	"github.com/kyma-keb/keb/internal/orchestration"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/runtimes"
 	"github.com/kyma-keb/keb/internal/storage"
@@ -108,12 +109,13 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 		return nil, err
 	}
 	store := storage.NewStore(pool, cipher, inserter)
+	orchestrations := storage.NewOrchestrations(pool, inserter)
 	opsMetrics := metrics.NewOperations(reg, auth.RejectionReasons)
 	verifier.OnReject(opsMetrics.TokenRejected)
 	expirer := expiry.New(store, cfg.TrialDuration, cfg.OperationTimeout, log.WithField("component", "expiry"))
 	var eng *engine
 	if cfg.Engine.Workers > 0 {
-		if eng, err = newEngine(cfg, pool, store, cat, expirer, work, opsMetrics, log); err != nil {
+		if eng, err = newEngine(cfg, pool, store, orchestrations, cat, expirer, work, opsMetrics, log); err != nil {
 			pool.Close()
 			return nil, err
 		}
@@ -140,6 +142,10 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 		Runtimes:       runtimesHandler, Expire: expiry.Handler(expirer, log),
 		Console: console.New(console.Options{Runtimes: runtimesHandler, Operations: store, Verifier: verifier,
 			DevLogin: dev != nil, Log: log.WithField("component", "console")})}
+	oc := cfg.Engine.Orchestration
+	opts.Orchestrations = orchestration.NewHandler(orchestrations, orchestration.Defaults{KymaVersion: cfg.Engine.KymaVersion,
+		KubernetesVersion: oc.KubernetesVersion, MachineImage: oc.MachineImage, MachineImageVersion: oc.MachineImageVersion},
+		log.WithField("component", "orchestration"))
 	if dev != nil {
 		opts.DevToken = dev.TokenIssue
 	}

@@ -23,11 +23,14 @@ import (
 	"github.com/kyma-keb/keb/internal/expiry"
 	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/kyma"
+	"github.com/kyma-keb/keb/internal/maintenance"
 	"github.com/kyma-keb/keb/internal/metrics"
+	"github.com/kyma-keb/keb/internal/orchestration"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/process/deprovisioning"
 	"github.com/kyma-keb/keb/internal/process/provisioning"
 	"github.com/kyma-keb/keb/internal/process/update"
+	"github.com/kyma-keb/keb/internal/process/upgrade"
 	"github.com/kyma-keb/keb/internal/runtime"
 	"github.com/kyma-keb/keb/internal/storage"
 )
@@ -90,8 +93,8 @@ type engine struct {
 }
 
 // newEngine builds the workers, the pipelines and the control-plane watch.
-func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat *catalog.Catalog, expirer *expiry.Expirer,
-	work *metrics.Work, observer process.Observer, log logrus.FieldLogger) (*engine, error) {
+func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, orchestrations *storage.Orchestrations,
+	cat *catalog.Catalog, expirer *expiry.Expirer, work *metrics.Work, observer process.Observer, log logrus.FieldLogger) (*engine, error) {
 	ec := cfg.Engine
 	if ec.KCPKubeconfig == "" && !InCluster() {
 		return nil, errors.New("no control plane: set APP_KCP_KUBECONFIG (or KUBECONFIG), or APP_WORKERS=0 to only accept requests")
@@ -130,7 +133,12 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat 
 	// look for keb's CRs there, and the runtime client cache reads kubeconfigs from it.
 	ns := runtime.Namespace
 	pool2 := hyperscaler.NewPool(gardener, "garden-"+ec.GardenerProject, sharedUsage(kcp, ns))
+	windows, err := maintenance.ParseConfig(ec.Orchestration.MaintenanceWindows)
+	if err != nil {
+		return nil, err
+	}
 	provCfg := provisioning.Config{
+		MaintenanceWindows: windows,
 		DefaultKymaVersion: ec.KymaVersion, OnDemandVersion: ec.OnDemandVersion, Namespace: ns,
 		DashboardDomain: ec.DashboardDomain, AccountTimeout: ec.AccountTimeout, RuntimeTimeout: ec.RuntimeTimeout,
 		BTPManagerTimeout: ec.BTPMgrTimeout, AccountPoll: accountPoll, RuntimePoll: ec.RuntimePoll,
@@ -155,9 +163,15 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat 
 			Runtimes: runtimes,
 		}),
 	}
+	upgrades := upgrade.Deps{Config: upgrade.Config{Namespace: ns, RuntimeTimeout: ec.RuntimeTimeout, RuntimePoll: ec.RuntimePoll},
+		Catalog: cat, KCP: kcp, Store: store}
+	pipelines[storage.OperationTypeUpgradeKyma] = upgrade.KymaPipeline(upgrades)
+	pipelines[storage.OperationTypeUpgradeCluster] = upgrade.ClusterPipeline(upgrades)
+	scheduler := orchestration.NewScheduler(orchestrations, windows, log.WithField("component", "orchestration"))
+	scheduler.Poll, scheduler.OperationTimeout = ec.Orchestration.Poll, ec.Orchestration.UpgradeTimeout
 	eng := process.NewEngine(store, pipelines, log.WithField("component", "engine"))
 	eng.Slice = ec.JobTimeout / 3
-	eng.Observer = observer
+	eng.Observer = orchestration.Observer{Observer: observer, Orchestrations: orchestrations}
 	periodic := []process.Periodic{{Name: "expire_trials", Interval: ec.ExpiryInterval, Run: func(ctx context.Context) error {
 		_, err := expirer.ExpireDue(ctx)
 		return err
@@ -168,7 +182,7 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, cat 
 	}
 	queue, err := process.NewQueue(pool, eng, process.QueueConfig{
 		Workers: ec.Workers, JobTimeout: ec.JobTimeout, RescueAfter: ec.RescueAfter, PollInterval: wokenJobPoll,
-		Periodic: append(periodic, cleanups...),
+		Periodic: append(periodic, cleanups...), Orchestrations: scheduler,
 	}, log)
 	if err != nil {
 		return nil, err

@@ -33,6 +33,60 @@ func (OperationArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{MaxAttempts: 10000, UniqueOpts: river.UniqueOpts{ByArgs: true}}
 }
 
+// OrchestrationArgs is the queue entry of an orchestration's scheduler: its
+// ID only. One job per orchestration is queued or running at a time.
+type OrchestrationArgs struct {
+	OrchestrationID string `json:"orchestration_id" river:"unique"`
+}
+
+// Kind is stored in every queued job: never rename it.
+func (OrchestrationArgs) Kind() string { return "keb_orchestration" }
+
+// InsertOpts keeps one unfinished job per orchestration (a retried
+// orchestration gets a new one after its first completed) and lets it be
+// snoozed for as long as the orchestration runs.
+func (OrchestrationArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{MaxAttempts: 10000, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
+		rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
+		rivertype.JobStateRetryable, rivertype.JobStateScheduled,
+	}}}
+}
+
+// Scheduler runs one pass of an orchestration's scheduler; RetryAfter zero
+// means the orchestration has ended.
+type Scheduler interface {
+	Advance(ctx context.Context, orchestrationID string) (retryAfter time.Duration, err error)
+}
+
+type orchestrationWorker struct {
+	river.WorkerDefaults[OrchestrationArgs]
+	scheduler Scheduler
+	timeout   time.Duration
+}
+
+func (w *orchestrationWorker) Work(ctx context.Context, job *river.Job[OrchestrationArgs]) error {
+	after, err := w.scheduler.Advance(ctx, job.Args.OrchestrationID)
+	if err != nil {
+		return fmt.Errorf("scheduling orchestration %s: %w", job.Args.OrchestrationID, err)
+	}
+	if after > 0 {
+		return river.JobSnooze(after)
+	}
+	return nil
+}
+
+func (w *orchestrationWorker) Timeout(*river.Job[OrchestrationArgs]) time.Duration { return w.timeout }
+
+// EnqueueOrchestrationTx queues an orchestration's scheduler inside the
+// transaction that writes (or retries) the orchestration.
+func (q *Queue) EnqueueOrchestrationTx(ctx context.Context, tx pgx.Tx, orchestrationID string) (int64, error) {
+	res, err := q.client.InsertTx(ctx, tx, OrchestrationArgs{OrchestrationID: orchestrationID}, nil)
+	if err != nil {
+		return 0, fmt.Errorf("queueing orchestration: %w", err)
+	}
+	return res.Job.ID, nil
+}
+
 // QueueConfig tunes the workers of one replica.
 type QueueConfig struct {
 	// Workers is how many operations this replica works on at once; 0
@@ -50,6 +104,8 @@ type QueueConfig struct {
 	// schedules them and uniqueness keeps one run at a time, whatever the
 	// number of replicas.
 	Periodic []Periodic
+	// Orchestrations runs orchestrations' schedulers; nil runs none.
+	Orchestrations Scheduler
 }
 
 // Periodic is a job run every Interval, and once when a replica becomes
@@ -147,6 +203,9 @@ func NewQueue(pool *pgxpool.Pool, engine *Engine, cfg QueueConfig, log logrus.Fi
 			rc.PeriodicJobs = append(rc.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(p.Interval),
 				func() (river.JobArgs, *river.InsertOpts) { return args, nil },
 				&river.PeriodicJobOpts{ID: p.Name, RunOnStart: true}))
+		}
+		if cfg.Orchestrations != nil {
+			river.AddWorker(workers, &orchestrationWorker{scheduler: cfg.Orchestrations, timeout: cfg.JobTimeout})
 		}
 		rc.Workers = workers
 		rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}}

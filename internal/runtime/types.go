@@ -62,6 +62,15 @@ type RuntimeShoot struct {
 	Region            string          `json:"region"`
 	SecretBindingName string          `json:"secretBindingName,omitempty"`
 	Provider          RuntimeProvider `json:"provider"`
+	// Kubernetes is the cluster's Kubernetes; an empty version is the
+	// infrastructure manager's default.
+	Kubernetes RuntimeKubernetes `json:"kubernetes,omitempty"`
+}
+
+// RuntimeKubernetes is the Kubernetes of the cluster.
+// +kubebuilder:object:generate=true
+type RuntimeKubernetes struct {
+	Version string `json:"version,omitempty"`
 }
 
 // RuntimeProvider is the hyperscaler and the worker pools.
@@ -79,6 +88,10 @@ type Worker struct {
 	Minimum     int      `json:"minimum"`
 	Maximum     int      `json:"maximum"`
 	Zones       []string `json:"zones,omitempty"`
+	// MachineImage and MachineImageVersion are the nodes' OS image; empty
+	// is the infrastructure manager's default.
+	MachineImage        string `json:"machineImage,omitempty"`
+	MachineImageVersion string `json:"machineImageVersion,omitempty"`
 }
 
 // RuntimeSecurity lists who administers the cluster.
@@ -101,6 +114,9 @@ type RuntimeStatus struct {
 	// State is one of StatePending, StateReady, StateFailed, StateTerminating.
 	State   string `json:"state,omitempty"`
 	Message string `json:"message,omitempty"`
+	// ObservedGeneration is the metadata.generation the state refers to: a
+	// changed spec (an upgrade) is applied once it reaches the generation.
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
 
 // RuntimeID returns the runtime ID of the CR: its LabelRuntimeID label, or its

@@ -10,7 +10,15 @@ const (
 	OperationTypeProvision   = "provision"
 	OperationTypeDeprovision = "deprovision"
 	OperationTypeUpdate      = "update"
+	// Upgrades are started by orchestrations (internal/orchestration).
+	OperationTypeUpgradeKyma    = "upgrade_kyma"
+	OperationTypeUpgradeCluster = "upgrade_cluster"
 )
+
+// IsUpgrade reports whether an operation type is an orchestration's upgrade.
+func IsUpgrade(opType string) bool {
+	return opType == OperationTypeUpgradeKyma || opType == OperationTypeUpgradeCluster
+}
 
 // Operation states, in OSB's words so last_operation needs no mapping.
 const (
