@@ -26,6 +26,10 @@ const (
 	// first saw the Runtime: creationTimestamp has whole seconds only, and the
 	// delay must survive a simulator restart.
 	pendingSinceAnnotation = "infrasim.keb.kyma-project.io/pending-since"
+	// applyingSinceAnnotation records when the simulator began applying a
+	// changed spec (an upgrade) to a Ready runtime: the change takes the
+	// same delay as a creation, counted from then.
+	applyingSinceAnnotation = "infrasim.keb.kyma-project.io/applying-since"
 	// fieldOwner owns the kubeconfig Secret's fields (server-side apply).
 	fieldOwner = "keb-infrasim"
 	// labelManagedBy marks the kubeconfig Secrets the simulator writes.
@@ -49,6 +53,7 @@ type reconciler struct {
 	clusters     clusterProvider
 	delay        time.Duration
 	failRuntimes func(runtimeID string) string
+	failChanges  func(rt *kebruntime.Runtime) string
 	log          logrus.FieldLogger
 	now          func() time.Time
 }
@@ -92,10 +97,27 @@ func (r *reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 
+	if changed(rt) && (rt.Status.State == kebruntime.StateReady || rt.Status.State == kebruntime.StateFailed) {
+		// A changed spec (Kubernetes version, machine image, Kyma version):
+		// the real infrastructure manager rolls it out, reporting Pending,
+		// then Ready with the new observedGeneration.
+		return reconcile.Result{RequeueAfter: r.delay}, r.beginApplying(ctx, rt, log)
+	}
 	switch rt.Status.State {
 	case kebruntime.StateFailed:
-		return reconcile.Result{}, nil // terminal, as upstream: keb deletes the Runtime and asks again
+		if rt.Annotations[applyingSinceAnnotation] == "" {
+			return reconcile.Result{}, nil // terminal, as upstream: keb deletes the Runtime and asks again
+		}
+		// A change that failed to roll out is tried again, as the real
+		// infrastructure manager's periodic reconciliation does; below.
 	case kebruntime.StateReady:
+		if rt.Status.ObservedGeneration == 0 {
+			// Made Ready by a simulator that did not report generations:
+			// what it made Ready is the current spec.
+			if err := r.setStatus(ctx, rt, kebruntime.StateReady, rt.Status.Message); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
 		if r.clusters.Owns(id) {
 			return reconcile.Result{}, nil
 		}
@@ -114,6 +136,17 @@ func (r *reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	// Requeue rather than sleep: waiting must not hold a worker.
 	if wait := r.pendingSince(rt).Add(r.delay).Sub(r.now()); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	if r.failChanges != nil && rt.Annotations[applyingSinceAnnotation] != "" {
+		if msg := r.failChanges(rt); msg != "" {
+			if rt.Status.State != kebruntime.StateFailed {
+				if err := r.setStatus(ctx, rt, kebruntime.StateFailed, msg); err != nil {
+					return reconcile.Result{}, err
+				}
+				log.WithField("message", msg).Info("applying the changed spec failed, as configured")
+			}
+			return reconcile.Result{RequeueAfter: max(r.delay, time.Second)}, nil
+		}
 	}
 	if r.failRuntimes != nil {
 		if msg := r.failRuntimes(id); msg != "" {
@@ -137,7 +170,7 @@ func (r *reconciler) provision(ctx context.Context, rt *kebruntime.Runtime, id s
 	if err := r.applyKubeconfig(ctx, rt.Namespace, id, kubeconfig); err != nil {
 		return err
 	}
-	if rt.Status.State != kebruntime.StateReady {
+	if rt.Status.State != kebruntime.StateReady || rt.Status.ObservedGeneration != rt.Generation {
 		if err := r.setStatus(ctx, rt, kebruntime.StateReady, "simulated cluster is ready"); err != nil {
 			return err
 		}
@@ -195,17 +228,54 @@ func (r *reconciler) ensureFinalizer(ctx context.Context, rt *kebruntime.Runtime
 	return nil
 }
 
-// pendingSince is when the delay started: the simulator's stamp, else the CR's creation.
+// pendingSince is when the delay started: the start of applying a changed
+// spec, else the simulator's first stamp, else the CR's creation.
 func (r *reconciler) pendingSince(rt *kebruntime.Runtime) time.Time {
+	if t, err := time.Parse(time.RFC3339Nano, rt.Annotations[applyingSinceAnnotation]); err == nil {
+		return t
+	}
 	if t, err := time.Parse(time.RFC3339Nano, rt.Annotations[pendingSinceAnnotation]); err == nil {
 		return t
 	}
 	return rt.CreationTimestamp.Time
 }
 
+// changed reports a spec changed after the simulator last reported on it.
+func changed(rt *kebruntime.Runtime) bool {
+	return rt.Status.ObservedGeneration != 0 && rt.Status.ObservedGeneration < rt.Generation
+}
+
+// beginApplying stamps when applying a changed spec began and reports the
+// runtime Pending; the Pending path makes it Ready after the delay.
+func (r *reconciler) beginApplying(ctx context.Context, rt *kebruntime.Runtime, log logrus.FieldLogger) error {
+	base := rt.DeepCopy()
+	if rt.Annotations == nil {
+		rt.Annotations = map[string]string{}
+	}
+	rt.Annotations[applyingSinceAnnotation] = r.now().UTC().Format(time.RFC3339Nano)
+	patch := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
+	if err := r.client.Patch(ctx, rt, patch); err != nil {
+		return fmt.Errorf("stamping Runtime %s/%s: %w", rt.Namespace, rt.Name, err)
+	}
+	msg := fmt.Sprintf("simulated infrastructure manager is applying generation %d (Kubernetes %q, Kyma %q)",
+		rt.Generation, rt.Spec.Shoot.Kubernetes.Version, rt.Spec.Kyma.Version)
+	if err := r.setStatus(ctx, rt, kebruntime.StatePending, msg); err != nil {
+		return err
+	}
+	log.WithField("generation", rt.Generation).Info("Runtime spec changed: applying it")
+	return nil
+}
+
+// setStatus writes the state. Ready and Failed report on the current spec
+// (observedGeneration = generation); Pending and Terminating keep the
+// generation last reported on.
 func (r *reconciler) setStatus(ctx context.Context, rt *kebruntime.Runtime, state, message string) error {
 	base := rt.DeepCopy()
-	rt.Status = kebruntime.RuntimeStatus{State: state, Message: message}
+	observed := rt.Status.ObservedGeneration
+	if state == kebruntime.StateReady || state == kebruntime.StateFailed {
+		observed = rt.Generation
+	}
+	rt.Status = kebruntime.RuntimeStatus{State: state, Message: message, ObservedGeneration: observed}
 	patch := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
 	if err := r.client.Status().Patch(ctx, rt, patch); err != nil {
 		return fmt.Errorf("setting Runtime %s/%s to %s: %w", rt.Namespace, rt.Name, state, err)

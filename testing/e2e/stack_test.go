@@ -25,6 +25,7 @@ import (
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/infrasim"
+	"github.com/kyma-keb/keb/internal/runtime"
 	"github.com/kyma-keb/keb/testing/k8stest"
 	"github.com/kyma-keb/keb/testing/pgtest"
 )
@@ -49,6 +50,8 @@ type stack struct {
 	kcp    client.Client
 	scheme *k8sruntime.Scheme
 	key    *auth.DevKey
+	// dbURL is keb's database, for checks a client cannot make.
+	dbURL string
 }
 
 // newStack seeds the control plane's pool with accounts and starts keb.
@@ -60,6 +63,10 @@ func newStack(t *testing.T, mode infrasim.Mode, accounts int, tweaks ...func(*co
 	log.SetOutput(io.Discard)
 	return newStackLogging(t, log, mode, accounts, tweaks...)
 }
+
+// simFailChanges, when set before newStack, makes the simulated
+// infrastructure manager fail the spec changes (upgrades) it names.
+var simFailChanges func(rt *runtime.Runtime) string
 
 // newStackLogging is newStack with keb logging to log.
 func newStackLogging(t *testing.T, log *logrus.Logger, mode infrasim.Mode, accounts int, tweaks ...func(*config.Config)) *stack {
@@ -82,7 +89,8 @@ func newStackLogging(t *testing.T, log *logrus.Logger, mode infrasim.Mode, accou
 	}
 	simLog := logrus.New()
 	simLog.SetOutput(io.Discard)
-	sim, err := infrasim.New(kcp.Config, scheme, infrasim.Options{Namespace: kcpNS, Mode: mode, BinDir: bin, Delay: time.Second, Log: simLog})
+	sim, err := infrasim.New(kcp.Config, scheme, infrasim.Options{Namespace: kcpNS, Mode: mode, BinDir: bin, Delay: time.Second, Log: simLog,
+		FailChanges: simFailChanges})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +134,7 @@ func newStackLogging(t *testing.T, log *logrus.Logger, mode infrasim.Mode, accou
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &stack{t: t, url: "http://" + ln.Addr().String(), token: tok, kcp: kc, scheme: scheme, key: key}
+	return &stack{t: t, url: "http://" + ln.Addr().String(), token: tok, kcp: kc, scheme: scheme, key: key, dbURL: cfg.DatabaseURL}
 }
 
 func seedPool(t *testing.T, c client.Client, accounts int) {
