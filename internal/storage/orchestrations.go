@@ -537,7 +537,11 @@ func (s *Orchestrations) pass(ctx context.Context, tx pgx.Tx, id, opType string,
 			return fmt.Errorf("canceling orchestration %s: %w", id, err)
 		}
 	}
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM operations WHERE orchestration_id = $1 AND state = $2`,
+	// Running is read from the targets as just synchronised, not from the
+	// operations: an upgrade that finishes after the statement above is
+	// still counted (which errs on the safe side of the workers bound), and
+	// the orchestration never ends with a target left in progress.
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM orchestration_operations WHERE orchestration_id = $1 AND state = $2`,
 		id, StateInProgress).Scan(&p.Running); err != nil {
 		return fmt.Errorf("counting upgrades of orchestration %s: %w", id, err)
 	}

@@ -216,7 +216,7 @@ func TestOrchestrations(t *testing.T) {
 			`{"targets": {"include": [{"target": "all"}]}, "strategy": {"schedule": "someday"}}`:          "strategy.schedule",
 			`{"targets": {"include": [{"target": "all"}]}, "strategy": {"parallel": {"workers": -1}}}`:    "strategy.parallel.workers",
 			`{"targets": {"include": [{"target": "all"}]}, "kubernetes": {"version": "1.31"}}`:            "kubernetes",
-			`{"targets": {"include": [{"target": "all"}]}, "dryrun": true}`:                               "dryrun",
+			`{"targets": {"include": [{"target": "all"}]}, "dryRunn": true}`:                              "dryRunn",
 			`{"targets": {"include": [{}]}}`:                                                              "targets.include[0]",
 			`{"targets": {"include": [{"target": "all"}]}, "strategy": {"parallel": {"workers": "two"}}}`: "strategy.parallel.workers",
 		} {
