@@ -309,5 +309,19 @@ func (s *Store) TakeOverOrphans(ctx context.Context, after time.Duration) ([]str
 	if err != nil {
 		return nil, fmt.Errorf("taking over orphaned operations: %w", err)
 	}
-	return ids, nil
+	// An orchestration's scheduler runs one short transaction per job run
+	// and holds no lock outside it: a job shown running for longer than
+	// after lost its replica. Were it alive after all, the two runs would
+	// queue on the orchestration's row lock.
+	rows, err = s.pool.Query(ctx, `UPDATE river_job SET state = 'available', scheduled_at = now()
+		WHERE kind = 'keb_orchestration' AND state = 'running' AND attempted_at < now() - make_interval(secs => $1)
+		RETURNING 'orchestration ' || (args ->> 'orchestration_id')`, after.Seconds())
+	if err != nil {
+		return nil, fmt.Errorf("taking over orphaned orchestrations: %w", err)
+	}
+	orchestrations, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("taking over orphaned orchestrations: %w", err)
+	}
+	return append(ids, orchestrations...), nil
 }
