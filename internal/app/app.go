@@ -133,6 +133,7 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	var accounts metrics.PoolCensus
 	if eng != nil {
 		accounts = eng.accounts
+		reg.MustRegister(eng.scheduler.Collectors()...)
 	}
 	reg.MustRegister(metrics.NewCensus(store, accounts, cfg.MetricsCensusInterval, log.WithField("component", "metrics")))
 	a := &App{cfg: cfg, pool: pool, log: log, engine: eng}

@@ -90,6 +90,8 @@ type engine struct {
 	log      logrus.FieldLogger
 	// accounts is the hyperscaler account pool, counted for metrics.
 	accounts *hyperscaler.Pool
+	// scheduler runs orchestrations; its metrics join the registry.
+	scheduler *orchestration.Scheduler
 }
 
 // newEngine builds the workers, the pipelines and the control-plane watch.
@@ -189,7 +191,7 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, orch
 	}
 	watcher := process.NewWatcher(kcpCfg, scheme, ns, store, queue, log.WithField("component", "watch"))
 	takeover := process.NewTakeover(store, ec.TakeoverAfter, log.WithField("component", "takeover"))
-	return &engine{queue: queue, watcher: watcher, takeover: takeover, kcp: kcp, namespace: ns, workers: ec.Workers, accounts: pool2,
+	return &engine{queue: queue, watcher: watcher, takeover: takeover, scheduler: scheduler, kcp: kcp, namespace: ns, workers: ec.Workers, accounts: pool2,
 		log: log.WithField("component", "readiness")}, nil
 }
 

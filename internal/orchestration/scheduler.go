@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
 	"github.com/kyma-keb/keb/internal/maintenance"
@@ -38,6 +39,8 @@ type Scheduler struct {
 	// OperationTimeout bounds each upgrade operation.
 	OperationTimeout time.Duration
 	log              logrus.FieldLogger
+	// passes and started count the scheduler's work (Collectors).
+	passes, started prometheus.Counter
 }
 
 var _ process.Scheduler = (*Scheduler)(nil)
@@ -45,7 +48,17 @@ var _ process.Scheduler = (*Scheduler)(nil)
 // NewScheduler returns a scheduler over the orchestration store.
 func NewScheduler(s store, windows maintenance.Config, log logrus.FieldLogger) *Scheduler {
 	return &Scheduler{store: s, Now: time.Now, Poll: time.Second, MaxWait: time.Minute, Windows: windows,
-		OperationTimeout: 3 * time.Hour, log: log}
+		OperationTimeout: 3 * time.Hour, log: log,
+		passes: prometheus.NewCounter(prometheus.CounterOpts{Name: "keb_orchestration_passes_total",
+			Help: "Passes of orchestration schedulers (each one transaction of a fixed number of statements)."}),
+		started: prometheus.NewCounter(prometheus.CounterOpts{Name: "keb_orchestration_upgrades_started_total",
+			Help: "Upgrade operations orchestrations started."}),
+	}
+}
+
+// Collectors are the scheduler's metrics, for the server's registry.
+func (s *Scheduler) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{s.passes, s.started}
 }
 
 // Advance implements process.Scheduler.
@@ -63,6 +76,8 @@ func (s *Scheduler) Advance(ctx context.Context, id string) (time.Duration, erro
 	if err != nil {
 		return 0, err
 	}
+	s.passes.Inc()
+	s.started.Add(float64(prog.Started))
 	log := s.log.WithFields(logrus.Fields{"orchestration_id": id, "state": prog.State})
 	if prog.Started > 0 || prog.Finished > 0 {
 		log.WithFields(logrus.Fields{"started": prog.Started, "finished": prog.Finished, "running": prog.Running}).Info("orchestration advanced")

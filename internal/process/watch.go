@@ -178,7 +178,9 @@ func endsAWait(old, updated any) bool {
 			return false
 		}
 		prev, ok := old.(*runtime.Runtime)
-		return !ok || prev.Status.State != rt.Status.State
+		// An upgrade waits for the new generation to be applied, which
+		// may come without a state change seen in between.
+		return !ok || prev.Status.State != rt.Status.State || prev.Status.ObservedGeneration != rt.Status.ObservedGeneration
 	default:
 		return old == nil
 	}

@@ -51,10 +51,17 @@ func (s *AwaitRuntime) Run(ctx context.Context, op *process.Operation) (process.
 	case applied && rt.Status.State == runtime.StateFailed:
 		return process.Fail("the infrastructure manager could not apply the upgrade: %s", rt.Status.Message)
 	}
-	state := rt.Status.State
-	if state == "" || !applied {
-		state = "not applied yet"
+	if !applied && rt.Status.State != runtime.StatePending {
+		// The infrastructure manager has not noticed the change yet: it
+		// will within moments, and a roll-out it has not begun sends no
+		// event that reliably wakes this wait, so look again soon.
+		op.Describe("Waiting for the infrastructure manager to pick up the upgrade of cluster %s", op.Data.ShootName)
+		return process.RetryAfter(min(s.Config.RuntimePoll, noticePoll))
 	}
-	op.Describe("Waiting for the infrastructure manager to apply the upgrade of cluster %s (%s)", op.Data.ShootName, state)
+	op.Describe("Waiting for the infrastructure manager to apply the upgrade of cluster %s (%s)", op.Data.ShootName, rt.Status.State)
 	return process.RetryAfter(s.Config.RuntimePoll)
 }
+
+// noticePoll is how soon a wait looks again while the infrastructure manager
+// has not picked the change up.
+const noticePoll = 2 * time.Second
