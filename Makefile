@@ -61,8 +61,8 @@ FUZZ_TARGETS := \
 	./internal/catalog:FuzzValidateContext \
 	./internal/catalog:FuzzValidateUpdateContext \
 	./internal/catalog:FuzzValidateParameters \
-	./internal/runtimes:FuzzParseQuery \
-	./internal/runtimes:FuzzDecodeCursor \
+	./internal/runtimelisting:FuzzParseQuery \
+	./internal/runtimelisting:FuzzDecodeCursor \
 	./internal/auth:FuzzVerify
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -57,7 +57,7 @@ func TestCleanupSubaccountsAgainstDevDir(t *testing.T) {
 		ServiceID: catalog.ServiceID, PlanID: catalog.AzurePlanID, PlanName: catalog.AzurePlanName, PlatformRegion: "cf-eu10",
 		Provider: "azure", ProviderRegion: "westeurope", Parameters: []byte(`{}`), Context: []byte(`{}`)}
 	if err := store.CreateProvisioning(ctx, inst, storage.Operation{ID: "op-1", InstanceID: "inst-1",
-		Type: storage.OperationTypeProvision, State: storage.StateInProgress, Deadline: time.Now().Add(time.Hour)}); err != nil {
+		Type: storage.OperationTypeProvision, State: storage.OperationInProgress, Deadline: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	stub.Add("sa-gone")

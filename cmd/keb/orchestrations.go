@@ -188,7 +188,7 @@ func (c *operatorClient) show(ctx context.Context, id string, watch bool, poll t
 		if err := c.do(ctx, http.MethodGet, "/orchestrations/"+url.PathEscape(id), nil, &o); err != nil {
 			return err
 		}
-		line := o.State + "|" + o.Description
+		line := string(o.State) + "|" + o.Description
 		if !watch {
 			if c.output == "json" {
 				return c.printJSON(o)

@@ -39,7 +39,7 @@ func bindPool(fs *flag.FlagSet, out io.Writer, now func() time.Time) func(ctx co
 		if err != nil {
 			return err
 		}
-		pool := hyperscaler.NewPool(c, "garden-"+e.cfg.Engine.GardenerProject, nil)
+		pool := hyperscaler.NewAccountPool(c, "garden-"+e.cfg.Engine.GardenerProject, nil)
 		if release {
 			return releaseAccount(ctx, pool, store, args[1], out)
 		}
@@ -47,7 +47,7 @@ func bindPool(fs *flag.FlagSet, out io.Writer, now func() time.Time) func(ctx co
 	}
 }
 
-// accountPool is the part of hyperscaler.Pool the pool command uses.
+// accountPool is the part of hyperscaler.AccountPool the pool command uses.
 type accountPool interface {
 	Accounts(ctx context.Context) ([]hyperscaler.AccountInfo, error)
 	Account(ctx context.Context, name string) (hyperscaler.AccountInfo, error)
@@ -107,4 +107,4 @@ func releaseAccount(ctx context.Context, pool accountPool, store *storage.Store,
 	return nil
 }
 
-var _ accountPool = (*hyperscaler.Pool)(nil)
+var _ accountPool = (*hyperscaler.AccountPool)(nil)

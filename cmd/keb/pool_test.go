@@ -38,7 +38,7 @@ func TestPoolReleaseRefusedWhileInUse(t *testing.T) {
 	if err := c.Create(ctx, account); err != nil {
 		t.Fatal(err)
 	}
-	pool := hyperscaler.NewPool(c, ns, nil)
+	pool := hyperscaler.NewAccountPool(c, ns, nil)
 
 	dbPool := pgtest.NewPool(t)
 	store := storage.NewStore(dbPool, nil, nil)
@@ -46,7 +46,7 @@ func TestPoolReleaseRefusedWhileInUse(t *testing.T) {
 		ServiceID: catalog.ServiceID, PlanID: catalog.AzurePlanID, PlanName: catalog.AzurePlanName, PlatformRegion: "cf-eu10",
 		Provider: "azure", ProviderRegion: "westeurope", Parameters: []byte(`{}`), Context: []byte(`{}`)}
 	if err := store.CreateProvisioning(ctx, inst, storage.Operation{ID: "op-1", InstanceID: "inst-1",
-		Type: storage.OperationTypeProvision, State: storage.StateInProgress, Deadline: time.Now().Add(time.Hour)}); err != nil {
+		Type: storage.OperationTypeProvision, State: storage.OperationInProgress, Deadline: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	// The provisioning has claimed the account (as hyperscaler secret

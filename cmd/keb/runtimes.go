@@ -17,7 +17,7 @@ import (
 	"github.com/kyma-keb/keb/internal/auth"
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/devstack"
-	"github.com/kyma-keb/keb/internal/runtimes"
+	"github.com/kyma-keb/keb/internal/runtimelisting"
 )
 
 // runtimesFilters are the filter flags of `keb runtimes`, with the query
@@ -59,7 +59,7 @@ func bindRuntimes(fs *flag.FlagSet, stdout, stderr io.Writer, now func() time.Ti
 	b.String(&opts.url, "url", "KEB_URL", "", "base URL of the broker (default: the running keb dev's, from <dir>/url, else http://127.0.0.1:8080)")
 	b.String(&opts.token, "token", "KEB_TOKEN", "", "bearer token with scope cld:read (default: one minted with the dev key in --dir, as keb token does)")
 	b.String(&opts.dir, "dir", "APP_DEV_DIR", ".keb", "dev state directory of the running keb dev (for the default token)")
-	b.Int(&opts.pageSize, "page-size", "KEB_RUNTIMES_PAGE_SIZE", 0, fmt.Sprintf("runtimes per page, 1 to %d (0: the server's default)", runtimes.MaxPageSize))
+	b.Int(&opts.pageSize, "page-size", "KEB_RUNTIMES_PAGE_SIZE", 0, fmt.Sprintf("runtimes per page, 1 to %d (0: the server's default)", runtimelisting.MaxPageSize))
 	b.Bool(&opts.all, "all", "KEB_RUNTIMES_ALL", false, "follow the next cursors and list every page")
 	b.String(&opts.output, "o", "KEB_OUTPUT", "table", "output format: table, wide (adds SUBACCOUNT and SHOOT), json, or custom=HEADER:field,... (fields as in the JSON, e.g. custom=ID:instanceID,STATE:status.state)")
 	b.Bool(&opts.ops, "ops", "KEB_RUNTIMES_OPS", false, "ask for every operation (op_detail=all) and list them under each runtime")
@@ -123,8 +123,8 @@ func listRuntimes(ctx context.Context, opts runtimesOptions, stdout, stderr io.W
 	if opts.url == "" {
 		opts.url = devURL(opts.dir)
 	}
-	if opts.pageSize < 0 || opts.pageSize > runtimes.MaxPageSize {
-		return fmt.Errorf("bad --page-size %d (want 1 to %d, or 0 for the server's default)", opts.pageSize, runtimes.MaxPageSize)
+	if opts.pageSize < 0 || opts.pageSize > runtimelisting.MaxPageSize {
+		return fmt.Errorf("bad --page-size %d (want 1 to %d, or 0 for the server's default)", opts.pageSize, runtimelisting.MaxPageSize)
 	}
 	base, err := url.Parse(strings.TrimRight(opts.url, "/") + "/info/runtimes")
 	if opts.ops {
@@ -148,7 +148,7 @@ func listRuntimes(ctx context.Context, opts runtimesOptions, stdout, stderr io.W
 		now = time.Now
 	}
 
-	var all runtimes.Response
+	var all runtimelisting.Response
 	seen := map[string]bool{}
 	next := ""
 	for {
@@ -184,7 +184,7 @@ func listRuntimes(ctx context.Context, opts runtimesOptions, stdout, stderr io.W
 		next = page.Next
 	}
 	if all.Data == nil {
-		all.Data = []runtimes.RuntimeDTO{}
+		all.Data = []runtimelisting.RuntimeDTO{}
 	}
 	if opts.all {
 		all.Count = len(all.Data)
@@ -210,21 +210,21 @@ func listRuntimes(ctx context.Context, opts runtimesOptions, stdout, stderr io.W
 
 // fetchRuntimes makes one request; any answer but 200 is an error carrying
 // the server's description.
-func fetchRuntimes(ctx context.Context, client *http.Client, u, token string) (runtimes.Response, error) {
+func fetchRuntimes(ctx context.Context, client *http.Client, u, token string) (runtimelisting.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return runtimes.Response{}, err
+		return runtimelisting.Response{}, err
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Accept", "application/json")
 	resp, err := client.Do(req)
 	if err != nil {
-		return runtimes.Response{}, err
+		return runtimelisting.Response{}, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return runtimes.Response{}, fmt.Errorf("reading the answer of %s: %w", u, err)
+		return runtimelisting.Response{}, fmt.Errorf("reading the answer of %s: %w", u, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		var e struct {
@@ -244,11 +244,11 @@ func fetchRuntimes(ctx context.Context, client *http.Client, u, token string) (r
 		if msg == "" {
 			msg = http.StatusText(resp.StatusCode)
 		}
-		return runtimes.Response{}, fmt.Errorf("the broker answered %s: %s", resp.Status, msg)
+		return runtimelisting.Response{}, fmt.Errorf("the broker answered %s: %s", resp.Status, msg)
 	}
-	var page runtimes.Response
+	var page runtimelisting.Response
 	if err := json.Unmarshal(body, &page); err != nil {
-		return runtimes.Response{}, fmt.Errorf("decoding the answer of %s: %w", u, err)
+		return runtimelisting.Response{}, fmt.Errorf("decoding the answer of %s: %w", u, err)
 	}
 	return page, nil
 }

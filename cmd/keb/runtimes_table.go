@@ -9,25 +9,25 @@ import (
 	"time"
 
 	"github.com/kyma-keb/keb/internal/devstack"
-	"github.com/kyma-keb/keb/internal/runtimes"
+	"github.com/kyma-keb/keb/internal/runtimelisting"
 )
 
 // column is one column of `keb runtimes`' table.
 type column struct {
 	header string
-	value  func(r runtimes.RuntimeDTO, now time.Time) string
+	value  func(r runtimelisting.RuntimeDTO, now time.Time) string
 }
 
 var (
-	colInstance   = column{"INSTANCE", func(r runtimes.RuntimeDTO, _ time.Time) string { return r.InstanceID }}
-	colRuntime    = column{"RUNTIME", func(r runtimes.RuntimeDTO, _ time.Time) string { return r.RuntimeID }}
-	colAccount    = column{"ACCOUNT", func(r runtimes.RuntimeDTO, _ time.Time) string { return r.GlobalAccountID }}
-	colSubaccount = column{"SUBACCOUNT", func(r runtimes.RuntimeDTO, _ time.Time) string { return r.SubAccountID }}
-	colShoot      = column{"SHOOT", func(r runtimes.RuntimeDTO, _ time.Time) string { return r.ShootName }}
-	colPlan       = column{"PLAN", func(r runtimes.RuntimeDTO, _ time.Time) string { return r.ServicePlanName }}
-	colRegion     = column{"REGION", func(r runtimes.RuntimeDTO, _ time.Time) string { return r.ProviderRegion }}
-	colState      = column{"STATE", func(r runtimes.RuntimeDTO, _ time.Time) string { return r.Status.State }}
-	colAge        = column{"AGE", func(r runtimes.RuntimeDTO, now time.Time) string { return age(now, r.Status.CreatedAt) }}
+	colInstance   = column{"INSTANCE", func(r runtimelisting.RuntimeDTO, _ time.Time) string { return r.InstanceID }}
+	colRuntime    = column{"RUNTIME", func(r runtimelisting.RuntimeDTO, _ time.Time) string { return r.RuntimeID }}
+	colAccount    = column{"ACCOUNT", func(r runtimelisting.RuntimeDTO, _ time.Time) string { return r.GlobalAccountID }}
+	colSubaccount = column{"SUBACCOUNT", func(r runtimelisting.RuntimeDTO, _ time.Time) string { return r.SubAccountID }}
+	colShoot      = column{"SHOOT", func(r runtimelisting.RuntimeDTO, _ time.Time) string { return r.ShootName }}
+	colPlan       = column{"PLAN", func(r runtimelisting.RuntimeDTO, _ time.Time) string { return r.ServicePlanName }}
+	colRegion     = column{"REGION", func(r runtimelisting.RuntimeDTO, _ time.Time) string { return r.ProviderRegion }}
+	colState      = column{"STATE", func(r runtimelisting.RuntimeDTO, _ time.Time) string { return r.Status.State }}
+	colAge        = column{"AGE", func(r runtimelisting.RuntimeDTO, now time.Time) string { return age(now, r.Status.CreatedAt) }}
 )
 
 // outputColumns parses -o: nil columns mean JSON.
@@ -47,7 +47,7 @@ func outputColumns(output string) ([]column, error) {
 				return nil, fmt.Errorf("bad custom column %q: want HEADER:field, e.g. STATE:status.state", spec)
 			}
 			path := strings.Split(strings.TrimPrefix(field, "."), ".")
-			cols = append(cols, column{strings.ToUpper(header), func(r runtimes.RuntimeDTO, _ time.Time) string {
+			cols = append(cols, column{strings.ToUpper(header), func(r runtimelisting.RuntimeDTO, _ time.Time) string {
 				return fieldOf(r, path)
 			}})
 		}
@@ -58,7 +58,7 @@ func outputColumns(output string) ([]column, error) {
 }
 
 // fieldOf reads a dotted JSON path (as in -o json) of a runtime.
-func fieldOf(r runtimes.RuntimeDTO, path []string) string {
+func fieldOf(r runtimelisting.RuntimeDTO, path []string) string {
 	raw, err := json.Marshal(r)
 	if err != nil {
 		return ""
@@ -87,7 +87,7 @@ func fieldOf(r runtimes.RuntimeDTO, path []string) string {
 
 // printTable prints the runtimes as cols, with their operations below each
 // when ops.
-func printTable(w io.Writer, data []runtimes.RuntimeDTO, cols []column, now time.Time, ops bool) error {
+func printTable(w io.Writer, data []runtimelisting.RuntimeDTO, cols []column, now time.Time, ops bool) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
 	headers := make([]string, len(cols))
 	for i, c := range cols {

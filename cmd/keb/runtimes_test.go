@@ -19,17 +19,17 @@ import (
 
 	"github.com/kyma-keb/keb/internal/auth"
 	"github.com/kyma-keb/keb/internal/devstack"
-	"github.com/kyma-keb/keb/internal/runtimes"
+	"github.com/kyma-keb/keb/internal/runtimelisting"
 )
 
 var runtimesNow = time.Date(2025, 3, 10, 12, 0, 0, 0, time.UTC)
 
-func sampleRuntime(id, rt, plan, state string, created time.Time) runtimes.RuntimeDTO {
-	return runtimes.RuntimeDTO{
+func sampleRuntime(id, rt, plan, state string, created time.Time) runtimelisting.RuntimeDTO {
+	return runtimelisting.RuntimeDTO{
 		InstanceID: id, RuntimeID: rt, GlobalAccountID: "ga-1", SubAccountID: "sa-1",
 		ProviderRegion: "westeurope", ServicePlanName: plan, ServiceClassName: "kymaruntime",
 		Parameters: json.RawMessage(`{}`),
-		Status:     runtimes.RuntimeStatus{CreatedAt: created, ModifiedAt: created, State: state},
+		Status:     runtimelisting.RuntimeStatus{CreatedAt: created, ModifiedAt: created, State: state},
 	}
 }
 
@@ -38,7 +38,7 @@ func sampleRuntime(id, rt, plan, state string, created time.Time) runtimes.Runti
 type fakeBroker struct {
 	t      *testing.T
 	token  string // the Authorization header it demands, unless empty
-	pages  map[string]runtimes.Response
+	pages  map[string]runtimelisting.Response
 	status int    // if set, every answer has this status
 	body   string // and this body
 	mu     sync.Mutex
@@ -97,8 +97,8 @@ func runRuntimesAt(t *testing.T, srv *httptest.Server, args ...string) (stdout, 
 }
 
 func TestRuntimesTableAndQuery(t *testing.T) {
-	f := &fakeBroker{t: t, token: "tok-123", pages: map[string]runtimes.Response{
-		"": {Data: []runtimes.RuntimeDTO{
+	f := &fakeBroker{t: t, token: "tok-123", pages: map[string]runtimelisting.Response{
+		"": {Data: []runtimelisting.RuntimeDTO{
 			sampleRuntime("inst-1", "rt-1", "azure", "succeeded", runtimesNow.Add(-5*time.Minute)),
 			sampleRuntime("inst-22", "", "trial", "provisioning", runtimesNow.Add(-3*time.Hour)),
 			sampleRuntime("inst-333", "rt-3", "aws", "failed", runtimesNow.Add(-50*time.Hour)),
@@ -156,10 +156,10 @@ func TestRuntimesTableAndQuery(t *testing.T) {
 }
 
 func TestRuntimesJSON(t *testing.T) {
-	page := runtimes.Response{Data: []runtimes.RuntimeDTO{
+	page := runtimelisting.Response{Data: []runtimelisting.RuntimeDTO{
 		sampleRuntime("inst-1", "rt-1", "azure", "succeeded", runtimesNow.Add(-time.Hour)),
 	}, Count: 1, TotalCount: 7, Next: "cursor-2"}
-	f := &fakeBroker{t: t, token: "tok", pages: map[string]runtimes.Response{"": page}}
+	f := &fakeBroker{t: t, token: "tok", pages: map[string]runtimelisting.Response{"": page}}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 
@@ -167,7 +167,7 @@ func TestRuntimesJSON(t *testing.T) {
 	if err != nil {
 		t.Fatalf("error: %v", err)
 	}
-	var got runtimes.Response
+	var got runtimelisting.Response
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("output is not JSON: %v\n%s", err, out)
 	}
@@ -181,12 +181,12 @@ func TestRuntimesJSON(t *testing.T) {
 }
 
 func TestRuntimesAllFollowsNext(t *testing.T) {
-	f := &fakeBroker{t: t, token: "tok", pages: map[string]runtimes.Response{
-		"": {Data: []runtimes.RuntimeDTO{
+	f := &fakeBroker{t: t, token: "tok", pages: map[string]runtimelisting.Response{
+		"": {Data: []runtimelisting.RuntimeDTO{
 			sampleRuntime("inst-1", "rt-1", "azure", "succeeded", runtimesNow.Add(-time.Minute)),
 			sampleRuntime("inst-2", "rt-2", "azure", "succeeded", runtimesNow.Add(-2*time.Minute)),
 		}, Count: 2, TotalCount: 3, Next: "c2"},
-		"c2": {Data: []runtimes.RuntimeDTO{
+		"c2": {Data: []runtimelisting.RuntimeDTO{
 			sampleRuntime("inst-3", "rt-3", "azure", "failed", runtimesNow.Add(-3*time.Minute)),
 		}, Count: 1, TotalCount: 3},
 	}}
@@ -215,7 +215,7 @@ func TestRuntimesAllFollowsNext(t *testing.T) {
 			}
 			var ids []string
 			if format == "json" {
-				var got runtimes.Response
+				var got runtimelisting.Response
 				if err := json.Unmarshal([]byte(out), &got); err != nil {
 					t.Fatalf("not JSON: %v\n%s", err, out)
 				}
@@ -238,8 +238,8 @@ func TestRuntimesAllFollowsNext(t *testing.T) {
 }
 
 func TestRuntimesWithoutAllHintsAtMore(t *testing.T) {
-	f := &fakeBroker{t: t, pages: map[string]runtimes.Response{
-		"": {Data: []runtimes.RuntimeDTO{sampleRuntime("inst-1", "rt-1", "azure", "succeeded", runtimesNow)}, Count: 1, TotalCount: 2, Next: "c2"},
+	f := &fakeBroker{t: t, pages: map[string]runtimelisting.Response{
+		"": {Data: []runtimelisting.RuntimeDTO{sampleRuntime("inst-1", "rt-1", "azure", "succeeded", runtimesNow)}, Count: 1, TotalCount: 2, Next: "c2"},
 	}}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
@@ -291,7 +291,7 @@ func TestRuntimesMintsDevToken(t *testing.T) {
 	if _, err := auth.LoadOrCreateDevKey(dir); err != nil {
 		t.Fatal(err)
 	}
-	f := &fakeBroker{t: t, pages: map[string]runtimes.Response{"": {Data: []runtimes.RuntimeDTO{}}}}
+	f := &fakeBroker{t: t, pages: map[string]runtimelisting.Response{"": {Data: []runtimelisting.RuntimeDTO{}}}}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 	out, _, err := runRuntimesAt(t, srv, "--dir", dir)
@@ -349,7 +349,7 @@ func TestRuntimesFilterFromEnvironment(t *testing.T) {
 	t.Setenv("KEB_RUNTIMES_PLAN", "trial,free")
 	t.Setenv("KEB_OUTPUT", "json")
 	t.Setenv("KEB_TOKEN", "env-tok")
-	f := &fakeBroker{t: t, token: "env-tok", pages: map[string]runtimes.Response{"": {Data: []runtimes.RuntimeDTO{}}}}
+	f := &fakeBroker{t: t, token: "env-tok", pages: map[string]runtimelisting.Response{"": {Data: []runtimelisting.RuntimeDTO{}}}}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 	out, _, err := runRuntimesAt(t, srv)
@@ -392,11 +392,11 @@ func TestAge(t *testing.T) {
 func TestRuntimesOutputsAndShortFlags(t *testing.T) {
 	rt := sampleRuntime("inst-1", "rt-1", "azure", "suspended", runtimesNow.Add(-5*time.Minute))
 	rt.SubAccountID, rt.ShootName = "sa-9", "c-abc"
-	rt.Status.Operations = []runtimes.OperationDTO{
+	rt.Status.Operations = []runtimelisting.OperationDTO{
 		{OperationID: "op-2", Type: "deprovision", State: "succeeded", Description: "suspended", CreatedAt: runtimesNow.Add(-time.Minute)},
 		{OperationID: "op-1", Type: "provision", State: "succeeded", Description: "ready", CreatedAt: runtimesNow.Add(-4 * time.Minute)},
 	}
-	f := &fakeBroker{t: t, pages: map[string]runtimes.Response{"": {Data: []runtimes.RuntimeDTO{rt}, Count: 1, TotalCount: 1}}}
+	f := &fakeBroker{t: t, pages: map[string]runtimelisting.Response{"": {Data: []runtimelisting.RuntimeDTO{rt}, Count: 1, TotalCount: 1}}}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 	fields := func(out string) [][]string {
@@ -452,7 +452,7 @@ func TestRuntimesOutputsAndShortFlags(t *testing.T) {
 // Without --url, keb runtimes talks to the keb dev whose URL is in the dev
 // directory; `keb rt` is the same command.
 func TestRuntimesFindsDevBrokerAndAlias(t *testing.T) {
-	f := &fakeBroker{t: t, pages: map[string]runtimes.Response{"": {Data: []runtimes.RuntimeDTO{}}}}
+	f := &fakeBroker{t: t, pages: map[string]runtimelisting.Response{"": {Data: []runtimelisting.RuntimeDTO{}}}}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 	dir := t.TempDir()

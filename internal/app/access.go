@@ -30,9 +30,9 @@ var KubernetesAccess = []Access{
 	{ScopeControl, "operator.kyma-project.io", "kymas", []string{"get", "list", "create", "update", "patch", "delete"},
 		"provisioning/apply_kyma (CreateOrUpdate), upgrade/upgrade_initialisation (get), upgrade/upgrade_kyma (merge patch of spec.channel), deprovisioning/delete_kyma, cleanup.EnvironmentsCleaner (delete orphans), app readiness (list one)"},
 	{ScopeControl, "", "secrets", []string{"get", "list", "watch", "create", "update", "delete"},
-		"runtime.ClientCache and check_runtime (get kubeconfig-<runtimeID>), overrides.Resolve (list), overrides.Store (CreateOrUpdate), deprovisioning/delete_runtime (delete the overrides Secret), cleanup.EnvironmentsCleaner (delete an orphan's kubeconfig), process.Watcher (list, watch metadata)"},
+		"runtimeclient.Cache and check_runtime (get kubeconfig-<runtimeID>), overrides.Resolve (list), overrides.Store (CreateOrUpdate), deprovisioning/delete_runtime (delete the overrides Secret), cleanup.EnvironmentsCleaner (delete an orphan's kubeconfig), process.Watcher (list, watch metadata)"},
 	{ScopeControl, "", "configmaps", []string{"get", "list"},
 		"kyma.VersionResolver (get kyma-versions), overrides.Resolve (list)"},
 	{ScopePool, "", "secrets", []string{"get", "list", "update"},
-		"hyperscaler.Pool: Claim, ClaimShared, MarkDirty, release, Release (get, list, update labels), Accounts, Census (list)"},
+		"hyperscaler.AccountPool: Claim, ClaimShared, MarkDirty, release, Release (get, list, update labels), Accounts, Census (list)"},
 }

@@ -29,7 +29,7 @@ import (
 	"github.com/kyma-keb/keb/internal/metrics"
 	"github.com/kyma-keb/keb/internal/orchestration"
 	"github.com/kyma-keb/keb/internal/process"
-	"github.com/kyma-keb/keb/internal/runtimes"
+	"github.com/kyma-keb/keb/internal/runtimelisting"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -130,14 +130,14 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 		pool.Close()
 		return nil, fmt.Errorf("building broker: %w", err)
 	}
-	var accounts metrics.PoolCensus
+	var accounts metrics.AccountCensus
 	if eng != nil {
 		accounts = eng.accounts
 		reg.MustRegister(eng.scheduler.Collectors()...)
 	}
 	reg.MustRegister(metrics.NewCensus(store, accounts, cfg.MetricsCensusInterval, log.WithField("component", "metrics")))
 	a := &App{cfg: cfg, pool: pool, log: log, engine: eng}
-	runtimesHandler := runtimes.NewHandler(store, catalog.ServiceID)
+	runtimesHandler := runtimelisting.NewHandler(store, catalog.ServiceID)
 	opts := httpapi.Options{Broker: brk, Auth: verifier, Log: log, Registry: reg, Ready: a.ready,
 		RequestTimeout: cfg.RequestTimeout,
 		Runtimes:       runtimesHandler, Expire: expiry.Handler(expirer, log),

@@ -11,8 +11,8 @@ import (
 	"github.com/kyma-keb/keb/internal/cis"
 	"github.com/kyma-keb/keb/internal/cleanup"
 	"github.com/kyma-keb/keb/internal/config"
+	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/process"
-	"github.com/kyma-keb/keb/internal/runtime"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -48,7 +48,7 @@ func EnvironmentsCleaner(cfg config.Config, store *storage.Store, kcp client.Cli
 		return nil, err
 	}
 	return cleanup.NewEnvironmentsCleaner(kcp, store, cleanup.EnvironmentsConfig{
-		Namespace: runtime.Namespace, MaxAge: k.MaxAge, Selector: sel, MaxPerRun: k.MaxPerRun,
+		Namespace: controlplane.Namespace, MaxAge: k.MaxAge, Selector: sel, MaxPerRun: k.MaxPerRun,
 	}, cfg.OperationTimeout, log), nil
 }
 

@@ -20,8 +20,10 @@ import (
 	"github.com/kyma-keb/keb/internal/btpmanager"
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/config"
+	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/expiry"
 	"github.com/kyma-keb/keb/internal/hyperscaler"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/maintenance"
 	"github.com/kyma-keb/keb/internal/metrics"
@@ -31,7 +33,7 @@ import (
 	"github.com/kyma-keb/keb/internal/process/provisioning"
 	"github.com/kyma-keb/keb/internal/process/update"
 	"github.com/kyma-keb/keb/internal/process/upgrade"
-	"github.com/kyma-keb/keb/internal/runtime"
+	"github.com/kyma-keb/keb/internal/runtimeclient"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -40,7 +42,7 @@ import (
 func Scheme() (*k8sruntime.Scheme, error) {
 	s := k8sruntime.NewScheme()
 	for _, add := range []func(*k8sruntime.Scheme) error{
-		clientgoscheme.AddToScheme, runtime.AddToScheme, kyma.AddToScheme, btpmanager.AddToScheme,
+		clientgoscheme.AddToScheme, infrastructuremanager.AddToScheme, kyma.AddToScheme, btpmanager.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("building scheme: %w", err)
@@ -89,7 +91,7 @@ type engine struct {
 	stopping atomic.Bool
 	log      logrus.FieldLogger
 	// accounts is the hyperscaler account pool, counted for metrics.
-	accounts *hyperscaler.Pool
+	accounts *hyperscaler.AccountPool
 	// scheduler runs orchestrations; its metrics join the registry.
 	scheduler *orchestration.Scheduler
 }
@@ -133,8 +135,8 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, orch
 	}
 	// The control plane's namespace is fixed: the infrastructure manager and Lifecycle Manager
 	// look for keb's CRs there, and the runtime client cache reads kubeconfigs from it.
-	ns := runtime.Namespace
-	pool2 := hyperscaler.NewPool(gardener, "garden-"+ec.GardenerProject, sharedUsage(kcp, ns))
+	ns := controlplane.Namespace
+	accounts := hyperscaler.NewAccountPool(gardener, "garden-"+ec.GardenerProject, sharedUsage(kcp, ns))
 	windows, err := maintenance.ParseConfig(ec.Orchestration.MaintenanceWindows)
 	if err != nil {
 		return nil, err
@@ -148,17 +150,17 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, orch
 	}
 	// One runtime client cache for every pipeline: a runtime's client (and
 	// its connections) is built once, whichever operation reaches it.
-	runtimes := runtime.NewClientCache(kcp, scheme, runtime.Bounds{})
+	runtimes := runtimeclient.NewCache(kcp, ns, scheme, runtimeclient.Bounds{})
 	runtimes.WrapTransport = work.CountRequests("runtime")
-	pipelines := map[string]process.Pipeline{
+	pipelines := map[storage.OperationType]process.Pipeline{
 		storage.OperationTypeProvision: provisioning.Pipeline(provisioning.Deps{
-			Config: provCfg, Catalog: cat, Store: store, Finisher: store, KCP: kcp, Pool: pool2,
+			Config: provCfg, Catalog: cat, Store: store, Finisher: store, KCP: kcp, Accounts: accounts,
 			Runtimes: runtimes,
 		}),
 		storage.OperationTypeDeprovision: deprovisioning.Pipeline(deprovisioning.Deps{
 			Config: deprovisioning.Config{Namespace: ns, RemovalTimeout: ec.RemovalTimeout, RemovalPoll: ec.RemovalPoll,
 				SharedPlanIDs: sharedPlanIDs(cat)},
-			Store: store, KCP: kcp, Pool: pool2, Runtimes: runtimes,
+			Store: store, KCP: kcp, Accounts: accounts, Runtimes: runtimes,
 		}),
 		storage.OperationTypeUpdate: update.Pipeline(update.Deps{
 			Config:   update.Config{BTPManagerTimeout: ec.BTPMgrTimeout, BTPManagerPoll: ec.BTPMgrPoll},
@@ -191,7 +193,7 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, orch
 	}
 	watcher := process.NewWatcher(kcpCfg, scheme, ns, store, queue, log.WithField("component", "watch"))
 	takeover := process.NewTakeover(store, ec.TakeoverAfter, log.WithField("component", "takeover"))
-	return &engine{queue: queue, watcher: watcher, takeover: takeover, scheduler: scheduler, kcp: kcp, namespace: ns, workers: ec.Workers, accounts: pool2,
+	return &engine{queue: queue, watcher: watcher, takeover: takeover, scheduler: scheduler, kcp: kcp, namespace: ns, workers: ec.Workers, accounts: accounts,
 		log: log.WithField("component", "readiness")}, nil
 }
 
@@ -206,7 +208,7 @@ const wokenJobPoll = 100 * time.Millisecond
 // the pool can hand out the least used one.
 func sharedUsage(kcp client.Reader, namespace string) hyperscaler.UsageCounter {
 	return func(ctx context.Context, secretName string) (int, error) {
-		var list runtime.RuntimeList
+		var list infrastructuremanager.RuntimeList
 		if err := kcp.List(ctx, &list, client.InNamespace(namespace)); err != nil {
 			return 0, fmt.Errorf("listing runtimes: %w", err)
 		}

@@ -91,7 +91,7 @@ func TestExpireTrial(t *testing.T) {
 	// Again while the suspension runs: 409.
 	b.expect(b.do(http.MethodPut, expirePath("trial-1"), ""), http.StatusConflict)
 
-	b.finish(suspend, storage.StateSucceeded)
+	b.finish(suspend, storage.OperationSucceeded)
 	st = b.runtimeStatus("trial-1")
 	listedAt, _ := st["expiredAt"].(string)
 	if listed, err := time.Parse(time.RFC3339Nano, listedAt); st["state"] != "suspended" || err != nil || !listed.Equal(at) {

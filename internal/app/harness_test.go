@@ -234,7 +234,7 @@ func (b *bundle) ctx() context.Context {
 // finish ends an in-progress operation as the engine does (storage's
 // Finish), which also moves the instance's state; state is "succeeded" or
 // "failed".
-func (b *bundle) finish(opID, state string) {
+func (b *bundle) finish(opID string, state storage.OperationState) {
 	b.t.Helper()
 	op, _, err := b.store.Work(b.ctx(), opID)
 	if err != nil {
@@ -242,9 +242,9 @@ func (b *bundle) finish(opID, state string) {
 	}
 	op.State = state
 	switch state {
-	case storage.StateSucceeded:
+	case storage.OperationSucceeded:
 		op.Description = "Operation succeeded"
-	case storage.StateFailed:
+	case storage.OperationFailed:
 		op.Description, op.ErrorMessage = "Operation failed", "it broke"
 	default:
 		b.t.Fatalf("finish(%s, %q): not a final state", opID, state)
@@ -274,7 +274,7 @@ func (b *bundle) provisioned(instanceID, opID, runtimeID, resolved string) {
 		Parameters: json.RawMessage(resolved)}); err != nil {
 		b.t.Fatal(err)
 	}
-	b.finish(opID, storage.StateSucceeded)
+	b.finish(opID, storage.OperationSucceeded)
 }
 
 // instance reads an instance (credentials opened) through the store.

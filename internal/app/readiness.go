@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/httpapi"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/kyma"
-	"github.com/kyma-keb/keb/internal/runtime"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -81,7 +81,7 @@ func (e *engine) checkControlPlane(ctx context.Context) []httpapi.Check {
 	for _, k := range []struct {
 		kind string
 		list client.ObjectList
-	}{{"Runtime", &runtime.RuntimeList{}}, {"Kyma", &kyma.KymaList{}}} {
+	}{{"Runtime", &infrastructuremanager.RuntimeList{}}, {"Kyma", &kyma.KymaList{}}} {
 		err := e.kcp.List(ctx, k.list, client.InNamespace(e.namespace), client.Limit(1))
 		switch {
 		case err == nil:

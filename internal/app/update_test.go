@@ -119,7 +119,7 @@ func TestSuspendAndResume(t *testing.T) {
 	b.expectOSBError(b.do(http.MethodPatch, provisionPath("inst-1"), patchBody(`"active":true`)), http.StatusUnprocessableEntity, "ConcurrencyError")
 	b.unchanged("inst-1", before, "a DELETE and a PATCH during the suspension")
 
-	b.finish(suspend, storage.StateSucceeded)
+	b.finish(suspend, storage.OperationSucceeded)
 	st = b.runtimeStatus("inst-1")
 	if st["state"] != "suspended" || st["expiredAt"] != nil {
 		t.Fatalf("suspended runtime as operators see it: %v", st)
@@ -182,7 +182,7 @@ func TestDeprovisionSuspended(t *testing.T) {
 	b := setup(t)
 	b.running("inst-1")
 	suspend := b.accepted(b.do(http.MethodPatch, provisionPath("inst-1"), patchBody(`"active":false`)))
-	b.finish(suspend, storage.StateSucceeded)
+	b.finish(suspend, storage.OperationSucceeded)
 
 	dep := b.accepted(b.do(http.MethodDelete, deprovisionPath("inst-1", azurePlanID), ""))
 	if dep == suspend {
@@ -240,7 +240,7 @@ func TestUpdateCredentials(t *testing.T) {
 		t.Fatalf("runtime being updated as operators see it: %v", st)
 	}
 
-	b.finish(upd, storage.StateSucceeded)
+	b.finish(upd, storage.OperationSucceeded)
 	if st := b.runtimeStatus("inst-1"); st["state"] != "succeeded" {
 		t.Fatalf("updated runtime as operators see it: %v", st)
 	}
@@ -268,7 +268,7 @@ func TestUpdateCredentialsOfSuspended(t *testing.T) {
 	b := setup(t)
 	b.running("inst-1")
 	suspend := b.accepted(b.do(http.MethodPatch, provisionPath("inst-1"), patchBody(`"active":false`)))
-	b.finish(suspend, storage.StateSucceeded)
+	b.finish(suspend, storage.OperationSucceeded)
 	n := b.count(`SELECT count(*) FROM operations`)
 	b.expect(b.do(http.MethodPatch, provisionPath("inst-1"), patchBody(credsB)), http.StatusOK)
 	if b.count(`SELECT count(*) FROM operations`) != n {

@@ -85,19 +85,19 @@ func newOperationID() string { return uuid.NewString() }
 
 // newOperation is an accepted operation of an instance, in progress with the
 // broker's operation deadline, waiting for a worker.
-func (b *Broker) newOperation(instanceID, opType, description string) *storage.Operation {
+func (b *Broker) newOperation(instanceID string, opType storage.OperationType, description string) *storage.Operation {
 	op := operationUntil(instanceID, opType, description, b.now().Add(b.opts.OperationTimeout))
 	return &op
 }
 
 // operationUntil is an accepted operation of an instance, in progress until
 // deadline, waiting for a worker.
-func operationUntil(instanceID, opType, description string, deadline time.Time) storage.Operation {
+func operationUntil(instanceID string, opType storage.OperationType, description string, deadline time.Time) storage.Operation {
 	return storage.Operation{
 		ID:          newOperationID(),
 		InstanceID:  instanceID,
 		Type:        opType,
-		State:       storage.StateInProgress,
+		State:       storage.OperationInProgress,
 		Description: description,
 		Deadline:    deadline,
 	}

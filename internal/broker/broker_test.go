@@ -41,8 +41,8 @@ func storedAzure() storage.Instance {
 	}
 }
 
-func opOf(id, typ, state string) storage.Operation {
-	return storage.Operation{ID: id, InstanceID: "inst-1", Type: typ, State: state, Description: typ + " is " + state}
+func opOf(id string, typ storage.OperationType, state storage.OperationState) storage.Operation {
+	return storage.Operation{ID: id, InstanceID: "inst-1", Type: typ, State: state, Description: string(typ) + " is " + string(state)}
 }
 
 func TestUnexpectedStoreErrorsAreGeneric500s(t *testing.T) {
@@ -343,7 +343,7 @@ func TestProvisionOfAnExistingInstance(t *testing.T) {
 			name:     "identical, provisioning in progress",
 			details:  azureDetails(),
 			have:     storedAzure,
-			last:     opOf("op-running", storage.OperationTypeProvision, storage.StateInProgress),
+			last:     opOf("op-running", storage.OperationTypeProvision, storage.OperationInProgress),
 			wantSpec: domain.ProvisionedServiceSpec{IsAsync: true, OperationData: "op-running"},
 		},
 		{
@@ -354,28 +354,28 @@ func TestProvisionOfAnExistingInstance(t *testing.T) {
 				i.Parameters = json.RawMessage(`{"name":"c1","region":"westeurope"}`)
 				return i
 			},
-			last:     opOf("op-running", storage.OperationTypeProvision, storage.StateInProgress),
+			last:     opOf("op-running", storage.OperationTypeProvision, storage.OperationInProgress),
 			wantSpec: domain.ProvisionedServiceSpec{IsAsync: true, OperationData: "op-running"},
 		},
 		{
 			name:     "identical, provisioned",
 			details:  azureDetails(),
 			have:     func() storage.Instance { i := storedAzure(); i.DashboardURL = "https://dash"; return i },
-			last:     opOf("op-done", storage.OperationTypeProvision, storage.StateSucceeded),
+			last:     opOf("op-done", storage.OperationTypeProvision, storage.OperationSucceeded),
 			wantSpec: domain.ProvisionedServiceSpec{AlreadyExists: true, DashboardURL: "https://dash"},
 		},
 		{
 			name:       "different parameters",
 			details:    provisionDetails(catalog.AzurePlanID, `{"name":"c2"}`, testContext),
 			have:       storedAzure,
-			last:       opOf("op-running", storage.OperationTypeProvision, storage.StateInProgress),
+			last:       opOf("op-running", storage.OperationTypeProvision, storage.OperationInProgress),
 			wantStatus: http.StatusConflict, wantKey: "Conflict", wantDesc: "parameters",
 		},
 		{
 			name:       "different subaccount",
 			details:    provisionDetails(catalog.AzurePlanID, `{"name":"c1"}`, `{"globalaccount_id":"ga-1","subaccount_id":"sa-2","user_id":"u"}`),
 			have:       storedAzure,
-			last:       opOf("op-running", storage.OperationTypeProvision, storage.StateInProgress),
+			last:       opOf("op-running", storage.OperationTypeProvision, storage.OperationInProgress),
 			wantStatus: http.StatusConflict, wantKey: "Conflict", wantDesc: "context.subaccount_id",
 		},
 		{
@@ -388,28 +388,28 @@ func TestProvisionOfAnExistingInstance(t *testing.T) {
 			name:       "provisioning failed",
 			details:    azureDetails(),
 			have:       storedAzure,
-			last:       opOf("op-failed", storage.OperationTypeProvision, storage.StateFailed),
+			last:       opOf("op-failed", storage.OperationTypeProvision, storage.OperationFailed),
 			wantStatus: http.StatusConflict, wantKey: "Conflict", wantDesc: "failed",
 		},
 		{
 			name:       "update in progress",
 			details:    azureDetails(),
 			have:       storedAzure,
-			last:       opOf("op-update", storage.OperationTypeUpdate, storage.StateInProgress),
+			last:       opOf("op-update", storage.OperationTypeUpdate, storage.OperationInProgress),
 			wantStatus: http.StatusUnprocessableEntity, wantKey: "ConcurrencyError",
 		},
 		{
 			name:       "deprovisioning in progress",
 			details:    azureDetails(),
 			have:       storedAzure,
-			last:       opOf("op-deprov", storage.OperationTypeDeprovision, storage.StateInProgress),
+			last:       opOf("op-deprov", storage.OperationTypeDeprovision, storage.OperationInProgress),
 			wantStatus: http.StatusUnprocessableEntity, wantKey: "ConcurrencyError",
 		},
 		{
 			name:       "deprovisioning finished",
 			details:    azureDetails(),
 			have:       storedAzure,
-			last:       opOf("op-deprov", storage.OperationTypeDeprovision, storage.StateSucceeded),
+			last:       opOf("op-deprov", storage.OperationTypeDeprovision, storage.OperationSucceeded),
 			wantStatus: http.StatusConflict, wantKey: "Conflict", wantDesc: "deprovisioned",
 		},
 		{
@@ -417,7 +417,7 @@ func TestProvisionOfAnExistingInstance(t *testing.T) {
 			details: azureDetails(),
 			have:    func() storage.Instance { i := storedAzure(); i.State = storage.RuntimeSuspended; return i },
 			last: func() storage.Operation {
-				o := opOf("op-suspend", storage.OperationTypeDeprovision, storage.StateSucceeded)
+				o := opOf("op-suspend", storage.OperationTypeDeprovision, storage.OperationSucceeded)
 				o.Temporary = true
 				return o
 			}(),
@@ -488,7 +488,7 @@ func TestDeprovision(t *testing.T) {
 		{
 			name: "already running",
 			result: func(storage.Operation) (storage.Operation, bool, error) {
-				return opOf("op-first", storage.OperationTypeDeprovision, storage.StateInProgress), false, nil
+				return opOf("op-first", storage.OperationTypeDeprovision, storage.OperationInProgress), false, nil
 			},
 			wantOpID: "op-first",
 		},
@@ -562,33 +562,33 @@ func TestLastOperationRetryAfterHint(t *testing.T) {
 		{
 			name:      "provisioning in progress",
 			inst:      storedAzure(),
-			op:        opOf("op-1", storage.OperationTypeProvision, storage.StateInProgress),
+			op:        opOf("op-1", storage.OperationTypeProvision, storage.OperationInProgress),
 			poll:      domain.PollDetails{OperationData: "op-1"},
 			wantState: domain.InProgress, wantHint: testRetryAfter,
 		},
 		{
 			name:      "newest operation in progress",
 			inst:      storedAzure(),
-			op:        opOf("op-1", storage.OperationTypeDeprovision, storage.StateInProgress),
+			op:        opOf("op-1", storage.OperationTypeDeprovision, storage.OperationInProgress),
 			wantState: domain.InProgress, wantHint: testRetryAfter,
 		},
 		{
 			name:      "provisioning succeeded",
 			inst:      storedAzure(),
-			op:        opOf("op-1", storage.OperationTypeProvision, storage.StateSucceeded),
+			op:        opOf("op-1", storage.OperationTypeProvision, storage.OperationSucceeded),
 			poll:      domain.PollDetails{OperationData: "op-1"},
 			wantState: domain.Succeeded,
 		},
 		{
 			name:      "provisioning failed",
 			inst:      storedAzure(),
-			op:        opOf("op-1", storage.OperationTypeProvision, storage.StateFailed),
+			op:        opOf("op-1", storage.OperationTypeProvision, storage.OperationFailed),
 			wantState: domain.Failed,
 		},
 		{
 			name:        "deprovisioned and gone",
 			inst:        func() storage.Instance { i := storedAzure(); i.DeletedAt = &deleted; return i }(),
-			op:          opOf("op-1", storage.OperationTypeDeprovision, storage.StateSucceeded),
+			op:          opOf("op-1", storage.OperationTypeDeprovision, storage.OperationSucceeded),
 			wantFailure: http.StatusGone,
 		},
 	}
@@ -672,7 +672,7 @@ func TestLastOperationNotFound(t *testing.T) {
 func TestGetInstance(t *testing.T) {
 	t.Parallel()
 	deleted := time.Now()
-	with := func(state string, resolved string) storage.Instance {
+	with := func(state storage.RuntimeState, resolved string) storage.Instance {
 		i := storedAzure()
 		i.State, i.DashboardURL = state, "https://console.c-1234567.kyma.example.com"
 		if resolved != "" {
@@ -693,19 +693,19 @@ func TestGetInstance(t *testing.T) {
 	}{
 		{name: "unknown", instErr: storage.ErrNotFound, wantStatus: http.StatusNotFound, wantKey: "NotFound"},
 		{name: "deleted", inst: func() storage.Instance { i := storedAzure(); i.DeletedAt = &deleted; return i }(), wantStatus: http.StatusNotFound, wantKey: "NotFound"},
-		{name: "being provisioned", inst: with(storage.RuntimeProvisioning, ""), last: opOf("op", storage.OperationTypeProvision, storage.StateInProgress), wantStatus: http.StatusNotFound, wantKey: "NotFound"},
-		{name: "provisioning failed", inst: with(storage.RuntimeFailed, ""), last: opOf("op", storage.OperationTypeProvision, storage.StateFailed), wantStatus: http.StatusNotFound, wantKey: "NotFound"},
-		{name: "being updated", inst: with(storage.RuntimeSucceeded, resolved), last: opOf("op", storage.OperationTypeUpdate, storage.StateInProgress), wantStatus: http.StatusUnprocessableEntity, wantKey: "ConcurrencyError"},
+		{name: "being provisioned", inst: with(storage.RuntimeProvisioning, ""), last: opOf("op", storage.OperationTypeProvision, storage.OperationInProgress), wantStatus: http.StatusNotFound, wantKey: "NotFound"},
+		{name: "provisioning failed", inst: with(storage.RuntimeFailed, ""), last: opOf("op", storage.OperationTypeProvision, storage.OperationFailed), wantStatus: http.StatusNotFound, wantKey: "NotFound"},
+		{name: "being updated", inst: with(storage.RuntimeSucceeded, resolved), last: opOf("op", storage.OperationTypeUpdate, storage.OperationInProgress), wantStatus: http.StatusUnprocessableEntity, wantKey: "ConcurrencyError"},
 		{name: "provisioned: resolved parameters and dashboard", inst: with(storage.RuntimeSucceeded, resolved),
-			last: opOf("op", storage.OperationTypeProvision, storage.StateSucceeded), wantDashboard: true,
+			last: opOf("op", storage.OperationTypeProvision, storage.OperationSucceeded), wantDashboard: true,
 			wantParams: "map[autoScalerMin:3 machineType:Standard_D4s_v5 name:c1 region:westeurope targetSecret:az-1 zones:[1]]"},
 		{name: "provisioned before resolved parameters were kept: the request's", inst: with(storage.RuntimeSucceeded, ""),
-			last: opOf("op", storage.OperationTypeProvision, storage.StateSucceeded), wantDashboard: true, wantParams: "map[name:c1]"},
+			last: opOf("op", storage.OperationTypeProvision, storage.OperationSucceeded), wantDashboard: true, wantParams: "map[name:c1]"},
 		{name: "suspended: parameters, no dashboard", inst: with(storage.RuntimeSuspended, resolved),
-			last:       opOf("op", storage.OperationTypeDeprovision, storage.StateSucceeded),
+			last:       opOf("op", storage.OperationTypeDeprovision, storage.OperationSucceeded),
 			wantParams: "map[autoScalerMin:3 machineType:Standard_D4s_v5 name:c1 region:westeurope targetSecret:az-1 zones:[1]]"},
 		{name: "resuming: known instance, not a 404", inst: with(storage.RuntimeProvisioning, resolved),
-			last: opOf("op", storage.OperationTypeProvision, storage.StateInProgress), wantDashboard: true,
+			last: opOf("op", storage.OperationTypeProvision, storage.OperationInProgress), wantDashboard: true,
 			wantParams: "map[autoScalerMin:3 machineType:Standard_D4s_v5 name:c1 region:westeurope targetSecret:az-1 zones:[1]]"},
 	}
 	for _, tc := range tests {

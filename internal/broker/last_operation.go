@@ -35,7 +35,7 @@ func (b *Broker) LastOperation(ctx context.Context, instanceID string, details d
 	}
 	// OSB: a finished deprovisioning of an instance that is gone is a 410,
 	// which the platform takes as success.
-	if op.InstanceDeleted && op.Type == storage.OperationTypeDeprovision && op.State == storage.StateSucceeded {
+	if op.InstanceDeleted && op.Type == storage.OperationTypeDeprovision && op.State == storage.OperationSucceeded {
 		return domain.LastOperation{}, errInstanceGone
 	}
 	if op.InProgress() {

@@ -113,7 +113,7 @@ func (b *Broker) provisionExisting(ctx context.Context, log logrus.FieldLogger, 
 	switch {
 	case op.Type == storage.OperationTypeProvision && op.InProgress():
 		return domain.ProvisionedServiceSpec{IsAsync: true, OperationData: op.ID}, nil
-	case op.Type == storage.OperationTypeProvision && op.State == storage.StateFailed:
+	case op.Type == storage.OperationTypeProvision && op.State == storage.OperationFailed:
 		return domain.ProvisionedServiceSpec{}, errConflict("its provisioning failed; deprovision it, then provision again")
 	case op.InProgress():
 		return domain.ProvisionedServiceSpec{}, errConcurrentInstanceAccess

@@ -24,21 +24,21 @@ const (
 func TestUpdate(t *testing.T) {
 	t.Parallel()
 	expired := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
-	inst := func(state string) storage.Instance {
+	inst := func(state storage.RuntimeState) storage.Instance {
 		i := storedAzure()
 		i.State, i.Credentials, i.DashboardURL = state, []byte(oldCreds), "https://console.c-1.example.com"
 		i.Context = json.RawMessage(`{"globalaccount_id":"ga-1","subaccount_id":"sa-1","user_id":"u","license_type":"X"}`)
 		return i
 	}
-	running := opOf("op-running", storage.OperationTypeProvision, storage.StateInProgress)
+	running := opOf("op-running", storage.OperationTypeProvision, storage.OperationInProgress)
 	tests := []struct {
 		name       string
 		inst       storage.Instance
 		running    *storage.Operation
 		details    domain.UpdateDetails
-		wantStatus int    // failure status; 0: success
-		wantKey    string // failure key
-		wantOp     string // type of the started operation; "": none (200)
+		wantStatus int                   // failure status; 0: success
+		wantKey    string                // failure key
+		wantOp     storage.OperationType // type of the started operation; "": none (200)
 		wantTemp   bool
 		wantCreds  bool // new credentials stored
 		wantCtx    string

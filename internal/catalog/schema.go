@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -53,14 +54,6 @@ const (
 const (
 	ComponentKiali   = "kiali"
 	ComponentTracing = "tracing"
-)
-
-// Kyma release channels and module custom-resource policies, as the Kyma CR spells them.
-const (
-	ChannelRegular                      = "regular"
-	ChannelFast                         = "fast"
-	CustomResourcePolicyCreateAndDelete = "CreateAndDelete"
-	CustomResourcePolicyIgnore          = "Ignore"
 )
 
 // OIDCSigningAlgs are the JWS algorithms the API server accepts for OIDC tokens.
@@ -235,8 +228,8 @@ func modulesSchema() map[string]any {
 			"type":             "string",
 			"title":            "Channel",
 			"description":      "Release channel of the modules.",
-			"enum":             []string{ChannelRegular, ChannelFast},
-			"_enumDisplayName": map[string]string{ChannelRegular: "Regular - default version", ChannelFast: "Fast - latest version"},
+			"enum":             []string{controlplane.ChannelRegular, controlplane.ChannelFast},
+			"_enumDisplayName": map[string]string{controlplane.ChannelRegular: "Regular - default version", controlplane.ChannelFast: "Fast - latest version"},
 		}
 	}
 
@@ -262,17 +255,17 @@ func modulesSchema() map[string]any {
 	item.add("channel", map[string]any{
 		"type":             "string",
 		"title":            "Channel",
-		"enum":             []string{"", ChannelRegular, ChannelFast},
-		"_enumDisplayName": map[string]string{"": "", ChannelRegular: "Regular - default version", ChannelFast: "Fast - latest version"},
+		"enum":             []string{"", controlplane.ChannelRegular, controlplane.ChannelFast},
+		"_enumDisplayName": map[string]string{"": "", controlplane.ChannelRegular: "Regular - default version", controlplane.ChannelFast: "Fast - latest version"},
 	})
 	item.add("customResourcePolicy", map[string]any{
 		"type":  "string",
 		"title": "Custom resource policy",
-		"enum":  []string{"", CustomResourcePolicyCreateAndDelete, CustomResourcePolicyIgnore},
+		"enum":  []string{"", controlplane.CustomResourcePolicyCreateAndDelete, controlplane.CustomResourcePolicyIgnore},
 		"_enumDisplayName": map[string]string{
-			"":                                  "",
-			CustomResourcePolicyCreateAndDelete: "CreateAndDelete - the module's default resource is created and deleted",
-			CustomResourcePolicyIgnore:          "Ignore - the module's default resource is not created",
+			"": "",
+			controlplane.CustomResourcePolicyCreateAndDelete: "CreateAndDelete - the module's default resource is created and deleted",
+			controlplane.CustomResourcePolicyIgnore:          "Ignore - the module's default resource is not created",
 		},
 	})
 	item.add("managed", map[string]any{

@@ -15,17 +15,15 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/kyma-keb/keb/internal/broker"
+	"github.com/kyma-keb/keb/internal/controlplane"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/kyma"
-	"github.com/kyma-keb/keb/internal/runtime"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
 // EnvironmentsJob names the environments cleanup's periodic job: never
 // rename it.
 const EnvironmentsJob = "environments_cleanup"
-
-// labelInstanceID is the label keb puts on a Runtime CR naming its instance.
-const labelInstanceID = "kyma-project.io/instance-id"
 
 // EnvironmentsConfig says which runtimes may go.
 type EnvironmentsConfig struct {
@@ -166,7 +164,7 @@ func (c *EnvironmentsCleaner) Run(ctx context.Context, dryRun bool) (Environment
 
 // plan decides for every Runtime CR in the namespace.
 func (c *EnvironmentsCleaner) plan(ctx context.Context) (EnvironmentsReport, error) {
-	var list runtime.RuntimeList
+	var list infrastructuremanager.RuntimeList
 	if err := c.kcp.List(ctx, &list, client.InNamespace(c.cfg.Namespace)); err != nil {
 		return EnvironmentsReport{}, fmt.Errorf("listing Runtime CRs: %w", err)
 	}
@@ -176,7 +174,7 @@ func (c *EnvironmentsCleaner) plan(ctx context.Context) (EnvironmentsReport, err
 	var candidates []*Decision
 	for i := range list.Items {
 		rt := &list.Items[i]
-		d := Decision{RuntimeID: rt.RuntimeID(), Name: rt.Name, InstanceID: rt.Labels[labelInstanceID],
+		d := Decision{RuntimeID: rt.RuntimeID(), Name: rt.Name, InstanceID: rt.Labels[controlplane.LabelInstanceID],
 			Age: now.Sub(rt.CreationTimestamp.Time).Truncate(time.Second), Action: ActionKeep}
 		switch {
 		case rt.DeletionTimestamp != nil:
@@ -260,12 +258,12 @@ func (c *EnvironmentsCleaner) deprovision(ctx context.Context, d *Decision) erro
 // deleteOrphan deletes a runtime no instance has: its Runtime CR, Kyma CR
 // and kubeconfig Secret. What is already gone is not an error.
 func (c *EnvironmentsCleaner) deleteOrphan(ctx context.Context, d *Decision) error {
-	rt := &runtime.Runtime{}
+	rt := &infrastructuremanager.Runtime{}
 	rt.Name, rt.Namespace = d.Name, c.cfg.Namespace
 	k := &kyma.Kyma{}
 	k.Name, k.Namespace = kyma.Name(d.RuntimeID), c.cfg.Namespace
 	sec := &corev1.Secret{}
-	sec.Name, sec.Namespace = runtime.KubeconfigSecretName(d.RuntimeID), c.cfg.Namespace
+	sec.Name, sec.Namespace = infrastructuremanager.KubeconfigSecretName(d.RuntimeID), c.cfg.Namespace
 	for _, obj := range []client.Object{k, rt, sec} {
 		if err := c.kcp.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting %T %s of orphaned runtime %s: %w", obj, obj.GetName(), d.RuntimeID, err)

@@ -14,8 +14,9 @@ import (
 
 	"github.com/kyma-keb/keb/internal/app"
 	"github.com/kyma-keb/keb/internal/cleanup"
+	"github.com/kyma-keb/keb/internal/controlplane"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/kyma"
-	"github.com/kyma-keb/keb/internal/runtime"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -49,20 +50,20 @@ func newEnvFixture(t *testing.T) *envFixture {
 // a provisioning leaves them, and returns its creation time.
 func (f *envFixture) runtimeCR(runtimeID, instanceID string, extra map[string]string) time.Time {
 	f.t.Helper()
-	l := map[string]string{runtime.LabelRuntimeID: runtimeID}
+	l := map[string]string{controlplane.LabelRuntimeID: runtimeID}
 	if instanceID != "" {
 		l["kyma-project.io/instance-id"] = instanceID
 	}
 	for k, v := range extra {
 		l[k] = v
 	}
-	rt := &runtime.Runtime{
+	rt := &infrastructuremanager.Runtime{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: kyma.Name(runtimeID), Labels: l},
-		Spec: runtime.RuntimeSpec{Shoot: runtime.RuntimeShoot{Name: "c-" + runtimeID[:4], Region: "westeurope",
-			Provider: runtime.RuntimeProvider{Type: "azure"}}},
+		Spec: infrastructuremanager.RuntimeSpec{Shoot: infrastructuremanager.RuntimeShoot{Name: "c-" + runtimeID[:4], Region: "westeurope",
+			Provider: infrastructuremanager.RuntimeProvider{Type: "azure"}}},
 	}
 	k := &kyma.Kyma{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: kyma.Name(runtimeID)}, Spec: kyma.KymaSpec{Channel: "regular"}}
-	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: runtime.KubeconfigSecretName(runtimeID)},
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: infrastructuremanager.KubeconfigSecretName(runtimeID)},
 		Data: map[string][]byte{"config": []byte("kubeconfig")}}
 	for _, o := range []client.Object{rt, k, sec} {
 		if err := f.kcp.Create(f.ctx, o); err != nil {
@@ -77,8 +78,8 @@ func (f *envFixture) runtimeCR(runtimeID, instanceID string, extra map[string]st
 func (f *envFixture) exists(runtimeID string) [3]bool {
 	f.t.Helper()
 	var out [3]bool
-	objs := []client.Object{&runtime.Runtime{}, &kyma.Kyma{}, &corev1.Secret{}}
-	names := []string{kyma.Name(runtimeID), kyma.Name(runtimeID), runtime.KubeconfigSecretName(runtimeID)}
+	objs := []client.Object{&infrastructuremanager.Runtime{}, &kyma.Kyma{}, &corev1.Secret{}}
+	names := []string{kyma.Name(runtimeID), kyma.Name(runtimeID), infrastructuremanager.KubeconfigSecretName(runtimeID)}
 	for i, o := range objs {
 		err := f.kcp.Get(f.ctx, client.ObjectKey{Namespace: f.ns, Name: names[i]}, o)
 		if err != nil && !apierrors.IsNotFound(err) {

@@ -73,7 +73,7 @@ func (f *fixture) running(id, subaccount, runtimeID string, age time.Duration) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	op.State = storage.StateSucceeded
+	op.State = storage.OperationSucceeded
 	if ok, err := f.store.Finish(f.ctx, op); err != nil || !ok {
 		f.t.Fatalf("finishing %s: %v %v", opID, ok, err)
 	}
@@ -89,7 +89,7 @@ func (f *fixture) provisioning(id, subaccount string) string {
 		ProviderRegion: "westeurope", Parameters: []byte(`{"name":"` + id + `"}`), Context: []byte(`{}`),
 	}
 	op := storage.Operation{ID: "prov-" + id, InstanceID: id, Type: storage.OperationTypeProvision,
-		State: storage.StateInProgress, Description: "accepted", Deadline: time.Now().Add(time.Hour)}
+		State: storage.OperationInProgress, Description: "accepted", Deadline: time.Now().Add(time.Hour)}
 	if err := f.store.CreateProvisioning(f.ctx, inst, op); err != nil {
 		f.t.Fatalf("creating %s: %v", id, err)
 	}
@@ -109,7 +109,7 @@ func (f *fixture) deprovisionings(id string) (n int, queued bool) {
 	return n, queued
 }
 
-func (f *fixture) state(id string) string {
+func (f *fixture) state(id string) storage.RuntimeState {
 	f.t.Helper()
 	inst, err := f.store.Instance(f.ctx, id)
 	if err != nil {
@@ -122,7 +122,7 @@ func (f *fixture) state(id string) string {
 func (f *fixture) updating(id, opID string) {
 	f.t.Helper()
 	upd := storage.Operation{ID: opID, InstanceID: id, Type: storage.OperationTypeUpdate,
-		State: storage.StateInProgress, Deadline: time.Now().Add(time.Hour)}
+		State: storage.OperationInProgress, Deadline: time.Now().Add(time.Hour)}
 	if err := f.store.ChangeInstance(f.ctx, id, func(storage.Instance, *storage.Operation) (storage.InstanceChange, error) {
 		return storage.InstanceChange{Operation: &upd}, nil
 	}); err != nil {

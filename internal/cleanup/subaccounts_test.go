@@ -87,7 +87,7 @@ func TestSubaccountCleanup(t *testing.T) {
 			// One already deprovisioning (by a DELETE): counted, not touched.
 			f.running("inst-going", "sa-going", "rt-going", time.Hour)
 			going, _, err := f.store.CreateDeprovisioning(f.ctx, storage.Operation{ID: "dep-going", InstanceID: "inst-going",
-				Type: storage.OperationTypeDeprovision, State: storage.StateInProgress, Deadline: time.Now().Add(time.Hour)})
+				Type: storage.OperationTypeDeprovision, State: storage.OperationInProgress, Deadline: time.Now().Add(time.Hour)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -121,7 +121,7 @@ func TestSubaccountCleanup(t *testing.T) {
 				t.Errorf("inst-going: last operation %s, %v; want the DELETE's %s", last.ID, err, going.ID)
 			}
 			// The provisioning of sa-24's instance was halted, as a DELETE halts it.
-			if op, err := f.store.Operation(f.ctx, "inst-sa-24", "prov-inst-sa-24"); err != nil || op.State != storage.StateFailed {
+			if op, err := f.store.Operation(f.ctx, "inst-sa-24", "prov-inst-sa-24"); err != nil || op.State != storage.OperationFailed {
 				t.Errorf("provisioning of inst-sa-24: %s, %v; want failed (halted)", op.State, err)
 			}
 			// The reference documentation's log line, per instance.
@@ -274,7 +274,7 @@ func TestSubaccountBusyInstanceKeepsItsEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	op.State = storage.StateSucceeded
+	op.State = storage.OperationSucceeded
 	if ok, err := f.store.Finish(f.ctx, op); err != nil || !ok {
 		t.Fatalf("finishing the update: %v %v", ok, err)
 	}

@@ -26,7 +26,7 @@ import (
 
 	"github.com/kyma-keb/keb/internal/auth"
 	"github.com/kyma-keb/keb/internal/logging"
-	"github.com/kyma-keb/keb/internal/runtimes"
+	"github.com/kyma-keb/keb/internal/runtimelisting"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -171,7 +171,7 @@ func (c *Console) runtimesPage(w http.ResponseWriter, r *http.Request, token str
 }
 
 // listRuntimes asks the /info/runtimes handler, as an API client would.
-func (c *Console) listRuntimes(r *http.Request, q url.Values) (runtimes.Response, int, string) {
+func (c *Console) listRuntimes(r *http.Request, q url.Values) (runtimelisting.Response, int, string) {
 	api := url.Values{}
 	for k, v := range q {
 		for _, s := range v {
@@ -183,7 +183,7 @@ func (c *Console) listRuntimes(r *http.Request, q url.Values) (runtimes.Response
 	req := httptest.NewRequestWithContext(r.Context(), http.MethodGet, "/info/runtimes?"+api.Encode(), nil)
 	rec := httptest.NewRecorder()
 	c.opts.Runtimes.ServeHTTP(rec, req)
-	var page runtimes.Response
+	var page runtimelisting.Response
 	if rec.Code != http.StatusOK {
 		var e struct{ Description string }
 		_ = json.Unmarshal(rec.Body.Bytes(), &e)

@@ -48,7 +48,7 @@ func timeline(ops []storage.Operation, now time.Time) []Operation {
 	for _, op := range ops {
 		var d stepData
 		_ = json.Unmarshal(op.Data, &d) // an undecodable record shows no steps, not an error page
-		o := Operation{ID: op.ID, Type: op.Type, State: op.State, Description: op.Description, Error: op.ErrorMessage,
+		o := Operation{ID: op.ID, Type: string(op.Type), State: string(op.State), Description: op.Description, Error: op.ErrorMessage,
 			Created: op.CreatedAt, Updated: op.UpdatedAt, Finished: op.FinishedAt, InProgress: op.InProgress(),
 			Temporary: op.Temporary}
 		for i, name := range op.FinishedStages {

@@ -16,9 +16,9 @@ func TestTimeline(t *testing.T) {
 		"stepRuns": map[string]int{"start": 1, "create_runtime": 1, "check_runtime": 4}, "failures": 2})
 	finished := at(30)
 	ops := []storage.Operation{
-		{ID: "p1", Type: "provision", State: storage.StateInProgress, Stage: "check_runtime", Description: "Waiting for the cluster",
+		{ID: "p1", Type: "provision", State: storage.OperationInProgress, Stage: "check_runtime", Description: "Waiting for the cluster",
 			FinishedStages: []string{"start", "create_runtime"}, Data: data, CreatedAt: at(0)},
-		{ID: "d1", Type: "deprovision", State: storage.StateFailed, Stage: "delete_kyma", ErrorMessage: "boom",
+		{ID: "d1", Type: "deprovision", State: storage.OperationFailed, Stage: "delete_kyma", ErrorMessage: "boom",
 			Data: json.RawMessage(`{"stepStartedAt":{"delete_kyma":"2026-11-01T10:00:20Z"}}`), CreatedAt: at(20), FinishedAt: &finished},
 	}
 	tl := timeline(ops, at(40))

@@ -27,10 +27,10 @@ import (
 	"github.com/kyma-keb/keb/internal/app"
 	"github.com/kyma-keb/keb/internal/auth"
 	"github.com/kyma-keb/keb/internal/config"
+	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/infrasim"
 	"github.com/kyma-keb/keb/internal/pgserver"
 	"github.com/kyma-keb/keb/internal/procguard"
-	"github.com/kyma-keb/keb/internal/runtime"
 )
 
 // Issuer and Audience are the claims of dev tokens; `keb dev` demands them.
@@ -129,11 +129,11 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 	if err != nil {
 		return fmt.Errorf("control-plane client: %w", err)
 	}
-	if err := seed(ctx, kc, runtime.Namespace, "garden-"+cfg.Engine.GardenerProject); err != nil {
+	if err := seed(ctx, kc, controlplane.Namespace, "garden-"+cfg.Engine.GardenerProject); err != nil {
 		return err
 	}
 	sim, err := infrasim.New(kcp.config, scheme, infrasim.Options{
-		Namespace: runtime.Namespace, Delay: opts.RuntimeDelay, Mode: opts.RuntimeMode,
+		Namespace: controlplane.Namespace, Delay: opts.RuntimeDelay, Mode: opts.RuntimeMode,
 		BinDir: binDir, Log: log.WithField("component", "infrasim"),
 	})
 	if err != nil {

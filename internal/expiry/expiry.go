@@ -89,7 +89,7 @@ func (e *Expirer) Expire(ctx context.Context, instanceID string) (Result, error)
 		if !inst.Suspended() {
 			change.Operation = &storage.Operation{
 				ID: uuid.NewString(), InstanceID: instanceID, Type: storage.OperationTypeDeprovision,
-				State: storage.StateInProgress, Description: descriptionExpired, Temporary: true,
+				State: storage.OperationInProgress, Description: descriptionExpired, Temporary: true,
 				Deadline: e.now().Add(e.operationTimeout),
 			}
 			res.OperationID = change.Operation.ID

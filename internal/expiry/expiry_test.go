@@ -67,7 +67,7 @@ func (f *fixture) create(id, plan string, age time.Duration) string {
 		PlanID: "plan-" + plan, PlanName: plan, PlatformRegion: "cf-eu10", Provider: "azure", ProviderRegion: "westeurope",
 		Parameters: []byte(`{"name":"` + id + `"}`), Context: []byte(`{}`),
 	}
-	op := storage.Operation{ID: opID, InstanceID: id, Type: storage.OperationTypeProvision, State: storage.StateInProgress,
+	op := storage.Operation{ID: opID, InstanceID: id, Type: storage.OperationTypeProvision, State: storage.OperationInProgress,
 		Description: "accepted", Deadline: time.Now().Add(time.Hour)}
 	if err := f.store.CreateProvisioning(f.ctx, inst, op); err != nil {
 		f.t.Fatalf("creating %s: %v", id, err)
@@ -77,7 +77,7 @@ func (f *fixture) create(id, plan string, age time.Duration) string {
 }
 
 // finish ends an operation as the engine does.
-func (f *fixture) finish(opID, state string) {
+func (f *fixture) finish(opID string, state storage.OperationState) {
 	f.t.Helper()
 	op, _, err := f.store.Work(f.ctx, opID)
 	if err != nil {
@@ -92,7 +92,7 @@ func (f *fixture) finish(opID, state string) {
 // running writes an instance whose provisioning succeeded.
 func (f *fixture) running(id, plan string, age time.Duration) {
 	f.t.Helper()
-	f.finish(f.create(id, plan, age), storage.StateSucceeded)
+	f.finish(f.create(id, plan, age), storage.OperationSucceeded)
 }
 
 func (f *fixture) instance(id string) storage.Instance {
@@ -135,7 +135,7 @@ func (f *fixture) expectSuspending(id string) {
 	}
 }
 
-func (f *fixture) expectUntouched(id, state string) {
+func (f *fixture) expectUntouched(id string, state storage.RuntimeState) {
 	f.t.Helper()
 	if inst := f.instance(id); inst.ExpiredAt != nil || inst.State != state {
 		f.t.Fatalf("%s: expired_at %v, state %s; want not expired, %s", id, inst.ExpiredAt, inst.State, state)
@@ -192,7 +192,7 @@ func TestExpireDue(t *testing.T) {
 	}
 
 	// The busy trial is expired by a run after its operation ended.
-	f.finish(busyOp, storage.StateSucceeded)
+	f.finish(busyOp, storage.OperationSucceeded)
 	if n, err := f.expirer.ExpireDue(f.ctx); err != nil || n != 1 {
 		t.Fatalf("ExpireDue after the operation ended = %d, %v; want 1", n, err)
 	}
@@ -203,7 +203,7 @@ func TestExpireDue(t *testing.T) {
 	// A suspension that failed is tried again by the next run, keeping the
 	// first expiry time.
 	expiredAt = *f.instance("trial-busy").ExpiredAt
-	f.finish(f.last("trial-busy").ID, storage.StateFailed)
+	f.finish(f.last("trial-busy").ID, storage.OperationFailed)
 	if n, err := f.expirer.ExpireDue(f.ctx); err != nil || n != 1 {
 		t.Fatalf("ExpireDue after a failed suspension = %d, %v; want 1", n, err)
 	}
@@ -255,13 +255,13 @@ func TestExpire(t *testing.T) {
 		}
 		// A suspension that failed is started again on the next expiry; the
 		// expiry time stays the first one.
-		f.finish(res.OperationID, storage.StateFailed)
+		f.finish(res.OperationID, storage.OperationFailed)
 		retry, err := f.expirer.Expire(f.ctx, "free-1")
 		if err != nil || retry.OperationID == "" || retry.OperationID == res.OperationID || !retry.ExpiredAt.Equal(res.ExpiredAt) {
 			t.Fatalf("Expire after a failed suspension = %+v, %v (first %+v)", retry, err, res)
 		}
 		f.expectSuspending("free-1")
-		f.finish(retry.OperationID, storage.StateSucceeded)
+		f.finish(retry.OperationID, storage.OperationSucceeded)
 		if inst := f.instance("free-1"); inst.State != storage.RuntimeSuspended {
 			t.Fatalf("state %s, want suspended", inst.State)
 		}

@@ -50,7 +50,7 @@ var ErrNotReleasable = errors.New("not a releasable pool account")
 
 // Accounts lists every Secret of the pool (those with a hyperscaler-type or
 // hyperscalerType label), by type and name.
-func (p *Pool) Accounts(ctx context.Context) ([]AccountInfo, error) {
+func (p *AccountPool) Accounts(ctx context.Context) ([]AccountInfo, error) {
 	var secrets []corev1.Secret
 	seen := map[string]bool{}
 	for _, key := range []string{LabelHyperscalerType, LabelHyperscalerTypeUpstream} {
@@ -110,7 +110,7 @@ func accountInfoOf(name string, labels, annotations map[string]string) AccountIn
 }
 
 // Account returns one pool Secret.
-func (p *Pool) Account(ctx context.Context, name string) (AccountInfo, error) {
+func (p *AccountPool) Account(ctx context.Context, name string) (AccountInfo, error) {
 	s := &corev1.Secret{}
 	if err := p.c.Get(ctx, client.ObjectKey{Namespace: p.namespace, Name: name}, s); err != nil {
 		return AccountInfo{}, fmt.Errorf("reading account %s/%s: %w", p.namespace, name, err)
@@ -125,7 +125,7 @@ func (p *Pool) Account(ctx context.Context, name string) (AccountInfo, error) {
 // hyperscaler-side wipe is done: the tenant-name and dirty labels and the
 // dirty-since annotation go, so the next claim may take it. The caller makes
 // sure no live instance uses it. Releasing a free Secret does nothing.
-func (p *Pool) Release(ctx context.Context, name string) error {
+func (p *AccountPool) Release(ctx context.Context, name string) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		s := &corev1.Secret{}
 		if err := p.c.Get(ctx, client.ObjectKey{Namespace: p.namespace, Name: name}, s); err != nil {

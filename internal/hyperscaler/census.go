@@ -9,7 +9,7 @@ import (
 )
 
 // Census counts the pool's Secrets by hyperscaler type and AccountState. It reads labels only (metadata list): the credentials never leave the API server.
-func (p *Pool) Census(ctx context.Context) (map[string]map[string]int, error) {
+func (p *AccountPool) Census(ctx context.Context) (map[string]map[string]int, error) {
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(secretListGVK)
 	if err := p.c.List(ctx, list, client.InNamespace(p.namespace)); err != nil {

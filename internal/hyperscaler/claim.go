@@ -31,7 +31,7 @@ const maxClaimRounds = 10
 // disagree.)
 //
 // ErrNoAccount (wrapped) means no unassigned Secret of that type is left.
-func (p *Pool) Claim(ctx context.Context, hyperscalerType, tenant string) (Account, error) {
+func (p *AccountPool) Claim(ctx context.Context, hyperscalerType, tenant string) (Account, error) {
 	if hyperscalerType == "" || tenant == "" {
 		return Account{}, fmt.Errorf("claiming a hyperscaler account needs a type and a tenant, got type %q and tenant %q", hyperscalerType, tenant)
 	}
@@ -67,7 +67,7 @@ func (p *Pool) Claim(ctx context.Context, hyperscalerType, tenant string) (Accou
 // claimFirstFree labels the first candidate it can for tenant. Losing a candidate to a concurrent
 // writer (409 Conflict) or to deletion (404) is not an error: it returns that loss after trying
 // all of them, and nil once one is labelled.
-func (p *Pool) claimFirstFree(ctx context.Context, candidates []account, tenant string) (lost, err error) {
+func (p *AccountPool) claimFirstFree(ctx context.Context, candidates []account, tenant string) (lost, err error) {
 	for i := range candidates {
 		s := &candidates[i].secret
 		if s.Labels == nil {
@@ -93,7 +93,7 @@ func (p *Pool) claimFirstFree(ctx context.Context, candidates []account, tenant 
 // tenantSecret returns the name of the tenant's live (neither shared nor dirty) Secret of
 // hyperscalerType. If the tenant holds several, it keeps the lowest name and releases the others,
 // so that every caller settles on the same one.
-func (p *Pool) tenantSecret(ctx context.Context, hyperscalerType, tenant string) (string, bool, error) {
+func (p *AccountPool) tenantSecret(ctx context.Context, hyperscalerType, tenant string) (string, bool, error) {
 	owned, err := p.accounts(ctx, hyperscalerType, ownedBy(tenant))
 	if err != nil {
 		return "", false, fmt.Errorf("finding the %s account of tenant %s: %w", hyperscalerType, tenant, err)
@@ -116,7 +116,7 @@ func ownedBy(tenant string) func(accountLabels) bool {
 
 // release removes the tenant-name label from the Secret, returning it to the pool, unless it no
 // longer belongs to tenant or became dirty meanwhile (another caller already acted on it).
-func (p *Pool) release(ctx context.Context, name, tenant string) error {
+func (p *AccountPool) release(ctx context.Context, name, tenant string) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		s := &corev1.Secret{}
 		if err := p.c.Get(ctx, client.ObjectKey{Namespace: p.namespace, Name: name}, s); err != nil {

@@ -187,7 +187,7 @@ func TestClaimTwiceForOneTenantReturnsTheSameSecret(t *testing.T) {
 }
 
 // claimConcurrently runs Claim for each tenant at once and returns the results in order.
-func claimConcurrently(t *testing.T, pool *Pool, tenants []string) []Account {
+func claimConcurrently(t *testing.T, pool *AccountPool, tenants []string) []Account {
 	t.Helper()
 	got := make([]Account, len(tenants))
 	errs := make([]error, len(tenants))

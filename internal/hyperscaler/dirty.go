@@ -15,7 +15,7 @@ import (
 // The tenant-name label stays, telling the cleanup whose account it was. It is idempotent: a
 // tenant without such a Secret, or whose Secret is already dirty, leaves nothing to do. Shared
 // Secrets are never marked.
-func (p *Pool) MarkDirty(ctx context.Context, hyperscalerType, tenant string) error {
+func (p *AccountPool) MarkDirty(ctx context.Context, hyperscalerType, tenant string) error {
 	if hyperscalerType == "" || tenant == "" {
 		return fmt.Errorf("marking a hyperscaler account dirty needs a type and a tenant, got type %q and tenant %q", hyperscalerType, tenant)
 	}
@@ -34,7 +34,7 @@ func (p *Pool) MarkDirty(ctx context.Context, hyperscalerType, tenant string) er
 
 // markDirty labels one Secret dirty, re-reading it on a conflict; it leaves the Secret alone if it
 // was released or re-assigned meanwhile.
-func (p *Pool) markDirty(ctx context.Context, name, tenant string) error {
+func (p *AccountPool) markDirty(ctx context.Context, name, tenant string) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		s := &corev1.Secret{}
 		if err := p.c.Get(ctx, client.ObjectKey{Namespace: p.namespace, Name: name}, s); err != nil {

@@ -34,7 +34,7 @@ func TestPoolErrors(t *testing.T) {
 		name    string
 		secrets []poolSecret
 		funcs   interceptor.Funcs
-		call    func(context.Context, *Pool) error
+		call    func(context.Context, *AccountPool) error
 		// wantErr is matched with errors.Is; wantConflict instead asks for a wrapped 409.
 		wantErr      error
 		wantConflict bool
@@ -69,7 +69,7 @@ func TestPoolErrors(t *testing.T) {
 		{
 			name:  "claim shared: listing fails",
 			funcs: failList,
-			call: func(ctx context.Context, p *Pool) error {
+			call: func(ctx context.Context, p *AccountPool) error {
 				_, err := p.ClaimShared(ctx, TypeAzure)
 				return err
 			},
@@ -97,7 +97,7 @@ func TestPoolErrors(t *testing.T) {
 				objs = append(objs, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: s.name, Namespace: "garden-test", Labels: s.labels}})
 			}
 			c := fake.NewClientBuilder().WithObjects(objs...).WithInterceptorFuncs(tt.funcs).Build()
-			err := tt.call(context.Background(), NewPool(c, "garden-test", nil))
+			err := tt.call(context.Background(), NewAccountPool(c, "garden-test", nil))
 			if tt.wantConflict {
 				if !apierrors.IsConflict(err) {
 					t.Fatalf("err = %v, want a conflict", err)
@@ -111,9 +111,11 @@ func TestPoolErrors(t *testing.T) {
 	}
 }
 
-func claimAzure(ctx context.Context, p *Pool) error {
+func claimAzure(ctx context.Context, p *AccountPool) error {
 	_, err := p.Claim(ctx, TypeAzure, "ga-1")
 	return err
 }
 
-func markAzureDirty(ctx context.Context, p *Pool) error { return p.MarkDirty(ctx, TypeAzure, "ga-1") }
+func markAzureDirty(ctx context.Context, p *AccountPool) error {
+	return p.MarkDirty(ctx, TypeAzure, "ga-1")
+}

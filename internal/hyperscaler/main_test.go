@@ -24,7 +24,7 @@ var apiClient = sync.OnceValues(func() (client.Client, error) { return client.Ne
 type testBundle struct {
 	c    client.Client
 	ns   string
-	pool *Pool
+	pool *AccountPool
 }
 
 // setup creates a namespace holding the given pool secrets and a Pool over it counting usage with
@@ -49,7 +49,7 @@ func setup(t *testing.T, usage UsageCounter, secrets ...poolSecret) *testBundle 
 			t.Fatalf("creating secret %s: %v", s.name, err)
 		}
 	}
-	return &testBundle{c: c, ns: ns, pool: NewPool(c, ns, usage)}
+	return &testBundle{c: c, ns: ns, pool: NewAccountPool(c, ns, usage)}
 }
 
 // poolSecret describes a Secret to put in the pool.

@@ -51,26 +51,26 @@ type Account struct {
 // tenants over the shared pool.
 type UsageCounter func(ctx context.Context, secretName string) (int, error)
 
-// Pool hands out the hyperscaler accounts kept in one namespace.
-type Pool struct {
+// AccountPool hands out the hyperscaler accounts kept in one namespace.
+type AccountPool struct {
 	c         client.Client
 	namespace string
 	usage     UsageCounter
 }
 
-// NewPool returns the pool of Secrets in namespace (garden-<project>). c must read straight from
+// NewAccountPool returns the pool of Secrets in namespace (garden-<project>). c must read straight from
 // the API server, not from a cache: a stale read would hand one account to two tenants. usage
 // counts the runtimes on a shared Secret; nil counts zero for all, so ClaimShared then picks the
 // lowest name.
-func NewPool(c client.Client, namespace string, usage UsageCounter) *Pool {
+func NewAccountPool(c client.Client, namespace string, usage UsageCounter) *AccountPool {
 	if usage == nil {
 		usage = func(context.Context, string) (int, error) { return 0, nil }
 	}
-	return &Pool{c: c, namespace: namespace, usage: usage}
+	return &AccountPool{c: c, namespace: namespace, usage: usage}
 }
 
 // list returns the pool's Secrets matching all the given label conditions.
-func (p *Pool) list(ctx context.Context, conds ...labelCondition) ([]corev1.Secret, error) {
+func (p *AccountPool) list(ctx context.Context, conds ...labelCondition) ([]corev1.Secret, error) {
 	sel := labels.NewSelector()
 	for _, c := range conds {
 		r, err := labels.NewRequirement(c.key, c.op, c.values)
@@ -97,7 +97,7 @@ type account struct {
 // (hyperscaler-type or upstream's hyperscalerType) that keep says to, sorted by name. Secrets
 // reserved for EU access (euAccess: "true") are left out: keb hands out no EU-access accounts yet,
 // so they are never given to a tenant that may not use them.
-func (p *Pool) accounts(ctx context.Context, hyperscalerType string, keep func(accountLabels) bool) ([]account, error) {
+func (p *AccountPool) accounts(ctx context.Context, hyperscalerType string, keep func(accountLabels) bool) ([]account, error) {
 	seen := map[string]bool{}
 	var out []account
 	for _, key := range []string{LabelHyperscalerType, LabelHyperscalerTypeUpstream} {

@@ -9,7 +9,7 @@ import (
 // counted by the pool's UsageCounter. Shared Secrets are never labelled with a tenant, so this
 // writes nothing: calling it again may pick another Secret once usage changes, and the caller
 // persists its choice. ErrNoAccount (wrapped) means there is no shared Secret of that type.
-func (p *Pool) ClaimShared(ctx context.Context, hyperscalerType string) (Account, error) {
+func (p *AccountPool) ClaimShared(ctx context.Context, hyperscalerType string) (Account, error) {
 	if hyperscalerType == "" {
 		return Account{}, fmt.Errorf("claiming a shared hyperscaler account needs a type")
 	}

@@ -17,7 +17,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	kebruntime "github.com/kyma-keb/keb/internal/runtime"
+	"github.com/kyma-keb/keb/internal/controlplane"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/testing/k8stest"
 )
 
@@ -32,7 +33,7 @@ func testScheme(t *testing.T) *k8sruntime.Scheme {
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
-	if err := kebruntime.AddToScheme(s); err != nil {
+	if err := infrastructuremanager.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -95,15 +96,15 @@ func startSimulator(t *testing.T, ns string, opts Options) (*Simulator, func()) 
 	return sim, stop
 }
 
-func newRuntime(ns, name, runtimeID string) *kebruntime.Runtime {
-	rt := &kebruntime.Runtime{
+func newRuntime(ns, name, runtimeID string) *infrastructuremanager.Runtime {
+	rt := &infrastructuremanager.Runtime{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: kebruntime.RuntimeSpec{Shoot: kebruntime.RuntimeShoot{
-			Name: "c-" + name, Region: "westeurope", Provider: kebruntime.RuntimeProvider{Type: "azure"},
+		Spec: infrastructuremanager.RuntimeSpec{Shoot: infrastructuremanager.RuntimeShoot{
+			Name: "c-" + name, Region: "westeurope", Provider: infrastructuremanager.RuntimeProvider{Type: "azure"},
 		}},
 	}
 	if runtimeID != "" {
-		rt.Labels = map[string]string{kebruntime.LabelRuntimeID: runtimeID}
+		rt.Labels = map[string]string{controlplane.LabelRuntimeID: runtimeID}
 	}
 	return rt
 }
@@ -126,10 +127,10 @@ func eventually(t *testing.T, what string, cond func() (bool, error)) {
 }
 
 // waitForState waits until the Runtime reports state and returns it.
-func waitForState(t *testing.T, c client.Client, key client.ObjectKey, state string) *kebruntime.Runtime {
+func waitForState(t *testing.T, c client.Client, key client.ObjectKey, state infrastructuremanager.State) *infrastructuremanager.Runtime {
 	t.Helper()
-	rt := &kebruntime.Runtime{}
-	eventually(t, key.String()+" to be "+state, func() (bool, error) {
+	rt := &infrastructuremanager.Runtime{}
+	eventually(t, key.String()+" to be "+string(state), func() (bool, error) {
 		err := c.Get(context.Background(), key, rt)
 		return err == nil && rt.Status.State == state, err
 	})
@@ -140,11 +141,11 @@ func waitForState(t *testing.T, c client.Client, key client.ObjectKey, state str
 func kubeconfigOf(t *testing.T, c client.Client, ns, runtimeID string) *rest.Config {
 	t.Helper()
 	secret := &corev1.Secret{}
-	key := client.ObjectKey{Namespace: ns, Name: kebruntime.KubeconfigSecretName(runtimeID)}
+	key := client.ObjectKey{Namespace: ns, Name: infrastructuremanager.KubeconfigSecretName(runtimeID)}
 	if err := c.Get(context.Background(), key, secret); err != nil {
 		t.Fatalf("reading kubeconfig secret %s: %v", key, err)
 	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[kebruntime.KubeconfigKey])
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[infrastructuremanager.KubeconfigKey])
 	if err != nil {
 		t.Fatalf("parsing kubeconfig from %s: %v", key, err)
 	}

@@ -14,7 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	kebruntime "github.com/kyma-keb/keb/internal/runtime"
+	"github.com/kyma-keb/keb/internal/controlplane"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 )
 
 // Finalizer holds a Runtime CR until the simulator has stopped its cluster and
@@ -53,7 +54,7 @@ type reconciler struct {
 	clusters     clusterProvider
 	delay        time.Duration
 	failRuntimes func(runtimeID string) string
-	failChanges  func(rt *kebruntime.Runtime) string
+	failChanges  func(rt *infrastructuremanager.Runtime) string
 	log          logrus.FieldLogger
 	now          func() time.Time
 }
@@ -78,7 +79,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 func (r *reconciler) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	rt := &kebruntime.Runtime{}
+	rt := &infrastructuremanager.Runtime{}
 	if err := r.client.Get(ctx, req.NamespacedName, rt); err != nil {
 		// Gone means our finalizer was removed, so teardown already ran (or was
 		// bypassed; Start stops leftover clusters on shutdown).
@@ -97,24 +98,24 @@ func (r *reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 
-	if changed(rt) && (rt.Status.State == kebruntime.StateReady || rt.Status.State == kebruntime.StateFailed) {
+	if changed(rt) && (rt.Status.State == infrastructuremanager.StateReady || rt.Status.State == infrastructuremanager.StateFailed) {
 		// A changed spec (Kubernetes version, machine image, Kyma version):
 		// the real infrastructure manager rolls it out, reporting Pending,
 		// then Ready with the new observedGeneration.
 		return reconcile.Result{RequeueAfter: r.delay}, r.beginApplying(ctx, rt, log)
 	}
 	switch rt.Status.State {
-	case kebruntime.StateFailed:
+	case infrastructuremanager.StateFailed:
 		if rt.Annotations[applyingSinceAnnotation] == "" {
 			return reconcile.Result{}, nil // terminal, as upstream: keb deletes the Runtime and asks again
 		}
 		// A change that failed to roll out is tried again, as the real
 		// infrastructure manager's periodic reconciliation does; below.
-	case kebruntime.StateReady:
+	case infrastructuremanager.StateReady:
 		if rt.Status.ObservedGeneration == 0 {
 			// Made Ready by a simulator that did not report generations:
 			// what it made Ready is the current spec.
-			if err := r.setStatus(ctx, rt, kebruntime.StateReady, rt.Status.Message); err != nil {
+			if err := r.setStatus(ctx, rt, infrastructuremanager.StateReady, rt.Status.Message); err != nil {
 				return reconcile.Result{}, err
 			}
 		}
@@ -127,7 +128,7 @@ func (r *reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		log.Info("Runtime is Ready but this process has no cluster for it (simulator restarted): starting a fresh one")
 		return reconcile.Result{}, r.provision(ctx, rt, id, log)
 	case "":
-		if err := r.setStatus(ctx, rt, kebruntime.StatePending, "simulated infrastructure manager is creating the cluster"); err != nil {
+		if err := r.setStatus(ctx, rt, infrastructuremanager.StatePending, "simulated infrastructure manager is creating the cluster"); err != nil {
 			return reconcile.Result{}, err
 		}
 		log.WithField("delay", r.delay.String()).Info("Runtime pending")
@@ -139,8 +140,8 @@ func (r *reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if r.failChanges != nil && rt.Annotations[applyingSinceAnnotation] != "" {
 		if msg := r.failChanges(rt); msg != "" {
-			if rt.Status.State != kebruntime.StateFailed {
-				if err := r.setStatus(ctx, rt, kebruntime.StateFailed, msg); err != nil {
+			if rt.Status.State != infrastructuremanager.StateFailed {
+				if err := r.setStatus(ctx, rt, infrastructuremanager.StateFailed, msg); err != nil {
 					return reconcile.Result{}, err
 				}
 				log.WithField("message", msg).Info("applying the changed spec failed, as configured")
@@ -150,7 +151,7 @@ func (r *reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if r.failRuntimes != nil {
 		if msg := r.failRuntimes(id); msg != "" {
-			if err := r.setStatus(ctx, rt, kebruntime.StateFailed, msg); err != nil {
+			if err := r.setStatus(ctx, rt, infrastructuremanager.StateFailed, msg); err != nil {
 				return reconcile.Result{}, err
 			}
 			log.WithField("message", msg).Info("Runtime failed, as configured")
@@ -161,7 +162,7 @@ func (r *reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // provision gives the runtime a cluster, publishes its kubeconfig and marks it Ready.
-func (r *reconciler) provision(ctx context.Context, rt *kebruntime.Runtime, id string, log logrus.FieldLogger) error {
+func (r *reconciler) provision(ctx context.Context, rt *infrastructuremanager.Runtime, id string, log logrus.FieldLogger) error {
 	kubeconfig, err := r.clusters.Ensure(ctx, id)
 	if err != nil {
 		return fmt.Errorf("giving runtime %s a cluster: %w", id, err)
@@ -170,8 +171,8 @@ func (r *reconciler) provision(ctx context.Context, rt *kebruntime.Runtime, id s
 	if err := r.applyKubeconfig(ctx, rt.Namespace, id, kubeconfig); err != nil {
 		return err
 	}
-	if rt.Status.State != kebruntime.StateReady || rt.Status.ObservedGeneration != rt.Generation {
-		if err := r.setStatus(ctx, rt, kebruntime.StateReady, "simulated cluster is ready"); err != nil {
+	if rt.Status.State != infrastructuremanager.StateReady || rt.Status.ObservedGeneration != rt.Generation {
+		if err := r.setStatus(ctx, rt, infrastructuremanager.StateReady, "simulated cluster is ready"); err != nil {
 			return err
 		}
 	}
@@ -180,19 +181,19 @@ func (r *reconciler) provision(ctx context.Context, rt *kebruntime.Runtime, id s
 }
 
 // tearDown stops the cluster, deletes the kubeconfig and lets the CR go.
-func (r *reconciler) tearDown(ctx context.Context, rt *kebruntime.Runtime, id string, log logrus.FieldLogger) error {
+func (r *reconciler) tearDown(ctx context.Context, rt *infrastructuremanager.Runtime, id string, log logrus.FieldLogger) error {
 	if !controllerutil.ContainsFinalizer(rt, Finalizer) {
 		return nil
 	}
-	if rt.Status.State != kebruntime.StateTerminating {
-		if err := r.setStatus(ctx, rt, kebruntime.StateTerminating, "simulated infrastructure manager is deleting the cluster"); err != nil {
+	if rt.Status.State != infrastructuremanager.StateTerminating {
+		if err := r.setStatus(ctx, rt, infrastructuremanager.StateTerminating, "simulated infrastructure manager is deleting the cluster"); err != nil {
 			return err
 		}
 	}
 	if err := r.clusters.Release(id); err != nil {
 		return fmt.Errorf("tearing down runtime %s: %w", id, err)
 	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: rt.Namespace, Name: kebruntime.KubeconfigSecretName(id)}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: rt.Namespace, Name: infrastructuremanager.KubeconfigSecretName(id)}}
 	if err := client.IgnoreNotFound(r.client.Delete(ctx, secret)); err != nil {
 		return fmt.Errorf("deleting kubeconfig secret %s/%s: %w", secret.Namespace, secret.Name, err)
 	}
@@ -209,7 +210,7 @@ func (r *reconciler) tearDown(ctx context.Context, rt *kebruntime.Runtime, id st
 }
 
 // ensureFinalizer adds the finalizer and the pending-since stamp in one write.
-func (r *reconciler) ensureFinalizer(ctx context.Context, rt *kebruntime.Runtime) error {
+func (r *reconciler) ensureFinalizer(ctx context.Context, rt *infrastructuremanager.Runtime) error {
 	if controllerutil.ContainsFinalizer(rt, Finalizer) {
 		return nil
 	}
@@ -230,7 +231,7 @@ func (r *reconciler) ensureFinalizer(ctx context.Context, rt *kebruntime.Runtime
 
 // pendingSince is when the delay started: the start of applying a changed
 // spec, else the simulator's first stamp, else the CR's creation.
-func (r *reconciler) pendingSince(rt *kebruntime.Runtime) time.Time {
+func (r *reconciler) pendingSince(rt *infrastructuremanager.Runtime) time.Time {
 	if t, err := time.Parse(time.RFC3339Nano, rt.Annotations[applyingSinceAnnotation]); err == nil {
 		return t
 	}
@@ -241,13 +242,13 @@ func (r *reconciler) pendingSince(rt *kebruntime.Runtime) time.Time {
 }
 
 // changed reports a spec changed after the simulator last reported on it.
-func changed(rt *kebruntime.Runtime) bool {
+func changed(rt *infrastructuremanager.Runtime) bool {
 	return rt.Status.ObservedGeneration != 0 && rt.Status.ObservedGeneration < rt.Generation
 }
 
 // beginApplying stamps when applying a changed spec began and reports the
 // runtime Pending; the Pending path makes it Ready after the delay.
-func (r *reconciler) beginApplying(ctx context.Context, rt *kebruntime.Runtime, log logrus.FieldLogger) error {
+func (r *reconciler) beginApplying(ctx context.Context, rt *infrastructuremanager.Runtime, log logrus.FieldLogger) error {
 	base := rt.DeepCopy()
 	if rt.Annotations == nil {
 		rt.Annotations = map[string]string{}
@@ -259,7 +260,7 @@ func (r *reconciler) beginApplying(ctx context.Context, rt *kebruntime.Runtime, 
 	}
 	msg := fmt.Sprintf("simulated infrastructure manager is applying generation %d (Kubernetes %q, Kyma %q)",
 		rt.Generation, rt.Spec.Shoot.Kubernetes.Version, rt.Spec.Kyma.Version)
-	if err := r.setStatus(ctx, rt, kebruntime.StatePending, msg); err != nil {
+	if err := r.setStatus(ctx, rt, infrastructuremanager.StatePending, msg); err != nil {
 		return err
 	}
 	log.WithField("generation", rt.Generation).Info("Runtime spec changed: applying it")
@@ -269,13 +270,13 @@ func (r *reconciler) beginApplying(ctx context.Context, rt *kebruntime.Runtime, 
 // setStatus writes the state. Ready and Failed report on the current spec
 // (observedGeneration = generation); Pending and Terminating keep the
 // generation last reported on.
-func (r *reconciler) setStatus(ctx context.Context, rt *kebruntime.Runtime, state, message string) error {
+func (r *reconciler) setStatus(ctx context.Context, rt *infrastructuremanager.Runtime, state infrastructuremanager.State, message string) error {
 	base := rt.DeepCopy()
 	observed := rt.Status.ObservedGeneration
-	if state == kebruntime.StateReady || state == kebruntime.StateFailed {
+	if state == infrastructuremanager.StateReady || state == infrastructuremanager.StateFailed {
 		observed = rt.Generation
 	}
-	rt.Status = kebruntime.RuntimeStatus{State: state, Message: message, ObservedGeneration: observed}
+	rt.Status = infrastructuremanager.RuntimeStatus{State: state, Message: message, ObservedGeneration: observed}
 	patch := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
 	if err := r.client.Status().Patch(ctx, rt, patch); err != nil {
 		return fmt.Errorf("setting Runtime %s/%s to %s: %w", rt.Namespace, rt.Name, state, err)
@@ -286,13 +287,13 @@ func (r *reconciler) setStatus(ctx context.Context, rt *kebruntime.Runtime, stat
 // applyKubeconfig writes the kubeconfig Secret with server-side apply, so a
 // repeat (or a rewrite after a restart) needs no read.
 func (r *reconciler) applyKubeconfig(ctx context.Context, namespace, runtimeID string, kubeconfig []byte) error {
-	name := kebruntime.KubeconfigSecretName(runtimeID)
+	name := infrastructuremanager.KubeconfigSecretName(runtimeID)
 	secret := corev1ac.Secret(name, namespace).
 		// The runtime-id label is how keb's watch maps this Secret to the
 		// operation waiting for it, as with the real infrastructure manager.
-		WithLabels(map[string]string{labelManagedBy: managedBy, kebruntime.LabelRuntimeID: runtimeID}).
+		WithLabels(map[string]string{labelManagedBy: managedBy, controlplane.LabelRuntimeID: runtimeID}).
 		WithType(corev1.SecretTypeOpaque).
-		WithData(map[string][]byte{kebruntime.KubeconfigKey: kubeconfig})
+		WithData(map[string][]byte{infrastructuremanager.KubeconfigKey: kubeconfig})
 	if err := r.client.Apply(ctx, secret, client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
 		return fmt.Errorf("writing kubeconfig secret %s/%s: %w", namespace, name, err)
 	}

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	kebruntime "github.com/kyma-keb/keb/internal/runtime"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 )
 
 // fakeClusters stands in for the cluster pool, so reconciler tests need no apiserver.
@@ -82,9 +82,9 @@ type bundle struct {
 const unitRuntimeID = "rid-unit"
 
 // setup builds a reconciler on a fake control plane holding rt (nil: none).
-func setup(t *testing.T, scheme *k8sruntime.Scheme, rt *kebruntime.Runtime, funcs interceptor.Funcs) *bundle {
+func setup(t *testing.T, scheme *k8sruntime.Scheme, rt *infrastructuremanager.Runtime, funcs interceptor.Funcs) *bundle {
 	t.Helper()
-	b := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&kebruntime.Runtime{}).WithInterceptorFuncs(funcs)
+	b := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&infrastructuremanager.Runtime{}).WithInterceptorFuncs(funcs)
 	if rt != nil {
 		b = b.WithObjects(rt)
 	}
@@ -100,9 +100,9 @@ func setup(t *testing.T, scheme *k8sruntime.Scheme, rt *kebruntime.Runtime, func
 	}
 }
 
-func (b *bundle) runtime(t *testing.T) *kebruntime.Runtime {
+func (b *bundle) runtime(t *testing.T) *infrastructuremanager.Runtime {
 	t.Helper()
-	rt := &kebruntime.Runtime{}
+	rt := &infrastructuremanager.Runtime{}
 	if err := b.c.Get(context.Background(), b.req.NamespacedName, rt); err != nil {
 		t.Fatalf("reading the Runtime: %v", err)
 	}
@@ -111,14 +111,14 @@ func (b *bundle) runtime(t *testing.T) *kebruntime.Runtime {
 
 func (b *bundle) secretExists(t *testing.T) bool {
 	t.Helper()
-	err := b.c.Get(context.Background(), client.ObjectKey{Namespace: "kcp-system", Name: kebruntime.KubeconfigSecretName(unitRuntimeID)}, &corev1.Secret{})
+	err := b.c.Get(context.Background(), client.ObjectKey{Namespace: "kcp-system", Name: infrastructuremanager.KubeconfigSecretName(unitRuntimeID)}, &corev1.Secret{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
 	return err == nil
 }
 
-func unitRuntime(state string, finalizer bool, deleting bool) *kebruntime.Runtime {
+func unitRuntime(state infrastructuremanager.State, finalizer bool, deleting bool) *infrastructuremanager.Runtime {
 	rt := newRuntime("kcp-system", "unit", unitRuntimeID)
 	rt.Status.State = state
 	if finalizer {
@@ -144,7 +144,7 @@ func TestReconcileWaitsForTheDelayThenProvisionsOnce(t *testing.T) {
 		t.Fatalf("first reconcile: RequeueAfter = %s, want the full delay", res.RequeueAfter)
 	}
 	rt := b.runtime(t)
-	if rt.Status.State != kebruntime.StatePending || !controllerutil.ContainsFinalizer(rt, Finalizer) {
+	if rt.Status.State != infrastructuremanager.StatePending || !controllerutil.ContainsFinalizer(rt, Finalizer) {
 		t.Fatalf("after the first reconcile: state %q, finalizers %v; want Pending with %s", rt.Status.State, rt.Finalizers, Finalizer)
 	}
 
@@ -162,7 +162,7 @@ func TestReconcileWaitsForTheDelayThenProvisionsOnce(t *testing.T) {
 			t.Fatalf("reconcile %d after the delay = %+v, %v; want done", i, res, err)
 		}
 	}
-	if got := b.runtime(t).Status.State; got != kebruntime.StateReady {
+	if got := b.runtime(t).Status.State; got != infrastructuremanager.StateReady {
 		t.Fatalf("state = %q, want Ready", got)
 	}
 	if !b.secretExists(t) {
@@ -175,7 +175,7 @@ func TestReconcileWaitsForTheDelayThenProvisionsOnce(t *testing.T) {
 
 func TestReconcileReadyRuntimeWithoutClusterGetsAFreshOne(t *testing.T) {
 	t.Parallel()
-	b := setup(t, testScheme(t), unitRuntime(kebruntime.StateReady, true, false), interceptor.Funcs{})
+	b := setup(t, testScheme(t), unitRuntime(infrastructuremanager.StateReady, true, false), interceptor.Funcs{})
 	if _, err := b.r.Reconcile(context.Background(), b.req); err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestReconcileReadyRuntimeWithoutClusterGetsAFreshOne(t *testing.T) {
 	if !b.secretExists(t) {
 		t.Fatal("kubeconfig not rewritten")
 	}
-	if got := b.runtime(t).Status.State; got != kebruntime.StateReady {
+	if got := b.runtime(t).Status.State; got != infrastructuremanager.StateReady {
 		t.Fatalf("state = %q, want Ready", got)
 	}
 }
@@ -193,8 +193,8 @@ func TestReconcileReadyRuntimeWithoutClusterGetsAFreshOne(t *testing.T) {
 func TestReconcileTearsDownDeletedRuntimes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	rt := unitRuntime(kebruntime.StateReady, true, true)
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kcp-system", Name: kebruntime.KubeconfigSecretName(unitRuntimeID)}}
+	rt := unitRuntime(infrastructuremanager.StateReady, true, true)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kcp-system", Name: infrastructuremanager.KubeconfigSecretName(unitRuntimeID)}}
 	b := setup(t, testScheme(t), rt, interceptor.Funcs{})
 	if err := b.c.Create(ctx, secret); err != nil {
 		t.Fatal(err)
@@ -202,7 +202,7 @@ func TestReconcileTearsDownDeletedRuntimes(t *testing.T) {
 	if _, err := b.r.Reconcile(ctx, b.req); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.c.Get(ctx, b.req.NamespacedName, &kebruntime.Runtime{}); !apierrors.IsNotFound(err) {
+	if err := b.c.Get(ctx, b.req.NamespacedName, &infrastructuremanager.Runtime{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("Runtime still there after teardown (get error %v)", err)
 	}
 	if b.secretExists(t) {
@@ -221,9 +221,9 @@ func TestReconcileTearsDownDeletedRuntimes(t *testing.T) {
 // leaves the Runtime where a retry can pick it up.
 func TestReconcileErrors(t *testing.T) {
 	t.Parallel()
-	failStatus := func(state string) interceptor.Funcs {
+	failStatus := func(state infrastructuremanager.State) interceptor.Funcs {
 		return interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			if obj.(*kebruntime.Runtime).Status.State == state {
+			if obj.(*infrastructuremanager.Runtime).Status.State == state {
 				return errBoom
 			}
 			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
@@ -231,12 +231,12 @@ func TestReconcileErrors(t *testing.T) {
 	}
 	cases := []struct {
 		name       string
-		runtime    *kebruntime.Runtime
+		runtime    *infrastructuremanager.Runtime
 		funcs      interceptor.Funcs
 		ensureErr  error
 		releaseErr error
 		wantErr    string
-		wantState  string
+		wantState  infrastructuremanager.State
 		wantSecret bool
 		wantGone   bool
 	}{
@@ -256,48 +256,48 @@ func TestReconcileErrors(t *testing.T) {
 		},
 		{
 			name: "setting Pending fails", runtime: unitRuntime("", true, false),
-			funcs: failStatus(kebruntime.StatePending), wantErr: "setting Runtime kcp-system/unit to Pending",
+			funcs: failStatus(infrastructuremanager.StatePending), wantErr: "setting Runtime kcp-system/unit to Pending",
 		},
 		{
-			name: "starting the cluster fails", runtime: unitRuntime(kebruntime.StatePending, true, false),
-			ensureErr: errBoom, wantErr: "giving runtime rid-unit a cluster", wantState: kebruntime.StatePending,
+			name: "starting the cluster fails", runtime: unitRuntime(infrastructuremanager.StatePending, true, false),
+			ensureErr: errBoom, wantErr: "giving runtime rid-unit a cluster", wantState: infrastructuremanager.StatePending,
 		},
 		{
-			name: "writing the kubeconfig fails", runtime: unitRuntime(kebruntime.StatePending, true, false),
+			name: "writing the kubeconfig fails", runtime: unitRuntime(infrastructuremanager.StatePending, true, false),
 			funcs: interceptor.Funcs{Apply: func(context.Context, client.WithWatch, k8sruntime.ApplyConfiguration, ...client.ApplyOption) error {
 				return errBoom
 			}},
-			wantErr: "writing kubeconfig secret", wantState: kebruntime.StatePending,
+			wantErr: "writing kubeconfig secret", wantState: infrastructuremanager.StatePending,
 		},
 		{
-			name: "setting Ready fails", runtime: unitRuntime(kebruntime.StatePending, true, false),
-			funcs: failStatus(kebruntime.StateReady), wantErr: "to Ready", wantState: kebruntime.StatePending, wantSecret: true,
+			name: "setting Ready fails", runtime: unitRuntime(infrastructuremanager.StatePending, true, false),
+			funcs: failStatus(infrastructuremanager.StateReady), wantErr: "to Ready", wantState: infrastructuremanager.StatePending, wantSecret: true,
 		},
 		{
-			name: "setting Failed fails", runtime: newFailing(unitRuntime(kebruntime.StatePending, true, false)),
-			funcs: failStatus(kebruntime.StateFailed), wantErr: "to Failed", wantState: kebruntime.StatePending,
+			name: "setting Failed fails", runtime: newFailing(unitRuntime(infrastructuremanager.StatePending, true, false)),
+			funcs: failStatus(infrastructuremanager.StateFailed), wantErr: "to Failed", wantState: infrastructuremanager.StatePending,
 		},
 		{
-			name: "setting Terminating fails", runtime: unitRuntime(kebruntime.StateReady, true, true),
-			funcs: failStatus(kebruntime.StateTerminating), wantErr: "to Terminating", wantState: kebruntime.StateReady,
+			name: "setting Terminating fails", runtime: unitRuntime(infrastructuremanager.StateReady, true, true),
+			funcs: failStatus(infrastructuremanager.StateTerminating), wantErr: "to Terminating", wantState: infrastructuremanager.StateReady,
 		},
 		{
-			name: "stopping the cluster fails", runtime: unitRuntime(kebruntime.StateReady, true, true),
-			releaseErr: errBoom, wantErr: "tearing down runtime rid-unit", wantState: kebruntime.StateTerminating,
+			name: "stopping the cluster fails", runtime: unitRuntime(infrastructuremanager.StateReady, true, true),
+			releaseErr: errBoom, wantErr: "tearing down runtime rid-unit", wantState: infrastructuremanager.StateTerminating,
 		},
 		{
-			name: "deleting the kubeconfig fails", runtime: unitRuntime(kebruntime.StateReady, true, true),
+			name: "deleting the kubeconfig fails", runtime: unitRuntime(infrastructuremanager.StateReady, true, true),
 			funcs: interceptor.Funcs{Delete: func(context.Context, client.WithWatch, client.Object, ...client.DeleteOption) error {
 				return errBoom
 			}},
-			wantErr: "deleting kubeconfig secret", wantState: kebruntime.StateTerminating,
+			wantErr: "deleting kubeconfig secret", wantState: infrastructuremanager.StateTerminating,
 		},
 		{
-			name: "removing the finalizer fails", runtime: unitRuntime(kebruntime.StateReady, true, true),
+			name: "removing the finalizer fails", runtime: unitRuntime(infrastructuremanager.StateReady, true, true),
 			funcs: interceptor.Funcs{Patch: func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error {
 				return errBoom
 			}},
-			wantErr: "removing finalizer", wantState: kebruntime.StateTerminating,
+			wantErr: "removing finalizer", wantState: infrastructuremanager.StateTerminating,
 		},
 	}
 	for _, tc := range cases {
@@ -316,7 +316,7 @@ func TestReconcileErrors(t *testing.T) {
 			if tc.wantState == "" {
 				return
 			}
-			rt := &kebruntime.Runtime{}
+			rt := &infrastructuremanager.Runtime{}
 			if err := b.c.Get(context.Background(), b.req.NamespacedName, rt); err != nil {
 				t.Fatalf("Runtime gone after a failed reconcile: %v", err)
 			}
@@ -337,7 +337,7 @@ func TestReconcileErrors(t *testing.T) {
 // writes: read again soon, without an error (and its log line).
 func TestReconcileRetriesStaleReadsQuietly(t *testing.T) {
 	t.Parallel()
-	conflict := apierrors.NewConflict(schema.GroupResource{Group: kebruntime.GroupVersion.Group, Resource: "runtimes"}, "unit", errors.New("stale"))
+	conflict := apierrors.NewConflict(schema.GroupResource{Group: infrastructuremanager.GroupVersion.Group, Resource: "runtimes"}, "unit", errors.New("stale"))
 	b := setup(t, testScheme(t), unitRuntime("", true, false), interceptor.Funcs{
 		SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
 			return conflict
@@ -350,7 +350,7 @@ func TestReconcileRetriesStaleReadsQuietly(t *testing.T) {
 }
 
 // newFailing marks a test Runtime for the FailRuntimes hook.
-func newFailing(rt *kebruntime.Runtime) *kebruntime.Runtime {
+func newFailing(rt *infrastructuremanager.Runtime) *infrastructuremanager.Runtime {
 	rt.Annotations = map[string]string{"fail": "true"}
 	return rt
 }

@@ -26,8 +26,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/kyma-keb/keb/internal/controlplane"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/logging"
-	kebruntime "github.com/kyma-keb/keb/internal/runtime"
 )
 
 // Mode says how runtimes get clusters.
@@ -48,7 +49,7 @@ const assetsEnv = "KUBEBUILDER_ASSETS"
 // Options configures a Simulator. The zero value of each field is a usable default.
 type Options struct {
 	// Namespace holds the Runtime CRs to serve and receives their kubeconfig
-	// Secrets. Default: kebruntime.Namespace.
+	// Secrets. Default: controlplane.Namespace.
 	Namespace string
 	// Delay is how long a Runtime stays Pending before it gets its cluster,
 	// counted from when the simulator first saw it.
@@ -71,7 +72,7 @@ type Options struct {
 	// FailChanges, when set and returning a non-empty message for a Runtime
 	// whose changed spec is being applied (an upgrade), makes it Failed
 	// with the message instead of Ready (for tests of failed upgrades).
-	FailChanges func(rt *kebruntime.Runtime) string
+	FailChanges func(rt *infrastructuremanager.Runtime) string
 }
 
 // Simulator plays the infrastructure manager against a control plane. Its
@@ -99,7 +100,7 @@ func New(kcp *rest.Config, scheme *k8sruntime.Scheme, opts Options) (*Simulator,
 			return nil, err
 		}
 	}
-	if !scheme.Recognizes(kebruntime.GroupVersion.WithKind("Runtime")) {
+	if !scheme.Recognizes(infrastructuremanager.GroupVersion.WithKind("Runtime")) {
 		return nil, errors.New("infrasim: the scheme does not know Runtime: call runtime.AddToScheme on it")
 	}
 	if !scheme.Recognizes(corev1.SchemeGroupVersion.WithKind("Secret")) {
@@ -135,7 +136,7 @@ func New(kcp *rest.Config, scheme *k8sruntime.Scheme, opts Options) (*Simulator,
 		now:          time.Now,
 	}
 	err = builder.ControllerManagedBy(mgr).
-		For(&kebruntime.Runtime{}).
+		For(&infrastructuremanager.Runtime{}).
 		Named("infrasim").
 		// Workers beyond the start slots keep deletions and status writes
 		// flowing while clusters start.
@@ -162,7 +163,7 @@ func (s *Simulator) Start(ctx context.Context) error {
 
 func withDefaults(opts Options) (Options, error) {
 	if opts.Namespace == "" {
-		opts.Namespace = kebruntime.Namespace
+		opts.Namespace = controlplane.Namespace
 	}
 	switch opts.Mode {
 	case "":
@@ -211,7 +212,7 @@ func newScheme() (*k8sruntime.Scheme, error) {
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		return nil, fmt.Errorf("infrasim: building scheme: %w", err)
 	}
-	if err := kebruntime.AddToScheme(s); err != nil {
+	if err := infrastructuremanager.AddToScheme(s); err != nil {
 		return nil, fmt.Errorf("infrasim: building scheme: %w", err)
 	}
 	return s, nil

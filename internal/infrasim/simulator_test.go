@@ -16,17 +16,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	kebruntime "github.com/kyma-keb/keb/internal/runtime"
+	"github.com/kyma-keb/keb/internal/controlplane"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
+	"github.com/kyma-keb/keb/internal/runtimeclient"
 	"github.com/kyma-keb/keb/testing/k8stest"
 )
 
 // The whole life of a dedicated runtime, read the way keb reads it: through
-// runtime.ClientCache, hence in kcp-system (the only test using that namespace).
+// runtimeclient.Cache, hence in kcp-system (the only test using that namespace).
 func TestDedicatedRuntimeLifecycle(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	kcp := kcpClient(t)
-	ns := kebruntime.Namespace
+	ns := controlplane.Namespace
 	createNamespace(t, kcp, ns)
 	const delay = 2 * time.Second
 	sim, _ := startSimulator(t, ns, Options{Mode: ModeDedicated, Delay: delay})
@@ -38,13 +40,13 @@ func TestDedicatedRuntimeLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := client.ObjectKeyFromObject(rt)
-	cache := kebruntime.NewClientCache(kcp, testScheme(t), kebruntime.Bounds{})
-	waitForState(t, kcp, key, kebruntime.StatePending)
-	if _, err := cache.Client(ctx, runtimeID); !errors.Is(err, kebruntime.ErrKubeconfigNotFound) {
+	cache := runtimeclient.NewCache(kcp, controlplane.Namespace, testScheme(t), runtimeclient.Bounds{})
+	waitForState(t, kcp, key, infrastructuremanager.StatePending)
+	if _, err := cache.Client(ctx, runtimeID); !errors.Is(err, runtimeclient.ErrKubeconfigNotFound) {
 		t.Fatalf("while Pending: Client() error = %v, want ErrKubeconfigNotFound", err)
 	}
 
-	ready := waitForState(t, kcp, key, kebruntime.StateReady)
+	ready := waitForState(t, kcp, key, infrastructuremanager.StateReady)
 	if took := time.Since(created); took < delay {
 		t.Errorf("Ready after %s, before the %s delay", took, delay)
 	}
@@ -72,10 +74,10 @@ func TestDedicatedRuntimeLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the Runtime CR to be gone", func() (bool, error) {
-		err := kcp.Get(ctx, key, &kebruntime.Runtime{})
+		err := kcp.Get(ctx, key, &infrastructuremanager.Runtime{})
 		return apierrors.IsNotFound(err), err
 	})
-	if _, err := cache.Client(ctx, runtimeID); !errors.Is(err, kebruntime.ErrKubeconfigNotFound) {
+	if _, err := cache.Client(ctx, runtimeID); !errors.Is(err, runtimeclient.ErrKubeconfigNotFound) {
 		t.Errorf("after deletion: Client() error = %v, want ErrKubeconfigNotFound (Secret deleted)", err)
 	}
 	if err := reachable(runtimeCfg); err == nil {
@@ -114,13 +116,13 @@ func TestSharedModeHandsEveryRuntimeTheSameCluster(t *testing.T) {
 
 	labelled := newRuntime(ns, "labelled", "rid-labelled")
 	unlabelled := newRuntime(ns, "unlabelled", "") // runtime ID falls back to the name
-	for _, rt := range []*kebruntime.Runtime{labelled, unlabelled} {
+	for _, rt := range []*infrastructuremanager.Runtime{labelled, unlabelled} {
 		if err := kcp.Create(ctx, rt); err != nil {
 			t.Fatal(err)
 		}
 	}
-	waitForState(t, kcp, client.ObjectKeyFromObject(labelled), kebruntime.StateReady)
-	waitForState(t, kcp, client.ObjectKeyFromObject(unlabelled), kebruntime.StateReady)
+	waitForState(t, kcp, client.ObjectKeyFromObject(labelled), infrastructuremanager.StateReady)
+	waitForState(t, kcp, client.ObjectKeyFromObject(unlabelled), infrastructuremanager.StateReady)
 	cfgA := kubeconfigOf(t, kcp, ns, "rid-labelled")
 	cfgB := kubeconfigOf(t, kcp, ns, "unlabelled")
 	if cfgA.Host != cfgB.Host {
@@ -143,7 +145,7 @@ func TestSharedModeHandsEveryRuntimeTheSameCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the kubeconfig Secret of the deleted runtime to be gone", func() (bool, error) {
-		err := kcp.Get(ctx, client.ObjectKey{Namespace: ns, Name: kebruntime.KubeconfigSecretName("rid-labelled")}, &corev1.Secret{})
+		err := kcp.Get(ctx, client.ObjectKey{Namespace: ns, Name: infrastructuremanager.KubeconfigSecretName("rid-labelled")}, &corev1.Secret{})
 		return apierrors.IsNotFound(err), err
 	})
 	if err := reachable(cfgB); err != nil {
@@ -175,11 +177,11 @@ func TestFailRuntimesMarksThemFailed(t *testing.T) {
 	if err := kcp.Create(ctx, rt); err != nil {
 		t.Fatal(err)
 	}
-	failed := waitForState(t, kcp, client.ObjectKeyFromObject(rt), kebruntime.StateFailed)
+	failed := waitForState(t, kcp, client.ObjectKeyFromObject(rt), infrastructuremanager.StateFailed)
 	if failed.Status.Message != msg {
 		t.Errorf("status.message = %q, want %q", failed.Status.Message, msg)
 	}
-	err := kcp.Get(ctx, client.ObjectKey{Namespace: ns, Name: kebruntime.KubeconfigSecretName("rid-doomed")}, &corev1.Secret{})
+	err := kcp.Get(ctx, client.ObjectKey{Namespace: ns, Name: infrastructuremanager.KubeconfigSecretName("rid-doomed")}, &corev1.Secret{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("a Failed runtime has a kubeconfig Secret (get error: %v)", err)
 	}
@@ -192,7 +194,7 @@ func TestFailRuntimesMarksThemFailed(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the Failed Runtime CR to be gone", func() (bool, error) {
-		err := kcp.Get(ctx, client.ObjectKeyFromObject(rt), &kebruntime.Runtime{})
+		err := kcp.Get(ctx, client.ObjectKeyFromObject(rt), &infrastructuremanager.Runtime{})
 		return apierrors.IsNotFound(err), err
 	})
 }
@@ -211,7 +213,7 @@ func TestRestartGivesReadyRuntimesAFreshCluster(t *testing.T) {
 	if err := kcp.Create(ctx, rt); err != nil {
 		t.Fatal(err)
 	}
-	waitForState(t, kcp, client.ObjectKeyFromObject(rt), kebruntime.StateReady)
+	waitForState(t, kcp, client.ObjectKeyFromObject(rt), infrastructuremanager.StateReady)
 	before := kubeconfigOf(t, kcp, ns, "rid-survivor")
 	stopFirst()
 
@@ -223,11 +225,11 @@ func TestRestartGivesReadyRuntimesAFreshCluster(t *testing.T) {
 		}
 		return reachable(after) == nil, nil
 	})
-	survivor := waitForState(t, kcp, client.ObjectKeyFromObject(rt), kebruntime.StateReady)
+	survivor := waitForState(t, kcp, client.ObjectKeyFromObject(rt), infrastructuremanager.StateReady)
 	if n := second.clusters.started.Load(); n != 1 {
 		t.Errorf("the restarted simulator started %d clusters, want 1", n)
 	}
-	if survivor.Status.State != kebruntime.StateReady {
+	if survivor.Status.State != infrastructuremanager.StateReady {
 		t.Errorf("state after restart = %q, want Ready", survivor.Status.State)
 	}
 }
@@ -243,7 +245,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	runtimeOnly := k8sruntime.NewScheme()
-	if err := kebruntime.AddToScheme(runtimeOnly); err != nil {
+	if err := infrastructuremanager.AddToScheme(runtimeOnly); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {

@@ -4,33 +4,8 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-)
 
-// Namespace is the control-plane namespace of the Kyma CRs (and of the kyma-versions ConfigMap).
-const Namespace = "kcp-system"
-
-// Release channels of spec.channel; ChannelRegular is used when the request names none.
-const (
-	ChannelRegular = "regular"
-	ChannelFast    = "fast"
-)
-
-// Label keys of the Kyma CR (contracts.md). Lifecycle Manager and operators select runtimes by
-// them, so the keys are part of the wire contract: never rename one.
-const (
-	LabelInstanceID      = "kyma-project.io/instance-id"
-	LabelRuntimeID       = "kyma-project.io/runtime-id"
-	LabelGlobalAccountID = "kyma-project.io/global-account-id"
-	LabelSubAccountID    = "kyma-project.io/subaccount-id"
-	LabelPlanID          = "kyma-project.io/broker-plan-id"
-	LabelPlanName        = "kyma-project.io/broker-plan-name"
-	LabelRegion          = "kyma-project.io/region"
-	LabelPlatformRegion  = "kyma-project.io/platform-region"
-	LabelKymaName        = "operator.kyma-project.io/kyma-name"
-	// LabelManagedBy must be ManagedByLifecycleManager: Lifecycle Manager's cache only sees
-	// resources carrying it.
-	LabelManagedBy            = "operator.kyma-project.io/managed-by"
-	ManagedByLifecycleManager = "lifecycle-manager"
+	"github.com/kyma-keb/keb/internal/controlplane"
 )
 
 // KymaInput is what NewKyma needs to know about the instance.
@@ -63,18 +38,18 @@ func NewKyma(in KymaInput) *Kyma {
 		TypeMeta: metav1.TypeMeta{APIVersion: GroupVersion.String(), Kind: Kind},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      name,
-			Namespace: Namespace,
+			Namespace: controlplane.Namespace,
 			Labels: map[string]string{
-				LabelInstanceID:      in.InstanceID,
-				LabelRuntimeID:       in.RuntimeID,
-				LabelGlobalAccountID: in.GlobalAccountID,
-				LabelSubAccountID:    in.SubAccountID,
-				LabelPlanID:          in.PlanID,
-				LabelPlanName:        in.PlanName,
-				LabelRegion:          in.Region,
-				LabelPlatformRegion:  in.PlatformRegion,
-				LabelKymaName:        name,
-				LabelManagedBy:       ManagedByLifecycleManager,
+				controlplane.LabelInstanceID:      in.InstanceID,
+				controlplane.LabelRuntimeID:       in.RuntimeID,
+				controlplane.LabelGlobalAccountID: in.GlobalAccountID,
+				controlplane.LabelSubAccountID:    in.SubAccountID,
+				controlplane.LabelPlanID:          in.PlanID,
+				controlplane.LabelPlanName:        in.PlanName,
+				controlplane.LabelRegion:          in.Region,
+				controlplane.LabelPlatformRegion:  in.PlatformRegion,
+				controlplane.LabelKymaName:        name,
+				controlplane.LabelManagedBy:       controlplane.ManagedByLifecycleManager,
 			},
 		},
 		Spec: KymaSpec{
@@ -92,7 +67,7 @@ func channel(in KymaInput) string {
 	case in.Channel != "":
 		return in.Channel
 	default:
-		return ChannelRegular
+		return controlplane.ChannelRegular
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/testing/k8stest"
 )
 
@@ -55,8 +56,8 @@ func TestNewKymaLabels(t *testing.T) {
 func TestNewKymaModulesAndChannel(t *testing.T) {
 	t.Parallel()
 	custom := []Module{
-		{Name: "keda", Channel: ChannelFast},
-		{Name: "serverless", CustomResourcePolicy: CustomResourcePolicyIgnore, Managed: ptr(false)},
+		{Name: "keda", Channel: controlplane.ChannelFast},
+		{Name: "serverless", CustomResourcePolicy: controlplane.CustomResourcePolicyIgnore, Managed: ptr(false)},
 	}
 	defaults := DefaultModules()
 	cases := []struct {
@@ -66,14 +67,14 @@ func TestNewKymaModulesAndChannel(t *testing.T) {
 		wantModules []Module
 		wantChannel string
 	}{
-		{name: "absent: default modules, regular", wantModules: defaults, wantChannel: ChannelRegular},
-		{name: "empty object: default modules", modules: &ModulesParam{}, wantModules: defaults, wantChannel: ChannelRegular},
-		{name: "default true", modules: &ModulesParam{Default: ptr(true)}, wantModules: defaults, wantChannel: ChannelRegular},
-		{name: "default false: none", modules: &ModulesParam{Default: ptr(false)}, wantModules: nil, wantChannel: ChannelRegular},
-		{name: "list: exactly those", modules: &ModulesParam{List: custom}, wantModules: custom, wantChannel: ChannelRegular},
-		{name: "empty list: none", modules: &ModulesParam{List: []Module{}}, wantModules: []Module{}, wantChannel: ChannelRegular},
-		{name: "configured channel", channel: ChannelFast, wantModules: defaults, wantChannel: ChannelFast},
-		{name: "modules channel wins over configured", channel: ChannelRegular, modules: &ModulesParam{Default: ptr(true), Channel: ChannelFast}, wantModules: defaults, wantChannel: ChannelFast},
+		{name: "absent: default modules, regular", wantModules: defaults, wantChannel: controlplane.ChannelRegular},
+		{name: "empty object: default modules", modules: &ModulesParam{}, wantModules: defaults, wantChannel: controlplane.ChannelRegular},
+		{name: "default true", modules: &ModulesParam{Default: ptr(true)}, wantModules: defaults, wantChannel: controlplane.ChannelRegular},
+		{name: "default false: none", modules: &ModulesParam{Default: ptr(false)}, wantModules: nil, wantChannel: controlplane.ChannelRegular},
+		{name: "list: exactly those", modules: &ModulesParam{List: custom}, wantModules: custom, wantChannel: controlplane.ChannelRegular},
+		{name: "empty list: none", modules: &ModulesParam{List: []Module{}}, wantModules: []Module{}, wantChannel: controlplane.ChannelRegular},
+		{name: "configured channel", channel: controlplane.ChannelFast, wantModules: defaults, wantChannel: controlplane.ChannelFast},
+		{name: "modules channel wins over configured", channel: controlplane.ChannelRegular, modules: &ModulesParam{Default: ptr(true), Channel: controlplane.ChannelFast}, wantModules: defaults, wantChannel: controlplane.ChannelFast},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -112,15 +113,15 @@ func TestKymaAcceptedByAPIServer(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := newClient(t)
-	ensureNamespace(t, c, Namespace)
+	ensureNamespace(t, c, controlplane.Namespace)
 	cases := []struct {
 		name    string
 		modules *ModulesParam
 	}{
 		{name: "default modules"},
 		{name: "no modules", modules: &ModulesParam{Default: ptr(false)}},
-		{name: "custom modules", modules: &ModulesParam{Channel: ChannelFast, List: []Module{
-			{Name: "keda", Channel: ChannelRegular, CustomResourcePolicy: CustomResourcePolicyIgnore, Managed: ptr(false)},
+		{name: "custom modules", modules: &ModulesParam{Channel: controlplane.ChannelFast, List: []Module{
+			{Name: "keda", Channel: controlplane.ChannelRegular, CustomResourcePolicy: controlplane.CustomResourcePolicyIgnore, Managed: ptr(false)},
 		}}},
 	}
 	for _, tc := range cases {
@@ -138,7 +139,7 @@ func TestKymaAcceptedByAPIServer(t *testing.T) {
 				t.Errorf("read back spec %+v labels %v, want %+v %v", got.Spec, got.Labels, want.Spec, want.Labels)
 			}
 			var list KymaList
-			if err := c.List(ctx, &list, client.InNamespace(Namespace), client.MatchingLabels{LabelRuntimeID: want.Labels[LabelRuntimeID]}); err != nil {
+			if err := c.List(ctx, &list, client.InNamespace(controlplane.Namespace), client.MatchingLabels{controlplane.LabelRuntimeID: want.Labels[controlplane.LabelRuntimeID]}); err != nil {
 				t.Fatalf("list: %v", err)
 			}
 			if len(list.Items) != 1 || !reflect.DeepEqual(list.DeepCopy().Items[0].Spec, want.Spec) {

@@ -7,6 +7,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/resources"
 )
 
@@ -51,7 +52,7 @@ func loadDefaultModules(fsys fs.FS, name string) ([]Module, error) {
 			return nil, fmt.Errorf("default Kyma modules %s: module %d has no name", name, i)
 		case seen[m.Name]:
 			return nil, fmt.Errorf("default Kyma modules %s: module %q listed twice", name, m.Name)
-		case !slices.Contains([]string{"", CustomResourcePolicyCreateAndDelete, CustomResourcePolicyIgnore}, m.CustomResourcePolicy):
+		case !slices.Contains([]string{"", controlplane.CustomResourcePolicyCreateAndDelete, controlplane.CustomResourcePolicyIgnore}, m.CustomResourcePolicy):
 			return nil, fmt.Errorf("default Kyma modules %s: module %q: unknown customResourcePolicy %q", name, m.Name, m.CustomResourcePolicy)
 		}
 		seen[m.Name] = true

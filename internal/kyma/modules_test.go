@@ -5,6 +5,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/resources"
 )
 
@@ -19,7 +20,7 @@ func TestDefaultModulesFile(t *testing.T) {
 		names[mod.Name] = mod.CustomResourcePolicy
 	}
 	for _, want := range []string{"btp-operator", "istio", "api-gateway"} {
-		if names[want] != CustomResourcePolicyCreateAndDelete {
+		if names[want] != controlplane.CustomResourcePolicyCreateAndDelete {
 			t.Errorf("default module %s: policy %q, want it listed with CreateAndDelete", want, names[want])
 		}
 	}

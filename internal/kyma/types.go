@@ -15,13 +15,6 @@ var GroupVersion = schema.GroupVersion{Group: "operator.kyma-project.io", Versio
 // Kind is the Kyma CR's kind.
 const Kind = "Kyma"
 
-// Custom resource policies of a module: whether Lifecycle Manager creates and deletes the module's
-// default custom resource along with the module.
-const (
-	CustomResourcePolicyCreateAndDelete = "CreateAndDelete"
-	CustomResourcePolicyIgnore          = "Ignore"
-)
-
 var schemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
 
 func init() { schemeBuilder.Register(&Kyma{}, &KymaList{}) }

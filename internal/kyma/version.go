@@ -4,12 +4,13 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kyma-keb/keb/internal/controlplane"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// VersionsConfigMap is the control-plane ConfigMap (in Namespace) that pins a Kyma version per
+// VersionsConfigMap is the control-plane ConfigMap (in controlplane.Namespace) that pins a Kyma version per
 // global account: data key = global account ID, value = Kyma version.
 const VersionsConfigMap = "kyma-versions"
 
@@ -23,12 +24,12 @@ func ResolveVersion(ctx context.Context, r client.Reader, globalAccountID, reque
 		return requested, nil
 	}
 	var cm corev1.ConfigMap
-	err := r.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: VersionsConfigMap}, &cm)
+	err := r.Get(ctx, client.ObjectKey{Namespace: controlplane.Namespace, Name: VersionsConfigMap}, &cm)
 	switch {
 	case apierrors.IsNotFound(err):
 		return defaultVersion, nil
 	case err != nil:
-		return "", fmt.Errorf("reading Kyma version pins %s/%s for global account %s: %w", Namespace, VersionsConfigMap, globalAccountID, err)
+		return "", fmt.Errorf("reading Kyma version pins %s/%s for global account %s: %w", controlplane.Namespace, VersionsConfigMap, globalAccountID, err)
 	}
 	if v := cm.Data[globalAccountID]; v != "" && globalAccountID != "" {
 		return v, nil

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kyma-keb/keb/internal/controlplane"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,7 +41,7 @@ func runVersionCases(t *testing.T, c client.Reader, cases []versionCase) {
 func TestResolveVersion(t *testing.T) {
 	t.Parallel()
 	c := newClient(t)
-	ensureNamespace(t, c, Namespace)
+	ensureNamespace(t, c, controlplane.Namespace)
 
 	t.Run("without ConfigMap", func(t *testing.T) {
 		runVersionCases(t, c, []versionCase{
@@ -51,7 +52,7 @@ func TestResolveVersion(t *testing.T) {
 	})
 
 	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: VersionsConfigMap},
+		ObjectMeta: metav1.ObjectMeta{Namespace: controlplane.Namespace, Name: VersionsConfigMap},
 		Data:       map[string]string{"ga-pinned": "2.3.1", "ga-empty": ""},
 	}
 	if err := c.Create(context.Background(), cm); err != nil {

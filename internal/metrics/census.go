@@ -17,9 +17,9 @@ type CensusTaker interface {
 	TakeCensus(ctx context.Context) (storage.Census, error)
 }
 
-// PoolCensus counts hyperscaler accounts by type and status
-// (hyperscaler.Pool).
-type PoolCensus interface {
+// AccountCensus counts hyperscaler accounts by type and status
+// (hyperscaler.AccountPool).
+type AccountCensus interface {
 	Census(ctx context.Context) (map[string]map[string]int, error)
 }
 
@@ -36,7 +36,7 @@ var (
 	poolDesc = prometheus.NewDesc("keb_account_pool_secrets",
 		"Hyperscaler account Secrets by hyperscaler type and status (free, claimed, dirty, shared).",
 		[]string{"hyperscaler_type", "status"}, nil)
-	inProgressDescs = map[string]*prometheus.Desc{}
+	inProgressDescs = map[storage.OperationType]*prometheus.Desc{}
 )
 
 func init() {
@@ -80,18 +80,18 @@ func (c *cached[T]) get() (T, bool) {
 
 // Census exports the gauges read from the database and the account pool.
 type Census struct {
-	db   *cached[storage.Census]
-	pool *cached[map[string]map[string]int]
+	db       *cached[storage.Census]
+	accounts *cached[map[string]map[string]int]
 }
 
 var _ prometheus.Collector = (*Census)(nil)
 
-// NewCensus returns the collector; pool may be nil (no engine, so no
+// NewCensus returns the collector; accounts may be nil (no engine, so no
 // account pool configured). ttl bounds how often each source is read.
-func NewCensus(db CensusTaker, pool PoolCensus, ttl time.Duration, log logrus.FieldLogger) *Census {
+func NewCensus(db CensusTaker, accounts AccountCensus, ttl time.Duration, log logrus.FieldLogger) *Census {
 	c := &Census{db: &cached[storage.Census]{ttl: ttl, read: db.TakeCensus, log: log, what: "the database census"}}
-	if pool != nil {
-		c.pool = &cached[map[string]map[string]int]{ttl: ttl, read: pool.Census, log: log, what: "the account pool"}
+	if accounts != nil {
+		c.accounts = &cached[map[string]map[string]int]{ttl: ttl, read: accounts.Census, log: log, what: "the account pool"}
 	}
 	return c
 }
@@ -116,7 +116,7 @@ func (c *Census) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(instancesTotalDesc, prometheus.GaugeValue, float64(total))
 		for _, n := range s.InProgress {
-			if d, ok := inProgressDescs[n.Kind]; ok {
+			if d, ok := inProgressDescs[storage.OperationType(n.Kind)]; ok {
 				ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(n.Count), n.PlanID)
 			}
 		}
@@ -125,10 +125,10 @@ func (c *Census) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(queueOldestDesc, prometheus.GaugeValue, s.OldestAvailable.Seconds())
 	}
-	if c.pool == nil {
+	if c.accounts == nil {
 		return
 	}
-	if p, ok := c.pool.get(); ok {
+	if p, ok := c.accounts.get(); ok {
 		for typ, byStatus := range p {
 			for status, n := range byStatus {
 				ch <- prometheus.MustNewConstMetric(poolDesc, prometheus.GaugeValue, float64(n), typ, status)

@@ -19,14 +19,14 @@ import (
 )
 
 // operationKinds maps operation types to the word upstream's metric names use.
-var operationKinds = map[string]string{
+var operationKinds = map[storage.OperationType]string{
 	storage.OperationTypeProvision:   "provisioning",
 	storage.OperationTypeDeprovision: "deprovisioning",
 	storage.OperationTypeUpdate:      "update",
 }
 
 // finalStates are the states a finished-operations counter exists for.
-var finalStates = []string{storage.StateSucceeded, storage.StateFailed}
+var finalStates = []storage.OperationState{storage.OperationSucceeded, storage.OperationFailed}
 
 // Operations records what the engine and auth report.
 type Operations struct {
@@ -61,11 +61,11 @@ func NewOperations(reg prometheus.Registerer, rejectionReasons []string) *Operat
 	for _, kind := range operationKinds {
 		for _, state := range finalStates {
 			c := prometheus.NewCounterVec(prometheus.CounterOpts{
-				Name: "kcp_keb_v2_operations_" + kind + "_" + state + "_total",
-				Help: "Finished " + kind + " operations that " + state + ", by plan.",
+				Name: "kcp_keb_v2_operations_" + kind + "_" + string(state) + "_total",
+				Help: "Finished " + kind + " operations that " + string(state) + ", by plan.",
 			}, []string{"plan_id"})
 			reg.MustRegister(c)
-			m.finished[kind+"_"+state] = c
+			m.finished[kind+"_"+string(state)] = c
 		}
 	}
 	for _, kind := range []string{"provisioning", "deprovisioning"} {
@@ -81,8 +81,8 @@ func NewOperations(reg prometheus.Registerer, rejectionReasons []string) *Operat
 }
 
 // StepRan observes one step run.
-func (m *Operations) StepRan(opType, step, outcome string, took time.Duration) {
-	m.steps.WithLabelValues(opType, step, outcome).Observe(took.Seconds())
+func (m *Operations) StepRan(opType storage.OperationType, step, outcome string, took time.Duration) {
+	m.steps.WithLabelValues(string(opType), step, outcome).Observe(took.Seconds())
 }
 
 // OperationFinished counts a finished operation and, for a succeeded
@@ -92,10 +92,10 @@ func (m *Operations) OperationFinished(op storage.Operation, planID string) {
 	if !ok {
 		return
 	}
-	if c, ok := m.finished[kind+"_"+op.State]; ok {
+	if c, ok := m.finished[kind+"_"+string(op.State)]; ok {
 		c.WithLabelValues(planID).Inc()
 	}
-	if h, ok := m.durations[kind]; ok && op.State == storage.StateSucceeded && op.FinishedAt != nil {
+	if h, ok := m.durations[kind]; ok && op.State == storage.OperationSucceeded && op.FinishedAt != nil {
 		h.WithLabelValues(planID).Observe(op.FinishedAt.Sub(op.CreatedAt).Minutes())
 	}
 }
@@ -106,7 +106,7 @@ func (m *Operations) TokenRejected(reason string) {
 }
 
 // inProgressName is the upstream gauge of running operations of a kind.
-func inProgressName(opType string) (string, bool) {
+func inProgressName(opType storage.OperationType) (string, bool) {
 	kind, ok := operationKinds[opType]
 	if !ok {
 		return "", false

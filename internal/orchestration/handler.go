@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,8 +26,8 @@ import (
 type api interface {
 	Create(ctx context.Context, o storage.Orchestration) error
 	Get(ctx context.Context, id string) (storage.Orchestration, error)
-	List(ctx context.Context, states []string, page, pageSize int) ([]storage.Orchestration, int, error)
-	Targets(ctx context.Context, id string, states []string, page, pageSize int) ([]storage.Target, int, error)
+	List(ctx context.Context, states []storage.OrchestrationState, page, pageSize int) ([]storage.Orchestration, int, error)
+	Targets(ctx context.Context, id string, states []storage.TargetState, page, pageSize int) ([]storage.Target, int, error)
 	Target(ctx context.Context, orchestrationID, operationID string) (storage.Target, *storage.Operation, error)
 	Cancel(ctx context.Context, id string) (storage.Orchestration, error)
 	Retry(ctx context.Context, id string) (retried, old []string, err error)
@@ -63,8 +64,10 @@ func NewHandler(store api, defaults Defaults, log logrus.FieldLogger) *Handler {
 	return &Handler{store: store, defaults: defaults, log: log}
 }
 
-// Upgrade serves POST /upgrade/kyma and /upgrade/cluster.
-func (h *Handler) Upgrade(opType string) http.Handler {
+// Upgrade serves POST /upgrade/kyma and /upgrade/cluster: opType is
+// upgrade_kyma or upgrade_cluster.
+func (h *Handler) Upgrade(kind string) http.Handler {
+	opType := storage.OperationType(kind)
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, err := io.ReadAll(io.LimitReader(req.Body, maxBody+1))
 		if err != nil {
@@ -99,32 +102,32 @@ func (h *Handler) Upgrade(opType string) http.Handler {
 
 // Response is an orchestration as GET /orchestrations/{id} shows it.
 type Response struct {
-	OrchestrationID string          `json:"orchestrationID"`
-	Type            string          `json:"type"`
-	State           string          `json:"state"`
-	Description     string          `json:"description"`
-	CreatedAt       time.Time       `json:"createdAt"`
-	UpdatedAt       time.Time       `json:"updatedAt"`
-	Parameters      json.RawMessage `json:"parameters"`
+	OrchestrationID string                     `json:"orchestrationID"`
+	Type            storage.OperationType      `json:"type"`
+	State           storage.OrchestrationState `json:"state"`
+	Description     string                     `json:"description"`
+	CreatedAt       time.Time                  `json:"createdAt"`
+	UpdatedAt       time.Time                  `json:"updatedAt"`
+	Parameters      json.RawMessage            `json:"parameters"`
 }
 
 // OperationResponse is one runtime's upgrade as the operations list shows it.
 type OperationResponse struct {
-	OperationID            string `json:"operationID"`
-	RuntimeID              string `json:"runtimeID"`
-	InstanceID             string `json:"instanceID"`
-	GlobalAccountID        string `json:"globalAccountID"`
-	SubAccountID           string `json:"subAccountID"`
-	OrchestrationID        string `json:"orchestrationID"`
-	ServicePlanID          string `json:"servicePlanID"`
-	ServicePlanName        string `json:"servicePlanName"`
-	Region                 string `json:"region"`
-	DryRun                 bool   `json:"dryRun"`
-	ShootName              string `json:"shootName"`
-	MaintenanceWindowBegin string `json:"maintenanceWindowBegin"`
-	MaintenanceWindowEnd   string `json:"maintenanceWindowEnd"`
-	State                  string `json:"state"`
-	Description            string `json:"description"`
+	OperationID            string              `json:"operationID"`
+	RuntimeID              string              `json:"runtimeID"`
+	InstanceID             string              `json:"instanceID"`
+	GlobalAccountID        string              `json:"globalAccountID"`
+	SubAccountID           string              `json:"subAccountID"`
+	OrchestrationID        string              `json:"orchestrationID"`
+	ServicePlanID          string              `json:"servicePlanID"`
+	ServicePlanName        string              `json:"servicePlanName"`
+	Region                 string              `json:"region"`
+	DryRun                 bool                `json:"dryRun"`
+	ShootName              string              `json:"shootName"`
+	MaintenanceWindowBegin string              `json:"maintenanceWindowBegin"`
+	MaintenanceWindowEnd   string              `json:"maintenanceWindowEnd"`
+	State                  storage.TargetState `json:"state"`
+	Description            string              `json:"description"`
 	// Attempt counts retries: 1 for the first run.
 	Attempt              int      `json:"attempt"`
 	PreviousOperationIDs []string `json:"previousOperationIDs,omitempty"`
@@ -252,7 +255,7 @@ func (h *Handler) Operation() http.Handler {
 		if op != nil {
 			d.Stage, d.FinishedStages = op.Stage, op.FinishedStages
 			d.CreatedAt, d.UpdatedAt = &op.CreatedAt, &op.UpdatedAt
-			d.State, d.Description = op.State, op.Description
+			d.State, d.Description = storage.TargetState(op.State), op.Description
 			if op.ID != t.OperationID { // an earlier attempt
 				d.OperationID = op.ID
 			}
@@ -287,7 +290,7 @@ func (h *Handler) Cancel() http.Handler {
 			return
 		}
 		h.logger(req).WithFields(logrus.Fields{"orchestration_id": o.ID, "state": o.State}).Info("orchestration cancel requested")
-		writeJSON(w, http.StatusOK, map[string]string{"orchestrationID": o.ID, "state": o.State})
+		writeJSON(w, http.StatusOK, map[string]string{"orchestrationID": o.ID, "state": string(o.State)})
 	})
 }
 
@@ -339,7 +342,7 @@ func operationResponse(t storage.Target, dry bool) OperationResponse {
 }
 
 // pageQuery reads state (repeated or comma-separated), page and page_size.
-func pageQuery(req *http.Request, known []string) (states []string, page, size int, err error) {
+func pageQuery[S ~string](req *http.Request, known []S) (states []S, page, size int, err error) {
 	q := req.URL.Query()
 	for name := range q {
 		switch name {
@@ -350,10 +353,14 @@ func pageQuery(req *http.Request, known []string) (states []string, page, size i
 	}
 	for _, v := range q["state"] {
 		for s := range strings.SplitSeq(v, ",") {
-			if !contains(known, s) {
-				return nil, 0, 0, fmt.Errorf("unknown state %.64q (want one of %s)", s, strings.Join(known, ", "))
+			if !slices.Contains(known, S(s)) {
+				names := make([]string, len(known))
+				for i, k := range known {
+					names[i] = string(k)
+				}
+				return nil, 0, 0, fmt.Errorf("unknown state %.64q (want one of %s)", s, strings.Join(names, ", "))
 			}
-			states = append(states, s)
+			states = append(states, S(s))
 		}
 	}
 	page, size = 1, 100
@@ -368,15 +375,6 @@ func pageQuery(req *http.Request, known []string) (states []string, page, size i
 		}
 	}
 	return states, page, size, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // failed answers a store error: 404 for an unknown ID, 503 when the

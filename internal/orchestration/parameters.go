@@ -127,7 +127,7 @@ func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
 
 // ParseRequest reads and validates a body for an orchestration of opType,
 // applying defaults. Errors name the field at fault.
-func ParseRequest(body []byte, opType string, d Defaults) (Parameters, error) {
+func ParseRequest(body []byte, opType storage.OperationType, d Defaults) (Parameters, error) {
 	var req request
 	if err := strictUnmarshal(withoutTrailingCommas(body), &req); err != nil {
 		return Parameters{}, describeJSONError(err)

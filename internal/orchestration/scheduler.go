@@ -138,7 +138,7 @@ type Observer struct {
 // OperationFinished implements process.Observer.
 func (o Observer) OperationFinished(op storage.Operation, planID string) {
 	o.Observer.OperationFinished(op, planID)
-	if !storage.IsUpgrade(op.Type) {
+	if !op.Type.IsUpgrade() {
 		return
 	}
 	var d process.Data

@@ -301,10 +301,10 @@ func TestSelectorsAndSkips(t *testing.T) {
 		got := map[string]string{}
 		for inst, tg := range w.targets(id) {
 			st := tg.State
-			if st == storage.StateInProgress {
+			if st == storage.TargetInProgress {
 				st = storage.TargetPending // started by the pass
 			}
-			got[inst] = st
+			got[inst] = string(st)
 		}
 		w.finish("succeeded", "a1", "a2", "b1")
 		if fmt.Sprint(got) != want {

@@ -39,7 +39,7 @@ type Pipeline struct {
 // Engine runs operations step by step.
 type Engine struct {
 	store     operationStore
-	pipelines map[string]Pipeline
+	pipelines map[storage.OperationType]Pipeline
 	log       logrus.FieldLogger
 	now       func() time.Time
 	// MaxBackoff caps the wait after unexpected step errors.
@@ -55,7 +55,7 @@ type Engine struct {
 }
 
 // NewEngine returns an engine running the pipelines by operation type.
-func NewEngine(store operationStore, pipelines map[string]Pipeline, log logrus.FieldLogger) *Engine {
+func NewEngine(store operationStore, pipelines map[storage.OperationType]Pipeline, log logrus.FieldLogger) *Engine {
 	return &Engine{store: store, pipelines: pipelines, log: log, now: time.Now, MaxBackoff: time.Minute,
 		LockedRetry: 5 * time.Second, Slice: 20 * time.Second, Observer: noObserver{}}
 }
@@ -187,7 +187,7 @@ func (e *Engine) Process(ctx context.Context, operationID string) (Outcome, erro
 			return e.wait(ctx, o, e.LockedRetry)
 		}
 	}
-	o.State = storage.StateSucceeded
+	o.State = storage.OperationSucceeded
 	o.Description = pipe.Done
 	if o.Data.Conclusion != "" {
 		o.Description = o.Data.Conclusion
@@ -210,7 +210,7 @@ func (e *Engine) removedWithInstance(ctx context.Context, o *Operation) {
 		return
 	}
 	done := o.Operation
-	done.State = storage.StateSucceeded
+	done.State = storage.OperationSucceeded
 	now := e.now()
 	done.FinishedAt = &now
 	e.Observer.OperationFinished(done, o.Instance.PlanID)
@@ -343,7 +343,7 @@ func (e *Engine) finish(ctx context.Context, o *Operation) (bool, error) {
 
 // fail ends the operation as failed with msg, which the platform user sees.
 func (e *Engine) fail(ctx context.Context, o *Operation, msg string) error {
-	o.State = storage.StateFailed
+	o.State = storage.OperationFailed
 	o.ErrorMessage = msg
 	o.Description = "Operation failed: " + msg
 	if _, err := e.finish(ctx, o); err != nil {

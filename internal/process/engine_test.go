@@ -36,7 +36,7 @@ func (m *memStore) SaveProgress(_ context.Context, op storage.Operation) (*time.
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.saves++
-	if m.op.State != storage.StateInProgress {
+	if m.op.State != storage.OperationInProgress {
 		return nil, false, nil
 	}
 	woken := m.op.WokenAt
@@ -55,7 +55,7 @@ func (m *memStore) wake(at time.Time) {
 func (m *memStore) Finish(_ context.Context, op storage.Operation) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.op.State != storage.StateInProgress {
+	if m.op.State != storage.OperationInProgress {
 		return false, nil
 	}
 	m.op = op
@@ -75,7 +75,7 @@ func (m *memStore) LockInstance(context.Context, string) (func(), bool, error) {
 func (m *memStore) halt() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.op.State = storage.StateFailed
+	m.op.State = storage.OperationFailed
 }
 
 // fakeStep records its runs and returns what run says.
@@ -113,9 +113,9 @@ func setup(t *testing.T, steps ...Step) *bundle {
 	b := &bundle{
 		clock: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC),
 		store: &memStore{op: storage.Operation{ID: "op-1", InstanceID: "inst-1", Type: "provision",
-			State: storage.StateInProgress, Deadline: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)}},
+			State: storage.OperationInProgress, Deadline: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)}},
 	}
-	b.engine = NewEngine(b.store, map[string]Pipeline{"provision": {Steps: steps, Done: "all done"}}, log)
+	b.engine = NewEngine(b.store, map[storage.OperationType]Pipeline{storage.OperationTypeProvision: {Steps: steps, Done: "all done"}}, log)
 	b.engine.now = func() time.Time { return b.clock }
 	return b
 }
@@ -128,7 +128,7 @@ func TestStepsRunInOrderAndSucceed(t *testing.T) {
 	if err != nil || out.RetryAfter != 0 {
 		t.Fatalf("Process: %+v, %v", out, err)
 	}
-	if b.store.op.State != storage.StateSucceeded || b.store.op.Description != "all done" {
+	if b.store.op.State != storage.OperationSucceeded || b.store.op.Description != "all done" {
 		t.Fatalf("operation not succeeded: %+v", b.store.op)
 	}
 	if strings.Join(b.store.op.FinishedStages, ",") != "a,c" || a.runs != 1 || c.runs != 1 {
@@ -159,7 +159,7 @@ func TestCheckpointedStepsNeverRunAgain(t *testing.T) {
 	if _, err := b.engine.Process(context.Background(), "op-1"); err != nil {
 		t.Fatal(err)
 	}
-	if a.runs != 1 || w.runs != 2 || b.store.op.State != storage.StateSucceeded {
+	if a.runs != 1 || w.runs != 2 || b.store.op.State != storage.OperationSucceeded {
 		t.Fatalf("runs a=%d wait=%d, state %s", a.runs, w.runs, b.store.op.State)
 	}
 }
@@ -197,12 +197,12 @@ func TestFailures(t *testing.T) {
 			// First run starts the step's clock; the second happens later.
 			_, _ = b.engine.Process(ctx, "op-1")
 			b.clock = b.clock.Add(tc.advance)
-			if b.store.op.State == storage.StateInProgress {
+			if b.store.op.State == storage.OperationInProgress {
 				if _, err := b.engine.Process(ctx, "op-1"); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if b.store.op.State != storage.StateFailed || !strings.Contains(b.store.op.ErrorMessage, tc.want) {
+			if b.store.op.State != storage.OperationFailed || !strings.Contains(b.store.op.ErrorMessage, tc.want) {
 				t.Fatalf("want failed with %q, got %s: %q", tc.want, b.store.op.State, b.store.op.ErrorMessage)
 			}
 			if !strings.HasPrefix(b.store.op.Description, "Operation failed: ") {
@@ -227,7 +227,7 @@ func TestUnexpectedErrorsBackOffWithoutFailing(t *testing.T) {
 		}
 		last = out.RetryAfter
 	}
-	if b.store.op.State != storage.StateInProgress {
+	if b.store.op.State != storage.OperationInProgress {
 		t.Fatalf("a temporary error failed the operation: %+v", b.store.op)
 	}
 }
@@ -248,7 +248,7 @@ func TestHaltedOperationStopsAtNextStepBoundary(t *testing.T) {
 	if second.runs != 0 {
 		t.Fatal("a halted operation ran its next step")
 	}
-	if b.store.op.State != storage.StateFailed {
+	if b.store.op.State != storage.OperationFailed {
 		t.Fatalf("the halt was overwritten: %+v", b.store.op)
 	}
 }
@@ -311,7 +311,7 @@ func TestConclusionOutlivesItsRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if b.store.op.State != storage.StateSucceeded || b.store.op.Description != "nothing to push" {
+	if b.store.op.State != storage.OperationSucceeded || b.store.op.Description != "nothing to push" {
 		t.Fatalf("finished operation says %q (%s), want the step's conclusion", b.store.op.Description, b.store.op.State)
 	}
 }

@@ -18,7 +18,7 @@ const (
 // quick and must not fail: they run on the worker's path.
 type Observer interface {
 	// StepRan reports one run of a step and how it ended.
-	StepRan(opType, step, outcome string, took time.Duration)
+	StepRan(opType storage.OperationType, step, outcome string, took time.Duration)
 	// OperationFinished reports an operation that reached succeeded or
 	// failed, with its instance's plan.
 	OperationFinished(op storage.Operation, planID string)
@@ -26,5 +26,5 @@ type Observer interface {
 
 type noObserver struct{}
 
-func (noObserver) StepRan(string, string, string, time.Duration) {}
-func (noObserver) OperationFinished(storage.Operation, string)   {}
+func (noObserver) StepRan(storage.OperationType, string, string, time.Duration) {}
+func (noObserver) OperationFinished(storage.Operation, string)                  {}

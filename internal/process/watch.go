@@ -17,7 +17,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/kyma-keb/keb/internal/runtime"
+	"github.com/kyma-keb/keb/internal/controlplane"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -130,7 +131,7 @@ func (w *Watcher) Start(ctx context.Context) error {
 	// never their kubeconfigs.
 	secrets := &metav1.PartialObjectMetadata{}
 	secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	for _, obj := range []client.Object{&runtime.Runtime{}, secrets} {
+	for _, obj := range []client.Object{&infrastructuremanager.Runtime{}, secrets} {
 		inf, err := c.GetInformer(ctx, obj)
 		if err != nil {
 			return fmt.Errorf("watching %T: %w", obj, err)
@@ -173,11 +174,11 @@ func (w *Watcher) Start(ctx context.Context) error {
 // Secret end no wait; a step still sees them at its next poll.
 func endsAWait(old, updated any) bool {
 	switch rt := updated.(type) {
-	case *runtime.Runtime:
-		if rt.Status.State != runtime.StateReady && rt.Status.State != runtime.StateFailed {
+	case *infrastructuremanager.Runtime:
+		if rt.Status.State != infrastructuremanager.StateReady && rt.Status.State != infrastructuremanager.StateFailed {
 			return false
 		}
-		prev, ok := old.(*runtime.Runtime)
+		prev, ok := old.(*infrastructuremanager.Runtime)
 		// An upgrade waits for the new generation to be applied, which
 		// may come without a state change seen in between.
 		return !ok || prev.Status.State != rt.Status.State || prev.Status.ObservedGeneration != rt.Status.ObservedGeneration
@@ -194,7 +195,7 @@ func (w *Watcher) changed(ctx context.Context, o any) {
 	if !ok {
 		return
 	}
-	runtimeID := obj.GetLabels()[runtime.LabelRuntimeID]
+	runtimeID := obj.GetLabels()[controlplane.LabelRuntimeID]
 	if runtimeID == "" {
 		return
 	}

@@ -5,13 +5,13 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kyma-keb/keb/internal/runtime"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 )
 
 func TestOnlyEventsThatCanEndAWaitWakeOperations(t *testing.T) {
 	t.Parallel()
-	rt := func(state string) *runtime.Runtime {
-		r := &runtime.Runtime{}
+	rt := func(state infrastructuremanager.State) *infrastructuremanager.Runtime {
+		r := &infrastructuremanager.Runtime{}
 		r.Status.State = state
 		return r
 	}
@@ -22,12 +22,12 @@ func TestOnlyEventsThatCanEndAWaitWakeOperations(t *testing.T) {
 		want     bool
 	}{
 		{"keb creates a Runtime CR", nil, rt(""), false},
-		{"infrastructure manager reports Pending", rt(""), rt(runtime.StatePending), false},
-		{"Pending message changes", rt(runtime.StatePending), rt(runtime.StatePending), false},
-		{"cluster ready", rt(runtime.StatePending), rt(runtime.StateReady), true},
-		{"cluster failed", rt(runtime.StatePending), rt(runtime.StateFailed), true},
-		{"ready Runtime CR rewritten", rt(runtime.StateReady), rt(runtime.StateReady), false},
-		{"ready Runtime CR seen at start", nil, rt(runtime.StateReady), true},
+		{"infrastructure manager reports Pending", rt(""), rt(infrastructuremanager.StatePending), false},
+		{"Pending message changes", rt(infrastructuremanager.StatePending), rt(infrastructuremanager.StatePending), false},
+		{"cluster ready", rt(infrastructuremanager.StatePending), rt(infrastructuremanager.StateReady), true},
+		{"cluster failed", rt(infrastructuremanager.StatePending), rt(infrastructuremanager.StateFailed), true},
+		{"ready Runtime CR rewritten", rt(infrastructuremanager.StateReady), rt(infrastructuremanager.StateReady), false},
+		{"ready Runtime CR seen at start", nil, rt(infrastructuremanager.StateReady), true},
 		{"kubeconfig Secret created", nil, secret, true},
 		{"kubeconfig Secret rewritten", secret, secret, false},
 	}

@@ -20,7 +20,7 @@ func (f *fixture) deprovisioningInstance() storage.ArchivedInstance {
 	if err := f.store.CreateProvisioning(f.ctx, inst, newOperation("op-p", "inst-1", storage.OperationTypeProvision)); err != nil {
 		f.t.Fatalf("CreateProvisioning: %v", err)
 	}
-	if ok, err := f.store.Finish(f.ctx, storage.Operation{ID: "op-p", State: storage.StateSucceeded,
+	if ok, err := f.store.Finish(f.ctx, storage.Operation{ID: "op-p", State: storage.OperationSucceeded,
 		FinishedStages: []string{"initialization"}}); err != nil || !ok {
 		f.t.Fatalf("Finish = %v, %v", ok, err)
 	}
@@ -35,7 +35,7 @@ func (f *fixture) deprovisioningInstance() storage.ArchivedInstance {
 	return storage.ArchivedInstance{
 		InstanceID: "inst-1", RuntimeID: "rt-1", GlobalAccountID: "ga-1", SubAccountID: "sa-inst-1",
 		PlanID: "plan-id-azure", PlanName: "azure", PlatformRegion: "cf-eu10", Provider: "azure",
-		ProviderRegion: "westeurope", ShootName: "c-1234567", ProvisioningState: storage.StateSucceeded,
+		ProviderRegion: "westeurope", ShootName: "c-1234567", ProvisioningState: storage.OperationSucceeded,
 		LastDeprovisioningID: "op-d", InstanceCreatedAt: stored.CreatedAt,
 		DeprovisioningStartedAt: stored.CreatedAt.Add(time.Hour),
 	}
@@ -82,7 +82,7 @@ func TestArchiveAndRemove(t *testing.T) {
 		FinishedStages: []string{"archive"}}); err != nil || ok {
 		t.Errorf("SaveProgress of the removed deprovisioning = %v, %v; want not ok, no error", ok, err)
 	}
-	if ok, err := f.store.Finish(f.ctx, storage.Operation{ID: "op-d", State: storage.StateSucceeded,
+	if ok, err := f.store.Finish(f.ctx, storage.Operation{ID: "op-d", State: storage.OperationSucceeded,
 		FinishedStages: []string{"archive"}}); err != nil || ok {
 		t.Errorf("Finish of the removed deprovisioning = %v, %v; want false, no error", ok, err)
 	}
@@ -140,7 +140,7 @@ func TestArchiveAndRemoveIsAtomic(t *testing.T) {
 	if n, ops := f.instances("inst-1"), f.operations("inst-1"); n != 1 || ops != 2 {
 		t.Errorf("after a failed ArchiveAndRemove: %d instances rows, %d operations; want 1 and 2", n, ops)
 	}
-	if state, _, finished := f.opState("op-d"); state != storage.StateInProgress || finished {
+	if state, _, finished := f.opState("op-d"); state != storage.OperationInProgress || finished {
 		t.Errorf("deprovisioning %s (finished %v), want still in progress", state, finished)
 	}
 	if inst, err := f.store.Instance(f.ctx, "inst-1"); err != nil || string(inst.Credentials) == "" {

@@ -53,7 +53,7 @@ type CleanupInstance struct {
 	SubAccountID string `db:"subaccount_id"`
 	State        string `db:"state"`
 	// Running is the type of the operation in progress; empty when none.
-	Running string `db:"running"`
+	Running OperationType `db:"running"`
 	// RunningTemporary marks a running deprovisioning that suspends.
 	RunningTemporary bool `db:"running_temporary"`
 	// RunningID is the ID of the operation in progress.

@@ -35,7 +35,7 @@ func (s *Store) Work(ctx context.Context, operationID string) (Operation, Instan
 func (s *Store) SaveProgress(ctx context.Context, op Operation) (woken *time.Time, ok bool, err error) {
 	err = s.pool.QueryRow(ctx, `UPDATE operations SET description = $2, stage = $3, finished_stages = $4,
 		data = $5, updated_at = now() WHERE operation_id = $1 AND state = $6 RETURNING woken_at`,
-		op.ID, op.Description, op.Stage, op.FinishedStages, jsonOrEmpty(op.Data), StateInProgress).Scan(&woken)
+		op.ID, op.Description, op.Stage, op.FinishedStages, jsonOrEmpty(op.Data), OperationInProgress).Scan(&woken)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, false, nil
 	}
@@ -49,7 +49,7 @@ func (s *Store) SaveProgress(ctx context.Context, op Operation) (woken *time.Tim
 // same statement, moves its instance to the state the outcome implies. It
 // returns false when the operation had already ended (or is gone).
 func (s *Store) Finish(ctx context.Context, op Operation) (bool, error) {
-	if op.State == StateInProgress {
+	if op.State == OperationInProgress {
 		return false, errors.New("finishing an operation needs a final state")
 	}
 	tag, err := s.pool.Exec(ctx, `WITH op AS (
@@ -68,7 +68,7 @@ func (s *Store) Finish(ctx context.Context, op Operation) (bool, error) {
 				ELSE 'succeeded'
 			END
 		FROM op WHERE i.instance_id = op.instance_id`,
-		op.ID, op.State, op.Description, op.ErrorMessage, op.Stage, op.FinishedStages, jsonOrEmpty(op.Data), StateInProgress)
+		op.ID, op.State, op.Description, op.ErrorMessage, op.Stage, op.FinishedStages, jsonOrEmpty(op.Data), OperationInProgress)
 	if err != nil {
 		return false, fmt.Errorf("finishing operation %s: %w", op.ID, err)
 	}
@@ -138,7 +138,7 @@ func (s *Store) MergeResolvedParameters(ctx context.Context, instanceID string, 
 }
 
 // LastOperationOfType returns the newest operation of a type of an instance.
-func (s *Store) LastOperationOfType(ctx context.Context, instanceID, opType string) (Operation, error) {
+func (s *Store) LastOperationOfType(ctx context.Context, instanceID string, opType OperationType) (Operation, error) {
 	rows, _ := s.pool.Query(ctx, `SELECT `+operationColumns+` FROM operations
 		WHERE instance_id = $1 AND type = $2 ORDER BY created_at DESC, operation_id DESC LIMIT 1`, instanceID, opType)
 	op, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Operation])
@@ -230,7 +230,7 @@ func (s *Store) WakeRuntime(ctx context.Context, runtimeID string) (int64, error
 	var id *int64
 	err := s.pool.QueryRow(ctx, `UPDATE operations o SET woken_at = clock_timestamp() FROM instances i
 		WHERE o.instance_id = i.instance_id AND i.runtime_id = $1 AND o.state = $2 AND o.job_id IS NOT NULL
-		RETURNING o.job_id`, runtimeID, StateInProgress).Scan(&id)
+		RETURNING o.job_id`, runtimeID, OperationInProgress).Scan(&id)
 	if err != nil {
 		return 0, interpretError(err)
 	}

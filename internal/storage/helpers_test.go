@@ -56,13 +56,13 @@ func newInstance(id, globalAccount, planName string) storage.Instance {
 	}
 }
 
-func newOperation(id, instanceID, typ string) storage.Operation {
+func newOperation(id, instanceID string, typ storage.OperationType) storage.Operation {
 	return storage.Operation{
 		ID:          id,
 		InstanceID:  instanceID,
 		Type:        typ,
-		State:       storage.StateInProgress,
-		Description: typ + " accepted",
+		State:       storage.OperationInProgress,
+		Description: string(typ) + " accepted",
 		Deadline:    time.Now().Add(time.Hour),
 	}
 }
@@ -103,7 +103,7 @@ func (f *fixture) operations(instanceID string) int {
 }
 
 // opState reads an operation's state straight from the table.
-func (f *fixture) opState(opID string) (state, description string, finished bool) {
+func (f *fixture) opState(opID string) (state storage.OperationState, description string, finished bool) {
 	f.t.Helper()
 	err := f.pool.QueryRow(f.ctx, `SELECT state, description, finished_at IS NOT NULL FROM operations WHERE operation_id = $1`,
 		opID).Scan(&state, &description, &finished)

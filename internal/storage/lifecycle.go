@@ -74,7 +74,7 @@ func (s *Store) applyChange(ctx context.Context, tx pgx.Tx, inst Instance, c Ins
 		contextJSON = jsonOrEmpty(c.Context)
 	}
 	op := c.Operation
-	var state *string
+	var state *RuntimeState
 	resume := false
 	if op != nil {
 		if op.InstanceID != inst.InstanceID {
@@ -120,7 +120,7 @@ func (s *Store) ExpiryCandidates(ctx context.Context, plans []string, createdBef
 		WHERE i.plan_name = ANY($1::text[]) AND i.created_at < $2
 			AND (i.expired_at IS NULL OR i.state = 'failed')
 			AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.instance_id = i.instance_id AND o.state = $4)
-		ORDER BY i.created_at, i.instance_id LIMIT $3`, plans, createdBefore, limit, StateInProgress)
+		ORDER BY i.created_at, i.instance_id LIMIT $3`, plans, createdBefore, limit, OperationInProgress)
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return nil, fmt.Errorf("listing instances to expire: %w", err)

@@ -5,26 +5,34 @@ import (
 	"time"
 )
 
+// OperationType is what an operation does to its instance; the engine runs
+// one pipeline per type. The values are stored: never rename one.
+type OperationType string
+
 // Operation types.
 const (
-	OperationTypeProvision   = "provision"
-	OperationTypeDeprovision = "deprovision"
-	OperationTypeUpdate      = "update"
+	OperationTypeProvision   OperationType = "provision"
+	OperationTypeDeprovision OperationType = "deprovision"
+	OperationTypeUpdate      OperationType = "update"
 	// Upgrades are started by orchestrations (internal/orchestration).
-	OperationTypeUpgradeKyma    = "upgrade_kyma"
-	OperationTypeUpgradeCluster = "upgrade_cluster"
+	OperationTypeUpgradeKyma    OperationType = "upgrade_kyma"
+	OperationTypeUpgradeCluster OperationType = "upgrade_cluster"
 )
 
 // IsUpgrade reports whether an operation type is an orchestration's upgrade.
-func IsUpgrade(opType string) bool {
-	return opType == OperationTypeUpgradeKyma || opType == OperationTypeUpgradeCluster
+func (t OperationType) IsUpgrade() bool {
+	return t == OperationTypeUpgradeKyma || t == OperationTypeUpgradeCluster
 }
 
-// Operation states, in OSB's words so last_operation needs no mapping.
+// OperationState is where an operation is in its life, in OSB's words so
+// last_operation needs no mapping. The values are stored: never rename one.
+type OperationState string
+
+// Operation states.
 const (
-	StateInProgress = "in progress"
-	StateSucceeded  = "succeeded"
-	StateFailed     = "failed"
+	OperationInProgress OperationState = "in progress"
+	OperationSucceeded  OperationState = "succeeded"
+	OperationFailed     OperationState = "failed"
 )
 
 // Instance is a service instance as the platform asked for it.
@@ -48,10 +56,10 @@ type Instance struct {
 	Credentials  []byte `db:"-"`
 	DashboardURL string `db:"dashboard_url"`
 	ClusterID    string `db:"cluster_id"`
-	// State is the runtime's state as operators see it (Runtime* constants),
-	// kept in step with the instance's operations.
-	State     string `db:"state"`
-	ShootName string `db:"shoot_name"`
+	// State is the runtime's state as operators see it, kept in step with
+	// the instance's operations.
+	State     RuntimeState `db:"state"`
+	ShootName string       `db:"shoot_name"`
 	// ResolvedParameters are the values the last successful provisioning
 	// ran with; {} until one succeeded.
 	ResolvedParameters json.RawMessage `db:"resolved_parameters"`
@@ -70,8 +78,8 @@ func (i Instance) Suspended() bool { return i.State == RuntimeSuspended }
 type Operation struct {
 	ID             string          `db:"operation_id"`
 	InstanceID     string          `db:"instance_id"`
-	Type           string          `db:"type"`
-	State          string          `db:"state"`
+	Type           OperationType   `db:"type"`
+	State          OperationState  `db:"state"`
 	Description    string          `db:"description"`
 	Stage          string          `db:"stage"`
 	FinishedStages []string        `db:"finished_stages"`
@@ -89,23 +97,23 @@ type Operation struct {
 }
 
 // InProgress reports whether the operation has not finished yet.
-func (o Operation) InProgress() bool { return o.State == StateInProgress }
+func (o Operation) InProgress() bool { return o.State == OperationInProgress }
 
 // ArchivedInstance is what is kept of an instance after deprovisioning.
 type ArchivedInstance struct {
-	InstanceID              string    `db:"instance_id"`
-	RuntimeID               string    `db:"runtime_id"`
-	GlobalAccountID         string    `db:"global_account_id"`
-	SubAccountID            string    `db:"subaccount_id"`
-	PlanID                  string    `db:"plan_id"`
-	PlanName                string    `db:"plan_name"`
-	PlatformRegion          string    `db:"platform_region"`
-	Provider                string    `db:"provider"`
-	ProviderRegion          string    `db:"provider_region"`
-	ShootName               string    `db:"shoot_name"`
-	ProvisioningState       string    `db:"provisioning_state"`
-	LastDeprovisioningID    string    `db:"last_deprovisioning_id"`
-	InstanceCreatedAt       time.Time `db:"instance_created_at"`
-	DeprovisioningStartedAt time.Time `db:"deprovisioning_started_at"`
-	ArchivedAt              time.Time `db:"archived_at"`
+	InstanceID              string         `db:"instance_id"`
+	RuntimeID               string         `db:"runtime_id"`
+	GlobalAccountID         string         `db:"global_account_id"`
+	SubAccountID            string         `db:"subaccount_id"`
+	PlanID                  string         `db:"plan_id"`
+	PlanName                string         `db:"plan_name"`
+	PlatformRegion          string         `db:"platform_region"`
+	Provider                string         `db:"provider"`
+	ProviderRegion          string         `db:"provider_region"`
+	ShootName               string         `db:"shoot_name"`
+	ProvisioningState       OperationState `db:"provisioning_state"`
+	LastDeprovisioningID    string         `db:"last_deprovisioning_id"`
+	InstanceCreatedAt       time.Time      `db:"instance_created_at"`
+	DeprovisioningStartedAt time.Time      `db:"deprovisioning_started_at"`
+	ArchivedAt              time.Time      `db:"archived_at"`
 }

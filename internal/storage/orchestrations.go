@@ -16,31 +16,42 @@ import (
 	"github.com/kyma-keb/keb/internal/maintenance"
 )
 
+// OrchestrationState is where an orchestration is in its life. The values
+// are stored: never rename one.
+type OrchestrationState string
+
 // Orchestration states.
 const (
-	OrchestrationPending    = "pending"
-	OrchestrationInProgress = "in progress"
-	OrchestrationCanceling  = "canceling"
-	OrchestrationCanceled   = "canceled"
-	OrchestrationSucceeded  = "succeeded"
-	OrchestrationFailed     = "failed"
+	OrchestrationPending    OrchestrationState = "pending"
+	OrchestrationInProgress OrchestrationState = "in progress"
+	OrchestrationCanceling  OrchestrationState = "canceling"
+	OrchestrationCanceled   OrchestrationState = "canceled"
+	OrchestrationSucceeded  OrchestrationState = "succeeded"
+	OrchestrationFailed     OrchestrationState = "failed"
 )
 
 // OrchestrationStates are every state an orchestration can be filtered on.
-var OrchestrationStates = []string{OrchestrationPending, OrchestrationInProgress, OrchestrationCanceling,
+var OrchestrationStates = []OrchestrationState{OrchestrationPending, OrchestrationInProgress, OrchestrationCanceling,
 	OrchestrationCanceled, OrchestrationSucceeded, OrchestrationFailed}
 
-// States of a runtime's entry in an orchestration: the operation states plus
-// pending (not started yet), canceled (the orchestration was canceled before
-// it started) and skipped (the runtime was not upgradable).
+// TargetState is where a runtime's entry in an orchestration is: the
+// operation states, plus pending (not started yet), canceled (the
+// orchestration was canceled before it started) and skipped (the runtime
+// was not upgradable). The values are stored: never rename one.
+type TargetState string
+
+// Target states.
 const (
-	TargetPending  = "pending"
-	TargetCanceled = "canceled"
-	TargetSkipped  = "skipped"
+	TargetPending    TargetState = "pending"
+	TargetInProgress TargetState = TargetState(OperationInProgress)
+	TargetSucceeded  TargetState = TargetState(OperationSucceeded)
+	TargetFailed     TargetState = TargetState(OperationFailed)
+	TargetCanceled   TargetState = "canceled"
+	TargetSkipped    TargetState = "skipped"
 )
 
 // TargetStates are every state an orchestration's operation can be filtered on.
-var TargetStates = []string{TargetPending, StateInProgress, StateSucceeded, StateFailed, TargetCanceled, TargetSkipped}
+var TargetStates = []TargetState{TargetPending, TargetInProgress, TargetSucceeded, TargetFailed, TargetCanceled, TargetSkipped}
 
 var (
 	// ErrOrchestrationFinished means a cancel came after the orchestration ended.
@@ -51,16 +62,16 @@ var (
 
 // Orchestration is an operator's request to upgrade a set of runtimes.
 type Orchestration struct {
-	ID          string          `db:"orchestration_id"`
-	Type        string          `db:"type"`
-	State       string          `db:"state"`
-	Description string          `db:"description"`
-	Parameters  json.RawMessage `db:"parameters"`
-	ResolvedAt  *time.Time      `db:"resolved_at"`
-	JobID       *int64          `db:"job_id"`
-	CreatedAt   time.Time       `db:"created_at"`
-	UpdatedAt   time.Time       `db:"updated_at"`
-	FinishedAt  *time.Time      `db:"finished_at"`
+	ID          string             `db:"orchestration_id"`
+	Type        OperationType      `db:"type"`
+	State       OrchestrationState `db:"state"`
+	Description string             `db:"description"`
+	Parameters  json.RawMessage    `db:"parameters"`
+	ResolvedAt  *time.Time         `db:"resolved_at"`
+	JobID       *int64             `db:"job_id"`
+	CreatedAt   time.Time          `db:"created_at"`
+	UpdatedAt   time.Time          `db:"updated_at"`
+	FinishedAt  *time.Time         `db:"finished_at"`
 }
 
 const orchestrationColumns = `orchestration_id, type, state, description, parameters, resolved_at, job_id,
@@ -69,26 +80,26 @@ const orchestrationColumns = `orchestration_id, type, state, description, parame
 // Target is one runtime of an orchestration's frozen list, with the
 // operation that upgrades (or upgraded) it.
 type Target struct {
-	OrchestrationID        string    `db:"orchestration_id"`
-	InstanceID             string    `db:"instance_id"`
-	OperationID            string    `db:"operation_id"`
-	Position               int       `db:"position"`
-	State                  string    `db:"state"`
-	Description            string    `db:"description"`
-	RuntimeID              string    `db:"runtime_id"`
-	GlobalAccountID        string    `db:"global_account_id"`
-	SubAccountID           string    `db:"subaccount_id"`
-	PlanID                 string    `db:"plan_id"`
-	PlanName               string    `db:"plan_name"`
-	Region                 string    `db:"region"`
-	ShootName              string    `db:"shoot_name"`
-	MaintenanceWindowBegin string    `db:"maintenance_window_begin"`
-	MaintenanceWindowEnd   string    `db:"maintenance_window_end"`
-	NotBefore              time.Time `db:"not_before"`
-	Attempt                int       `db:"attempt"`
-	PreviousOperationIDs   []string  `db:"previous_operation_ids"`
-	CreatedAt              time.Time `db:"created_at"`
-	UpdatedAt              time.Time `db:"updated_at"`
+	OrchestrationID        string      `db:"orchestration_id"`
+	InstanceID             string      `db:"instance_id"`
+	OperationID            string      `db:"operation_id"`
+	Position               int         `db:"position"`
+	State                  TargetState `db:"state"`
+	Description            string      `db:"description"`
+	RuntimeID              string      `db:"runtime_id"`
+	GlobalAccountID        string      `db:"global_account_id"`
+	SubAccountID           string      `db:"subaccount_id"`
+	PlanID                 string      `db:"plan_id"`
+	PlanName               string      `db:"plan_name"`
+	Region                 string      `db:"region"`
+	ShootName              string      `db:"shoot_name"`
+	MaintenanceWindowBegin string      `db:"maintenance_window_begin"`
+	MaintenanceWindowEnd   string      `db:"maintenance_window_end"`
+	NotBefore              time.Time   `db:"not_before"`
+	Attempt                int         `db:"attempt"`
+	PreviousOperationIDs   []string    `db:"previous_operation_ids"`
+	CreatedAt              time.Time   `db:"created_at"`
+	UpdatedAt              time.Time   `db:"updated_at"`
 }
 
 const targetColumns = `orchestration_id, instance_id, operation_id, position, state, description, runtime_id,
@@ -157,7 +168,7 @@ func (s *Orchestrations) Get(ctx context.Context, id string) (Orchestration, err
 
 // List returns a page (1-based) of orchestrations, newest first, in the
 // given states (all when empty), and the total.
-func (s *Orchestrations) List(ctx context.Context, states []string, page, pageSize int) ([]Orchestration, int, error) {
+func (s *Orchestrations) List(ctx context.Context, states []OrchestrationState, page, pageSize int) ([]Orchestration, int, error) {
 	where, args := "", []any{}
 	if len(states) > 0 {
 		where, args = " WHERE state = ANY($1::text[])", append(args, states)
@@ -185,7 +196,7 @@ func limitOffset(page, pageSize int) string {
 
 // Targets returns a page of an orchestration's runtimes in list order, in
 // the given states (all when empty), and the total.
-func (s *Orchestrations) Targets(ctx context.Context, id string, states []string, page, pageSize int) ([]Target, int, error) {
+func (s *Orchestrations) Targets(ctx context.Context, id string, states []TargetState, page, pageSize int) ([]Target, int, error) {
 	where, args := " WHERE orchestration_id = $1", []any{id}
 	if len(states) > 0 {
 		where, args = where+" AND state = ANY($2::text[])", append(args, states)
@@ -267,7 +278,7 @@ func (s *Orchestrations) Cancel(ctx context.Context, id string) (Orchestration, 
 // It returns the new and the old operation IDs.
 func (s *Orchestrations) Retry(ctx context.Context, id string) (retried, old []string, err error) {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var state string
+		var state OrchestrationState
 		if err := tx.QueryRow(ctx, `SELECT state FROM orchestrations WHERE orchestration_id = $1 FOR UPDATE`, id).Scan(&state); err != nil {
 			return interpretError(err)
 		}
@@ -280,7 +291,7 @@ func (s *Orchestrations) Retry(ctx context.Context, id string) (retried, old []s
 			FROM (SELECT instance_id, operation_id AS old_id FROM orchestration_operations
 				WHERE orchestration_id = $1 AND state = $3 FOR UPDATE) f
 			WHERE oo.orchestration_id = $1 AND oo.instance_id = f.instance_id
-			RETURNING oo.operation_id, f.old_id`, id, TargetPending, StateFailed)
+			RETURNING oo.operation_id, f.old_id`, id, TargetPending, TargetFailed)
 		if err != nil {
 			return fmt.Errorf("retrying operations of orchestration %s: %w", id, err)
 		}
@@ -325,7 +336,7 @@ type Schedule struct {
 
 // Progress is what one pass of the scheduler found and did.
 type Progress struct {
-	State string
+	State OrchestrationState
 	// Started counts the upgrades this pass started; Finished those it saw end.
 	Started, Finished int
 	// Running counts the upgrades in progress after the pass.
@@ -422,7 +433,7 @@ func (s *Orchestrations) start(ctx context.Context, tx pgx.Tx, o Orchestration, 
 // writes them as the orchestration's operations: succeeded runtimes pending,
 // the others (suspended, failed, being provisioned or deprovisioned) skipped.
 func (s *Orchestrations) freeze(ctx context.Context, tx pgx.Tx, id string, now time.Time, sch Schedule) (string, error) {
-	args := []any{id, TargetPending, TargetSkipped, StateSucceeded}
+	args := []any{id, TargetPending, TargetSkipped, RuntimeSucceeded}
 	match := selectorsSQL(sch.Include, &args)
 	where := "i.deleted_at IS NULL AND (" + match + ")"
 	if len(sch.Exclude) > 0 {
@@ -445,7 +456,8 @@ func (s *Orchestrations) freeze(ctx context.Context, tx pgx.Tx, id string, now t
 	var notBefore []time.Time
 	pending, skipped := 0, 0
 	for rows.Next() {
-		var instanceID, state, plan, region, begin, end string
+		var instanceID, plan, region, begin, end string
+		var state TargetState
 		if err := rows.Scan(&instanceID, &state, &plan, &region, &begin, &end); err != nil {
 			rows.Close()
 			return "", fmt.Errorf("resolving targets of orchestration %s: %w", id, err)
@@ -518,7 +530,7 @@ func selectorsSQL(sels []Selector, args *[]any) string {
 
 // pass records ended upgrades, starts new ones within the workers bound and
 // ends the orchestration when nothing is left.
-func (s *Orchestrations) pass(ctx context.Context, tx pgx.Tx, id, opType string, now time.Time, sch Schedule, p *Progress) error {
+func (s *Orchestrations) pass(ctx context.Context, tx pgx.Tx, id string, opType OperationType, now time.Time, sch Schedule, p *Progress) error {
 	// Upgrades that ended since the last pass. An operation that vanished
 	// went with its instance (deprovisioned), which cannot happen while it
 	// runs, but is counted failed rather than waited for forever.
@@ -526,7 +538,7 @@ func (s *Orchestrations) pass(ctx context.Context, tx pgx.Tx, id, opType string,
 			description = coalesce(o.description, 'The operation is gone with its instance'), updated_at = now()
 		FROM orchestration_operations x LEFT JOIN operations o ON o.operation_id = x.operation_id
 		WHERE x.orchestration_id = $1 AND x.state = $2 AND (o.state IS NULL OR o.state <> $2)
-			AND oo.orchestration_id = x.orchestration_id AND oo.instance_id = x.instance_id`, id, StateInProgress)
+			AND oo.orchestration_id = x.orchestration_id AND oo.instance_id = x.instance_id`, id, TargetInProgress)
 	if err != nil {
 		return fmt.Errorf("recording finished upgrades of orchestration %s: %w", id, err)
 	}
@@ -542,7 +554,7 @@ func (s *Orchestrations) pass(ctx context.Context, tx pgx.Tx, id, opType string,
 	// still counted (which errs on the safe side of the workers bound), and
 	// the orchestration never ends with a target left in progress.
 	if err := tx.QueryRow(ctx, `SELECT count(*) FROM orchestration_operations WHERE orchestration_id = $1 AND state = $2`,
-		id, StateInProgress).Scan(&p.Running); err != nil {
+		id, TargetInProgress).Scan(&p.Running); err != nil {
 		return fmt.Errorf("counting upgrades of orchestration %s: %w", id, err)
 	}
 	if p.State == OrchestrationInProgress && p.Running < sch.Workers {
@@ -570,7 +582,7 @@ func (s *Orchestrations) pass(ctx context.Context, tx pgx.Tx, id, opType string,
 // running (ON CONFLICT on operations_one_active_per_instance): a runtime
 // busy with a PATCH's update stays pending for the next pass, and a PATCH or
 // DELETE arriving after the insert finds the upgrade and gets 422.
-func (s *Orchestrations) startUpgrades(ctx context.Context, tx pgx.Tx, id, opType string, now time.Time, sch Schedule, free int, p *Progress) error {
+func (s *Orchestrations) startUpgrades(ctx context.Context, tx pgx.Tx, id string, opType OperationType, now time.Time, sch Schedule, free int, p *Progress) error {
 	// Runtimes gone or no longer succeeded since the list was frozen are
 	// skipped, not upgraded.
 	if _, err := tx.Exec(ctx, `UPDATE orchestration_operations oo SET state = $3, updated_at = now(),
@@ -579,7 +591,7 @@ func (s *Orchestrations) startUpgrades(ctx context.Context, tx pgx.Tx, id, opTyp
 		WHERE x.orchestration_id = $1 AND x.state = $2 AND x.not_before <= $5
 			AND (i.instance_id IS NULL OR (i.state <> $4 AND i.state <> 'provisioning' AND i.state <> 'deprovisioning'))
 			AND oo.orchestration_id = x.orchestration_id AND oo.instance_id = x.instance_id`,
-		id, TargetPending, TargetSkipped, StateSucceeded, now); err != nil {
+		id, TargetPending, TargetSkipped, RuntimeSucceeded, now); err != nil {
 		return fmt.Errorf("skipping runtimes of orchestration %s: %w", id, err)
 	}
 	// Candidates: due, in order, whose instance is free. Instances a PATCH or
@@ -589,7 +601,7 @@ func (s *Orchestrations) startUpgrades(ctx context.Context, tx pgx.Tx, id, opTyp
 		WHERE oo.orchestration_id = $1 AND oo.state = $2 AND oo.not_before <= $3 AND i.state = $5
 			AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.instance_id = oo.instance_id AND o.state = $6)
 		ORDER BY oo.not_before, oo.position LIMIT $4 FOR UPDATE OF i SKIP LOCKED`,
-		id, TargetPending, now, free, StateSucceeded, StateInProgress)
+		id, TargetPending, now, free, RuntimeSucceeded, OperationInProgress)
 	cands, err := pgx.CollectRows(rows, pgx.RowToStructByName[Target])
 	if err != nil {
 		return fmt.Errorf("choosing upgrades of orchestration %s: %w", id, err)
@@ -610,7 +622,7 @@ func (s *Orchestrations) startUpgrades(ctx context.Context, tx pgx.Tx, id, opTyp
 		if err != nil {
 			return fmt.Errorf("building upgrade of runtime %s: %w", t.RuntimeID, err)
 		}
-		op.ID, op.InstanceID, op.Type, op.State = t.OperationID, t.InstanceID, opType, StateInProgress
+		op.ID, op.InstanceID, op.Type, op.State = t.OperationID, t.InstanceID, opType, OperationInProgress
 		ops = append(ops, op)
 	}
 	if len(later) > 0 {
@@ -627,7 +639,7 @@ func (s *Orchestrations) startUpgrades(ctx context.Context, tx pgx.Tx, id, opTyp
 	opIDs, instIDs, types, descs, deadlines, datas := make([]string, n), make([]string, n), make([]string, n),
 		make([]string, n), make([]time.Time, n), make([]string, n)
 	for i, op := range ops {
-		opIDs[i], instIDs[i], types[i], descs[i], deadlines[i], datas[i] = op.ID, op.InstanceID, op.Type, op.Description,
+		opIDs[i], instIDs[i], types[i], descs[i], deadlines[i], datas[i] = op.ID, op.InstanceID, string(op.Type), op.Description,
 			op.Deadline, string(jsonOrEmpty(op.Data))
 	}
 	rows, _ = tx.Query(ctx, `INSERT INTO operations (operation_id, instance_id, type, state, description, deadline, data,
@@ -636,7 +648,7 @@ func (s *Orchestrations) startUpgrades(ctx context.Context, tx pgx.Tx, id, opTyp
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::text[])
 			AS u(id, instance_id, type, description, deadline, data)
 		ON CONFLICT (instance_id) WHERE state = 'in progress' DO NOTHING
-		RETURNING operation_id`, opIDs, instIDs, types, descs, deadlines, datas, StateInProgress, id)
+		RETURNING operation_id`, opIDs, instIDs, types, descs, deadlines, datas, OperationInProgress, id)
 	started, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return fmt.Errorf("starting upgrades of orchestration %s: %w", id, err)
@@ -651,7 +663,7 @@ func (s *Orchestrations) startUpgrades(ctx context.Context, tx pgx.Tx, id, opTyp
 		}
 	}
 	if _, err := tx.Exec(ctx, `UPDATE orchestration_operations SET state = $2, description = 'Upgrade started',
-		updated_at = now() WHERE orchestration_id = $1 AND operation_id = ANY($3::text[])`, id, StateInProgress, started); err != nil {
+		updated_at = now() WHERE orchestration_id = $1 AND operation_id = ANY($3::text[])`, id, TargetInProgress, started); err != nil {
 		return fmt.Errorf("recording started upgrades of orchestration %s: %w", id, err)
 	}
 	p.Started = len(started)
@@ -670,9 +682,9 @@ func prefixed(prefix, columns string) string {
 // finish ends an orchestration with nothing pending or running: canceled
 // when it was canceling, failed when any upgrade failed, else succeeded.
 func (s *Orchestrations) finish(ctx context.Context, tx pgx.Tx, id string, p *Progress) error {
-	counts := map[string]int{}
+	counts := map[TargetState]int{}
 	rows, _ := tx.Query(ctx, `SELECT state, count(*) FROM orchestration_operations WHERE orchestration_id = $1 GROUP BY state`, id)
-	var state string
+	var state TargetState
 	var n int
 	if _, err := pgx.ForEachRow(rows, []any{&state, &n}, func() error { counts[state] = n; return nil }); err != nil {
 		return fmt.Errorf("counting operations of orchestration %s: %w", id, err)
@@ -681,15 +693,15 @@ func (s *Orchestrations) finish(ctx context.Context, tx pgx.Tx, id string, p *Pr
 	switch {
 	case p.State == OrchestrationCanceling:
 		final = OrchestrationCanceled
-	case counts[StateFailed] > 0:
+	case counts[TargetFailed] > 0:
 		final = OrchestrationFailed
 	}
 	total := 0
 	for _, c := range counts {
 		total += c
 	}
-	d := fmt.Sprintf("Finished %d operations: %d succeeded, %d failed, %d skipped", total, counts[StateSucceeded],
-		counts[StateFailed], counts[TargetSkipped])
+	d := fmt.Sprintf("Finished %d operations: %d succeeded, %d failed, %d skipped", total, counts[TargetSucceeded],
+		counts[TargetFailed], counts[TargetSkipped])
 	if counts[TargetCanceled] > 0 {
 		d += fmt.Sprintf(", %d canceled", counts[TargetCanceled])
 	}

@@ -14,13 +14,13 @@ type OperationPoll struct {
 	InstanceDeleted bool
 	// Found is false when the instance has no such operation.
 	Found       bool
-	Type        string
-	State       string
+	Type        OperationType
+	State       OperationState
 	Description string
 }
 
 // InProgress reports whether the polled operation has not finished yet.
-func (p OperationPoll) InProgress() bool { return p.State == StateInProgress }
+func (p OperationPoll) InProgress() bool { return p.State == OperationInProgress }
 
 const (
 	pollOperation = `SELECT i.deleted_at IS NOT NULL, o.type, o.state, o.description
@@ -48,7 +48,7 @@ func (s *Store) PollOperation(ctx context.Context, instanceID, operationID strin
 		return OperationPoll{}, interpretError(err)
 	}
 	if opType != nil {
-		p.Found, p.Type, p.State = true, *opType, *state
+		p.Found, p.Type, p.State = true, OperationType(*opType), OperationState(*state)
 		if description != nil {
 			p.Description = *description
 		}

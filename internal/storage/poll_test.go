@@ -16,7 +16,7 @@ func TestPollOperation(t *testing.T) {
 		t.Errorf("unknown instance: err %v, want ErrNotFound", err)
 	}
 	got, err := f.store.PollOperation(f.ctx, "inst-1", "op-p")
-	want := storage.OperationPoll{Found: true, Type: storage.OperationTypeProvision, State: storage.StateInProgress,
+	want := storage.OperationPoll{Found: true, Type: storage.OperationTypeProvision, State: storage.OperationInProgress,
 		Description: "provision accepted"}
 	if err != nil || got != want {
 		t.Errorf("poll of the provisioning = %+v, %v; want %+v", got, err, want)
@@ -33,13 +33,13 @@ func TestPollOperation(t *testing.T) {
 	if got, err := f.store.PollOperation(f.ctx, "inst-1", ""); err != nil || got.Type != storage.OperationTypeDeprovision || !got.InProgress() {
 		t.Errorf("poll of the newest operation = %+v, %v; want the deprovisioning in progress", got, err)
 	}
-	if got, err := f.store.PollOperation(f.ctx, "inst-1", "op-p"); err != nil || got.State != storage.StateFailed {
+	if got, err := f.store.PollOperation(f.ctx, "inst-1", "op-p"); err != nil || got.State != storage.OperationFailed {
 		t.Errorf("poll of the halted provisioning = %+v, %v; want failed", got, err)
 	}
 
 	f.exec(`UPDATE operations SET state = 'succeeded' WHERE operation_id = 'op-d'`)
 	f.exec(`UPDATE instances SET deleted_at = now()`)
-	if got, err := f.store.PollOperation(f.ctx, "inst-1", "op-d"); err != nil || !got.InstanceDeleted || got.State != storage.StateSucceeded {
+	if got, err := f.store.PollOperation(f.ctx, "inst-1", "op-d"); err != nil || !got.InstanceDeleted || got.State != storage.OperationSucceeded {
 		t.Errorf("poll after deletion = %+v, %v; want a deleted instance's succeeded deprovisioning", got, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -11,26 +12,32 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Runtime states as operators see them (KEB's words, not OSB's).
+// RuntimeState is an instance's runtime state as operators see it (KEB's
+// words, not OSB's): instances.state, and the state /info/runtimes filters
+// on. Some values are spelled like OperationState values; they are another
+// concept. The values are stored: never rename one.
+type RuntimeState string
+
+// Runtime states.
 const (
-	RuntimeProvisioning   = "provisioning"
-	RuntimeSucceeded      = "succeeded"
-	RuntimeFailed         = "failed"
-	RuntimeDeprovisioning = "deprovisioning"
-	RuntimeDeprovisioned  = "deprovisioned"
-	// RuntimeSuspended is reserved for suspended trials; no instance is in
-	// it until suspension exists, but filtering on it is already valid.
-	RuntimeSuspended = "suspended"
+	RuntimeProvisioning   RuntimeState = "provisioning"
+	RuntimeSucceeded      RuntimeState = "succeeded"
+	RuntimeFailed         RuntimeState = "failed"
+	RuntimeDeprovisioning RuntimeState = "deprovisioning"
+	RuntimeDeprovisioned  RuntimeState = "deprovisioned"
+	// RuntimeSuspended is a runtime removed by suspension (trial expiry);
+	// the instance stays.
+	RuntimeSuspended RuntimeState = "suspended"
 )
 
 // RuntimeStates are every state a runtime can be filtered on.
-var RuntimeStates = []string{RuntimeProvisioning, RuntimeSucceeded, RuntimeFailed, RuntimeDeprovisioning,
+var RuntimeStates = []RuntimeState{RuntimeProvisioning, RuntimeSucceeded, RuntimeFailed, RuntimeDeprovisioning,
 	RuntimeDeprovisioned, RuntimeSuspended}
 
 // DefaultRuntimeStates is what a query without a state filter matches: every
 // state but deprovisioned, because archived instances are history that an
 // operator asks for on purpose.
-var DefaultRuntimeStates = []string{RuntimeProvisioning, RuntimeSucceeded, RuntimeFailed, RuntimeDeprovisioning,
+var DefaultRuntimeStates = []RuntimeState{RuntimeProvisioning, RuntimeSucceeded, RuntimeFailed, RuntimeDeprovisioning,
 	RuntimeSuspended}
 
 // RuntimeQuery selects a page of runtimes. Each filter slice is an OR of its
@@ -45,7 +52,7 @@ type RuntimeQuery struct {
 	Shoots           []string
 	// States are runtime states (see RuntimeStates); empty means
 	// DefaultRuntimeStates.
-	States []string
+	States []RuntimeState
 	// Page is 1-based; ignored when After is set.
 	Page     int
 	PageSize int
@@ -63,15 +70,15 @@ type RuntimeCursor struct {
 
 // RuntimeOperation is an operation as a runtime listing shows it.
 type RuntimeOperation struct {
-	ID             string    `db:"operation_id"`
-	InstanceID     string    `db:"instance_id"`
-	Type           string    `db:"type"`
-	State          string    `db:"state"`
-	Description    string    `db:"description"`
-	FinishedStages []string  `db:"finished_stages"`
-	ErrorMessage   string    `db:"error_message"`
-	CreatedAt      time.Time `db:"created_at"`
-	UpdatedAt      time.Time `db:"updated_at"`
+	ID             string         `db:"operation_id"`
+	InstanceID     string         `db:"instance_id"`
+	Type           OperationType  `db:"type"`
+	State          OperationState `db:"state"`
+	Description    string         `db:"description"`
+	FinishedStages []string       `db:"finished_stages"`
+	ErrorMessage   string         `db:"error_message"`
+	CreatedAt      time.Time      `db:"created_at"`
+	UpdatedAt      time.Time      `db:"updated_at"`
 }
 
 // Runtime is one row of the runtime listing: a live instance with its newest
@@ -90,7 +97,7 @@ type Runtime struct {
 	ProviderRegion  string
 	ShootName       string
 	Parameters      json.RawMessage
-	State           string
+	State           RuntimeState
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 	DeletedAt       *time.Time
@@ -149,7 +156,7 @@ type runtimeRow struct {
 	ProviderRegion  string          `db:"provider_region"`
 	ShootName       string          `db:"shoot_name"`
 	Parameters      json.RawMessage `db:"parameters"`
-	State           string          `db:"state"`
+	State           RuntimeState    `db:"state"`
 	CreatedAt       time.Time       `db:"created_at"`
 	UpdatedAt       time.Time       `db:"updated_at"`
 	DeletedAt       *time.Time      `db:"deleted_at"`
@@ -200,12 +207,12 @@ type runtimeRow struct {
 	CUpdatedAt      *time.Time `db:"c_updated_at"`
 }
 
-func rowOperation(instanceID, typ string, id, state, desc, errMsg *string, stages []string, created, updated *time.Time) *RuntimeOperation {
+func rowOperation(instanceID string, typ OperationType, id, state, desc, errMsg *string, stages []string, created, updated *time.Time) *RuntimeOperation {
 	if id == nil {
 		return nil
 	}
 	op := &RuntimeOperation{ID: *id, InstanceID: instanceID, Type: typ, FinishedStages: stages,
-		State: deref(state), Description: deref(desc), ErrorMessage: deref(errMsg)}
+		State: OperationState(deref(state)), Description: deref(desc), ErrorMessage: deref(errMsg)}
 	if stages == nil {
 		op.FinishedStages = []string{}
 	}
@@ -418,17 +425,17 @@ type stateFilter struct {
 	states []string // "i.state = states[0]" or "= ANY(states)"
 }
 
-func newStateFilter(states []string) stateFilter {
+func newStateFilter(states []RuntimeState) stateFilter {
 	var asked []string
 	for _, s := range states {
-		if !contains(asked, s) {
-			asked = append(asked, s)
+		if !slices.Contains(asked, string(s)) {
+			asked = append(asked, string(s))
 		}
 	}
 	var missing []string
 	for _, s := range RuntimeStates {
-		if !contains(asked, s) {
-			missing = append(missing, s)
+		if !slices.Contains(asked, string(s)) {
+			missing = append(missing, string(s))
 		}
 	}
 	known := len(asked)+len(missing) == len(RuntimeStates) // no unknown state asked for
@@ -461,15 +468,6 @@ func joinWhere(preds []string) string {
 	return "\nWHERE " + strings.Join(preds, " AND ")
 }
 
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
 // RuntimesSQL returns the page statement (LIMIT page_size+1, to know whether a
 // next page exists without another statement; for a page by number, preceded
 // by the CTE of its boundary, see boundarySQL), the count statement, and
@@ -483,7 +481,7 @@ func RuntimesSQL(q RuntimeQuery) (page string, pageArgs []any, count string, cou
 	if len(states) == 0 {
 		states = DefaultRuntimeStates
 	}
-	withArchive := contains(states, RuntimeDeprovisioned)
+	withArchive := slices.Contains(states, RuntimeDeprovisioned)
 
 	// The page: the live branch, and the archive branch when deprovisioned
 	// runtimes are asked for, ordered and cut to one page, then joined to
@@ -553,7 +551,7 @@ func RuntimesSQL(q RuntimeQuery) (page string, pageArgs []any, count string, cou
 	qq.After = nil
 	b = &runtimeSQL{}
 	var terms []string
-	if sf.except == RuntimeDeprovisioned {
+	if sf.except == string(RuntimeDeprovisioned) {
 		// The default listing: every live instance but the deprovisioned
 		// ones, of which there are none (see above) or next to none.
 		// Counting all matching instances and subtracting those keeps
@@ -561,7 +559,7 @@ func RuntimesSQL(q RuntimeQuery) (page string, pageArgs []any, count string, cou
 		// whichever filter is given (state is in no index but its own)
 		// instead of every matching row.
 		terms = append(terms, b.liveCount(qq, stateFilter{all: true}, true),
-			"- "+b.liveCount(qq, stateFilter{states: []string{RuntimeDeprovisioned}}, false))
+			"- "+b.liveCount(qq, stateFilter{states: []string{string(RuntimeDeprovisioned)}}, false))
 	} else {
 		terms = append(terms, b.liveCount(qq, sf, true))
 	}

@@ -32,14 +32,14 @@ type seedRuntime struct {
 	// state, when set, is written to instances.state instead of the state
 	// the operations imply: for states no seeded operation reaches
 	// (suspended) and to tell the column from the operations.
-	state     string
+	state     storage.RuntimeState
 	expiredAt *time.Time
 }
 
 // impliedState is the runtime state the store keeps on an instance whose
 // operations are ops (oldest first): the rules of migration 00005 and of
 // Store.Finish, decided by the newest operation.
-func impliedState(ops []seedOp) string {
+func impliedState(ops []seedOp) storage.RuntimeState {
 	if len(ops) == 0 {
 		return storage.RuntimeProvisioning
 	}
@@ -142,13 +142,13 @@ func TestRuntimesStatesAndFilters(t *testing.T) {
 	}{
 		{name: "default hides deprovisioned", q: storage.RuntimeQuery{}, want: []string{"a-ok", "a-prov", "a-fail", "b-deprov", "b-ok", "b-refail"}},
 		{name: "all states", q: storage.RuntimeQuery{States: storage.RuntimeStates}, want: []string{"a-ok", "a-prov", "a-fail", "b-deprov", "b-arch", "b-ok", "b-refail"}},
-		{name: "deprovisioned only from archive", q: storage.RuntimeQuery{States: []string{"deprovisioned"}}, want: []string{"b-arch"}},
-		{name: "provisioning", q: storage.RuntimeQuery{States: []string{"provisioning"}}, want: []string{"a-prov"}},
-		{name: "succeeded", q: storage.RuntimeQuery{States: []string{"succeeded"}}, want: []string{"a-ok", "b-ok"}},
-		{name: "failed (provisioning or deprovisioning)", q: storage.RuntimeQuery{States: []string{"failed"}}, want: []string{"a-fail", "b-refail"}},
-		{name: "deprovisioning", q: storage.RuntimeQuery{States: []string{"deprovisioning"}}, want: []string{"b-deprov"}},
-		{name: "suspended (none here)", q: storage.RuntimeQuery{States: []string{"suspended"}}, want: []string{}},
-		{name: "states OR", q: storage.RuntimeQuery{States: []string{"provisioning", "deprovisioned"}}, want: []string{"a-prov", "b-arch"}},
+		{name: "deprovisioned only from archive", q: storage.RuntimeQuery{States: []storage.RuntimeState{"deprovisioned"}}, want: []string{"b-arch"}},
+		{name: "provisioning", q: storage.RuntimeQuery{States: []storage.RuntimeState{"provisioning"}}, want: []string{"a-prov"}},
+		{name: "succeeded", q: storage.RuntimeQuery{States: []storage.RuntimeState{"succeeded"}}, want: []string{"a-ok", "b-ok"}},
+		{name: "failed (provisioning or deprovisioning)", q: storage.RuntimeQuery{States: []storage.RuntimeState{"failed"}}, want: []string{"a-fail", "b-refail"}},
+		{name: "deprovisioning", q: storage.RuntimeQuery{States: []storage.RuntimeState{"deprovisioning"}}, want: []string{"b-deprov"}},
+		{name: "suspended (none here)", q: storage.RuntimeQuery{States: []storage.RuntimeState{"suspended"}}, want: []string{}},
+		{name: "states OR", q: storage.RuntimeQuery{States: []storage.RuntimeState{"provisioning", "deprovisioned"}}, want: []string{"a-prov", "b-arch"}},
 		{name: "account", q: storage.RuntimeQuery{GlobalAccountIDs: []string{"ga-1"}}, want: []string{"a-ok", "a-prov", "a-fail"}},
 		{name: "account OR", q: storage.RuntimeQuery{GlobalAccountIDs: []string{"ga-1", "ga-2"}}, want: []string{"a-ok", "a-prov", "a-fail", "b-deprov", "b-ok", "b-refail"}},
 		{name: "subaccount", q: storage.RuntimeQuery{SubAccountIDs: []string{"sa-1", "sa-4"}}, want: []string{"a-ok", "a-fail", "b-ok", "b-refail"}},
@@ -158,18 +158,18 @@ func TestRuntimesStatesAndFilters(t *testing.T) {
 		{name: "region", q: storage.RuntimeQuery{Regions: []string{"westeurope"}}, want: []string{"a-ok", "a-prov"}},
 		{name: "plan", q: storage.RuntimeQuery{Plans: []string{"trial"}}, want: []string{"a-fail", "b-ok"}},
 		{name: "shoot live", q: storage.RuntimeQuery{Shoots: []string{"c-aok", "c-bok"}}, want: []string{"a-ok", "b-ok"}},
-		{name: "shoot archived", q: storage.RuntimeQuery{Shoots: []string{"c-barch"}, States: []string{"deprovisioned"}}, want: []string{"b-arch"}},
+		{name: "shoot archived", q: storage.RuntimeQuery{Shoots: []string{"c-barch"}, States: []storage.RuntimeState{"deprovisioned"}}, want: []string{"b-arch"}},
 		{name: "AND across filters", q: storage.RuntimeQuery{GlobalAccountIDs: []string{"ga-2"}, Plans: []string{"azure"}, Regions: []string{"eastus"}}, want: []string{"b-deprov", "b-refail"}},
-		{name: "AND across with state", q: storage.RuntimeQuery{GlobalAccountIDs: []string{"ga-1", "ga-2"}, States: []string{"succeeded", "failed"}, Plans: []string{"trial"}}, want: []string{"a-fail", "b-ok"}},
+		{name: "AND across with state", q: storage.RuntimeQuery{GlobalAccountIDs: []string{"ga-1", "ga-2"}, States: []storage.RuntimeState{"succeeded", "failed"}, Plans: []string{"trial"}}, want: []string{"a-fail", "b-ok"}},
 		{name: "no match", q: storage.RuntimeQuery{GlobalAccountIDs: []string{"ga-1"}, Regions: []string{"nowhere"}}, want: []string{}},
 		// Without a selective filter, two or more of state, plan and region
 		// are counted as an intersection of their indexes.
 		{name: "plan AND region", q: storage.RuntimeQuery{Plans: []string{"azure"}, Regions: []string{"eastus"}}, want: []string{"b-deprov", "b-refail"}},
-		{name: "state AND plan", q: storage.RuntimeQuery{States: []string{"failed"}, Plans: []string{"azure"}}, want: []string{"b-refail"}},
-		{name: "states OR AND region", q: storage.RuntimeQuery{States: []string{"succeeded", "failed"}, Regions: []string{"eastus"}}, want: []string{"a-fail", "b-ok", "b-refail"}},
-		{name: "state AND plan AND region", q: storage.RuntimeQuery{States: []string{"deprovisioning"}, Plans: []string{"azure"}, Regions: []string{"eastus"}}, want: []string{"b-deprov"}},
+		{name: "state AND plan", q: storage.RuntimeQuery{States: []storage.RuntimeState{"failed"}, Plans: []string{"azure"}}, want: []string{"b-refail"}},
+		{name: "states OR AND region", q: storage.RuntimeQuery{States: []storage.RuntimeState{"succeeded", "failed"}, Regions: []string{"eastus"}}, want: []string{"a-fail", "b-ok", "b-refail"}},
+		{name: "state AND plan AND region", q: storage.RuntimeQuery{States: []storage.RuntimeState{"deprovisioning"}, Plans: []string{"azure"}, Regions: []string{"eastus"}}, want: []string{"b-deprov"}},
 		{name: "all states AND plan AND region", q: storage.RuntimeQuery{States: storage.RuntimeStates, Plans: []string{"azure"}, Regions: []string{"westeurope"}}, want: []string{"a-ok", "a-prov", "b-arch"}},
-		{name: "all but succeeded AND plan AND region", q: storage.RuntimeQuery{States: []string{"provisioning", "failed", "deprovisioning", "deprovisioned", "suspended"},
+		{name: "all but succeeded AND plan AND region", q: storage.RuntimeQuery{States: []storage.RuntimeState{"provisioning", "failed", "deprovisioning", "deprovisioned", "suspended"},
 			Plans: []string{"azure"}, Regions: []string{"westeurope"}}, want: []string{"a-prov", "b-arch"}},
 		{name: "plans OR AND regions OR", q: storage.RuntimeQuery{Plans: []string{"azure", "trial"}, Regions: []string{"eastus", "nowhere"}}, want: []string{"a-fail", "b-deprov", "b-ok", "b-refail"}},
 	}
@@ -210,9 +210,9 @@ func TestRuntimesStateColumnDrivesFilter(t *testing.T) {
 		q    storage.RuntimeQuery
 		want []string
 	}{
-		{name: "failed by column", q: storage.RuntimeQuery{States: []string{"failed"}}, want: []string{"col-failed"}},
-		{name: "succeeded by column", q: storage.RuntimeQuery{States: []string{"succeeded"}}, want: []string{"col-ok"}},
-		{name: "provisioning by operations is not", q: storage.RuntimeQuery{States: []string{"provisioning"}}, want: []string{}},
+		{name: "failed by column", q: storage.RuntimeQuery{States: []storage.RuntimeState{"failed"}}, want: []string{"col-failed"}},
+		{name: "succeeded by column", q: storage.RuntimeQuery{States: []storage.RuntimeState{"succeeded"}}, want: []string{"col-ok"}},
+		{name: "provisioning by operations is not", q: storage.RuntimeQuery{States: []storage.RuntimeState{"provisioning"}}, want: []string{}},
 		{name: "shoot by column", q: storage.RuntimeQuery{Shoots: []string{"c-column"}}, want: []string{"col-failed"}},
 		{name: "shoot by operation data is not", q: storage.RuntimeQuery{Shoots: []string{"c-ops"}}, want: []string{}},
 		{name: "empty shoot matches nothing", q: storage.RuntimeQuery{Shoots: []string{""}}, want: []string{}},
@@ -234,7 +234,7 @@ func TestRuntimesStateColumnDrivesFilter(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range page.Runtimes {
-		want := map[string]string{"col-failed": "failed", "col-ok": "succeeded"}[r.InstanceID]
+		want := map[string]storage.RuntimeState{"col-failed": "failed", "col-ok": "succeeded"}[r.InstanceID]
 		if r.State != want {
 			t.Errorf("%s shown as %s, want %s (the column)", r.InstanceID, r.State, want)
 		}
@@ -253,8 +253,8 @@ func TestRuntimesCountsEveryState(t *testing.T) {
 	f := newFixture(t, nil)
 	expired := epoch.Add(48 * time.Hour)
 	var seed []seedRuntime
-	want := map[string][]string{}
-	add := func(state string, r seedRuntime) {
+	want := map[storage.RuntimeState][]string{}
+	add := func(state storage.RuntimeState, r seedRuntime) {
 		r.account, r.subaccount, r.region, r.plan = "ga-1", "sa", "westeurope", "azure"
 		seed = append(seed, r)
 		want[state] = append(want[state], r.id)
@@ -278,7 +278,7 @@ func TestRuntimesCountsEveryState(t *testing.T) {
 	for _, state := range storage.RuntimeStates {
 		total += len(want[state])
 		for _, size := range []int{2, 100} {
-			page, err := f.store.Runtimes(f.ctx, storage.RuntimeQuery{States: []string{state}, PageSize: size})
+			page, err := f.store.Runtimes(f.ctx, storage.RuntimeQuery{States: []storage.RuntimeState{state}, PageSize: size})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -302,13 +302,13 @@ func TestRuntimesCountsEveryState(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		states []string
+		states []storage.RuntimeState
 		want   int
 	}{
 		{name: "all", states: storage.RuntimeStates, want: total},
 		{name: "default", states: nil, want: total - len(want["deprovisioned"])},
-		{name: "suspended or failed", states: []string{"suspended", "failed"}, want: len(want["suspended"]) + len(want["failed"])},
-		{name: "all but succeeded", states: []string{"provisioning", "failed", "deprovisioning", "deprovisioned", "suspended"},
+		{name: "suspended or failed", states: []storage.RuntimeState{"suspended", "failed"}, want: len(want["suspended"]) + len(want["failed"])},
+		{name: "all but succeeded", states: []storage.RuntimeState{"provisioning", "failed", "deprovisioning", "deprovisioned", "suspended"},
 			want: total - len(want["succeeded"])},
 	} {
 		page, err := f.store.Runtimes(f.ctx, storage.RuntimeQuery{States: tc.states, PageSize: 5})
@@ -352,7 +352,7 @@ func TestRuntimesDeprovisioningListedOnce(t *testing.T) {
 		listed bool // inst-1 is on the page
 		total  int
 	}
-	check := func(when, wantState string, cases []listing) {
+	check := func(when string, wantState storage.RuntimeState, cases []listing) {
 		t.Helper()
 		for _, c := range cases {
 			rows, total := listed(c.q)
@@ -376,12 +376,12 @@ func TestRuntimesDeprovisioningListedOnce(t *testing.T) {
 		{name: "state=all", q: all, listed: true, total: 2},
 		{name: "state=all&account", q: byAccount, listed: true, total: 2},
 		{name: "default", q: storage.RuntimeQuery{}, listed: true, total: 2},
-		{name: "state=deprovisioning", q: storage.RuntimeQuery{States: []string{"deprovisioning"}}, listed: true, total: 1},
-		{name: "state=deprovisioned", q: storage.RuntimeQuery{States: []string{"deprovisioned"}}, total: 0},
+		{name: "state=deprovisioning", q: storage.RuntimeQuery{States: []storage.RuntimeState{"deprovisioning"}}, listed: true, total: 1},
+		{name: "state=deprovisioned", q: storage.RuntimeQuery{States: []storage.RuntimeState{"deprovisioned"}}, total: 0},
 	})
 	rows, _ := listed(all)
 	if r := rows[0]; r.DeletedAt != nil || r.Deprovisioning == nil || r.Deprovisioning.ID != "op-d" ||
-		r.Deprovisioning.State != storage.StateInProgress || r.Provisioning == nil || r.Provisioning.ID != "op-p" {
+		r.Deprovisioning.State != storage.OperationInProgress || r.Provisioning == nil || r.Provisioning.ID != "op-p" {
 		t.Errorf("deprovisioning inst-1 = %+v (provisioning %+v, deprovisioning %+v)", r, r.Provisioning, r.Deprovisioning)
 	}
 
@@ -392,12 +392,12 @@ func TestRuntimesDeprovisioningListedOnce(t *testing.T) {
 		{name: "state=all", q: all, listed: true, total: 2},
 		{name: "state=all&account", q: byAccount, listed: true, total: 2},
 		{name: "default", q: storage.RuntimeQuery{}, total: 1},
-		{name: "state=deprovisioning", q: storage.RuntimeQuery{States: []string{"deprovisioning"}}, total: 0},
-		{name: "state=deprovisioned", q: storage.RuntimeQuery{States: []string{"deprovisioned"}}, listed: true, total: 1},
+		{name: "state=deprovisioning", q: storage.RuntimeQuery{States: []storage.RuntimeState{"deprovisioning"}}, total: 0},
+		{name: "state=deprovisioned", q: storage.RuntimeQuery{States: []storage.RuntimeState{"deprovisioned"}}, listed: true, total: 1},
 	})
 	rows, _ = listed(storage.RuntimeQuery{States: storage.RuntimeStates, AllOperations: true})
 	if r := rows[0]; r.DeletedAt == nil || r.Provisioning != nil || r.Deprovisioning == nil ||
-		r.Deprovisioning.ID != "op-d" || r.Deprovisioning.State != storage.StateSucceeded || len(r.Operations) != 0 ||
+		r.Deprovisioning.ID != "op-d" || r.Deprovisioning.State != storage.OperationSucceeded || len(r.Operations) != 0 ||
 		!r.CreatedAt.Equal(archive.InstanceCreatedAt) {
 		t.Errorf("archived inst-1 = %+v (deprovisioning %+v)", r, r.Deprovisioning)
 	}
@@ -628,12 +628,12 @@ func TestRuntimesPlanUsesIndexes(t *testing.T) {
 		{name: "account all states", q: storage.RuntimeQuery{GlobalAccountIDs: []string{"ga-7", "ga-8"}, PageSize: 100, States: storage.RuntimeStates}},
 		{name: "no filter", q: storage.RuntimeQuery{PageSize: 100}},
 		{name: "no filter page 30", q: storage.RuntimeQuery{PageSize: 100, Page: 30}, keysOnly: true},
-		{name: "state failed", q: storage.RuntimeQuery{PageSize: 100, States: []string{"failed"}}},
+		{name: "state failed", q: storage.RuntimeQuery{PageSize: 100, States: []storage.RuntimeState{"failed"}}},
 		{name: "all states page 30", q: storage.RuntimeQuery{PageSize: 100, Page: 30, States: storage.RuntimeStates}, keysOnly: true},
 		{name: "shoot", q: storage.RuntimeQuery{PageSize: 100, Shoots: []string{"c-77"}}},
-		{name: "deprovisioned", q: storage.RuntimeQuery{PageSize: 100, States: []string{"deprovisioned"}}},
-		{name: "deprovisioned page 10", q: storage.RuntimeQuery{PageSize: 100, Page: 10, States: []string{"deprovisioned"}}, keysOnly: true},
-		{name: "failed page 4", q: storage.RuntimeQuery{PageSize: 100, Page: 4, States: []string{"failed"}}},
+		{name: "deprovisioned", q: storage.RuntimeQuery{PageSize: 100, States: []storage.RuntimeState{"deprovisioned"}}},
+		{name: "deprovisioned page 10", q: storage.RuntimeQuery{PageSize: 100, Page: 10, States: []storage.RuntimeState{"deprovisioned"}}, keysOnly: true},
+		{name: "failed page 4", q: storage.RuntimeQuery{PageSize: 100, Page: 4, States: []storage.RuntimeState{"failed"}}},
 		{name: "no filter page 90", q: storage.RuntimeQuery{PageSize: 100, Page: 90}, keysOnly: true},
 		{name: "all states page 110", q: storage.RuntimeQuery{PageSize: 100, Page: 110, States: storage.RuntimeStates}, keysOnly: true},
 	}
@@ -683,7 +683,7 @@ func TestRuntimesPlanUsesIndexes(t *testing.T) {
 		// no row of instances, neither for its page nor for its count.
 		// (Before, both looked up each archived row among the live ones,
 		// and the count merged every live instance's key.)
-		if slices.Equal(tc.q.States, []string{"deprovisioned"}) {
+		if slices.Equal(tc.q.States, []storage.RuntimeState{storage.RuntimeDeprovisioned}) {
 			for _, p := range []string{plan, countPlan} {
 				for _, m := range instancesRows.FindAllStringSubmatch(p, -1) {
 					if m[1] != "0" {
@@ -730,8 +730,8 @@ func TestRuntimesPageNumbersMatchFullListing(t *testing.T) {
 	// Ties on created_at, across the two tables too: the ID breaks them.
 	f.exec(`UPDATE instances SET created_at = $1 WHERE instance_id IN ('inst-02', 'inst-03', 'inst-04', 'inst-06')`, epoch.Add(time.Hour))
 	f.exec(`UPDATE instances_archive SET instance_created_at = $1 WHERE instance_id IN ('inst-05', 'inst-01')`, epoch.Add(time.Hour))
-	allBut := func(state string) []string {
-		var out []string
+	allBut := func(state storage.RuntimeState) []storage.RuntimeState {
+		var out []storage.RuntimeState
 		for _, s := range storage.RuntimeStates {
 			if s != state {
 				out = append(out, s)
@@ -745,13 +745,13 @@ func TestRuntimesPageNumbersMatchFullListing(t *testing.T) {
 	}{
 		{"default states", storage.RuntimeQuery{}},
 		{"state=all", storage.RuntimeQuery{States: storage.RuntimeStates}},
-		{"state=deprovisioned", storage.RuntimeQuery{States: []string{storage.RuntimeDeprovisioned}}},
-		{"state=succeeded", storage.RuntimeQuery{States: []string{storage.RuntimeSucceeded}}},
-		{"state=failed,provisioning", storage.RuntimeQuery{States: []string{storage.RuntimeFailed, storage.RuntimeProvisioning}}},
+		{"state=deprovisioned", storage.RuntimeQuery{States: []storage.RuntimeState{storage.RuntimeDeprovisioned}}},
+		{"state=succeeded", storage.RuntimeQuery{States: []storage.RuntimeState{storage.RuntimeSucceeded}}},
+		{"state=failed,provisioning", storage.RuntimeQuery{States: []storage.RuntimeState{storage.RuntimeFailed, storage.RuntimeProvisioning}}},
 		{"all but failed", storage.RuntimeQuery{States: allBut(storage.RuntimeFailed)}},
 		{"plan=azure", storage.RuntimeQuery{Plans: []string{"azure"}}},
 		{"plan=azure&region=westeurope", storage.RuntimeQuery{Plans: []string{"azure"}, Regions: []string{"westeurope"}}},
-		{"state=succeeded&plan=azure,aws", storage.RuntimeQuery{States: []string{storage.RuntimeSucceeded}, Plans: []string{"azure", "aws"}}},
+		{"state=succeeded&plan=azure,aws", storage.RuntimeQuery{States: []storage.RuntimeState{storage.RuntimeSucceeded}, Plans: []string{"azure", "aws"}}},
 		{"state=all&region=eastus", storage.RuntimeQuery{States: storage.RuntimeStates, Regions: []string{"eastus"}}},
 		{"state=all&plan=gcp&region=eastus", storage.RuntimeQuery{States: storage.RuntimeStates, Plans: []string{"gcp"}, Regions: []string{"eastus"}}},
 		{"account", storage.RuntimeQuery{GlobalAccountIDs: []string{"ga-1"}}},

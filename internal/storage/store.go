@@ -140,7 +140,7 @@ func scanNotArchived(row pgx.Row) error {
 // by operations_one_active_per_instance) inside tx.
 func runningOperations(ctx context.Context, tx pgx.Tx, instanceID string) ([]Operation, error) {
 	rows, _ := tx.Query(ctx, `SELECT `+operationColumns+` FROM operations WHERE instance_id = $1 AND state = $2`,
-		instanceID, StateInProgress)
+		instanceID, OperationInProgress)
 	ops, err := pgx.CollectRows(rows, pgx.RowToStructByName[Operation])
 	if err != nil {
 		return nil, fmt.Errorf("reading running operations of instance %s: %w", instanceID, err)
@@ -229,14 +229,14 @@ func (s *Store) CreateDeprovisioning(ctx context.Context, op Operation) (Operati
 			case a.Type == OperationTypeDeprovision && !a.Temporary:
 				result = a
 				return nil
-			case a.Type == OperationTypeDeprovision, a.Type == OperationTypeUpdate, IsUpgrade(a.Type):
+			case a.Type == OperationTypeDeprovision, a.Type == OperationTypeUpdate, a.Type.IsUpgrade():
 				// A suspension is not a deprovisioning: the platform
 				// retries its DELETE once the suspension ended.
 				return ErrOperationInProgress
 			case a.Type == OperationTypeProvision:
 				if _, err := tx.Exec(ctx, `UPDATE operations SET state = $2, description = $3, error_message = $3,
 					updated_at = now(), finished_at = now() WHERE operation_id = $1`,
-					a.ID, StateFailed, haltedByDeprovisioning); err != nil {
+					a.ID, OperationFailed, haltedByDeprovisioning); err != nil {
 					return fmt.Errorf("halting provisioning %s: %w", a.ID, err)
 				}
 			}

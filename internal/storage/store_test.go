@@ -384,7 +384,7 @@ func TestFailingEnqueuerRollsBack(t *testing.T) {
 		if n := f.operations("inst-1"); n != 1 {
 			t.Errorf("%d operations after a failed deprovisioning, want only the provisioning", n)
 		}
-		if state, _, _ := f.opState("op-p"); state != storage.StateInProgress {
+		if state, _, _ := f.opState("op-p"); state != storage.OperationInProgress {
 			t.Errorf("provisioning is %q after the deprovisioning rolled back, want it still in progress", state)
 		}
 	})
@@ -429,7 +429,7 @@ func TestCreateDeprovisioning(t *testing.T) {
 			wantCreated: true,
 			check: func(t *testing.T, f *fixture) {
 				state, desc, finished := f.opState("op-p")
-				if state != storage.StateFailed || !finished || !strings.Contains(desc, "deprovisioning") {
+				if state != storage.OperationFailed || !finished || !strings.Contains(desc, "deprovisioning") {
 					t.Errorf("halted provisioning: state %q, finished %v, description %q", state, finished, desc)
 				}
 				last, err := f.store.LastOperation(f.ctx, "inst-1")
@@ -447,7 +447,7 @@ func TestCreateDeprovisioning(t *testing.T) {
 			wantID:      "op-d",
 			wantCreated: true,
 			check: func(t *testing.T, f *fixture) {
-				if state, _, _ := f.opState("op-p"); state != storage.StateSucceeded {
+				if state, _, _ := f.opState("op-p"); state != storage.OperationSucceeded {
 					t.Errorf("finished provisioning changed to %q", state)
 				}
 			},
@@ -490,7 +490,7 @@ func TestCreateDeprovisioning(t *testing.T) {
 				if n := f.operations("inst-1"); n != 2 {
 					t.Errorf("%d operations, want no deprovisioning added", n)
 				}
-				if state, _, _ := f.opState("op-u"); state != storage.StateInProgress {
+				if state, _, _ := f.opState("op-u"); state != storage.OperationInProgress {
 					t.Errorf("update changed to %q", state)
 				}
 			},

@@ -14,10 +14,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/btpmanager"
+	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/infrasim"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/kyma"
-	"github.com/kyma-keb/keb/internal/runtime"
-	btpstandin "github.com/kyma-keb/keb/testing/btpmanager"
+	"github.com/kyma-keb/keb/internal/runtimeclient"
+	btpstandin "github.com/kyma-keb/keb/testing/btpmanagersim"
 	"github.com/kyma-keb/keb/testing/k8stest"
 	"github.com/kyma-keb/keb/testing/pgtest"
 )
@@ -55,7 +57,7 @@ func TestProvisionAndDeprovision(t *testing.T) {
 	}
 
 	// The control plane: one Runtime CR and one Kyma CR as specified.
-	var rts runtime.RuntimeList
+	var rts infrastructuremanager.RuntimeList
 	if err := s.kcp.List(ctx, &rts, client.InNamespace(kcpNS), client.MatchingLabels{"kyma-project.io/instance-id": instanceID}); err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +65,7 @@ func TestProvisionAndDeprovision(t *testing.T) {
 		t.Fatalf("want one Runtime CR, got %d", len(rts.Items))
 	}
 	rt := rts.Items[0]
-	runtimeID := rt.Labels[runtime.LabelRuntimeID]
+	runtimeID := rt.Labels[controlplane.LabelRuntimeID]
 	w := rt.Spec.Shoot.Provider.Workers
 	if rt.Spec.Shoot.Provider.Type != "azure" || rt.Spec.Shoot.Region != "westeurope" || rt.Spec.Shoot.PlatformRegion != "cf-eu20" ||
 		len(w) != 1 || w[0].MachineType != "Standard_D4s_v5" || w[0].Minimum != 3 || w[0].Maximum != 5 ||
@@ -100,7 +102,7 @@ func TestProvisionAndDeprovision(t *testing.T) {
 
 	// The runtime: the sap-btp-manager Secret as BTP Manager needs it, the
 	// BtpOperator CR, and BTP Manager's verdict.
-	rc, err := runtime.NewClientCache(s.kcp, s.scheme, runtime.Bounds{}).Client(ctx, runtimeID)
+	rc, err := runtimeclient.NewCache(s.kcp, controlplane.Namespace, s.scheme, runtimeclient.Bounds{}).Client(ctx, runtimeID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +145,7 @@ func TestProvisionAndDeprovision(t *testing.T) {
 	if state, desc := s.waitFor(instanceID, body["operation"].(string), 3*time.Minute); state != "succeeded" {
 		t.Fatalf("deprovisioning ended %s: %s", state, desc)
 	}
-	if err := s.kcp.Get(ctx, client.ObjectKey{Namespace: kcpNS, Name: strings.ToLower(runtimeID)}, &runtime.Runtime{}); !apierrors.IsNotFound(err) {
+	if err := s.kcp.Get(ctx, client.ObjectKey{Namespace: kcpNS, Name: strings.ToLower(runtimeID)}, &infrastructuremanager.Runtime{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("Runtime CR still there: %v", err)
 	}
 	if err := s.kcp.Get(ctx, client.ObjectKey{Namespace: kcpNS, Name: strings.ToLower(runtimeID)}, &kyma.Kyma{}); !apierrors.IsNotFound(err) {

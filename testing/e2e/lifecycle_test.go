@@ -13,8 +13,10 @@ import (
 
 	"github.com/kyma-keb/keb/internal/btpmanager"
 	"github.com/kyma-keb/keb/internal/config"
+	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/infrasim"
-	"github.com/kyma-keb/keb/internal/runtime"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
+	"github.com/kyma-keb/keb/internal/runtimeclient"
 )
 
 const trialPlanID = "7d55d31d-35ae-4438-bf13-6ffdfa107d9f"
@@ -26,7 +28,7 @@ func credentials(secret string) string {
 // btpSecret reads the sap-btp-manager Secret inside a runtime.
 func (s *stack) btpSecret(runtimeID string) *corev1.Secret {
 	s.t.Helper()
-	rc, err := runtime.NewClientCache(s.kcp, s.scheme, runtime.Bounds{}).Client(context.Background(), runtimeID)
+	rc, err := runtimeclient.NewCache(s.kcp, controlplane.Namespace, s.scheme, runtimeclient.Bounds{}).Client(context.Background(), runtimeID)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -92,7 +94,7 @@ func TestSuspendResumeAndRotateCredentials(t *testing.T) {
 
 	// A Secret the user took over (skip-reconciliation) is left alone.
 	sec.Labels[btpmanager.LabelSkipReconciliation] = "true"
-	rc, err := runtime.NewClientCache(s.kcp, s.scheme, runtime.Bounds{}).Client(ctx, runtimeID)
+	rc, err := runtimeclient.NewCache(s.kcp, controlplane.Namespace, s.scheme, runtimeclient.Bounds{}).Client(ctx, runtimeID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +115,7 @@ func TestSuspendResumeAndRotateCredentials(t *testing.T) {
 	if state, desc := s.waitFor(id, s.accepted("suspend", code, body), 3*time.Minute); state != "succeeded" {
 		t.Fatalf("suspension ended %s: %s", state, desc)
 	}
-	if err := s.kcp.Get(ctx, client.ObjectKey{Namespace: kcpNS, Name: strings.ToLower(runtimeID)}, &runtime.Runtime{}); !apierrors.IsNotFound(err) {
+	if err := s.kcp.Get(ctx, client.ObjectKey{Namespace: kcpNS, Name: strings.ToLower(runtimeID)}, &infrastructuremanager.Runtime{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("Runtime CR of a suspended instance still there: %v", err)
 	}
 	if st := status(s.runtime(id)); st["state"] != "suspended" || st["expiredAt"] != nil {

@@ -17,9 +17,10 @@ import (
 
 	"github.com/kyma-keb/keb/internal/auth"
 	"github.com/kyma-keb/keb/internal/config"
+	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/infrasim"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/kyma"
-	"github.com/kyma-keb/keb/internal/runtime"
 )
 
 // orch is an orchestration as GET /orchestrations/{id} shows it.
@@ -146,7 +147,7 @@ func byInstance(ops []orchOp) map[string]orchOp {
 func TestOrchestrations(t *testing.T) {
 	var failing atomic.Value // runtime ID whose cluster upgrade fails
 	failing.Store("")
-	simFailChanges = func(rt *runtime.Runtime) string {
+	simFailChanges = func(rt *infrastructuremanager.Runtime) string {
 		if id := failing.Load().(string); id != "" && rt.RuntimeID() == id && rt.Spec.Shoot.Kubernetes.Version == "1.99.0" {
 			return "simulated: Kubernetes 1.99.0 does not roll out"
 		}
@@ -194,7 +195,7 @@ func TestOrchestrations(t *testing.T) {
 	generations := func() map[string]int64 {
 		out := map[string]int64{}
 		for _, in := range insts[:3] {
-			rt := &runtime.Runtime{}
+			rt := &infrastructuremanager.Runtime{}
 			if err := s.kcp.Get(ctx, client.ObjectKey{Namespace: kcpNS, Name: kyma.Name(runtimeIDs[in.id])}, rt); err != nil {
 				t.Fatal(err)
 			}
@@ -204,7 +205,7 @@ func TestOrchestrations(t *testing.T) {
 	}
 	channel := func(id string) string {
 		k := &kyma.Kyma{}
-		if err := s.kcp.Get(ctx, client.ObjectKey{Namespace: kyma.Namespace, Name: kyma.Name(runtimeIDs[id])}, k); err != nil {
+		if err := s.kcp.Get(ctx, client.ObjectKey{Namespace: controlplane.Namespace, Name: kyma.Name(runtimeIDs[id])}, k); err != nil {
 			t.Fatal(err)
 		}
 		return k.Spec.Channel
@@ -313,11 +314,11 @@ func TestOrchestrations(t *testing.T) {
 		}
 		t.Logf("at most %d upgrades in progress at once (workers 2)", maxRunning.Load())
 		for _, in := range insts[:3] {
-			rt := &runtime.Runtime{}
+			rt := &infrastructuremanager.Runtime{}
 			if err := s.kcp.Get(ctx, client.ObjectKey{Namespace: kcpNS, Name: kyma.Name(runtimeIDs[in.id])}, rt); err != nil {
 				t.Fatal(err)
 			}
-			if rt.Spec.Kyma.Version != "2.21.0" || rt.Status.State != runtime.StateReady || rt.Status.ObservedGeneration != rt.Generation {
+			if rt.Spec.Kyma.Version != "2.21.0" || rt.Status.State != infrastructuremanager.StateReady || rt.Status.ObservedGeneration != rt.Generation {
 				t.Errorf("Runtime CR of %s: kyma %q, status %+v, generation %d", in.id, rt.Spec.Kyma.Version, rt.Status, rt.Generation)
 			}
 			if c := channel(in.id); c != "fast" {
@@ -375,7 +376,7 @@ func TestOrchestrations(t *testing.T) {
 		if !sawClusterAlongside {
 			t.Log("the cluster orchestration never overlapped the Kyma one in the samples taken")
 		}
-		rt := &runtime.Runtime{}
+		rt := &infrastructuremanager.Runtime{}
 		if err := s.kcp.Get(ctx, client.ObjectKey{Namespace: kcpNS, Name: kyma.Name(runtimeIDs["orch-2"])}, rt); err != nil {
 			t.Fatal(err)
 		}
@@ -427,11 +428,11 @@ func TestOrchestrations(t *testing.T) {
 		failing.Store("")
 		deadline := time.Now().Add(time.Minute)
 		for {
-			rt := &runtime.Runtime{}
+			rt := &infrastructuremanager.Runtime{}
 			if err := s.kcp.Get(ctx, client.ObjectKey{Namespace: kcpNS, Name: kyma.Name(runtimeIDs["orch-2"])}, rt); err != nil {
 				t.Fatal(err)
 			}
-			if rt.Status.State == runtime.StateReady {
+			if rt.Status.State == infrastructuremanager.StateReady {
 				break
 			}
 			if time.Now().After(deadline) {

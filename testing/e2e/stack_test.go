@@ -25,7 +25,7 @@ import (
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/infrasim"
-	"github.com/kyma-keb/keb/internal/runtime"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/testing/k8stest"
 	"github.com/kyma-keb/keb/testing/pgtest"
 )
@@ -66,7 +66,7 @@ func newStack(t *testing.T, mode infrasim.Mode, accounts int, tweaks ...func(*co
 
 // simFailChanges, when set before newStack, makes the simulated
 // infrastructure manager fail the spec changes (upgrades) it names.
-var simFailChanges func(rt *runtime.Runtime) string
+var simFailChanges func(rt *infrastructuremanager.Runtime) string
 
 // newStackLogging is newStack with keb logging to log.
 func newStackLogging(t *testing.T, log *logrus.Logger, mode infrasim.Mode, accounts int, tweaks ...func(*config.Config)) *stack {

@@ -8,7 +8,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kyma-keb/keb/internal/runtime"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 )
 
 // TestOrchestrationSurvivesSIGKILL provisions 50 runtimes over two replicas,
@@ -26,7 +26,7 @@ func TestOrchestrationSurvivesSIGKILL(t *testing.T) {
 	live := s.expectSucceeded(s.provisionMany("up", n), 8*time.Minute)
 
 	before := map[string]int64{}
-	var rts runtime.RuntimeList
+	var rts infrastructuremanager.RuntimeList
 	if err := s.kc.List(ctx, &rts, client.InNamespace(kcpNS)); err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestOrchestrationSurvivesSIGKILL(t *testing.T) {
 	}
 	for _, rt := range rts.Items {
 		if rt.Spec.Kyma.Version != version || rt.Generation != before[rt.Name]+1 ||
-			rt.Status.ObservedGeneration != rt.Generation || rt.Status.State != runtime.StateReady {
+			rt.Status.ObservedGeneration != rt.Generation || rt.Status.State != infrastructuremanager.StateReady {
 			t.Errorf("Runtime %s: kyma %q, generation %d (was %d), status %+v", rt.Name, rt.Spec.Kyma.Version,
 				rt.Generation, before[rt.Name], rt.Status)
 		}

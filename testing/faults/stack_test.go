@@ -29,12 +29,13 @@ import (
 
 	"github.com/kyma-keb/keb/internal/app"
 	"github.com/kyma-keb/keb/internal/auth"
+	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/infrasim"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/pgserver"
 	"github.com/kyma-keb/keb/internal/process"
-	"github.com/kyma-keb/keb/internal/runtime"
 	"github.com/kyma-keb/keb/testing/k8stest"
 )
 
@@ -463,7 +464,7 @@ func (s *stack) checkInvariants(live map[string]string) {
 	for _, ga := range live {
 		liveTenants[ga] = true
 	}
-	var rts runtime.RuntimeList
+	var rts infrastructuremanager.RuntimeList
 	if err := s.kc.List(ctx, &rts, client.InNamespace(kcpNS)); err != nil {
 		s.t.Fatal(err)
 	}
@@ -490,7 +491,7 @@ func (s *stack) checkInvariants(live map[string]string) {
 	}
 	runtimesLive := map[string]bool{}
 	for _, rt := range rts.Items {
-		runtimesLive[rt.Labels[runtime.LabelRuntimeID]] = true
+		runtimesLive[rt.Labels[controlplane.LabelRuntimeID]] = true
 	}
 	for _, sec := range secrets.Items {
 		if strings.HasPrefix(sec.Name, "overrides-") && !runtimesLive[strings.TrimPrefix(sec.Name, "overrides-")] {

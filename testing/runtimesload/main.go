@@ -35,7 +35,7 @@ import (
 	"github.com/kyma-keb/keb/internal/auth"
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/devstack"
-	"github.com/kyma-keb/keb/internal/runtimes"
+	"github.com/kyma-keb/keb/internal/runtimelisting"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -414,7 +414,7 @@ func explainPage(ctx context.Context, dbURL, filter string) error {
 		if err != nil {
 			return fmt.Errorf("-explain %q: %w", filter, err)
 		}
-		if q, err = runtimes.ParseQuery(v); err != nil {
+		if q, err = runtimelisting.ParseQuery(v); err != nil {
 			return fmt.Errorf("-explain %q: %w", filter, err)
 		}
 	default:

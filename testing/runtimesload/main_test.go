@@ -72,7 +72,7 @@ func TestLoadIsConsistent(t *testing.T) {
 	store := storage.NewStore(pool, nil, nil)
 	total := 0
 	for _, state := range storage.RuntimeStates {
-		p, err := store.Runtimes(ctx, storage.RuntimeQuery{States: []string{state}, PageSize: 100})
+		p, err := store.Runtimes(ctx, storage.RuntimeQuery{States: []storage.RuntimeState{state}, PageSize: 100})
 		if err != nil {
 			t.Fatal(err)
 		}

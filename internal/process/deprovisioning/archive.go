@@ -45,7 +45,7 @@ func (s *Archive) Run(ctx context.Context, op *process.Operation) (process.StepR
 	}
 	op.Describe("Archiving and removing the instance")
 	i := op.Instance
-	provState := ""
+	var provState storage.OperationState
 	prov, err := s.Store.LastOperationOfType(ctx, op.InstanceID, storage.OperationTypeProvision)
 	switch {
 	case err == nil:

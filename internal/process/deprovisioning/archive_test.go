@@ -15,20 +15,20 @@ func TestArchive(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name       string
-		provState  string // the provisioning's state; "" with noProv
+		provState  storage.OperationState // the provisioning's state; "" with noProv
 		noProv     bool
 		provErr    error
 		archiveErr error
 		want       processtest.Outcome
-		wantState  string
+		wantState  storage.OperationState
 	}{
-		{name: "succeeded provisioning", provState: storage.StateSucceeded, want: processtest.Done, wantState: storage.StateSucceeded},
-		{name: "failed provisioning", provState: storage.StateFailed, want: processtest.Done, wantState: storage.StateFailed},
-		{name: "provisioning halted in progress", provState: storage.StateInProgress, want: processtest.Done, wantState: storage.StateInProgress},
+		{name: "succeeded provisioning", provState: storage.OperationSucceeded, want: processtest.Done, wantState: storage.OperationSucceeded},
+		{name: "failed provisioning", provState: storage.OperationFailed, want: processtest.Done, wantState: storage.OperationFailed},
+		{name: "provisioning halted in progress", provState: storage.OperationInProgress, want: processtest.Done, wantState: storage.OperationInProgress},
 		{name: "no provisioning found: archived without its state", noProv: true, want: processtest.Done, wantState: ""},
 		{name: "store unavailable reading the provisioning: temporary, nothing archived", provErr: errors.New("db down"), want: processtest.Temporary},
 		// The store's transaction rolled back: the step runs again.
-		{name: "archive and removal fail: temporary", provState: storage.StateSucceeded, archiveErr: errors.New("db down"), want: processtest.Temporary},
+		{name: "archive and removal fail: temporary", provState: storage.OperationSucceeded, archiveErr: errors.New("db down"), want: processtest.Temporary},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -86,7 +86,7 @@ func TestArchiveSuspension(t *testing.T) {
 			op.Temporary = true
 			store := &fakeStore{provErr: storeErr, archiveErr: storeErr,
 				provisioning: storage.Operation{ID: "prov-1", InstanceID: op.InstanceID,
-					Type: storage.OperationTypeProvision, State: storage.StateSucceeded}}
+					Type: storage.OperationTypeProvision, State: storage.OperationSucceeded}}
 			step := &deprovisioning.Archive{Store: store}
 			res, err := step.Run(t.Context(), op)
 			processtest.MustOutcome(t, "archive", processtest.Done, res, err)

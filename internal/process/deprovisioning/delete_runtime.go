@@ -8,10 +8,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/overrides"
 	"github.com/kyma-keb/keb/internal/process"
-	"github.com/kyma-keb/keb/internal/runtime"
 )
 
 // DeleteRuntime deletes the Runtime CR and waits until the infrastructure
@@ -42,7 +42,7 @@ func (s *DeleteRuntime) Run(ctx context.Context, op *process.Operation) (process
 		return process.Done()
 	}
 	op.Describe("Deleting the cluster %s", op.Data.ShootName)
-	rt := &runtime.Runtime{}
+	rt := &infrastructuremanager.Runtime{}
 	rt.Name, rt.Namespace = kyma.Name(op.Data.RuntimeID), s.Config.Namespace
 	gone, err := deleteAndCheck(ctx, s.KCP, rt)
 	if err != nil {

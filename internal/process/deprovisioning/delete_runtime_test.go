@@ -7,9 +7,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/process/deprovisioning"
 	"github.com/kyma-keb/keb/internal/process/processtest"
-	"github.com/kyma-keb/keb/internal/runtime"
 )
 
 func TestDeleteRuntime(t *testing.T) {
@@ -47,10 +47,10 @@ func TestDeleteRuntime(t *testing.T) {
 				op.Data.RuntimeID = runtimeID
 			}
 			op.Data.ShootName = "c-" + strings.ReplaceAll(runtimeID, "-", "")[:7]
-			rt := &runtime.Runtime{
+			rt := &infrastructuremanager.Runtime{
 				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.ToLower(runtimeID)},
-				Spec: runtime.RuntimeSpec{Shoot: runtime.RuntimeShoot{Name: op.Data.ShootName, Region: "westeurope",
-					Provider: runtime.RuntimeProvider{Type: "azure"}}},
+				Spec: infrastructuremanager.RuntimeSpec{Shoot: infrastructuremanager.RuntimeShoot{Name: op.Data.ShootName, Region: "westeurope",
+					Provider: infrastructuremanager.RuntimeProvider{Type: "azure"}}},
 			}
 			if tc.finalizer {
 				rt.Finalizers = []string{holdFinalizer}

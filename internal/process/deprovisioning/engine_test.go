@@ -37,7 +37,7 @@ func newEngineFixture(t *testing.T) *engineFixture {
 	store := storage.NewStore(pgtest.NewPool(t), nil, nil)
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	engine := process.NewEngine(store, map[string]process.Pipeline{
+	engine := process.NewEngine(store, map[storage.OperationType]process.Pipeline{
 		storage.OperationTypeDeprovision: deprovisioning.Pipeline(deprovisioning.Deps{Store: store}),
 	}, log)
 	return &engineFixture{t: t, ctx: ctx, store: store, engine: engine}
@@ -69,16 +69,16 @@ func (f *engineFixture) deprovisioning(instanceID string, temporary bool, finish
 		UserID: "jane.doe@example.com", ServiceID: "svc", PlanID: "plan-azure", PlanName: "azure",
 		PlatformRegion: "cf-eu20", Provider: "azure", ProviderRegion: "westeurope",
 	}, storage.Operation{ID: provID, InstanceID: instanceID, Type: storage.OperationTypeProvision,
-		State: storage.StateInProgress, Deadline: time.Now().Add(time.Hour)})
+		State: storage.OperationInProgress, Deadline: time.Now().Add(time.Hour)})
 	if err != nil {
 		f.t.Fatalf("CreateProvisioning: %v", err)
 	}
-	if ok, err := f.store.Finish(f.ctx, storage.Operation{ID: provID, State: storage.StateSucceeded,
+	if ok, err := f.store.Finish(f.ctx, storage.Operation{ID: provID, State: storage.OperationSucceeded,
 		Description: "provisioned", FinishedStages: []string{"initialization"}}); err != nil || !ok {
 		f.t.Fatalf("Finish(provisioning) = %v, %v", ok, err)
 	}
 	if _, created, err := f.store.CreateDeprovisioning(f.ctx, storage.Operation{ID: depID, InstanceID: instanceID,
-		Type: storage.OperationTypeDeprovision, State: storage.StateInProgress, Temporary: temporary,
+		Type: storage.OperationTypeDeprovision, State: storage.OperationInProgress, Temporary: temporary,
 		Deadline: time.Now().Add(time.Hour)}); err != nil || !created {
 		f.t.Fatalf("CreateDeprovisioning = %v, %v", created, err)
 	}
@@ -123,7 +123,7 @@ func TestArchiveAndRemoveInEngine(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Archived: %v", err)
 		}
-		if a.LastDeprovisioningID != opID || a.ProvisioningState != storage.StateSucceeded ||
+		if a.LastDeprovisioningID != opID || a.ProvisioningState != storage.OperationSucceeded ||
 			a.ShootName != "c-1234567" || a.GlobalAccountID != "ga-inst-new" {
 			t.Errorf("archive row %+v", a)
 		}

@@ -12,7 +12,7 @@ import (
 
 // provisioningReader finds what the instance's provisioning recorded.
 type provisioningReader interface {
-	LastOperationOfType(ctx context.Context, instanceID, opType string) (storage.Operation, error)
+	LastOperationOfType(ctx context.Context, instanceID string, opType storage.OperationType) (storage.Operation, error)
 }
 
 // Initialization gathers what the provisioning created (it may have been

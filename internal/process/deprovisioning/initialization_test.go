@@ -55,7 +55,7 @@ func TestInitialization(t *testing.T) {
 			store := &fakeStore{provErr: tc.provErr}
 			if !tc.noProv {
 				store.provisioning = storage.Operation{ID: "prov-1", InstanceID: op.InstanceID,
-					Type: storage.OperationTypeProvision, State: storage.StateSucceeded}
+					Type: storage.OperationTypeProvision, State: storage.OperationSucceeded}
 				if tc.prov != nil {
 					raw, _ := json.Marshal(tc.prov)
 					store.provisioning.Data = raw

@@ -57,7 +57,7 @@ type fakeStore struct {
 
 	provisioning storage.Operation
 	provErr      error // e.g. storage.ErrNotFound
-	opTypesAsked []string
+	opTypesAsked []storage.OperationType
 
 	others       int
 	countErr     error
@@ -71,7 +71,7 @@ type fakeStore struct {
 	removed   []string
 }
 
-func (s *fakeStore) LastOperationOfType(_ context.Context, instanceID, opType string) (storage.Operation, error) {
+func (s *fakeStore) LastOperationOfType(_ context.Context, instanceID string, opType storage.OperationType) (storage.Operation, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.opTypesAsked = append(s.opTypesAsked, opType)

@@ -33,10 +33,10 @@ type Store interface {
 
 // Deps are the parts the steps use.
 type Deps struct {
-	Config Config
-	Store  Store
-	KCP    client.Client
-	Pool   *hyperscaler.Pool
+	Config   Config
+	Store    Store
+	KCP      client.Client
+	Accounts *hyperscaler.AccountPool
 	// Runtimes is the replica's runtime client cache, which forgets a
 	// runtime once it is gone.
 	Runtimes clientForgetter
@@ -49,7 +49,7 @@ func Pipeline(d Deps) process.Pipeline {
 			&Initialization{Store: d.Store},
 			&DeleteKyma{KCP: d.KCP, Config: d.Config},
 			&DeleteRuntime{KCP: d.KCP, Config: d.Config, Runtimes: d.Runtimes},
-			&ReleaseHyperscalerSecret{Store: d.Store, Pool: d.Pool, SharedPlanIDs: d.Config.SharedPlanIDs},
+			&ReleaseHyperscalerSecret{Store: d.Store, Accounts: d.Accounts, SharedPlanIDs: d.Config.SharedPlanIDs},
 			&Archive{Store: d.Store},
 			&RemoveInstance{Store: d.Store},
 		},

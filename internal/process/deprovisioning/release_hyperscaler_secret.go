@@ -25,8 +25,8 @@ type accountReleaser interface {
 // account of a suspension: the suspended instance still belongs to the tenant
 // and its resumed runtime goes back to the same account.
 type ReleaseHyperscalerSecret struct {
-	Store tenantCounter
-	Pool  accountReleaser
+	Store    tenantCounter
+	Accounts accountReleaser
 	// SharedPlanIDs are plans on shared accounts: their instances never
 	// keep a tenant's dedicated account.
 	SharedPlanIDs []string
@@ -68,7 +68,7 @@ func (s *ReleaseHyperscalerSecret) Run(ctx context.Context, op *process.Operatio
 		return process.Done() // still used by the tenant's other runtimes
 	}
 	// Idempotent, and a no-op for a tenant that holds no account.
-	if err := s.Pool.MarkDirty(ctx, hsType, op.Instance.GlobalAccountID); err != nil {
+	if err := s.Accounts.MarkDirty(ctx, hsType, op.Instance.GlobalAccountID); err != nil {
 		return process.StepResult{}, fmt.Errorf("releasing hyperscaler account: %w", err)
 	}
 	return process.Done()

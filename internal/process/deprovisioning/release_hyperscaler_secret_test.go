@@ -20,7 +20,7 @@ type poolSecret struct {
 	shared, dirty     bool
 }
 
-func newPool(t *testing.T, tenant string, secrets ...poolSecret) (*hyperscaler.Pool, string) {
+func newPool(t *testing.T, tenant string, secrets ...poolSecret) (*hyperscaler.AccountPool, string) {
 	t.Helper()
 	c := kcpClient(t)
 	ns := newNamespace(t)
@@ -42,7 +42,7 @@ func newPool(t *testing.T, tenant string, secrets ...poolSecret) (*hyperscaler.P
 			t.Fatalf("creating pool secret %s: %v", s.name, err)
 		}
 	}
-	return hyperscaler.NewPool(c, ns, nil), ns
+	return hyperscaler.NewAccountPool(c, ns, nil), ns
 }
 
 // dirtyLabels returns each pool Secret's dirty label.
@@ -115,7 +115,7 @@ func TestReleaseHyperscalerSecret(t *testing.T) {
 			op.Temporary = tc.temporary
 			p, ns := newPool(t, op.Instance.GlobalAccountID, pool...)
 			store := &fakeStore{others: tc.others, countErr: tc.countErr}
-			step := &deprovisioning.ReleaseHyperscalerSecret{Store: store, Pool: p}
+			step := &deprovisioning.ReleaseHyperscalerSecret{Store: store, Accounts: p}
 			res, err := step.Run(t.Context(), op)
 			processtest.MustOutcome(t, "release_hyperscaler_secret", tc.want, res, err)
 

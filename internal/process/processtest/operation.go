@@ -47,13 +47,13 @@ func Instance(t testing.TB, planID string) storage.Instance {
 
 // Operation returns an in-progress operation of type opType on inst, with a fresh ID. The
 // engine's clock is not set: step tests call Run directly.
-func Operation(opType string, inst storage.Instance) *process.Operation {
+func Operation(opType storage.OperationType, inst storage.Instance) *process.Operation {
 	return &process.Operation{
 		Operation: storage.Operation{
 			ID:         uuid.NewString(),
 			InstanceID: inst.InstanceID,
 			Type:       opType,
-			State:      storage.StateInProgress,
+			State:      storage.OperationInProgress,
 		},
 		Instance: inst,
 	}

@@ -7,13 +7,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/process/processtest"
 	"github.com/kyma-keb/keb/internal/process/provisioning"
 )
 
-// The Kyma CR always goes to kcp-system (kyma.Namespace), whatever Config.Namespace says, so
+// The Kyma CR always goes to kcp-system (controlplane.Namespace), whatever Config.Namespace says, so
 // these tests read it there; each runtime ID is unique, so parallel tests do not collide.
 
 func TestApplyKyma(t *testing.T) {
@@ -48,7 +49,7 @@ func TestApplyKyma(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			ensureNamespace(t, kyma.Namespace)
+			ensureNamespace(t, controlplane.Namespace)
 			c := kcpClient(t)
 			op := initializedOp(t, catalog.AzurePlanID, tc.params, process.Data{Provider: "azure", Region: "westeurope"})
 			step := &provisioning.ApplyKyma{KCP: c, Catalog: processtest.Catalog(t), Config: testConfig(newNamespace(t))}
@@ -59,7 +60,7 @@ func TestApplyKyma(t *testing.T) {
 			}
 			k := &kyma.Kyma{}
 			name := strings.ToLower(op.Data.RuntimeID)
-			if err := c.Get(t.Context(), client.ObjectKey{Namespace: kyma.Namespace, Name: name}, k); err != nil {
+			if err := c.Get(t.Context(), client.ObjectKey{Namespace: controlplane.Namespace, Name: name}, k); err != nil {
 				t.Fatalf("reading Kyma CR: %v", err)
 			}
 			i := op.Instance
@@ -102,7 +103,7 @@ func TestApplyKymaIsIdempotent(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			ensureNamespace(t, kyma.Namespace)
+			ensureNamespace(t, controlplane.Namespace)
 			c := kcpClient(t)
 			op := initializedOp(t, catalog.AWSPlanID, tc.params, process.Data{Provider: "aws", Region: "eu-central-1"})
 			step := &provisioning.ApplyKyma{KCP: c, Catalog: processtest.Catalog(t), Config: testConfig(newNamespace(t))}
@@ -111,8 +112,8 @@ func TestApplyKymaIsIdempotent(t *testing.T) {
 				res, err := step.Run(t.Context(), op)
 				processtest.MustOutcome(t, "apply_kyma", processtest.Done, res, err)
 				list := &kyma.KymaList{}
-				if err := c.List(t.Context(), list, client.InNamespace(kyma.Namespace),
-					client.MatchingLabels{kyma.LabelInstanceID: op.InstanceID}); err != nil {
+				if err := c.List(t.Context(), list, client.InNamespace(controlplane.Namespace),
+					client.MatchingLabels{controlplane.LabelInstanceID: op.InstanceID}); err != nil {
 					t.Fatal(err)
 				}
 				if len(list.Items) != 1 {

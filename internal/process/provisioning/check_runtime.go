@@ -9,9 +9,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process"
-	"github.com/kyma-keb/keb/internal/runtime"
 )
 
 // CheckRuntime waits until the infrastructure manager reports the cluster
@@ -30,7 +30,7 @@ func (s *CheckRuntime) Timeout() time.Duration { return s.Config.RuntimeTimeout 
 
 // Run implements process.Step.
 func (s *CheckRuntime) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
-	rt := &runtime.Runtime{}
+	rt := &infrastructuremanager.Runtime{}
 	err := s.KCP.Get(ctx, client.ObjectKey{Namespace: s.Config.Namespace, Name: kyma.Name(op.Data.RuntimeID)}, rt)
 	if apierrors.IsNotFound(err) {
 		return process.Fail("the Runtime CR of runtime %s disappeared before the cluster was ready", op.Data.RuntimeID)
@@ -39,9 +39,9 @@ func (s *CheckRuntime) Run(ctx context.Context, op *process.Operation) (process.
 		return process.StepResult{}, fmt.Errorf("reading Runtime CR: %w", err)
 	}
 	switch rt.Status.State {
-	case runtime.StateFailed:
+	case infrastructuremanager.StateFailed:
 		return process.Fail("the infrastructure manager could not create the cluster: %s", rt.Status.Message)
-	case runtime.StateReady:
+	case infrastructuremanager.StateReady:
 	default:
 		state := rt.Status.State
 		if state == "" {
@@ -54,7 +54,7 @@ func (s *CheckRuntime) Run(ctx context.Context, op *process.Operation) (process.
 		return process.RetryAfter(s.Config.RuntimePoll)
 	}
 	secret := &corev1.Secret{}
-	err = s.KCP.Get(ctx, client.ObjectKey{Namespace: s.Config.Namespace, Name: runtime.KubeconfigSecretName(op.Data.RuntimeID)}, secret)
+	err = s.KCP.Get(ctx, client.ObjectKey{Namespace: s.Config.Namespace, Name: infrastructuremanager.KubeconfigSecretName(op.Data.RuntimeID)}, secret)
 	if apierrors.IsNotFound(err) {
 		op.Describe("Waiting for the kubeconfig of cluster %s", op.Data.ShootName)
 		return process.RetryAfter(s.Config.RuntimePoll)

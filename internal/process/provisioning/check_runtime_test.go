@@ -9,22 +9,23 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/controlplane"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/process/processtest"
 	"github.com/kyma-keb/keb/internal/process/provisioning"
-	"github.com/kyma-keb/keb/internal/runtime"
 )
 
 // createRuntimeCR creates the operation's Runtime CR in ns with the given status, as the
 // infrastructure manager would report it.
-func createRuntimeCR(t *testing.T, ns string, op *process.Operation, state, message string) {
+func createRuntimeCR(t *testing.T, ns string, op *process.Operation, state infrastructuremanager.State, message string) {
 	t.Helper()
 	c := kcpClient(t)
-	rt := &runtime.Runtime{
+	rt := &infrastructuremanager.Runtime{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.ToLower(op.Data.RuntimeID),
-			Labels: map[string]string{runtime.LabelRuntimeID: op.Data.RuntimeID}},
-		Spec: runtime.RuntimeSpec{Shoot: runtime.RuntimeShoot{Name: op.Data.ShootName, Region: "eastus",
-			Provider: runtime.RuntimeProvider{Type: "azure"}}},
+			Labels: map[string]string{controlplane.LabelRuntimeID: op.Data.RuntimeID}},
+		Spec: infrastructuremanager.RuntimeSpec{Shoot: infrastructuremanager.RuntimeShoot{Name: op.Data.ShootName, Region: "eastus",
+			Provider: infrastructuremanager.RuntimeProvider{Type: "azure"}}},
 	}
 	if err := c.Create(t.Context(), rt); err != nil {
 		t.Fatalf("creating Runtime CR: %v", err)
@@ -32,7 +33,7 @@ func createRuntimeCR(t *testing.T, ns string, op *process.Operation, state, mess
 	if state == "" && message == "" {
 		return
 	}
-	rt.Status = runtime.RuntimeStatus{State: state, Message: message}
+	rt.Status = infrastructuremanager.RuntimeStatus{State: state, Message: message}
 	if err := c.Status().Update(t.Context(), rt); err != nil {
 		t.Fatalf("setting Runtime status %s: %v", state, err)
 	}
@@ -41,8 +42,8 @@ func createRuntimeCR(t *testing.T, ns string, op *process.Operation, state, mess
 func createKubeconfigSecret(t *testing.T, ns, runtimeID string) {
 	t.Helper()
 	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: runtime.KubeconfigSecretName(runtimeID)},
-		Data:       map[string][]byte{runtime.KubeconfigKey: []byte("apiVersion: v1\nkind: Config\n")},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: infrastructuremanager.KubeconfigSecretName(runtimeID)},
+		Data:       map[string][]byte{infrastructuremanager.KubeconfigKey: []byte("apiVersion: v1\nkind: Config\n")},
 	}
 	if err := kcpClient(t).Create(t.Context(), s); err != nil {
 		t.Fatalf("creating kubeconfig Secret: %v", err)
@@ -54,7 +55,7 @@ func TestCheckRuntime(t *testing.T) {
 	tests := []struct {
 		name       string
 		noCR       bool
-		state      string
+		state      infrastructuremanager.State
 		message    string
 		kubeconfig bool
 		want       processtest.Outcome
@@ -62,17 +63,17 @@ func TestCheckRuntime(t *testing.T) {
 		wantText []string
 	}{
 		{name: "not yet picked up: waits", want: processtest.Retry, wantText: []string{"Waiting"}},
-		{name: "Pending: waits, naming the state", state: runtime.StatePending, want: processtest.Retry,
+		{name: "Pending: waits, naming the state", state: infrastructuremanager.StatePending, want: processtest.Retry,
 			wantText: []string{"Pending"}},
-		{name: "Pending with a message: waits, showing it", state: runtime.StatePending, message: "creating control plane",
+		{name: "Pending with a message: waits, showing it", state: infrastructuremanager.StatePending, message: "creating control plane",
 			want: processtest.Retry, wantText: []string{"Pending", "creating control plane"}},
-		{name: "Failed: fails with the infrastructure's message", state: runtime.StateFailed,
+		{name: "Failed: fails with the infrastructure's message", state: infrastructuremanager.StateFailed,
 			message: "quota exceeded for Standard_D4s_v5 in westeurope", want: processtest.Failure,
 			wantText: []string{"quota exceeded for Standard_D4s_v5 in westeurope"}},
-		{name: "Ready without kubeconfig Secret: waits for the kubeconfig", state: runtime.StateReady, want: processtest.Retry,
+		{name: "Ready without kubeconfig Secret: waits for the kubeconfig", state: infrastructuremanager.StateReady, want: processtest.Retry,
 			wantText: []string{"kubeconfig"}},
-		{name: "Ready with kubeconfig Secret: done", state: runtime.StateReady, kubeconfig: true, want: processtest.Done},
-		{name: "kubeconfig Secret before Ready: still waits", state: runtime.StatePending, kubeconfig: true, want: processtest.Retry,
+		{name: "Ready with kubeconfig Secret: done", state: infrastructuremanager.StateReady, kubeconfig: true, want: processtest.Done},
+		{name: "kubeconfig Secret before Ready: still waits", state: infrastructuremanager.StatePending, kubeconfig: true, want: processtest.Retry,
 			wantText: []string{"Pending"}},
 		{name: "Runtime CR missing: fails for good", noCR: true, want: processtest.Failure, wantText: []string{"Runtime CR"}},
 	}
@@ -102,7 +103,7 @@ func TestCheckRuntime(t *testing.T) {
 				}
 			case processtest.Failure:
 				want := append([]string{op.Data.RuntimeID}, tc.wantText...)
-				if tc.state == runtime.StateFailed {
+				if tc.state == infrastructuremanager.StateFailed {
 					want = tc.wantText
 				}
 				if m := processtest.MissingFrom(res.Failure.Error(), want...); m != "" {

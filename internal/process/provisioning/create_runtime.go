@@ -9,9 +9,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/kyma-keb/keb/internal/controlplane"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process"
-	"github.com/kyma-keb/keb/internal/runtime"
 )
 
 // CreateRuntime asks the infrastructure manager for the cluster: a Runtime CR
@@ -37,18 +38,18 @@ func (s *CreateRuntime) Run(ctx context.Context, op *process.Operation) (process
 	if len(admins) == 0 {
 		admins = []string{op.Instance.UserID}
 	}
-	rt := &runtime.Runtime{ObjectMeta: metav1.ObjectMeta{Name: kyma.Name(d.RuntimeID), Namespace: s.Config.Namespace}}
+	rt := &infrastructuremanager.Runtime{ObjectMeta: metav1.ObjectMeta{Name: kyma.Name(d.RuntimeID), Namespace: s.Config.Namespace}}
 	_, err = controllerutil.CreateOrUpdate(ctx, s.KCP, rt, func() error {
 		rt.Labels = mergeLabels(rt.Labels, Labels(op))
-		rt.Spec = runtime.RuntimeSpec{
-			Shoot: runtime.RuntimeShoot{
+		rt.Spec = infrastructuremanager.RuntimeSpec{
+			Shoot: infrastructuremanager.RuntimeShoot{
 				Name:              d.ShootName,
 				PlatformRegion:    op.Instance.PlatformRegion,
 				Region:            d.ProviderRegion,
 				SecretBindingName: d.HyperscalerSecret,
-				Provider: runtime.RuntimeProvider{
+				Provider: infrastructuremanager.RuntimeProvider{
 					Type: d.Provider,
-					Workers: []runtime.Worker{{
+					Workers: []infrastructuremanager.Worker{{
 						Name:        "cpu-worker-0",
 						MachineType: d.MachineType,
 						Minimum:     d.AutoScalerMin,
@@ -57,8 +58,8 @@ func (s *CreateRuntime) Run(ctx context.Context, op *process.Operation) (process
 					}},
 				},
 			},
-			Security: runtime.RuntimeSecurity{Administrators: admins},
-			Kyma: runtime.RuntimeKyma{
+			Security: infrastructuremanager.RuntimeSecurity{Administrators: admins},
+			Kyma: infrastructuremanager.RuntimeKyma{
 				Version:            d.KymaVersion,
 				Components:         d.Components,
 				OverridesSecretRef: d.OverridesSecret,
@@ -76,16 +77,16 @@ func (s *CreateRuntime) Run(ctx context.Context, op *process.Operation) (process
 func Labels(op *process.Operation) map[string]string {
 	i := op.Instance
 	return map[string]string{
-		LabelInstanceID:                      i.InstanceID,
-		runtime.LabelRuntimeID:               op.Data.RuntimeID,
-		"kyma-project.io/global-account-id":  i.GlobalAccountID,
-		"kyma-project.io/subaccount-id":      i.SubAccountID,
-		"kyma-project.io/broker-plan-id":     i.PlanID,
-		"kyma-project.io/broker-plan-name":   i.PlanName,
-		"kyma-project.io/region":             op.Data.Region,
-		"kyma-project.io/platform-region":    i.PlatformRegion,
-		"kyma-project.io/shoot-name":         op.Data.ShootName,
-		"operator.kyma-project.io/kyma-name": kyma.Name(op.Data.RuntimeID),
+		controlplane.LabelInstanceID:      i.InstanceID,
+		controlplane.LabelRuntimeID:       op.Data.RuntimeID,
+		controlplane.LabelGlobalAccountID: i.GlobalAccountID,
+		controlplane.LabelSubAccountID:    i.SubAccountID,
+		controlplane.LabelPlanID:          i.PlanID,
+		controlplane.LabelPlanName:        i.PlanName,
+		controlplane.LabelRegion:          op.Data.Region,
+		controlplane.LabelPlatformRegion:  i.PlatformRegion,
+		controlplane.LabelShootName:       op.Data.ShootName,
+		controlplane.LabelKymaName:        kyma.Name(op.Data.RuntimeID),
 	}
 }
 

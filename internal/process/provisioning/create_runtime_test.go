@@ -8,11 +8,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/overrides"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/process/processtest"
 	"github.com/kyma-keb/keb/internal/process/provisioning"
-	"github.com/kyma-keb/keb/internal/runtime"
 )
 
 // initializedOp is an operation as the steps before create_runtime leave it.
@@ -91,7 +91,7 @@ func TestCreateRuntime(t *testing.T) {
 				t.Error("no description set")
 			}
 
-			rt := &runtime.Runtime{}
+			rt := &infrastructuremanager.Runtime{}
 			name := strings.ToLower(d.RuntimeID)
 			if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, rt); err != nil {
 				t.Fatalf("reading Runtime CR %s/%s: %v", ns, name, err)
@@ -114,17 +114,17 @@ func TestCreateRuntime(t *testing.T) {
 					t.Errorf("label %s = %q, want %q", k, rt.Labels[k], v)
 				}
 			}
-			want := runtime.RuntimeSpec{
-				Shoot: runtime.RuntimeShoot{
+			want := infrastructuremanager.RuntimeSpec{
+				Shoot: infrastructuremanager.RuntimeShoot{
 					Name: d.ShootName, PlatformRegion: i.PlatformRegion, Region: d.ProviderRegion,
 					SecretBindingName: d.HyperscalerSecret,
-					Provider: runtime.RuntimeProvider{Type: d.Provider, Workers: []runtime.Worker{{
+					Provider: infrastructuremanager.RuntimeProvider{Type: d.Provider, Workers: []infrastructuremanager.Worker{{
 						Name: "cpu-worker-0", MachineType: d.MachineType, Minimum: d.AutoScalerMin,
 						Maximum: d.AutoScalerMax, Zones: tc.wantZones,
 					}}},
 				},
-				Security: runtime.RuntimeSecurity{Administrators: tc.wantAdmins},
-				Kyma: runtime.RuntimeKyma{Version: d.KymaVersion, Components: d.Components,
+				Security: infrastructuremanager.RuntimeSecurity{Administrators: tc.wantAdmins},
+				Kyma: infrastructuremanager.RuntimeKyma{Version: d.KymaVersion, Components: d.Components,
 					OverridesSecretRef: d.OverridesSecret},
 			}
 			if g, w := processtest.MustJSON(t, rt.Spec), processtest.MustJSON(t, want); g != w {
@@ -151,11 +151,11 @@ func TestCreateRuntimeIsIdempotent(t *testing.T) {
 			op := initializedOp(t, catalog.AzurePlanID, "", process.Data{Provider: "azure", Region: "eastus",
 				ProviderRegion: "eastus", MachineType: "Standard_D2s_v5", AutoScalerMin: 3, AutoScalerMax: 20, ZonesCount: 3})
 			step := &provisioning.CreateRuntime{KCP: c, Config: testConfig(ns)}
-			var first runtime.Runtime
+			var first infrastructuremanager.Runtime
 			for run := range tc.runs {
 				res, err := step.Run(t.Context(), op)
 				processtest.MustOutcome(t, "create_runtime", processtest.Done, res, err)
-				list := &runtime.RuntimeList{}
+				list := &infrastructuremanager.RuntimeList{}
 				if err := c.List(t.Context(), list, client.InNamespace(ns)); err != nil {
 					t.Fatal(err)
 				}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/process/processtest"
@@ -29,9 +30,9 @@ func pinKymaVersion(t *testing.T, globalAccountID, version string) {
 	t.Helper()
 	c := kcpClient(t)
 	ctx := t.Context()
-	ensureNamespace(t, kyma.Namespace)
+	ensureNamespace(t, controlplane.Namespace)
 	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: kyma.Namespace, Name: kyma.VersionsConfigMap},
+		ObjectMeta: metav1.ObjectMeta{Namespace: controlplane.Namespace, Name: kyma.VersionsConfigMap},
 		Data:       map[string]string{globalAccountID: version},
 	}
 	err := c.Create(ctx, cm)

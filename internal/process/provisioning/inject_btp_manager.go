@@ -12,7 +12,7 @@ import (
 	"github.com/kyma-keb/keb/internal/btpmanager"
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/process"
-	"github.com/kyma-keb/keb/internal/runtime"
+	"github.com/kyma-keb/keb/internal/runtimeclient"
 )
 
 // runtimeClients gives a client for a provisioned runtime.
@@ -50,7 +50,7 @@ func (s *InjectBTPManager) Run(ctx context.Context, op *process.Operation) (proc
 	}
 	op.Describe("Setting up the SAP BTP service operator in the runtime")
 	c, err := s.Runtimes.Client(ctx, op.Data.RuntimeID)
-	if errors.Is(err, runtime.ErrKubeconfigNotFound) {
+	if errors.Is(err, runtimeclient.ErrKubeconfigNotFound) {
 		op.Describe("Waiting for the kubeconfig of cluster %s", op.Data.ShootName)
 		return process.RetryAfter(s.Config.BTPManagerPoll)
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/process/processtest"
 	"github.com/kyma-keb/keb/internal/process/provisioning"
-	"github.com/kyma-keb/keb/internal/runtime"
+	"github.com/kyma-keb/keb/internal/runtimeclient"
 	"github.com/kyma-keb/keb/testing/k8stest"
 )
 
@@ -41,7 +41,7 @@ func TestInjectBTPManagerWithoutRuntime(t *testing.T) {
 			wantDesc: []string{"Skipped", "sm_operator_credentials"}, wantCalls: 0},
 		{name: "unreadable stored credentials: fails for good", credentials: []byte("{not json"), want: processtest.Failure, wantCalls: 0},
 		{name: "runtime kubeconfig missing: waits for it",
-			clientErr: fmt.Errorf("secret kcp-system/kubeconfig-x: %w", runtime.ErrKubeconfigNotFound),
+			clientErr: fmt.Errorf("secret kcp-system/kubeconfig-x: %w", runtimeclient.ErrKubeconfigNotFound),
 			want:      processtest.Retry, wantDesc: []string{"kubeconfig"}, wantCalls: 1},
 		{name: "runtime unreachable: temporary error", clientErr: errors.New("dial tcp: connection refused"),
 			want: processtest.Temporary, wantCalls: 1},

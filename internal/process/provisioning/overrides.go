@@ -7,9 +7,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/overrides"
 	"github.com/kyma-keb/keb/internal/process"
-	"github.com/kyma-keb/keb/internal/runtime"
 )
 
 // Overrides resolves the labelled override ConfigMaps and Secrets for the
@@ -33,13 +33,10 @@ func (s *Overrides) Run(ctx context.Context, op *process.Operation) (process.Ste
 		return process.StepResult{}, fmt.Errorf("resolving overrides: %w", err)
 	}
 	name := overrides.SecretName(op.Data.RuntimeID)
-	labels := map[string]string{runtime.LabelRuntimeID: op.Data.RuntimeID, LabelInstanceID: op.InstanceID}
+	labels := map[string]string{controlplane.LabelRuntimeID: op.Data.RuntimeID, controlplane.LabelInstanceID: op.InstanceID}
 	if err := overrides.Store(ctx, s.KCP, s.Config.Namespace, name, labels, ov); err != nil {
 		return process.StepResult{}, fmt.Errorf("storing overrides: %w", err)
 	}
 	op.Data.OverridesSecret = name
 	return process.Done()
 }
-
-// LabelInstanceID marks control-plane objects with the instance they belong to.
-const LabelInstanceID = "kyma-project.io/instance-id"

@@ -9,10 +9,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/overrides"
 	"github.com/kyma-keb/keb/internal/process/processtest"
 	"github.com/kyma-keb/keb/internal/process/provisioning"
-	"github.com/kyma-keb/keb/internal/runtime"
 )
 
 // overrideSource is a ConfigMap or Secret an operator keeps in the control plane.
@@ -106,7 +106,7 @@ func TestOverrides(t *testing.T) {
 				if g, w := processtest.MustJSON(t, got), processtest.MustJSON(t, tc.want); g != w {
 					t.Errorf("run %d: stored overrides\n got %s\nwant %s", run, g, w)
 				}
-				if s.Labels[runtime.LabelRuntimeID] != op.Data.RuntimeID || s.Labels[provisioning.LabelInstanceID] != op.InstanceID {
+				if s.Labels[controlplane.LabelRuntimeID] != op.Data.RuntimeID || s.Labels[controlplane.LabelInstanceID] != op.InstanceID {
 					t.Errorf("run %d: stored overrides labels %v lack runtime %s / instance %s", run, s.Labels, op.Data.RuntimeID, op.InstanceID)
 				}
 				if s.Type != corev1.SecretTypeOpaque {
@@ -118,7 +118,7 @@ func TestOverrides(t *testing.T) {
 			}
 			list := &corev1.SecretList{}
 			if err := kcpClient(t).List(t.Context(), list, client.InNamespace(ns),
-				client.MatchingLabels{runtime.LabelRuntimeID: op.Data.RuntimeID}); err != nil {
+				client.MatchingLabels{controlplane.LabelRuntimeID: op.Data.RuntimeID}); err != nil {
 				t.Fatal(err)
 			}
 			if len(list.Items) != 1 {

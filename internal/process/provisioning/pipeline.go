@@ -12,7 +12,7 @@ import (
 	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/maintenance"
 	"github.com/kyma-keb/keb/internal/process"
-	"github.com/kyma-keb/keb/internal/runtime"
+	"github.com/kyma-keb/keb/internal/runtimeclient"
 )
 
 // Config holds the settings the provisioning steps read.
@@ -41,8 +41,8 @@ type Deps struct {
 	Store    runtimeIdentityStore
 	Finisher provisionedStore
 	KCP      client.Client
-	Pool     *hyperscaler.Pool
-	Runtimes *runtime.ClientCache
+	Accounts *hyperscaler.AccountPool
+	Runtimes *runtimeclient.Cache
 }
 
 // Pipeline returns the provisioning pipeline.
@@ -50,7 +50,7 @@ func Pipeline(d Deps) process.Pipeline {
 	return process.Pipeline{
 		Steps: []process.Step{
 			&Initialization{Catalog: d.Catalog, Store: d.Store, KCP: d.KCP, Config: d.Config},
-			&ResolveHyperscalerSecret{Catalog: d.Catalog, Pool: d.Pool, Config: d.Config},
+			&ResolveHyperscalerSecret{Catalog: d.Catalog, Accounts: d.Accounts, Config: d.Config},
 			&Overrides{Catalog: d.Catalog, KCP: d.KCP, Config: d.Config},
 			&Components{Catalog: d.Catalog},
 			&CreateRuntime{KCP: d.KCP, Config: d.Config},

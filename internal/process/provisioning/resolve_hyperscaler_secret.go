@@ -20,9 +20,9 @@ type accountPool interface {
 // in: the tenant's own (claimed on first use), or a shared one for plans on
 // shared pools.
 type ResolveHyperscalerSecret struct {
-	Catalog *catalog.Catalog
-	Pool    accountPool
-	Config  Config
+	Catalog  *catalog.Catalog
+	Accounts accountPool
+	Config   Config
 }
 
 // Name implements process.Step.
@@ -41,9 +41,9 @@ func (s *ResolveHyperscalerSecret) Run(ctx context.Context, op *process.Operatio
 	op.Describe("Choosing the %s hyperscaler account for the runtime", hsType)
 	var acc hyperscaler.Account
 	if plan.SharedPool {
-		acc, err = s.Pool.ClaimShared(ctx, hsType)
+		acc, err = s.Accounts.ClaimShared(ctx, hsType)
 	} else {
-		acc, err = s.Pool.Claim(ctx, hsType, op.Instance.GlobalAccountID)
+		acc, err = s.Accounts.Claim(ctx, hsType, op.Instance.GlobalAccountID)
 	}
 	if errors.Is(err, hyperscaler.ErrNoAccount) {
 		op.Describe("Waiting for a free %s hyperscaler account: none is available in the account pool", hsType)

@@ -22,7 +22,7 @@ type poolSecret struct {
 }
 
 // newPool creates a namespace holding the pool's Secrets and a real pool over it.
-func newPool(t *testing.T, tenant string, secrets ...poolSecret) (*hyperscaler.Pool, string) {
+func newPool(t *testing.T, tenant string, secrets ...poolSecret) (*hyperscaler.AccountPool, string) {
 	t.Helper()
 	c := kcpClient(t)
 	ns := newNamespace(t)
@@ -47,7 +47,7 @@ func newPool(t *testing.T, tenant string, secrets ...poolSecret) (*hyperscaler.P
 			t.Fatalf("creating pool secret %s: %v", s.name, err)
 		}
 	}
-	return hyperscaler.NewPool(c, ns, nil), ns
+	return hyperscaler.NewAccountPool(c, ns, nil), ns
 }
 
 // poolTenants returns each pool Secret's tenant-name label.
@@ -140,7 +140,7 @@ func TestResolveHyperscalerSecret(t *testing.T) {
 			pool, ns := newPool(t, op.Instance.GlobalAccountID, tc.pool...)
 			before := poolTenants(t, ns)
 			cfg := testConfig(ns)
-			step := &provisioning.ResolveHyperscalerSecret{Catalog: processtest.Catalog(t), Pool: pool, Config: cfg}
+			step := &provisioning.ResolveHyperscalerSecret{Catalog: processtest.Catalog(t), Accounts: pool, Config: cfg}
 			res, err := step.Run(t.Context(), op)
 			processtest.MustOutcome(t, step.Name(), tc.want, res, err)
 			if tc.want == processtest.Retry && res.RetryAfter != cfg.AccountPoll {
@@ -189,7 +189,7 @@ func TestResolveHyperscalerSecretRerunKeepsTheAccount(t *testing.T) {
 			first := newOp(t, tc.planID, "")
 			first.Data.Provider = "azure"
 			pool, ns := newPool(t, first.Instance.GlobalAccountID, tc.pool...)
-			step := &provisioning.ResolveHyperscalerSecret{Catalog: processtest.Catalog(t), Pool: pool, Config: testConfig(ns)}
+			step := &provisioning.ResolveHyperscalerSecret{Catalog: processtest.Catalog(t), Accounts: pool, Config: testConfig(ns)}
 			res, err := step.Run(t.Context(), first)
 			processtest.MustOutcome(t, "first run", processtest.Done, res, err)
 			again := *first

@@ -21,7 +21,7 @@ type Config struct {
 	BTPManagerPoll    time.Duration
 }
 
-// runtimeClients gives a client for a provisioned runtime; *runtime.ClientCache
+// runtimeClients gives a client for a provisioned runtime; *runtimeclient.Cache
 // is one.
 type runtimeClients interface {
 	Client(ctx context.Context, runtimeID string) (client.Client, error)

@@ -14,7 +14,7 @@ import (
 	"github.com/kyma-keb/keb/internal/btpmanager"
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/process"
-	"github.com/kyma-keb/keb/internal/runtime"
+	"github.com/kyma-keb/keb/internal/runtimeclient"
 )
 
 // UpdateBTPManagerCredentials pushes the instance's (new) Service Manager
@@ -60,7 +60,7 @@ func (s *UpdateBTPManagerCredentials) Run(ctx context.Context, op *process.Opera
 
 	op.Describe("Updating the Service Manager credentials in the runtime")
 	c, err := s.Runtimes.Client(ctx, op.Instance.RuntimeID)
-	if errors.Is(err, runtime.ErrKubeconfigNotFound) {
+	if errors.Is(err, runtimeclient.ErrKubeconfigNotFound) {
 		op.Describe("Waiting for the kubeconfig of cluster %s", op.Instance.ShootName)
 		return process.RetryAfter(s.Config.BTPManagerPoll)
 	}

@@ -21,9 +21,11 @@ import (
 	"github.com/kyma-keb/keb/internal/app"
 	"github.com/kyma-keb/keb/internal/btpmanager"
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/controlplane"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/process/processtest"
 	"github.com/kyma-keb/keb/internal/process/update"
-	"github.com/kyma-keb/keb/internal/runtime"
+	"github.com/kyma-keb/keb/internal/runtimeclient"
 	"github.com/kyma-keb/keb/testing/k8stest"
 )
 
@@ -47,7 +49,7 @@ func TestUpdateBTPManagerCredentialsWithoutRuntime(t *testing.T) {
 		{name: "instance without a runtime ID: fails at once instead of waiting for a kubeconfig", noRuntimeID: true,
 			want: processtest.Failure},
 		{name: "runtime kubeconfig missing: waits for it",
-			clientErr: fmt.Errorf("secret kcp-system/kubeconfig-x: %w", runtime.ErrKubeconfigNotFound),
+			clientErr: fmt.Errorf("secret kcp-system/kubeconfig-x: %w", runtimeclient.ErrKubeconfigNotFound),
 			want:      processtest.Retry, wantDesc: []string{"kubeconfig"}, wantCalls: 1},
 		{name: "runtime unreachable: temporary error", clientErr: errors.New("dial tcp: connection refused"),
 			want: processtest.Temporary, wantCalls: 1},
@@ -334,7 +336,7 @@ func TestUpdateBTPManagerCredentialsInRuntime(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cache := runtime.NewClientCache(runtimeClient, s, runtime.Bounds{})
+		cache := runtimeclient.NewCache(runtimeClient, controlplane.Namespace, s, runtimeclient.Bounds{})
 		pipe := update.Pipeline(update.Deps{Config: cfg, Runtimes: cache})
 		step := pipe.Steps[0]
 		op := newOp(t, &credentials)
@@ -356,13 +358,13 @@ func TestUpdateBTPManagerCredentialsInRuntime(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctx := t.Context()
-		err = runtimeClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: runtime.Namespace}})
+		err = runtimeClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: controlplane.Namespace}})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
 		if err := runtimeClient.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: runtime.Namespace, Name: runtime.KubeconfigSecretName(op.Instance.RuntimeID)},
-			Data:       map[string][]byte{runtime.KubeconfigKey: kc},
+			ObjectMeta: metav1.ObjectMeta{Namespace: controlplane.Namespace, Name: infrastructuremanager.KubeconfigSecretName(op.Instance.RuntimeID)},
+			Data:       map[string][]byte{infrastructuremanager.KubeconfigKey: kc},
 		}); err != nil {
 			t.Fatalf("creating kubeconfig Secret: %v", err)
 		}

@@ -8,9 +8,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process"
-	"github.com/kyma-keb/keb/internal/runtime"
 )
 
 // AwaitRuntime waits until the infrastructure manager has applied the
@@ -35,7 +35,7 @@ func (s *AwaitRuntime) Run(ctx context.Context, op *process.Operation) (process.
 		op.Describe("Dry run: walked every step, changed nothing")
 		return process.Done()
 	}
-	rt := &runtime.Runtime{}
+	rt := &infrastructuremanager.Runtime{}
 	err := s.KCP.Get(ctx, client.ObjectKey{Namespace: s.Config.Namespace, Name: kyma.Name(op.Data.RuntimeID)}, rt)
 	if apierrors.IsNotFound(err) {
 		return process.Fail("the Runtime CR of runtime %s disappeared during the upgrade", op.Data.RuntimeID)
@@ -45,13 +45,13 @@ func (s *AwaitRuntime) Run(ctx context.Context, op *process.Operation) (process.
 	}
 	applied := rt.Status.ObservedGeneration >= u.Generation
 	switch {
-	case applied && rt.Status.State == runtime.StateReady:
+	case applied && rt.Status.State == infrastructuremanager.StateReady:
 		op.Describe("The infrastructure manager applied the upgrade of cluster %s", op.Data.ShootName)
 		return process.Done()
-	case applied && rt.Status.State == runtime.StateFailed:
+	case applied && rt.Status.State == infrastructuremanager.StateFailed:
 		return process.Fail("the infrastructure manager could not apply the upgrade: %s", rt.Status.Message)
 	}
-	if !applied && rt.Status.State != runtime.StatePending {
+	if !applied && rt.Status.State != infrastructuremanager.StatePending {
 		// The infrastructure manager has not noticed the change yet: it
 		// will within moments, and a roll-out it has not begun sends no
 		// event that reliably wakes this wait, so look again soon.

@@ -7,9 +7,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyma-keb/keb/internal/controlplane"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process"
-	"github.com/kyma-keb/keb/internal/runtime"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -34,7 +35,7 @@ func (s *Initialisation) Run(ctx context.Context, op *process.Operation) (proces
 		return process.Fail("the instance has no runtime to upgrade")
 	}
 	op.Data.RuntimeID, op.Data.ShootName = op.Instance.RuntimeID, op.Instance.ShootName
-	rt := &runtime.Runtime{}
+	rt := &infrastructuremanager.Runtime{}
 	err := s.KCP.Get(ctx, client.ObjectKey{Namespace: s.Config.Namespace, Name: kyma.Name(op.Instance.RuntimeID)}, rt)
 	if apierrors.IsNotFound(err) {
 		return process.Fail("the Runtime CR of runtime %s does not exist", op.Instance.RuntimeID)
@@ -50,7 +51,7 @@ func (s *Initialisation) Run(ctx context.Context, op *process.Operation) (proces
 	}
 	if op.Type == storage.OperationTypeUpgradeKyma {
 		k := &kyma.Kyma{}
-		err := s.KCP.Get(ctx, client.ObjectKey{Namespace: kyma.Namespace, Name: kyma.Name(op.Instance.RuntimeID)}, k)
+		err := s.KCP.Get(ctx, client.ObjectKey{Namespace: controlplane.Namespace, Name: kyma.Name(op.Instance.RuntimeID)}, k)
 		if apierrors.IsNotFound(err) {
 			return process.Fail("the Kyma CR of runtime %s does not exist", op.Instance.RuntimeID)
 		}

@@ -7,9 +7,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/overrides"
 	"github.com/kyma-keb/keb/internal/process"
-	"github.com/kyma-keb/keb/internal/runtime"
 )
 
 // Overrides refreshes the runtime's overrides Secret from the labelled
@@ -38,7 +38,7 @@ func (s *Overrides) Run(ctx context.Context, op *process.Operation) (process.Ste
 	if op.Data.Upgrade.DryRun {
 		return process.Done()
 	}
-	labels := map[string]string{runtime.LabelRuntimeID: op.Data.RuntimeID, "kyma-project.io/instance-id": op.InstanceID}
+	labels := map[string]string{controlplane.LabelRuntimeID: op.Data.RuntimeID, "kyma-project.io/instance-id": op.InstanceID}
 	if err := overrides.Store(ctx, s.KCP, s.Config.Namespace, name, labels, ov); err != nil {
 		return process.StepResult{}, fmt.Errorf("storing overrides: %w", err)
 	}

@@ -5,8 +5,8 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/process"
-	"github.com/kyma-keb/keb/internal/runtime"
 )
 
 // UpgradeCluster writes the new Kubernetes version and machine image into
@@ -29,7 +29,7 @@ func (s *UpgradeCluster) Run(ctx context.Context, op *process.Operation) (proces
 		return process.Done()
 	}
 	op.Describe("Upgrading the cluster to Kubernetes %s, machine image %s", orKeep(u.KubernetesVersion), orKeep(image))
-	return patchRuntime(ctx, s.KCP, s.Config, op, func(rt *runtime.Runtime) {
+	return patchRuntime(ctx, s.KCP, s.Config, op, func(rt *infrastructuremanager.Runtime) {
 		if u.KubernetesVersion != "" {
 			rt.Spec.Shoot.Kubernetes.Version = u.KubernetesVersion
 		}

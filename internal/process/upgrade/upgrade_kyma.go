@@ -7,9 +7,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyma-keb/keb/internal/controlplane"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process"
-	"github.com/kyma-keb/keb/internal/runtime"
 )
 
 // UpgradeKyma writes the new Kyma version into the Runtime CR
@@ -42,7 +43,7 @@ func (s *UpgradeKyma) Run(ctx context.Context, op *process.Operation) (process.S
 	}
 	op.Describe("Upgrading Kyma to version %s, channel %s", version, channel)
 	k := &kyma.Kyma{}
-	err := s.KCP.Get(ctx, client.ObjectKey{Namespace: kyma.Namespace, Name: kyma.Name(op.Data.RuntimeID)}, k)
+	err := s.KCP.Get(ctx, client.ObjectKey{Namespace: controlplane.Namespace, Name: kyma.Name(op.Data.RuntimeID)}, k)
 	if apierrors.IsNotFound(err) {
 		return process.Fail("the Kyma CR of runtime %s does not exist", op.Data.RuntimeID)
 	}
@@ -56,7 +57,7 @@ func (s *UpgradeKyma) Run(ctx context.Context, op *process.Operation) (process.S
 			return process.StepResult{}, fmt.Errorf("setting the Kyma CR's channel: %w", err)
 		}
 	}
-	return patchRuntime(ctx, s.KCP, s.Config, op, func(rt *runtime.Runtime) {
+	return patchRuntime(ctx, s.KCP, s.Config, op, func(rt *infrastructuremanager.Runtime) {
 		rt.Spec.Kyma.Version = version
 		if op.Data.OverridesSecret != "" {
 			rt.Spec.Kyma.OverridesSecretRef = op.Data.OverridesSecret
@@ -66,8 +67,8 @@ func (s *UpgradeKyma) Run(ctx context.Context, op *process.Operation) (process.S
 
 // patchRuntime changes the runtime's Runtime CR with a merge patch and
 // records the generation the infrastructure manager must reach.
-func patchRuntime(ctx context.Context, kcp client.Client, cfg Config, op *process.Operation, change func(*runtime.Runtime)) (process.StepResult, error) {
-	rt := &runtime.Runtime{}
+func patchRuntime(ctx context.Context, kcp client.Client, cfg Config, op *process.Operation, change func(*infrastructuremanager.Runtime)) (process.StepResult, error) {
+	rt := &infrastructuremanager.Runtime{}
 	err := kcp.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: kyma.Name(op.Data.RuntimeID)}, rt)
 	if apierrors.IsNotFound(err) {
 		return process.Fail("the Runtime CR of runtime %s does not exist", op.Data.RuntimeID)

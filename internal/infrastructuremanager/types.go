@@ -1,31 +1,34 @@
-// Package runtime holds the Runtime custom resource keb writes to ask the
-// infrastructure manager for a cluster, the wire names of the kubeconfig
-// Secret it answers with, and a cache of clients for provisioned runtimes.
-package runtime
+// Package infrastructuremanager is keb's side of the infrastructure
+// manager's API: the Runtime custom resource keb writes to ask for a cluster,
+// its status states, and the wire names of the kubeconfig Secret the
+// infrastructure manager answers with.
+package infrastructuremanager
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kyma-keb/keb/internal/controlplane"
 )
 
-// LabelRuntimeID carries the runtime ID on Runtime CRs and kubeconfig Secrets.
-// The infrastructure manager reads it to name the kubeconfig Secret, so it is a
-// wire contract: never rename.
-const LabelRuntimeID = "kyma-project.io/runtime-id"
+// State is a Runtime CR's status.state, written by the infrastructure
+// manager. The CRD's enum lists exactly the State constants.
+type State string
 
-// Runtime states reported in status.state. The CRD's enum lists exactly these.
+// Runtime states.
 const (
 	// StatePending means the cluster is being created.
-	StatePending = "Pending"
+	StatePending State = "Pending"
 	// StateReady means the cluster exists and its kubeconfig Secret is written.
-	StateReady = "Ready"
+	StateReady State = "Ready"
 	// StateFailed means the cluster could not be created; status.message says why.
-	StateFailed = "Failed"
+	StateFailed State = "Failed"
 	// StateTerminating means the Runtime CR is being deleted and its cluster torn down.
-	StateTerminating = "Terminating"
+	StateTerminating State = "Terminating"
 )
 
 // Runtime asks the infrastructure manager for a Kyma runtime cluster
-// (infrastructuremanager.kyma-project.io/v1, kind Runtime, in Namespace).
+// (infrastructuremanager.kyma-project.io/v1, kind Runtime, in
+// controlplane.Namespace).
 // +kubebuilder:object:root=true
 type Runtime struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -112,17 +115,17 @@ type RuntimeKyma struct {
 // +kubebuilder:object:generate=true
 type RuntimeStatus struct {
 	// State is one of StatePending, StateReady, StateFailed, StateTerminating.
-	State   string `json:"state,omitempty"`
+	State   State  `json:"state,omitempty"`
 	Message string `json:"message,omitempty"`
 	// ObservedGeneration is the metadata.generation the state refers to: a
 	// changed spec (an upgrade) is applied once it reaches the generation.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
 
-// RuntimeID returns the runtime ID of the CR: its LabelRuntimeID label, or its
+// RuntimeID returns the runtime ID of the CR: its controlplane.LabelRuntimeID label, or its
 // name when the label is missing (keb names Runtime CRs after the runtime ID).
 func (r *Runtime) RuntimeID() string {
-	if id := r.Labels[LabelRuntimeID]; id != "" {
+	if id := r.Labels[controlplane.LabelRuntimeID]; id != "" {
 		return id
 	}
 	return r.Name

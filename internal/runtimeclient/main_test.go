@@ -1,4 +1,4 @@
-package runtime
+package runtimeclient
 
 import (
 	"context"
@@ -26,9 +26,6 @@ func testScheme(t *testing.T) *k8sruntime.Scheme {
 	t.Helper()
 	s := k8sruntime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	if err := AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
 	return s

@@ -1,4 +1,6 @@
-package runtime
+// Package runtimeclient builds and caches clients for provisioned runtimes
+// from the kubeconfig Secrets the infrastructure manager writes.
+package runtimeclient
 
 import (
 	"context"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/expirable"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -23,13 +26,13 @@ import (
 // manager has not finished, so callers retry later rather than fail.
 var ErrKubeconfigNotFound = errors.New("runtime kubeconfig not found")
 
-// RuntimeRequestTimeout bounds every request a runtime client makes: a runtime
+// RequestTimeout bounds every request a runtime client makes: a runtime
 // apiserver that hangs must not hold a worker forever.
-const RuntimeRequestTimeout = 30 * time.Second
+const RequestTimeout = 30 * time.Second
 
-// ClientCache builds controller-runtime clients for runtimes from their
-// kubeconfig Secrets (Namespace/KubeconfigSecretName(runtimeID), key
-// KubeconfigKey), and caches them by runtime ID and the Secret's
+// Cache builds controller-runtime clients for runtimes from their
+// kubeconfig Secrets (namespace/infrastructuremanager.KubeconfigSecretName(runtimeID),
+// key infrastructuremanager.KubeconfigKey), and caches them by runtime ID and the Secret's
 // resourceVersion: a rotated kubeconfig gives a new client. It is safe for
 // concurrent use.
 //
@@ -38,9 +41,10 @@ const RuntimeRequestTimeout = 30 * time.Second
 // its REST mapper's discovery data and a connection pool, so a cache that
 // only grew cost megabytes per hundred runtimes; Forget drops a runtime's
 // client as soon as the runtime is gone.
-type ClientCache struct {
-	kcp    client.Reader
-	scheme *k8sruntime.Scheme
+type Cache struct {
+	kcp       client.Reader
+	namespace string
+	scheme    *k8sruntime.Scheme
 	// WrapTransport, if set, wraps every runtime client's transport (keb
 	// counts apiserver requests with it).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
@@ -50,7 +54,7 @@ type ClientCache struct {
 	clients *expirable.LRU[string, cachedClient]
 }
 
-// Bounds limit a ClientCache; zero fields take the defaults.
+// Bounds limit a Cache; zero fields take the defaults.
 type Bounds struct {
 	// Max is how many runtime clients are kept (default 500).
 	Max int
@@ -72,11 +76,12 @@ type cachedClient struct {
 	http *http.Client
 }
 
-// NewClientCache returns a cache reading kubeconfig Secrets through kcp; the
+// NewCache returns a cache reading kubeconfig Secrets in namespace (the
+// control plane's, controlplane.Namespace, outside tests) through kcp; the
 // clients it builds encode objects with scheme (nil: client-go's scheme).
 // kcp may be a cached client: a stale read only delays a rotation until the
 // cache catches up.
-func NewClientCache(kcp client.Reader, scheme *k8sruntime.Scheme, bounds Bounds) *ClientCache {
+func NewCache(kcp client.Reader, namespace string, scheme *k8sruntime.Scheme, bounds Bounds) *Cache {
 	if bounds.Max <= 0 {
 		bounds.Max = DefaultBounds.Max
 	}
@@ -86,18 +91,18 @@ func NewClientCache(kcp client.Reader, scheme *k8sruntime.Scheme, bounds Bounds)
 	// Evicted clients close their idle connections: runtimes come and go,
 	// their connections must not pile up.
 	evicted := func(_ string, c cachedClient) { c.http.CloseIdleConnections() }
-	return &ClientCache{kcp: kcp, scheme: scheme, clients: expirable.NewLRU(bounds.Max, evicted, bounds.Idle)}
+	return &Cache{kcp: kcp, namespace: namespace, scheme: scheme, clients: expirable.NewLRU(bounds.Max, evicted, bounds.Idle)}
 }
 
 // Len is the number of cached clients.
-func (c *ClientCache) Len() int { return c.clients.Len() }
+func (c *Cache) Len() int { return c.clients.Len() }
 
 // Client returns a client for the runtime, reusing the cached one while the
 // kubeconfig Secret is unchanged. It fails with ErrKubeconfigNotFound (wrapped)
 // while the Secret is missing. Clients talk to the apiserver directly (no watch
-// cache) and time out after RuntimeRequestTimeout.
-func (c *ClientCache) Client(ctx context.Context, runtimeID string) (client.Client, error) {
-	key := client.ObjectKey{Namespace: Namespace, Name: KubeconfigSecretName(runtimeID)}
+// cache) and time out after RequestTimeout.
+func (c *Cache) Client(ctx context.Context, runtimeID string) (client.Client, error) {
+	key := client.ObjectKey{Namespace: c.namespace, Name: infrastructuremanager.KubeconfigSecretName(runtimeID)}
 	secret := &corev1.Secret{}
 	if err := c.kcp.Get(ctx, key, secret); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -105,10 +110,10 @@ func (c *ClientCache) Client(ctx context.Context, runtimeID string) (client.Clie
 		}
 		return nil, fmt.Errorf("reading kubeconfig secret %s of runtime %s: %w", key, runtimeID, err)
 	}
-	kubeconfig := secret.Data[KubeconfigKey]
+	kubeconfig := secret.Data[infrastructuremanager.KubeconfigKey]
 	if len(kubeconfig) == 0 {
 		// A Secret without its key is treated like no Secret: the writer is not done.
-		return nil, fmt.Errorf("secret %s of runtime %s has no %q key: %w", key, runtimeID, KubeconfigKey, ErrKubeconfigNotFound)
+		return nil, fmt.Errorf("secret %s of runtime %s has no %q key: %w", key, runtimeID, infrastructuremanager.KubeconfigKey, ErrKubeconfigNotFound)
 	}
 	digest := sha256.Sum256(kubeconfig)
 
@@ -136,13 +141,13 @@ func (c *ClientCache) Client(ctx context.Context, runtimeID string) (client.Clie
 
 // Forget drops the runtime's client, e.g. once the runtime is deprovisioned.
 // Removal closes its idle connections.
-func (c *ClientCache) Forget(runtimeID string) {
+func (c *Cache) Forget(runtimeID string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.clients.Remove(runtimeID)
 }
 
-func (c *ClientCache) build(kubeconfig []byte) (cachedClient, error) {
+func (c *Cache) build(kubeconfig []byte) (cachedClient, error) {
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
 	if err != nil {
 		return cachedClient{}, fmt.Errorf("parsing kubeconfig: %w", err)
@@ -152,7 +157,7 @@ func (c *ClientCache) build(kubeconfig []byte) (cachedClient, error) {
 	if cfg.ExecProvider != nil || cfg.AuthProvider != nil {
 		return cachedClient{}, errors.New("kubeconfig uses an exec plugin or auth provider, which keb refuses")
 	}
-	cfg.Timeout = RuntimeRequestTimeout
+	cfg.Timeout = RequestTimeout
 	cfg.WrapTransport = c.WrapTransport
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {

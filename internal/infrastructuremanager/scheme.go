@@ -1,4 +1,4 @@
-package runtime
+package infrastructuremanager
 
 import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"

@@ -1,4 +1,4 @@
-package runtime
+package runtimeclient
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kyma-keb/keb/internal/controlplane"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,7 +18,7 @@ import (
 
 func kubeconfigSecret(runtimeID string, data map[string][]byte) *corev1.Secret {
 	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: KubeconfigSecretName(runtimeID)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: controlplane.Namespace, Name: infrastructuremanager.KubeconfigSecretName(runtimeID)},
 		Data:       data,
 	}
 }
@@ -25,14 +27,14 @@ func TestClientCacheKubeconfigNotFound(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	kcp := kcpClient(t)
-	createNamespace(t, kcp, Namespace)
+	createNamespace(t, kcp, controlplane.Namespace)
 	cases := []struct {
 		name   string
 		secret *corev1.Secret // nil: no Secret at all
 	}{
 		{name: "no secret yet"},
 		{name: "secret without the config key", secret: kubeconfigSecret("notfound-nokey", map[string][]byte{"other": []byte("x")})},
-		{name: "secret with an empty config key", secret: kubeconfigSecret("notfound-empty", map[string][]byte{KubeconfigKey: nil})},
+		{name: "secret with an empty config key", secret: kubeconfigSecret("notfound-empty", map[string][]byte{infrastructuremanager.KubeconfigKey: nil})},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -44,7 +46,7 @@ func TestClientCacheKubeconfigNotFound(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			_, err := NewClientCache(kcp, testScheme(t), Bounds{}).Client(ctx, runtimeID)
+			_, err := NewCache(kcp, controlplane.Namespace, testScheme(t), Bounds{}).Client(ctx, runtimeID)
 			if !errors.Is(err, ErrKubeconfigNotFound) {
 				t.Fatalf("Client() error = %v, want ErrKubeconfigNotFound", err)
 			}
@@ -56,14 +58,14 @@ func TestClientCacheReusesUntilTheKubeconfigChanges(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	kcp := kcpClient(t)
-	createNamespace(t, kcp, Namespace)
+	createNamespace(t, kcp, controlplane.Namespace)
 	const runtimeID = "rotating"
-	cache := NewClientCache(kcp, testScheme(t), Bounds{})
+	cache := NewCache(kcp, controlplane.Namespace, testScheme(t), Bounds{})
 
 	if _, err := cache.Client(ctx, runtimeID); !errors.Is(err, ErrKubeconfigNotFound) {
 		t.Fatalf("before the Secret exists: error = %v, want ErrKubeconfigNotFound", err)
 	}
-	secret := kubeconfigSecret(runtimeID, map[string][]byte{KubeconfigKey: kubeconfigFor(t, env.Config, "first")})
+	secret := kubeconfigSecret(runtimeID, map[string][]byte{infrastructuremanager.KubeconfigKey: kubeconfigFor(t, env.Config, "first")})
 	if err := kcp.Create(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +75,7 @@ func TestClientCacheReusesUntilTheKubeconfigChanges(t *testing.T) {
 	}
 
 	// A new resourceVersion with the same kubeconfig (a label change) keeps the client.
-	secret.Labels = map[string]string{LabelRuntimeID: runtimeID}
+	secret.Labels = map[string]string{controlplane.LabelRuntimeID: runtimeID}
 	if err := kcp.Update(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +84,7 @@ func TestClientCacheReusesUntilTheKubeconfigChanges(t *testing.T) {
 	}
 
 	// A rotated kubeconfig gives a new client.
-	secret.Data[KubeconfigKey] = kubeconfigFor(t, env.Config, "rotated")
+	secret.Data[infrastructuremanager.KubeconfigKey] = kubeconfigFor(t, env.Config, "rotated")
 	if err := kcp.Update(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +104,7 @@ func TestClientCacheReusesUntilTheKubeconfigChanges(t *testing.T) {
 }
 
 // mustWorkingClient gets the runtime's client and proves it reaches the apiserver.
-func mustWorkingClient(t *testing.T, cache *ClientCache, runtimeID string) client.Client {
+func mustWorkingClient(t *testing.T, cache *Cache, runtimeID string) client.Client {
 	t.Helper()
 	c, err := cache.Client(context.Background(), runtimeID)
 	if err != nil {
@@ -139,14 +141,14 @@ current-context: x
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			kcp := fake.NewClientBuilder().
-				WithObjects(kubeconfigSecret("r", map[string][]byte{KubeconfigKey: tc.kubeconfig})).
+				WithObjects(kubeconfigSecret("r", map[string][]byte{infrastructuremanager.KubeconfigKey: tc.kubeconfig})).
 				WithInterceptorFuncs(interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 					if tc.getErr != nil {
 						return tc.getErr
 					}
 					return c.Get(ctx, key, obj, opts...)
 				}}).Build()
-			_, err := NewClientCache(kcp, nil, Bounds{}).Client(context.Background(), "r")
+			_, err := NewCache(kcp, controlplane.Namespace, nil, Bounds{}).Client(context.Background(), "r")
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("Client() error = %v, want one containing %q", err, tc.wantErr)
 			}
@@ -164,17 +166,17 @@ func TestClientCacheBounds(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	kcp := kcpClient(t)
-	createNamespace(t, kcp, Namespace)
+	createNamespace(t, kcp, controlplane.Namespace)
 	ids := []string{"bounded-a", "bounded-b", "bounded-c"}
 	for _, id := range ids {
-		if err := kcp.Create(ctx, kubeconfigSecret(id, map[string][]byte{KubeconfigKey: kubeconfigFor(t, env.Config, id)})); err != nil {
+		if err := kcp.Create(ctx, kubeconfigSecret(id, map[string][]byte{infrastructuremanager.KubeconfigKey: kubeconfigFor(t, env.Config, id)})); err != nil {
 			t.Fatal(err)
 		}
 	}
 
 	t.Run("least recently used goes first", func(t *testing.T) {
 		t.Parallel()
-		cache := NewClientCache(kcp, testScheme(t), Bounds{Max: 2, Idle: time.Hour})
+		cache := NewCache(kcp, controlplane.Namespace, testScheme(t), Bounds{Max: 2, Idle: time.Hour})
 		a := mustWorkingClient(t, cache, ids[0])
 		b := mustWorkingClient(t, cache, ids[1])
 		mustWorkingClient(t, cache, ids[0]) // a used again: b is now the oldest
@@ -192,7 +194,7 @@ func TestClientCacheBounds(t *testing.T) {
 
 	t.Run("idle clients expire", func(t *testing.T) {
 		t.Parallel()
-		cache := NewClientCache(kcp, testScheme(t), Bounds{Max: 10, Idle: 200 * time.Millisecond})
+		cache := NewCache(kcp, controlplane.Namespace, testScheme(t), Bounds{Max: 10, Idle: 200 * time.Millisecond})
 		for _, id := range ids {
 			mustWorkingClient(t, cache, id)
 		}

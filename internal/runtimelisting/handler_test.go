@@ -1,4 +1,4 @@
-package runtimes_test
+package runtimelisting_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kyma-keb/keb/internal/runtimes"
+	"github.com/kyma-keb/keb/internal/runtimelisting"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -25,7 +25,7 @@ func TestCursorRoundTrip(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := runtimes.DecodeCursor(runtimes.EncodeCursor(tc.c))
+			got, err := runtimelisting.DecodeCursor(runtimelisting.EncodeCursor(tc.c))
 			if err != nil || !got.CreatedAt.Equal(tc.c.CreatedAt) || got.InstanceID != tc.c.InstanceID {
 				t.Fatalf("round trip of %+v gave %+v, %v", tc.c, got, err)
 			}
@@ -58,7 +58,7 @@ func TestParseQuery(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			v, _ := url.ParseQuery(tc.query)
-			q, err := runtimes.ParseQuery(v)
+			q, err := runtimelisting.ParseQuery(v)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err %v, want error %v", err, tc.wantErr)
 			}
@@ -79,7 +79,7 @@ func (s pageStore) Runtimes(context.Context, storage.RuntimeQuery) (storage.Runt
 func TestExpiredAtShownOnlyWhenSet(t *testing.T) {
 	t.Parallel()
 	expired := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
-	h := runtimes.NewHandler(pageStore{storage.RuntimePage{Total: 2, Runtimes: []storage.Runtime{
+	h := runtimelisting.NewHandler(pageStore{storage.RuntimePage{Total: 2, Runtimes: []storage.Runtime{
 		{InstanceID: "expired", State: storage.RuntimeSuspended, ExpiredAt: &expired},
 		{InstanceID: "running", State: storage.RuntimeSucceeded},
 	}}}, "svc")

@@ -1,4 +1,4 @@
-package runtimes_test
+package runtimelisting_test
 
 import (
 	"net/url"
@@ -7,7 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/kyma-keb/keb/internal/runtimes"
+	"github.com/kyma-keb/keb/internal/runtimelisting"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -25,18 +25,18 @@ func FuzzParseQuery(f *testing.F) {
 		if err != nil {
 			return
 		}
-		q, err := runtimes.ParseQuery(v)
+		q, err := runtimelisting.ParseQuery(v)
 		if err != nil {
 			return
 		}
-		for _, list := range [][]string{q.GlobalAccountIDs, q.SubAccountIDs, q.InstanceIDs, q.RuntimeIDs, q.Regions, q.Plans, q.Shoots, q.States} {
+		for _, list := range [][]string{q.GlobalAccountIDs, q.SubAccountIDs, q.InstanceIDs, q.RuntimeIDs, q.Regions, q.Plans, q.Shoots, statesOf(q.States)} {
 			for _, s := range list {
 				if !storable(s) {
 					t.Fatalf("accepted value %q", s)
 				}
 			}
 		}
-		if q.Page < 1 || q.Page > runtimes.MaxPage || q.PageSize < 1 || q.PageSize > runtimes.MaxPageSize {
+		if q.Page < 1 || q.Page > runtimelisting.MaxPage || q.PageSize < 1 || q.PageSize > runtimelisting.MaxPageSize {
 			t.Fatalf("accepted page %d, page_size %d", q.Page, q.PageSize)
 		}
 		if q.After != nil && !storable(q.After.InstanceID) {
@@ -47,18 +47,26 @@ func FuzzParseQuery(f *testing.F) {
 
 // FuzzDecodeCursor: a decoded cursor is storable and survives a round trip.
 func FuzzDecodeCursor(f *testing.F) {
-	f.Add(runtimes.EncodeCursor(storage.RuntimeCursor{InstanceID: "inst-1"}))
+	f.Add(runtimelisting.EncodeCursor(storage.RuntimeCursor{InstanceID: "inst-1"}))
 	f.Fuzz(func(t *testing.T, s string) {
-		c, err := runtimes.DecodeCursor(s)
+		c, err := runtimelisting.DecodeCursor(s)
 		if err != nil {
 			return
 		}
 		if !storable(c.InstanceID) || c.InstanceID == "" {
 			t.Fatalf("accepted cursor instance %q", c.InstanceID)
 		}
-		again, err := runtimes.DecodeCursor(runtimes.EncodeCursor(c))
+		again, err := runtimelisting.DecodeCursor(runtimelisting.EncodeCursor(c))
 		if err != nil || !again.CreatedAt.Equal(c.CreatedAt) || again.InstanceID != c.InstanceID {
 			t.Fatalf("round trip of %+v: %+v, %v", c, again, err)
 		}
 	})
+}
+
+func statesOf(states []storage.RuntimeState) []string {
+	out := make([]string, len(states))
+	for i, s := range states {
+		out[i] = string(s)
+	}
+	return out
 }

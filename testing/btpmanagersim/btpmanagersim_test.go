@@ -1,4 +1,4 @@
-package btpmanager
+package btpmanagersim
 
 import (
 	"context"

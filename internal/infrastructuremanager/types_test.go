@@ -1,17 +1,18 @@
-package runtime
+package infrastructuremanager
 
 import (
 	"context"
 	"reflect"
 	"testing"
 
+	"github.com/kyma-keb/keb/internal/controlplane"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 func fullRuntime(ns, name string) *Runtime {
 	return &Runtime{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{LabelRuntimeID: "rid-" + name}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{controlplane.LabelRuntimeID: "rid-" + name}},
 		Spec: RuntimeSpec{
 			Shoot: RuntimeShoot{
 				Name: "c-" + name, Purpose: "production", PlatformRegion: "cf-eu10", Region: "eu-central-1",
@@ -73,9 +74,9 @@ func TestRuntimeID(t *testing.T) {
 		labels map[string]string
 		want   string
 	}{
-		{name: "label wins", labels: map[string]string{LabelRuntimeID: "rid"}, want: "rid"},
+		{name: "label wins", labels: map[string]string{controlplane.LabelRuntimeID: "rid"}, want: "rid"},
 		{name: "no label falls back to the name", want: "cr-name"},
-		{name: "empty label falls back to the name", labels: map[string]string{LabelRuntimeID: ""}, want: "cr-name"},
+		{name: "empty label falls back to the name", labels: map[string]string{controlplane.LabelRuntimeID: ""}, want: "cr-name"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -96,7 +97,7 @@ func TestDeepCopySharesNoMemory(t *testing.T) {
 		name   string
 		mutate func(r *Runtime)
 	}{
-		{name: "labels", mutate: func(r *Runtime) { r.Labels[LabelRuntimeID] = "changed" }},
+		{name: "labels", mutate: func(r *Runtime) { r.Labels[controlplane.LabelRuntimeID] = "changed" }},
 		{name: "workers", mutate: func(r *Runtime) { r.Spec.Shoot.Provider.Workers[0].MachineType = "changed" }},
 		{name: "zones", mutate: func(r *Runtime) { r.Spec.Shoot.Provider.Workers[0].Zones[0] = "changed" }},
 		{name: "administrators", mutate: func(r *Runtime) { r.Spec.Security.Administrators[0] = "changed" }},

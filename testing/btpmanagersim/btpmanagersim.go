@@ -1,8 +1,8 @@
-// Package btpmanager is a BTP Manager stand-in for tests: it applies BTP Manager's rules for the
+// Package btpmanagersim is a BTP Manager stand-in for tests: it applies BTP Manager's rules for the
 // sap-btp-manager Secret and the BtpOperator CRs (seed 000) to a runtime cluster and reports them
 // in the CRs' status, without installing anything. Tests use it to see what BTP Manager would
 // make of what keb injected.
-package btpmanager
+package btpmanagersim
 
 import (
 	"context"

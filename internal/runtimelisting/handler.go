@@ -1,6 +1,6 @@
-// Package runtimes serves GET /info/runtimes (also at /runtimes): the
+// Package runtimelisting serves GET /info/runtimes (also at /runtimes): the
 // operators' listing of every runtime, live and archived, in KEB's JSON shape.
-package runtimes
+package runtimelisting
 
 import (
 	"context"
@@ -159,7 +159,7 @@ func ParseQuery(v url.Values) (storage.RuntimeQuery, error) {
 	var problems []string
 	var unknown []string
 	for name, vals := range v {
-		if _, ok := filters[name]; !ok && !contains(otherParameters, name) {
+		if _, ok := filters[name]; !ok && !slices.Contains(otherParameters, name) {
 			unknown = append(unknown, fmt.Sprintf("%.64q", name))
 		}
 		for _, val := range vals {
@@ -192,17 +192,17 @@ func ParseQuery(v url.Values) (storage.RuntimeQuery, error) {
 		switch {
 		case s == stateAll:
 			all = true
-		case contains(storage.RuntimeStates, s):
-			if !contains(q.States, s) {
-				q.States = append(q.States, s)
+		case slices.Contains(storage.RuntimeStates, storage.RuntimeState(s)):
+			if !slices.Contains(q.States, storage.RuntimeState(s)) {
+				q.States = append(q.States, storage.RuntimeState(s))
 			}
 		default:
 			problems = append(problems, fmt.Sprintf("unknown state %q (want one of %s, %s)", s,
-				strings.Join(storage.RuntimeStates, ", "), stateAll))
+				joinStates(storage.RuntimeStates), stateAll))
 		}
 	}
 	if all {
-		q.States = append([]string(nil), storage.RuntimeStates...)
+		q.States = slices.Clone(storage.RuntimeStates)
 	}
 
 	switch d := v.Get("op_detail"); d {
@@ -256,15 +256,6 @@ func valueProblem(s string) string {
 		return "holds a control character"
 	}
 	return ""
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // EncodeCursor makes the opaque next token. It is not signed: it only says
@@ -342,7 +333,7 @@ func (h *Handler) dto(r storage.Runtime, allOps bool) RuntimeDTO {
 		UserID: r.UserID,
 		Status: RuntimeStatus{
 			CreatedAt: r.CreatedAt, ModifiedAt: r.UpdatedAt, DeletedAt: r.DeletedAt, ExpiredAt: r.ExpiredAt,
-			State: r.State, Provisioning: operationDTO(r.Provisioning),
+			State: string(r.State), Provisioning: operationDTO(r.Provisioning),
 			Deprovisioning: operationDTO(r.Deprovisioning),
 			Suspension:     operationDTO(r.Suspension), Unsuspension: operationDTO(r.Unsuspension),
 			Update:        operationDTO(r.Update),
@@ -369,9 +360,17 @@ func operationDTO(op *storage.RuntimeOperation) *OperationDTO {
 		stages = []string{}
 	}
 	return &OperationDTO{
-		OperationID: op.ID, Type: op.Type, State: op.State, Description: op.Description,
+		OperationID: op.ID, Type: string(op.Type), State: string(op.State), Description: op.Description,
 		CreatedAt: op.CreatedAt, UpdatedAt: op.UpdatedAt, FinishedStages: stages, Error: op.ErrorMessage,
 	}
+}
+
+func joinStates(states []storage.RuntimeState) string {
+	names := make([]string, len(states))
+	for i, s := range states {
+		names[i] = string(s)
+	}
+	return strings.Join(names, ", ")
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
