@@ -285,8 +285,13 @@ func parseSelector(s string) (orchestration.Selector, error) {
 	return sel, err
 }
 
-// selectorList is a repeatable selector flag.
-type selectorList []orchestration.Selector
+// selectorList is a repeatable selector flag; its environment variable
+// (selectors separated by ";") applies when the flag is not given.
+type selectorList struct {
+	env  string
+	list []orchestration.Selector
+	set  bool
+}
 
 func (l *selectorList) String() string { return "" }
 
@@ -295,8 +300,27 @@ func (l *selectorList) Set(s string) error {
 	if err != nil {
 		return err
 	}
-	*l = append(*l, sel)
+	l.list, l.set = append(l.list, sel), true
 	return nil
+}
+
+// selectors are the flag's selectors, else the environment's.
+func (l *selectorList) selectors() (orchestration.Selectors, error) {
+	if l.set {
+		return l.list, nil
+	}
+	var out orchestration.Selectors
+	for part := range strings.SplitSeq(os.Getenv(l.env), ";") {
+		if strings.TrimSpace(part) == "" {
+			continue
+		}
+		sel, err := parseSelector(part)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", l.env, err)
+		}
+		out = append(out, sel)
+	}
+	return out, nil
 }
 
 func upgradeCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) error {
@@ -309,9 +333,9 @@ func bindUpgrade(fs *flag.FlagSet, stdout, stderr io.Writer) func(ctx context.Co
 	c := &operatorClient{stdout: stdout, stderr: stderr}
 	b := config.NewBinder(fs)
 	c.bind(b)
-	var include, exclude selectorList
-	fs.Var(&include, "target", "runtimes to upgrade: all, or key=value[,key=value] (ANDed; keys account, subaccount, runtime-id, plan, region, shoot); repeatable, ORed")
-	fs.Var(&exclude, "target-exclude", "runtimes to leave out, as --target; repeatable; wins over --target")
+	include, exclude := &selectorList{env: "KEB_UPGRADE_TARGET"}, &selectorList{env: "KEB_UPGRADE_TARGET_EXCLUDE"}
+	fs.Var(include, "target", "runtimes to upgrade: all, or key=value[,key=value] (ANDed; keys account, subaccount, runtime-id, plan, region, shoot); repeatable, ORed; the variable separates selectors with ; (env KEB_UPGRADE_TARGET)")
+	fs.Var(exclude, "target-exclude", "runtimes to leave out, as --target; repeatable; wins over --target (env KEB_UPGRADE_TARGET_EXCLUDE)")
 	var p orchestration.Parameters
 	var kv orchestration.Kyma
 	var k8s orchestration.Kubernetes
@@ -330,10 +354,18 @@ func bindUpgrade(fs *flag.FlagSet, stdout, stderr io.Writer) func(ctx context.Co
 		if len(args) != 1 || (args[0] != "kyma" && args[0] != "cluster") {
 			return fmt.Errorf("usage: keb upgrade kyma|cluster --target ... [flags]")
 		}
-		if len(include) == 0 {
+		in, err := include.selectors()
+		if err != nil {
+			return err
+		}
+		ex, err := exclude.selectors()
+		if err != nil {
+			return err
+		}
+		if len(in) == 0 {
 			return fmt.Errorf("name the runtimes with --target (all, or e.g. plan=azure,region=westeurope)")
 		}
-		p.Targets = orchestration.Targets{Include: orchestration.Selectors(include), Exclude: orchestration.Selectors(exclude)}
+		p.Targets = orchestration.Targets{Include: in, Exclude: ex}
 		p.Strategy.Type = orchestration.StrategyParallel
 		if args[0] == "kyma" {
 			if k8s != (orchestration.Kubernetes{}) {
