@@ -67,7 +67,7 @@ func (e *operatorEnv) open(ctx context.Context) (log logrus.FieldLogger, store *
 	}
 	var queue *process.Queue
 	if err == nil {
-		queue, err = process.NewQueue(pool, nil, process.QueueConfig{}, log)
+		queue, err = process.NewQueue(pool, process.QueueConfig{}, log)
 	}
 	if err != nil {
 		pool.Close()

@@ -101,21 +101,21 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 			log.WithField("versions", applied).Info("applied database migrations")
 		}
 	}
-	// The insert-only queue client writes queue entries in the transaction
-	// that accepts an operation; the engine's own client works them.
-	inserter, err := process.NewQueue(pool, nil, process.QueueConfig{}, log)
+	// One queue client writes queue entries in the transaction that accepts
+	// an operation and, with workers, works them once the engine is built.
+	queue, err := process.NewQueue(pool, queueConfig(cfg), log)
 	if err != nil {
 		pool.Close()
 		return nil, err
 	}
-	store := storage.NewStore(pool, cipher, inserter)
-	orchestrations := storage.NewOrchestrations(pool, inserter)
+	store := storage.NewStore(pool, cipher, queue)
+	orchestrations := storage.NewOrchestrations(pool, queue)
 	opsMetrics := metrics.NewOperations(reg, auth.RejectionReasons)
 	verifier.OnReject(opsMetrics.TokenRejected)
 	expirer := expiry.New(store, cfg.TrialDuration, cfg.OperationTimeout, log.WithField("component", "expiry"))
 	var eng *engine
 	if cfg.Engine.Workers > 0 {
-		if eng, err = newEngine(cfg, pool, store, orchestrations, cat, expirer, work, opsMetrics, log); err != nil {
+		if eng, err = newEngine(cfg, queue, store, orchestrations, cat, expirer, work, opsMetrics, log); err != nil {
 			pool.Close()
 			return nil, err
 		}

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -96,8 +95,16 @@ type engine struct {
 	scheduler *orchestration.Scheduler
 }
 
-// newEngine builds the workers, the pipelines and the control-plane watch.
-func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, orchestrations *storage.Orchestrations,
+// queueConfig is the work queue of a replica with cfg.
+func queueConfig(cfg config.Config) process.QueueConfig {
+	ec := cfg.Engine
+	return process.QueueConfig{Workers: ec.Workers, JobTimeout: ec.JobTimeout, RescueAfter: ec.RescueAfter,
+		PollInterval: wokenJobPoll}
+}
+
+// newEngine builds the pipelines, hands them to queue's workers, and builds
+// the control-plane watch.
+func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, orchestrations *storage.Orchestrations,
 	cat *catalog.Catalog, expirer *expiry.Expirer, work *metrics.Work, observer process.Observer, log logrus.FieldLogger) (*engine, error) {
 	ec := cfg.Engine
 	if ec.KCPKubeconfig == "" && !InCluster() {
@@ -184,11 +191,10 @@ func newEngine(cfg config.Config, pool *pgxpool.Pool, store *storage.Store, orch
 	if err != nil {
 		return nil, err
 	}
-	queue, err := process.NewQueue(pool, eng, process.QueueConfig{
-		Workers: ec.Workers, JobTimeout: ec.JobTimeout, RescueAfter: ec.RescueAfter, PollInterval: wokenJobPoll,
-		Periodic: append(periodic, cleanups...), Orchestrations: scheduler,
-	}, log)
-	if err != nil {
+	if err := queue.Work(eng, append(periodic, cleanups...)...); err != nil {
+		return nil, err
+	}
+	if err := queue.Orchestrate(scheduler); err != nil {
 		return nil, err
 	}
 	watcher := process.NewWatcher(kcpCfg, scheme, ns, store, queue, log.WithField("component", "watch"))

@@ -48,7 +48,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	log, hook := test.NewNullLogger()
 	log.SetOutput(io.Discard)
-	queue, err := process.NewQueue(pool, nil, process.QueueConfig{}, log)
+	queue, err := process.NewQueue(pool, process.QueueConfig{}, log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func newWorld(t *testing.T, windows string, pool *pgxpool.Pool) *world {
 	t.Helper()
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	q, err := process.NewQueue(pool, nil, process.QueueConfig{}, log)
+	q, err := process.NewQueue(pool, process.QueueConfig{}, log)
 	if err != nil {
 		t.Fatal(err)
 	}

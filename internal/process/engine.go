@@ -72,115 +72,152 @@ type Outcome struct {
 // not do its own bookkeeping (the database is unreachable); the queue
 // retries.
 func (e *Engine) Process(ctx context.Context, operationID string) (Outcome, error) {
-	op, inst, err := e.store.Work(ctx, operationID)
+	o, release, out, err := e.claim(ctx, operationID)
+	if o == nil {
+		return out, err
+	}
+	defer release()
+	pipe, ok := e.pipelines[o.Type]
+	if !ok {
+		return Outcome{}, e.fail(ctx, o, fmt.Sprintf("no pipeline for %s operations", o.Type))
+	}
+	if e.now().After(o.Deadline) {
+		return Outcome{}, e.fail(ctx, o, fmt.Sprintf("operation timed out at %s while: %s",
+			o.Deadline.UTC().Format(time.RFC3339), o.Description))
+	}
+	log := e.log.WithFields(logrus.Fields{"operation_id": o.ID, "instance_id": o.InstanceID, "type": o.Type})
+	if finished, out, err := e.runSteps(ctx, pipe, o, log); !finished {
+		return out, err
+	}
+	return e.succeed(ctx, pipe, o, log)
+}
+
+// claim loads an operation in progress and takes its instance's lock: one
+// worker per instance at a time, so a deprovisioning waits for a
+// provisioning's current step to end before it starts tearing down. A nil
+// operation means there is nothing to run now (it is finished, gone, or its
+// instance is busy); out and err then say what the queue does. Otherwise
+// release gives the lock back.
+func (e *Engine) claim(ctx context.Context, operationID string) (o *Operation, release func(), out Outcome, err error) {
+	op, _, err := e.store.Work(ctx, operationID)
 	if errors.Is(err, storage.ErrNotFound) {
-		return Outcome{}, nil // removed with its deprovisioned instance
+		return nil, nil, Outcome{}, nil // removed with its deprovisioned instance
 	}
-	if err != nil {
-		return Outcome{}, err
+	if err != nil || !op.InProgress() {
+		return nil, nil, Outcome{}, err
 	}
-	if !op.InProgress() {
-		return Outcome{}, nil
-	}
-	// One worker per instance at a time: a deprovisioning waits for a
-	// provisioning's current step to end before it starts tearing down.
 	unlock, ok, err := e.store.LockInstance(ctx, op.InstanceID)
 	if err != nil {
-		return Outcome{}, err
+		return nil, nil, Outcome{}, err
 	}
 	if !ok {
-		return Outcome{RetryAfter: e.LockedRetry}, nil
+		return nil, nil, Outcome{RetryAfter: e.LockedRetry}, nil
 	}
-	defer unlock()
 	// Reload under the lock: the previous holder may have moved it on.
-	if op, inst, err = e.store.Work(ctx, operationID); err != nil {
-		if errors.Is(err, storage.ErrNotFound) {
-			return Outcome{}, nil
-		}
-		return Outcome{}, err
+	op, inst, err := e.store.Work(ctx, operationID)
+	if errors.Is(err, storage.ErrNotFound) {
+		err = nil
 	}
-	if !op.InProgress() {
-		return Outcome{}, nil
+	if err != nil || !op.InProgress() {
+		unlock()
+		return nil, nil, Outcome{}, err
 	}
 	data, err := decodeData(op.Data)
 	if err != nil {
-		return Outcome{}, e.fail(ctx, &Operation{Operation: op, Instance: inst, now: e.now}, "corrupt operation data: "+err.Error())
+		defer unlock()
+		return nil, nil, Outcome{}, e.fail(ctx, &Operation{Operation: op, Instance: inst, now: e.now}, "corrupt operation data: "+err.Error())
 	}
-	o := &Operation{Operation: op, Instance: inst, Data: data, now: e.now}
-	log := e.log.WithFields(logrus.Fields{"operation_id": op.ID, "instance_id": op.InstanceID, "type": op.Type})
-	pipe, ok := e.pipelines[op.Type]
-	if !ok {
-		return Outcome{}, e.fail(ctx, o, fmt.Sprintf("no pipeline for %s operations", op.Type))
-	}
-	if e.now().After(op.Deadline) {
-		return Outcome{}, e.fail(ctx, o, fmt.Sprintf("operation timed out at %s while: %s",
-			op.Deadline.UTC().Format(time.RFC3339), op.Description))
-	}
+	return &Operation{Operation: op, Instance: inst, Data: data, now: e.now}, unlock, Outcome{}, nil
+}
 
+// runSteps runs the pipeline's unfinished steps in order. finished is true
+// once every step is done; otherwise out and err are what Process returns (a
+// step waits or failed, the operation was halted, or the run yields its
+// worker after e.Slice).
+func (e *Engine) runSteps(ctx context.Context, pipe Pipeline, o *Operation, log logrus.FieldLogger) (finished bool, out Outcome, err error) {
 	began := time.Now()
 	for _, step := range pipe.Steps {
-		name := step.Name()
-		if slices.Contains(o.FinishedStages, name) {
+		if slices.Contains(o.FinishedStages, step.Name()) {
 			continue
 		}
 		if time.Since(began) > e.Slice {
-			return Outcome{RetryAfter: yieldDelay}, nil // progress is saved at every checkpoint
+			return false, Outcome{RetryAfter: yieldDelay}, nil // progress is saved at every checkpoint
 		}
-		o.Stage = name
-		if o.Data.StepStartedAt == nil {
-			o.Data.StepStartedAt = map[string]time.Time{}
+		if done, out, err := e.runStep(ctx, step, o, log.WithField("step", step.Name())); !done {
+			return false, out, err
 		}
-		if _, ok := o.Data.StepStartedAt[name]; !ok {
-			o.Data.StepStartedAt[name] = e.now()
-		}
-		if o.Data.StepRuns == nil {
-			o.Data.StepRuns = map[string]int{}
-		}
-		o.Data.StepRuns[name]++
-		slog := log.WithField("step", name)
-		stepStart := time.Now()
-		// Whatever the step's packages log through the context carries the
-		// operation, instance and step.
-		res, err := runStep(logging.WithLogger(ctx, slog), step, o)
-		e.Observer.StepRan(op.Type, name, stepOutcome(res, err), time.Since(stepStart))
-		switch {
-		case err != nil && isPermanent(err):
-			slog.WithError(err).Warn("step failed permanently")
-			return Outcome{}, e.fail(ctx, o, err.Error())
-		case err != nil:
-			o.Data.Failures++
-			if o.Data.FailingSince == nil {
-				since := e.now()
-				o.Data.FailingSince = &since
-			}
-			if exceeded, msg := e.stepTimedOut(step, o); exceeded {
-				return Outcome{}, e.fail(ctx, o, msg+": "+err.Error())
-			}
-			describeRetry(step, o, err)
-			backoff := min(time.Duration(1<<min(o.Data.Failures, 10))*time.Second, e.MaxBackoff)
-			slog.WithError(err).WithField("retry_in", backoff).Warn("step error; retrying")
-			return e.wait(ctx, o, backoff)
-		case res.Failure != nil:
-			slog.WithError(res.Failure).Warn("step failed")
-			return Outcome{}, e.fail(ctx, o, res.Failure.Error())
-		case res.RetryAfter > 0:
-			o.Data.Failures, o.Data.FailingSince = 0, nil
-			if exceeded, msg := e.stepTimedOut(step, o); exceeded {
-				return Outcome{}, e.fail(ctx, o, msg+": "+o.Description)
-			}
-			return e.wait(ctx, o, res.RetryAfter)
-		}
-		o.Data.Failures, o.Data.FailingSince = 0, nil
-		o.FinishedStages = append(o.FinishedStages, name)
-		if _, ok, err := e.save(ctx, o); err != nil || !ok {
-			if err == nil {
-				e.removedWithInstance(ctx, o)
-			}
-			return Outcome{}, err // !ok: halted (e.g. a DELETE arrived) or removed
-		}
-		slog.Debug("step done")
 	}
+	return true, Outcome{}, nil
+}
 
+// runStep runs one step and acts on its result: a checkpoint when it is
+// done, a wait, a retry after backoff, or the operation's failure. done is
+// true when the step finished and its checkpoint is saved.
+func (e *Engine) runStep(ctx context.Context, step Step, o *Operation, log logrus.FieldLogger) (done bool, out Outcome, err error) {
+	name := step.Name()
+	o.Stage = name
+	if o.Data.StepStartedAt == nil {
+		o.Data.StepStartedAt = map[string]time.Time{}
+	}
+	if _, ok := o.Data.StepStartedAt[name]; !ok {
+		o.Data.StepStartedAt[name] = e.now()
+	}
+	if o.Data.StepRuns == nil {
+		o.Data.StepRuns = map[string]int{}
+	}
+	o.Data.StepRuns[name]++
+	began := time.Now()
+	// Whatever the step's packages log through the context carries the
+	// operation, instance and step.
+	res, stepErr := callStep(logging.WithLogger(ctx, log), step, o)
+	e.Observer.StepRan(o.Type, name, stepOutcome(res, stepErr), time.Since(began))
+	switch {
+	case stepErr != nil:
+		out, err = e.retryAfterError(ctx, step, o, stepErr, log)
+		return false, out, err
+	case res.Failure != nil:
+		log.WithError(res.Failure).Warn("step failed")
+		return false, Outcome{}, e.fail(ctx, o, res.Failure.Error())
+	case res.RetryAfter > 0:
+		o.Data.Failures, o.Data.FailingSince = 0, nil
+		if exceeded, msg := e.stepTimedOut(step, o); exceeded {
+			return false, Outcome{}, e.fail(ctx, o, msg+": "+o.Description)
+		}
+		out, err = e.wait(ctx, o, res.RetryAfter)
+		return false, out, err
+	}
+	o.Data.Failures, o.Data.FailingSince = 0, nil
+	o.FinishedStages = append(o.FinishedStages, name)
+	if _, ok, err := e.save(ctx, o); err != nil || !ok {
+		if err == nil {
+			e.removedWithInstance(ctx, o)
+		}
+		return false, Outcome{}, err // !ok: halted (e.g. a DELETE arrived) or removed
+	}
+	log.Debug("step done")
+	return true, Outcome{}, nil
+}
+
+// retryAfterError counts an unexpected step error and schedules the step
+// again after backoff, or fails the operation once the step's deadline
+// passed.
+func (e *Engine) retryAfterError(ctx context.Context, step Step, o *Operation, stepErr error, log logrus.FieldLogger) (Outcome, error) {
+	o.Data.Failures++
+	if o.Data.FailingSince == nil {
+		since := e.now()
+		o.Data.FailingSince = &since
+	}
+	if exceeded, msg := e.stepTimedOut(step, o); exceeded {
+		return Outcome{}, e.fail(ctx, o, msg+": "+stepErr.Error())
+	}
+	describeRetry(step, o, stepErr)
+	wait := backoff(o.Data.Failures, e.MaxBackoff)
+	log.WithError(stepErr).WithField("retry_in", wait).Warn("step error; retrying")
+	return e.wait(ctx, o, wait)
+}
+
+// succeed ends an operation whose every step is done.
+func (e *Engine) succeed(ctx context.Context, pipe Pipeline, o *Operation, log logrus.FieldLogger) (Outcome, error) {
 	if pipe.Succeeded != nil {
 		if err := pipe.Succeeded(ctx, o); err != nil {
 			log.WithError(err).Warn("recording success; retrying")
@@ -221,10 +258,10 @@ func (e *Engine) removedWithInstance(ctx context.Context, o *Operation) {
 // stepOutcome names how a step run ended, for the Observer.
 func stepOutcome(res StepResult, err error) string {
 	switch {
-	case err != nil && isPermanent(err), err == nil && res.Failure != nil:
-		return OutcomeFailed
 	case err != nil:
 		return OutcomeError
+	case res.Failure != nil:
+		return OutcomeFailed
 	case res.RetryAfter > 0:
 		return OutcomeWait
 	default:
@@ -241,13 +278,13 @@ func lastStep(p Pipeline) string {
 	return p.Steps[len(p.Steps)-1].Name()
 }
 
-// runStep runs a step, turning a panic into a permanent error: one bad step
-// must not take its worker (and replica) down, and a bug does not heal by
-// retrying for a day.
-func runStep(ctx context.Context, step Step, o *Operation) (res StepResult, err error) {
+// callStep runs a step, turning a panic into a failure: one bad step must not
+// take its worker (and replica) down, and a bug does not heal by retrying for
+// a day.
+func callStep(ctx context.Context, step Step, o *Operation) (res StepResult, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = Permanent(fmt.Errorf("internal error: step %s panicked: %v", step.Name(), r))
+			res, err = StepResult{Failure: fmt.Errorf("internal error: step %s panicked: %v", step.Name(), r)}, nil
 		}
 	}()
 	return step.Run(ctx, o)

@@ -175,9 +175,6 @@ func TestFailures(t *testing.T) {
 		{name: "failure result", step: &fakeStep{name: "s", run: func(*Operation) (StepResult, error) {
 			return Fail("cluster quota exceeded")
 		}}, want: "cluster quota exceeded"},
-		{name: "permanent error", step: &fakeStep{name: "s", run: func(*Operation) (StepResult, error) {
-			return StepResult{}, Permanent(errors.New("bad plan"))
-		}}, want: "bad plan"},
 		{name: "panic", step: &fakeStep{name: "s", run: func(*Operation) (StepResult, error) {
 			panic("boom")
 		}}, advance: 2 * time.Hour, want: "panicked"},

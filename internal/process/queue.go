@@ -2,6 +2,7 @@ package process
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -77,6 +78,18 @@ func (w *orchestrationWorker) Work(ctx context.Context, job *river.Job[Orchestra
 
 func (w *orchestrationWorker) Timeout(*river.Job[OrchestrationArgs]) time.Duration { return w.timeout }
 
+// Orchestrate hands the queue's orchestration jobs to s. Call it once,
+// before Start, on a queue built with workers.
+func (q *Queue) Orchestrate(s Scheduler) error {
+	if q.workers == nil {
+		return errors.New("the work queue was built without workers (APP_WORKERS=0): it only inserts")
+	}
+	if err := river.AddWorkerSafely(q.workers, &orchestrationWorker{scheduler: s, timeout: q.cfg.JobTimeout}); err != nil {
+		return fmt.Errorf("registering the orchestration worker: %w", err)
+	}
+	return nil
+}
+
 // EnqueueOrchestrationTx queues an orchestration's scheduler inside the
 // transaction that writes (or retries) the orchestration.
 func (q *Queue) EnqueueOrchestrationTx(ctx context.Context, tx pgx.Tx, orchestrationID string) (int64, error) {
@@ -100,16 +113,12 @@ type QueueConfig struct {
 	// PollInterval is how often idle workers look for work they were not
 	// notified of (scheduled jobs coming due).
 	PollInterval time.Duration
-	// Periodic are housekeeping jobs (trial expiry). River's elected leader
-	// schedules them and uniqueness keeps one run at a time, whatever the
-	// number of replicas.
-	Periodic []Periodic
-	// Orchestrations runs orchestrations' schedulers; nil runs none.
-	Orchestrations Scheduler
 }
 
-// Periodic is a job run every Interval, and once when a replica becomes
-// leader.
+// Periodic is a housekeeping job (trial expiry, cleanups) run every Interval,
+// and once when a replica becomes leader. River's elected leader schedules
+// it and uniqueness keeps one run at a time, whatever the number of
+// replicas.
 type Periodic struct {
 	// Name identifies the job in the queue: never rename one.
 	Name     string
@@ -158,9 +167,14 @@ func (w *periodicWorker) Work(ctx context.Context, job *river.Job[PeriodicArgs])
 
 func (w *periodicWorker) Timeout(*river.Job[PeriodicArgs]) time.Duration { return w.timeout }
 
-// Queue is keb's durable work queue (River, in PostgreSQL).
+// Queue is keb's durable work queue (River, in PostgreSQL). One River client
+// per replica both inserts (inside the transactions that accept operations)
+// and, once Work has handed it the engine, works the jobs.
 type Queue struct {
 	client  *river.Client[pgx.Tx]
+	workers *river.Workers
+	cfg     QueueConfig
+	// working is set by Work: the queue has an engine and workers to run.
 	working bool
 }
 
@@ -187,27 +201,16 @@ func (w *operationWorker) Work(ctx context.Context, job *river.Job[OperationArgs
 
 func (w *operationWorker) Timeout(*river.Job[OperationArgs]) time.Duration { return w.timeout }
 
-// NewQueue builds the queue. With engine nil or cfg.Workers 0 it only
-// inserts.
-func NewQueue(pool *pgxpool.Pool, engine *Engine, cfg QueueConfig, log logrus.FieldLogger) (*Queue, error) {
+// NewQueue builds the queue's River client. With cfg.Workers 0 it only
+// inserts; otherwise Work must hand it the engine before Start. The store
+// needs the queue to accept operations and the engine needs the store, so
+// the engine comes second.
+func NewQueue(pool *pgxpool.Pool, cfg QueueConfig, log logrus.FieldLogger) (*Queue, error) {
 	rc := &river.Config{Logger: logging.Slog(log.WithField("component", "queue"), slog.LevelWarn), ID: ClientID()}
-	working := engine != nil && cfg.Workers > 0
-	if working {
-		workers := river.NewWorkers()
-		river.AddWorker(workers, &operationWorker{engine: engine, timeout: cfg.JobTimeout})
-		periodic := &periodicWorker{jobs: map[string]Periodic{}, timeout: cfg.JobTimeout}
-		river.AddWorker(workers, periodic)
-		for _, p := range cfg.Periodic {
-			periodic.jobs[p.Name] = p
-			args := PeriodicArgs{Name: p.Name}
-			rc.PeriodicJobs = append(rc.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(p.Interval),
-				func() (river.JobArgs, *river.InsertOpts) { return args, nil },
-				&river.PeriodicJobOpts{ID: p.Name, RunOnStart: true}))
-		}
-		if cfg.Orchestrations != nil {
-			river.AddWorker(workers, &orchestrationWorker{scheduler: cfg.Orchestrations, timeout: cfg.JobTimeout})
-		}
-		rc.Workers = workers
+	q := &Queue{cfg: cfg}
+	if cfg.Workers > 0 {
+		q.workers = river.NewWorkers()
+		rc.Workers = q.workers
 		rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}}
 		rc.JobTimeout = cfg.JobTimeout
 		rc.RescueStuckJobsAfter = cfg.RescueAfter
@@ -220,17 +223,49 @@ func NewQueue(pool *pgxpool.Pool, engine *Engine, cfg QueueConfig, log logrus.Fi
 	if err != nil {
 		return nil, fmt.Errorf("creating work queue: %w", err)
 	}
-	return &Queue{client: client, working: working}, nil
+	q.client = client
+	return q, nil
 }
 
-// EnqueueTx queues an operation inside the transaction that writes it: the
-// job exists exactly when the operation does.
-func (q *Queue) EnqueueTx(ctx context.Context, tx pgx.Tx, op storage.Operation) error {
-	res, err := q.client.InsertTx(ctx, tx, OperationArgs{OperationID: op.ID}, nil)
-	if err != nil {
-		return fmt.Errorf("queueing operation: %w", err)
+// Work hands the queue's operation jobs to engine and schedules the periodic
+// jobs. Call it once, before Start, on a queue built with workers.
+func (q *Queue) Work(engine *Engine, periodic ...Periodic) error {
+	if q.workers == nil {
+		return errors.New("the work queue was built without workers (APP_WORKERS=0): it only inserts")
 	}
-	return storage.SetJobID(ctx, tx, op.ID, res.Job.ID)
+	if q.working {
+		return errors.New("the work queue already has an engine")
+	}
+	if err := river.AddWorkerSafely(q.workers, &operationWorker{engine: engine, timeout: q.cfg.JobTimeout}); err != nil {
+		return fmt.Errorf("registering the operation worker: %w", err)
+	}
+	jobs := &periodicWorker{jobs: map[string]Periodic{}, timeout: q.cfg.JobTimeout}
+	if err := river.AddWorkerSafely(q.workers, jobs); err != nil {
+		return fmt.Errorf("registering the periodic worker: %w", err)
+	}
+	scheduled := make([]*river.PeriodicJob, 0, len(periodic))
+	for _, p := range periodic {
+		jobs.jobs[p.Name] = p
+		args := PeriodicArgs{Name: p.Name}
+		scheduled = append(scheduled, river.NewPeriodicJob(river.PeriodicInterval(p.Interval),
+			func() (river.JobArgs, *river.InsertOpts) { return args, nil },
+			&river.PeriodicJobOpts{ID: p.Name, RunOnStart: true}))
+	}
+	if _, err := q.client.PeriodicJobs().AddManySafely(scheduled); err != nil {
+		return fmt.Errorf("scheduling periodic jobs: %w", err)
+	}
+	q.working = true
+	return nil
+}
+
+// EnqueueTx queues an operation inside the transaction that writes it, so
+// the job exists exactly when the operation does, and returns the job's ID.
+func (q *Queue) EnqueueTx(ctx context.Context, tx pgx.Tx, operationID string) (int64, error) {
+	res, err := q.client.InsertTx(ctx, tx, OperationArgs{OperationID: operationID}, nil)
+	if err != nil {
+		return 0, fmt.Errorf("queueing operation: %w", err)
+	}
+	return res.Job.ID, nil
 }
 
 // Wake makes a waiting job available at once (a watch saw its runtime
@@ -244,7 +279,8 @@ func (q *Queue) Wake(ctx context.Context, jobID int64) (running bool, err error)
 	return row.State == rivertype.JobStateRunning, nil
 }
 
-// Start starts the workers (a no-op for an insert-only queue). ctx only
+// Start starts the workers (a no-op for an insert-only queue or one Work was
+// not called on). ctx only
 // carries values: River treats the cancellation of its Start context as a
 // hard stop that cancels running steps at once, so shutting down is Stop's
 // job, never ctx's.
@@ -299,6 +335,5 @@ func ClientIDOf(host string, pid int) string { return fmt.Sprintf("keb-%s-%d", h
 type boundedRetry struct{ max time.Duration }
 
 func (b boundedRetry) NextRetry(job *rivertype.JobRow) time.Time {
-	d := time.Duration(1<<min(len(job.Errors), 10)) * time.Second
-	return time.Now().Add(min(d, b.max))
+	return time.Now().Add(backoff(len(job.Errors), b.max))
 }

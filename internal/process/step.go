@@ -8,7 +8,6 @@ package process
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -23,9 +22,9 @@ type Step interface {
 	// Run does the step's work. It must be idempotent: after a crash it may
 	// run again although its effect already happened. Zero StepResult means
 	// done; RetryAfter means "call me again later" (the worker is released,
-	// nothing sleeps); Failure fails the operation for good. A returned error
-	// is unexpected and temporary: the step is retried with backoff until the
-	// step or operation deadline.
+	// nothing sleeps); Failure (see Fail) is the one way to fail the
+	// operation for good. A returned error is unexpected and temporary: the
+	// step is retried with backoff until the step or operation deadline.
 	Run(ctx context.Context, op *Operation) (StepResult, error)
 }
 
@@ -157,16 +156,4 @@ func decodeData(raw json.RawMessage) (Data, error) {
 		return d, fmt.Errorf("decoding operation data: %w", err)
 	}
 	return d, nil
-}
-
-// Permanent marks an error that retrying cannot fix.
-func Permanent(err error) error { return permanentError{err} }
-
-type permanentError struct{ error }
-
-func (p permanentError) Unwrap() error { return p.error }
-
-func isPermanent(err error) bool {
-	var p permanentError
-	return errors.As(err, &p)
 }

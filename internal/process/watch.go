@@ -86,7 +86,7 @@ func (w *Watcher) setState(running bool, err error) {
 // lifetime.
 func (w *Watcher) Run(ctx context.Context) {
 	const maxBackoff = time.Minute
-	backoff := time.Second
+	restarts := 0
 	for ctx.Err() == nil {
 		began := time.Now()
 		err := w.Start(ctx)
@@ -99,15 +99,16 @@ func (w *Watcher) Run(ctx context.Context) {
 		}
 		w.setState(false, err)
 		if time.Since(began) > 2*maxBackoff {
-			backoff = time.Second // it ran a good while: start over
+			restarts = 0 // it ran a good while: start over
 		}
-		w.log.WithError(err).WithField("retry_in", backoff).Warn("control-plane watch stopped; operations poll until it is back")
+		wait := backoff(restarts, maxBackoff)
+		w.log.WithError(err).WithField("retry_in", wait).Warn("control-plane watch stopped; operations poll until it is back")
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(backoff):
+		case <-time.After(wait):
 		}
-		backoff = min(2*backoff, maxBackoff)
+		restarts++
 	}
 }
 

@@ -240,14 +240,6 @@ func (s *Store) WakeRuntime(ctx context.Context, runtimeID string) (int64, error
 	return *id, nil
 }
 
-// SetJobID links an operation to its queue job, inside the enqueueing transaction.
-func SetJobID(ctx context.Context, tx pgx.Tx, operationID string, jobID int64) error {
-	if _, err := tx.Exec(ctx, `UPDATE operations SET job_id = $2 WHERE operation_id = $1`, operationID, jobID); err != nil {
-		return fmt.Errorf("linking operation %s to job %d: %w", operationID, jobID, err)
-	}
-	return nil
-}
-
 // LockInstance takes a session-level advisory lock on an instance on a
 // dedicated connection. The lock is released by unlock, or by PostgreSQL when
 // the connection dies with its process: a killed replica never keeps it.

@@ -114,8 +114,8 @@ func (f *fixture) opState(opID string) (state storage.OperationState, descriptio
 }
 
 // enqueuerFunc adapts a function to storage.Enqueuer.
-type enqueuerFunc func(ctx context.Context, tx pgx.Tx, op storage.Operation) error
+type enqueuerFunc func(ctx context.Context, tx pgx.Tx, operationID string) (int64, error)
 
-func (f enqueuerFunc) EnqueueTx(ctx context.Context, tx pgx.Tx, op storage.Operation) error {
-	return f(ctx, tx, op)
+func (f enqueuerFunc) EnqueueTx(ctx context.Context, tx pgx.Tx, operationID string) (int64, error) {
+	return f(ctx, tx, operationID)
 }

@@ -653,14 +653,18 @@ func (s *Orchestrations) startUpgrades(ctx context.Context, tx pgx.Tx, id string
 	if err != nil {
 		return fmt.Errorf("starting upgrades of orchestration %s: %w", id, err)
 	}
-	byID := make(map[string]Operation, n)
-	for _, op := range ops {
-		byID[op.ID] = op
-	}
-	for _, opID := range started {
-		if err := s.queue.EnqueueTx(ctx, tx, byID[opID]); err != nil {
+	jobIDs := make([]int64, len(started))
+	for i, opID := range started {
+		if jobIDs[i], err = s.queue.EnqueueTx(ctx, tx, opID); err != nil {
 			return fmt.Errorf("queueing upgrade %s: %w", opID, err)
 		}
+	}
+	// The upgrades' links to their jobs and the targets' states: two
+	// statements for all of them.
+	if _, err := tx.Exec(ctx, `UPDATE operations o SET job_id = u.job_id
+		FROM unnest($1::text[], $2::bigint[]) AS u(operation_id, job_id) WHERE o.operation_id = u.operation_id`,
+		started, jobIDs); err != nil {
+		return fmt.Errorf("linking upgrades of orchestration %s to their jobs: %w", id, err)
 	}
 	if _, err := tx.Exec(ctx, `UPDATE orchestration_operations SET state = $2, description = 'Upgrade started',
 		updated_at = now() WHERE orchestration_id = $1 AND operation_id = ANY($3::text[])`, id, TargetInProgress, started); err != nil {

@@ -10,9 +10,10 @@ import (
 
 // Enqueuer puts an accepted operation on the work queue inside the
 // transaction that writes the operation, so that neither exists without the
-// other.
+// other, and returns the queue job's ID, which the store links to the
+// operation.
 type Enqueuer interface {
-	EnqueueTx(ctx context.Context, tx pgx.Tx, op Operation) error
+	EnqueueTx(ctx context.Context, tx pgx.Tx, operationID string) (jobID int64, err error)
 }
 
 // Store reads and writes instances and operations.
@@ -162,12 +163,17 @@ func (s *Store) insertOperation(ctx context.Context, tx pgx.Tx, op Operation) er
 	return s.enqueue(ctx, tx, op)
 }
 
-// enqueue queues an operation written in tx.
+// enqueue queues an operation written in tx and links it to its job.
 func (s *Store) enqueue(ctx context.Context, tx pgx.Tx, op Operation) error {
-	if s.enqueuer != nil {
-		if err := s.enqueuer.EnqueueTx(ctx, tx, op); err != nil {
-			return fmt.Errorf("enqueueing operation %s: %w", op.ID, err)
-		}
+	if s.enqueuer == nil {
+		return nil
+	}
+	jobID, err := s.enqueuer.EnqueueTx(ctx, tx, op.ID)
+	if err != nil {
+		return fmt.Errorf("enqueueing operation %s: %w", op.ID, err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE operations SET job_id = $2 WHERE operation_id = $1`, op.ID, jobID); err != nil {
+		return fmt.Errorf("linking operation %s to job %d: %w", op.ID, jobID, err)
 	}
 	return nil
 }

@@ -311,26 +311,27 @@ func TestEnqueuerRunsInsideTheTransaction(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.NewPool(t)
 	ctx := testCtx(t)
-	if _, err := pool.Exec(ctx, `CREATE TABLE test_queue (operation_id text PRIMARY KEY, instance_id text NOT NULL)`); err != nil {
+	if _, err := pool.Exec(ctx, `CREATE TABLE test_queue (id bigserial PRIMARY KEY, operation_id text NOT NULL UNIQUE)`); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
 	var seen []string
-	enq := enqueuerFunc(func(ctx context.Context, tx pgx.Tx, op storage.Operation) error {
+	enq := enqueuerFunc(func(ctx context.Context, tx pgx.Tx, operationID string) (int64, error) {
 		// Inside the transaction the instance and operation exist...
 		var inTx, outside int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM operations WHERE operation_id = $1`, op.ID).Scan(&inTx); err != nil {
-			return err
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM operations WHERE operation_id = $1`, operationID).Scan(&inTx); err != nil {
+			return 0, err
 		}
 		// ...and nobody else sees them before the commit.
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM operations WHERE operation_id = $1`, op.ID).Scan(&outside); err != nil {
-			return err
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM operations WHERE operation_id = $1`, operationID).Scan(&outside); err != nil {
+			return 0, err
 		}
 		mu.Lock()
-		seen = append(seen, fmt.Sprintf("%s in tx=%d outside=%d", op.ID, inTx, outside))
+		seen = append(seen, fmt.Sprintf("%s in tx=%d outside=%d", operationID, inTx, outside))
 		mu.Unlock()
-		_, err := tx.Exec(ctx, `INSERT INTO test_queue (operation_id, instance_id) VALUES ($1, $2)`, op.ID, op.InstanceID)
-		return err
+		var id int64
+		err := tx.QueryRow(ctx, `INSERT INTO test_queue (operation_id) VALUES ($1) RETURNING id`, operationID).Scan(&id)
+		return id, err
 	})
 	s := storage.NewStore(pool, mustCipher(t, b64KeyA), enq)
 
@@ -348,6 +349,15 @@ func TestEnqueuerRunsInsideTheTransaction(t *testing.T) {
 	if strings.Join(queued, ",") != "op-p,op-d" {
 		t.Errorf("queue holds %v, want the provisioning and the deprovisioning", queued)
 	}
+	// Each operation is linked to the job the enqueuer returned.
+	var unlinked int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM operations o LEFT JOIN test_queue q ON q.operation_id = o.operation_id
+		WHERE o.job_id IS DISTINCT FROM q.id`).Scan(&unlinked); err != nil {
+		t.Fatal(err)
+	}
+	if unlinked != 0 {
+		t.Errorf("%d operations not linked to their queue job", unlinked)
+	}
 	want := []string{"op-p in tx=1 outside=0", "op-d in tx=1 outside=0"}
 	if strings.Join(seen, "; ") != strings.Join(want, "; ") {
 		t.Errorf("enqueuer saw %v, want %v", seen, want)
@@ -357,7 +367,7 @@ func TestEnqueuerRunsInsideTheTransaction(t *testing.T) {
 func TestFailingEnqueuerRollsBack(t *testing.T) {
 	t.Parallel()
 	errQueue := errors.New("queue is full")
-	failing := enqueuerFunc(func(ctx context.Context, tx pgx.Tx, op storage.Operation) error { return errQueue })
+	failing := enqueuerFunc(func(ctx context.Context, tx pgx.Tx, operationID string) (int64, error) { return 0, errQueue })
 
 	t.Run("provisioning", func(t *testing.T) {
 		t.Parallel()

@@ -77,7 +77,7 @@ func run(dbURL string, events, pages, every, chunk int) error {
 	defer pool.Close()
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	queue, err := process.NewQueue(pool, nil, process.QueueConfig{}, log)
+	queue, err := process.NewQueue(pool, process.QueueConfig{}, log)
 	if err != nil {
 		return err
 	}
