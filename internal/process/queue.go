@@ -47,11 +47,14 @@ func (OrchestrationArgs) Kind() string { return "keb_orchestration" }
 // orchestration gets a new one after its first completed) and lets it be
 // snoozed for as long as the orchestration runs.
 func (OrchestrationArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{MaxAttempts: 10000, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
-		rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
-		rivertype.JobStateRetryable, rivertype.JobStateScheduled,
-	}}}
+	return river.InsertOpts{MaxAttempts: 10000, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: unfinished}}
 }
+
+// unfinished are the job states uniqueness counts for jobs that may run
+// again once finished (River's default also counts completed jobs, which
+// would block every run after the first until River deletes the old job).
+var unfinished = []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
+	rivertype.JobStateRetryable, rivertype.JobStateScheduled}
 
 // Scheduler runs one pass of an orchestration's scheduler; RetryAfter zero
 // means the orchestration has ended.
@@ -140,10 +143,7 @@ func (PeriodicArgs) Kind() string { return "keb_periodic" }
 // states (River's default counts completed ones, which would block every run
 // after the first until River deletes the old job).
 func (PeriodicArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{MaxAttempts: 3, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
-		rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
-		rivertype.JobStateRetryable, rivertype.JobStateScheduled,
-	}}}
+	return river.InsertOpts{MaxAttempts: 3, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: unfinished}}
 }
 
 type periodicWorker struct {
