@@ -162,6 +162,9 @@ func TestOrchestrations(t *testing.T) {
 	}
 	t.Cleanup(db.Close)
 	op := newOperator(s)
+	for _, name := range []string{"azure-orch-a", "azure-orch-b", "azure-orch-c"} {
+		freshAccount(t, s.kcp, name) // one per tenant; seeded ones may be dirty from other tests
+	}
 
 	// Four runtimes: tenant A in two regions, B, and C (suspended).
 	type inst struct{ id, tenant, region string }
