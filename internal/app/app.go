@@ -112,7 +112,8 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	orchestrations := storage.NewOrchestrations(pool, queue)
 	opsMetrics := metrics.NewOperations(reg, auth.RejectionReasons)
 	verifier.OnReject(opsMetrics.TokenRejected)
-	expirer := expiry.New(store, cfg.TrialDuration, cfg.OperationTimeout, log.WithField("component", "expiry"))
+	expirer := expiry.New(store, expiry.Lifetimes(cat.Plans(), cfg.TrialDuration), cfg.OperationTimeout,
+		log.WithField("component", "expiry"))
 	var eng *engine
 	if cfg.Engine.Workers > 0 {
 		if eng, err = newEngine(cfg, queue, store, orchestrations, cat, expirer, work, opsMetrics, log); err != nil {

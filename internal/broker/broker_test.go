@@ -327,7 +327,6 @@ func TestProvisionWritesWhatThePlatformSent(t *testing.T) {
 
 func TestProvisionOfAnExistingInstance(t *testing.T) {
 	t.Parallel()
-	deleted := time.Now()
 	tests := []struct {
 		name     string
 		details  domain.ProvisionDetails
@@ -377,12 +376,6 @@ func TestProvisionOfAnExistingInstance(t *testing.T) {
 			have:       storedAzure,
 			last:       opOf("op-running", storage.OperationTypeProvision, storage.OperationInProgress),
 			wantStatus: http.StatusConflict, wantKey: "Conflict", wantDesc: "context.subaccount_id",
-		},
-		{
-			name:       "deprovisioned instance",
-			details:    azureDetails(),
-			have:       func() storage.Instance { i := storedAzure(); i.DeletedAt = &deleted; return i },
-			wantStatus: http.StatusConflict, wantKey: "Conflict", wantDesc: "deprovisioned",
 		},
 		{
 			name:       "provisioning failed",
@@ -549,7 +542,6 @@ func TestDeprovision(t *testing.T) {
 
 func TestLastOperationRetryAfterHint(t *testing.T) {
 	t.Parallel()
-	deleted := time.Now()
 	tests := []struct {
 		name        string
 		inst        storage.Instance
@@ -584,12 +576,6 @@ func TestLastOperationRetryAfterHint(t *testing.T) {
 			inst:      storedAzure(),
 			op:        opOf("op-1", storage.OperationTypeProvision, storage.OperationFailed),
 			wantState: domain.Failed,
-		},
-		{
-			name:        "deprovisioned and gone",
-			inst:        func() storage.Instance { i := storedAzure(); i.DeletedAt = &deleted; return i }(),
-			op:          opOf("op-1", storage.OperationTypeDeprovision, storage.OperationSucceeded),
-			wantFailure: http.StatusGone,
 		},
 	}
 	for _, tc := range tests {
@@ -671,7 +657,6 @@ func TestLastOperationNotFound(t *testing.T) {
 
 func TestGetInstance(t *testing.T) {
 	t.Parallel()
-	deleted := time.Now()
 	with := func(state storage.RuntimeState, resolved string) storage.Instance {
 		i := storedAzure()
 		i.State, i.DashboardURL = state, "https://console.c-1234567.kyma.example.com"
@@ -692,7 +677,6 @@ func TestGetInstance(t *testing.T) {
 		wantParams    string
 	}{
 		{name: "unknown", instErr: storage.ErrNotFound, wantStatus: http.StatusNotFound, wantKey: "NotFound"},
-		{name: "deleted", inst: func() storage.Instance { i := storedAzure(); i.DeletedAt = &deleted; return i }(), wantStatus: http.StatusNotFound, wantKey: "NotFound"},
 		{name: "being provisioned", inst: with(storage.RuntimeProvisioning, ""), last: opOf("op", storage.OperationTypeProvision, storage.OperationInProgress), wantStatus: http.StatusNotFound, wantKey: "NotFound"},
 		{name: "provisioning failed", inst: with(storage.RuntimeFailed, ""), last: opOf("op", storage.OperationTypeProvision, storage.OperationFailed), wantStatus: http.StatusNotFound, wantKey: "NotFound"},
 		{name: "being updated", inst: with(storage.RuntimeSucceeded, resolved), last: opOf("op", storage.OperationTypeUpdate, storage.OperationInProgress), wantStatus: http.StatusUnprocessableEntity, wantKey: "ConcurrencyError"},

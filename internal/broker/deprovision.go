@@ -54,7 +54,7 @@ func (b *Broker) Deprovision(ctx context.Context, instanceID string, details dom
 	case errors.Is(err, storage.ErrNotFound):
 	case err != nil:
 		return domain.DeprovisionServiceSpec{}, b.internal(log, "reading instance", err)
-	case inst.DeletedAt == nil && (inst.PlanID != details.PlanID || inst.ServiceID != details.ServiceID):
+	case inst.PlanID != details.PlanID || inst.ServiceID != details.ServiceID:
 		return domain.DeprovisionServiceSpec{}, errBadRequest(fmt.Errorf(
 			"instance %s is of service_id %s and plan_id %s (%s); the request names service_id %q and plan_id %q",
 			instanceID, inst.ServiceID, inst.PlanID, inst.PlanName, details.ServiceID, details.PlanID))

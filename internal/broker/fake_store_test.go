@@ -93,7 +93,7 @@ func (f *fakeStore) Operation(_ context.Context, instanceID, operationID string)
 // PollOperation answers from the instance and operation fakes, as the real
 // store's one statement does from the instance and operation rows.
 func (f *fakeStore) PollOperation(ctx context.Context, instanceID, operationID string) (storage.OperationPoll, error) {
-	inst, err := f.Instance(ctx, instanceID)
+	_, err := f.Instance(ctx, instanceID)
 	if err != nil {
 		return storage.OperationPoll{}, err
 	}
@@ -103,7 +103,7 @@ func (f *fakeStore) PollOperation(ctx context.Context, instanceID, operationID s
 	} else {
 		op, err = f.Operation(ctx, instanceID, operationID)
 	}
-	poll := storage.OperationPoll{InstanceDeleted: inst.DeletedAt != nil}
+	var poll storage.OperationPoll
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		return poll, nil

@@ -29,9 +29,6 @@ func (b *Broker) GetInstance(ctx context.Context, instanceID string, _ domain.Fe
 	case err != nil:
 		return domain.GetInstanceDetailsSpec{}, b.internal(log, "reading instance", err)
 	}
-	if inst.DeletedAt != nil {
-		return domain.GetInstanceDetailsSpec{}, errInstanceNotFound
-	}
 	op, err := b.store.LastOperation(ctx, instanceID)
 	if err != nil {
 		return domain.GetInstanceDetailsSpec{}, b.internal(log, "reading last operation", err)

@@ -33,11 +33,6 @@ func (b *Broker) LastOperation(ctx context.Context, instanceID string, details d
 	case !op.Found:
 		return domain.LastOperation{}, errOperationNotFound
 	}
-	// OSB: a finished deprovisioning of an instance that is gone is a 410,
-	// which the platform takes as success.
-	if op.InstanceDeleted && op.Type == storage.OperationTypeDeprovision && op.State == storage.OperationSucceeded {
-		return domain.LastOperation{}, errInstanceGone
-	}
 	if op.InProgress() {
 		hintsFrom(ctx).RetryAfter = b.opts.RetryAfter
 	}

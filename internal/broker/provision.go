@@ -100,9 +100,6 @@ func (b *Broker) provisionExisting(ctx context.Context, log logrus.FieldLogger, 
 	if err != nil {
 		return domain.ProvisionedServiceSpec{}, b.internal(log, "reading existing instance", err)
 	}
-	if have.DeletedAt != nil {
-		return domain.ProvisionedServiceSpec{}, errConflict("the instance ID belongs to a deprovisioned instance")
-	}
 	if diff := differences(have, want); diff != "" {
 		return domain.ProvisionedServiceSpec{}, errConflict(diff)
 	}

@@ -54,9 +54,6 @@ func (b *Broker) Update(ctx context.Context, instanceID string, details domain.U
 	var started *storage.Operation
 	var dashboardURL string
 	err = b.store.ChangeInstance(ctx, instanceID, func(inst storage.Instance, running *storage.Operation) (storage.InstanceChange, error) {
-		if inst.DeletedAt != nil {
-			return storage.InstanceChange{}, errInstanceNotFound
-		}
 		if details.PlanID != "" && details.PlanID != inst.PlanID {
 			return storage.InstanceChange{}, errPlanChange
 		}

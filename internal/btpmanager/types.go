@@ -1,5 +1,5 @@
 // Package btpmanager prepares a runtime for BTP Manager: the sap-btp-manager Secret with the
-// Service Manager credentials and the BtpOperator CR that BTP Manager reconciles (seed 000).
+// Service Manager credentials and the BtpOperator CR that BTP Manager reconciles.
 package btpmanager
 
 import (
@@ -31,7 +31,7 @@ const (
 // ConditionReady is the only condition type BTP Manager sets.
 const ConditionReady = "Ready"
 
-// Condition reasons of the Ready condition that keb and its tests act on (seed 000 lists all).
+// Condition reasons of the Ready condition that keb and its tests act on (BTP Manager has more).
 const (
 	ReasonReconcileSucceeded = "ReconcileSucceeded"
 	ReasonInitialized        = "Initialized"

@@ -31,8 +31,9 @@ type Config struct {
 	PlansFile            string
 	OperationTimeout     time.Duration
 	RetryAfter           time.Duration
-	// TrialDuration is how long a trial lives before the expiry job
-	// suspends it.
+	// TrialDuration, when positive, replaces the trial plan's lifetime
+	// (plans.yaml's lifetimeDays): how long a trial lives before the expiry
+	// job suspends it.
 	TrialDuration time.Duration
 	// RequestTimeout bounds one API request's work, its database work
 	// included; past it the request is answered 503 with Retry-After.
@@ -129,7 +130,6 @@ var Defaults = Config{
 	EnabledPlans:          []string{"azure", "gcp", "azure_lite", "trial", "aws"},
 	OperationTimeout:      24 * time.Hour,
 	RetryAfter:            10 * time.Second,
-	TrialDuration:         30 * 24 * time.Hour,
 	RequestTimeout:        20 * time.Second,
 	JWKSRefresh:           15 * time.Minute,
 	ShutdownTimeout:       30 * time.Second,
@@ -311,7 +311,7 @@ func (c *Config) BindBroker(b *Binder) {
 	b.Duration(&c.RetryAfter, "retry-after", "APP_BROKER_RETRY_AFTER", d.RetryAfter,
 		"Retry-After sent with last_operation while an operation is in progress")
 	b.Duration(&c.TrialDuration, "trial-duration", "APP_TRIAL_DURATION", d.TrialDuration,
-		"how long a trial runtime lives before it is suspended")
+		"how long a trial runtime lives before it is suspended; unset: the trial plan's lifetimeDays in plans.yaml")
 	b.Duration(&c.RequestTimeout, "request-timeout", "APP_REQUEST_TIMEOUT", d.RequestTimeout,
 		"bound on one API request's work (database included); past it the answer is 503 with Retry-After (0: none)")
 	c.bindHTTP(b)
@@ -368,7 +368,7 @@ func (c *Config) BindEngine(b *Binder) {
 	b.Duration(&e.RemovalPoll, "removal-poll", "APP_DEPROVISIONING_POLL", d.RemovalPoll,
 		"how often a deprovisioning looks whether its CRs are gone (watches wake it sooner)")
 	b.Duration(&e.ExpiryInterval, "expiry-interval", "APP_EXPIRY_INTERVAL", d.ExpiryInterval,
-		"how often one replica looks for trials older than APP_TRIAL_DURATION and suspends them")
+		"how often one replica looks for instances older than their plan's lifetime and suspends them")
 	o, do := &e.Orchestration, d.Orchestration
 	b.String(&o.MaintenanceWindows, "maintenance-windows", "APP_MAINTENANCE_WINDOWS", "",
 		"runtimes' daily maintenance windows (UTC): default=22:00-02:00,<region>=HH:MM-HH:MM,plan:<plan>=HH:MM-HH:MM")
@@ -414,8 +414,8 @@ func (c *Config) Validate() error {
 	if c.OperationTimeout <= 0 {
 		errs = append(errs, errors.New("APP_BROKER_OPERATION_TIMEOUT must be positive"))
 	}
-	if c.TrialDuration <= 0 {
-		errs = append(errs, errors.New("APP_TRIAL_DURATION must be positive"))
+	if c.TrialDuration < 0 {
+		errs = append(errs, errors.New("APP_TRIAL_DURATION must not be negative"))
 	}
 	if c.Engine.Workers > 0 && c.Engine.ExpiryInterval <= 0 {
 		errs = append(errs, errors.New("APP_EXPIRY_INTERVAL must be positive"))

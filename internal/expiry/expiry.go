@@ -1,14 +1,15 @@
 // Package expiry ends the life of trial and free instances: an expired
 // instance is suspended (its runtime deprovisioned, the instance kept with
 // expiredAt set) and can no longer be resumed. Expiry comes from a periodic
-// job for trials older than the trial duration, or from an operator's PUT
-// /expire/service_instance/{id}.
+// job for instances older than their plan's lifetime (plans.yaml's
+// lifetimeDays), or from an operator's PUT /expire/service_instance/{id}.
 package expiry
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -45,17 +46,35 @@ type store interface {
 
 // Expirer expires instances.
 type Expirer struct {
-	store            store
-	trialDuration    time.Duration
+	store store
+	// lifetimes are how long instances of a plan (by name) live.
+	lifetimes        map[string]time.Duration
 	operationTimeout time.Duration
 	log              logrus.FieldLogger
 	now              func() time.Time
 }
 
-// New returns an Expirer suspending trials older than trialDuration; the
-// suspensions it starts fail after operationTimeout.
-func New(s store, trialDuration, operationTimeout time.Duration, log logrus.FieldLogger) *Expirer {
-	return &Expirer{store: s, trialDuration: trialDuration, operationTimeout: operationTimeout, log: log, now: time.Now}
+// New returns an Expirer suspending the instances of each plan in lifetimes
+// (by plan name) once they are older than its lifetime; the suspensions it
+// starts fail after operationTimeout.
+func New(s store, lifetimes map[string]time.Duration, operationTimeout time.Duration, log logrus.FieldLogger) *Expirer {
+	return &Expirer{store: s, lifetimes: lifetimes, operationTimeout: operationTimeout, log: log, now: time.Now}
+}
+
+// Lifetimes are the plans' lifetimes (plans.yaml's lifetimeDays) by plan
+// name, for New; trialOverride, when positive, replaces the trial plan's
+// (APP_TRIAL_DURATION).
+func Lifetimes(plans []catalog.Plan, trialOverride time.Duration) map[string]time.Duration {
+	lifetimes := map[string]time.Duration{}
+	for _, p := range plans {
+		if p.Lifetime > 0 {
+			lifetimes[p.Name] = p.Lifetime
+		}
+	}
+	if trialOverride > 0 {
+		lifetimes[catalog.TrialPlanName] = trialOverride
+	}
+	return lifetimes
 }
 
 // Result says what Expire did.
@@ -102,11 +121,25 @@ func (e *Expirer) Expire(ctx context.Context, instanceID string) (Result, error)
 	return res, nil
 }
 
-// ExpireDue expires the trials older than the trial duration and returns how
-// many it expired. An instance it cannot expire now (an operation runs) is
-// left for the next run.
+// ExpireDue expires the instances older than their plan's lifetime and
+// returns how many it expired. An instance it cannot expire now (an
+// operation runs) is left for the next run.
 func (e *Expirer) ExpireDue(ctx context.Context) (int, error) {
-	ids, err := e.store.ExpiryCandidates(ctx, []string{catalog.TrialPlanName}, e.now().Add(-e.trialDuration), batch)
+	n := 0
+	var errs []error
+	for _, plan := range slices.Sorted(maps.Keys(e.lifetimes)) {
+		expired, err := e.expirePlan(ctx, plan, e.lifetimes[plan])
+		n += expired
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return n, errors.Join(errs...)
+}
+
+// expirePlan expires one batch of the plan's instances older than lifetime.
+func (e *Expirer) expirePlan(ctx context.Context, plan string, lifetime time.Duration) (int, error) {
+	ids, err := e.store.ExpiryCandidates(ctx, []string{plan}, e.now().Add(-lifetime), batch)
 	if err != nil {
 		return 0, err
 	}
@@ -116,12 +149,12 @@ func (e *Expirer) ExpireDue(ctx context.Context) (int, error) {
 		res, err := e.Expire(ctx, id)
 		switch {
 		case errors.Is(err, ErrBusy), errors.Is(err, storage.ErrNotFound):
-			e.log.WithField("instance_id", id).WithError(err).Info("trial not expired this time")
+			e.log.WithFields(logrus.Fields{"instance_id": id, "plan": plan}).WithError(err).Info("instance not expired this time")
 		case err != nil:
-			errs = append(errs, fmt.Errorf("expiring trial %s: %w", id, err))
+			errs = append(errs, fmt.Errorf("expiring %s instance %s: %w", plan, id, err))
 		default:
 			n++
-			e.log.WithFields(logrus.Fields{"instance_id": id, "operation_id": res.OperationID}).Info("trial expired")
+			e.log.WithFields(logrus.Fields{"instance_id": id, "plan": plan, "operation_id": res.OperationID}).Info("instance expired")
 		}
 	}
 	return n, errors.Join(errs...)

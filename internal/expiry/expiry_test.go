@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"strconv"
 	"testing"
 	"time"
@@ -36,6 +37,12 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
+	return newFixtureWith(t, map[string]time.Duration{catalog.TrialPlanName: trialDuration})
+}
+
+// newFixtureWith is a fixture whose Expirer has these plan lifetimes.
+func newFixtureWith(t *testing.T, lifetimes map[string]time.Duration) *fixture {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	pool := pgtest.NewPool(t) // migrated
@@ -46,7 +53,7 @@ func newFixture(t *testing.T) *fixture {
 	store := storage.NewStore(pool, cipher, nil)
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	return &fixture{t: t, ctx: ctx, store: store, expirer: expiry.New(store, trialDuration, opTimeout, log)}
+	return &fixture{t: t, ctx: ctx, store: store, expirer: expiry.New(store, lifetimes, opTimeout, log)}
 }
 
 func (f *fixture) exec(sql string, args ...any) {
@@ -211,6 +218,39 @@ func TestExpireDue(t *testing.T) {
 	if at := f.instance("trial-busy").ExpiredAt; !at.Equal(expiredAt) {
 		t.Fatalf("retry moved expired_at from %v to %v", expiredAt, at)
 	}
+}
+
+// TestLifetimes: the expiry job's lifetimes are plans.yaml's lifetimeDays
+// (the embedded file gives the trial plan 30 days and no other plan one);
+// APP_TRIAL_DURATION replaces the trial's.
+func TestLifetimes(t *testing.T) {
+	t.Parallel()
+	cat, err := catalog.Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := expiry.Lifetimes(cat.Plans(), 0), map[string]time.Duration{catalog.TrialPlanName: 30 * 24 * time.Hour}; !maps.Equal(got, want) {
+		t.Errorf("lifetimes from plans.yaml = %v, want %v", got, want)
+	}
+	if got, want := expiry.Lifetimes(cat.Plans(), time.Hour), map[string]time.Duration{catalog.TrialPlanName: time.Hour}; !maps.Equal(got, want) {
+		t.Errorf("lifetimes with APP_TRIAL_DURATION=1h = %v, want %v", got, want)
+	}
+}
+
+// TestExpireDueByPlanLifetime: each plan with a lifetime expires its own
+// instances after it; plans without one never expire on their own.
+func TestExpireDueByPlanLifetime(t *testing.T) {
+	t.Parallel()
+	f := newFixtureWith(t, map[string]time.Duration{catalog.FreePlanName: 2 * time.Hour})
+	f.running("free-old", catalog.FreePlanName, 3*time.Hour)
+	f.running("free-young", catalog.FreePlanName, time.Hour)
+	f.running("trial-old", catalog.TrialPlanName, 100*24*time.Hour)
+	if n, err := f.expirer.ExpireDue(f.ctx); err != nil || n != 1 {
+		t.Fatalf("ExpireDue = %d, %v; want 1 (free-old)", n, err)
+	}
+	f.expectSuspending("free-old")
+	f.expectUntouched("free-young", storage.RuntimeSucceeded)
+	f.expectUntouched("trial-old", storage.RuntimeSucceeded)
 }
 
 func TestExpire(t *testing.T) {

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,33 +27,12 @@ var env *k8stest.Environment
 func TestMain(m *testing.M) { k8stest.Main(m, &env) }
 
 func testScheme(t *testing.T) *k8sruntime.Scheme {
-	t.Helper()
-	s := k8sruntime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	if err := infrastructuremanager.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return k8stest.Scheme(t, infrastructuremanager.AddToScheme)
 }
 
-func kcpClient(t *testing.T) client.Client {
-	t.Helper()
-	c, err := client.New(env.Config, client.Options{Scheme: testScheme(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
+func kcpClient(t *testing.T) client.Client { return env.Client(t, testScheme(t)) }
 
-func createNamespace(t *testing.T, c client.Client, ns string) {
-	t.Helper()
-	err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	if client.IgnoreAlreadyExists(err) != nil {
-		t.Fatalf("creating namespace %s: %v", ns, err)
-	}
-}
+func createNamespace(t *testing.T, c client.Client, ns string) { k8stest.EnsureNamespace(t, c, ns) }
 
 // testLog shows the simulator's log with `go test -v` only.
 func testLog() logrus.FieldLogger {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kyma-keb/keb/internal/controlplane"
+	"github.com/kyma-keb/keb/testing/k8stest"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -32,7 +33,7 @@ func TestRuntimeRoundTripsThroughTheCRD(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c := kcpClient(t)
-	createNamespace(t, c, "types-roundtrip")
+	k8stest.EnsureNamespace(t, c, "types-roundtrip")
 	want := fullRuntime("types-roundtrip", "full")
 	if err := c.Create(ctx, want.DeepCopy()); err != nil {
 		t.Fatalf("creating Runtime: %v", err)

@@ -259,7 +259,7 @@ func (h *Handler) Operation() http.Handler {
 			if op.ID != t.OperationID { // an earlier attempt
 				d.OperationID = op.ID
 			}
-			var data process.Data
+			var data process.Record
 			if json.Unmarshal(op.Data, &data) == nil && data.Upgrade != nil {
 				u = *data.Upgrade
 			}

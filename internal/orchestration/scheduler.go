@@ -110,7 +110,7 @@ func (s *Scheduler) schedule(o storage.Orchestration, p Parameters, now time.Tim
 				u.KubernetesVersion, u.MachineImage, u.MachineImageVersion = p.Kubernetes.Version,
 					p.Kubernetes.MachineImage, p.Kubernetes.MachineImageVersion
 			}
-			data, err := json.Marshal(process.Data{Upgrade: u})
+			data, err := json.Marshal(process.Record{Upgrade: u})
 			if err != nil {
 				return storage.Operation{}, err
 			}
@@ -141,7 +141,7 @@ func (o Observer) OperationFinished(op storage.Operation, planID string) {
 	if !op.Type.IsUpgrade() {
 		return
 	}
-	var d process.Data
+	var d process.Record
 	if err := json.Unmarshal(op.Data, &d); err != nil || d.Upgrade == nil {
 		return
 	}

@@ -122,12 +122,12 @@ func (e *Engine) claim(ctx context.Context, operationID string) (o *Operation, r
 		unlock()
 		return nil, nil, Outcome{}, err
 	}
-	data, err := decodeData(op.Data)
+	data, err := decodeRecord(op.Data)
 	if err != nil {
 		defer unlock()
 		return nil, nil, Outcome{}, e.fail(ctx, &Operation{Operation: op, Instance: inst, now: e.now}, "corrupt operation data: "+err.Error())
 	}
-	return &Operation{Operation: op, Instance: inst, Data: data, now: e.now}, unlock, Outcome{}, nil
+	return &Operation{Operation: op, Instance: inst, Record: data, now: e.now}, unlock, Outcome{}, nil
 }
 
 // runSteps runs the pipeline's unfinished steps in order. finished is true
@@ -156,16 +156,16 @@ func (e *Engine) runSteps(ctx context.Context, pipe Pipeline, o *Operation, log 
 func (e *Engine) runStep(ctx context.Context, step Step, o *Operation, log logrus.FieldLogger) (done bool, out Outcome, err error) {
 	name := step.Name()
 	o.Stage = name
-	if o.Data.StepStartedAt == nil {
-		o.Data.StepStartedAt = map[string]time.Time{}
+	if o.Record.StepStartedAt == nil {
+		o.Record.StepStartedAt = map[string]time.Time{}
 	}
-	if _, ok := o.Data.StepStartedAt[name]; !ok {
-		o.Data.StepStartedAt[name] = e.now()
+	if _, ok := o.Record.StepStartedAt[name]; !ok {
+		o.Record.StepStartedAt[name] = e.now()
 	}
-	if o.Data.StepRuns == nil {
-		o.Data.StepRuns = map[string]int{}
+	if o.Record.StepRuns == nil {
+		o.Record.StepRuns = map[string]int{}
 	}
-	o.Data.StepRuns[name]++
+	o.Record.StepRuns[name]++
 	began := time.Now()
 	// Whatever the step's packages log through the context carries the
 	// operation, instance and step.
@@ -179,14 +179,14 @@ func (e *Engine) runStep(ctx context.Context, step Step, o *Operation, log logru
 		log.WithError(res.Failure).Warn("step failed")
 		return false, Outcome{}, e.fail(ctx, o, res.Failure.Error())
 	case res.RetryAfter > 0:
-		o.Data.Failures, o.Data.FailingSince = 0, nil
+		o.Record.Failures, o.Record.FailingSince = 0, nil
 		if exceeded, msg := e.stepTimedOut(step, o); exceeded {
 			return false, Outcome{}, e.fail(ctx, o, msg+": "+o.Description)
 		}
 		out, err = e.wait(ctx, o, res.RetryAfter)
 		return false, out, err
 	}
-	o.Data.Failures, o.Data.FailingSince = 0, nil
+	o.Record.Failures, o.Record.FailingSince = 0, nil
 	o.FinishedStages = append(o.FinishedStages, name)
 	if _, ok, err := e.save(ctx, o); err != nil || !ok {
 		if err == nil {
@@ -202,16 +202,16 @@ func (e *Engine) runStep(ctx context.Context, step Step, o *Operation, log logru
 // again after backoff, or fails the operation once the step's deadline
 // passed.
 func (e *Engine) retryAfterError(ctx context.Context, step Step, o *Operation, stepErr error, log logrus.FieldLogger) (Outcome, error) {
-	o.Data.Failures++
-	if o.Data.FailingSince == nil {
+	o.Record.Failures++
+	if o.Record.FailingSince == nil {
 		since := e.now()
-		o.Data.FailingSince = &since
+		o.Record.FailingSince = &since
 	}
 	if exceeded, msg := e.stepTimedOut(step, o); exceeded {
 		return Outcome{}, e.fail(ctx, o, msg+": "+stepErr.Error())
 	}
 	describeRetry(step, o, stepErr)
-	wait := backoff(o.Data.Failures, e.MaxBackoff)
+	wait := backoff(o.Record.Failures, e.MaxBackoff)
 	log.WithError(stepErr).WithField("retry_in", wait).Warn("step error; retrying")
 	return e.wait(ctx, o, wait)
 }
@@ -226,8 +226,8 @@ func (e *Engine) succeed(ctx context.Context, pipe Pipeline, o *Operation, log l
 	}
 	o.State = storage.OperationSucceeded
 	o.Description = pipe.Done
-	if o.Data.Conclusion != "" {
-		o.Description = o.Data.Conclusion
+	if o.Record.Conclusion != "" {
+		o.Description = o.Record.Conclusion
 	}
 	o.Stage = ""
 	if _, err := e.finish(ctx, o); err != nil {
@@ -295,7 +295,7 @@ func (e *Engine) stepTimedOut(step Step, o *Operation) (bool, string) {
 	if !ok {
 		return false, ""
 	}
-	started := o.Data.StepStartedAt[step.Name()]
+	started := o.Record.StepStartedAt[step.Name()]
 	if e.now().Sub(started) <= ts.Timeout() {
 		return false, ""
 	}
@@ -329,11 +329,11 @@ func jitter(d time.Duration) time.Duration {
 }
 
 func (e *Engine) encode(o *Operation) error {
-	raw, err := json.Marshal(o.Data)
+	raw, err := json.Marshal(o.Record)
 	if err != nil {
 		return fmt.Errorf("encoding operation data: %w", err)
 	}
-	o.Operation.Data = raw
+	o.Data = raw
 	return nil
 }
 

@@ -28,7 +28,7 @@ func describeRetry(step Step, o *Operation, err error) {
 			doing = rest
 		}
 	}
-	since := o.Data.FailingSince.UTC().Format(time.RFC3339)
+	since := o.Record.FailingSince.UTC().Format(time.RFC3339)
 	if unreachable(err) {
 		where := "the control plane"
 		if r, ok := step.(RemoteStep); ok {
@@ -37,7 +37,7 @@ func describeRetry(step Step, o *Operation, err error) {
 		o.Describe("%s%s is unreachable (since %s): %s", retryingPrefix, where, since, doing)
 		return
 	}
-	o.Describe("%safter %s (since %s): %s", retryingPrefix, plural(o.Data.Failures, "error"), since, doing)
+	o.Describe("%safter %s (since %s): %s", retryingPrefix, plural(o.Record.Failures, "error"), since, doing)
 }
 
 func plural(n int, what string) string {

@@ -61,11 +61,13 @@ func Fail(format string, args ...any) (StepResult, error) {
 }
 
 // Operation is what a step sees: the stored operation, its instance, and
-// typed data that steps hand to later steps.
+// the typed record that steps hand to later steps. The record is the stored
+// operation's Data (JSON), decoded before the steps run and encoded at every
+// save; it has a name of its own so that it never hides that field.
 type Operation struct {
 	storage.Operation
 	Instance storage.Instance
-	Data     Data
+	Record   Record
 	// now is the engine's clock, so that deadlines are testable.
 	now func() time.Time
 }
@@ -84,12 +86,12 @@ func (o *Operation) Describe(format string, args ...any) {
 // Secret left alone, an instance suspended rather than deleted). It is
 // persisted, so a later run that finishes the operation still says it.
 func (o *Operation) Conclude(format string, args ...any) {
-	o.Data.Conclusion = fmt.Sprintf(format, args...)
+	o.Record.Conclusion = fmt.Sprintf(format, args...)
 }
 
-// Data is what steps record for later steps and for operators. It is stored
+// Record is what steps record for later steps and for operators. It is stored
 // as the operation's data (JSON); it never holds secrets.
-type Data struct {
+type Record struct {
 	RuntimeID         string   `json:"runtimeID,omitempty"`
 	ShootName         string   `json:"shootName,omitempty"`
 	ClusterID         string   `json:"clusterID,omitempty"`
@@ -147,8 +149,8 @@ type Upgrade struct {
 	PreviousMachineImage      string `json:"previousMachineImage,omitempty"`
 }
 
-func decodeData(raw json.RawMessage) (Data, error) {
-	var d Data
+func decodeRecord(raw json.RawMessage) (Record, error) {
+	var d Record
 	if len(raw) == 0 {
 		return d, nil
 	}

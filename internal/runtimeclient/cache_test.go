@@ -9,6 +9,7 @@ import (
 
 	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
+	"github.com/kyma-keb/keb/testing/k8stest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,7 +28,7 @@ func TestClientCacheKubeconfigNotFound(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	kcp := kcpClient(t)
-	createNamespace(t, kcp, controlplane.Namespace)
+	k8stest.EnsureNamespace(t, kcp, controlplane.Namespace)
 	cases := []struct {
 		name   string
 		secret *corev1.Secret // nil: no Secret at all
@@ -58,7 +59,7 @@ func TestClientCacheReusesUntilTheKubeconfigChanges(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	kcp := kcpClient(t)
-	createNamespace(t, kcp, controlplane.Namespace)
+	k8stest.EnsureNamespace(t, kcp, controlplane.Namespace)
 	const runtimeID = "rotating"
 	cache := NewCache(kcp, controlplane.Namespace, testScheme(t), Bounds{})
 
@@ -166,7 +167,7 @@ func TestClientCacheBounds(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	kcp := kcpClient(t)
-	createNamespace(t, kcp, controlplane.Namespace)
+	k8stest.EnsureNamespace(t, kcp, controlplane.Namespace)
 	ids := []string{"bounded-a", "bounded-b", "bounded-c"}
 	for _, id := range ids {
 		if err := kcp.Create(ctx, kubeconfigSecret(id, map[string][]byte{infrastructuremanager.KubeconfigKey: kubeconfigFor(t, env.Config, id)})); err != nil {

@@ -15,10 +15,10 @@ import (
 func (s *Store) AccountUsage(ctx context.Context, names []string) (map[string]int, error) {
 	rows, _ := s.pool.Query(ctx, `SELECT name, count(DISTINCT instance_id)::int FROM (
 			SELECT resolved_parameters->>'targetSecret' AS name, instance_id FROM instances
-			WHERE resolved_parameters->>'targetSecret' = ANY($1::text[]) AND deleted_at IS NULL
+			WHERE resolved_parameters->>'targetSecret' = ANY($1::text[])
 			UNION ALL
 			SELECT o.data->>'hyperscalerSecret', o.instance_id FROM operations o
-			JOIN instances i ON i.instance_id = o.instance_id AND i.deleted_at IS NULL
+			JOIN instances i ON i.instance_id = o.instance_id
 			WHERE o.type = 'provision' AND o.data->>'hyperscalerSecret' = ANY($1::text[])
 		) u GROUP BY name`, names)
 	usage := map[string]int{}

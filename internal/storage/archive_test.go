@@ -111,11 +111,6 @@ func TestArchiveAndRemove(t *testing.T) {
 	if a, err := f.store.Archived(f.ctx, "inst-1"); err != nil || a.ShootName != "c-1234567" || a.LastDeprovisioningID != "op-d" {
 		t.Errorf("archive row after the second call = %+v, %v; want the first one", a, err)
 	}
-	// remove_instance of an operation checkpointed by an older version
-	// finds nothing left to remove.
-	if err := f.store.RemoveInstance(f.ctx, "inst-1"); err != nil {
-		t.Errorf("RemoveInstance of a removed instance: %v", err)
-	}
 }
 
 // TestArchiveAndRemoveIsAtomic: when the removal fails after the archive row
@@ -153,20 +148,6 @@ func TestArchiveAndRemoveIsAtomic(t *testing.T) {
 	}
 	if n, arch := f.instances("inst-1"), f.archiveRows("inst-1"); n != 0 || arch != 1 {
 		t.Errorf("after the retry: %d instances rows, %d archive rows; want 0 and 1", n, arch)
-	}
-}
-
-// TestRemoveInstanceRefusesUnarchived: the step kept for older operations
-// never deletes an instance without an archive row.
-func TestRemoveInstanceRefusesUnarchived(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, nil)
-	f.deprovisioningInstance()
-	if err := f.store.RemoveInstance(f.ctx, "inst-1"); err == nil || !strings.Contains(err.Error(), "not archived") {
-		t.Fatalf("RemoveInstance of an unarchived instance = %v, want a refusal", err)
-	}
-	if n, ops := f.instances("inst-1"), f.operations("inst-1"); n != 1 || ops != 2 {
-		t.Errorf("%d instances rows, %d operations; want 1 and 2", n, ops)
 	}
 }
 

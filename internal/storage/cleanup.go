@@ -75,7 +75,7 @@ const cleanupInstanceSelect = `SELECT i.instance_id, i.runtime_id, i.subaccount_
 // InstancesOfSubaccounts returns the live instances of the subaccounts, with
 // their running operation, in one statement whatever the number of IDs.
 func (s *Store) InstancesOfSubaccounts(ctx context.Context, subaccountIDs []string) ([]CleanupInstance, error) {
-	rows, _ := s.pool.Query(ctx, cleanupInstanceSelect+`WHERE i.subaccount_id = ANY($1::text[]) AND i.deleted_at IS NULL
+	rows, _ := s.pool.Query(ctx, cleanupInstanceSelect+`WHERE i.subaccount_id = ANY($1::text[])
 		ORDER BY i.subaccount_id, i.instance_id`, subaccountIDs)
 	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[CleanupInstance])
 	if err != nil {
@@ -89,7 +89,7 @@ func (s *Store) InstancesOfSubaccounts(ctx context.Context, subaccountIDs []stri
 // with their running operation, in one statement.
 func (s *Store) InstancesOfRuntimes(ctx context.Context, runtimeIDs, instanceIDs []string) ([]CleanupInstance, error) {
 	rows, _ := s.pool.Query(ctx, cleanupInstanceSelect+`WHERE ((i.runtime_id = ANY($1::text[]) AND i.runtime_id <> '')
-			OR i.instance_id = ANY($2::text[])) AND i.deleted_at IS NULL
+			OR i.instance_id = ANY($2::text[]))
 		ORDER BY i.instance_id`, runtimeIDs, instanceIDs)
 	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[CleanupInstance])
 	if err != nil {

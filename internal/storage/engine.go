@@ -151,7 +151,7 @@ func (s *Store) LastOperationOfType(ctx context.Context, instanceID string, opTy
 func (s *Store) OtherInstancesOfTenant(ctx context.Context, globalAccountID, provider, exceptInstanceID string, sharedPlanIDs []string) (int, error) {
 	var n int
 	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM instances WHERE global_account_id = $1 AND provider = $2
-		AND instance_id <> $3 AND deleted_at IS NULL AND NOT (plan_id = ANY(coalesce($4::text[], '{}')))`,
+		AND instance_id <> $3 AND NOT (plan_id = ANY(coalesce($4::text[], '{}')))`,
 		globalAccountID, provider, exceptInstanceID, sharedPlanIDs).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("counting instances of global account %s: %w", globalAccountID, err)
@@ -197,31 +197,6 @@ func (s *Store) Archived(ctx context.Context, instanceID string) (ArchivedInstan
 		FROM instances_archive WHERE instance_id = $1`, instanceID)
 	a, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[ArchivedInstance])
 	return a, interpretError(err)
-}
-
-// RemoveInstance deletes an archived instance with its operations. Only
-// deprovisionings whose archive step ran in a version that archived without
-// removing still call it (their remove_instance step); ArchiveAndRemove does
-// both at once now. It refuses an instance that is not in the archive, so no
-// instance ever vanishes without trace, and an instance already gone is not
-// an error.
-func (s *Store) RemoveInstance(ctx context.Context, instanceID string) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM instances WHERE instance_id = $1
-		AND EXISTS (SELECT 1 FROM instances_archive WHERE instance_id = $1)`, instanceID)
-	if err != nil {
-		return fmt.Errorf("removing instance %s: %w", instanceID, err)
-	}
-	if tag.RowsAffected() == 0 {
-		var exists bool
-		if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM instances WHERE instance_id = $1)`,
-			instanceID).Scan(&exists); err != nil {
-			return fmt.Errorf("checking instance %s: %w", instanceID, err)
-		}
-		if exists {
-			return fmt.Errorf("instance %s is not archived; refusing to remove it", instanceID)
-		}
-	}
-	return nil
 }
 
 // WakeRuntime marks the in-progress operation of the instance running

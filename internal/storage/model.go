@@ -67,7 +67,6 @@ type Instance struct {
 	ExpiredAt *time.Time `db:"expired_at"`
 	CreatedAt time.Time  `db:"created_at"`
 	UpdatedAt time.Time  `db:"updated_at"`
-	DeletedAt *time.Time `db:"deleted_at"`
 }
 
 // Suspended reports whether the instance is suspended: its runtime is gone,

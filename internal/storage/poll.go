@@ -6,12 +6,12 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// OperationPoll is what a last_operation poll reads: the operation's state
-// and whether its instance is deleted. It is the platform's most frequent
-// request, so it is one indexed statement that reads neither the instance's
-// parameters nor its sealed credentials.
+// OperationPoll is what a last_operation poll reads: the operation's state.
+// It is the platform's most frequent request, so it is one indexed statement
+// that reads neither the instance's parameters nor its sealed credentials.
+// (A deprovisioned instance has no row: its poll is answered from the
+// archive.)
 type OperationPoll struct {
-	InstanceDeleted bool
 	// Found is false when the instance has no such operation.
 	Found       bool
 	Type        OperationType
@@ -23,10 +23,10 @@ type OperationPoll struct {
 func (p OperationPoll) InProgress() bool { return p.State == OperationInProgress }
 
 const (
-	pollOperation = `SELECT i.deleted_at IS NOT NULL, o.type, o.state, o.description
+	pollOperation = `SELECT o.type, o.state, o.description
 		FROM instances i LEFT JOIN operations o ON o.instance_id = i.instance_id AND o.operation_id = $2
 		WHERE i.instance_id = $1`
-	pollLastOperation = `SELECT i.deleted_at IS NOT NULL, o.type, o.state, o.description
+	pollLastOperation = `SELECT o.type, o.state, o.description
 		FROM instances i LEFT JOIN LATERAL (SELECT type, state, description FROM operations
 			WHERE instance_id = i.instance_id ORDER BY created_at DESC, operation_id DESC LIMIT 1) o ON true
 		WHERE i.instance_id = $1`
@@ -44,7 +44,7 @@ func (s *Store) PollOperation(ctx context.Context, instanceID, operationID strin
 	} else {
 		row = s.pool.QueryRow(ctx, pollOperation, instanceID, operationID)
 	}
-	if err := row.Scan(&p.InstanceDeleted, &opType, &state, &description); err != nil {
+	if err := row.Scan(&opType, &state, &description); err != nil {
 		return OperationPoll{}, interpretError(err)
 	}
 	if opType != nil {

@@ -100,7 +100,8 @@ type Runtime struct {
 	State           RuntimeState
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
-	DeletedAt       *time.Time
+	// DeletedAt is when a deprovisioned instance was archived; nil for live ones.
+	DeletedAt *time.Time
 	// ExpiredAt is when a trial or free instance expired; nil when it has
 	// not, and for archived instances (the archive does not keep it).
 	ExpiredAt      *time.Time
@@ -270,7 +271,7 @@ func (r runtimeRow) listed() Runtime {
 // alone. archived and the a_* columns line the rows up with archivedRows.
 const liveRows = `SELECT i.instance_id, i.runtime_id, i.global_account_id, i.subaccount_id, i.user_id,
 	i.service_id, i.plan_id, i.plan_name, i.platform_region, i.provider, i.provider_region, i.shoot_name,
-	i.parameters, i.state, i.created_at, i.updated_at, i.deleted_at, i.expired_at,
+	i.parameters, i.state, i.created_at, i.updated_at, NULL::timestamptz AS deleted_at, i.expired_at,
 	i.maintenance_window_begin, i.maintenance_window_end, false AS archived,
 	NULL::text AS a_deprovisioning_id, NULL::timestamptz AS a_deprovisioning_started_at
 FROM instances i`

@@ -570,7 +570,7 @@ func TestRuntimesStatementCountIsBounded(t *testing.T) {
 // instances: filtering by account must not scan the instances table, the
 // count must not read operations, and the page must probe operations only
 // for the rows it returns (LATERALs after LIMIT/OFFSET), whatever the page
-// number. docs/runtimes.md quotes the same statements' plans on 100,000
+// number. docs/runtimes-internals.md quotes the same statements' plans on 100,000
 // instances (go run ./testing/runtimesload -explain).
 func TestRuntimesPlanUsesIndexes(t *testing.T) {
 	t.Parallel()

@@ -36,7 +36,7 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 const instanceColumns = `instance_id, runtime_id, global_account_id, subaccount_id, user_id, service_id,
 	plan_id, plan_name, platform_region, provider, provider_region, parameters, context,
 	encrypted_credentials, dashboard_url, cluster_id, state, shoot_name, resolved_parameters, expired_at,
-	created_at, updated_at, deleted_at`
+	created_at, updated_at`
 
 const operationColumns = `operation_id, instance_id, type, state, description, stage, finished_stages,
 	error_message, deadline, data, temporary, job_id, woken_at, created_at, updated_at, finished_at`
@@ -178,7 +178,8 @@ func (s *Store) enqueue(ctx context.Context, tx pgx.Tx, op Operation) error {
 	return nil
 }
 
-// Instance returns the instance with that ID, deleted ones included.
+// Instance returns the live instance with that ID; ErrNotFound when there is
+// none (unknown, or deprovisioned and archived).
 func (s *Store) Instance(ctx context.Context, instanceID string) (Instance, error) {
 	rows, _ := s.pool.Query(ctx, `SELECT `+instanceColumns+` FROM instances WHERE instance_id = $1`, instanceID)
 	row, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[instanceRow])
@@ -211,20 +212,17 @@ const haltedByDeprovisioning = "Provisioning halted: the platform requested depr
 // transaction. A deprovisioning already in progress is returned as it is
 // (created false), so a re-sent DELETE gets the same operation. A provisioning
 // in progress is halted: the engine sees its state change at its next step
-// boundary. It returns ErrNotFound for an unknown or deleted instance and
+// boundary. It returns ErrNotFound for an unknown or archived instance and
 // ErrOperationInProgress while an update runs.
 func (s *Store) CreateDeprovisioning(ctx context.Context, op Operation) (Operation, bool, error) {
 	var result Operation
 	created := false
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var deleted bool
-		err := tx.QueryRow(ctx, `SELECT deleted_at IS NOT NULL FROM instances WHERE instance_id = $1 FOR UPDATE`,
-			op.InstanceID).Scan(&deleted)
-		if err != nil {
+		// The instance row, locked against concurrent changes; ErrNotFound
+		// when there is none (unknown or archived).
+		var locked int
+		if err := tx.QueryRow(ctx, `SELECT 1 FROM instances WHERE instance_id = $1 FOR UPDATE`, op.InstanceID).Scan(&locked); err != nil {
 			return interpretError(err)
-		}
-		if deleted {
-			return ErrNotFound
 		}
 		active, err := runningOperations(ctx, tx, op.InstanceID)
 		if err != nil {

@@ -41,8 +41,8 @@ func TestCreateProvisioningWritesInstanceAndOperation(t *testing.T) {
 	if !jsonEq(t, got.Parameters, inst.Parameters) || !jsonEq(t, got.Context, inst.Context) {
 		t.Errorf("parameters/context read back as %s / %s", got.Parameters, got.Context)
 	}
-	if got.DeletedAt != nil || got.CreatedAt.IsZero() || got.Credentials != nil {
-		t.Errorf("fresh instance: deleted_at %v, created_at %v, credentials %q", got.DeletedAt, got.CreatedAt, got.Credentials)
+	if got.CreatedAt.IsZero() || got.Credentials != nil {
+		t.Errorf("fresh instance: created_at %v, credentials %q", got.CreatedAt, got.Credentials)
 	}
 
 	last, err := f.store.LastOperation(f.ctx, "inst-1")
@@ -146,25 +146,17 @@ func TestCreateProvisioningConflicts(t *testing.T) {
 			wantErr: storage.ErrAlreadyExists,
 		},
 		{
-			name: "same instance ID of a deleted instance",
-			setup: func(f *fixture) {
-				f.provision("inst-1", "ga-1", "azure", "op-1")
-				f.exec(`UPDATE instances SET deleted_at = now()`)
-			},
-			inst:    newInstance("inst-1", "ga-1", "azure"),
-			wantErr: storage.ErrAlreadyExists,
-		},
-		{
 			name:    "second trial of a global account",
 			setup:   func(f *fixture) { f.provision("trial-1", "ga-1", "trial", "op-1") },
 			inst:    newInstance("trial-2", "ga-1", "trial"),
 			wantErr: storage.ErrTrialExists,
 		},
 		{
-			name: "second trial once the first is deleted",
+			name: "second trial once the first is deprovisioned",
 			setup: func(f *fixture) {
 				f.provision("trial-1", "ga-1", "trial", "op-1")
-				f.exec(`UPDATE instances SET deleted_at = now() WHERE instance_id = 'trial-1'`)
+				// What ArchiveAndRemove does to a deprovisioned instance's row.
+				f.exec(`DELETE FROM instances WHERE instance_id = 'trial-1'`)
 			},
 			inst: newInstance("trial-2", "ga-1", "trial"),
 		},
@@ -418,20 +410,7 @@ func TestCreateDeprovisioning(t *testing.T) {
 			setup:   func(f *fixture) {},
 			wantErr: storage.ErrNotFound,
 		},
-		{
-			name: "deleted instance",
-			setup: func(f *fixture) {
-				f.provision("inst-1", "ga-1", "azure", "op-p")
-				f.exec(`UPDATE operations SET state = 'succeeded'`)
-				f.exec(`UPDATE instances SET deleted_at = now()`)
-			},
-			wantErr: storage.ErrNotFound,
-			check: func(t *testing.T, f *fixture) {
-				if n := f.operations("inst-1"); n != 1 {
-					t.Errorf("%d operations, want 1", n)
-				}
-			},
-		},
+
 		{
 			name:        "provisioning in progress is halted",
 			setup:       func(f *fixture) { f.provision("inst-1", "ga-1", "azure", "op-p") },

@@ -1,5 +1,5 @@
 // Package btpmanagersim is a BTP Manager stand-in for tests: it applies BTP Manager's rules for the
-// sap-btp-manager Secret and the BtpOperator CRs (seed 000) to a runtime cluster and reports them
+// sap-btp-manager Secret and the BtpOperator CRs (as BTP Manager documents them) to a runtime cluster and reports them
 // in the CRs' status, without installing anything. Tests use it to see what BTP Manager would
 // make of what keb injected.
 package btpmanagersim

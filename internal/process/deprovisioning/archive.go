@@ -38,9 +38,10 @@ func (s *Archive) Name() string { return "archive" }
 // Run implements process.Step.
 func (s *Archive) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
 	if op.Temporary {
-		// A suspended instance must never get an archive row (storage's
-		// RemoveInstance deletes an archived instance) nor be removed.
+		// A suspended instance must never get an archive row nor be removed:
+		// a later provisioning resumes it.
 		op.Describe("Not archiving the instance: it is suspended and stays")
+		op.Conclude("Operation succeeded: the runtime is deprovisioned and the instance suspended")
 		return process.Done()
 	}
 	op.Describe("Archiving and removing the instance")
@@ -56,7 +57,7 @@ func (s *Archive) Run(ctx context.Context, op *process.Operation) (process.StepR
 	err = s.Store.ArchiveAndRemove(ctx, storage.ArchivedInstance{
 		InstanceID: i.InstanceID, RuntimeID: i.RuntimeID, GlobalAccountID: i.GlobalAccountID,
 		SubAccountID: i.SubAccountID, PlanID: i.PlanID, PlanName: i.PlanName, PlatformRegion: i.PlatformRegion,
-		Provider: i.Provider, ProviderRegion: i.ProviderRegion, ShootName: op.Data.ShootName,
+		Provider: i.Provider, ProviderRegion: i.ProviderRegion, ShootName: op.Record.ShootName,
 		ProvisioningState: provState, LastDeprovisioningID: op.ID,
 		InstanceCreatedAt: i.CreatedAt, DeprovisioningStartedAt: op.CreatedAt,
 	})

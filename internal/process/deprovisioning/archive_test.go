@@ -34,7 +34,7 @@ func TestArchive(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			op := newOp(t)
-			op.Data.ShootName = "c-abc1234"
+			op.Record.ShootName = "c-abc1234"
 			store := &fakeStore{provErr: tc.provErr, archiveErr: tc.archiveErr}
 			if !tc.noProv {
 				store.provisioning = storage.Operation{ID: "prov-1", InstanceID: op.InstanceID,
@@ -54,9 +54,6 @@ func TestArchive(t *testing.T) {
 			}
 			// Archive and removal are one call (one transaction); the
 			// step never removes without archiving, nor separately.
-			if len(store.removed) != 0 {
-				t.Errorf("RemoveInstance(%v) called; ArchiveAndRemove removes the instance", store.removed)
-			}
 			i := op.Instance
 			want := storage.ArchivedInstance{
 				InstanceID: i.InstanceID, RuntimeID: i.RuntimeID, GlobalAccountID: i.GlobalAccountID,
@@ -90,60 +87,15 @@ func TestArchiveSuspension(t *testing.T) {
 			step := &deprovisioning.Archive{Store: store}
 			res, err := step.Run(t.Context(), op)
 			processtest.MustOutcome(t, "archive", processtest.Done, res, err)
-			if store.archiveCalls != 0 || len(store.removed) != 0 || len(store.opTypesAsked) != 0 {
-				t.Errorf("ArchiveAndRemove called %d times, removed %v, asked for %v; want nothing archived or removed and no question",
-					store.archiveCalls, store.removed, store.opTypesAsked)
+			if store.archiveCalls != 0 || len(store.opTypesAsked) != 0 {
+				t.Errorf("ArchiveAndRemove called %d times, asked for %v; want nothing archived or removed and no question",
+					store.archiveCalls, store.opTypesAsked)
 			}
 			if !strings.Contains(op.Description, "suspended") {
 				t.Errorf("description %q does not say the instance is suspended", op.Description)
 			}
-		})
-	}
-}
-
-func TestRemoveInstance(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name      string
-		temporary bool
-		err       error
-		want      processtest.Outcome
-	}{
-		// An operation whose archive step an older version checkpointed
-		// (archive row written, instance kept) removes it here.
-		// (With a real store, TestArchiveAndRemoveInEngine: an instance
-		// already gone is done too.)
-		{name: "instance removed", want: processtest.Done},
-		{name: "store refuses (not archived): temporary", err: errors.New("instance x is not archived; refusing to remove it"), want: processtest.Temporary},
-		// A suspension is never archived: the store would refuse, but it is not even asked.
-		{name: "suspension: instance kept", temporary: true, err: errors.New("instance x is not archived; refusing to remove it"), want: processtest.Done},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			op := newOp(t)
-			op.Temporary = tc.temporary
-			store := &fakeStore{removeErr: tc.err}
-			step := &deprovisioning.RemoveInstance{Store: store}
-			res, err := step.Run(t.Context(), op)
-			processtest.MustOutcome(t, "remove_instance", tc.want, res, err)
-			if tc.temporary {
-				if len(store.removed) != 0 {
-					t.Errorf("removed %v, want the suspended instance kept", store.removed)
-				}
-				if !strings.Contains(op.Description, "suspended") {
-					t.Errorf("description %q does not say the instance is suspended", op.Description)
-				}
-				return
-			}
-			if tc.err != nil && !errors.Is(err, tc.err) {
-				t.Errorf("error %v, want the store's %v", err, tc.err)
-			}
-			if len(store.removed) != 1 || store.removed[0] != op.InstanceID {
-				t.Errorf("removed %v, want exactly [%s]", store.removed, op.InstanceID)
-			}
-			if op.Description == "" {
-				t.Error("no description set")
+			if !strings.Contains(op.Record.Conclusion, "instance suspended") {
+				t.Errorf("conclusion %q does not say the instance is suspended", op.Record.Conclusion)
 			}
 		})
 	}
@@ -153,7 +105,7 @@ func TestRemoveInstance(t *testing.T) {
 // operations' checkpoints.
 func TestPipelineStepNames(t *testing.T) {
 	t.Parallel()
-	want := []string{"initialization", "delete_kyma", "delete_runtime", "release_hyperscaler_secret", "archive", "remove_instance"}
+	want := []string{"initialization", "delete_kyma", "delete_runtime", "release_hyperscaler_secret", "archive"}
 	pipe := deprovisioning.Pipeline(deprovisioning.Deps{})
 	if len(pipe.Steps) != len(want) {
 		t.Fatalf("%d steps, want %d", len(pipe.Steps), len(want))

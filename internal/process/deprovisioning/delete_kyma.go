@@ -27,12 +27,12 @@ func (s *DeleteKyma) Timeout() time.Duration { return s.Config.RemovalTimeout }
 
 // Run implements process.Step.
 func (s *DeleteKyma) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
-	if op.Data.RuntimeID == "" {
+	if op.Record.RuntimeID == "" {
 		return process.Done() // provisioning never got as far as naming a runtime
 	}
 	op.Describe("Uninstalling Kyma: deleting the Kyma resource")
 	k := &kyma.Kyma{}
-	k.Name, k.Namespace = kyma.Name(op.Data.RuntimeID), s.Config.Namespace
+	k.Name, k.Namespace = kyma.Name(op.Record.RuntimeID), s.Config.Namespace
 	gone, err := deleteAndCheck(ctx, s.KCP, k)
 	if err != nil {
 		return process.StepResult{}, fmt.Errorf("deleting Kyma CR: %w", err)

@@ -68,7 +68,7 @@ func TestDeleteKyma(t *testing.T) {
 			}
 			runtimeID := op.Instance.RuntimeID
 			if !tc.noRuntime {
-				op.Data.RuntimeID = runtimeID
+				op.Record.RuntimeID = runtimeID
 			}
 			k := &kyma.Kyma{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.ToLower(runtimeID)},
 				Spec: kyma.KymaSpec{Channel: "regular"}}

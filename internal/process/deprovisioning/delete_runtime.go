@@ -38,18 +38,18 @@ func (s *DeleteRuntime) Timeout() time.Duration { return s.Config.RemovalTimeout
 
 // Run implements process.Step.
 func (s *DeleteRuntime) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
-	if op.Data.RuntimeID == "" {
+	if op.Record.RuntimeID == "" {
 		return process.Done()
 	}
-	op.Describe("Deleting the cluster %s", op.Data.ShootName)
+	op.Describe("Deleting the cluster %s", op.Record.ShootName)
 	rt := &infrastructuremanager.Runtime{}
-	rt.Name, rt.Namespace = kyma.Name(op.Data.RuntimeID), s.Config.Namespace
+	rt.Name, rt.Namespace = kyma.Name(op.Record.RuntimeID), s.Config.Namespace
 	gone, err := deleteAndCheck(ctx, s.KCP, rt)
 	if err != nil {
 		return process.StepResult{}, fmt.Errorf("deleting Runtime CR: %w", err)
 	}
 	if !gone {
-		op.Describe("Waiting for the cluster %s to be deleted", op.Data.ShootName)
+		op.Describe("Waiting for the cluster %s to be deleted", op.Record.ShootName)
 		return process.RetryAfter(s.Config.RemovalPoll)
 	}
 	// The overrides Secret is deleted by its derived name, whether or not
@@ -63,7 +63,7 @@ func (s *DeleteRuntime) Run(ctx context.Context, op *process.Operation) (process
 		}
 	}
 	if s.Runtimes != nil {
-		s.Runtimes.Forget(op.Data.RuntimeID)
+		s.Runtimes.Forget(op.Record.RuntimeID)
 	}
 	return process.Done()
 }
@@ -71,8 +71,8 @@ func (s *DeleteRuntime) Run(ctx context.Context, op *process.Operation) (process
 // overridesSecrets names the runtime's overrides Secrets: the derived name,
 // and the recorded one if an older version named it differently.
 func overridesSecrets(op *process.Operation) []string {
-	names := []string{overrides.SecretName(op.Data.RuntimeID)}
-	if rec := op.Data.OverridesSecret; rec != "" && rec != names[0] {
+	names := []string{overrides.SecretName(op.Record.RuntimeID)}
+	if rec := op.Record.OverridesSecret; rec != "" && rec != names[0] {
 		names = append(names, rec)
 	}
 	return names

@@ -44,12 +44,12 @@ func TestDeleteRuntime(t *testing.T) {
 			op.Temporary = tc.temporary
 			runtimeID := op.Instance.RuntimeID
 			if !tc.noRuntime {
-				op.Data.RuntimeID = runtimeID
+				op.Record.RuntimeID = runtimeID
 			}
-			op.Data.ShootName = "c-" + strings.ReplaceAll(runtimeID, "-", "")[:7]
+			op.Record.ShootName = "c-" + strings.ReplaceAll(runtimeID, "-", "")[:7]
 			rt := &infrastructuremanager.Runtime{
 				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.ToLower(runtimeID)},
-				Spec: infrastructuremanager.RuntimeSpec{Shoot: infrastructuremanager.RuntimeShoot{Name: op.Data.ShootName, Region: "westeurope",
+				Spec: infrastructuremanager.RuntimeSpec{Shoot: infrastructuremanager.RuntimeShoot{Name: op.Record.ShootName, Region: "westeurope",
 					Provider: infrastructuremanager.RuntimeProvider{Type: "azure"}}},
 			}
 			if tc.finalizer {
@@ -63,7 +63,7 @@ func TestDeleteRuntime(t *testing.T) {
 			ov := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "overrides-" + runtimeID},
 				Data: map[string][]byte{"global.domain": []byte("example.com")}}
 			if tc.overrides {
-				op.Data.OverridesSecret = ov.Name
+				op.Record.OverridesSecret = ov.Name
 			}
 			if tc.overridesExist {
 				if err := c.Create(t.Context(), ov); err != nil {
@@ -90,8 +90,8 @@ func TestDeleteRuntime(t *testing.T) {
 				if res.RetryAfter != cfg.RemovalPoll {
 					t.Errorf("retry after %s, want %s", res.RetryAfter, cfg.RemovalPoll)
 				}
-				if !strings.Contains(op.Description, op.Data.ShootName) {
-					t.Errorf("description %q does not name the cluster %s", op.Description, op.Data.ShootName)
+				if !strings.Contains(op.Description, op.Record.ShootName) {
+					t.Errorf("description %q does not name the cluster %s", op.Description, op.Record.ShootName)
 				}
 				if ok, deleting := exists(t, rt); !ok || !deleting {
 					t.Fatalf("held CR: exists %v, being deleted %v; want both", ok, deleting)

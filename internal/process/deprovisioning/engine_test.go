@@ -11,7 +11,6 @@ import (
 
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/process/deprovisioning"
-	"github.com/kyma-keb/keb/internal/process/processtest"
 	"github.com/kyma-keb/keb/internal/storage"
 	"github.com/kyma-keb/keb/testing/pgtest"
 )
@@ -105,9 +104,7 @@ func (f *engineFixture) live(instanceID string) (instances, operations int) {
 // TestArchiveAndRemoveInEngine runs the end of the deprovisioning pipeline
 // with the engine on real PostgreSQL: the archive step archives and removes
 // the instance at once, so the engine's save finds the operation gone and
-// stops; an operation whose archive step an older version checkpointed (it
-// only archived) is finished by remove_instance; a suspension keeps its
-// instance and archives nothing.
+// stops; a suspension keeps its instance and archives nothing.
 func TestArchiveAndRemoveInEngine(t *testing.T) {
 	t.Parallel()
 
@@ -132,61 +129,6 @@ func TestArchiveAndRemoveInEngine(t *testing.T) {
 		f.process(opID)
 		if n := f.count(`SELECT count(*) FROM instances_archive`); n != 1 {
 			t.Errorf("%d archive rows, want 1", n)
-		}
-	})
-
-	t.Run("archive checkpointed by an older version", func(t *testing.T) {
-		t.Parallel()
-		f := newEngineFixture(t)
-		opID := f.deprovisioning("inst-old", false, append(teardownSteps, "archive")...)
-		// What the older archive step wrote: the archive row only.
-		f.exec(`INSERT INTO instances_archive (instance_id, runtime_id, global_account_id, subaccount_id, plan_id,
-			plan_name, platform_region, provider, provider_region, shoot_name, provisioning_state,
-			last_deprovisioning_id, instance_created_at, deprovisioning_started_at, archived_at)
-			SELECT instance_id, runtime_id, global_account_id, subaccount_id, plan_id, plan_name, platform_region,
-			provider, provider_region, 'c-old', 'succeeded', $1, created_at, now(), '2026-01-02T03:04:05Z'
-			FROM instances WHERE instance_id = 'inst-old'`, opID)
-		f.process(opID)
-		if inst, ops := f.live("inst-old"); inst != 0 || ops != 0 {
-			t.Fatalf("after remove_instance: %d instances, %d operations left; want none", inst, ops)
-		}
-		a, err := f.store.Archived(f.ctx, "inst-old")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if a.ShootName != "c-old" || a.LastDeprovisioningID != opID ||
-			!a.ArchivedAt.Equal(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)) {
-			t.Errorf("the older version's archive row changed: %+v", a)
-		}
-	})
-
-	t.Run("archive step alone; remove_instance finds the instance gone", func(t *testing.T) {
-		t.Parallel()
-		f := newEngineFixture(t)
-		opID := f.deprovisioning("inst-gone", false, teardownSteps...)
-		op, inst, err := f.store.Work(f.ctx, opID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The archive step removed it (or migration 00006 did); the
-		// older pipeline's last step then finds nothing to remove.
-		step := &deprovisioning.Archive{Store: f.store}
-		if _, err := step.Run(f.ctx, &process.Operation{Operation: op, Instance: inst}); err != nil {
-			t.Fatalf("archive: %v", err)
-		}
-		// The archive step alone leaves the instance in one table: the
-		// archive.
-		if inst, ops := f.live("inst-gone"); inst != 0 || ops != 0 {
-			t.Fatalf("after the archive step: %d instances, %d operations left; want none", inst, ops)
-		}
-		if _, err := f.store.Archived(f.ctx, "inst-gone"); err != nil {
-			t.Fatalf("after the archive step: Archived: %v", err)
-		}
-		rm := &deprovisioning.RemoveInstance{Store: f.store}
-		res, err := rm.Run(f.ctx, &process.Operation{Operation: op, Instance: inst})
-		processtest.MustOutcome(t, "remove_instance", processtest.Done, res, err)
-		if inst, ops := f.live("inst-gone"); inst != 0 || ops != 0 {
-			t.Fatalf("%d instances, %d operations left; want none", inst, ops)
 		}
 	})
 

@@ -32,19 +32,19 @@ func (s *Initialization) Run(ctx context.Context, op *process.Operation) (proces
 		return process.StepResult{}, fmt.Errorf("reading provisioning: %w", err)
 	}
 	if err == nil && len(prov.Data) > 0 {
-		var pd process.Data
+		var pd process.Record
 		if err := json.Unmarshal(prov.Data, &pd); err != nil {
 			return process.StepResult{}, fmt.Errorf("decoding provisioning data: %w", err)
 		}
-		op.Data.ShootName, op.Data.Provider, op.Data.Region = pd.ShootName, pd.Provider, pd.Region
-		op.Data.HyperscalerType, op.Data.HyperscalerSecret, op.Data.HyperscalerShared = pd.HyperscalerType, pd.HyperscalerSecret, pd.HyperscalerShared
-		op.Data.OverridesSecret = pd.OverridesSecret
+		op.Record.ShootName, op.Record.Provider, op.Record.Region = pd.ShootName, pd.Provider, pd.Region
+		op.Record.HyperscalerType, op.Record.HyperscalerSecret, op.Record.HyperscalerShared = pd.HyperscalerType, pd.HyperscalerSecret, pd.HyperscalerShared
+		op.Record.OverridesSecret = pd.OverridesSecret
 	}
 	// The instance row is the authority on the runtime ID: it is written
 	// once, before anything is created in the control plane.
-	op.Data.RuntimeID = op.Instance.RuntimeID
-	if op.Data.Provider == "" {
-		op.Data.Provider = op.Instance.Provider
+	op.Record.RuntimeID = op.Instance.RuntimeID
+	if op.Record.Provider == "" {
+		op.Record.Provider = op.Instance.Provider
 	}
 	return process.Done()
 }

@@ -13,38 +13,38 @@ import (
 
 func TestInitialization(t *testing.T) {
 	t.Parallel()
-	full := process.Data{
+	full := process.Record{
 		RuntimeID: "runtime-id-in-provisioning-data", ShootName: "c-abc1234", ClusterID: "cluster-1",
 		KymaVersion: "2.20.0", Provider: "azure", Region: "westeurope", ProviderRegion: "westeurope",
 		HyperscalerType: "azure", HyperscalerSecret: "az-7", OverridesSecret: "overrides-x",
 		Components: []string{"istio"},
 	}
-	shared := process.Data{ShootName: "c-def5678", Provider: "azure", Region: "europe",
+	shared := process.Record{ShootName: "c-def5678", Provider: "azure", Region: "europe",
 		HyperscalerType: "azure", HyperscalerSecret: "az-shared", HyperscalerShared: true}
-	halted := process.Data{RuntimeID: "r", ClusterID: "c"} // halted right after naming the runtime
+	halted := process.Record{RuntimeID: "r", ClusterID: "c"} // halted right after naming the runtime
 	tests := []struct {
 		name string
 		// prov is the provisioning's data (nil: no data); noProv: no provisioning found.
-		prov    *process.Data
+		prov    *process.Record
 		rawData string // overrides prov with raw JSON
 		noProv  bool
 		provErr error
 		want    processtest.Outcome
 		// wantData is what the step records; RuntimeID always comes from the instance.
-		wantData process.Data
+		wantData process.Record
 	}{
 		{name: "copies runtime and hyperscaler data from the provisioning", prov: &full, want: processtest.Done,
-			wantData: process.Data{ShootName: "c-abc1234", Provider: "azure", Region: "westeurope",
+			wantData: process.Record{ShootName: "c-abc1234", Provider: "azure", Region: "westeurope",
 				HyperscalerType: "azure", HyperscalerSecret: "az-7", OverridesSecret: "overrides-x"}},
 		{name: "shared account stays marked shared", prov: &shared, want: processtest.Done,
-			wantData: process.Data{ShootName: "c-def5678", Provider: "azure", Region: "europe",
+			wantData: process.Record{ShootName: "c-def5678", Provider: "azure", Region: "europe",
 				HyperscalerType: "azure", HyperscalerSecret: "az-shared", HyperscalerShared: true}},
 		{name: "provisioning halted early: provider from the instance", prov: &halted, want: processtest.Done,
-			wantData: process.Data{Provider: "azure"}},
+			wantData: process.Record{Provider: "azure"}},
 		{name: "provisioning without data: provider from the instance", want: processtest.Done,
-			wantData: process.Data{Provider: "azure"}},
+			wantData: process.Record{Provider: "azure"}},
 		{name: "no provisioning at all: provider from the instance", noProv: true, want: processtest.Done,
-			wantData: process.Data{Provider: "azure"}},
+			wantData: process.Record{Provider: "azure"}},
 		{name: "corrupt provisioning data: temporary error", rawData: `{"shootName":`, want: processtest.Temporary},
 		{name: "store unavailable: temporary error", provErr: errors.New("db down"), want: processtest.Temporary},
 	}
@@ -79,7 +79,7 @@ func TestInitialization(t *testing.T) {
 			want := tc.wantData
 			// The instance row is the authority on the runtime ID.
 			want.RuntimeID = op.Instance.RuntimeID
-			if g, w := processtest.MustJSON(t, op.Data), processtest.MustJSON(t, want); g != w {
+			if g, w := processtest.MustJSON(t, op.Record), processtest.MustJSON(t, want); g != w {
 				t.Errorf("data:\n got %s\nwant %s", g, w)
 			}
 		})

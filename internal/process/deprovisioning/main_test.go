@@ -50,8 +50,7 @@ func newOp(t *testing.T) *process.Operation {
 }
 
 // fakeStore is an in-memory Store: the provisioning LastOperationOfType returns, the tenant
-// count, instances archived and removed (ArchiveAndRemove) and instances removed
-// (RemoveInstance), each call recorded.
+// count and instances archived and removed (ArchiveAndRemove), each call recorded.
 type fakeStore struct {
 	mu sync.Mutex
 
@@ -66,9 +65,6 @@ type fakeStore struct {
 	archiveErr   error
 	archiveCalls int
 	archived     []storage.ArchivedInstance // archived and removed
-
-	removeErr error
-	removed   []string
 }
 
 func (s *fakeStore) LastOperationOfType(_ context.Context, instanceID string, opType storage.OperationType) (storage.Operation, error) {
@@ -92,8 +88,7 @@ func (s *fakeStore) OtherInstancesOfTenant(_ context.Context, globalAccountID, p
 }
 
 // ArchiveAndRemove records the archive row; removing the instance is part of
-// the same call, so the fake keeps no separate record of it (removed is
-// RemoveInstance's).
+// the same call, so the fake keeps no separate record of it.
 func (s *fakeStore) ArchiveAndRemove(_ context.Context, a storage.ArchivedInstance) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -103,13 +98,6 @@ func (s *fakeStore) ArchiveAndRemove(_ context.Context, a storage.ArchivedInstan
 	}
 	s.archived = append(s.archived, a)
 	return nil
-}
-
-func (s *fakeStore) RemoveInstance(_ context.Context, instanceID string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.removed = append(s.removed, instanceID)
-	return s.removeErr
 }
 
 // The fake must satisfy the pipeline's Store.

@@ -28,7 +28,6 @@ type Store interface {
 	provisioningReader
 	tenantCounter
 	archiver
-	instanceRemover
 }
 
 // Deps are the parts the steps use.
@@ -51,7 +50,6 @@ func Pipeline(d Deps) process.Pipeline {
 			&DeleteRuntime{KCP: d.KCP, Config: d.Config, Runtimes: d.Runtimes},
 			&ReleaseHyperscalerSecret{Store: d.Store, Accounts: d.Accounts, SharedPlanIDs: d.Config.SharedPlanIDs},
 			&Archive{Store: d.Store},
-			&RemoveInstance{Store: d.Store},
 		},
 		Done: "Operation succeeded: the runtime is deprovisioned",
 	}

@@ -48,19 +48,19 @@ func (s *ReleaseHyperscalerSecret) Run(ctx context.Context, op *process.Operatio
 		op.Describe("Keeping the hyperscaler account: the instance is suspended, not deleted")
 		return process.Done()
 	}
-	if op.Data.HyperscalerShared || slices.Contains(s.SharedPlanIDs, op.Instance.PlanID) {
+	if op.Record.HyperscalerShared || slices.Contains(s.SharedPlanIDs, op.Instance.PlanID) {
 		return process.Done()
 	}
-	hsType := op.Data.HyperscalerType
+	hsType := op.Record.HyperscalerType
 	if hsType == "" {
-		t, err := hyperscaler.HyperscalerType(op.Data.Provider)
+		t, err := hyperscaler.HyperscalerType(op.Record.Provider)
 		if err != nil {
 			return process.Done() // no pool serves this provider: nothing was claimed
 		}
 		hsType = t
 	}
 	op.Describe("Releasing the %s hyperscaler account", hsType)
-	others, err := s.Store.OtherInstancesOfTenant(ctx, op.Instance.GlobalAccountID, op.Data.Provider, op.InstanceID, s.SharedPlanIDs)
+	others, err := s.Store.OtherInstancesOfTenant(ctx, op.Instance.GlobalAccountID, op.Record.Provider, op.InstanceID, s.SharedPlanIDs)
 	if err != nil {
 		return process.StepResult{}, err
 	}

@@ -104,13 +104,13 @@ func TestReleaseHyperscalerSecret(t *testing.T) {
 			t.Parallel()
 			op := newOp(t)
 			// Initialization fills the provider from the instance.
-			op.Data.Provider = op.Instance.Provider
+			op.Record.Provider = op.Instance.Provider
 			if tc.typ != "" {
-				op.Data.Provider = tc.typ
+				op.Record.Provider = tc.typ
 			}
-			op.Data.HyperscalerSecret, op.Data.HyperscalerShared = tc.secret, tc.shared
+			op.Record.HyperscalerSecret, op.Record.HyperscalerShared = tc.secret, tc.shared
 			if tc.secret != "" {
-				op.Data.HyperscalerType = tc.typ
+				op.Record.HyperscalerType = tc.typ
 			}
 			op.Temporary = tc.temporary
 			p, ns := newPool(t, op.Instance.GlobalAccountID, pool...)
@@ -123,7 +123,7 @@ func TestReleaseHyperscalerSecret(t *testing.T) {
 			case !tc.wantCounted && len(store.countedCalls) > 0:
 				t.Errorf("store asked %v, want no question", store.countedCalls)
 			case tc.wantCounted:
-				want := [3]string{op.Instance.GlobalAccountID, op.Data.Provider, op.InstanceID}
+				want := [3]string{op.Instance.GlobalAccountID, op.Record.Provider, op.InstanceID}
 				if len(store.countedCalls) != 1 || store.countedCalls[0] != want {
 					t.Errorf("store asked %v, want once %v", store.countedCalls, want)
 				}

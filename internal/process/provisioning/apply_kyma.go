@@ -31,12 +31,12 @@ func (s *ApplyKyma) Run(ctx context.Context, op *process.Operation) (process.Ste
 	}
 	want := kyma.NewKyma(kyma.KymaInput{
 		InstanceID:      op.InstanceID,
-		RuntimeID:       op.Data.RuntimeID,
+		RuntimeID:       op.Record.RuntimeID,
 		GlobalAccountID: op.Instance.GlobalAccountID,
 		SubAccountID:    op.Instance.SubAccountID,
 		PlanID:          op.Instance.PlanID,
 		PlanName:        op.Instance.PlanName,
-		Region:          op.Data.Region,
+		Region:          op.Record.Region,
 		PlatformRegion:  op.Instance.PlatformRegion,
 		Channel:         modulesChannel(params.Modules),
 		Modules:         modulesParam(params.Modules),

@@ -51,7 +51,7 @@ func TestApplyKyma(t *testing.T) {
 			t.Parallel()
 			ensureNamespace(t, controlplane.Namespace)
 			c := kcpClient(t)
-			op := initializedOp(t, catalog.AzurePlanID, tc.params, process.Data{Provider: "azure", Region: "westeurope"})
+			op := initializedOp(t, catalog.AzurePlanID, tc.params, process.Record{Provider: "azure", Region: "westeurope"})
 			step := &provisioning.ApplyKyma{KCP: c, Catalog: processtest.Catalog(t), Config: testConfig(newNamespace(t))}
 			res, err := step.Run(t.Context(), op)
 			processtest.MustOutcome(t, "apply_kyma", processtest.Done, res, err)
@@ -59,14 +59,14 @@ func TestApplyKyma(t *testing.T) {
 				t.Errorf("description %q does not mention Kyma", op.Description)
 			}
 			k := &kyma.Kyma{}
-			name := strings.ToLower(op.Data.RuntimeID)
+			name := strings.ToLower(op.Record.RuntimeID)
 			if err := c.Get(t.Context(), client.ObjectKey{Namespace: controlplane.Namespace, Name: name}, k); err != nil {
 				t.Fatalf("reading Kyma CR: %v", err)
 			}
 			i := op.Instance
 			wantLabels := map[string]string{
 				"kyma-project.io/instance-id":         i.InstanceID,
-				"kyma-project.io/runtime-id":          op.Data.RuntimeID,
+				"kyma-project.io/runtime-id":          op.Record.RuntimeID,
 				"kyma-project.io/global-account-id":   i.GlobalAccountID,
 				"kyma-project.io/subaccount-id":       i.SubAccountID,
 				"kyma-project.io/broker-plan-id":      catalog.AzurePlanID,
@@ -105,7 +105,7 @@ func TestApplyKymaIsIdempotent(t *testing.T) {
 			t.Parallel()
 			ensureNamespace(t, controlplane.Namespace)
 			c := kcpClient(t)
-			op := initializedOp(t, catalog.AWSPlanID, tc.params, process.Data{Provider: "aws", Region: "eu-central-1"})
+			op := initializedOp(t, catalog.AWSPlanID, tc.params, process.Record{Provider: "aws", Region: "eu-central-1"})
 			step := &provisioning.ApplyKyma{KCP: c, Catalog: processtest.Catalog(t), Config: testConfig(newNamespace(t))}
 			var first kyma.Kyma
 			for run := range 2 {

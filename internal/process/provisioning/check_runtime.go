@@ -31,9 +31,9 @@ func (s *CheckRuntime) Timeout() time.Duration { return s.Config.RuntimeTimeout 
 // Run implements process.Step.
 func (s *CheckRuntime) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
 	rt := &infrastructuremanager.Runtime{}
-	err := s.KCP.Get(ctx, client.ObjectKey{Namespace: s.Config.Namespace, Name: kyma.Name(op.Data.RuntimeID)}, rt)
+	err := s.KCP.Get(ctx, client.ObjectKey{Namespace: s.Config.Namespace, Name: kyma.Name(op.Record.RuntimeID)}, rt)
 	if apierrors.IsNotFound(err) {
-		return process.Fail("the Runtime CR of runtime %s disappeared before the cluster was ready", op.Data.RuntimeID)
+		return process.Fail("the Runtime CR of runtime %s disappeared before the cluster was ready", op.Record.RuntimeID)
 	}
 	if err != nil {
 		return process.StepResult{}, fmt.Errorf("reading Runtime CR: %w", err)
@@ -47,16 +47,16 @@ func (s *CheckRuntime) Run(ctx context.Context, op *process.Operation) (process.
 		if state == "" {
 			state = "requested"
 		}
-		op.Describe("Waiting for the cluster %s to be created (infrastructure state: %s)", op.Data.ShootName, state)
+		op.Describe("Waiting for the cluster %s to be created (infrastructure state: %s)", op.Record.ShootName, state)
 		if rt.Status.Message != "" {
-			op.Describe("Waiting for the cluster %s to be created (infrastructure state: %s: %s)", op.Data.ShootName, state, rt.Status.Message)
+			op.Describe("Waiting for the cluster %s to be created (infrastructure state: %s: %s)", op.Record.ShootName, state, rt.Status.Message)
 		}
 		return process.RetryAfter(s.Config.RuntimePoll)
 	}
 	secret := &corev1.Secret{}
-	err = s.KCP.Get(ctx, client.ObjectKey{Namespace: s.Config.Namespace, Name: infrastructuremanager.KubeconfigSecretName(op.Data.RuntimeID)}, secret)
+	err = s.KCP.Get(ctx, client.ObjectKey{Namespace: s.Config.Namespace, Name: infrastructuremanager.KubeconfigSecretName(op.Record.RuntimeID)}, secret)
 	if apierrors.IsNotFound(err) {
-		op.Describe("Waiting for the kubeconfig of cluster %s", op.Data.ShootName)
+		op.Describe("Waiting for the kubeconfig of cluster %s", op.Record.ShootName)
 		return process.RetryAfter(s.Config.RuntimePoll)
 	}
 	if err != nil {

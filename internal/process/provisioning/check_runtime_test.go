@@ -22,9 +22,9 @@ func createRuntimeCR(t *testing.T, ns string, op *process.Operation, state infra
 	t.Helper()
 	c := kcpClient(t)
 	rt := &infrastructuremanager.Runtime{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.ToLower(op.Data.RuntimeID),
-			Labels: map[string]string{controlplane.LabelRuntimeID: op.Data.RuntimeID}},
-		Spec: infrastructuremanager.RuntimeSpec{Shoot: infrastructuremanager.RuntimeShoot{Name: op.Data.ShootName, Region: "eastus",
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.ToLower(op.Record.RuntimeID),
+			Labels: map[string]string{controlplane.LabelRuntimeID: op.Record.RuntimeID}},
+		Spec: infrastructuremanager.RuntimeSpec{Shoot: infrastructuremanager.RuntimeShoot{Name: op.Record.ShootName, Region: "eastus",
 			Provider: infrastructuremanager.RuntimeProvider{Type: "azure"}}},
 	}
 	if err := c.Create(t.Context(), rt); err != nil {
@@ -81,12 +81,12 @@ func TestCheckRuntime(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ns := newNamespace(t)
-			op := initializedOp(t, catalog.AzurePlanID, "", process.Data{Provider: "azure"})
+			op := initializedOp(t, catalog.AzurePlanID, "", process.Record{Provider: "azure"})
 			if !tc.noCR {
 				createRuntimeCR(t, ns, op, tc.state, tc.message)
 			}
 			if tc.kubeconfig {
-				createKubeconfigSecret(t, ns, op.Data.RuntimeID)
+				createKubeconfigSecret(t, ns, op.Record.RuntimeID)
 			}
 			cfg := testConfig(ns)
 			step := &provisioning.CheckRuntime{KCP: kcpClient(t), Config: cfg}
@@ -97,12 +97,12 @@ func TestCheckRuntime(t *testing.T) {
 				if res.RetryAfter != cfg.RuntimePoll {
 					t.Errorf("retry after %s, want the runtime poll %s", res.RetryAfter, cfg.RuntimePoll)
 				}
-				want := append([]string{op.Data.ShootName}, tc.wantText...)
+				want := append([]string{op.Record.ShootName}, tc.wantText...)
 				if m := processtest.MissingFrom(op.Description, want...); m != "" {
 					t.Errorf("description %q does not mention %q", op.Description, m)
 				}
 			case processtest.Failure:
-				want := append([]string{op.Data.RuntimeID}, tc.wantText...)
+				want := append([]string{op.Record.RuntimeID}, tc.wantText...)
 				if tc.state == infrastructuremanager.StateFailed {
 					want = tc.wantText
 				}

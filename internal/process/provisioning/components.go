@@ -26,16 +26,16 @@ func (s *Components) Run(_ context.Context, op *process.Operation) (process.Step
 		return process.Fail("%v", err)
 	}
 	plan, _ := s.Catalog.PlanByID(op.Instance.PlanID)
-	comps, err := kyma.Components(op.Data.KymaVersion, plan.Name, params.Components)
+	comps, err := kyma.Components(op.Record.KymaVersion, plan.Name, params.Components)
 	if errors.Is(err, kyma.ErrUnknownKymaVersion) {
-		return process.Fail("Kyma version %s is not supported: %v", op.Data.KymaVersion, err)
+		return process.Fail("Kyma version %s is not supported: %v", op.Record.KymaVersion, err)
 	}
 	if err != nil {
 		return process.StepResult{}, err
 	}
-	op.Data.Components = op.Data.Components[:0]
+	op.Record.Components = op.Record.Components[:0]
 	for _, c := range comps {
-		op.Data.Components = append(op.Data.Components, c.Name)
+		op.Record.Components = append(op.Record.Components, c.Name)
 	}
 	return process.Done()
 }

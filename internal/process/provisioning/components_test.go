@@ -63,8 +63,8 @@ func TestComponents(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			op := newOp(t, tc.planID, tc.params)
-			op.Data.KymaVersion = tc.version
-			op.Data.Components = tc.previous
+			op.Record.KymaVersion = tc.version
+			op.Record.Components = tc.previous
 			step := &provisioning.Components{Catalog: processtest.Catalog(t)}
 			res, err := step.Run(t.Context(), op)
 			processtest.MustOutcome(t, step.Name(), tc.want, res, err)
@@ -75,24 +75,24 @@ func TestComponents(t *testing.T) {
 				return
 			}
 			for _, c := range tc.has {
-				if !slices.Contains(op.Data.Components, c) {
-					t.Errorf("components %v lack %s", op.Data.Components, c)
+				if !slices.Contains(op.Record.Components, c) {
+					t.Errorf("components %v lack %s", op.Record.Components, c)
 				}
 			}
 			for _, c := range tc.hasNot {
-				if slices.Contains(op.Data.Components, c) {
-					t.Errorf("components %v include %s", op.Data.Components, c)
+				if slices.Contains(op.Record.Components, c) {
+					t.Errorf("components %v include %s", op.Record.Components, c)
 				}
 			}
 			seen := map[string]bool{}
-			for _, c := range op.Data.Components {
+			for _, c := range op.Record.Components {
 				if seen[c] {
-					t.Errorf("component %s listed twice in %v", c, op.Data.Components)
+					t.Errorf("component %s listed twice in %v", c, op.Record.Components)
 				}
 				seen[c] = true
 			}
-			if op.Data.Components[0] != "cluster-essentials" {
-				t.Errorf("installation order starts with %s, want cluster-essentials", op.Data.Components[0])
+			if op.Record.Components[0] != "cluster-essentials" {
+				t.Errorf("installation order starts with %s, want cluster-essentials", op.Record.Components[0])
 			}
 		})
 	}

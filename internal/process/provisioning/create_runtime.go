@@ -33,7 +33,7 @@ func (s *CreateRuntime) Run(ctx context.Context, op *process.Operation) (process
 	if err != nil {
 		return process.Fail("%v", err)
 	}
-	d := op.Data
+	d := op.Record
 	admins := params.Administrators
 	if len(admins) == 0 {
 		admins = []string{op.Instance.UserID}
@@ -78,15 +78,15 @@ func Labels(op *process.Operation) map[string]string {
 	i := op.Instance
 	return map[string]string{
 		controlplane.LabelInstanceID:      i.InstanceID,
-		controlplane.LabelRuntimeID:       op.Data.RuntimeID,
+		controlplane.LabelRuntimeID:       op.Record.RuntimeID,
 		controlplane.LabelGlobalAccountID: i.GlobalAccountID,
 		controlplane.LabelSubAccountID:    i.SubAccountID,
 		controlplane.LabelPlanID:          i.PlanID,
 		controlplane.LabelPlanName:        i.PlanName,
-		controlplane.LabelRegion:          op.Data.Region,
+		controlplane.LabelRegion:          op.Record.Region,
 		controlplane.LabelPlatformRegion:  i.PlatformRegion,
-		controlplane.LabelShootName:       op.Data.ShootName,
-		controlplane.LabelKymaName:        kyma.Name(op.Data.RuntimeID),
+		controlplane.LabelShootName:       op.Record.ShootName,
+		controlplane.LabelKymaName:        kyma.Name(op.Record.RuntimeID),
 	}
 }
 

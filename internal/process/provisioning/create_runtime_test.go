@@ -16,7 +16,7 @@ import (
 )
 
 // initializedOp is an operation as the steps before create_runtime leave it.
-func initializedOp(t *testing.T, planID, params string, d process.Data) *process.Operation {
+func initializedOp(t *testing.T, planID, params string, d process.Record) *process.Operation {
 	t.Helper()
 	op := newOp(t, planID, params)
 	if d.RuntimeID == "" {
@@ -30,7 +30,7 @@ func initializedOp(t *testing.T, planID, params string, d process.Data) *process
 	d.OverridesSecret = overrides.SecretName(d.RuntimeID)
 	d.HyperscalerSecret = "secret-" + d.Provider
 	d.Components = []string{"cluster-essentials", "istio", "monitoring"}
-	op.Data = d
+	op.Record = d
 	return op
 }
 
@@ -40,39 +40,39 @@ func TestCreateRuntime(t *testing.T) {
 		name       string
 		planID     string
 		params     string
-		data       process.Data
+		data       process.Record
 		wantZones  []string
 		wantAdmins []string
 	}{
 		{
 			name: "azure: numbered zones, the user administers", planID: catalog.AzurePlanID,
-			data: process.Data{Provider: "azure", Region: "westeurope", ProviderRegion: "westeurope",
+			data: process.Record{Provider: "azure", Region: "westeurope", ProviderRegion: "westeurope",
 				MachineType: "Standard_D4s_v5", AutoScalerMin: 3, AutoScalerMax: 20, ZonesCount: 3},
 			wantZones: []string{"1", "2", "3"}, wantAdmins: []string{"jane.doe@example.com"},
 		},
 		{
 			name: "gcp: region-letter zones", planID: catalog.GCPPlanID,
-			data: process.Data{Provider: "gcp", Region: "europe-west3", ProviderRegion: "europe-west3",
+			data: process.Record{Provider: "gcp", Region: "europe-west3", ProviderRegion: "europe-west3",
 				MachineType: "n2-standard-2", AutoScalerMin: 3, AutoScalerMax: 20, ZonesCount: 2},
 			wantZones: []string{"europe-west3-a", "europe-west3-b"}, wantAdmins: []string{"jane.doe@example.com"},
 		},
 		{
 			name: "aws: letter-suffixed zones, administrators given", planID: catalog.AWSPlanID,
 			params: `{"name":"x","administrators":["admin1@example.com","admin2@example.com"]}`,
-			data: process.Data{Provider: "aws", Region: "eu-central-1", ProviderRegion: "eu-central-1",
+			data: process.Record{Provider: "aws", Region: "eu-central-1", ProviderRegion: "eu-central-1",
 				MachineType: "m6i.large", AutoScalerMin: 4, AutoScalerMax: 8, ZonesCount: 3},
 			wantZones:  []string{"eu-central-1a", "eu-central-1b", "eu-central-1c"},
 			wantAdmins: []string{"admin1@example.com", "admin2@example.com"},
 		},
 		{
 			name: "trial: user region europe, cluster in the provider's region", planID: catalog.TrialPlanID,
-			data: process.Data{Provider: "azure", Region: "europe", ProviderRegion: "westeurope",
+			data: process.Record{Provider: "azure", Region: "europe", ProviderRegion: "westeurope",
 				MachineType: "Standard_D2s_v5", AutoScalerMin: 1, AutoScalerMax: 1, ZonesCount: 1},
 			wantZones: []string{"1"}, wantAdmins: []string{"jane.doe@example.com"},
 		},
 		{
 			name: "upper-case runtime ID: CR named in lower case", planID: catalog.AzurePlanID,
-			data: process.Data{RuntimeID: "ABCDEF12-" + uuid.NewString()[9:], Provider: "azure", Region: "eastus",
+			data: process.Record{RuntimeID: "ABCDEF12-" + uuid.NewString()[9:], Provider: "azure", Region: "eastus",
 				ProviderRegion: "eastus", MachineType: "Standard_D2s_v5", AutoScalerMin: 3, AutoScalerMax: 20, ZonesCount: 1},
 			wantZones: []string{"1"}, wantAdmins: []string{"jane.doe@example.com"},
 		},
@@ -83,7 +83,7 @@ func TestCreateRuntime(t *testing.T) {
 			ns := newNamespace(t)
 			c := kcpClient(t)
 			op := initializedOp(t, tc.planID, tc.params, tc.data)
-			d := op.Data
+			d := op.Record
 			step := &provisioning.CreateRuntime{KCP: c, Config: testConfig(ns)}
 			res, err := step.Run(t.Context(), op)
 			processtest.MustOutcome(t, "create_runtime", processtest.Done, res, err)
@@ -148,7 +148,7 @@ func TestCreateRuntimeIsIdempotent(t *testing.T) {
 			t.Parallel()
 			ns := newNamespace(t)
 			c := kcpClient(t)
-			op := initializedOp(t, catalog.AzurePlanID, "", process.Data{Provider: "azure", Region: "eastus",
+			op := initializedOp(t, catalog.AzurePlanID, "", process.Record{Provider: "azure", Region: "eastus",
 				ProviderRegion: "eastus", MachineType: "Standard_D2s_v5", AutoScalerMin: 3, AutoScalerMax: 20, ZonesCount: 3})
 			step := &provisioning.CreateRuntime{KCP: c, Config: testConfig(ns)}
 			var first infrastructuremanager.Runtime

@@ -55,11 +55,8 @@ func (s *Initialization) Run(ctx context.Context, op *process.Operation) (proces
 	if err != nil {
 		return process.StepResult{}, fmt.Errorf("resolving Kyma version: %w", err)
 	}
-	d := &op.Data
+	d := &op.Record
 	d.RuntimeID, d.ClusterID, d.ShootName, d.KymaVersion = id.RuntimeID, id.ClusterID, id.ShootName, version
-	if d.ShootName == "" { // an instance recorded before shoot names were stored
-		d.ShootName = ShootName(id.RuntimeID)
-	}
 	d.Provider, d.Region, d.ProviderRegion = res.Provider, res.Region, res.ProviderRegion
 	d.MachineType, d.AutoScalerMin, d.AutoScalerMax, d.ZonesCount = res.MachineType, res.AutoScalerMin, res.AutoScalerMax, res.ZonesCount
 	return process.Done()

@@ -54,59 +54,59 @@ func TestInitializationAppliesPlanDefaults(t *testing.T) {
 		params         string
 		// want is the data the step must record (runtime and cluster IDs, shoot name and
 		// Kyma version are checked elsewhere).
-		want process.Data
+		want process.Record
 	}{
 		{
 			name: "azure: eastus, Standard_D2s_v5, autoscaler 3..20, 3 zones", planID: catalog.AzurePlanID,
-			want: process.Data{Provider: "azure", Region: "eastus", ProviderRegion: "eastus",
+			want: process.Record{Provider: "azure", Region: "eastus", ProviderRegion: "eastus",
 				MachineType: "Standard_D2s_v5", AutoScalerMin: 3, AutoScalerMax: 20, ZonesCount: 3},
 		},
 		{
 			name: "aws: eu-central-1, m6i.large", planID: catalog.AWSPlanID,
-			want: process.Data{Provider: "aws", Region: "eu-central-1", ProviderRegion: "eu-central-1",
+			want: process.Record{Provider: "aws", Region: "eu-central-1", ProviderRegion: "eu-central-1",
 				MachineType: "m6i.large", AutoScalerMin: 3, AutoScalerMax: 20, ZonesCount: 3},
 		},
 		{
 			name: "gcp: europe-west3, n2-standard-2", planID: catalog.GCPPlanID,
-			want: process.Data{Provider: "gcp", Region: "europe-west3", ProviderRegion: "europe-west3",
+			want: process.Record{Provider: "gcp", Region: "europe-west3", ProviderRegion: "europe-west3",
 				MachineType: "n2-standard-2", AutoScalerMin: 3, AutoScalerMax: 20, ZonesCount: 3},
 		},
 		{
 			name: "azure_lite: autoscaler 2..10, one zone, lite machine", planID: catalog.AzureLitePlanID,
-			want: process.Data{Provider: "azure", Region: "eastus", ProviderRegion: "eastus",
+			want: process.Record{Provider: "azure", Region: "eastus", ProviderRegion: "eastus",
 				MachineType: "Standard_D4s_v5", AutoScalerMin: 2, AutoScalerMax: 10, ZonesCount: 1},
 		},
 		{
 			name: "trial from cf-us10: trial region us on azure eastus, one node", planID: catalog.TrialPlanID,
 			platformRegion: "cf-us10",
-			want: process.Data{Provider: "azure", Region: "us", ProviderRegion: "eastus",
+			want: process.Record{Provider: "azure", Region: "us", ProviderRegion: "eastus",
 				MachineType: "Standard_D2s_v5", AutoScalerMin: 1, AutoScalerMax: 1, ZonesCount: 1},
 		},
 		{
 			name: "trial asks for asia", planID: catalog.TrialPlanID, params: `{"name":"t","region":"asia"}`,
-			want: process.Data{Provider: "azure", Region: "asia", ProviderRegion: "southeastasia",
+			want: process.Record{Provider: "azure", Region: "asia", ProviderRegion: "southeastasia",
 				MachineType: "Standard_D2s_v5", AutoScalerMin: 1, AutoScalerMax: 1, ZonesCount: 1},
 		},
 		{
 			name: "free from cf-eu10 runs on aws", planID: catalog.FreePlanID, platformRegion: "cf-eu10",
-			want: process.Data{Provider: "aws", Region: "eu-central-1", ProviderRegion: "eu-central-1",
+			want: process.Record{Provider: "aws", Region: "eu-central-1", ProviderRegion: "eu-central-1",
 				MachineType: "m6i.large", AutoScalerMin: 1, AutoScalerMax: 1, ZonesCount: 1},
 		},
 		{
 			name: "free from cf-eu20 runs on azure", planID: catalog.FreePlanID, platformRegion: "cf-eu20",
-			want: process.Data{Provider: "azure", Region: "eastus", ProviderRegion: "eastus",
+			want: process.Record{Provider: "azure", Region: "eastus", ProviderRegion: "eastus",
 				MachineType: "Standard_D2s_v5", AutoScalerMin: 1, AutoScalerMax: 1, ZonesCount: 1},
 		},
 		{
 			name: "sap-converged-cloud: openstack defaults", planID: catalog.SapConvergedCloudPlanID,
-			want: process.Data{Provider: "openstack", Region: "eu-de-1", ProviderRegion: "eu-de-1",
+			want: process.Record{Provider: "openstack", Region: "eu-de-1", ProviderRegion: "eu-de-1",
 				MachineType: "g_c2_m8", AutoScalerMin: 3, AutoScalerMax: 20, ZonesCount: 3},
 		},
 		{
 			name:   "azure: the user's choices win over the defaults",
 			planID: catalog.AzurePlanID,
 			params: `{"name":"x","region":"westeurope","machineType":"Standard_D8s_v5","autoScalerMin":4,"autoScalerMax":6,"zonesCount":2}`,
-			want: process.Data{Provider: "azure", Region: "westeurope", ProviderRegion: "westeurope",
+			want: process.Record{Provider: "azure", Region: "westeurope", ProviderRegion: "westeurope",
 				MachineType: "Standard_D8s_v5", AutoScalerMin: 4, AutoScalerMax: 6, ZonesCount: 2},
 		},
 	}
@@ -121,7 +121,7 @@ func TestInitializationAppliesPlanDefaults(t *testing.T) {
 				KCP: kcpClient(t), Config: testConfig(newNamespace(t))}
 			res, err := step.Run(t.Context(), op)
 			processtest.MustOutcome(t, "initialization", processtest.Done, res, err)
-			got := op.Data
+			got := op.Record
 			got.RuntimeID, got.ClusterID, got.ShootName, got.KymaVersion = "", "", "", ""
 			if g, w := processtest.MustJSON(t, got), processtest.MustJSON(t, tc.want); g != w {
 				t.Errorf("data:\n got %s\nwant %s", g, w)
@@ -158,18 +158,19 @@ func TestInitializationRuntimeIdentity(t *testing.T) {
 			store := newIdentityStore()
 			base := newOp(t, catalog.AzurePlanID, "")
 			if tc.stored[0] != "" {
-				store.ids[base.InstanceID] = storage.RuntimeIdentity{RuntimeID: tc.stored[0], ClusterID: tc.stored[1]}
+				store.ids[base.InstanceID] = storage.RuntimeIdentity{RuntimeID: tc.stored[0], ClusterID: tc.stored[1],
+					ShootName: provisioning.ShootName(tc.stored[0])}
 			}
 			step := &provisioning.Initialization{Catalog: processtest.Catalog(t), Store: store, KCP: kcpClient(t),
 				Config: testConfig(newNamespace(t))}
-			var first process.Data
+			var first process.Record
 			for i := range tc.runs {
 				// Every run starts from the stored operation, as after a crash: no data yet.
 				op := newOp(t, catalog.AzurePlanID, "")
 				op.InstanceID, op.Instance.InstanceID = base.InstanceID, base.InstanceID
 				res, err := step.Run(t.Context(), op)
 				processtest.MustOutcome(t, "initialization", processtest.Done, res, err)
-				d := op.Data
+				d := op.Record
 				if _, err := uuid.Parse(d.RuntimeID); err != nil {
 					t.Errorf("run %d: runtime ID %q is not a UUID", i, d.RuntimeID)
 				}
@@ -238,8 +239,8 @@ func TestInitializationKymaVersion(t *testing.T) {
 			step := &provisioning.Initialization{Catalog: processtest.Catalog(t), Store: newIdentityStore(), KCP: kcpClient(t), Config: cfg}
 			res, err := step.Run(t.Context(), op)
 			processtest.MustOutcome(t, "initialization", processtest.Done, res, err)
-			if op.Data.KymaVersion != tc.want {
-				t.Errorf("Kyma version %q, want %q", op.Data.KymaVersion, tc.want)
+			if op.Record.KymaVersion != tc.want {
+				t.Errorf("Kyma version %q, want %q", op.Record.KymaVersion, tc.want)
 			}
 		})
 	}
@@ -278,8 +279,8 @@ func TestInitializationErrors(t *testing.T) {
 			if !strings.Contains(msg, tc.wantMsg) {
 				t.Errorf("message %q does not mention %q", msg, tc.wantMsg)
 			}
-			if op.Data.RuntimeID != "" {
-				t.Errorf("runtime ID %q recorded although the step did not finish", op.Data.RuntimeID)
+			if op.Record.RuntimeID != "" {
+				t.Errorf("runtime ID %q recorded although the step did not finish", op.Record.RuntimeID)
 			}
 		})
 	}

@@ -2,7 +2,6 @@ package provisioning
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/btpmanager"
-	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/runtimeclient"
 )
@@ -44,25 +42,20 @@ func (s *InjectBTPManager) Run(ctx context.Context, op *process.Operation) (proc
 		op.Describe("Skipped the SAP BTP service operator set-up: the request carried no sm_operator_credentials")
 		return process.Done()
 	}
-	var creds catalog.SMOperatorCredentials
-	if err := json.Unmarshal(op.Instance.Credentials, &creds); err != nil {
-		return process.Fail("stored Service Manager credentials are unreadable")
+	creds, err := btpmanager.StoredCredentials(op.Instance.Credentials)
+	if err != nil {
+		return process.Fail("%v", err)
 	}
 	op.Describe("Setting up the SAP BTP service operator in the runtime")
-	c, err := s.Runtimes.Client(ctx, op.Data.RuntimeID)
+	c, err := s.Runtimes.Client(ctx, op.Record.RuntimeID)
 	if errors.Is(err, runtimeclient.ErrKubeconfigNotFound) {
-		op.Describe("Waiting for the kubeconfig of cluster %s", op.Data.ShootName)
+		op.Describe("Waiting for the kubeconfig of cluster %s", op.Record.ShootName)
 		return process.RetryAfter(s.Config.BTPManagerPoll)
 	}
 	if err != nil {
 		return process.StepResult{}, fmt.Errorf("connecting to the runtime: %w", err)
 	}
-	err = btpmanager.Inject(ctx, c, btpmanager.Credentials{
-		ClientID:     creds.ClientID,
-		ClientSecret: creds.ClientSecret,
-		SMURL:        creds.SMURL,
-		TokenURL:     creds.URL,
-	}, op.Data.ClusterID)
+	err = btpmanager.Inject(ctx, c, creds, op.Record.ClusterID)
 	if errors.Is(err, btpmanager.ErrBtpOperatorNotServed) {
 		op.Describe("Waiting for the runtime to serve the BtpOperator kind (CRD btpoperators.operator.kyma-project.io)")
 		return process.RetryAfter(s.Config.BTPManagerPoll)

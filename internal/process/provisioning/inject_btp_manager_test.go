@@ -40,6 +40,11 @@ func TestInjectBTPManagerWithoutRuntime(t *testing.T) {
 		{name: "no credentials: skipped, said so", want: processtest.Done,
 			wantDesc: []string{"Skipped", "sm_operator_credentials"}, wantCalls: 0},
 		{name: "unreadable stored credentials: fails for good", credentials: []byte("{not json"), want: processtest.Failure, wantCalls: 0},
+		// Before, the provisioning retried incomplete credentials until its deadline while the
+		// update step failed at once; both read them through btpmanager.StoredCredentials now.
+		{name: "incomplete stored credentials: fails for good, naming the empty key",
+			credentials: []byte(`{"clientid":"id","clientsecret":"","sm_url":"https://sm.example.com","url":"https://auth.example.com"}`),
+			want:        processtest.Failure, wantCalls: 0},
 		{name: "runtime kubeconfig missing: waits for it",
 			clientErr: fmt.Errorf("secret kcp-system/kubeconfig-x: %w", runtimeclient.ErrKubeconfigNotFound),
 			want:      processtest.Retry, wantDesc: []string{"kubeconfig"}, wantCalls: 1},
@@ -49,7 +54,7 @@ func TestInjectBTPManagerWithoutRuntime(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			op := initializedOp(t, catalog.AzurePlanID, "", process.Data{Provider: "azure"})
+			op := initializedOp(t, catalog.AzurePlanID, "", process.Record{Provider: "azure"})
 			op.Instance.Credentials = tc.credentials
 			if tc.credentials == nil && tc.want != processtest.Done {
 				op.Instance.Credentials = smCredentials(t)
@@ -63,7 +68,7 @@ func TestInjectBTPManagerWithoutRuntime(t *testing.T) {
 				if res.RetryAfter != cfg.BTPManagerPoll {
 					t.Errorf("retry after %s, want %s", res.RetryAfter, cfg.BTPManagerPoll)
 				}
-				if m := processtest.MissingFrom(op.Description, op.Data.ShootName); m != "" {
+				if m := processtest.MissingFrom(op.Description, op.Record.ShootName); m != "" {
 					t.Errorf("description %q does not name the cluster", op.Description)
 				}
 			}
@@ -73,11 +78,15 @@ func TestInjectBTPManagerWithoutRuntime(t *testing.T) {
 			if tc.want == processtest.Failure && strings.Contains(res.Failure.Error(), "not json") {
 				t.Errorf("failure %q echoes the stored credentials", res.Failure)
 			}
+			if tc.want == processtest.Failure && strings.Contains(tc.name, "incomplete") &&
+				!strings.Contains(res.Failure.Error(), "empty clientsecret") {
+				t.Errorf("failure %q does not name the empty key", res.Failure)
+			}
 			if got := rc.Calls(); got != tc.wantCalls {
 				t.Errorf("runtime client asked %d times, want %d", got, tc.wantCalls)
 			}
-			if tc.wantCalls > 0 && rc.Asked() != op.Data.RuntimeID {
-				t.Errorf("runtime client asked for %v, want %s", rc.Asked(), op.Data.RuntimeID)
+			if tc.wantCalls > 0 && rc.Asked() != op.Record.RuntimeID {
+				t.Errorf("runtime client asked for %v, want %s", rc.Asked(), op.Record.RuntimeID)
 			}
 		})
 	}
@@ -118,7 +127,7 @@ func TestInjectBTPManagerIntoRuntime(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			op := initializedOp(t, catalog.AzurePlanID, "", process.Data{Provider: "azure"})
+			op := initializedOp(t, catalog.AzurePlanID, "", process.Record{Provider: "azure"})
 			op.Instance.Credentials = smCredentials(t)
 			cfg := testConfig("unused")
 			step := &provisioning.InjectBTPManager{Runtimes: &processtest.RuntimeClients{Runtime: tc.runtime}, Config: cfg}
@@ -137,7 +146,7 @@ func TestInjectBTPManagerIntoRuntime(t *testing.T) {
 				t.Fatalf("reading %s: %v", key, err)
 			}
 			want := map[string]string{"clientid": "cid", "clientsecret": "csecret", "sm_url": "https://sm.example.com",
-				"tokenurl": "https://auth.example.com", "cluster_id": op.Data.ClusterID}
+				"tokenurl": "https://auth.example.com", "cluster_id": op.Record.ClusterID}
 			got := map[string]string{}
 			for k, v := range sec.Data {
 				got[k] = string(v)

@@ -26,10 +26,10 @@ func (s *Overrides) Name() string { return "overrides" }
 func (s *Overrides) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
 	op.Describe("Resolving configuration overrides")
 	plan, _ := s.Catalog.PlanByID(op.Instance.PlanID)
-	name, err := overrides.ForRuntime(ctx, s.KCP, s.Config.Namespace, plan.Lite, op.Data.RuntimeID, op.InstanceID, true)
+	name, err := overrides.ForRuntime(ctx, s.KCP, s.Config.Namespace, plan.Lite, op.Record.RuntimeID, op.InstanceID, true)
 	if err != nil {
 		return process.StepResult{}, err
 	}
-	op.Data.OverridesSecret = name
+	op.Record.OverridesSecret = name
 	return process.Done()
 }

@@ -85,15 +85,15 @@ func TestOverrides(t *testing.T) {
 			ns := newNamespace(t)
 			createOverrideSources(t, ns, tc.sources)
 			op := newOp(t, tc.planID, "")
-			op.Data.RuntimeID = uuid.NewString()
+			op.Record.RuntimeID = uuid.NewString()
 			step := &provisioning.Overrides{Catalog: processtest.Catalog(t), KCP: kcpClient(t), Config: testConfig(ns)}
 			// Twice: a re-run after a crash must converge on the same Secret.
 			for run := range 2 {
 				res, err := step.Run(t.Context(), op)
 				processtest.MustOutcome(t, "overrides", processtest.Done, res, err)
-				wantName := overrides.SecretName(op.Data.RuntimeID)
-				if op.Data.OverridesSecret != wantName {
-					t.Fatalf("run %d: recorded overrides secret %q, want %q", run, op.Data.OverridesSecret, wantName)
+				wantName := overrides.SecretName(op.Record.RuntimeID)
+				if op.Record.OverridesSecret != wantName {
+					t.Fatalf("run %d: recorded overrides secret %q, want %q", run, op.Record.OverridesSecret, wantName)
 				}
 				s := &corev1.Secret{}
 				if err := kcpClient(t).Get(t.Context(), client.ObjectKey{Namespace: ns, Name: wantName}, s); err != nil {
@@ -106,8 +106,8 @@ func TestOverrides(t *testing.T) {
 				if g, w := processtest.MustJSON(t, got), processtest.MustJSON(t, tc.want); g != w {
 					t.Errorf("run %d: stored overrides\n got %s\nwant %s", run, g, w)
 				}
-				if s.Labels[controlplane.LabelRuntimeID] != op.Data.RuntimeID || s.Labels[controlplane.LabelInstanceID] != op.InstanceID {
-					t.Errorf("run %d: stored overrides labels %v lack runtime %s / instance %s", run, s.Labels, op.Data.RuntimeID, op.InstanceID)
+				if s.Labels[controlplane.LabelRuntimeID] != op.Record.RuntimeID || s.Labels[controlplane.LabelInstanceID] != op.InstanceID {
+					t.Errorf("run %d: stored overrides labels %v lack runtime %s / instance %s", run, s.Labels, op.Record.RuntimeID, op.InstanceID)
 				}
 				if s.Type != corev1.SecretTypeOpaque {
 					t.Errorf("run %d: secret type %q, want Opaque", run, s.Type)
@@ -118,7 +118,7 @@ func TestOverrides(t *testing.T) {
 			}
 			list := &corev1.SecretList{}
 			if err := kcpClient(t).List(t.Context(), list, client.InNamespace(ns),
-				client.MatchingLabels{controlplane.LabelRuntimeID: op.Data.RuntimeID}); err != nil {
+				client.MatchingLabels{controlplane.LabelRuntimeID: op.Record.RuntimeID}); err != nil {
 				t.Fatal(err)
 			}
 			if len(list.Items) != 1 {
@@ -143,14 +143,14 @@ func TestOverridesInvalidComponentIsTemporary(t *testing.T) {
 			ns := newNamespace(t)
 			createOverrideSources(t, ns, []overrideSource{{name: "bad", component: tc.component, data: map[string]string{"k": "v"}}})
 			op := newOp(t, catalog.AzurePlanID, "")
-			op.Data.RuntimeID = uuid.NewString()
+			op.Record.RuntimeID = uuid.NewString()
 			step := &provisioning.Overrides{Catalog: processtest.Catalog(t), KCP: kcpClient(t), Config: testConfig(ns)}
 			res, err := step.Run(t.Context(), op)
 			// An operator's mislabelled source: the step keeps retrying (the operator can fix
 			// the label) rather than failing users' provisionings for good.
 			processtest.MustOutcome(t, step.Name(), processtest.Temporary, res, err)
-			if op.Data.OverridesSecret != "" {
-				t.Errorf("overrides secret %q recorded although none was stored", op.Data.OverridesSecret)
+			if op.Record.OverridesSecret != "" {
+				t.Errorf("overrides secret %q recorded although none was stored", op.Record.OverridesSecret)
 			}
 		})
 	}

@@ -71,7 +71,7 @@ func TestPipelineSucceededRecordsDashboard(t *testing.T) {
 				t.Error("no description for a succeeded provisioning")
 			}
 			op := newOp(t, catalog.TrialPlanID, "")
-			op.Data = process.Data{ShootName: "c-1234567", Provider: "azure", Region: "europe", ProviderRegion: "westeurope",
+			op.Record = process.Record{ShootName: "c-1234567", Provider: "azure", Region: "europe", ProviderRegion: "westeurope",
 				MachineType: "Standard_D4s_v5", AutoScalerMin: 1, AutoScalerMax: 1, ZonesCount: 1,
 				HyperscalerSecret: "trial-azure-1", KymaVersion: "2.20.0"}
 			err := pipe.Succeeded(t.Context(), op)

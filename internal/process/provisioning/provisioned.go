@@ -46,7 +46,7 @@ func recordProvisioned(store provisionedStore, cfg Config) func(ctx context.Cont
 		if err != nil {
 			return err
 		}
-		d := op.Data
+		d := op.Record
 		window := cfg.MaintenanceWindows.Resolve(op.Instance.PlanName, d.ProviderRegion)
 		resolved, err := json.Marshal(ResolvedParameters{
 			Name: params.Name, Region: d.Region, ProviderRegion: d.ProviderRegion, Provider: d.Provider,

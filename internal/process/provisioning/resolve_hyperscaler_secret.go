@@ -33,7 +33,7 @@ func (s *ResolveHyperscalerSecret) Timeout() time.Duration { return s.Config.Acc
 
 // Run implements process.Step.
 func (s *ResolveHyperscalerSecret) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
-	hsType, err := hyperscaler.HyperscalerType(op.Data.Provider)
+	hsType, err := hyperscaler.HyperscalerType(op.Record.Provider)
 	if err != nil {
 		return process.Fail("%v", err)
 	}
@@ -52,6 +52,6 @@ func (s *ResolveHyperscalerSecret) Run(ctx context.Context, op *process.Operatio
 	if err != nil {
 		return process.StepResult{}, err
 	}
-	op.Data.HyperscalerType, op.Data.HyperscalerSecret, op.Data.HyperscalerShared = hsType, acc.SecretName, acc.Shared
+	op.Record.HyperscalerType, op.Record.HyperscalerSecret, op.Record.HyperscalerShared = hsType, acc.SecretName, acc.Shared
 	return process.Done()
 }

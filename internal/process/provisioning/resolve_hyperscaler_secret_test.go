@@ -136,7 +136,7 @@ func TestResolveHyperscalerSecret(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			op := newOp(t, tc.planID, "")
-			op.Data.Provider = tc.provider
+			op.Record.Provider = tc.provider
 			pool, ns := newPool(t, op.Instance.GlobalAccountID, tc.pool...)
 			before := poolTenants(t, ns)
 			cfg := testConfig(ns)
@@ -152,7 +152,7 @@ func TestResolveHyperscalerSecret(t *testing.T) {
 			if tc.want == processtest.Failure && !strings.Contains(res.Failure.Error(), tc.provider) {
 				t.Errorf("failure %q does not name the provider %q", res.Failure, tc.provider)
 			}
-			d := op.Data
+			d := op.Record
 			if d.HyperscalerSecret != tc.wantSecret || d.HyperscalerShared != tc.wantShared || d.HyperscalerType != tc.wantType {
 				t.Errorf("recorded secret %q shared %v type %q, want %q %v %q",
 					d.HyperscalerSecret, d.HyperscalerShared, d.HyperscalerType, tc.wantSecret, tc.wantShared, tc.wantType)
@@ -187,17 +187,17 @@ func TestResolveHyperscalerSecretRerunKeepsTheAccount(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			first := newOp(t, tc.planID, "")
-			first.Data.Provider = "azure"
+			first.Record.Provider = "azure"
 			pool, ns := newPool(t, first.Instance.GlobalAccountID, tc.pool...)
 			step := &provisioning.ResolveHyperscalerSecret{Catalog: processtest.Catalog(t), Accounts: pool, Config: testConfig(ns)}
 			res, err := step.Run(t.Context(), first)
 			processtest.MustOutcome(t, "first run", processtest.Done, res, err)
 			again := *first
-			again.Data.HyperscalerSecret = ""
+			again.Record.HyperscalerSecret = ""
 			res, err = step.Run(t.Context(), &again)
 			processtest.MustOutcome(t, "second run", processtest.Done, res, err)
-			if again.Data.HyperscalerSecret != first.Data.HyperscalerSecret {
-				t.Errorf("re-run chose %s, first run %s", again.Data.HyperscalerSecret, first.Data.HyperscalerSecret)
+			if again.Record.HyperscalerSecret != first.Record.HyperscalerSecret {
+				t.Errorf("re-run chose %s, first run %s", again.Record.HyperscalerSecret, first.Record.HyperscalerSecret)
 			}
 			claimed := 0
 			for _, tenant := range poolTenants(t, ns) {
@@ -205,7 +205,7 @@ func TestResolveHyperscalerSecretRerunKeepsTheAccount(t *testing.T) {
 					claimed++
 				}
 			}
-			if want := map[bool]int{true: 0, false: 1}[first.Data.HyperscalerShared]; claimed != want {
+			if want := map[bool]int{true: 0, false: 1}[first.Record.HyperscalerShared]; claimed != want {
 				t.Errorf("tenant holds %d accounts after two runs, want %d", claimed, want)
 			}
 		})

@@ -2,7 +2,6 @@ package update
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/btpmanager"
-	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/runtimeclient"
 )
@@ -46,17 +44,15 @@ func (s *UpdateBTPManagerCredentials) Run(ctx context.Context, op *process.Opera
 		op.Conclude("Operation succeeded: nothing to push, the instance has no sm_operator_credentials")
 		return process.Done()
 	}
-	var sm catalog.SMOperatorCredentials
-	if err := json.Unmarshal(op.Instance.Credentials, &sm); err != nil {
-		// The error would quote the plaintext; retrying cannot repair it.
-		return process.Fail("stored Service Manager credentials are unreadable")
+	creds, err := btpmanager.StoredCredentials(op.Instance.Credentials)
+	if err != nil {
+		return process.Fail("%v", err)
 	}
 	if op.Instance.RuntimeID == "" {
 		// Updates are only queued for a running runtime; without a runtime ID
 		// the kubeconfig lookup below would wait for a Secret that never comes.
 		return process.Fail("the instance has no runtime to push the Service Manager credentials into")
 	}
-	creds := btpmanager.Credentials{ClientID: sm.ClientID, ClientSecret: sm.ClientSecret, SMURL: sm.SMURL, TokenURL: sm.URL}
 
 	op.Describe("Updating the Service Manager credentials in the runtime")
 	c, err := s.Runtimes.Client(ctx, op.Instance.RuntimeID)
@@ -72,7 +68,7 @@ func (s *UpdateBTPManagerCredentials) Run(ctx context.Context, op *process.Opera
 	// and injected it: a re-run (waiting for the BtpOperator kind, or after a
 	// crash) goes on injecting with the same cluster ID instead of rotating,
 	// so that the BtpOperator CR gets created too.
-	if op.Data.ClusterID == "" {
+	if op.Record.ClusterID == "" {
 		err = btpmanager.UpdateCredentials(ctx, c, creds)
 		switch {
 		case err == nil:
@@ -89,10 +85,10 @@ func (s *UpdateBTPManagerCredentials) Run(ctx context.Context, op *process.Opera
 			return process.Fail("the runtime has no %s/%s Secret and the instance has no cluster ID to create it with",
 				btpmanager.Namespace, btpmanager.SecretName)
 		}
-		op.Data.ClusterID = op.Instance.ClusterID
+		op.Record.ClusterID = op.Instance.ClusterID
 	}
 	op.Describe("Setting up the SAP BTP service operator in the runtime: it had no %s Secret", btpmanager.SecretName)
-	err = btpmanager.Inject(ctx, c, creds, op.Data.ClusterID)
+	err = btpmanager.Inject(ctx, c, creds, op.Record.ClusterID)
 	switch {
 	case errors.Is(err, btpmanager.ErrBtpOperatorNotServed):
 		op.Describe("Waiting for the runtime to serve the BtpOperator kind (CRD btpoperators.operator.kyma-project.io)")

@@ -205,8 +205,8 @@ func TestUpdateBTPManagerCredentialsInRuntime(t *testing.T) {
 		if sec.UID != before.UID {
 			t.Error("the Secret was recreated, want it updated in place")
 		}
-		if op.Data.ClusterID != "" {
-			t.Errorf("operation records cluster ID %q although nothing was injected", op.Data.ClusterID)
+		if op.Record.ClusterID != "" {
+			t.Errorf("operation records cluster ID %q although nothing was injected", op.Record.ClusterID)
 		}
 		if m := processtest.MissingFrom(op.Description, "credentials", "updated"); m != "" {
 			t.Errorf("description %q does not mention %q", op.Description, m)
@@ -255,8 +255,8 @@ func TestUpdateBTPManagerCredentialsInRuntime(t *testing.T) {
 		if err := runtimeClient.Get(t.Context(), client.ObjectKeyFromObject(btpOperator()), btpOperator()); err != nil {
 			t.Errorf("reading BtpOperator %s/%s: %v", btpmanager.Namespace, btpmanager.CRName, err)
 		}
-		if op.Data.ClusterID != op.Instance.ClusterID {
-			t.Errorf("operation records cluster ID %q, want the injected %q", op.Data.ClusterID, op.Instance.ClusterID)
+		if op.Record.ClusterID != op.Instance.ClusterID {
+			t.Errorf("operation records cluster ID %q, want the injected %q", op.Record.ClusterID, op.Instance.ClusterID)
 		}
 		if m := processtest.MissingFrom(op.Description, "missing", btpmanager.SecretName); m != "" {
 			t.Errorf("description %q does not mention %q", op.Description, m)
@@ -324,8 +324,8 @@ func TestUpdateBTPManagerCredentialsInRuntime(t *testing.T) {
 		if !secretMissing(t) {
 			t.Error("a Secret was injected on a NotFound that was not about it")
 		}
-		if op.Data.ClusterID != "" {
-			t.Errorf("operation records cluster ID %q although nothing was injected", op.Data.ClusterID)
+		if op.Record.ClusterID != "" {
+			t.Errorf("operation records cluster ID %q although nothing was injected", op.Record.ClusterID)
 		}
 	})
 

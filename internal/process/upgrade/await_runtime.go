@@ -30,15 +30,15 @@ func (s *AwaitRuntime) Timeout() time.Duration { return s.Config.RuntimeTimeout 
 
 // Run implements process.Step.
 func (s *AwaitRuntime) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
-	u := op.Data.Upgrade
+	u := op.Record.Upgrade
 	if u.DryRun {
 		op.Describe("Dry run: walked every step, changed nothing")
 		return process.Done()
 	}
 	rt := &infrastructuremanager.Runtime{}
-	err := s.KCP.Get(ctx, client.ObjectKey{Namespace: s.Config.Namespace, Name: kyma.Name(op.Data.RuntimeID)}, rt)
+	err := s.KCP.Get(ctx, client.ObjectKey{Namespace: s.Config.Namespace, Name: kyma.Name(op.Record.RuntimeID)}, rt)
 	if apierrors.IsNotFound(err) {
-		return process.Fail("the Runtime CR of runtime %s disappeared during the upgrade", op.Data.RuntimeID)
+		return process.Fail("the Runtime CR of runtime %s disappeared during the upgrade", op.Record.RuntimeID)
 	}
 	if err != nil {
 		return process.StepResult{}, fmt.Errorf("reading Runtime CR: %w", err)
@@ -46,7 +46,7 @@ func (s *AwaitRuntime) Run(ctx context.Context, op *process.Operation) (process.
 	applied := rt.Status.ObservedGeneration >= u.Generation
 	switch {
 	case applied && rt.Status.State == infrastructuremanager.StateReady:
-		op.Describe("The infrastructure manager applied the upgrade of cluster %s", op.Data.ShootName)
+		op.Describe("The infrastructure manager applied the upgrade of cluster %s", op.Record.ShootName)
 		return process.Done()
 	case applied && rt.Status.State == infrastructuremanager.StateFailed:
 		return process.Fail("the infrastructure manager could not apply the upgrade: %s", rt.Status.Message)
@@ -55,10 +55,10 @@ func (s *AwaitRuntime) Run(ctx context.Context, op *process.Operation) (process.
 		// The infrastructure manager has not noticed the change yet: it
 		// will within moments, and a roll-out it has not begun sends no
 		// event that reliably wakes this wait, so look again soon.
-		op.Describe("Waiting for the infrastructure manager to pick up the upgrade of cluster %s", op.Data.ShootName)
+		op.Describe("Waiting for the infrastructure manager to pick up the upgrade of cluster %s", op.Record.ShootName)
 		return process.RetryAfter(min(s.Config.RuntimePoll, noticePoll))
 	}
-	op.Describe("Waiting for the infrastructure manager to apply the upgrade of cluster %s (%s)", op.Data.ShootName, rt.Status.State)
+	op.Describe("Waiting for the infrastructure manager to apply the upgrade of cluster %s (%s)", op.Record.ShootName, rt.Status.State)
 	return process.RetryAfter(s.Config.RuntimePoll)
 }
 

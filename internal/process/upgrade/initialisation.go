@@ -27,14 +27,14 @@ func (s *Initialisation) Name() string { return "upgrade_initialisation" }
 
 // Run implements process.Step.
 func (s *Initialisation) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
-	u := op.Data.Upgrade
+	u := op.Record.Upgrade
 	if u == nil {
 		return process.Fail("the upgrade operation carries no upgrade target")
 	}
 	if op.Instance.RuntimeID == "" {
 		return process.Fail("the instance has no runtime to upgrade")
 	}
-	op.Data.RuntimeID, op.Data.ShootName = op.Instance.RuntimeID, op.Instance.ShootName
+	op.Record.RuntimeID, op.Record.ShootName = op.Instance.RuntimeID, op.Instance.ShootName
 	rt := &infrastructuremanager.Runtime{}
 	err := s.KCP.Get(ctx, client.ObjectKey{Namespace: s.Config.Namespace, Name: kyma.Name(op.Instance.RuntimeID)}, rt)
 	if apierrors.IsNotFound(err) {

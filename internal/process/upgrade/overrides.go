@@ -25,13 +25,13 @@ func (s *Overrides) Name() string { return "upgrade_overrides" }
 
 // Run implements process.Step.
 func (s *Overrides) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
-	op.Describe("Refreshing configuration overrides%s", dryRunNote(op.Data.Upgrade))
+	op.Describe("Refreshing configuration overrides%s", dryRunNote(op.Record.Upgrade))
 	plan, _ := s.Catalog.PlanByID(op.Instance.PlanID)
-	name, err := overrides.ForRuntime(ctx, s.KCP, s.Config.Namespace, plan.Lite, op.Data.RuntimeID, op.InstanceID,
-		!op.Data.Upgrade.DryRun)
+	name, err := overrides.ForRuntime(ctx, s.KCP, s.Config.Namespace, plan.Lite, op.Record.RuntimeID, op.InstanceID,
+		!op.Record.Upgrade.DryRun)
 	if err != nil {
 		return process.StepResult{}, err
 	}
-	op.Data.OverridesSecret = name
+	op.Record.OverridesSecret = name
 	return process.Done()
 }

@@ -73,7 +73,7 @@ func ClusterPipeline(d Deps) process.Pipeline {
 // records nothing.
 func recordUpgrade(store resolvedStore) func(ctx context.Context, op *process.Operation) error {
 	return func(ctx context.Context, op *process.Operation) error {
-		u := op.Data.Upgrade
+		u := op.Record.Upgrade
 		if u == nil || u.DryRun {
 			if u != nil {
 				op.Conclude("Operation succeeded: dry run, no resource was changed")

@@ -21,7 +21,7 @@ func (s *UpgradeCluster) Name() string { return "upgrade_cluster" }
 
 // Run implements process.Step.
 func (s *UpgradeCluster) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
-	u := op.Data.Upgrade
+	u := op.Record.Upgrade
 	image := joinImage(u.MachineImage, u.MachineImageVersion)
 	if u.DryRun {
 		op.Describe("Dry run: would set Kubernetes version %s (now %s) and machine image %s (now %s)",

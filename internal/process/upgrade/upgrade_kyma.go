@@ -28,7 +28,7 @@ func (s *UpgradeKyma) Name() string { return "upgrade_kyma" }
 
 // Run implements process.Step.
 func (s *UpgradeKyma) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
-	u := op.Data.Upgrade
+	u := op.Record.Upgrade
 	version, channel := u.KymaVersion, u.KymaChannel
 	if version == "" {
 		version = u.PreviousKymaVersion
@@ -43,9 +43,9 @@ func (s *UpgradeKyma) Run(ctx context.Context, op *process.Operation) (process.S
 	}
 	op.Describe("Upgrading Kyma to version %s, channel %s", version, channel)
 	k := &kyma.Kyma{}
-	err := s.KCP.Get(ctx, client.ObjectKey{Namespace: controlplane.Namespace, Name: kyma.Name(op.Data.RuntimeID)}, k)
+	err := s.KCP.Get(ctx, client.ObjectKey{Namespace: controlplane.Namespace, Name: kyma.Name(op.Record.RuntimeID)}, k)
 	if apierrors.IsNotFound(err) {
-		return process.Fail("the Kyma CR of runtime %s does not exist", op.Data.RuntimeID)
+		return process.Fail("the Kyma CR of runtime %s does not exist", op.Record.RuntimeID)
 	}
 	if err != nil {
 		return process.StepResult{}, fmt.Errorf("reading Kyma CR: %w", err)
@@ -59,8 +59,8 @@ func (s *UpgradeKyma) Run(ctx context.Context, op *process.Operation) (process.S
 	}
 	return patchRuntime(ctx, s.KCP, s.Config, op, func(rt *infrastructuremanager.Runtime) {
 		rt.Spec.Kyma.Version = version
-		if op.Data.OverridesSecret != "" {
-			rt.Spec.Kyma.OverridesSecretRef = op.Data.OverridesSecret
+		if op.Record.OverridesSecret != "" {
+			rt.Spec.Kyma.OverridesSecretRef = op.Record.OverridesSecret
 		}
 	})
 }
@@ -69,9 +69,9 @@ func (s *UpgradeKyma) Run(ctx context.Context, op *process.Operation) (process.S
 // records the generation the infrastructure manager must reach.
 func patchRuntime(ctx context.Context, kcp client.Client, cfg Config, op *process.Operation, change func(*infrastructuremanager.Runtime)) (process.StepResult, error) {
 	rt := &infrastructuremanager.Runtime{}
-	err := kcp.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: kyma.Name(op.Data.RuntimeID)}, rt)
+	err := kcp.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: kyma.Name(op.Record.RuntimeID)}, rt)
 	if apierrors.IsNotFound(err) {
-		return process.Fail("the Runtime CR of runtime %s does not exist", op.Data.RuntimeID)
+		return process.Fail("the Runtime CR of runtime %s does not exist", op.Record.RuntimeID)
 	}
 	if err != nil {
 		return process.StepResult{}, fmt.Errorf("reading Runtime CR: %w", err)
@@ -81,6 +81,6 @@ func patchRuntime(ctx context.Context, kcp client.Client, cfg Config, op *proces
 	if err := kcp.Patch(ctx, rt, client.MergeFrom(base)); err != nil {
 		return process.StepResult{}, fmt.Errorf("changing the Runtime CR: %w", err)
 	}
-	op.Data.Upgrade.Generation = rt.Generation
+	op.Record.Upgrade.Generation = rt.Generation
 	return process.Done()
 }
