@@ -435,7 +435,7 @@ func (s *Orchestrations) start(ctx context.Context, tx pgx.Tx, o Orchestration, 
 func (s *Orchestrations) freeze(ctx context.Context, tx pgx.Tx, id string, now time.Time, sch Schedule) (string, error) {
 	args := []any{id, TargetPending, TargetSkipped, RuntimeSucceeded}
 	match := selectorsSQL(sch.Include, &args)
-	where := "i.deleted_at IS NULL AND (" + match + ")"
+	where := "(" + match + ")"
 	if len(sch.Exclude) > 0 {
 		where += " AND NOT (" + selectorsSQL(sch.Exclude, &args) + ")"
 	}
