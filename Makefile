@@ -140,7 +140,7 @@ load:
 BENCH_BASE     ?=
 BENCH_DURATION ?= 3s
 BENCH_CONC     ?= 1,16,64
-BENCH_PIPELINE ?= 50,1000
+BENCH_PIPELINE ?= 50,1000,trial:200
 BENCH_PORT     ?= 58080
 BENCH_DOC      ?= docs/performance.md
 

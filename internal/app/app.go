@@ -20,6 +20,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/kyma-keb/keb/internal/auth"
+	"github.com/kyma-keb/keb/internal/binding"
 	"github.com/kyma-keb/keb/internal/broker"
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/config"
@@ -53,6 +54,8 @@ type App struct {
 	pool    *pgxpool.Pool
 	log     logrus.FieldLogger
 	engine  *engine
+	// bindings is nil without a control plane.
+	bindings *binding.Service
 }
 
 // New builds the server described by cfg. ctx bounds background work (JWKS
@@ -114,19 +117,29 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	verifier.OnReject(opsMetrics.TokenRejected)
 	expirer := expiry.New(store, expiry.Lifetimes(cat.Plans(), cfg.TrialDuration), cfg.OperationTimeout,
 		log.WithField("component", "expiry"))
+	bindings, err := newBindings(cfg, store, cat, work, log)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
 	var eng *engine
 	if cfg.Engine.Workers > 0 {
-		if eng, err = newEngine(cfg, queue, store, orchestrations, cat, expirer, work, opsMetrics, log); err != nil {
+		if eng, err = newEngine(cfg, queue, store, orchestrations, cat, expirer, bindings, work, opsMetrics, log); err != nil {
 			pool.Close()
 			return nil, err
 		}
 	}
-	brk, err := broker.New(cat, store, broker.Options{
+	brokerOpts := broker.Options{
 		DefaultRequestRegion: cfg.DefaultRequestRegion,
 		EnabledPlans:         cfg.EnabledPlans,
 		OperationTimeout:     cfg.OperationTimeout,
 		RetryAfter:           cfg.RetryAfter,
-	}, log)
+		BindablePlans:        cfg.Binding.BindablePlans,
+	}
+	if bindings != nil {
+		brokerOpts.Bindings = bindings // a nil *Service must not become a non-nil interface
+	}
+	brk, err := broker.New(cat, store, brokerOpts, log)
 	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("building broker: %w", err)
@@ -137,7 +150,7 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 		reg.MustRegister(eng.scheduler.Collectors()...)
 	}
 	reg.MustRegister(metrics.NewCensus(store, accounts, cfg.MetricsCensusInterval, log.WithField("component", "metrics")))
-	a := &App{cfg: cfg, pool: pool, log: log, engine: eng}
+	a := &App{cfg: cfg, pool: pool, log: log, engine: eng, bindings: bindings}
 	runtimesHandler := runtimelisting.NewHandler(store, catalog.ServiceID)
 	opts := httpapi.Options{Broker: brk, Auth: verifier, Log: log, Registry: reg, Ready: a.ready,
 		RequestTimeout: cfg.RequestTimeout,
@@ -273,5 +286,10 @@ func (a *App) stopWorkers() {
 	a.log.Info("workers stopped; every running step finished")
 }
 
-// Close releases the database pool.
-func (a *App) Close() { a.pool.Close() }
+// Close waits for asynchronous binds and releases the database pool.
+func (a *App) Close() {
+	if a.bindings != nil {
+		a.bindings.Close()
+	}
+	a.pool.Close()
+}

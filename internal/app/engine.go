@@ -16,6 +16,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/kyma-keb/keb/internal/binding"
 	"github.com/kyma-keb/keb/internal/btpmanager"
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/config"
@@ -105,7 +106,8 @@ func queueConfig(cfg config.Config) process.QueueConfig {
 // newEngine builds the pipelines, hands them to queue's workers, and builds
 // the control-plane watch.
 func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, orchestrations *storage.Orchestrations,
-	cat *catalog.Catalog, expirer *expiry.Expirer, work *metrics.Work, observer process.Observer, log logrus.FieldLogger) (*engine, error) {
+	cat *catalog.Catalog, expirer *expiry.Expirer,
+	bindings *binding.Service, work *metrics.Work, observer process.Observer, log logrus.FieldLogger) (*engine, error) {
 	ec := cfg.Engine
 	if ec.KCPKubeconfig == "" && !InCluster() {
 		return nil, errors.New("no control plane: set APP_KCP_KUBECONFIG (or KUBECONFIG), or APP_WORKERS=0 to only accept requests")
@@ -143,7 +145,7 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 	// The control plane's namespace is fixed: the infrastructure manager and Lifecycle Manager
 	// look for keb's CRs there, and the runtime client cache reads kubeconfigs from it.
 	ns := controlplane.Namespace
-	accounts := hyperscaler.NewAccountPool(gardener, "garden-"+ec.GardenerProject, sharedUsage(kcp, ns))
+	accounts := hyperscaler.NewAccountPool(gardener, "garden-"+ec.GardenerProject, store.SharedAccountUsage)
 	windows, err := maintenance.ParseConfig(ec.Orchestration.MaintenanceWindows)
 	if err != nil {
 		return nil, err
@@ -159,16 +161,20 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 	// its connections) is built once, whichever operation reaches it.
 	runtimes := runtimeclient.NewCache(kcp, ns, scheme, runtimeclient.Bounds{})
 	runtimes.WrapTransport = work.CountRequests("runtime")
+	deprov := deprovisioning.Deps{
+		Config: deprovisioning.Config{Namespace: ns, RemovalTimeout: ec.RemovalTimeout, RemovalPoll: ec.RemovalPoll,
+			SharedPlanIDs: sharedPlanIDs(cat)},
+		Store: store, KCP: kcp, Accounts: accounts, Runtimes: runtimes,
+	}
+	if bindings != nil {
+		deprov.Bindings = bindings
+	}
 	pipelines := map[storage.OperationType]process.Pipeline{
 		storage.OperationTypeProvision: provisioning.Pipeline(provisioning.Deps{
 			Config: provCfg, Catalog: cat, Store: store, Finisher: store, KCP: kcp, Accounts: accounts,
 			Runtimes: runtimes,
 		}),
-		storage.OperationTypeDeprovision: deprovisioning.Pipeline(deprovisioning.Deps{
-			Config: deprovisioning.Config{Namespace: ns, RemovalTimeout: ec.RemovalTimeout, RemovalPoll: ec.RemovalPoll,
-				SharedPlanIDs: sharedPlanIDs(cat)},
-			Store: store, KCP: kcp, Accounts: accounts, Runtimes: runtimes,
-		}),
+		storage.OperationTypeDeprovision: deprovisioning.Pipeline(deprov),
 		storage.OperationTypeUpdate: update.Pipeline(update.Deps{
 			Config:   update.Config{BTPManagerTimeout: ec.BTPMgrTimeout, BTPManagerPoll: ec.BTPMgrPoll},
 			Runtimes: runtimes,
@@ -191,6 +197,9 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 	if err != nil {
 		return nil, err
 	}
+	if bindings != nil {
+		periodic = append(periodic, pruneBindings(cfg, bindings))
+	}
 	if err := queue.Work(eng, append(periodic, cleanups...)...); err != nil {
 		return nil, err
 	}
@@ -209,24 +218,6 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 // second to every provisioning; a fetch is one indexed statement, so ten a
 // second per replica cost PostgreSQL next to nothing.
 const wokenJobPoll = 100 * time.Millisecond
-
-// sharedUsage counts the Runtime CRs using a shared hyperscaler account, so
-// the pool can hand out the least used one.
-func sharedUsage(kcp client.Reader, namespace string) hyperscaler.UsageCounter {
-	return func(ctx context.Context, secretName string) (int, error) {
-		var list infrastructuremanager.RuntimeList
-		if err := kcp.List(ctx, &list, client.InNamespace(namespace)); err != nil {
-			return 0, fmt.Errorf("listing runtimes: %w", err)
-		}
-		n := 0
-		for _, rt := range list.Items {
-			if rt.Spec.Shoot.SecretBindingName == secretName {
-				n++
-			}
-		}
-		return n, nil
-	}
-}
 
 // sharedPlanIDs lists the plans whose runtimes use shared hyperscaler accounts.
 func sharedPlanIDs(cat *catalog.Catalog) []string {

@@ -12,7 +12,9 @@ import (
 )
 
 // Every line a request logs, brokerapi's included, carries the request ID
-// the client sees in X-Request-Id; at info level a poll logs one line.
+// the client sees in X-Request-Id. At info level an answered poll logs
+// nothing (platforms poll every operation every few seconds) and a failed
+// poll its access-log line.
 func TestOneRequestIDOnEveryLogLine(t *testing.T) {
 	t.Parallel()
 	for _, level := range []string{"debug", "info"} {
@@ -30,6 +32,10 @@ func TestOneRequestIDOnEveryLogLine(t *testing.T) {
 			poll := b.do(http.MethodGet, fmt.Sprintf("/oauth/v2/service_instances/%s/last_operation?operation=%s", id, put.body["operation"]), "",
 				withHeader("X-Correlation-ID", "client-chosen"))
 			b.expect(poll, http.StatusOK)
+			failed := b.do(http.MethodGet, fmt.Sprintf("/oauth/v2/service_instances/%s/last_operation?operation=unknown-op", id), "")
+			if failed.status == http.StatusOK {
+				t.Fatalf("poll for an unknown operation answered 200")
+			}
 
 			byRequest := map[string]int{}
 			brokerapiLines := 0
@@ -47,22 +53,28 @@ func TestOneRequestIDOnEveryLogLine(t *testing.T) {
 					}
 				}
 			}
-			putID, pollID := put.header.Get("X-Request-Id"), poll.header.Get("X-Request-Id")
-			if putID == "" || pollID == "" || putID == pollID {
-				t.Fatalf("request IDs %q and %q", putID, pollID)
+			putID, pollID, failedID := put.header.Get("X-Request-Id"), poll.header.Get("X-Request-Id"), failed.header.Get("X-Request-Id")
+			if putID == "" || pollID == "" || failedID == "" || putID == pollID || pollID == failedID {
+				t.Fatalf("request IDs %q, %q and %q", putID, pollID, failedID)
+			}
+			if byRequest[failedID] == 0 {
+				t.Errorf("the failed poll logged nothing at %s, want its access-log line", level)
 			}
 			switch level {
 			case "debug":
 				if brokerapiLines == 0 || byRequest[pollID] < 2 {
 					t.Errorf("at debug the poll logged %d lines (brokerapi's: %d in all), want brokerapi's lines under its ID", byRequest[pollID], brokerapiLines)
 				}
-			case "info":
-				if byRequest[pollID] != 1 {
-					t.Errorf("at info the poll logged %d lines, want its one access-log line", byRequest[pollID])
+				if len(byRequest) != 3 {
+					t.Errorf("lines under %d request IDs, want 3 (%v)", len(byRequest), byRequest)
 				}
-			}
-			if len(byRequest) != 2 {
-				t.Errorf("lines under %d request IDs, want 2 (%v)", len(byRequest), byRequest)
+			case "info":
+				if byRequest[pollID] != 0 {
+					t.Errorf("at info the answered poll logged %d lines, want none", byRequest[pollID])
+				}
+				if len(byRequest) != 2 {
+					t.Errorf("lines under %d request IDs, want 2: the PUT and the failed poll (%v)", len(byRequest), byRequest)
+				}
 			}
 		})
 	}

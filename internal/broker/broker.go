@@ -6,6 +6,7 @@ package broker
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -34,6 +35,11 @@ type Options struct {
 	EnabledPlans         []string
 	OperationTimeout     time.Duration
 	RetryAfter           time.Duration
+	// Bindings serves service bindings; nil (no control plane) refuses them
+	// and the catalog offers none.
+	Bindings binder
+	// BindablePlans are the plans (by name) the catalog marks bindable.
+	BindablePlans []string
 }
 
 // Broker is keb's domain.ServiceBroker.
@@ -54,7 +60,24 @@ func New(cat *catalog.Catalog, store instanceStore, opts Options, log logrus.Fie
 	if err != nil {
 		return nil, err
 	}
+	if opts.Bindings != nil {
+		markBindable(services, opts.BindablePlans)
+	}
 	return &Broker{catalog: cat, services: services, store: store, opts: opts, log: log, now: time.Now}, nil
+}
+
+// markBindable says in the catalog which plans can be bound (OSB: a plan's
+// bindable overrides the service's, which stays false) and that bindings
+// can be fetched (GET binding).
+func markBindable(services []domain.Service, plans []string) {
+	for i := range services {
+		for j, p := range services[i].Plans {
+			if slices.Contains(plans, p.Name) {
+				services[i].Plans[j].Bindable = domain.BindableValue(true)
+				services[i].BindingsRetrievable = true
+			}
+		}
+	}
 }
 
 // Services serves GET /v2/catalog.

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/pivotal-cf/brokerapi/v10/domain/apiresponses"
+
+	"github.com/kyma-keb/keb/internal/binding"
 )
 
 // Every OSB failure keb answers is named here. brokerapi matches failures
@@ -43,7 +45,7 @@ var (
 		errors.New("moving an instance to another global account or subaccount is not supported"),
 		http.StatusUnprocessableEntity, "account-move-not-supported").WithErrorKey("UpdateNotSupported").Build()
 	errBindingNotSupported = apiresponses.NewFailureResponseBuilder(
-		errors.New("the kymaruntime service is not bindable"), http.StatusBadRequest,
+		errors.New("bindings are not available: keb runs without a control plane (APP_KCP_KUBECONFIG)"), http.StatusBadRequest,
 		"binding-not-supported").WithErrorKey("BindingNotSupported").Build()
 	errTrialExists = apiresponses.NewFailureResponseBuilder(
 		errors.New("the global account already has a trial Kyma runtime; only one is allowed"), http.StatusBadRequest,
@@ -67,6 +69,31 @@ func errConflict(why string) error {
 	return apiresponses.NewFailureResponseBuilder(
 		fmt.Errorf("instance already exists with different attributes: %s", why), http.StatusConflict,
 		"instance-conflict").WithErrorKey("Conflict").Build()
+}
+
+// errBinding answers a refused binding request: each kind of refusal has
+// its OSB status, and the description is the binding service's own text.
+func errBinding(e *binding.Error) error {
+	switch e.Kind {
+	case binding.KindConcurrent:
+		return errConcurrentInstanceAccess
+	case binding.KindGone:
+		return apiresponses.ErrBindingDoesNotExist
+	}
+	status, key := http.StatusBadRequest, "BadRequest"
+	switch e.Kind {
+	case binding.KindLimit:
+		key = "BindingLimitReached"
+	case binding.KindConflict:
+		status, key = http.StatusConflict, "Conflict"
+	case binding.KindNotBindable:
+		status, key = http.StatusUnprocessableEntity, "InstanceNotBindable"
+	case binding.KindInstanceNotFound, binding.KindNotFound:
+		status, key = http.StatusNotFound, "NotFound"
+	case binding.KindUnavailable:
+		status, key = http.StatusServiceUnavailable, "ServiceUnavailable"
+	}
+	return apiresponses.NewFailureResponseBuilder(errors.New(e.Message), status, "binding-refused").WithErrorKey(key).Build()
 }
 
 // errBadRequest is a 400 whose description names the offending fields.

@@ -24,13 +24,17 @@ var instanceIDSyntax = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-
 // validateNewInstanceID refuses, at PUT, an instance ID that could never be
 // provisioned: one that is not a valid Kubernetes label value would fail
 // the operation only after it had retried until its deadline.
-func validateNewInstanceID(id string) error {
-	if err := ValidateStoredID("instance ID", id); err != nil {
+func validateNewInstanceID(id string) error { return validateLabelValueID("instance ID", id) }
+
+// validateLabelValueID refuses an ID (what names it) that is not a
+// Kubernetes label value, the syntax of instanceIDSyntax.
+func validateLabelValueID(what, id string) error {
+	if err := ValidateStoredID(what, id); err != nil {
 		return err
 	}
 	if len(id) > MaxInstanceIDLength || !instanceIDSyntax.MatchString(id) {
-		return fmt.Errorf("instance ID %q is not accepted: use 1 to %d characters of A-Z, a-z, 0-9, '-', '_' and '.', "+
-			"starting and ending with a letter or digit (a GUID fits)", id, MaxInstanceIDLength)
+		return fmt.Errorf("%s %q is not accepted: use 1 to %d characters of A-Z, a-z, 0-9, '-', '_' and '.', "+
+			"starting and ending with a letter or digit (a GUID fits)", what, id, MaxInstanceIDLength)
 	}
 	return nil
 }

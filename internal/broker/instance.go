@@ -60,23 +60,3 @@ func (b *Broker) GetInstance(ctx context.Context, instanceID string, _ domain.Fe
 	}
 	return spec, nil
 }
-
-// Bind answers that the service is not bindable (the catalog says so too).
-func (b *Broker) Bind(context.Context, string, string, domain.BindDetails, bool) (domain.Binding, error) {
-	return domain.Binding{}, errBindingNotSupported
-}
-
-// Unbind answers that the service is not bindable.
-func (b *Broker) Unbind(context.Context, string, string, domain.UnbindDetails, bool) (domain.UnbindSpec, error) {
-	return domain.UnbindSpec{}, errBindingNotSupported
-}
-
-// GetBinding answers that the service is not bindable.
-func (b *Broker) GetBinding(context.Context, string, string, domain.FetchBindingDetails) (domain.GetBindingSpec, error) {
-	return domain.GetBindingSpec{}, errBindingNotSupported
-}
-
-// LastBindingOperation answers that the service is not bindable.
-func (b *Broker) LastBindingOperation(context.Context, string, string, domain.PollDetails) (domain.LastOperation, error) {
-	return domain.LastOperation{}, errBindingNotSupported
-}

@@ -62,6 +62,8 @@ type Config struct {
 	Engine Engine
 
 	Cleanup Cleanup
+
+	Binding Binding
 }
 
 // HTTP bounds what one client can take from the HTTP server, so that hostile
@@ -159,6 +161,7 @@ var Defaults = Config{
 		ExpiryInterval:  time.Hour,
 		Orchestration:   Orchestration{Poll: time.Second, UpgradeTimeout: 3 * time.Hour},
 	},
+	Binding: DefaultBinding,
 }
 
 // Binder registers flags whose defaults come from environment variables, and
@@ -315,6 +318,7 @@ func (c *Config) BindBroker(b *Binder) {
 	b.Duration(&c.RequestTimeout, "request-timeout", "APP_REQUEST_TIMEOUT", d.RequestTimeout,
 		"bound on one API request's work (database included); past it the answer is 503 with Retry-After (0: none)")
 	c.bindHTTP(b)
+	c.BindBinding(b)
 }
 
 // bindHTTP binds the HTTP server's limits.
@@ -419,6 +423,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Engine.Workers > 0 && c.Engine.ExpiryInterval <= 0 {
 		errs = append(errs, errors.New("APP_EXPIRY_INTERVAL must be positive"))
+	}
+	if err := c.Binding.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.RequestTimeout < 0 {
 		errs = append(errs, errors.New("APP_REQUEST_TIMEOUT must not be negative"))

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -90,25 +91,34 @@ func routeOf(req *http.Request) string {
 	return "unmatched"
 }
 
-// accessLog writes one line per request; probes are logged at debug level so
-// they don't drown the log.
+// accessLog writes one line per request. Probes and answered polls
+// (last_operation, 200) are logged at debug level so that they don't drown
+// the log: a platform polls every operation every few seconds for as long as
+// it runs, and writing those lines cost more CPU than answering the polls.
+// A poll that fails (4xx, 5xx) is still logged.
 func accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, req)
-		entry := logging.FromContext(req.Context(), logrus.StandardLogger()).WithFields(logrus.Fields{
-			"method": logSafe(req.Method), "route": routeOf(req), "path": logSafe(req.URL.Path),
-			"status": rec.code(), "duration_ms": time.Since(start).Milliseconds(),
-		})
-		switch route := routeOf(req); {
+		route, status := routeOf(req), rec.code()
+		level := logrus.InfoLevel
+		switch {
 		case route == "/healthz" || route == "/readyz" || route == "/metrics":
-			entry.Debug("request")
-		case rec.code() >= 500:
-			entry.Error("request")
-		default:
-			entry.Info("request")
+			level = logrus.DebugLevel
+		case status == http.StatusOK && req.Method == http.MethodGet && strings.HasSuffix(route, "/last_operation"):
+			level = logrus.DebugLevel
+		case status >= 500:
+			level = logrus.ErrorLevel
 		}
+		log := logging.FromContext(req.Context(), logrus.StandardLogger())
+		if e, ok := log.(*logrus.Entry); ok && !e.Logger.IsLevelEnabled(level) {
+			return // not even the fields are built
+		}
+		log.WithFields(logrus.Fields{
+			"method": logSafe(req.Method), "route": route, "path": logSafe(req.URL.Path),
+			"status": status, "duration_ms": time.Since(start).Milliseconds(),
+		}).Log(level, "request")
 	})
 }
 

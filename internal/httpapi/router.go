@@ -132,7 +132,7 @@ func NewRouter(opts Options) (http.Handler, error) {
 	guard := guardOSB(offering{services: services}, maxBody)
 	for _, prefix := range []string{"/oauth", "/oauth/{region}"} {
 		// Auth comes first: nothing of an unauthenticated request is read.
-		h := requireWrite(checkAPIVersion(withRegion(guard(withResponseHints(bounded(osbErrorShape(stripToV2(osb))))))))
+		h := requireWrite(checkAPIVersion(withRegion(guard(withResponseHints(bounded(osbErrorShape(bindingMetadata(stripToV2(osb)))))))))
 		r.Handle(prefix+"/v2/catalog", requireWrite(checkAPIVersion(withRegion(catalogHandler)))).Methods(http.MethodGet)
 		for _, rt := range osbRoutes[1:] {
 			// mux upper-cases the slice it is given in place: a copy keeps

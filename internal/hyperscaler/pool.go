@@ -46,10 +46,10 @@ type Account struct {
 	Shared bool
 }
 
-// UsageCounter tells how many runtimes use the shared Secret secretName. The caller counts the
-// Runtime CRs whose spec.shoot.secretBindingName is that name; ClaimShared uses it to spread
-// tenants over the shared pool.
-type UsageCounter func(ctx context.Context, secretName string) (int, error)
+// UsageCounter tells how many runtimes use each of the shared Secrets named, in one call (a
+// name nobody uses may be absent). ClaimShared asks once per claim, for every shared Secret of
+// the type, and spreads tenants over the shared pool by it.
+type UsageCounter func(ctx context.Context, secretNames []string) (map[string]int, error)
 
 // AccountPool hands out the hyperscaler accounts kept in one namespace.
 type AccountPool struct {
@@ -64,7 +64,7 @@ type AccountPool struct {
 // lowest name.
 func NewAccountPool(c client.Client, namespace string, usage UsageCounter) *AccountPool {
 	if usage == nil {
-		usage = func(context.Context, string) (int, error) { return 0, nil }
+		usage = func(context.Context, []string) (map[string]int, error) { return nil, nil }
 	}
 	return &AccountPool{c: c, namespace: namespace, usage: usage}
 }

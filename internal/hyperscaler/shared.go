@@ -20,16 +20,21 @@ func (p *AccountPool) ClaimShared(ctx context.Context, hyperscalerType string) (
 	if len(shared) == 0 {
 		return Account{}, fmt.Errorf("no shared %s account in %s: %w", hyperscalerType, p.namespace, ErrNoAccount)
 	}
+	names := make([]string, len(shared))
+	for i := range shared {
+		names[i] = shared[i].secret.Name
+	}
+	// One count for all of them: a count per Secret multiplied the cost of a claim by the
+	// size of the shared pool.
+	usage, err := p.usage(ctx, names)
+	if err != nil {
+		return Account{}, fmt.Errorf("counting runtimes on the shared %s secrets: %w", hyperscalerType, err)
+	}
 	best, bestUsage := "", 0
-	for _, a := range shared {
-		s := a.secret
-		n, err := p.usage(ctx, s.Name)
-		if err != nil {
-			return Account{}, fmt.Errorf("counting runtimes on shared secret %s: %w", s.Name, err)
-		}
-		// Strictly less: on a tie the earlier (lower) name stays.
-		if best == "" || n < bestUsage {
-			best, bestUsage = s.Name, n
+	for _, name := range names {
+		// Strictly less: on a tie the earlier (lower) name stays (names are sorted).
+		if n := usage[name]; best == "" || n < bestUsage {
+			best, bestUsage = name, n
 		}
 	}
 	return Account{SecretName: best, Shared: true}, nil

@@ -3,6 +3,8 @@ package hyperscaler
 import (
 	"context"
 	"errors"
+	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -60,7 +62,15 @@ func TestClaimShared(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			usage := func(_ context.Context, name string) (int, error) { return tt.usage[name], tt.usageErr }
+			usage := func(_ context.Context, names []string) (map[string]int, error) {
+				out := map[string]int{}
+				for _, n := range names {
+					if c, ok := tt.usage[n]; ok {
+						out[n] = c
+					}
+				}
+				return out, tt.usageErr
+			}
 			b := setup(t, usage, tt.secrets...)
 			before := b.labelsOf(t)
 			got, err := b.pool.ClaimShared(context.Background(), TypeAzure)
@@ -96,5 +106,29 @@ func TestClaimSharedWithoutCounterPicksLowestName(t *testing.T) {
 	}
 	if want := (Account{SecretName: "s-1", Shared: true}); got != want {
 		t.Errorf("ClaimShared = %+v, want %+v", got, want)
+	}
+}
+
+// One count per claim, for every shared Secret of the type: a count per Secret
+// made each claim cost as many usage reads as the shared pool has Secrets.
+func TestClaimSharedCountsUsageOnceForAllSharedSecrets(t *testing.T) {
+	t.Parallel()
+	var calls [][]string
+	usage := func(_ context.Context, names []string) (map[string]int, error) {
+		calls = append(calls, slices.Clone(names))
+		return map[string]int{"s-1": 2, "s-3": 1}, nil
+	}
+	b := setup(t, usage, azureSecret("s-3", LabelShared, "true"), azureSecret("s-1", LabelShared, "true"),
+		azureSecret("s-2", LabelShared, "true"), azureSecret("a-1"))
+	got, err := b.pool.ClaimShared(context.Background(), TypeAzure)
+	if err != nil {
+		t.Fatalf("ClaimShared: %v", err)
+	}
+	// s-2 is absent from the counts: nobody uses it.
+	if want := (Account{SecretName: "s-2", Shared: true}); got != want {
+		t.Errorf("ClaimShared = %+v, want %+v", got, want)
+	}
+	if want := [][]string{{"s-1", "s-2", "s-3"}}; !reflect.DeepEqual(calls, want) {
+		t.Errorf("usage counted with %v, want one call with every shared secret %v", calls, want)
 	}
 }

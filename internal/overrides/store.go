@@ -11,9 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/kyma-keb/keb/internal/controlplane"
+	"github.com/kyma-keb/keb/internal/kube"
 )
 
 // globalPrefix prefixes the keys of global overrides in the stored Secret.
@@ -49,7 +49,7 @@ func Store(ctx context.Context, c client.Client, namespace, name string, labels 
 	retriable := func(err error) bool { return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) }
 	err = retry.OnError(retry.DefaultRetry, retriable, func() error {
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
-		_, err := controllerutil.CreateOrUpdate(ctx, c, s, func() error {
+		_, err := kube.CreateOrUpdate(ctx, c, s, func() error {
 			if s.ResourceVersion == "" {
 				// A Secret's type is immutable: set it only on create.
 				s.Type = corev1.SecretTypeOpaque

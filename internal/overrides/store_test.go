@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -155,10 +156,13 @@ func TestStoreWriteErrors(t *testing.T) {
 	tests := []struct {
 		name  string
 		funcs interceptor.Funcs
+		// existing is a Secret already there: only then is it read (a new
+		// one is created straight away).
+		existing []client.Object
 	}{
-		{name: "read fails", funcs: interceptor.Funcs{Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+		{name: "read of the existing secret fails", funcs: interceptor.Funcs{Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
 			return errBoom
-		}}},
+		}}, existing: []client.Object{&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kcp-system", Name: "ov"}}}},
 		{name: "create fails", funcs: interceptor.Funcs{Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
 			return errBoom
 		}}},
@@ -166,7 +170,7 @@ func TestStoreWriteErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c := fake.NewClientBuilder().WithInterceptorFuncs(tt.funcs).Build()
+			c := fake.NewClientBuilder().WithObjects(tt.existing...).WithInterceptorFuncs(tt.funcs).Build()
 			if err := Store(context.Background(), c, "kcp-system", "ov", nil, sampleOverrides()); !errors.Is(err, errBoom) {
 				t.Errorf("err = %v, want %v", err, errBoom)
 			}

@@ -20,10 +20,11 @@ type operationStore interface {
 	Work(ctx context.Context, operationID string) (storage.Operation, storage.Instance, error)
 	SaveProgress(ctx context.Context, op storage.Operation) (woken *time.Time, ok bool, err error)
 	Finish(ctx context.Context, op storage.Operation) (bool, error)
-	// LockInstance takes an exclusive lock on an instance, held until
-	// unlock is called or the holder's database connection dies (so a
-	// killed replica never keeps it).
-	LockInstance(ctx context.Context, instanceID string) (unlock func(), ok bool, err error)
+	// LockOperation takes an exclusive lock on the instance of an operation
+	// in progress, held until unlock is called or the holder's database
+	// connection dies (so a killed replica never keeps it). ErrNotFound: the
+	// operation is gone or no longer in progress.
+	LockOperation(ctx context.Context, operationID string) (unlock func(), ok bool, err error)
 }
 
 // Pipeline is the ordered steps of one operation type.
@@ -99,21 +100,18 @@ func (e *Engine) Process(ctx context.Context, operationID string) (Outcome, erro
 // instance is busy); out and err then say what the queue does. Otherwise
 // release gives the lock back.
 func (e *Engine) claim(ctx context.Context, operationID string) (o *Operation, release func(), out Outcome, err error) {
-	op, _, err := e.store.Work(ctx, operationID)
+	// One statement finds the operation's instance and locks it.
+	unlock, ok, err := e.store.LockOperation(ctx, operationID)
 	if errors.Is(err, storage.ErrNotFound) {
-		return nil, nil, Outcome{}, nil // removed with its deprovisioned instance
+		return nil, nil, Outcome{}, nil // finished, or removed with its deprovisioned instance
 	}
-	if err != nil || !op.InProgress() {
-		return nil, nil, Outcome{}, err
-	}
-	unlock, ok, err := e.store.LockInstance(ctx, op.InstanceID)
 	if err != nil {
 		return nil, nil, Outcome{}, err
 	}
 	if !ok {
 		return nil, nil, Outcome{RetryAfter: e.LockedRetry}, nil
 	}
-	// Reload under the lock: the previous holder may have moved it on.
+	// Read under the lock: the previous holder may have moved it on.
 	op, inst, err := e.store.Work(ctx, operationID)
 	if errors.Is(err, storage.ErrNotFound) {
 		err = nil

@@ -62,9 +62,12 @@ func (m *memStore) Finish(_ context.Context, op storage.Operation) (bool, error)
 	return true, nil
 }
 
-func (m *memStore) LockInstance(context.Context, string) (func(), bool, error) {
+func (m *memStore) LockOperation(context.Context, string) (func(), bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.op.State != storage.OperationInProgress {
+		return nil, false, storage.ErrNotFound
+	}
 	if m.locked {
 		return nil, false, nil
 	}
@@ -254,7 +257,7 @@ func TestBusyInstanceWaits(t *testing.T) {
 	t.Parallel()
 	s := &fakeStep{name: "s"}
 	b := setup(t, s)
-	unlock, _, _ := b.store.LockInstance(context.Background(), "inst-1")
+	unlock, _, _ := b.store.LockOperation(context.Background(), "op-1")
 	defer unlock()
 	out, err := b.engine.Process(context.Background(), "op-1")
 	if err != nil || out.RetryAfter != b.engine.LockedRetry || s.runs != 0 {

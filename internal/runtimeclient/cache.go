@@ -102,19 +102,11 @@ func (c *Cache) Len() int { return c.clients.Len() }
 // while the Secret is missing. Clients talk to the apiserver directly (no watch
 // cache) and time out after RequestTimeout.
 func (c *Cache) Client(ctx context.Context, runtimeID string) (client.Client, error) {
-	key := client.ObjectKey{Namespace: c.namespace, Name: infrastructuremanager.KubeconfigSecretName(runtimeID)}
-	secret := &corev1.Secret{}
-	if err := c.kcp.Get(ctx, key, secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("secret %s of runtime %s: %w", key, runtimeID, ErrKubeconfigNotFound)
-		}
-		return nil, fmt.Errorf("reading kubeconfig secret %s of runtime %s: %w", key, runtimeID, err)
+	secret, kubeconfig, err := c.kubeconfig(ctx, runtimeID)
+	if err != nil {
+		return nil, err
 	}
-	kubeconfig := secret.Data[infrastructuremanager.KubeconfigKey]
-	if len(kubeconfig) == 0 {
-		// A Secret without its key is treated like no Secret: the writer is not done.
-		return nil, fmt.Errorf("secret %s of runtime %s has no %q key: %w", key, runtimeID, infrastructuremanager.KubeconfigKey, ErrKubeconfigNotFound)
-	}
+	key := client.ObjectKeyFromObject(secret)
 	digest := sha256.Sum256(kubeconfig)
 
 	// Building a client does no I/O (its REST mapper is lazy), so holding the
@@ -137,6 +129,25 @@ func (c *Cache) Client(ctx context.Context, runtimeID string) (client.Client, er
 	}
 	c.clients.Add(runtimeID, built)
 	return built.client, nil
+}
+
+// kubeconfig reads the runtime's kubeconfig Secret and the kubeconfig in it;
+// ErrKubeconfigNotFound (wrapped) while there is none.
+func (c *Cache) kubeconfig(ctx context.Context, runtimeID string) (*corev1.Secret, []byte, error) {
+	key := client.ObjectKey{Namespace: c.namespace, Name: infrastructuremanager.KubeconfigSecretName(runtimeID)}
+	secret := &corev1.Secret{}
+	if err := c.kcp.Get(ctx, key, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil, fmt.Errorf("secret %s of runtime %s: %w", key, runtimeID, ErrKubeconfigNotFound)
+		}
+		return nil, nil, fmt.Errorf("reading kubeconfig secret %s of runtime %s: %w", key, runtimeID, err)
+	}
+	kubeconfig := secret.Data[infrastructuremanager.KubeconfigKey]
+	if len(kubeconfig) == 0 {
+		// A Secret without its key is treated like no Secret: the writer is not done.
+		return nil, nil, fmt.Errorf("secret %s of runtime %s has no %q key: %w", key, runtimeID, infrastructuremanager.KubeconfigKey, ErrKubeconfigNotFound)
+	}
+	return secret, kubeconfig, nil
 }
 
 // Forget drops the runtime's client, e.g. once the runtime is deprovisioned.

@@ -89,6 +89,17 @@ type RuntimeDTO struct {
 	MaintenanceWindowBegin string        `json:"maintenanceWindowBegin,omitempty"`
 	MaintenanceWindowEnd   string        `json:"maintenanceWindowEnd,omitempty"`
 	Status                 RuntimeStatus `json:"status"`
+	// Bindings lists the instance's service bindings (never their
+	// credentials); only with bindings=true (then [] when it has none).
+	Bindings *[]BindingDTO `json:"bindings,omitempty"`
+}
+
+// BindingDTO is one service binding of a runtime.
+type BindingDTO struct {
+	ID        string    `json:"id"`
+	State     string    `json:"state"`
+	CreatedAt time.Time `json:"createdAt"`
+	ExpiresAt time.Time `json:"expiresAt"`
 }
 
 // RuntimeStatus is a runtime's state and the operations that explain it.
@@ -148,7 +159,7 @@ const MaxPage = 1_000_000
 const maxValueLength = 512
 
 // otherParameters are the parameters besides the filters.
-var otherParameters = []string{"state", "op_detail", "page", "page_size", "next"}
+var otherParameters = []string{"state", "op_detail", "bindings", "page", "page_size", "next"}
 
 // ParseQuery turns query parameters into a storage query. Every bad value is
 // reported, not just the first, so an operator fixes a request in one go.
@@ -211,6 +222,14 @@ func ParseQuery(v url.Values) (storage.RuntimeQuery, error) {
 		q.AllOperations = true
 	default:
 		problems = append(problems, fmt.Sprintf("unknown op_detail %q (want %s or %s)", d, opDetailLast, opDetailAll))
+	}
+
+	switch v := v.Get("bindings"); v {
+	case "", "false":
+	case "true":
+		q.Bindings = true
+	default:
+		problems = append(problems, fmt.Sprintf("bad bindings %.32q (want true or false)", v))
 	}
 
 	q.Page, q.PageSize = 1, defaultPageSize
@@ -306,7 +325,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	resp := Response{Data: make([]RuntimeDTO, 0, len(page.Runtimes)), Count: len(page.Runtimes), TotalCount: page.Total}
 	for _, r := range page.Runtimes {
-		resp.Data = append(resp.Data, h.dto(r, q.AllOperations))
+		resp.Data = append(resp.Data, h.dto(r, q))
 	}
 	if page.Next != nil {
 		resp.Next = EncodeCursor(*page.Next)
@@ -316,7 +335,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 
 // dto maps a stored runtime to KEB's shape. Only listed fields are copied, so
 // nothing secret (credentials, context) can leak through a new column.
-func (h *Handler) dto(r storage.Runtime, allOps bool) RuntimeDTO {
+func (h *Handler) dto(r storage.Runtime, q storage.RuntimeQuery) RuntimeDTO {
 	serviceID := r.ServiceID
 	if serviceID == "" {
 		serviceID = h.serviceID
@@ -342,11 +361,18 @@ func (h *Handler) dto(r storage.Runtime, allOps bool) RuntimeDTO {
 		MaintenanceWindowBegin: maintenance.Timestamp(r.MaintenanceWindowBegin),
 		MaintenanceWindowEnd:   maintenance.Timestamp(r.MaintenanceWindowEnd),
 	}
-	if allOps {
+	if q.AllOperations {
 		d.Status.Operations = make([]OperationDTO, 0, len(r.Operations))
 		for i := range r.Operations {
 			d.Status.Operations = append(d.Status.Operations, *operationDTO(&r.Operations[i]))
 		}
+	}
+	if q.Bindings {
+		bs := make([]BindingDTO, 0, len(r.Bindings))
+		for _, b := range r.Bindings {
+			bs = append(bs, BindingDTO{ID: b.ID, State: string(b.State), CreatedAt: b.CreatedAt, ExpiresAt: b.ExpiresAt})
+		}
+		d.Bindings = &bs
 	}
 	return d
 }

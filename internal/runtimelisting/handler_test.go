@@ -51,6 +51,9 @@ func TestParseQuery(t *testing.T) {
 			return len(q.GlobalAccountIDs) == 2 && len(q.Plans) == 1
 		}},
 		{name: "op_detail all", query: "op_detail=all", check: func(q storage.RuntimeQuery) bool { return q.AllOperations }},
+		{name: "bindings", query: "bindings=true", check: func(q storage.RuntimeQuery) bool { return q.Bindings }},
+		{name: "no bindings", query: "bindings=false", check: func(q storage.RuntimeQuery) bool { return !q.Bindings }},
+		{name: "bindings yes", query: "bindings=yes", wantErr: true},
 		{name: "negative page", query: "page=-1", wantErr: true},
 		{name: "page_size 101", query: "page_size=101", wantErr: true},
 	}

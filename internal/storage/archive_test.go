@@ -161,7 +161,9 @@ func TestMigrationRemovesArchivedInstances(t *testing.T) {
 	// Back to the schema before 00006 (and any later migration).
 	downTo5 := func() {
 		t.Helper()
-		for want := headVersion(t); want >= 6; want-- {
+		versions := migrationVersions(t)
+		for i := len(versions) - 1; i >= 0 && versions[i] >= 6; i-- {
+			want := versions[i]
 			if v, err := storage.MigrateDown(ctx, pool); err != nil || v != want {
 				t.Fatalf("MigrateDown = %d, %v; want %d rolled back", v, err, want)
 			}
@@ -173,8 +175,11 @@ func TestMigrationRemovesArchivedInstances(t *testing.T) {
 	// both: archived by an older archive step, not yet removed.
 	// live: a deprovisioning before its archive step. archived: gone.
 	for _, id := range []string{"both", "live"} {
-		f.provision(id, "ga-"+id, "azure", "op-p-"+id)
-		f.exec(`UPDATE operations SET state = 'succeeded' WHERE instance_id = $1`, id)
+		// SQL of the schema at 00005: the store writes today's columns.
+		f.exec(`INSERT INTO instances (instance_id, global_account_id, subaccount_id, user_id, service_id, plan_id,
+			plan_name, platform_region) VALUES ($1, $2, 'sa', 'u', 'svc', 'p', 'azure', 'cf-eu10')`, id, "ga-"+id)
+		f.exec(`INSERT INTO operations (operation_id, instance_id, type, state, deadline)
+			VALUES ($1, $2, 'provision', 'succeeded', now() + interval '1 hour')`, "op-p-"+id, id)
 		f.exec(`INSERT INTO operations (operation_id, instance_id, type, state, deadline)
 			VALUES ($1, $2, 'deprovision', 'in progress', now() + interval '1 hour')`, "op-d-"+id, id)
 	}

@@ -15,14 +15,26 @@ import (
 // operation is conditional on it still being in progress, so that a halted
 // operation (a DELETE arrived) is never overwritten by its old worker.
 
-// Work returns an operation and its instance.
+// Work returns an operation and its instance: two statements, sent as one
+// pipelined batch (one round trip; a worker reads them at every run).
 func (s *Store) Work(ctx context.Context, operationID string) (Operation, Instance, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT `+operationColumns+` FROM operations WHERE operation_id = $1`, operationID)
+	batch := &pgx.Batch{}
+	batch.Queue(`SELECT `+operationColumns+` FROM operations WHERE operation_id = $1`, operationID)
+	batch.Queue(`SELECT `+instanceColumns+` FROM instances
+		WHERE instance_id = (SELECT instance_id FROM operations WHERE operation_id = $1)`, operationID)
+	br := s.pool.SendBatch(ctx, batch)
+	defer br.Close()
+	rows, _ := br.Query()
 	op, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Operation])
 	if err != nil {
 		return Operation{}, Instance{}, interpretError(err)
 	}
-	inst, err := s.Instance(ctx, op.InstanceID)
+	rows, _ = br.Query()
+	row, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[instanceRow])
+	if err != nil {
+		return Operation{}, Instance{}, interpretError(err)
+	}
+	inst, err := s.open(row)
 	if err != nil {
 		return Operation{}, Instance{}, err
 	}
@@ -219,14 +231,37 @@ func (s *Store) WakeRuntime(ctx context.Context, runtimeID string) (int64, error
 // dedicated connection. The lock is released by unlock, or by PostgreSQL when
 // the connection dies with its process: a killed replica never keeps it.
 func (s *Store) LockInstance(ctx context.Context, instanceID string) (func(), bool, error) {
+	unlock, ok, err := s.lock(ctx, `SELECT pg_try_advisory_lock(`+instanceLockKey("$1")+`), $1::text`, instanceID)
+	if err != nil {
+		return nil, false, fmt.Errorf("locking instance %s: %w", instanceID, err)
+	}
+	return unlock, ok, nil
+}
+
+// LockOperation takes LockInstance's lock on the instance of an operation in
+// progress, in one statement: a worker needs no read to learn the instance
+// first. ErrNotFound means the operation is gone or no longer in progress.
+func (s *Store) LockOperation(ctx context.Context, operationID string) (func(), bool, error) {
+	unlock, ok, err := s.lock(ctx, `SELECT pg_try_advisory_lock(`+instanceLockKey("instance_id")+`), instance_id
+		FROM operations WHERE operation_id = $1 AND state = $2`, operationID, OperationInProgress)
+	if err != nil {
+		return nil, false, fmt.Errorf("locking the instance of operation %s: %w", operationID, interpretError(err))
+	}
+	return unlock, ok, nil
+}
+
+// lock runs query, which tries the instance lock and returns whether it got
+// it and the instance ID, on a dedicated connection, and returns the unlock.
+func (s *Store) lock(ctx context.Context, query string, args ...any) (func(), bool, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, false, fmt.Errorf("acquiring connection for instance lock: %w", err)
 	}
 	var ok bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(`+instanceLockKey("$1")+`)`, instanceID).Scan(&ok); err != nil {
+	var instanceID string
+	if err := conn.QueryRow(ctx, query, args...).Scan(&ok, &instanceID); err != nil {
 		conn.Release()
-		return nil, false, fmt.Errorf("locking instance %s: %w", instanceID, err)
+		return nil, false, err
 	}
 	if !ok {
 		conn.Release()

@@ -33,12 +33,7 @@ type InstanceChange struct {
 // instance.
 func (s *Store) ChangeInstance(ctx context.Context, instanceID string, decide func(inst Instance, running *Operation) (InstanceChange, error)) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, _ := tx.Query(ctx, `SELECT `+instanceColumns+` FROM instances WHERE instance_id = $1 FOR UPDATE`, instanceID)
-		row, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[instanceRow])
-		if err != nil {
-			return interpretError(err)
-		}
-		inst, err := s.open(row)
+		inst, err := s.lockInstance(ctx, tx, instanceID)
 		if err != nil {
 			return err
 		}
@@ -56,6 +51,17 @@ func (s *Store) ChangeInstance(ctx context.Context, instanceID string, decide fu
 		}
 		return s.applyChange(ctx, tx, inst, change)
 	})
+}
+
+// lockInstance reads the instance (credentials opened) and locks its row
+// until tx ends; ErrNotFound when there is none.
+func (s *Store) lockInstance(ctx context.Context, tx pgx.Tx, instanceID string) (Instance, error) {
+	rows, _ := tx.Query(ctx, `SELECT `+instanceColumns+` FROM instances WHERE instance_id = $1 FOR UPDATE`, instanceID)
+	row, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[instanceRow])
+	if err != nil {
+		return Instance{}, interpretError(err)
+	}
+	return s.open(row)
 }
 
 // applyChange writes c in one UPDATE of the instance (a nil field keeps its

@@ -60,6 +60,8 @@ type RuntimeQuery struct {
 	After *RuntimeCursor
 	// AllOperations also loads every operation of the page's instances.
 	AllOperations bool
+	// Bindings also loads the page's instances' service bindings.
+	Bindings bool
 }
 
 // RuntimeCursor is the position of a runtime in the listing order.
@@ -125,6 +127,19 @@ type Runtime struct {
 	// Operations are all operations, newest first; filled only when the
 	// query asked for them.
 	Operations []RuntimeOperation
+	// Bindings are the instance's service bindings, oldest first; filled
+	// only when the query asked for them.
+	Bindings []RuntimeBinding
+}
+
+// RuntimeBinding is a service binding as the runtime listing shows it: no
+// kubeconfig, no token.
+type RuntimeBinding struct {
+	ID         string       `db:"binding_id"`
+	InstanceID string       `db:"instance_id"`
+	State      BindingState `db:"state"`
+	CreatedAt  time.Time    `db:"created_at"`
+	ExpiresAt  time.Time    `db:"expires_at"`
 }
 
 // Cursor is the keyset position of r.
@@ -753,7 +768,12 @@ func (s *Store) Runtimes(ctx context.Context, q RuntimeQuery) (RuntimePage, erro
 			return fmt.Errorf("counting runtimes: %w", err)
 		}
 		if q.AllOperations && len(page.Runtimes) > 0 {
-			return loadRuntimeOperations(ctx, tx, page.Runtimes)
+			if err := loadRuntimeOperations(ctx, tx, page.Runtimes); err != nil {
+				return err
+			}
+		}
+		if q.Bindings && len(page.Runtimes) > 0 {
+			return loadRuntimeBindings(ctx, tx, page.Runtimes)
 		}
 		return nil
 	})
@@ -761,6 +781,29 @@ func (s *Store) Runtimes(ctx context.Context, q RuntimeQuery) (RuntimePage, erro
 		return RuntimePage{}, err
 	}
 	return page, nil
+}
+
+// loadRuntimeBindings fills every runtime's Bindings with one statement for
+// the whole page; the kubeconfig column is never read.
+func loadRuntimeBindings(ctx context.Context, tx pgx.Tx, runtimes []Runtime) error {
+	ids := make([]string, len(runtimes))
+	index := make(map[string]int, len(runtimes))
+	for i, r := range runtimes {
+		ids[i] = r.InstanceID
+		index[r.InstanceID] = i
+		runtimes[i].Bindings = []RuntimeBinding{}
+	}
+	rows, _ := tx.Query(ctx, `SELECT binding_id, instance_id, state, created_at, expires_at FROM bindings
+		WHERE instance_id = ANY($1::text[]) ORDER BY instance_id, created_at, binding_id`, ids)
+	bs, err := pgx.CollectRows(rows, pgx.RowToStructByName[RuntimeBinding])
+	if err != nil {
+		return fmt.Errorf("reading bindings of %d runtimes: %w", len(ids), err)
+	}
+	for _, b := range bs {
+		i := index[b.InstanceID]
+		runtimes[i].Bindings = append(runtimes[i].Bindings, b)
+	}
+	return nil
 }
 
 // loadRuntimeOperations fills every runtime's Operations with one statement

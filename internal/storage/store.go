@@ -10,8 +10,9 @@ import (
 
 // Enqueuer puts an accepted operation on the work queue inside the
 // transaction that writes the operation, so that neither exists without the
-// other, and returns the queue job's ID, which the store links to the
-// operation.
+// other. It runs before the operation's row is written and returns the job's
+// ID, which goes into that row (operations.job_id): one statement less than
+// linking them afterwards.
 type Enqueuer interface {
 	EnqueueTx(ctx context.Context, tx pgx.Tx, operationID string) (jobID int64, err error)
 }
@@ -73,31 +74,43 @@ func (s *Store) CreateProvisioning(ctx context.Context, inst Instance, op Operat
 		sealed = &v
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		// The four statements go to PostgreSQL as one pipelined batch (one
-		// round trip instead of four); each still runs with its own snapshot,
-		// and any error rolls the whole transaction back.
+		// The queue's job first: its ID is written with the operation.
+		jobID, err := s.enqueue(ctx, tx, op)
+		if err != nil {
+			return err
+		}
+		// Both inserts go to PostgreSQL as one pipelined batch (one round
+		// trip); each still runs with its own snapshot, and any error rolls
+		// the whole transaction back.
 		batch := &pgx.Batch{}
-		// An archived (deprovisioned) instance's ID is never reused.
-		batch.Queue(archivedSQL, inst.InstanceID)
-		batch.Queue(`INSERT INTO instances (instance_id, runtime_id, global_account_id, subaccount_id,
-			user_id, service_id, plan_id, plan_name, platform_region, provider, provider_region, parameters,
-			context, encrypted_credentials)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+		batch.Queue(insertInstanceSQL,
 			inst.InstanceID, inst.RuntimeID, inst.GlobalAccountID, inst.SubAccountID, inst.UserID, inst.ServiceID,
 			inst.PlanID, inst.PlanName, inst.PlatformRegion, inst.Provider, inst.ProviderRegion,
 			jsonOrEmpty(inst.Parameters), jsonOrEmpty(inst.Context), sealed)
-		// Again after the insert: a deprovisioning archiving this ID may have
-		// committed while the insert waited on the old row's lock; this
-		// statement's fresh snapshot sees it, and the ID stays retired.
-		batch.Queue(archivedSQL, inst.InstanceID)
-		batch.Queue(insertOperationSQL, operationArgs(op)...)
-		if err := runProvisioningBatch(tx.SendBatch(ctx, batch)); err != nil {
-			return err
-		}
-		return s.enqueue(ctx, tx, op)
+		batch.Queue(insertNewInstanceOperationSQL, append(operationArgs(op), jobID)...)
+		return runProvisioningBatch(tx.SendBatch(ctx, batch))
 	})
 	return interpretError(err)
 }
+
+// insertInstanceSQL writes a new instance unless its ID is archived: a
+// deprovisioned instance's ID is never reused. No row written means archived.
+const insertInstanceSQL = `INSERT INTO instances (instance_id, runtime_id, global_account_id, subaccount_id,
+	user_id, service_id, plan_id, plan_name, platform_region, provider, provider_region, parameters,
+	context, encrypted_credentials)
+	SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text, $9::text, $10::text,
+		$11::text, $12::jsonb, $13::jsonb, $14::text
+	WHERE NOT EXISTS (SELECT 1 FROM instances_archive WHERE instance_id = $1)`
+
+// insertNewInstanceOperationSQL writes the new instance's first operation
+// unless the instance ID is archived by now. The check is repeated after the
+// instance's insert on purpose: a deprovisioning archiving this ID may have
+// committed while that insert waited on the old row's lock; this statement's
+// fresh snapshot sees it, and the ID stays retired.
+const insertNewInstanceOperationSQL = `INSERT INTO operations (operation_id, instance_id, type, state, description,
+	stage, deadline, data, temporary, job_id)
+	SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::timestamptz, $8::jsonb, $9::boolean, $10::bigint
+	WHERE NOT EXISTS (SELECT 1 FROM instances_archive WHERE instance_id = $2)`
 
 // runProvisioningBatch reads CreateProvisioning's batch results in order and
 // stops at the first failure.
@@ -107,32 +120,14 @@ func runProvisioningBatch(br pgx.BatchResults) (err error) {
 			err = interpretError(cerr)
 		}
 	}()
-	if err := scanNotArchived(br.QueryRow()); err != nil {
-		return err
-	}
-	if _, err := br.Exec(); err != nil {
-		return fmt.Errorf("inserting instance: %w", interpretError(err))
-	}
-	if err := scanNotArchived(br.QueryRow()); err != nil {
-		return err
-	}
-	if _, err := br.Exec(); err != nil {
-		return fmt.Errorf("inserting operation: %w", interpretError(err))
-	}
-	return nil
-}
-
-const archivedSQL = `SELECT EXISTS (SELECT 1 FROM instances_archive WHERE instance_id = $1)`
-
-// scanNotArchived returns ErrArchived when the archive check (archivedSQL)
-// found the instance ID: a deprovisioned instance's ID is never reused.
-func scanNotArchived(row pgx.Row) error {
-	var archived bool
-	if err := row.Scan(&archived); err != nil {
-		return fmt.Errorf("checking archive: %w", err)
-	}
-	if archived {
-		return ErrArchived
+	for _, what := range []string{"instance", "operation"} {
+		tag, err := br.Exec()
+		if err != nil {
+			return fmt.Errorf("inserting %s: %w", what, interpretError(err))
+		}
+		if tag.RowsAffected() == 0 {
+			return ErrArchived
+		}
 	}
 	return nil
 }
@@ -150,32 +145,35 @@ func runningOperations(ctx context.Context, tx pgx.Tx, instanceID string) ([]Ope
 }
 
 const insertOperationSQL = `INSERT INTO operations (operation_id, instance_id, type, state, description, stage,
-	deadline, data, temporary) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`
+	deadline, data, temporary, job_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
 
 func operationArgs(op Operation) []any {
 	return []any{op.ID, op.InstanceID, op.Type, op.State, op.Description, op.Stage, op.Deadline, jsonOrEmpty(op.Data), op.Temporary}
 }
 
+// insertOperation queues op and writes it, with its job's ID, in tx.
 func (s *Store) insertOperation(ctx context.Context, tx pgx.Tx, op Operation) error {
-	if _, err := tx.Exec(ctx, insertOperationSQL, operationArgs(op)...); err != nil {
+	jobID, err := s.enqueue(ctx, tx, op)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, insertOperationSQL, append(operationArgs(op), jobID)...); err != nil {
 		return fmt.Errorf("inserting operation: %w", interpretError(err))
 	}
-	return s.enqueue(ctx, tx, op)
+	return nil
 }
 
-// enqueue queues an operation written in tx and links it to its job.
-func (s *Store) enqueue(ctx context.Context, tx pgx.Tx, op Operation) error {
+// enqueue queues an operation about to be written in tx and returns its job's
+// ID; nil (NULL job_id) without an enqueuer.
+func (s *Store) enqueue(ctx context.Context, tx pgx.Tx, op Operation) (*int64, error) {
 	if s.enqueuer == nil {
-		return nil
+		return nil, nil
 	}
-	jobID, err := s.enqueuer.EnqueueTx(ctx, tx, op.ID)
+	id, err := s.enqueuer.EnqueueTx(ctx, tx, op.ID)
 	if err != nil {
-		return fmt.Errorf("enqueueing operation %s: %w", op.ID, err)
+		return nil, fmt.Errorf("enqueueing operation %s: %w", op.ID, err)
 	}
-	if _, err := tx.Exec(ctx, `UPDATE operations SET job_id = $2 WHERE operation_id = $1`, op.ID, jobID); err != nil {
-		return fmt.Errorf("linking operation %s to job %d: %w", op.ID, jobID, err)
-	}
-	return nil
+	return &id, nil
 }
 
 // Instance returns the live instance with that ID; ErrNotFound when there is

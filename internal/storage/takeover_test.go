@@ -1,9 +1,12 @@
 package storage_test
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/kyma-keb/keb/internal/storage"
 )
 
 // A job the queue shows running while nobody holds its instance's lock (its
@@ -56,5 +59,38 @@ func TestTakeOverOrphans(t *testing.T) {
 	ids, err = f.store.TakeOverOrphans(f.ctx, 10*time.Second)
 	if err != nil || !slices.Equal(ids, []string{"op-locked"}) {
 		t.Fatalf("after unlocking: taken over %v, %v; want op-locked", ids, err)
+	}
+}
+
+// LockOperation locks the instance of an operation in progress, in one
+// statement, and is the same lock LockInstance takes.
+func TestLockOperation(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	f.provision("inst-1", "ga-1", "azure", "op-1")
+	f.provision("inst-2", "ga-2", "azure", "op-done")
+	f.exec(`UPDATE operations SET state = 'succeeded' WHERE operation_id = 'op-done'`)
+
+	unlock, ok, err := f.store.LockOperation(f.ctx, "op-1")
+	if err != nil || !ok {
+		t.Fatalf("LockOperation: %v, %v; want the lock", ok, err)
+	}
+	if _, ok, err := f.store.LockInstance(f.ctx, "inst-1"); err != nil || ok {
+		t.Errorf("LockInstance while the operation's lock is held: %v, %v; want not ok", ok, err)
+	}
+	if _, ok, err := f.store.LockOperation(f.ctx, "op-1"); err != nil || ok {
+		t.Errorf("second LockOperation: %v, %v; want not ok", ok, err)
+	}
+	unlock()
+	relock, ok, err := f.store.LockInstance(f.ctx, "inst-1")
+	if err != nil || !ok {
+		t.Fatalf("LockInstance after unlock: %v, %v; want the lock", ok, err)
+	}
+	relock()
+
+	for _, id := range []string{"op-done", "op-unknown"} {
+		if _, _, err := f.store.LockOperation(f.ctx, id); !errors.Is(err, storage.ErrNotFound) {
+			t.Errorf("LockOperation(%s) = %v, want ErrNotFound (finished or gone)", id, err)
+		}
 	}
 }

@@ -29,8 +29,8 @@ func TestOperationMetricsAndLogs(t *testing.T) {
 
 	const instanceID = "e2e-observe-1"
 	opID := s.provisionAzure(instanceID, "ga-observe")
-	page := promtest.Scrape(t, s.url+"/metrics")
 	plan := map[string]string{"plan_id": azurePlanID}
+	page := promtest.ScrapeUntil(t, s.url+"/metrics", "kcp_keb_v2_operations_provisioning_succeeded_total", plan)
 	if n := page.Must(t, "kcp_keb_v2_operations_provisioning_succeeded_total", plan); n != 1 {
 		t.Errorf("provisionings succeeded: %v, want 1", n)
 	}
@@ -53,7 +53,7 @@ func TestOperationMetricsAndLogs(t *testing.T) {
 	}
 
 	deprovOp := s.deprovisionAzure(instanceID)
-	page = promtest.Scrape(t, s.url+"/metrics")
+	page = promtest.ScrapeUntil(t, s.url+"/metrics", "kcp_keb_v2_operations_deprovisioning_succeeded_total", plan)
 	if n := page.Must(t, "kcp_keb_v2_operations_deprovisioning_succeeded_total", plan); n != 1 {
 		t.Errorf("deprovisionings succeeded: %v, want 1", n)
 	}

@@ -156,6 +156,15 @@ func seedPool(t *testing.T, c client.Client, accounts int) {
 // call sends an OSB request and decodes the JSON answer.
 func (s *stack) call(method, path, body string) (int, map[string]any) {
 	s.t.Helper()
+	code, _, raw := s.send(method, path, body)
+	var out map[string]any
+	_ = json.Unmarshal(raw, &out)
+	return code, out
+}
+
+// send sends an OSB request and returns the status, headers and body.
+func (s *stack) send(method, path, body string) (int, http.Header, []byte) {
+	s.t.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
@@ -172,9 +181,11 @@ func (s *stack) call(method, path, body string) (int, map[string]any) {
 		s.t.Fatal(err)
 	}
 	defer res.Body.Close()
-	var out map[string]any
-	_ = json.NewDecoder(res.Body).Decode(&out)
-	return res.StatusCode, out
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return res.StatusCode, res.Header, raw
 }
 
 // runtime returns the instance as GET /runtimes shows it to an operator.

@@ -161,9 +161,27 @@ func (s *stack) signalPG(sig syscall.Signal) []int {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	pids := append([]int{postmaster}, procguard.Descendants(postmaster)...)
+	// The postmaster first, so that it forks no backend after the scan below;
+	// then its children until a scan finds none not yet signalled (a backend
+	// forked between a scan and the postmaster's stop would otherwise answer
+	// queries through a "frozen" database, as happened under load).
+	pids := []int{postmaster}
 	s.signalPIDs(pids, sig)
-	return pids
+	signalled := map[int]bool{postmaster: true}
+	for {
+		var fresh []int
+		for _, pid := range procguard.Descendants(postmaster) {
+			if !signalled[pid] {
+				signalled[pid] = true
+				fresh = append(fresh, pid)
+			}
+		}
+		if len(fresh) == 0 {
+			return pids
+		}
+		s.signalPIDs(fresh, sig)
+		pids = append(pids, fresh...)
+	}
 }
 
 func (s *stack) signalPIDs(pids []int, sig syscall.Signal) {

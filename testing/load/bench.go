@@ -36,7 +36,7 @@ type benchConfig struct {
 	port          int
 	duration      time.Duration
 	concurrencies []int
-	pipelineNs    []int
+	pipelines     []pipelineRun
 	pipelineConc  int
 	credentials   bool
 	k8sBinDir     string
@@ -277,7 +277,7 @@ func runBench(ctx context.Context, cfg benchConfig) error {
 	}
 	started := time.Now()
 	fmt.Printf("keb bench: %v, %s per cell, concurrency %v, pipeline %v; load average %s\n",
-		cfg.binaries, cfg.duration, cfg.concurrencies, cfg.pipelineNs, loadavg())
+		cfg.binaries, cfg.duration, cfg.concurrencies, cfg.pipelines, loadavg())
 	srv, err := pgserver.Start(ctx, pgserver.Options{DataDir: filepath.Join(cfg.dir, "pgdata"), Log: log})
 	if err != nil {
 		return fmt.Errorf("starting PostgreSQL: %w", err)
@@ -415,13 +415,13 @@ func runBench(ctx context.Context, cfg benchConfig) error {
 		procs = append(procs, p)
 		// One provisioning first, so that the shared runtime cluster is up
 		// (zero infrastructure delay) before anything is timed.
-		if _, err := benchPipeline(ctx, p, pool, idleRates{}, 1, 1, cfg.credentials); err != nil {
+		if _, err := benchPipeline(ctx, p, pool, idleRates{}, pipelineRun{plan: "azure", n: 1}, 1, cfg.credentials); err != nil {
 			pool.Close()
 			return err
 		}
 		idleRate := measureIdle(p, 5*time.Second)
-		for _, n := range cfg.pipelineNs {
-			r, err := benchPipeline(ctx, p, pool, idleRate, n, cfg.pipelineConc, cfg.credentials)
+		for _, run := range cfg.pipelines {
+			r, err := benchPipeline(ctx, p, pool, idleRate, run, cfg.pipelineConc, cfg.credentials)
 			if err != nil {
 				pool.Close()
 				return err
@@ -444,11 +444,49 @@ func runBench(ctx context.Context, cfg benchConfig) error {
 	return nil
 }
 
-// benchPipeline accepts n azure provisionings and waits, reading the
+// pipelineRun is one pipeline cell: n provisionings of plan (azure: one
+// global account, so one claimed pool account for all; trial: a global
+// account each, on the shared pool).
+type pipelineRun struct {
+	plan string
+	n    int
+}
+
+func (r pipelineRun) String() string { return fmt.Sprintf("%d %s", r.n, r.plan) }
+
+// parsePipelines reads -pipeline: comma-separated counts, each optionally
+// prefixed with its plan ("1000" is "azure:1000"; "trial:200").
+func parsePipelines(s string) ([]pipelineRun, error) {
+	var out []pipelineRun
+	for part := range strings.SplitSeq(s, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		plan, count, ok := strings.Cut(part, ":")
+		if !ok {
+			plan, count = "azure", part
+		}
+		if plan != "azure" && plan != "trial" {
+			return nil, fmt.Errorf("-pipeline %q: the plan is azure or trial", part)
+		}
+		n, err := strconv.Atoi(count)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-pipeline %q: %q is not a positive count", part, count)
+		}
+		out = append(out, pipelineRun{plan: plan, n: n})
+	}
+	return out, nil
+}
+
+// benchPipeline accepts run.n provisionings and waits, reading the
 // database (so that waiting costs the broker nothing), until all succeeded.
-func benchPipeline(ctx context.Context, p *kebProcess, pool *pgxpool.Pool, idleRate idleRates, n, conc int, creds bool) (row, error) {
+func benchPipeline(ctx context.Context, p *kebProcess, pool *pgxpool.Pool, idleRate idleRates, run pipelineRun, conc int, creds bool) (row, error) {
+	n := run.n
 	l := *p.loader
 	l.planID, l.globalAccount, l.credentials = azurePlanID, "bench-ga-"+uuid.NewString()[:8], creds // one tenant: one pool account for all
+	if run.plan == "trial" {
+		l.planID = trialPlanID // a global account each (provisionOne)
+	}
 	load := loadavg()
 	s0, a0 := p.counters()
 	c0 := p.cpu()
@@ -492,7 +530,7 @@ func benchPipeline(ctx context.Context, p *kebProcess, pool *pgxpool.Pool, idleR
 	}
 	secs := time.Since(start).Seconds()
 	cpuMS := float64(c1-c0)/float64(time.Millisecond) - idleRate.cpu*secs
-	r := row{cell: fmt.Sprintf("pipeline: %d azure provisionings", n), binary: p.name, conc: conc,
+	r := row{cell: fmt.Sprintf("pipeline: %d %s provisionings", n, run.plan), binary: p.name, conc: conc,
 		rate: float64(done) / elapsed.Seconds(), p50: completions[len(completions)/2], p99: completions[min(len(completions)-1, len(completions)*99/100)],
 		cpuPerReq: max(cpuMS, 0) / float64(n), sqlPerReq: (s1 - s0 - idleRate.sql*secs) / float64(n),
 		apiPerReq: (a1 - a0 - idleRate.api*secs) / float64(n), vsPGB: math.NaN(),

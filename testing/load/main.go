@@ -51,7 +51,7 @@ func main() {
 	benchDir := flag.String("bench-dir", ".keb/bench", "bench: state directory, emptied first (PostgreSQL data, each keb's dev dir and log)")
 	port := flag.Int("port", 58080, "bench: the first keb's port; further binaries use the next ports")
 	concs := flag.String("concurrencies", "1,16,64", "bench: concurrencies of the front-door cells")
-	pipelineNs := flag.String("pipeline", "50,1000", "bench: provisionings per pipeline run (empty: none)")
+	pipelineNs := flag.String("pipeline", "50,1000", "bench: provisionings per pipeline run, each optionally plan:count with plan azure (the default) or trial, e.g. 50,1000,trial:200 (empty: none)")
 	k8sBin := flag.String("k8s-bin-dir", "bin/k8s", "bench: kube-apiserver and etcd for keb dev")
 	doc := flag.String("doc", "", "bench: markdown file whose `make bench` section is replaced by the table")
 	commit := flag.String("commit", "unknown", "bench: the commit measured, printed with the table")
@@ -69,7 +69,7 @@ func main() {
 		if cfg.concurrencies, err = parseInts(*concs); err != nil {
 			fail(err)
 		}
-		if cfg.pipelineNs, err = parseInts(*pipelineNs); err != nil {
+		if cfg.pipelines, err = parsePipelines(*pipelineNs); err != nil {
 			fail(err)
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

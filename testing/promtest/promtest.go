@@ -5,6 +5,7 @@ package promtest
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -31,6 +32,22 @@ func Scrape(t testing.TB, url string) Page {
 		t.Fatalf("parsing %s: %v", url, err)
 	}
 	return Page(fams)
+}
+
+// ScrapeUntil scrapes url until the series of metric name with labels is on
+// the page, for up to a minute, and returns that page. A worker counts an
+// operation after committing its end, so a client that has just polled
+// "succeeded" can scrape before the count moves.
+func ScrapeUntil(t testing.TB, url, name string, labels map[string]string) Page {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		p := Scrape(t, url)
+		if _, ok := p.Value(name, labels); ok || time.Now().After(deadline) {
+			return p
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // Value returns the value of the series of metric name whose labels include

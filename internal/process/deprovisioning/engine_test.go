@@ -18,7 +18,7 @@ import (
 // teardownSteps are the steps before archive; the tests below mark them
 // finished, so that the engine runs the end of the pipeline (archive,
 // remove_instance) on a real store without a control plane.
-var teardownSteps = []string{"initialization", "delete_kyma", "delete_runtime", "release_hyperscaler_secret"}
+var teardownSteps = []string{"initialization", "remove_bindings", "delete_kyma", "delete_runtime", "release_hyperscaler_secret"}
 
 // engineFixture is a real store and an engine running the deprovisioning
 // pipeline on it.

@@ -39,6 +39,9 @@ type Deps struct {
 	// Runtimes is the replica's runtime client cache, which forgets a
 	// runtime once it is gone.
 	Runtimes clientForgetter
+	// Bindings removes the instance's service bindings; nil when keb
+	// offers none.
+	Bindings bindingRemover
 }
 
 // Pipeline returns the deprovisioning pipeline.
@@ -46,6 +49,7 @@ func Pipeline(d Deps) process.Pipeline {
 	return process.Pipeline{
 		Steps: []process.Step{
 			&Initialization{Store: d.Store},
+			&RemoveBindings{Bindings: d.Bindings},
 			&DeleteKyma{KCP: d.KCP, Config: d.Config},
 			&DeleteRuntime{KCP: d.KCP, Config: d.Config, Runtimes: d.Runtimes},
 			&ReleaseHyperscalerSecret{Store: d.Store, Accounts: d.Accounts, SharedPlanIDs: d.Config.SharedPlanIDs},

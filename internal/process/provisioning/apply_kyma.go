@@ -5,9 +5,9 @@ import (
 	"fmt"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/kube"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process"
 )
@@ -43,7 +43,7 @@ func (s *ApplyKyma) Run(ctx context.Context, op *process.Operation) (process.Ste
 	})
 	k := &kyma.Kyma{}
 	k.Name, k.Namespace = want.Name, want.Namespace
-	if _, err := controllerutil.CreateOrUpdate(ctx, s.KCP, k, func() error {
+	if _, err := kube.CreateOrUpdate(ctx, s.KCP, k, func() error {
 		k.Labels = mergeLabels(k.Labels, want.Labels)
 		k.Spec = want.Spec
 		return nil

@@ -7,10 +7,10 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
+	"github.com/kyma-keb/keb/internal/kube"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process"
 )
@@ -39,7 +39,7 @@ func (s *CreateRuntime) Run(ctx context.Context, op *process.Operation) (process
 		admins = []string{op.Instance.UserID}
 	}
 	rt := &infrastructuremanager.Runtime{ObjectMeta: metav1.ObjectMeta{Name: kyma.Name(d.RuntimeID), Namespace: s.Config.Namespace}}
-	_, err = controllerutil.CreateOrUpdate(ctx, s.KCP, rt, func() error {
+	_, err = kube.CreateOrUpdate(ctx, s.KCP, rt, func() error {
 		rt.Labels = mergeLabels(rt.Labels, Labels(op))
 		rt.Spec = infrastructuremanager.RuntimeSpec{
 			Shoot: infrastructuremanager.RuntimeShoot{
