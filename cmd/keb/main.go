@@ -37,6 +37,8 @@ func commands() []command {
 		{"migrate", "apply (up), roll back (down) or show (status) database migrations", migrateCommand},
 		{"token", "print a token that a running `keb dev` accepts", tokenCommand},
 		{"runtimes", "list runtimes (GET /info/runtimes) as a table or JSON (alias: rt)", runtimesCommand},
+		{"orchestrations", "list orchestrations, show or watch one, list its operations, cancel or retry it (alias: o)", orchestrationsCommand},
+		{"upgrade", "orchestrate a Kyma or cluster upgrade of the runtimes --target selects (`keb upgrade kyma|cluster`)", upgradeCommand},
 		{"cleanup", "run one pass of the subaccount or environments cleanup (`keb cleanup subaccounts|environments [--dry-run]`)", cleanupCommand},
 		{"pool", "list the hyperscaler account pool, or return an account to it (`keb pool release NAME`)", poolCommand},
 		{"version", "print the version", versionCommand},
@@ -44,7 +46,8 @@ func commands() []command {
 }
 
 // subcommands are the positional words a command takes, for its usage line.
-var subcommands = map[string]string{"migrate": " up|down|status"}
+var subcommands = map[string]string{"migrate": " up|down|status",
+	"orchestrations": " [list | show ID | operations ID [OPERATION_ID] | cancel ID | retry ID]", "upgrade": " kyma|cluster"}
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -60,6 +63,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if args[0] == "rt" { // upstream kcp CLI's alias
 		args = append([]string{"runtimes"}, args[1:]...)
+	}
+	if args[0] == "o" || args[0] == "orchestration" { // upstream kcp CLI's spellings
+		args = append([]string{"orchestrations"}, args[1:]...)
 	}
 	for _, c := range commands() {
 		if c.name != args[0] {

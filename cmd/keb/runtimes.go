@@ -255,7 +255,10 @@ func fetchRuntimes(ctx context.Context, client *http.Client, u, token string) (r
 
 // devToken mints a cld:read token with the dev key in dir, as `keb token`
 // does; it never creates a key, since a running `keb dev` would refuse it.
-func devToken(dir string) (string, error) {
+func devToken(dir string) (string, error) { return devTokenWith(dir, auth.ScopeCLDRead) }
+
+// devTokenWith mints a token with the scopes with the dev key in dir.
+func devTokenWith(dir string, scopes ...string) (string, error) {
 	if _, err := os.Stat(dir + "/dev-signing-key.pem"); err != nil {
 		return "", fmt.Errorf("no --token and no dev signing key in %s: start `keb dev` (make run) or pass --token / KEB_TOKEN", dir)
 	}
@@ -263,7 +266,7 @@ func devToken(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	tok, err := key.Mint(devstack.Issuer, devstack.Audience, "keb-token-cli", []string{auth.ScopeCLDRead}, 5*time.Minute)
+	tok, err := key.Mint(devstack.Issuer, devstack.Audience, "keb-token-cli", scopes, 5*time.Minute)
 	if err != nil {
 		return "", errors.Join(errors.New("minting a dev token"), err)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/kyma-keb/keb/internal/expiry"
 	"github.com/kyma-keb/keb/internal/httpapi"
 	"github.com/kyma-keb/keb/internal/metrics"
+	"github.com/kyma-keb/keb/internal/orchestration"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/runtimelisting"
 	"github.com/kyma-keb/keb/internal/storage"
@@ -111,6 +112,7 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 		return nil, err
 	}
 	store := storage.NewStore(pool, cipher, queue)
+	orchestrations := storage.NewOrchestrations(pool, queue)
 	opsMetrics := metrics.NewOperations(reg, auth.RejectionReasons)
 	verifier.OnReject(opsMetrics.TokenRejected)
 	expirer := expiry.New(store, expiry.Lifetimes(cat.Plans(), cfg.TrialDuration), cfg.OperationTimeout,
@@ -122,7 +124,7 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	}
 	var eng *engine
 	if cfg.Engine.Workers > 0 {
-		if eng, err = newEngine(cfg, queue, store, cat, expirer, bindings, work, opsMetrics, log); err != nil {
+		if eng, err = newEngine(cfg, queue, store, orchestrations, cat, expirer, bindings, work, opsMetrics, log); err != nil {
 			pool.Close()
 			return nil, err
 		}
@@ -145,6 +147,7 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	var accounts metrics.AccountCensus
 	if eng != nil {
 		accounts = eng.accounts
+		reg.MustRegister(eng.scheduler.Collectors()...)
 	}
 	reg.MustRegister(metrics.NewCensus(store, accounts, cfg.MetricsCensusInterval, log.WithField("component", "metrics")))
 	a := &App{cfg: cfg, pool: pool, log: log, engine: eng, bindings: bindings}
@@ -154,6 +157,10 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 		Runtimes:       runtimesHandler, Expire: expiry.Handler(expirer, log),
 		Console: console.New(console.Options{Runtimes: runtimesHandler, Operations: store, Verifier: verifier,
 			DevLogin: dev != nil, Log: log.WithField("component", "console")})}
+	oc := cfg.Engine.Orchestration
+	opts.Orchestrations = orchestration.NewHandler(orchestrations, orchestration.Defaults{KymaVersion: cfg.Engine.KymaVersion,
+		KubernetesVersion: oc.KubernetesVersion, MachineImage: oc.MachineImage, MachineImageVersion: oc.MachineImageVersion},
+		log.WithField("component", "orchestration"))
 	if dev != nil {
 		opts.DevToken = dev.TokenIssue
 	}

@@ -25,11 +25,14 @@ import (
 	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/kyma"
+	"github.com/kyma-keb/keb/internal/maintenance"
 	"github.com/kyma-keb/keb/internal/metrics"
+	"github.com/kyma-keb/keb/internal/orchestration"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/process/deprovisioning"
 	"github.com/kyma-keb/keb/internal/process/provisioning"
 	"github.com/kyma-keb/keb/internal/process/update"
+	"github.com/kyma-keb/keb/internal/process/upgrade"
 	"github.com/kyma-keb/keb/internal/runtimeclient"
 	"github.com/kyma-keb/keb/internal/storage"
 )
@@ -89,6 +92,8 @@ type engine struct {
 	log      logrus.FieldLogger
 	// accounts is the hyperscaler account pool, counted for metrics.
 	accounts *hyperscaler.AccountPool
+	// scheduler runs orchestrations; its metrics join the registry.
+	scheduler *orchestration.Scheduler
 }
 
 // queueConfig is the work queue of a replica with cfg.
@@ -100,7 +105,8 @@ func queueConfig(cfg config.Config) process.QueueConfig {
 
 // newEngine builds the pipelines, hands them to queue's workers, and builds
 // the control-plane watch.
-func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, cat *catalog.Catalog, expirer *expiry.Expirer,
+func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, orchestrations *storage.Orchestrations,
+	cat *catalog.Catalog, expirer *expiry.Expirer,
 	bindings *binding.Service, work *metrics.Work, observer process.Observer, log logrus.FieldLogger) (*engine, error) {
 	ec := cfg.Engine
 	if ec.KCPKubeconfig == "" && !InCluster() {
@@ -140,7 +146,12 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, ca
 	// look for keb's CRs there, and the runtime client cache reads kubeconfigs from it.
 	ns := controlplane.Namespace
 	accounts := hyperscaler.NewAccountPool(gardener, "garden-"+ec.GardenerProject, store.SharedAccountUsage)
+	windows, err := maintenance.ParseConfig(ec.Orchestration.MaintenanceWindows)
+	if err != nil {
+		return nil, err
+	}
 	provCfg := provisioning.Config{
+		MaintenanceWindows: windows,
 		DefaultKymaVersion: ec.KymaVersion, OnDemandVersion: ec.OnDemandVersion, Namespace: ns,
 		DashboardDomain: ec.DashboardDomain, AccountTimeout: ec.AccountTimeout, RuntimeTimeout: ec.RuntimeTimeout,
 		BTPManagerTimeout: ec.BTPMgrTimeout, AccountPoll: accountPoll, RuntimePoll: ec.RuntimePoll,
@@ -170,9 +181,15 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, ca
 			Catalog: cat, KCP: kcp, Accounts: accounts, Store: store, Runtimes: runtimes,
 		}),
 	}
+	upgrades := upgrade.Deps{Config: upgrade.Config{Namespace: ns, RuntimeTimeout: ec.RuntimeTimeout, RuntimePoll: ec.RuntimePoll},
+		Catalog: cat, KCP: kcp, Store: store}
+	pipelines[storage.OperationTypeUpgradeKyma] = upgrade.KymaPipeline(upgrades)
+	pipelines[storage.OperationTypeUpgradeCluster] = upgrade.ClusterPipeline(upgrades)
+	scheduler := orchestration.NewScheduler(orchestrations, windows, log.WithField("component", "orchestration"))
+	scheduler.Poll, scheduler.OperationTimeout = ec.Orchestration.Poll, ec.Orchestration.UpgradeTimeout
 	eng := process.NewEngine(store, pipelines, log.WithField("component", "engine"))
 	eng.Slice = ec.JobTimeout / 3
-	eng.Observer = observer
+	eng.Observer = orchestration.Observer{Observer: observer, Orchestrations: orchestrations}
 	periodic := []process.Periodic{{Name: "expire_trials", Interval: ec.ExpiryInterval, Run: func(ctx context.Context) error {
 		_, err := expirer.ExpireDue(ctx)
 		return err
@@ -187,9 +204,12 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, ca
 	if err := queue.Work(eng, append(periodic, cleanups...)...); err != nil {
 		return nil, err
 	}
+	if err := queue.Orchestrate(scheduler); err != nil {
+		return nil, err
+	}
 	watcher := process.NewWatcher(kcpCfg, scheme, ns, store, queue, log.WithField("component", "watch"))
 	takeover := process.NewTakeover(store, ec.TakeoverAfter, log.WithField("component", "takeover"))
-	return &engine{queue: queue, watcher: watcher, takeover: takeover, kcp: kcp, namespace: ns, workers: ec.Workers, accounts: accounts,
+	return &engine{queue: queue, watcher: watcher, takeover: takeover, scheduler: scheduler, kcp: kcp, namespace: ns, workers: ec.Workers, accounts: accounts,
 		log: log.WithField("component", "readiness")}, nil
 }
 

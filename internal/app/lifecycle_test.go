@@ -190,17 +190,23 @@ func TestOperatorRoutesNeedTheirScopes(t *testing.T) {
 	b := setup(t)
 	cases := []struct {
 		name, method, path, scope string
+		// what the scope gets: an unknown orchestration, an empty body
+		want int
 	}{
-		{"orchestrations", http.MethodGet, "/orchestrations", "broker-upgrade:read"},
-		{"upgrade", http.MethodPost, "/upgrade/kyma", "broker-upgrade:write"},
+		{"orchestrations", http.MethodGet, "/orchestrations/no-such-id", "broker-upgrade:read", http.StatusNotFound},
+		{"upgrade", http.MethodPost, "/upgrade/kyma", "broker-upgrade:write", http.StatusBadRequest},
+		{"cancel", http.MethodPut, "/orchestrations/no-such-id/cancel", "broker-upgrade:write", http.StatusNotFound},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			b.expect(b.do(tc.method, tc.path, "", withoutHeader("Authorization")), http.StatusUnauthorized)
 			b.expect(b.do(tc.method, tc.path, ""), http.StatusForbidden) // broker:write is not enough
-			b.expect(b.do(tc.method, tc.path, "", withHeader("Authorization", "Bearer "+b.mint(tc.scope))), http.StatusNotImplemented)
+			b.expect(b.do(tc.method, tc.path, "", withHeader("Authorization", "Bearer "+b.mint(tc.scope))), tc.want)
 		})
 	}
+	// Reading does not let an operator write.
+	b.expect(b.do(http.MethodPost, "/upgrade/kyma", `{"targets": {"include": [{"target": "all"}]}}`,
+		withHeader("Authorization", "Bearer "+b.mint("broker-upgrade:read"))), http.StatusForbidden)
 }
 
 func TestHealthAndMetrics(t *testing.T) {

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kyma-keb/keb/internal/maintenance"
 )
 
 // Config is everything `keb serve` and `keb dev` need.
@@ -104,6 +106,21 @@ type Engine struct {
 	// ExpiryInterval is how often the expiry job looks for trials to
 	// suspend.
 	ExpiryInterval time.Duration
+	// Orchestrations: see internal/orchestration.
+	Orchestration Orchestration
+}
+
+// Orchestration holds the settings of fleet-wide upgrades.
+type Orchestration struct {
+	// MaintenanceWindows are the runtimes' windows by plan and region
+	// (maintenance.ParseConfig); empty is 22:00-02:00 UTC for all.
+	MaintenanceWindows string
+	// Defaults of cluster upgrades that name no version or image.
+	KubernetesVersion, MachineImage, MachineImageVersion string
+	// Poll is how often a running orchestration's scheduler looks at it.
+	Poll time.Duration
+	// UpgradeTimeout bounds one runtime's upgrade operation.
+	UpgradeTimeout time.Duration
 }
 
 // Defaults are the values used when neither flag nor environment says otherwise.
@@ -142,6 +159,7 @@ var Defaults = Config{
 		BTPMgrPoll:      10 * time.Second,
 		RemovalPoll:     15 * time.Second,
 		ExpiryInterval:  time.Hour,
+		Orchestration:   Orchestration{Poll: time.Second, UpgradeTimeout: 3 * time.Hour},
 	},
 	Binding: DefaultBinding,
 }
@@ -355,6 +373,19 @@ func (c *Config) BindEngine(b *Binder) {
 		"how often a deprovisioning looks whether its CRs are gone (watches wake it sooner)")
 	b.Duration(&e.ExpiryInterval, "expiry-interval", "APP_EXPIRY_INTERVAL", d.ExpiryInterval,
 		"how often one replica looks for instances older than their plan's lifetime and suspends them")
+	o, do := &e.Orchestration, d.Orchestration
+	b.String(&o.MaintenanceWindows, "maintenance-windows", "APP_MAINTENANCE_WINDOWS", "",
+		"runtimes' daily maintenance windows (UTC): default=22:00-02:00,<region>=HH:MM-HH:MM,plan:<plan>=HH:MM-HH:MM")
+	b.String(&o.KubernetesVersion, "upgrade-kubernetes-version", "APP_UPGRADE_KUBERNETES_VERSION", "",
+		"Kubernetes version of cluster upgrades that name none")
+	b.String(&o.MachineImage, "upgrade-machine-image", "APP_UPGRADE_MACHINE_IMAGE", "",
+		"machine image of cluster upgrades that name none")
+	b.String(&o.MachineImageVersion, "upgrade-machine-image-version", "APP_UPGRADE_MACHINE_IMAGE_VERSION", "",
+		"machine image version of cluster upgrades that name none")
+	b.Duration(&o.Poll, "orchestration-poll", "APP_ORCHESTRATION_POLL", do.Poll,
+		"how often a running orchestration's scheduler looks at it (finished upgrades wake it sooner)")
+	b.Duration(&o.UpgradeTimeout, "upgrade-timeout", "APP_UPGRADE_TIMEOUT", do.UpgradeTimeout,
+		"bound on one runtime's upgrade operation")
 }
 
 // BindCommon binds logging and shutdown settings.
@@ -404,6 +435,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Engine.Workers > 0 && c.Engine.RescueAfter <= c.Engine.JobTimeout {
 		errs = append(errs, errors.New("APP_WORKER_RESCUE_AFTER must be longer than APP_WORKER_JOB_TIMEOUT"))
+	}
+	if _, err := maintenance.ParseConfig(c.Engine.Orchestration.MaintenanceWindows); err != nil {
+		errs = append(errs, fmt.Errorf("APP_MAINTENANCE_WINDOWS: %w", err))
+	}
+	if c.Engine.Workers > 0 && (c.Engine.Orchestration.Poll <= 0 || c.Engine.Orchestration.UpgradeTimeout <= 0) {
+		errs = append(errs, errors.New("APP_ORCHESTRATION_POLL and APP_UPGRADE_TIMEOUT must be positive"))
 	}
 	if err := c.Cleanup.Validate(); err != nil {
 		errs = append(errs, err)

@@ -50,6 +50,9 @@ type Options struct {
 	// Expire serves PUT /expire/service_instance/{instance_id}, which
 	// expires a trial or free instance at once; nil answers 501.
 	Expire http.Handler
+	// Orchestrations serves POST /upgrade/** and /orchestrations/**; nil
+	// answers 501.
+	Orchestrations OrchestrationAPI
 	// RequestTimeout bounds each API request's work (database included);
 	// past it the request is answered 503. Zero means no bound.
 	RequestTimeout time.Duration
@@ -59,6 +62,18 @@ type Options struct {
 	// MetricsElsewhere leaves /metrics off this router: it is served on a
 	// listener of its own (MetricsHandler).
 	MetricsElsewhere bool
+}
+
+// OrchestrationAPI is the handlers of the orchestration routes
+// (*orchestration.Handler).
+type OrchestrationAPI interface {
+	Upgrade(opType string) http.Handler
+	List() http.Handler
+	One() http.Handler
+	Operations() http.Handler
+	Operation() http.Handler
+	Cancel() http.Handler
+	Retry() http.Handler
 }
 
 // MetricsHandler serves the registry's metrics in Prometheus' format.
@@ -148,12 +163,29 @@ func NewRouter(opts Options) (http.Handler, error) {
 		opts.Console.Register(r)
 	}
 
-	// Operator endpoints get their auth rules now; their handlers arrive
-	// with the operator issues and answer 501 until then.
-	r.Handle("/orchestrations", opts.Auth.Require(auth.ScopeUpgradeRead)(http.HandlerFunc(notYetServed))).Methods(http.MethodGet)
-	r.PathPrefix("/orchestrations/").Handler(opts.Auth.Require(auth.ScopeUpgradeRead)(http.HandlerFunc(notYetServed))).Methods(http.MethodGet)
-	r.PathPrefix("/upgrade/").Handler(opts.Auth.Require(auth.ScopeUpgradeWrite)(http.HandlerFunc(notYetServed)))
+	registerOrchestrations(r, opts, bounded)
 	return routed{Handler: securityHeaders(r), router: r}, nil
+}
+
+// registerOrchestrations routes the orchestration API: reading needs
+// broker-upgrade:read, creating and steering broker-upgrade:write.
+func registerOrchestrations(r *mux.Router, opts Options, bounded func(http.Handler) http.Handler) {
+	read, write := opts.Auth.Require(auth.ScopeUpgradeRead), opts.Auth.Require(auth.ScopeUpgradeWrite)
+	o := opts.Orchestrations
+	if o == nil {
+		r.Handle("/orchestrations", read(http.HandlerFunc(notYetServed))).Methods(http.MethodGet)
+		r.PathPrefix("/orchestrations/").Handler(read(http.HandlerFunc(notYetServed))).Methods(http.MethodGet)
+		r.PathPrefix("/upgrade/").Handler(write(http.HandlerFunc(notYetServed)))
+		return
+	}
+	r.Handle("/upgrade/kyma", write(bounded(o.Upgrade("upgrade_kyma")))).Methods(http.MethodPost)
+	r.Handle("/upgrade/cluster", write(bounded(o.Upgrade("upgrade_cluster")))).Methods(http.MethodPost)
+	r.Handle("/orchestrations", read(bounded(o.List()))).Methods(http.MethodGet)
+	r.Handle("/orchestrations/{orchestration_id}", read(bounded(o.One()))).Methods(http.MethodGet)
+	r.Handle("/orchestrations/{orchestration_id}/operations", read(bounded(o.Operations()))).Methods(http.MethodGet)
+	r.Handle("/orchestrations/{orchestration_id}/operations/{operation_id}", read(bounded(o.Operation()))).Methods(http.MethodGet)
+	r.Handle("/orchestrations/{orchestration_id}/cancel", write(bounded(o.Cancel()))).Methods(http.MethodPut)
+	r.Handle("/orchestrations/{orchestration_id}/retry", write(bounded(o.Retry()))).Methods(http.MethodPut)
 }
 
 // routed is the router behind its outer middleware; Router lets tests walk

@@ -27,6 +27,10 @@ const (
 	// first saw the Runtime: creationTimestamp has whole seconds only, and the
 	// delay must survive a simulator restart.
 	pendingSinceAnnotation = "infrasim.keb.kyma-project.io/pending-since"
+	// applyingSinceAnnotation records when the simulator began applying a
+	// changed spec (an upgrade) to a Ready runtime: the change takes the
+	// same delay as a creation, counted from then.
+	applyingSinceAnnotation = "infrasim.keb.kyma-project.io/applying-since"
 	// fieldOwner owns the kubeconfig Secret's fields (server-side apply).
 	fieldOwner = "keb-infrasim"
 	// labelManagedBy marks the kubeconfig Secrets the simulator writes.
@@ -50,6 +54,7 @@ type reconciler struct {
 	clusters     clusterProvider
 	delay        time.Duration
 	failRuntimes func(runtimeID string) string
+	failChanges  func(rt *infrastructuremanager.Runtime) string
 	log          logrus.FieldLogger
 	now          func() time.Time
 }
@@ -93,12 +98,26 @@ func (r *reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 
+	if changed(rt) && (rt.Status.State == infrastructuremanager.StateReady || rt.Status.State == infrastructuremanager.StateFailed) {
+		// A changed spec (Kubernetes version, machine image, Kyma version):
+		// the real infrastructure manager rolls it out, reporting Pending,
+		// then Ready with the new observedGeneration.
+		return reconcile.Result{RequeueAfter: r.delay}, r.beginApplying(ctx, rt, log)
+	}
 	switch rt.Status.State {
 	case infrastructuremanager.StateFailed:
-		return reconcile.Result{}, nil // terminal, as upstream: keb deletes the Runtime and asks again
+		if rt.Annotations[applyingSinceAnnotation] == "" {
+			return reconcile.Result{}, nil // terminal, as upstream: keb deletes the Runtime and asks again
+		}
+		// A change that failed to roll out is tried again, as the real
+		// infrastructure manager's periodic reconciliation does; below.
 	case infrastructuremanager.StateReady:
-		if rt.Status.ObservedGeneration != rt.Generation {
-			return r.applySpecChange(ctx, rt, log)
+		if rt.Status.ObservedGeneration == 0 {
+			// Made Ready by a simulator that did not report generations:
+			// what it made Ready is the current spec.
+			if err := r.setStatus(ctx, rt, infrastructuremanager.StateReady, rt.Status.Message); err != nil {
+				return reconcile.Result{}, err
+			}
 		}
 		if r.clusters.Owns(id) {
 			return reconcile.Result{}, nil
@@ -118,6 +137,17 @@ func (r *reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	// Requeue rather than sleep: waiting must not hold a worker.
 	if wait := r.pendingSince(rt).Add(r.delay).Sub(r.now()); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	if r.failChanges != nil && rt.Annotations[applyingSinceAnnotation] != "" {
+		if msg := r.failChanges(rt); msg != "" {
+			if rt.Status.State != infrastructuremanager.StateFailed {
+				if err := r.setStatus(ctx, rt, infrastructuremanager.StateFailed, msg); err != nil {
+					return reconcile.Result{}, err
+				}
+				log.WithField("message", msg).Info("applying the changed spec failed, as configured")
+			}
+			return reconcile.Result{RequeueAfter: max(r.delay, time.Second)}, nil
+		}
 	}
 	if r.failRuntimes != nil {
 		if msg := r.failRuntimes(id); msg != "" {
@@ -199,20 +229,51 @@ func (r *reconciler) ensureFinalizer(ctx context.Context, rt *infrastructuremana
 	return nil
 }
 
-// pendingSince is when the delay started: the simulator's stamp, else the CR's creation.
+// pendingSince is when the delay started: the start of applying a changed
+// spec, else the simulator's first stamp, else the CR's creation.
 func (r *reconciler) pendingSince(rt *infrastructuremanager.Runtime) time.Time {
+	if t, err := time.Parse(time.RFC3339Nano, rt.Annotations[applyingSinceAnnotation]); err == nil {
+		return t
+	}
 	if t, err := time.Parse(time.RFC3339Nano, rt.Annotations[pendingSinceAnnotation]); err == nil {
 		return t
 	}
 	return rt.CreationTimestamp.Time
 }
 
+// changed reports a spec changed after the simulator last reported on it.
+func changed(rt *infrastructuremanager.Runtime) bool {
+	return rt.Status.ObservedGeneration != 0 && rt.Status.ObservedGeneration < rt.Generation
+}
+
+// beginApplying stamps when applying a changed spec began and reports the
+// runtime Pending; the Pending path makes it Ready after the delay.
+func (r *reconciler) beginApplying(ctx context.Context, rt *infrastructuremanager.Runtime, log logrus.FieldLogger) error {
+	base := rt.DeepCopy()
+	if rt.Annotations == nil {
+		rt.Annotations = map[string]string{}
+	}
+	rt.Annotations[applyingSinceAnnotation] = r.now().UTC().Format(time.RFC3339Nano)
+	patch := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
+	if err := r.client.Patch(ctx, rt, patch); err != nil {
+		return fmt.Errorf("stamping Runtime %s/%s: %w", rt.Namespace, rt.Name, err)
+	}
+	msg := fmt.Sprintf("simulated infrastructure manager is applying generation %d (Kubernetes %q, Kyma %q)",
+		rt.Generation, rt.Spec.Shoot.Kubernetes.Version, rt.Spec.Kyma.Version)
+	if err := r.setStatus(ctx, rt, infrastructuremanager.StatePending, msg); err != nil {
+		return err
+	}
+	log.WithField("generation", rt.Generation).Info("Runtime spec changed: applying it")
+	return nil
+}
+
+// setStatus writes the state. Ready and Failed report on the current spec
+// (observedGeneration = generation); Pending and Terminating keep the
+// generation last reported on.
 func (r *reconciler) setStatus(ctx context.Context, rt *infrastructuremanager.Runtime, state infrastructuremanager.State, message string) error {
 	base := rt.DeepCopy()
-	// Ready reports the spec it was reached with; any other state keeps the
-	// generation last applied, so that a waiting update sees it is not done.
 	observed := rt.Status.ObservedGeneration
-	if state == infrastructuremanager.StateReady {
+	if state == infrastructuremanager.StateReady || state == infrastructuremanager.StateFailed {
 		observed = rt.Generation
 	}
 	rt.Status = infrastructuremanager.RuntimeStatus{State: state, Message: message, ObservedGeneration: observed}

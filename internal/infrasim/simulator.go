@@ -69,6 +69,10 @@ type Options struct {
 	// makes that Runtime Failed with the message instead of Ready (for tests of
 	// failure paths).
 	FailRuntimes func(runtimeID string) string
+	// FailChanges, when set and returning a non-empty message for a Runtime
+	// whose changed spec is being applied (an upgrade), makes it Failed
+	// with the message instead of Ready (for tests of failed upgrades).
+	FailChanges func(rt *infrastructuremanager.Runtime) string
 }
 
 // Simulator plays the infrastructure manager against a control plane. Its
@@ -127,6 +131,7 @@ func New(kcp *rest.Config, scheme *k8sruntime.Scheme, opts Options) (*Simulator,
 		clusters:     pool,
 		delay:        opts.Delay,
 		failRuntimes: opts.FailRuntimes,
+		failChanges:  opts.FailChanges,
 		log:          opts.Log,
 		now:          time.Now,
 	}

@@ -67,7 +67,9 @@ func TestChangedSpecIsAppliedLikeACreation(t *testing.T) {
 		t.Fatal(err)
 	}
 	failed := waitForState(t, kcp, client.ObjectKeyFromObject(rt), infrastructuremanager.StateFailed)
-	if failed.Status.Message != failing["rid-scaled"] || failed.Status.ObservedGeneration == failed.Generation {
+	// Failed reports on the spec it failed to apply (observedGeneration at
+	// the generation), so that a wait can tell it from an older failure.
+	if failed.Status.Message != failing["rid-scaled"] || failed.Status.ObservedGeneration != failed.Generation {
 		t.Errorf("failed change: %+v (generation %d)", failed.Status, failed.Generation)
 	}
 }

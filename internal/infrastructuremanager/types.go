@@ -113,6 +113,10 @@ type Worker struct {
 	Minimum     int      `json:"minimum"`
 	Maximum     int      `json:"maximum"`
 	Zones       []string `json:"zones,omitempty"`
+	// MachineImage and MachineImageVersion are the nodes' OS image; empty
+	// is the infrastructure manager's default.
+	MachineImage        string `json:"machineImage,omitempty"`
+	MachineImageVersion string `json:"machineImageVersion,omitempty"`
 }
 
 // RuntimeSecurity lists who administers the cluster.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/kube"
 )
 
@@ -109,4 +110,25 @@ func encode(o Overrides) (map[string][]byte, error) {
 		}
 	}
 	return data, nil
+}
+
+// ForRuntime resolves the overrides for a runtime (lite: of a lite plan)
+// and, when write is set, stores them in the runtime's overrides Secret,
+// labelled with its runtime and instance. It returns the Secret's name. A
+// provisioning writes it; an upgrade refreshes it, and its dry run only
+// resolves, so that a broken override still shows.
+func ForRuntime(ctx context.Context, c client.Client, namespace string, lite bool, runtimeID, instanceID string, write bool) (string, error) {
+	ov, err := Resolve(ctx, c, namespace, lite)
+	if err != nil {
+		return "", fmt.Errorf("resolving overrides: %w", err)
+	}
+	name := SecretName(runtimeID)
+	if !write {
+		return name, nil
+	}
+	labels := map[string]string{controlplane.LabelRuntimeID: runtimeID, controlplane.LabelInstanceID: instanceID}
+	if err := Store(ctx, c, namespace, name, labels, ov); err != nil {
+		return "", fmt.Errorf("storing overrides: %w", err)
+	}
+	return name, nil
 }

@@ -34,6 +34,75 @@ func (OperationArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{MaxAttempts: 10000, UniqueOpts: river.UniqueOpts{ByArgs: true}}
 }
 
+// OrchestrationArgs is the queue entry of an orchestration's scheduler: its
+// ID only. One job per orchestration is queued or running at a time.
+type OrchestrationArgs struct {
+	OrchestrationID string `json:"orchestration_id" river:"unique"`
+}
+
+// Kind is stored in every queued job: never rename it.
+func (OrchestrationArgs) Kind() string { return "keb_orchestration" }
+
+// InsertOpts keeps one unfinished job per orchestration (a retried
+// orchestration gets a new one after its first completed) and lets it be
+// snoozed for as long as the orchestration runs.
+func (OrchestrationArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{MaxAttempts: 10000, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: unfinished}}
+}
+
+// unfinished are the job states uniqueness counts for jobs that may run
+// again once finished (River's default also counts completed jobs, which
+// would block every run after the first until River deletes the old job).
+var unfinished = []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
+	rivertype.JobStateRetryable, rivertype.JobStateScheduled}
+
+// Scheduler runs one pass of an orchestration's scheduler; RetryAfter zero
+// means the orchestration has ended.
+type Scheduler interface {
+	Advance(ctx context.Context, orchestrationID string) (retryAfter time.Duration, err error)
+}
+
+type orchestrationWorker struct {
+	river.WorkerDefaults[OrchestrationArgs]
+	scheduler Scheduler
+	timeout   time.Duration
+}
+
+func (w *orchestrationWorker) Work(ctx context.Context, job *river.Job[OrchestrationArgs]) error {
+	after, err := w.scheduler.Advance(ctx, job.Args.OrchestrationID)
+	if err != nil {
+		return fmt.Errorf("scheduling orchestration %s: %w", job.Args.OrchestrationID, err)
+	}
+	if after > 0 {
+		return river.JobSnooze(after)
+	}
+	return nil
+}
+
+func (w *orchestrationWorker) Timeout(*river.Job[OrchestrationArgs]) time.Duration { return w.timeout }
+
+// Orchestrate hands the queue's orchestration jobs to s. Call it once,
+// before Start, on a queue built with workers.
+func (q *Queue) Orchestrate(s Scheduler) error {
+	if q.workers == nil {
+		return errors.New("the work queue was built without workers (APP_WORKERS=0): it only inserts")
+	}
+	if err := river.AddWorkerSafely(q.workers, &orchestrationWorker{scheduler: s, timeout: q.cfg.JobTimeout}); err != nil {
+		return fmt.Errorf("registering the orchestration worker: %w", err)
+	}
+	return nil
+}
+
+// EnqueueOrchestrationTx queues an orchestration's scheduler inside the
+// transaction that writes (or retries) the orchestration.
+func (q *Queue) EnqueueOrchestrationTx(ctx context.Context, tx pgx.Tx, orchestrationID string) (int64, error) {
+	res, err := q.client.InsertTx(ctx, tx, OrchestrationArgs{OrchestrationID: orchestrationID}, nil)
+	if err != nil {
+		return 0, fmt.Errorf("queueing orchestration: %w", err)
+	}
+	return res.Job.ID, nil
+}
+
 // QueueConfig tunes the workers of one replica.
 type QueueConfig struct {
 	// Workers is how many operations this replica works on at once; 0
@@ -74,10 +143,7 @@ func (PeriodicArgs) Kind() string { return "keb_periodic" }
 // states (River's default counts completed ones, which would block every run
 // after the first until River deletes the old job).
 func (PeriodicArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{MaxAttempts: 3, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
-		rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
-		rivertype.JobStateRetryable, rivertype.JobStateScheduled,
-	}}}
+	return river.InsertOpts{MaxAttempts: 3, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: unfinished}}
 }
 
 type periodicWorker struct {

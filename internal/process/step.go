@@ -137,6 +137,32 @@ type Record struct {
 	// FailingSince is when the current run of errors began, which
 	// last_operation tells the platform user.
 	FailingSince *time.Time `json:"failingSince,omitempty"`
+	// Upgrade is what an orchestration's upgrade applies; nil for other
+	// operations.
+	Upgrade *Upgrade `json:"upgrade,omitempty"`
+}
+
+// Upgrade is the target of an upgrade operation, written by the
+// orchestration that starts it, and what its steps found.
+type Upgrade struct {
+	OrchestrationID string `json:"orchestrationID"`
+	DryRun          bool   `json:"dryRun,omitempty"`
+	// Kyma upgrades: the Kyma version and the Kyma CR's spec.channel ("" keeps it).
+	KymaVersion string `json:"kymaVersion,omitempty"`
+	KymaChannel string `json:"kymaChannel,omitempty"`
+	// Cluster upgrades ("" keeps the current value).
+	KubernetesVersion   string `json:"kubernetesVersion,omitempty"`
+	MachineImage        string `json:"machineImage,omitempty"`
+	MachineImageVersion string `json:"machineImageVersion,omitempty"`
+	// Generation is the Runtime CR's metadata.generation once the change was
+	// written: the infrastructure manager has applied it when its
+	// status.observedGeneration reaches it.
+	Generation int64 `json:"generation,omitempty"`
+	// Previous values, for the description and the operation's details.
+	PreviousKymaVersion       string `json:"previousKymaVersion,omitempty"`
+	PreviousKymaChannel       string `json:"previousKymaChannel,omitempty"`
+	PreviousKubernetesVersion string `json:"previousKubernetesVersion,omitempty"`
+	PreviousMachineImage      string `json:"previousMachineImage,omitempty"`
 }
 
 // SetResolved records what the plan's defaults and the request's parameters

@@ -184,7 +184,9 @@ func endsAWait(old, updated any) bool {
 			return false
 		}
 		prev, ok := old.(*infrastructuremanager.Runtime)
-		return !ok || prev.Status.State != obj.Status.State
+		// An upgrade waits for the new generation to be applied, which
+		// may come without a state change seen in between.
+		return !ok || prev.Status.State != obj.Status.State || prev.Status.ObservedGeneration != obj.Status.ObservedGeneration
 	default:
 		return old == nil
 	}

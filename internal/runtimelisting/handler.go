@@ -22,6 +22,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/kyma-keb/keb/internal/logging"
+	"github.com/kyma-keb/keb/internal/maintenance"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -83,7 +84,12 @@ type RuntimeDTO struct {
 	Provider         string          `json:"provider"`
 	Parameters       json.RawMessage `json:"parameters"`
 	UserID           string          `json:"userID"`
-	Status           RuntimeStatus   `json:"status"`
+	// MaintenanceWindowBegin and End are the runtime's daily maintenance
+	// window in upstream's form ("0000-01-01T22:00:00Z"); omitted when keb
+	// resolved none (archived runtimes, runtimes provisioned before).
+	MaintenanceWindowBegin string        `json:"maintenanceWindowBegin,omitempty"`
+	MaintenanceWindowEnd   string        `json:"maintenanceWindowEnd,omitempty"`
+	Status                 RuntimeStatus `json:"status"`
 	// Bindings lists the instance's service bindings (never their
 	// credentials); only with bindings=true (then [] when it has none).
 	Bindings *[]BindingDTO `json:"bindings,omitempty"`
@@ -125,6 +131,10 @@ type RuntimeStatus struct {
 	Suspension   *OperationDTO `json:"suspension,omitempty"`
 	Unsuspension *OperationDTO `json:"unsuspension,omitempty"`
 	Update       *OperationDTO `json:"update,omitempty"`
+	// UpgradingKyma and UpgradingCluster are upstream KEB's fields: the
+	// newest upgrade an orchestration ran on the runtime.
+	UpgradingKyma    *OperationDTO `json:"upgradingKyma,omitempty"`
+	UpgradingCluster *OperationDTO `json:"upgradingCluster,omitempty"`
 	// Operations lists every operation, newest first; only with
 	// op_detail=all.
 	Operations []OperationDTO `json:"operations,omitempty"`
@@ -401,8 +411,11 @@ func (h *Handler) dto(r storage.Runtime, q storage.RuntimeQuery) RuntimeDTO {
 			State: string(r.State), Provisioning: operationDTO(r.Provisioning),
 			Deprovisioning: operationDTO(r.Deprovisioning),
 			Suspension:     operationDTO(r.Suspension), Unsuspension: operationDTO(r.Unsuspension),
-			Update: operationDTO(r.Update),
+			Update:        operationDTO(r.Update),
+			UpgradingKyma: operationDTO(r.UpgradingKyma), UpgradingCluster: operationDTO(r.UpgradingCluster),
 		},
+		MaintenanceWindowBegin: maintenance.Timestamp(r.MaintenanceWindowBegin),
+		MaintenanceWindowEnd:   maintenance.Timestamp(r.MaintenanceWindowEnd),
 	}
 	if q.AllOperations {
 		d.Status.Operations = make([]OperationDTO, 0, len(r.Operations))

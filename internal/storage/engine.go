@@ -70,9 +70,10 @@ func (s *Store) Finish(ctx context.Context, op Operation) (bool, error) {
 			WHERE operation_id = $1 AND state = $8
 			RETURNING instance_id, type, state, temporary)
 		UPDATE instances i SET updated_at = now(), state = CASE
-				-- A failed credential push leaves a working runtime: its
-				-- state stays; the failed operation is in its history.
-				WHEN op.type = 'update' THEN i.state
+				-- A failed credential push or upgrade leaves a working
+				-- runtime: its state stays; the failed operation is in its
+				-- history.
+				WHEN op.type IN ('update', 'upgrade_kyma', 'upgrade_cluster') THEN i.state
 				WHEN op.state = 'failed' THEN 'failed'
 				WHEN op.type = 'deprovision' AND op.temporary THEN 'suspended'
 				WHEN op.type = 'deprovision' THEN 'deprovisioned'
@@ -119,15 +120,31 @@ type Provisioned struct {
 	DashboardURL   string
 	// Parameters are the resolved values the runtime was built with.
 	Parameters json.RawMessage
+	// MaintenanceWindowBegin and End are the runtime's maintenance window
+	// ("HH:MM:SS", UTC), which orchestrations with the maintenanceWindow
+	// schedule upgrade it in.
+	MaintenanceWindowBegin, MaintenanceWindowEnd string
 }
 
 // SetProvisioned records what a successful provisioning produced.
 func (s *Store) SetProvisioned(ctx context.Context, instanceID string, p Provisioned) error {
 	_, err := s.pool.Exec(ctx, `UPDATE instances SET provider_region = $2, dashboard_url = $3,
-		resolved_parameters = $4, updated_at = now() WHERE instance_id = $1`,
-		instanceID, p.ProviderRegion, p.DashboardURL, jsonOrEmpty(p.Parameters))
+		resolved_parameters = $4, maintenance_window_begin = $5, maintenance_window_end = $6,
+		updated_at = now() WHERE instance_id = $1`,
+		instanceID, p.ProviderRegion, p.DashboardURL, jsonOrEmpty(p.Parameters), p.MaintenanceWindowBegin, p.MaintenanceWindowEnd)
 	if err != nil {
 		return fmt.Errorf("recording provisioned instance %s: %w", instanceID, err)
+	}
+	return nil
+}
+
+// MergeResolvedParameters overlays patch (a JSON object) on an instance's
+// resolved parameters: an upgrade records the versions it applied.
+func (s *Store) MergeResolvedParameters(ctx context.Context, instanceID string, patch json.RawMessage) error {
+	_, err := s.pool.Exec(ctx, `UPDATE instances SET resolved_parameters = resolved_parameters || $2::jsonb,
+		updated_at = now() WHERE instance_id = $1`, instanceID, jsonOrEmpty(patch))
+	if err != nil {
+		return fmt.Errorf("recording the upgrade of instance %s: %w", instanceID, err)
 	}
 	return nil
 }
@@ -294,5 +311,19 @@ func (s *Store) TakeOverOrphans(ctx context.Context, after time.Duration) ([]str
 	if err != nil {
 		return nil, fmt.Errorf("taking over orphaned operations: %w", err)
 	}
-	return ids, nil
+	// An orchestration's scheduler runs one short transaction per job run
+	// and holds no lock outside it: a job shown running for longer than
+	// after lost its replica. Were it alive after all, the two runs would
+	// queue on the orchestration's row lock.
+	rows, err = s.pool.Query(ctx, `UPDATE river_job SET state = 'available', scheduled_at = now()
+		WHERE kind = 'keb_orchestration' AND state = 'running' AND attempted_at < now() - make_interval(secs => $1)
+		RETURNING 'orchestration ' || (args ->> 'orchestration_id')`, after.Seconds())
+	if err != nil {
+		return nil, fmt.Errorf("taking over orphaned orchestrations: %w", err)
+	}
+	orchestrations, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("taking over orphaned orchestrations: %w", err)
+	}
+	return append(ids, orchestrations...), nil
 }

@@ -14,7 +14,15 @@ const (
 	OperationTypeProvision   OperationType = "provision"
 	OperationTypeDeprovision OperationType = "deprovision"
 	OperationTypeUpdate      OperationType = "update"
+	// Upgrades are started by orchestrations (internal/orchestration).
+	OperationTypeUpgradeKyma    OperationType = "upgrade_kyma"
+	OperationTypeUpgradeCluster OperationType = "upgrade_cluster"
 )
+
+// IsUpgrade reports whether an operation type is an orchestration's upgrade.
+func (t OperationType) IsUpgrade() bool {
+	return t == OperationTypeUpgradeKyma || t == OperationTypeUpgradeCluster
+}
 
 // OperationState is where an operation is in its life, in OSB's words so
 // last_operation needs no mapping. The values are stored: never rename one.

@@ -116,6 +116,14 @@ type Runtime struct {
 	Suspension   *RuntimeOperation
 	Unsuspension *RuntimeOperation
 	Update       *RuntimeOperation
+	// UpgradingKyma and UpgradingCluster are the newest upgrades
+	// orchestrations ran on the runtime.
+	UpgradingKyma    *RuntimeOperation
+	UpgradingCluster *RuntimeOperation
+	// MaintenanceWindowBegin and End ("HH:MM:SS", UTC) are the runtime's
+	// maintenance window; empty for archived runtimes and those provisioned
+	// before windows were resolved.
+	MaintenanceWindowBegin, MaintenanceWindowEnd string
 	// Operations are all operations, newest first; filled only when the
 	// query asked for them.
 	Operations []RuntimeOperation
@@ -169,6 +177,8 @@ type runtimeRow struct {
 	UpdatedAt       time.Time       `db:"updated_at"`
 	DeletedAt       *time.Time      `db:"deleted_at"`
 	ExpiredAt       *time.Time      `db:"expired_at"`
+	MWBegin         string          `db:"maintenance_window_begin"`
+	MWEnd           string          `db:"maintenance_window_end"`
 
 	POperationID    *string    `db:"p_operation_id"`
 	PState          *string    `db:"p_state"`
@@ -195,6 +205,22 @@ type runtimeRow struct {
 	UErrorMessage   *string    `db:"u_error_message"`
 	UCreatedAt      *time.Time `db:"u_created_at"`
 	UUpdatedAt      *time.Time `db:"u_updated_at"`
+
+	KOperationID    *string    `db:"k_operation_id"`
+	KState          *string    `db:"k_state"`
+	KDescription    *string    `db:"k_description"`
+	KFinishedStages []string   `db:"k_finished_stages"`
+	KErrorMessage   *string    `db:"k_error_message"`
+	KCreatedAt      *time.Time `db:"k_created_at"`
+	KUpdatedAt      *time.Time `db:"k_updated_at"`
+
+	COperationID    *string    `db:"c_operation_id"`
+	CState          *string    `db:"c_state"`
+	CDescription    *string    `db:"c_description"`
+	CFinishedStages []string   `db:"c_finished_stages"`
+	CErrorMessage   *string    `db:"c_error_message"`
+	CCreatedAt      *time.Time `db:"c_created_at"`
+	CUpdatedAt      *time.Time `db:"c_updated_at"`
 }
 
 func rowOperation(instanceID string, typ OperationType, id, state, desc, errMsg *string, stages []string, created, updated *time.Time) *RuntimeOperation {
@@ -232,6 +258,11 @@ func (r runtimeRow) runtime() Runtime {
 	}
 	rt.Update = rowOperation(r.InstanceID, OperationTypeUpdate, r.UOperationID, r.UState, r.UDescription,
 		r.UErrorMessage, r.UFinishedStages, r.UCreatedAt, r.UUpdatedAt)
+	rt.UpgradingKyma = rowOperation(r.InstanceID, OperationTypeUpgradeKyma, r.KOperationID, r.KState, r.KDescription,
+		r.KErrorMessage, r.KFinishedStages, r.KCreatedAt, r.KUpdatedAt)
+	rt.UpgradingCluster = rowOperation(r.InstanceID, OperationTypeUpgradeCluster, r.COperationID, r.CState, r.CDescription,
+		r.CErrorMessage, r.CFinishedStages, r.CCreatedAt, r.CUpdatedAt)
+	rt.MaintenanceWindowBegin, rt.MaintenanceWindowEnd = r.MWBegin, r.MWEnd
 	return rt
 }
 
@@ -255,7 +286,8 @@ func (r runtimeRow) listed() Runtime {
 // alone. archived and the a_* columns line the rows up with archivedRows.
 const liveRows = `SELECT i.instance_id, i.runtime_id, i.global_account_id, i.subaccount_id, i.user_id,
 	i.service_id, i.plan_id, i.plan_name, i.platform_region, i.provider, i.provider_region, i.shoot_name,
-	i.parameters, i.state, i.created_at, i.updated_at, NULL::timestamptz AS deleted_at, i.expired_at, false AS archived,
+	i.parameters, i.state, i.created_at, i.updated_at, NULL::timestamptz AS deleted_at, i.expired_at,
+	i.maintenance_window_begin, i.maintenance_window_end, false AS archived,
 	NULL::text AS a_deprovisioning_id, NULL::timestamptz AS a_deprovisioning_started_at
 FROM instances i`
 
@@ -269,7 +301,8 @@ FROM instances i`
 const archivedRows = `SELECT a.instance_id, a.runtime_id, a.global_account_id, a.subaccount_id, '' AS user_id,
 	'' AS service_id, a.plan_id, a.plan_name, a.platform_region, a.provider, a.provider_region, a.shoot_name,
 	'{}'::jsonb AS parameters, 'deprovisioned' AS state, a.instance_created_at AS created_at,
-	a.archived_at AS updated_at, a.archived_at AS deleted_at, NULL::timestamptz AS expired_at, true AS archived,
+	a.archived_at AS updated_at, a.archived_at AS deleted_at, NULL::timestamptz AS expired_at,
+	'' AS maintenance_window_begin, '' AS maintenance_window_end, true AS archived,
 	a.last_deprovisioning_id AS a_deprovisioning_id, a.deprovisioning_started_at AS a_deprovisioning_started_at
 FROM instances_archive a`
 
@@ -284,6 +317,7 @@ FROM instances_archive a`
 const pageWithOperations = `SELECT r.instance_id, r.runtime_id, r.global_account_id, r.subaccount_id, r.user_id,
 	r.service_id, r.plan_id, r.plan_name, r.platform_region, r.provider, r.provider_region, r.shoot_name,
 	r.parameters, r.state, r.created_at, r.updated_at, r.deleted_at, r.expired_at,
+	r.maintenance_window_begin, r.maintenance_window_end,
 	p.operation_id AS p_operation_id, p.state AS p_state, p.description AS p_description,
 	p.finished_stages AS p_finished_stages, p.error_message AS p_error_message,
 	p.created_at AS p_created_at, p.updated_at AS p_updated_at,
@@ -297,7 +331,13 @@ const pageWithOperations = `SELECT r.instance_id, r.runtime_id, r.global_account
 	d.temporary AS d_temporary, p.resumed AS p_resumed,
 	u.operation_id AS u_operation_id, u.state AS u_state, u.description AS u_description,
 	u.finished_stages AS u_finished_stages, u.error_message AS u_error_message,
-	u.created_at AS u_created_at, u.updated_at AS u_updated_at
+	u.created_at AS u_created_at, u.updated_at AS u_updated_at,
+	k.operation_id AS k_operation_id, k.state AS k_state, k.description AS k_description,
+	k.finished_stages AS k_finished_stages, k.error_message AS k_error_message,
+	k.created_at AS k_created_at, k.updated_at AS k_updated_at,
+	c.operation_id AS c_operation_id, c.state AS c_state, c.description AS c_description,
+	c.finished_stages AS c_finished_stages, c.error_message AS c_error_message,
+	c.created_at AS c_created_at, c.updated_at AS c_updated_at
 FROM (%s) r
 LEFT JOIN LATERAL (SELECT o.operation_id, o.state, o.description, o.finished_stages, o.error_message,
 	o.created_at, o.updated_at,
@@ -315,6 +355,14 @@ LEFT JOIN LATERAL (SELECT o.operation_id, o.state, o.description, o.finished_sta
 	o.created_at, o.updated_at FROM operations o
 	WHERE NOT r.archived AND o.instance_id = r.instance_id AND o.type = 'update'
 	ORDER BY o.created_at DESC, o.operation_id DESC LIMIT 1) u ON true
+LEFT JOIN LATERAL (SELECT o.operation_id, o.state, o.description, o.finished_stages, o.error_message,
+	o.created_at, o.updated_at FROM operations o
+	WHERE NOT r.archived AND o.instance_id = r.instance_id AND o.type = 'upgrade_kyma'
+	ORDER BY o.created_at DESC, o.operation_id DESC LIMIT 1) k ON true
+LEFT JOIN LATERAL (SELECT o.operation_id, o.state, o.description, o.finished_stages, o.error_message,
+	o.created_at, o.updated_at FROM operations o
+	WHERE NOT r.archived AND o.instance_id = r.instance_id AND o.type = 'upgrade_cluster'
+	ORDER BY o.created_at DESC, o.operation_id DESC LIMIT 1) c ON true
 ORDER BY r.created_at, r.instance_id`
 
 // runtimeSQL builds the page statement and the count statement for q. The SQL

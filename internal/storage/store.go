@@ -232,7 +232,7 @@ func (s *Store) CreateDeprovisioning(ctx context.Context, op Operation) (Operati
 			case a.Type == OperationTypeDeprovision && !a.Temporary:
 				result = a
 				return nil
-			case a.Type == OperationTypeDeprovision, a.Type == OperationTypeUpdate:
+			case a.Type == OperationTypeDeprovision, a.Type == OperationTypeUpdate, a.Type.IsUpgrade():
 				// A suspension is not a deprovisioning: the platform
 				// retries its DELETE once the suspension ended.
 				return ErrOperationInProgress

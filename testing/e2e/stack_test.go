@@ -26,6 +26,7 @@ import (
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/infrasim"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/testing/k8stest"
 	"github.com/kyma-keb/keb/testing/pgtest"
 )
@@ -53,6 +54,8 @@ type stack struct {
 	// failing makes the simulated infrastructure manager fail the runtime
 	// IDs stored in it (values: the message), from its next change on.
 	failing *sync.Map
+	// dbURL is keb's database, for checks a client cannot make.
+	dbURL string
 }
 
 // newStack seeds the control plane's pool with accounts and starts keb.
@@ -64,6 +67,10 @@ func newStack(t *testing.T, mode infrasim.Mode, accounts int, tweaks ...func(*co
 	log.SetOutput(io.Discard)
 	return newStackLogging(t, log, mode, accounts, tweaks...)
 }
+
+// simFailChanges, when set before newStack, makes the simulated
+// infrastructure manager fail the spec changes (upgrades) it names.
+var simFailChanges func(rt *infrastructuremanager.Runtime) string
 
 // newStackLogging is newStack with keb logging to log.
 func newStackLogging(t *testing.T, log *logrus.Logger, mode infrasim.Mode, accounts int, tweaks ...func(*config.Config)) *stack {
@@ -92,7 +99,8 @@ func newStackLogging(t *testing.T, log *logrus.Logger, mode infrasim.Mode, accou
 			msg, _ := failing.Load(runtimeID)
 			s, _ := msg.(string)
 			return s
-		}})
+		},
+		FailChanges: simFailChanges})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +144,7 @@ func newStackLogging(t *testing.T, log *logrus.Logger, mode infrasim.Mode, accou
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &stack{t: t, url: "http://" + ln.Addr().String(), token: tok, kcp: kc, scheme: scheme, key: key, failing: failing}
+	return &stack{t: t, url: "http://" + ln.Addr().String(), token: tok, kcp: kc, scheme: scheme, key: key, failing: failing, dbURL: cfg.DatabaseURL}
 }
 
 func seedPool(t *testing.T, c client.Client, accounts int) {

@@ -154,7 +154,8 @@ func newStack(t *testing.T, opts stackOptions) *stack {
 	if err := os.WriteFile(pubFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if s.token, err = key.Mint("faults", "keb", "faults", []string{auth.ScopeBrokerWrite, auth.ScopeCLDRead}, 3*time.Hour); err != nil {
+	if s.token, err = key.Mint("faults", "keb", "faults", []string{auth.ScopeBrokerWrite, auth.ScopeCLDRead,
+		auth.ScopeUpgradeRead, auth.ScopeUpgradeWrite}, 3*time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	kubeconfig := filepath.Join(s.dir, "kcp.kubeconfig")

@@ -2,12 +2,10 @@ package provisioning
 
 import (
 	"context"
-	"fmt"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/catalog"
-	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/overrides"
 	"github.com/kyma-keb/keb/internal/process"
 )
@@ -28,14 +26,9 @@ func (s *Overrides) Name() string { return "overrides" }
 func (s *Overrides) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
 	op.Describe("Resolving configuration overrides")
 	plan, _ := s.Catalog.PlanByID(op.Instance.PlanID)
-	ov, err := overrides.Resolve(ctx, s.KCP, s.Config.Namespace, plan.Lite)
+	name, err := overrides.ForRuntime(ctx, s.KCP, s.Config.Namespace, plan.Lite, op.Instance.RuntimeID, op.InstanceID, true)
 	if err != nil {
-		return process.StepResult{}, fmt.Errorf("resolving overrides: %w", err)
-	}
-	name := overrides.SecretName(op.Instance.RuntimeID)
-	labels := map[string]string{controlplane.LabelRuntimeID: op.Instance.RuntimeID, controlplane.LabelInstanceID: op.InstanceID}
-	if err := overrides.Store(ctx, s.KCP, s.Config.Namespace, name, labels, ov); err != nil {
-		return process.StepResult{}, fmt.Errorf("storing overrides: %w", err)
+		return process.StepResult{}, err
 	}
 	op.Record.OverridesSecret = name
 	return process.Done()

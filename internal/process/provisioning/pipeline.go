@@ -10,6 +10,7 @@ import (
 
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/hyperscaler"
+	"github.com/kyma-keb/keb/internal/maintenance"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/runtimeclient"
 )
@@ -29,6 +30,8 @@ type Config struct {
 	AccountTimeout, RuntimeTimeout, BTPManagerTimeout time.Duration
 	// Poll intervals of waiting steps; watches usually wake them sooner.
 	AccountPoll, RuntimePoll, BTPManagerPoll time.Duration
+	// MaintenanceWindows resolves each runtime's maintenance window.
+	MaintenanceWindows maintenance.Config
 }
 
 // Deps are the parts the steps use.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/maintenance"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/storage"
 )
@@ -32,6 +33,10 @@ type ResolvedParameters struct {
 	KymaVersion    string   `json:"kymaVersion,omitempty"`
 	Components     []string `json:"components"`
 	ShootName      string   `json:"shootName"`
+	// MaintenanceWindowBegin and End are the runtime's daily maintenance
+	// window, in upstream KEB's form ("0000-01-01T22:00:00Z").
+	MaintenanceWindowBegin string `json:"maintenanceWindowBegin,omitempty"`
+	MaintenanceWindowEnd   string `json:"maintenanceWindowEnd,omitempty"`
 }
 
 // recordProvisioned is the provisioning pipeline's success hook: it stores
@@ -43,27 +48,31 @@ func recordProvisioned(store provisionedStore, cfg Config) func(ctx context.Cont
 			return err
 		}
 		d := op.Record
-		resolved, err := ResolvedJSON(op, params)
+		window := cfg.MaintenanceWindows.Resolve(op.Instance.PlanName, d.ProviderRegion)
+		resolved, err := ResolvedJSON(op, params,
+			maintenance.Timestamp(window.BeginClock()), maintenance.Timestamp(window.EndClock()))
 		if err != nil {
 			return err
 		}
 		return store.SetProvisioned(ctx, op.InstanceID, storage.Provisioned{
-			ProviderRegion: d.ProviderRegion,
-			DashboardURL:   fmt.Sprintf("https://console.%s.%s", op.Instance.ShootName, cfg.DashboardDomain),
-			Parameters:     resolved,
+			ProviderRegion:         d.ProviderRegion,
+			DashboardURL:           fmt.Sprintf("https://console.%s.%s", op.Instance.ShootName, cfg.DashboardDomain),
+			Parameters:             resolved,
+			MaintenanceWindowBegin: window.BeginClock(), MaintenanceWindowEnd: window.EndClock(),
 		})
 	}
 }
 
 // ResolvedJSON is the JSON of the ResolvedParameters an operation's runtime
 // runs with: params with the values the operation's steps resolved.
-func ResolvedJSON(op *process.Operation, params catalog.ProvisioningParameters) (json.RawMessage, error) {
+func ResolvedJSON(op *process.Operation, params catalog.ProvisioningParameters, windowBegin, windowEnd string) (json.RawMessage, error) {
 	d := op.Record
 	resolved, err := json.Marshal(ResolvedParameters{
 		Name: params.Name, Region: d.Region, ProviderRegion: d.ProviderRegion, Provider: d.Provider,
 		MachineType: d.MachineType, AutoScalerMin: d.AutoScalerMin, AutoScalerMax: d.AutoScalerMax,
 		Zones: Zones(d.Provider, d.ProviderRegion, d.ZonesCount), TargetSecret: d.HyperscalerSecret,
 		KymaVersion: d.KymaVersion, Components: append([]string{}, params.Components...), ShootName: op.Instance.ShootName,
+		MaintenanceWindowBegin: windowBegin, MaintenanceWindowEnd: windowEnd,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("encoding resolved parameters: %w", err)

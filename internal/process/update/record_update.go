@@ -2,6 +2,7 @@ package update
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/kyma-keb/keb/internal/catalog"
@@ -22,7 +23,15 @@ func recordUpdate(store updatedStore, cat *catalog.Catalog) func(ctx context.Con
 		if err != nil {
 			return err
 		}
-		resolved, err := provisioning.ResolvedJSON(after, params)
+		// The maintenance window stays the one resolved at provisioning
+		// (the instance's columns keep it too).
+		var before provisioning.ResolvedParameters
+		if len(op.Instance.ResolvedParameters) > 0 {
+			if err := json.Unmarshal(op.Instance.ResolvedParameters, &before); err != nil {
+				return fmt.Errorf("decoding the recorded resolved parameters: %w", err)
+			}
+		}
+		resolved, err := provisioning.ResolvedJSON(after, params, before.MaintenanceWindowBegin, before.MaintenanceWindowEnd)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,100 @@
+// Package upgrade holds the steps of the upgrades orchestrations start on
+// each runtime, one file per step: upgrade_kyma (the Kyma version and
+// channel) and upgrade_cluster (Kubernetes version and machine image). Step
+// names are persisted in operations' checkpoints: never rename one. A dry
+// run walks the same steps and describes what they would change without
+// writing any control-plane object.
+package upgrade
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/process"
+)
+
+// Config holds the settings the upgrade steps read.
+type Config struct {
+	// Namespace is the control-plane namespace of Runtime and Kyma CRs.
+	Namespace string
+	// RuntimeTimeout bounds the wait for the infrastructure manager to
+	// apply the change; RuntimePoll is how often it looks (a watch wakes
+	// it sooner).
+	RuntimeTimeout, RuntimePoll time.Duration
+}
+
+// resolvedStore records what an upgrade changed in the instance's resolved
+// parameters (what GET instance shows).
+type resolvedStore interface {
+	MergeResolvedParameters(ctx context.Context, instanceID string, patch json.RawMessage) error
+}
+
+// Deps are the parts the steps use.
+type Deps struct {
+	Config  Config
+	Catalog *catalog.Catalog
+	KCP     client.Client
+	Store   resolvedStore
+}
+
+// KymaPipeline returns the upgrade_kyma pipeline.
+func KymaPipeline(d Deps) process.Pipeline {
+	return process.Pipeline{
+		Steps: []process.Step{
+			&Initialisation{KCP: d.KCP, Config: d.Config},
+			&Overrides{Catalog: d.Catalog, KCP: d.KCP, Config: d.Config},
+			&UpgradeKyma{KCP: d.KCP, Config: d.Config},
+			&AwaitRuntime{KCP: d.KCP, Config: d.Config},
+		},
+		Succeeded: recordUpgrade(d.Store),
+		Done:      "Operation succeeded: Kyma is upgraded",
+	}
+}
+
+// ClusterPipeline returns the upgrade_cluster pipeline.
+func ClusterPipeline(d Deps) process.Pipeline {
+	return process.Pipeline{
+		Steps: []process.Step{
+			&Initialisation{KCP: d.KCP, Config: d.Config},
+			&UpgradeCluster{KCP: d.KCP, Config: d.Config},
+			&AwaitRuntime{KCP: d.KCP, Config: d.Config},
+		},
+		Succeeded: recordUpgrade(d.Store),
+		Done:      "Operation succeeded: the cluster is upgraded",
+	}
+}
+
+// recordUpgrade writes the new versions into the instance's resolved
+// parameters, so that GET instance and later upgrades see them. A dry run
+// records nothing.
+func recordUpgrade(store resolvedStore) func(ctx context.Context, op *process.Operation) error {
+	return func(ctx context.Context, op *process.Operation) error {
+		u := op.Record.Upgrade
+		if u == nil || u.DryRun {
+			if u != nil {
+				op.Conclude("Operation succeeded: dry run, no resource was changed")
+			}
+			return nil
+		}
+		patch := map[string]string{}
+		for k, v := range map[string]string{"kymaVersion": u.KymaVersion, "kymaChannel": u.KymaChannel,
+			"kubernetesVersion": u.KubernetesVersion, "machineImage": u.MachineImage,
+			"machineImageVersion": u.MachineImageVersion} {
+			if v != "" {
+				patch[k] = v
+			}
+		}
+		if len(patch) == 0 {
+			return nil
+		}
+		raw, err := json.Marshal(patch)
+		if err != nil {
+			return err
+		}
+		return store.MergeResolvedParameters(ctx, op.InstanceID, raw)
+	}
+}
