@@ -116,15 +116,7 @@ func TestBindings(t *testing.T) {
 	}
 
 	// The upstream OSB client binds, gets the binding and unbinds.
-	cfg := osb.DefaultClientConfiguration()
-	cfg.URL = s.url + "/oauth/cf-eu20"
-	cfg.APIVersion = osb.Version2_14()
-	cfg.AuthConfig = &osb.AuthConfig{BearerConfig: &osb.BearerConfig{Token: s.token}}
-	cfg.EnableAlphaFeatures = true
-	cl, err := osb.NewClient(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := s.osbClient()
 	bound, err := cl.Bind(&osb.BindRequest{BindingID: "osb-1", InstanceID: id, ServiceID: serviceID, PlanID: azurePlanID,
 		Parameters: map[string]any{"expiration_seconds": 1200}})
 	if err != nil || bound.Async {

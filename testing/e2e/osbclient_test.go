@@ -17,6 +17,7 @@ import (
 	"github.com/kyma-keb/keb/internal/infrasim"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/kyma"
+	"github.com/kyma-keb/keb/testing/k8stest"
 )
 
 const awsPlanID = "361c511f-f939-4621-b228-d0fb79a1fe15"
@@ -29,6 +30,7 @@ func (s *stack) osbClient() osb.Client {
 	cfg.URL = s.url + "/oauth/cf-eu10"
 	cfg.APIVersion = osb.Version2_14()
 	cfg.AuthConfig = &osb.AuthConfig{BearerConfig: &osb.BearerConfig{Token: s.token}}
+	cfg.EnableAlphaFeatures = true // GetBinding is an alpha method of the client
 	c, err := osb.NewClient(cfg)
 	if err != nil {
 		s.t.Fatal(err)
@@ -74,7 +76,8 @@ func description(err error) string {
 // TestOSBClientFlow drives keb on real parts with the upstream OSB client,
 // the way a platform does: provision, update the parameters (scaling up),
 // refused and identical updates, an update the infrastructure fails, and a
-// trial moved to aws. Bindings (bind, get-binding, unbind) extend this flow.
+// trial moved to aws, then a binding of that runtime (bind, get-binding,
+// unbind) whose kubeconfig lists namespaces in it until the unbind.
 func TestOSBClientFlow(t *testing.T) {
 	s := newStack(t, infrasim.ModeShared, 2)
 	ctx := t.Context()
@@ -215,7 +218,25 @@ func TestOSBClientFlow(t *testing.T) {
 	}
 	s.waitFor("e2e-osb-trial-2", s.accepted("second trial", code, body), 4*time.Minute)
 
-	// (Bindings: bind, get-binding and unbind on the upgraded runtime go here.)
+	// Bind the upgraded runtime (aws is bindable, trial was not): the
+	// kubeconfig works in the runtime until the unbind.
+	bound, err := c.Bind(&osb.BindRequest{BindingID: "osb-flow-1", InstanceID: trialID, ServiceID: serviceID, PlanID: aws,
+		Parameters: map[string]any{"expiration_seconds": 600}})
+	if err != nil || bound.Async {
+		t.Fatalf("bind: %+v, %v", bound, err)
+	}
+	kubeconfig, _ := bound.Credentials["kubeconfig"].(string)
+	if err := k8stest.ListNamespaces(ctx, kubeconfig); err != nil {
+		t.Fatalf("the bound kubeconfig cannot list namespaces in the runtime: %v", err)
+	}
+	if got, err := c.GetBinding(&osb.GetBindingRequest{InstanceID: trialID, BindingID: "osb-flow-1"}); err != nil ||
+		got.Credentials["kubeconfig"] != kubeconfig {
+		t.Fatalf("get binding: %+v, %v", got, err)
+	}
+	if _, err := c.Unbind(&osb.UnbindRequest{InstanceID: trialID, BindingID: "osb-flow-1", ServiceID: serviceID, PlanID: aws}); err != nil {
+		t.Fatalf("unbind: %v", err)
+	}
+	k8stest.WaitRefused(t, "after unbind", kubeconfig)
 
 	for _, i := range []struct{ id, plan string }{{id, azure}, {trialID, aws}, {"e2e-osb-trial-2", trial}} {
 		dep, err := c.DeprovisionInstance(&osb.DeprovisionRequest{InstanceID: i.id, AcceptsIncomplete: true, ServiceID: serviceID, PlanID: i.plan})
