@@ -3,8 +3,10 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"os"
@@ -42,6 +44,9 @@ type benchConfig struct {
 	k8sBinDir     string
 	doc           string
 	commit        string
+	// profileFor > 0: a CPU profile of each pipeline keb over the first
+	// profileFor of every pipeline cell, written next to its log.
+	profileFor time.Duration
 }
 
 type namedBinary struct{ name, path string }
@@ -159,6 +164,60 @@ func (p *kebProcess) stop() {
 		_ = p.cmd.Process.Kill()
 		<-p.done
 	}
+}
+
+// profile takes a CPU profile of keb over d (none when d is 0) in the
+// background, into the keb's directory; the returned func waits for it.
+func (p *kebProcess) profile(d time.Duration, name string) (wait func()) {
+	if d <= 0 {
+		return func() {}
+	}
+	addr, err := p.pprofAddr()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "no profile of %s: %v\n", p.name, err)
+		return func() {}
+	}
+	out := filepath.Join(p.dir, strings.ReplaceAll(name, " ", "-")+".pprof")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		res, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds())))
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "profiling %s: %v\n", p.name, err)
+			return
+		}
+		defer res.Body.Close()
+		f, err := os.Create(out)
+		if err == nil {
+			_, err = io.Copy(f, res.Body)
+			f.Close()
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "profiling %s: %v\n", p.name, err)
+			return
+		}
+		fmt.Printf("CPU profile of %s over the first %s of %s: %s\n", p.name, d, name, out)
+	}()
+	return func() { <-done }
+}
+
+// pprofAddr reads the address keb's profiling endpoints listen on from its
+// log (it was started with --pprof-addr 127.0.0.1:0).
+func (p *kebProcess) pprofAddr() (string, error) {
+	b, err := os.ReadFile(filepath.Join(p.dir, "keb.log"))
+	if err != nil {
+		return "", err
+	}
+	for line := range strings.Lines(string(b)) {
+		var rec struct {
+			Msg     string `json:"msg"`
+			Address string `json:"address"`
+		}
+		if json.Unmarshal([]byte(line), &rec) == nil && strings.HasPrefix(rec.Msg, "serving Go profiling endpoints") {
+			return rec.Address, nil
+		}
+	}
+	return "", errors.New("keb logged no pprof address")
 }
 
 // cpu is the process's user+system CPU time so far, from /proc/<pid>/stat.
@@ -306,7 +365,8 @@ func runBench(ctx context.Context, cfg benchConfig) error {
 	}
 
 	// Front door: every binary's `keb dev --workers 0` runs at once, and the
-	// cells alternate between them so that both see the same machine.
+	// cells alternate between them so that both see the same machine. No
+	// concurrencies: no front door (a pipeline-only run).
 	var procs []*kebProcess
 	defer func() {
 		for _, p := range procs {
@@ -315,6 +375,9 @@ func runBench(ctx context.Context, cfg benchConfig) error {
 	}()
 	idle := map[string]float64{}
 	for i, bin := range cfg.binaries {
+		if len(cfg.concurrencies) == 0 {
+			break
+		}
 		u, err := dbURL("keb_" + bin.name)
 		if err != nil {
 			return err
@@ -396,8 +459,9 @@ func runBench(ctx context.Context, cfg benchConfig) error {
 	}
 	procs = nil
 
-	// Pipeline: one binary at a time, workers on, shared runtime, no delay.
-	for i, bin := range cfg.binaries {
+	// Pipeline: one binary at a time (all on the first port), workers on,
+	// shared runtime, no delay.
+	for _, bin := range cfg.binaries {
 		u, err := dbURL("keb_pipe_" + bin.name)
 		if err != nil {
 			return err
@@ -406,8 +470,11 @@ func runBench(ctx context.Context, cfg benchConfig) error {
 		if err != nil {
 			return err
 		}
-		p, err := startKeb(ctx, bin, filepath.Join(cfg.dir, bin.name+"-pipe"), cfg.port+i, u,
-			"--k8s-bin-dir", cfg.k8sBinDir, "--runtime-mode", "shared", "--runtime-delay", "0")
+		args := []string{"--k8s-bin-dir", cfg.k8sBinDir, "--runtime-mode", "shared", "--runtime-delay", "0"}
+		if cfg.profileFor > 0 {
+			args = append(args, "--pprof-addr", "127.0.0.1:0")
+		}
+		p, err := startKeb(ctx, bin, filepath.Join(cfg.dir, bin.name+"-pipe"), cfg.port, u, args...)
 		if err != nil {
 			pool.Close()
 			return err
@@ -421,7 +488,9 @@ func runBench(ctx context.Context, cfg benchConfig) error {
 		}
 		idleRate := measureIdle(p, 5*time.Second)
 		for _, run := range cfg.pipelines {
+			stopProfile := p.profile(cfg.profileFor, run.String())
 			r, err := benchPipeline(ctx, p, pool, idleRate, run, cfg.pipelineConc, cfg.credentials)
+			stopProfile()
 			if err != nil {
 				pool.Close()
 				return err

@@ -55,10 +55,11 @@ func main() {
 	k8sBin := flag.String("k8s-bin-dir", "bin/k8s", "bench: kube-apiserver and etcd for keb dev")
 	doc := flag.String("doc", "", "bench: markdown file whose `make bench` section is replaced by the table")
 	commit := flag.String("commit", "unknown", "bench: the commit measured, printed with the table")
+	profileFor := flag.Duration("profile", 0, "bench: take a CPU profile of each pipeline keb over the first this long of every pipeline cell (0: none)")
 	flag.Parse()
 	if *mode == "bench" {
 		cfg := benchConfig{dir: *benchDir, port: *port, duration: *dur, pipelineConc: *conc, credentials: *creds,
-			doc: *doc, commit: *commit}
+			doc: *doc, commit: *commit, profileFor: *profileFor}
 		var err error
 		if cfg.k8sBinDir, err = filepath.Abs(*k8sBin); err != nil {
 			fail(err)
