@@ -134,18 +134,28 @@ func (e *Engine) claim(ctx context.Context, operationID string) (o *Operation, r
 // worker after e.Slice).
 func (e *Engine) runSteps(ctx context.Context, pipe Pipeline, o *Operation, log logrus.FieldLogger) (finished bool, out Outcome, err error) {
 	began := time.Now()
+	// unsaved: the last done step shares its checkpoint with the next save
+	// (SharedCheckpoint), which has not happened yet.
+	unsaved := false
 	for _, step := range pipe.Steps {
 		if slices.Contains(o.FinishedStages, step.Name()) {
 			continue
 		}
 		if time.Since(began) > e.Slice {
-			return false, Outcome{RetryAfter: yieldDelay}, nil // progress is saved at every checkpoint
+			if unsaved {
+				if ok, err := e.checkpoint(ctx, o); !ok {
+					return false, Outcome{}, err
+				}
+			}
+			return false, Outcome{RetryAfter: yieldDelay}, nil
 		}
-		if done, out, err := e.runStep(ctx, step, o, log.WithField("step", step.Name())); !done {
-			return false, out, err
+		done, out, err := e.runStep(ctx, step, o, log.WithField("step", step.Name()))
+		if !done {
+			return false, out, err // a wait, failure or halt: saved (or ended) whatever was unsaved
 		}
+		unsaved = sharesCheckpoint(step, o)
 	}
-	return true, Outcome{}, nil
+	return true, Outcome{}, nil // succeed's finish saves what is unsaved
 }
 
 // runStep runs one step and acts on its result: a checkpoint when it is
@@ -186,14 +196,26 @@ func (e *Engine) runStep(ctx context.Context, step Step, o *Operation, log logru
 	}
 	o.Record.Failures, o.Record.FailingSince = 0, nil
 	o.FinishedStages = append(o.FinishedStages, name)
+	if !sharesCheckpoint(step, o) {
+		if ok, err := e.checkpoint(ctx, o); !ok {
+			return false, Outcome{}, err
+		}
+	}
+	log.Debug("step done")
+	return true, Outcome{}, nil
+}
+
+// checkpoint saves the operation's progress. ok is false when the worker must
+// stop: the save failed (err), or the operation was halted (e.g. a DELETE
+// arrived) or removed.
+func (e *Engine) checkpoint(ctx context.Context, o *Operation) (ok bool, err error) {
 	if _, ok, err := e.save(ctx, o); err != nil || !ok {
 		if err == nil {
 			e.removedWithInstance(ctx, o)
 		}
-		return false, Outcome{}, err // !ok: halted (e.g. a DELETE arrived) or removed
+		return false, err
 	}
-	log.Debug("step done")
-	return true, Outcome{}, nil
+	return true, nil
 }
 
 // retryAfterError counts an unexpected step error and schedules the step

@@ -24,6 +24,8 @@ type memStore struct {
 	op     storage.Operation
 	locked bool
 	saves  int
+	// saveErr, when set, fails SaveProgress without saving.
+	saveErr error
 }
 
 func (m *memStore) Work(context.Context, string) (storage.Operation, storage.Instance, error) {
@@ -36,6 +38,9 @@ func (m *memStore) SaveProgress(_ context.Context, op storage.Operation) (*time.
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.saves++
+	if m.saveErr != nil {
+		return nil, false, m.saveErr
+	}
 	if m.op.State != storage.OperationInProgress {
 		return nil, false, nil
 	}
@@ -164,6 +169,87 @@ func TestCheckpointedStepsNeverRunAgain(t *testing.T) {
 	}
 	if a.runs != 1 || w.runs != 2 || b.store.op.State != storage.OperationSucceeded {
 		t.Fatalf("runs a=%d wait=%d, state %s", a.runs, w.runs, b.store.op.State)
+	}
+}
+
+// sharingStep is a fakeStep whose checkpoint waits for the next save.
+type sharingStep struct{ *fakeStep }
+
+func (sharingStep) SharesCheckpoint(*Operation) bool { return true }
+
+func TestSharedCheckpointsAreWrittenByTheNextSave(t *testing.T) {
+	t.Parallel()
+	a, c := sharingStep{&fakeStep{name: "a"}}, sharingStep{&fakeStep{name: "c"}}
+	waits := 0
+	w := &fakeStep{name: "wait", run: func(op *Operation) (StepResult, error) {
+		if waits++; waits == 1 {
+			op.Describe("waiting for the cluster")
+			return RetryAfter(30 * time.Second)
+		}
+		return Done()
+	}}
+	b := setup(t, a, c, w)
+	if _, err := b.engine.Process(t.Context(), "op-1"); err != nil {
+		t.Fatal(err)
+	}
+	// One write for two done steps and a wait; both steps are recorded by it.
+	if b.store.saves != 1 || strings.Join(b.store.op.FinishedStages, ",") != "a,c" || b.store.op.Description != "waiting for the cluster" {
+		t.Fatalf("%d saves, checkpoints %v, description %q", b.store.saves, b.store.op.FinishedStages, b.store.op.Description)
+	}
+	if _, err := b.engine.Process(t.Context(), "op-1"); err != nil {
+		t.Fatal(err)
+	}
+	if a.runs != 1 || c.runs != 1 || b.store.op.State != storage.OperationSucceeded {
+		t.Fatalf("runs a=%d c=%d, state %s", a.runs, c.runs, b.store.op.State)
+	}
+}
+
+func TestUnsavedSharedCheckpointIsRedone(t *testing.T) {
+	t.Parallel()
+	a := sharingStep{&fakeStep{name: "a"}}
+	waits := 0
+	w := &fakeStep{name: "wait", run: func(op *Operation) (StepResult, error) {
+		if waits++; waits == 1 {
+			return RetryAfter(30 * time.Second)
+		}
+		return Done()
+	}}
+	b := setup(t, a, w)
+	// The save after a is lost, as when the replica dies before it: a's
+	// checkpoint went with it, so the next run does a again.
+	b.store.saveErr = errors.New("connection reset")
+	if _, err := b.engine.Process(t.Context(), "op-1"); err == nil {
+		t.Fatal("a failed save went unreported")
+	}
+	if len(b.store.op.FinishedStages) != 0 {
+		t.Fatalf("checkpoints %v written by a failed save", b.store.op.FinishedStages)
+	}
+	b.store.saveErr = nil
+	for b.store.op.State == storage.OperationInProgress {
+		if _, err := b.engine.Process(t.Context(), "op-1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a.runs != 2 || b.store.op.State != storage.OperationSucceeded {
+		t.Fatalf("a ran %d times, state %s", a.runs, b.store.op.State)
+	}
+}
+
+func TestYieldSavesSharedCheckpoints(t *testing.T) {
+	t.Parallel()
+	var b *bundle
+	a := sharingStep{&fakeStep{name: "a", run: func(*Operation) (StepResult, error) {
+		b.engine.Slice = -1 // the run's slice is used up once a is done
+		return Done()
+	}}}
+	c := &fakeStep{name: "c"}
+	b = setup(t, a, c)
+	out, err := b.engine.Process(t.Context(), "op-1")
+	if err != nil || out.RetryAfter != yieldDelay {
+		t.Fatalf("Process: %+v, %v", out, err)
+	}
+	if b.store.saves != 1 || strings.Join(b.store.op.FinishedStages, ",") != "a" || c.runs != 0 {
+		t.Fatalf("%d saves, checkpoints %v, c ran %d times", b.store.saves, b.store.op.FinishedStages, c.runs)
 	}
 }
 

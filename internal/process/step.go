@@ -36,6 +36,34 @@ type TimedStep interface {
 	Timeout() time.Duration
 }
 
+// SharedCheckpoint is a Step whose checkpoint, once it is done, is written by
+// the next save of the same run (the next step's checkpoint, a wait, the
+// operation's end, or the run yielding its worker) instead of by an UPDATE of
+// its own: steps that finish at once cost one write between them. A crash
+// before that save runs the step again, possibly after later steps of the
+// run acted on what it did the first time; a step opts in only when that is
+// harmless, because a re-run arrives at the same result (a name derived from
+// the runtime ID, a list computed from the record) or because nothing outside
+// keb acts on its result before it is saved. A step that makes a choice a
+// re-run could make differently, which a later step then hands to someone
+// else (a claimed hyperscaler account written into the Runtime CR), must not
+// share it for such a run. A halt (a DELETE) is noticed at the next save, too:
+// the steps in between run although the operation was halted, as a step in
+// flight does; the deprovisioning that follows cleans up what they made.
+type SharedCheckpoint interface {
+	Step
+	// SharesCheckpoint reports whether this done run of the step may wait
+	// for the next save.
+	SharesCheckpoint(op *Operation) bool
+}
+
+// sharesCheckpoint reports whether a done step's checkpoint may wait for
+// the next save (SharedCheckpoint).
+func sharesCheckpoint(step Step, op *Operation) bool {
+	s, ok := step.(SharedCheckpoint)
+	return ok && s.SharesCheckpoint(op)
+}
+
 // RemoteStep is a Step whose calls go somewhere other than the control plane
 // (a runtime's API server): last_operation names that place while the step
 // cannot reach it.

@@ -23,6 +23,10 @@ type ApplyKyma struct {
 // Name implements process.Step.
 func (s *ApplyKyma) Name() string { return "apply_kyma" }
 
+// SharesCheckpoint implements process.SharedCheckpoint: a re-run converges
+// the Kyma CR on the record.
+func (s *ApplyKyma) SharesCheckpoint(*process.Operation) bool { return true }
+
 // Run implements process.Step.
 func (s *ApplyKyma) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
 	op.Describe("Installing Kyma: creating the Kyma resource")

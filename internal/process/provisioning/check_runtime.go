@@ -25,6 +25,9 @@ type CheckRuntime struct {
 // Name implements process.Step.
 func (s *CheckRuntime) Name() string { return "check_runtime" }
 
+// SharesCheckpoint implements process.SharedCheckpoint: it only reads.
+func (s *CheckRuntime) SharesCheckpoint(*process.Operation) bool { return true }
+
 // Timeout implements process.TimedStep.
 func (s *CheckRuntime) Timeout() time.Duration { return s.Config.RuntimeTimeout }
 

@@ -18,6 +18,10 @@ type Components struct {
 // Name implements process.Step.
 func (s *Components) Name() string { return "components" }
 
+// SharesCheckpoint implements process.SharedCheckpoint: the list follows
+// from the record.
+func (s *Components) SharesCheckpoint(*process.Operation) bool { return true }
+
 // Run implements process.Step.
 func (s *Components) Run(_ context.Context, op *process.Operation) (process.StepResult, error) {
 	op.Describe("Choosing the Kyma components")

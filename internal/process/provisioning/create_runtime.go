@@ -26,6 +26,10 @@ type CreateRuntime struct {
 // Name implements process.Step.
 func (s *CreateRuntime) Name() string { return "create_runtime" }
 
+// SharesCheckpoint implements process.SharedCheckpoint: a re-run converges
+// the Runtime CR on the record.
+func (s *CreateRuntime) SharesCheckpoint(*process.Operation) bool { return true }
+
 // Run implements process.Step. CreateOrUpdate makes a re-run converge on the
 // same CR instead of failing on AlreadyExists.
 func (s *CreateRuntime) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {

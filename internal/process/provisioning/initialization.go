@@ -33,6 +33,13 @@ type Initialization struct {
 // Name implements process.Step.
 func (s *Initialization) Name() string { return "initialization" }
 
+// SharesCheckpoint implements process.SharedCheckpoint: the runtime identity
+// is kept by the instance row (a re-run gets the first one back), and a Kyma
+// version a re-run resolves differently (a pin changed in between) reaches
+// the Runtime and Kyma CRs through their steps' re-runs, which converge them
+// on the record.
+func (s *Initialization) SharesCheckpoint(*process.Operation) bool { return true }
+
 // Run implements process.Step.
 func (s *Initialization) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
 	op.Describe("Preparing the runtime: applying plan defaults")

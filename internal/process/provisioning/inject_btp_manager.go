@@ -29,6 +29,10 @@ type InjectBTPManager struct {
 // Name implements process.Step.
 func (s *InjectBTPManager) Name() string { return "inject_btp_manager" }
 
+// SharesCheckpoint implements process.SharedCheckpoint: a re-run writes the
+// same Secret and CR into the runtime.
+func (s *InjectBTPManager) SharesCheckpoint(*process.Operation) bool { return true }
+
 // Remote implements process.RemoteStep: the step talks to the runtime.
 func (s *InjectBTPManager) Remote() string { return "the runtime's API server" }
 

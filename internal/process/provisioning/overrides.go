@@ -22,6 +22,10 @@ type Overrides struct {
 // Name implements process.Step.
 func (s *Overrides) Name() string { return "overrides" }
 
+// SharesCheckpoint implements process.SharedCheckpoint: the Secret's name
+// derives from the runtime ID, and a re-run rewrites it.
+func (s *Overrides) SharesCheckpoint(*process.Operation) bool { return true }
+
 // Run implements process.Step.
 func (s *Overrides) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
 	op.Describe("Resolving configuration overrides")

@@ -28,6 +28,14 @@ type ResolveHyperscalerSecret struct {
 // Name implements process.Step.
 func (s *ResolveHyperscalerSecret) Name() string { return "resolve_hyperscaler_secret" }
 
+// SharesCheckpoint implements process.SharedCheckpoint for a tenant's own
+// account: its claim label makes a re-run return the same Secret. A shared
+// account is picked by usage, which a re-run may pick differently after the
+// Runtime CR was created with the first: it is saved at once.
+func (s *ResolveHyperscalerSecret) SharesCheckpoint(op *process.Operation) bool {
+	return !op.Record.HyperscalerShared
+}
+
 // Timeout implements process.TimedStep: how long to wait for a free account.
 func (s *ResolveHyperscalerSecret) Timeout() time.Duration { return s.Config.AccountTimeout }
 
