@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"slices"
 	"strings"
+	"sync"
 
 	"sigs.k8s.io/yaml"
 
@@ -43,11 +44,30 @@ type componentsFile struct {
 // optional are ignored: the catalog already restricts them, and a version that dropped one
 // simply does not install it.
 func Components(kymaVersion, planName string, optional []string) ([]Component, error) {
+	return componentsFrom(embeddedLists, kymaVersion, planName, optional)
+}
+
+// embeddedLists are the component lists built into keb, each parsed once:
+// they never change while keb runs, and every provisioning reads one.
+var embeddedLists = func() fs.FS {
 	dir, err := fs.Sub(resources.Kyma, resources.ComponentsDir)
 	if err != nil {
-		return nil, fmt.Errorf("opening embedded component lists: %w", err)
+		panic(fmt.Sprintf("opening embedded component lists: %v", err)) // a build without resources/components
 	}
-	return componentsFrom(dir, kymaVersion, planName, optional)
+	return &parsedOnce{FS: dir}
+}()
+
+// parsedOnce is a folder of component lists that keeps each file's parsed
+// entries (or its error) after the first read. Only files that exist are
+// kept, so versions named by users cannot grow it.
+type parsedOnce struct {
+	fs.FS
+	lists sync.Map // file name → parsedList
+}
+
+type parsedList struct {
+	entries []componentEntry
+	err     error
 }
 
 // componentsFrom is Components over any folder, so tests can give it their own files.
@@ -80,7 +100,13 @@ func readComponentList(dir fs.FS, kymaVersion string) ([]componentEntry, error) 
 	if major, ok := majorVersion(kymaVersion); ok {
 		candidates = append(candidates, major+".x.yaml")
 	}
+	cache, _ := dir.(*parsedOnce)
 	for _, name := range candidates {
+		if cache != nil {
+			if l, ok := cache.lists.Load(name); ok {
+				return l.(parsedList).entries, l.(parsedList).err
+			}
+		}
 		b, err := fs.ReadFile(dir, name)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -88,7 +114,11 @@ func readComponentList(dir fs.FS, kymaVersion string) ([]componentEntry, error) 
 		if err != nil {
 			return nil, fmt.Errorf("reading component list %s: %w", name, err)
 		}
-		return parseComponentList(name, b)
+		entries, err := parseComponentList(name, b)
+		if cache != nil {
+			cache.lists.Store(name, parsedList{entries, err})
+		}
+		return entries, err
 	}
 	return nil, fmt.Errorf("%w %q: looked for %s", ErrUnknownKymaVersion, kymaVersion, strings.Join(candidates, ", "))
 }
