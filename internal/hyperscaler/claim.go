@@ -35,11 +35,17 @@ func (p *AccountPool) Claim(ctx context.Context, hyperscalerType, tenant string)
 	if hyperscalerType == "" || tenant == "" {
 		return Account{}, fmt.Errorf("claiming a hyperscaler account needs a type and a tenant, got type %q and tenant %q", hyperscalerType, tenant)
 	}
+	if name, ok := p.knownClaim(ctx, hyperscalerType, tenant); ok {
+		return Account{SecretName: name}, nil
+	}
 	var lastLost error
 	for range maxClaimRounds {
 		// Also the check after a successful claim: it settles duplicates left by a concurrent
 		// claim for the same tenant.
 		if name, found, err := p.tenantSecret(ctx, hyperscalerType, tenant); err != nil || found {
+			if found {
+				p.claims.Store(claimKey{hyperscalerType, tenant}, name)
+			}
 			return Account{SecretName: name}, err
 		}
 		candidates, err := p.accounts(ctx, hyperscalerType, func(l accountLabels) bool {
@@ -62,6 +68,34 @@ func (p *AccountPool) Claim(ctx context.Context, hyperscalerType, tenant string)
 	}
 	return Account{}, fmt.Errorf("claiming a %s account for tenant %s in %s: every candidate was taken concurrently, %d times: %w",
 		hyperscalerType, tenant, p.namespace, maxClaimRounds, lastLost)
+}
+
+// claimKey is a tenant's claim of a hyperscaler type.
+type claimKey struct{ hyperscalerType, tenant string }
+
+// knownClaim returns the tenant's Secret this pool found before, if a read of that one Secret
+// shows it still the tenant's: a tenant's every later provisioning then costs one Get instead of
+// listing the pool in both label spellings. A Secret since released, marked dirty or shared, or
+// deleted is forgotten, and Claim looks afresh. What was found is the lowest-named of the tenant's
+// Secrets once duplicates were settled; a concurrent claim adds none while it stays the tenant's,
+// since claims label a Secret only for a tenant that has none.
+func (p *AccountPool) knownClaim(ctx context.Context, hyperscalerType, tenant string) (string, bool) {
+	key := claimKey{hyperscalerType, tenant}
+	v, ok := p.claims.Load(key)
+	if !ok {
+		return "", false
+	}
+	name := v.(string)
+	s := &corev1.Secret{}
+	if err := p.c.Get(ctx, client.ObjectKey{Namespace: p.namespace, Name: name}, s); err != nil {
+		p.claims.Delete(key)
+		return "", false
+	}
+	if l := poolLabels(s.Labels); l.hyperscalerType != hyperscalerType || l.euAccess || !ownedBy(tenant)(l) {
+		p.claims.Delete(key)
+		return "", false
+	}
+	return name, true
 }
 
 // claimFirstFree labels the first candidate it can for tenant. Losing a candidate to a concurrent

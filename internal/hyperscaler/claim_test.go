@@ -185,6 +185,28 @@ func TestClaimTwiceForOneTenantReturnsTheSameSecret(t *testing.T) {
 	}
 }
 
+func TestClaimAfterReleaseTakesAnotherSecret(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil, azureSecret("a-1"), azureSecret("a-2"))
+	ctx := t.Context()
+	first, err := b.pool.Claim(ctx, TypeAzure, "ga-1")
+	if err != nil || first.SecretName != "a-1" {
+		t.Fatalf("first Claim = %+v, %v; want a-1", first, err)
+	}
+	// The tenant's last runtime is gone: its account is marked for cleanup, and the pool
+	// must not hand it out again although it handed it to this tenant before.
+	if err := b.pool.MarkDirty(ctx, TypeAzure, "ga-1"); err != nil {
+		t.Fatalf("MarkDirty: %v", err)
+	}
+	second, err := b.pool.Claim(ctx, TypeAzure, "ga-1")
+	if err != nil || second.SecretName != "a-2" {
+		t.Fatalf("Claim after release = %+v, %v; want a-2", second, err)
+	}
+	if got := b.labelsOf(t)["a-2"][LabelTenantName]; got != "ga-1" {
+		t.Errorf("a-2 tenant-name = %q, want ga-1", got)
+	}
+}
+
 // claimConcurrently runs Claim for each tenant at once and returns the results in order.
 func claimConcurrently(t *testing.T, pool *AccountPool, tenants []string) []Account {
 	t.Helper()

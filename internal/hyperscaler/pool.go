@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -56,6 +57,8 @@ type AccountPool struct {
 	c         client.Client
 	namespace string
 	usage     UsageCounter
+	// claims remembers each tenant's Secret found by Claim (claimKey → name); see knownClaim.
+	claims sync.Map
 }
 
 // NewAccountPool returns the pool of Secrets in namespace (garden-<project>). c must read straight from
