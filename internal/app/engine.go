@@ -124,6 +124,10 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 	// the workers queue behind their own client, not the API server.
 	kcpCfg.QPS, kcpCfg.Burst = float32(10*ec.Workers+50), 20*ec.Workers+100
 	kcpCfg.WrapTransport = work.CountRequests("control_plane")
+	// keb runs next to its control plane: gzip on its watch streams and
+	// responses cost CPU on both ends (the API server compresses, keb
+	// inflates every watch event) and save bandwidth that is not short.
+	kcpCfg.DisableCompression = true
 	kcp, err := client.New(kcpCfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, fmt.Errorf("control-plane client: %w", err)
