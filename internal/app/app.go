@@ -244,6 +244,11 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 			return err
 		}
 		background.Go(func() { a.engine.watcher.Run(bg) })
+		background.Go(func() {
+			if err := a.engine.overrides.Start(bg); err != nil {
+				a.log.WithError(err).Warn("override sources are read from the API server: their watch stopped")
+			}
+		})
 		background.Go(func() { a.engine.takeover.Run(bg) })
 	}
 	select {

@@ -28,6 +28,7 @@ import (
 	"github.com/kyma-keb/keb/internal/maintenance"
 	"github.com/kyma-keb/keb/internal/metrics"
 	"github.com/kyma-keb/keb/internal/orchestration"
+	"github.com/kyma-keb/keb/internal/overrides"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/process/deprovisioning"
 	"github.com/kyma-keb/keb/internal/process/provisioning"
@@ -83,6 +84,8 @@ type engine struct {
 	queue    *process.Queue
 	watcher  *process.Watcher
 	takeover *process.Takeover
+	// overrides serves the provisionings' override sources from a watch.
+	overrides *overrides.Sources
 	// kcp and namespace are read by the readiness checks.
 	kcp       client.Reader
 	namespace string
@@ -163,6 +166,10 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 	}
 	// One runtime client cache for every pipeline: a runtime's client (and
 	// its connections) is built once, whichever operation reaches it.
+	sources, err := overrides.NewSources(kcpCfg, scheme, ns, kcp)
+	if err != nil {
+		return nil, err
+	}
 	runtimes := runtimeclient.NewCache(kcp, ns, scheme, runtimeclient.Bounds{})
 	runtimes.WrapTransport = work.CountRequests("runtime")
 	deprov := deprovisioning.Deps{
@@ -176,7 +183,7 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 	pipelines := map[storage.OperationType]process.Pipeline{
 		storage.OperationTypeProvision: provisioning.Pipeline(provisioning.Deps{
 			Config: provCfg, Catalog: cat, Store: store, Finisher: store, KCP: kcp, Accounts: accounts,
-			Runtimes: runtimes,
+			Runtimes: runtimes, OverrideSources: sources,
 		}),
 		storage.OperationTypeDeprovision: deprovisioning.Pipeline(deprov),
 		storage.OperationTypeUpdate: update.Pipeline(update.Deps{
@@ -213,7 +220,7 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 	}
 	watcher := process.NewWatcher(kcpCfg, scheme, ns, store, queue, log.WithField("component", "watch"))
 	takeover := process.NewTakeover(store, ec.TakeoverAfter, log.WithField("component", "takeover"))
-	return &engine{queue: queue, watcher: watcher, takeover: takeover, scheduler: scheduler, kcp: kcp, namespace: ns, workers: ec.Workers, accounts: accounts,
+	return &engine{queue: queue, watcher: watcher, takeover: takeover, overrides: sources, scheduler: scheduler, kcp: kcp, namespace: ns, workers: ec.Workers, accounts: accounts,
 		log: log.WithField("component", "readiness")}, nil
 }
 

@@ -16,6 +16,9 @@ import (
 type Overrides struct {
 	Catalog *catalog.Catalog
 	KCP     client.Client
+	// Sources reads the override ConfigMaps and Secrets (an
+	// overrides.Sources); nil reads them with KCP.
+	Sources client.Reader
 	Config  Config
 }
 
@@ -30,7 +33,11 @@ func (s *Overrides) SharesCheckpoint(*process.Operation) bool { return true }
 func (s *Overrides) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
 	op.Describe("Resolving configuration overrides")
 	plan, _ := s.Catalog.PlanByID(op.Instance.PlanID)
-	name, err := overrides.ForRuntime(ctx, s.KCP, s.Config.Namespace, plan.Lite, op.Instance.RuntimeID, op.InstanceID, true)
+	sources := s.Sources
+	if sources == nil {
+		sources = s.KCP
+	}
+	name, err := overrides.ForRuntime(ctx, s.KCP, sources, s.Config.Namespace, plan.Lite, op.Instance.RuntimeID, op.InstanceID, true)
 	if err != nil {
 		return process.StepResult{}, err
 	}

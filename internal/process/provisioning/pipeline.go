@@ -43,6 +43,8 @@ type Deps struct {
 	KCP      client.Client
 	Accounts *hyperscaler.AccountPool
 	Runtimes *runtimeclient.Cache
+	// OverrideSources reads the override ConfigMaps and Secrets; nil: KCP.
+	OverrideSources client.Reader
 }
 
 // Pipeline returns the provisioning pipeline.
@@ -51,7 +53,7 @@ func Pipeline(d Deps) process.Pipeline {
 		Steps: []process.Step{
 			&Initialization{Catalog: d.Catalog, Store: d.Store, KCP: d.KCP, Config: d.Config},
 			&ResolveHyperscalerSecret{Catalog: d.Catalog, Accounts: d.Accounts, Config: d.Config},
-			&Overrides{Catalog: d.Catalog, KCP: d.KCP, Config: d.Config},
+			&Overrides{Catalog: d.Catalog, KCP: d.KCP, Sources: d.OverrideSources, Config: d.Config},
 			&Components{Catalog: d.Catalog},
 			&CreateRuntime{KCP: d.KCP, Config: d.Config},
 			&CheckRuntime{KCP: d.KCP, Config: d.Config},

@@ -27,7 +27,7 @@ func (s *Overrides) Name() string { return "upgrade_overrides" }
 func (s *Overrides) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
 	op.Describe("Refreshing configuration overrides%s", dryRunNote(op.Record.Upgrade))
 	plan, _ := s.Catalog.PlanByID(op.Instance.PlanID)
-	name, err := overrides.ForRuntime(ctx, s.KCP, s.Config.Namespace, plan.Lite, op.Instance.RuntimeID, op.InstanceID,
+	name, err := overrides.ForRuntime(ctx, s.KCP, s.KCP, s.Config.Namespace, plan.Lite, op.Instance.RuntimeID, op.InstanceID,
 		!op.Record.Upgrade.DryRun)
 	if err != nil {
 		return process.StepResult{}, err
