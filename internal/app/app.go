@@ -244,11 +244,13 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 			return err
 		}
 		background.Go(func() { a.engine.watcher.Run(bg) })
-		background.Go(func() {
-			if err := a.engine.overrides.Start(bg); err != nil {
-				a.log.WithError(err).Warn("override sources are read from the API server: their watch stopped")
-			}
-		})
+		for _, w := range a.engine.watched {
+			background.Go(func() {
+				if err := w.Start(bg); err != nil {
+					a.log.WithError(err).Warn("control-plane configuration is read from the API server: its watch stopped")
+				}
+			})
+		}
 		background.Go(func() { a.engine.takeover.Run(bg) })
 	}
 	select {

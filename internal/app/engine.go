@@ -24,6 +24,7 @@ import (
 	"github.com/kyma-keb/keb/internal/expiry"
 	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
+	"github.com/kyma-keb/keb/internal/kube"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/maintenance"
 	"github.com/kyma-keb/keb/internal/metrics"
@@ -84,8 +85,9 @@ type engine struct {
 	queue    *process.Queue
 	watcher  *process.Watcher
 	takeover *process.Takeover
-	// overrides serves the provisionings' override sources from a watch.
-	overrides *overrides.Sources
+	// watched serve what every provisioning reads of the control plane's
+	// configuration (override sources, Kyma version pins) from watches.
+	watched []*kube.Watched
 	// kcp and namespace are read by the readiness checks.
 	kcp       client.Reader
 	namespace string
@@ -170,6 +172,10 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 	if err != nil {
 		return nil, err
 	}
+	pins, err := kyma.NewVersionPins(kcpCfg, scheme, kcp)
+	if err != nil {
+		return nil, err
+	}
 	runtimes := runtimeclient.NewCache(kcp, ns, scheme, runtimeclient.Bounds{})
 	runtimes.WrapTransport = work.CountRequests("runtime")
 	deprov := deprovisioning.Deps{
@@ -183,7 +189,7 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 	pipelines := map[storage.OperationType]process.Pipeline{
 		storage.OperationTypeProvision: provisioning.Pipeline(provisioning.Deps{
 			Config: provCfg, Catalog: cat, Store: store, Finisher: store, KCP: kcp, Accounts: accounts,
-			Runtimes: runtimes, OverrideSources: sources,
+			Runtimes: runtimes, OverrideSources: sources, VersionPins: pins,
 		}),
 		storage.OperationTypeDeprovision: deprovisioning.Pipeline(deprov),
 		storage.OperationTypeUpdate: update.Pipeline(update.Deps{
@@ -220,7 +226,7 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 	}
 	watcher := process.NewWatcher(kcpCfg, scheme, ns, store, queue, log.WithField("component", "watch"))
 	takeover := process.NewTakeover(store, ec.TakeoverAfter, log.WithField("component", "takeover"))
-	return &engine{queue: queue, watcher: watcher, takeover: takeover, overrides: sources, scheduler: scheduler, kcp: kcp, namespace: ns, workers: ec.Workers, accounts: accounts,
+	return &engine{queue: queue, watcher: watcher, takeover: takeover, watched: []*kube.Watched{sources, pins}, scheduler: scheduler, kcp: kcp, namespace: ns, workers: ec.Workers, accounts: accounts,
 		log: log.WithField("component", "readiness")}, nil
 }
 

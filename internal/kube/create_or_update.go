@@ -1,4 +1,5 @@
-// Package kube holds how keb writes objects to a kube-apiserver.
+// Package kube holds how keb writes objects to a kube-apiserver, and reads the few it reads for
+// every operation.
 package kube
 
 import (

@@ -4,10 +4,16 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/kyma-keb/keb/internal/controlplane"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-keb/keb/internal/controlplane"
+	"github.com/kyma-keb/keb/internal/kube"
 )
 
 // VersionsConfigMap is the control-plane ConfigMap (in controlplane.Namespace) that pins a Kyma version per
@@ -35,4 +41,15 @@ func ResolveVersion(ctx context.Context, r client.Reader, globalAccountID, reque
 		return v, nil
 	}
 	return defaultVersion, nil
+}
+
+// NewVersionPins returns a reader for ResolveVersion that serves the VersionsConfigMap from a
+// watch of that one ConfigMap, once it is started and synced, and from direct before: every
+// provisioning reads it, and it changes when an operator pins a version. It serves nothing else.
+func NewVersionPins(cfg *rest.Config, scheme *k8sruntime.Scheme, direct client.Reader) (*kube.Watched, error) {
+	return kube.NewWatched(cfg, cache.Options{
+		Scheme:               scheme,
+		DefaultNamespaces:    map[string]cache.Config{controlplane.Namespace: {}},
+		DefaultFieldSelector: fields.OneTermEqualSelector("metadata.name", VersionsConfigMap),
+	}, direct, &corev1.ConfigMap{})
 }

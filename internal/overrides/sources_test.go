@@ -36,7 +36,7 @@ func TestSourcesFollowOverrideChanges(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- src.Start(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	for !src.synced.Load() {
+	for !src.Synced() {
 		time.Sleep(10 * time.Millisecond)
 	}
 

@@ -27,7 +27,10 @@ type Initialization struct {
 	Catalog *catalog.Catalog
 	Store   runtimeIdentityStore
 	KCP     client.Reader
-	Config  Config
+	// VersionPins reads the Kyma version pins (kyma.NewVersionPins); nil
+	// reads them with KCP.
+	VersionPins client.Reader
+	Config      Config
 }
 
 // Name implements process.Step.
@@ -65,7 +68,11 @@ func (s *Initialization) Run(ctx context.Context, op *process.Operation) (proces
 	if err != nil {
 		return process.StepResult{}, err
 	}
-	version, err := kyma.ResolveVersion(ctx, s.KCP, op.Instance.GlobalAccountID, params.KymaVersion,
+	pins := s.VersionPins
+	if pins == nil {
+		pins = s.KCP
+	}
+	version, err := kyma.ResolveVersion(ctx, pins, op.Instance.GlobalAccountID, params.KymaVersion,
 		s.Config.OnDemandVersion, s.Config.DefaultKymaVersion)
 	if err != nil {
 		return process.StepResult{}, fmt.Errorf("resolving Kyma version: %w", err)

@@ -43,15 +43,16 @@ type Deps struct {
 	KCP      client.Client
 	Accounts *hyperscaler.AccountPool
 	Runtimes *runtimeclient.Cache
-	// OverrideSources reads the override ConfigMaps and Secrets; nil: KCP.
-	OverrideSources client.Reader
+	// OverrideSources reads the override ConfigMaps and Secrets, and
+	// VersionPins the Kyma version pins; nil: KCP.
+	OverrideSources, VersionPins client.Reader
 }
 
 // Pipeline returns the provisioning pipeline.
 func Pipeline(d Deps) process.Pipeline {
 	return process.Pipeline{
 		Steps: []process.Step{
-			&Initialization{Catalog: d.Catalog, Store: d.Store, KCP: d.KCP, Config: d.Config},
+			&Initialization{Catalog: d.Catalog, Store: d.Store, KCP: d.KCP, VersionPins: d.VersionPins, Config: d.Config},
 			&ResolveHyperscalerSecret{Catalog: d.Catalog, Accounts: d.Accounts, Config: d.Config},
 			&Overrides{Catalog: d.Catalog, KCP: d.KCP, Sources: d.OverrideSources, Config: d.Config},
 			&Components{Catalog: d.Catalog},
