@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -15,22 +17,14 @@ import (
 // operation is conditional on it still being in progress, so that a halted
 // operation (a DELETE arrived) is never overwritten by its old worker.
 
-// Work returns an operation and its instance: two statements, sent as one
-// pipelined batch (one round trip; a worker reads them at every run).
+// Work returns an operation and its instance in one statement (a worker
+// reads them at every run).
 func (s *Store) Work(ctx context.Context, operationID string) (Operation, Instance, error) {
-	batch := &pgx.Batch{}
-	batch.Queue(`SELECT `+operationColumns+` FROM operations WHERE operation_id = $1`, operationID)
-	batch.Queue(`SELECT `+instanceColumns+` FROM instances
-		WHERE instance_id = (SELECT instance_id FROM operations WHERE operation_id = $1)`, operationID)
-	br := s.pool.SendBatch(ctx, batch)
-	defer br.Close()
-	rows, _ := br.Query()
-	op, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Operation])
-	if err != nil {
-		return Operation{}, Instance{}, interpretError(err)
-	}
-	rows, _ = br.Query()
-	row, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[instanceRow])
+	var op Operation
+	var row instanceRow
+	dest := append(columnFields(&op, operationColumns), columnFields(&row, instanceColumns)...)
+	err := s.pool.QueryRow(ctx, `SELECT `+qualified("o", operationColumns)+`, `+qualified("i", instanceColumns)+`
+		FROM operations o JOIN instances i ON i.instance_id = o.instance_id WHERE o.operation_id = $1`, operationID).Scan(dest...)
 	if err != nil {
 		return Operation{}, Instance{}, interpretError(err)
 	}
@@ -39,6 +33,56 @@ func (s *Store) Work(ctx context.Context, operationID string) (Operation, Instan
 		return Operation{}, Instance{}, err
 	}
 	return op, inst, nil
+}
+
+// qualified prefixes every column of a column list with table.
+func qualified(table, columns string) string {
+	names := columnNames(columns)
+	for i, c := range names {
+		names[i] = table + "." + c
+	}
+	return strings.Join(names, ", ")
+}
+
+func columnNames(columns string) []string {
+	names := strings.Split(columns, ",")
+	for i, c := range names {
+		names[i] = strings.TrimSpace(c)
+	}
+	return names
+}
+
+// columnFields returns pointers to the fields of the struct dst points to
+// that hold columns (a column list), in its order: the scan targets of a row
+// that joins two tables whose columns share names, which pgx's by-name
+// scanning cannot tell apart. Fields are matched by their db tags, embedded
+// structs included; a column without a field is a programming error.
+func columnFields(dst any, columns string) []any {
+	byTag := map[string]any{}
+	var walk func(v reflect.Value)
+	walk = func(v reflect.Value) {
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			if f.Anonymous && f.Type.Kind() == reflect.Struct {
+				walk(v.Field(i))
+				continue
+			}
+			if tag, _, _ := strings.Cut(f.Tag.Get("db"), ","); tag != "" && tag != "-" {
+				byTag[tag] = v.Field(i).Addr().Interface()
+			}
+		}
+	}
+	walk(reflect.ValueOf(dst).Elem())
+	names := columnNames(columns)
+	out := make([]any, len(names))
+	for i, c := range names {
+		field, ok := byTag[c]
+		if !ok {
+			panic(fmt.Sprintf("storage: no field of %T holds column %s", dst, c))
+		}
+		out[i] = field
+	}
+	return out
 }
 
 // SaveProgress stores an in-progress operation's description, stage,
