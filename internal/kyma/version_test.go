@@ -13,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/kyma-keb/keb/testing/k8stest"
 )
 
 type versionCase struct {
@@ -51,13 +53,8 @@ func TestResolveVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- pins.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	for !pins.Synced() {
-		time.Sleep(10 * time.Millisecond)
-	}
+	k8stest.StartWatch(t, pins)
+	ctx := t.Context()
 
 	withoutCM := []versionCase{
 		{name: "default", globalAccount: "ga-pinned", want: "2.4.0"},

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-keb/keb/testing/k8stest"
 )
 
 // noLists is a reader whose lists fail.
@@ -32,13 +34,8 @@ func TestSourcesFollowOverrideChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- src.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	for !src.Synced() {
-		time.Sleep(10 * time.Millisecond)
-	}
+	k8stest.StartWatch(t, src)
+	ctx := t.Context()
 
 	got, err := Resolve(ctx, src, ns, false)
 	if err != nil || got.Global["domain"] != "old.example.com" {

@@ -1,7 +1,9 @@
 package k8stest
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,5 +42,25 @@ func EnsureNamespace(t testing.TB, c client.Client, ns string) {
 	err := c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	if client.IgnoreAlreadyExists(err) != nil {
 		t.Fatalf("creating namespace %s: %v", ns, err)
+	}
+}
+
+// StartWatch starts w (a kube.Watched) for the test's lifetime and returns once its watch has
+// synced; the test's deadline bounds the wait.
+func StartWatch(t testing.TB, w interface {
+	Start(ctx context.Context) error
+	Synced() bool
+}) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	for !w.Synced() {
+		select {
+		case err := <-done:
+			t.Fatalf("watch stopped before it synced: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }
