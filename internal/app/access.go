@@ -30,9 +30,9 @@ var KubernetesAccess = []Access{
 	{ScopeControl, "operator.kyma-project.io", "kymas", []string{"get", "list", "create", "update", "patch", "delete"},
 		"provisioning/apply_kyma (create, or get and update when it exists), upgrade/upgrade_initialisation (get), upgrade/upgrade_kyma (merge patch of spec.channel), deprovisioning/delete_kyma, cleanup.EnvironmentsCleaner (delete orphans), app readiness (list one)"},
 	{ScopeControl, "", "secrets", []string{"get", "list", "watch", "create", "update", "delete"},
-		"runtimeclient.Cache (the engine's and binding.Service's) and check_runtime (get kubeconfig-<runtimeID>), overrides.Resolve (list), overrides.Store (CreateOrUpdate), deprovisioning/delete_runtime (delete the overrides Secret), cleanup.EnvironmentsCleaner (delete an orphan's kubeconfig), process.Watcher (list, watch metadata)"},
-	{ScopeControl, "", "configmaps", []string{"get", "list"},
-		"kyma.VersionResolver (get kyma-versions), overrides.Resolve (list)"},
+		"runtimeclient.Cache (the engine's and binding.Service's) and check_runtime (get kubeconfig-<runtimeID>), overrides.Resolve (list), overrides.NewSources (list, watch the labelled ones), overrides.Store (CreateOrUpdate), deprovisioning/delete_runtime (delete the overrides Secret), cleanup.EnvironmentsCleaner (delete an orphan's kubeconfig), process.Watcher (list, watch metadata)"},
+	{ScopeControl, "", "configmaps", []string{"get", "list", "watch"},
+		"kyma.VersionResolver (get kyma-versions), kyma.NewVersionPins (list, watch kyma-versions), overrides.Resolve (list), overrides.NewSources (list, watch the labelled ones)"},
 	{ScopePool, "", "secrets", []string{"get", "list", "update"},
 		"hyperscaler.AccountPool: Claim, ClaimShared, MarkDirty, release, Release (get, list, update labels), Accounts, Census (list)"},
 }
