@@ -50,7 +50,7 @@ func FuzzCheckInstanceBody(f *testing.F) {
 				}
 			}
 		}
-		if _, dup := duplicateKey(body); dup {
+		if _, dup := duplicateKeyByTokens(body); dup {
 			t.Fatalf("accepted duplicate keys: %q", body)
 		}
 		var d domain.ProvisionDetails

@@ -10,8 +10,10 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/pivotal-cf/brokerapi/v10/domain"
+	"github.com/tidwall/gjson"
 )
 
 // requestError is a client mistake found before brokerapi sees the request,
@@ -168,44 +170,52 @@ func decodeSingleObject(body []byte) (map[string]json.RawMessage, *requestError)
 }
 
 // duplicateKey finds an object key that appears twice in one object of a
-// valid JSON document, and returns its dotted path.
+// valid JSON document, and returns its dotted path (array elements share
+// their array's path). It walks the document in place with gjson: encoding/json's
+// Token API allocated for every token, and this runs on every PUT and PATCH.
 func duplicateKey(doc []byte) (string, bool) {
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	var walk func(path string) (string, bool)
-	walk = func(path string) (string, bool) {
-		tok, err := dec.Token()
-		if err != nil {
-			return "", false
-		}
-		switch tok {
-		case json.Delim('{'):
-			seen := map[string]bool{}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return "", false
-				}
-				k, _ := kt.(string)
-				if seen[k] {
-					return path + k, true
-				}
-				seen[k] = true
-				if p, dup := walk(path + k + "."); dup {
-					return p, true
-				}
+	return duplicateIn("", gjson.ParseBytes(doc))
+}
+
+func duplicateIn(path string, v gjson.Result) (found string, dup bool) {
+	switch {
+	case v.IsObject():
+		seen := make(map[string]struct{}, 8)
+		v.ForEach(func(k, val gjson.Result) bool {
+			key := objectKey(k)
+			if _, ok := seen[key]; ok {
+				found, dup = path+key, true
+				return false
 			}
-			_, _ = dec.Token()
-		case json.Delim('['):
-			for dec.More() {
-				if p, dup := walk(path); dup {
-					return p, true
-				}
+			seen[key] = struct{}{}
+			if val.IsObject() || val.IsArray() {
+				found, dup = duplicateIn(path+key+".", val)
 			}
-			_, _ = dec.Token()
-		}
-		return "", false
+			return !dup
+		})
+	case v.IsArray():
+		v.ForEach(func(_, val gjson.Result) bool {
+			if val.IsObject() || val.IsArray() {
+				found, dup = duplicateIn(path, val)
+			}
+			return !dup
+		})
 	}
-	return walk("")
+	return found, dup
+}
+
+// objectKey is a key as encoding/json (and so brokerapi) reads it: escapes
+// resolved, each invalid UTF-8 byte and lone surrogate a U+FFFD. Plain keys
+// are taken as they stand; the rare others go through encoding/json itself.
+func objectKey(k gjson.Result) string {
+	if !strings.Contains(k.Raw, "\\") && utf8.ValidString(k.Str) {
+		return k.Str
+	}
+	var key string
+	if err := json.Unmarshal([]byte(k.Raw), &key); err != nil {
+		return k.Raw
+	}
+	return key
 }
 
 // checkDeprovisionQuery demands what OSB requires of a DELETE: service_id
