@@ -94,9 +94,9 @@ func (s *Store) CreateProvisioning(ctx context.Context, inst Instance, op Operat
 	if !g.busy {
 		g.busy = true
 		g.mu.Unlock()
-		err := s.createProvisioning(ctx, a)
-		s.nextAcceptBatch()
-		return err
+		// Deferred, so that even a panic hands the turn on.
+		defer s.nextAcceptBatch()
+		return s.createProvisioning(ctx, a)
 	}
 	a.lead, a.done = make(chan []*accept, 1), make(chan struct{})
 	g.waiting = append(g.waiting, a)
@@ -157,11 +157,25 @@ func (s *Store) nextAcceptBatch() {
 // returns self's outcome.
 func (s *Store) leadAccepts(batch []*accept, self *accept) error {
 	if len(batch) == 1 {
-		err := s.createProvisioning(self.ctx, self)
-		s.nextAcceptBatch()
-		return err
+		defer s.nextAcceptBatch()
+		return s.createProvisioning(self.ctx, self)
 	}
+	decided := false
+	defer func() {
+		if decided {
+			return
+		}
+		// A panic in the group transaction (whose connection pgx then
+		// discards, uncommitted) must not leave the members and every
+		// later accept waiting: they run singly, and the panic goes on.
+		s.nextAcceptBatch()
+		for _, a := range batch {
+			a.err = errRunSingly
+			close(a.done)
+		}
+	}()
 	written, err := s.insertAccepts(batch)
+	decided = true
 	s.nextAcceptBatch()
 	for _, a := range batch {
 		a.err = nil
