@@ -3,7 +3,10 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"testing"
+
+	"github.com/pivotal-cf/brokerapi/v10/domain"
 )
 
 // duplicateKeyByTokens is the reference duplicateKey is held to: the same
@@ -91,4 +94,32 @@ func FuzzDuplicateKey(f *testing.F) {
 			t.Fatalf("duplicateKey(%q) = %q, %v; the tokenizer finds %q, %v", doc, gotPath, gotDup, wantPath, wantDup)
 		}
 	})
+}
+
+// benchBody is what `make bench` PUTs.
+const benchBody = `{"service_id":"47c9dcbf-ff30-448e-ab36-d3bad66ba281","plan_id":"4deee563-e5ec-4731-b9b1-53b42d855f0c",` +
+	`"context":{"globalaccount_id":"bench-ga-1","subaccount_id":"bench-sa","user_id":"bench@example.com"},"parameters":{"name":"bench"}}`
+
+func BenchmarkDuplicateKey(b *testing.B) {
+	b.Run("gjson", func(b *testing.B) {
+		for b.Loop() {
+			duplicateKey([]byte(benchBody))
+		}
+	})
+	b.Run("tokenizer", func(b *testing.B) {
+		for b.Loop() {
+			duplicateKeyByTokens([]byte(benchBody))
+		}
+	})
+}
+
+func BenchmarkCheckInstanceBody(b *testing.B) {
+	o := offering{services: []domain.Service{{ID: "47c9dcbf-ff30-448e-ab36-d3bad66ba281",
+		Plans: []domain.ServicePlan{{ID: "4deee563-e5ec-4731-b9b1-53b42d855f0c", Name: "azure"}}}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if rerr := o.checkInstanceBody(http.MethodPut, []byte(benchBody)); rerr != nil {
+			b.Fatal(rerr)
+		}
+	}
 }
