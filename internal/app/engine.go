@@ -208,6 +208,7 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 		return nil, err
 	}
 	watcher := process.NewWatcher(kcpCfg, scheme, ns, store, queue, log.WithField("component", "watch"))
+	watcher.MaxRun = ec.JobTimeout
 	takeover := process.NewTakeover(store, ec.TakeoverAfter, log.WithField("component", "takeover"))
 	return &engine{queue: queue, watcher: watcher, takeover: takeover, scheduler: scheduler, kcp: kcp, namespace: ns, workers: ec.Workers, accounts: accounts,
 		log: log.WithField("component", "readiness")}, nil

@@ -1,17 +1,25 @@
 package httpapi
 
 import (
+	"bytes"
+	"compress/gzip"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 
+	"github.com/gorilla/mux"
+	"github.com/sirupsen/logrus"
+	"github.com/sirupsen/logrus/hooks/test"
+
+	"github.com/kyma-keb/keb/internal/logging"
+
 	"github.com/kyma-keb/keb/internal/broker"
 	"github.com/kyma-keb/keb/internal/catalog"
 )
 
-func TestCatalogCarriesAnETagAndAnswers304(t *testing.T) {
-	t.Parallel()
+func catalogHandler(t *testing.T) http.Handler {
+	t.Helper()
 	cat, err := catalog.Load("")
 	if err != nil {
 		t.Fatal(err)
@@ -28,6 +36,12 @@ func TestCatalogCarriesAnETagAndAnswers304(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return h
+}
+
+func TestCatalogCarriesAnETagAndAnswers304(t *testing.T) {
+	t.Parallel()
+	h := catalogHandler(t)
 	get := func(ifNoneMatch string) (*http.Response, []byte) {
 		req := httptest.NewRequest(http.MethodGet, "/oauth/v2/catalog", nil)
 		if ifNoneMatch != "" {
@@ -57,5 +71,99 @@ func TestCatalogCarriesAnETagAndAnswers304(t *testing.T) {
 	}
 	if res, body := get(`"stale"`); res.StatusCode != http.StatusOK || string(body) != string(want) {
 		t.Errorf("stale If-None-Match: status %d, want 200 with the catalog", res.StatusCode)
+	}
+}
+
+// A client that accepts gzip gets the catalog compressed, with an entity tag
+// of its own; one that does not (or refuses it with q=0) gets it as is.
+func TestCatalogIsServedGzippedToClientsThatAcceptIt(t *testing.T) {
+	t.Parallel()
+	h := catalogHandler(t)
+	get := func(acceptEncoding, ifNoneMatch string) (*http.Response, []byte) {
+		req := httptest.NewRequest(http.MethodGet, "/oauth/v2/catalog", nil)
+		if acceptEncoding != "" {
+			req.Header.Set("Accept-Encoding", acceptEncoding)
+		}
+		if ifNoneMatch != "" {
+			req.Header.Set("If-None-Match", ifNoneMatch)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Result(), rec.Body.Bytes()
+	}
+	plain, want := get("", "")
+	if plain.Header.Get("Content-Encoding") != "" || plain.Header.Get("Vary") != "Accept-Encoding" {
+		t.Fatalf("without Accept-Encoding: Content-Encoding %q, Vary %q; want none and Accept-Encoding",
+			plain.Header.Get("Content-Encoding"), plain.Header.Get("Vary"))
+	}
+	for _, ae := range []string{"gzip", "gzip, deflate, br", "br;q=1.0, GZIP;q=0.5", "*", "x-gzip"} {
+		res, body := get(ae, "")
+		if res.StatusCode != http.StatusOK || res.Header.Get("Content-Encoding") != "gzip" {
+			t.Errorf("Accept-Encoding %q: status %d, Content-Encoding %q; want 200 gzip", ae, res.StatusCode, res.Header.Get("Content-Encoding"))
+			continue
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(body))
+		if err != nil {
+			t.Fatalf("Accept-Encoding %q: %v", ae, err)
+		}
+		got, err := io.ReadAll(zr)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("Accept-Encoding %q: the body does not unzip to the catalog (%v)", ae, err)
+		}
+		if len(body) >= len(want)/4 {
+			t.Errorf("Accept-Encoding %q: %d bytes for a %d-byte catalog", ae, len(body), len(want))
+		}
+		etag := res.Header.Get("ETag")
+		if etag == plain.Header.Get("ETag") {
+			t.Errorf("Accept-Encoding %q: the gzip body has the plain body's ETag %s", ae, etag)
+		}
+		if res, _ := get(ae, etag); res.StatusCode != http.StatusNotModified {
+			t.Errorf("Accept-Encoding %q, If-None-Match its ETag: status %d, want 304", ae, res.StatusCode)
+		}
+	}
+	for _, ae := range []string{"identity", "gzip;q=0", "br, gzip; q=0.000", "deflate"} {
+		res, body := get(ae, "")
+		if res.Header.Get("Content-Encoding") != "" || !bytes.Equal(body, want) {
+			t.Errorf("Accept-Encoding %q: Content-Encoding %q; want the plain catalog", ae, res.Header.Get("Content-Encoding"))
+		}
+	}
+}
+
+// Served catalogs and answered polls are logged at debug, like probes: a
+// platform sends them over and over. Other requests, and failed catalog
+// reads, are logged at info or above.
+func TestAccessLogLevels(t *testing.T) {
+	t.Parallel()
+	log, hook := test.NewNullLogger()
+	log.SetLevel(logrus.DebugLevel)
+	r := mux.NewRouter()
+	r.Use(accessLog)
+	status := func(code int) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(code) })
+	}
+	r.Handle("/oauth/v2/catalog", status(http.StatusOK)).Methods(http.MethodGet).Headers("X-Case", "ok")
+	r.Handle("/oauth/v2/catalog", status(http.StatusNotModified)).Methods(http.MethodGet).Headers("X-Case", "304")
+	r.Handle("/oauth/v2/catalog", status(http.StatusUnauthorized)).Methods(http.MethodGet).Headers("X-Case", "401")
+	r.Handle("/oauth/v2/service_instances/{instance_id}/last_operation", status(http.StatusOK)).Methods(http.MethodGet)
+	r.Handle("/oauth/v2/service_instances/{instance_id}", status(http.StatusAccepted)).Methods(http.MethodPut)
+	tests := []struct {
+		method, path, xcase string
+		want                logrus.Level
+	}{
+		{http.MethodGet, "/oauth/v2/catalog", "ok", logrus.DebugLevel},
+		{http.MethodGet, "/oauth/v2/catalog", "304", logrus.DebugLevel},
+		{http.MethodGet, "/oauth/v2/catalog", "401", logrus.InfoLevel},
+		{http.MethodGet, "/oauth/v2/service_instances/i-1/last_operation", "", logrus.DebugLevel},
+		{http.MethodPut, "/oauth/v2/service_instances/i-1", "", logrus.InfoLevel},
+	}
+	for _, tc := range tests {
+		hook.Reset()
+		req := httptest.NewRequest(tc.method, tc.path, nil)
+		req.Header.Set("X-Case", tc.xcase)
+		req = req.WithContext(logging.WithLogger(req.Context(), log))
+		r.ServeHTTP(httptest.NewRecorder(), req)
+		if e := hook.LastEntry(); e == nil || e.Level != tc.want {
+			t.Errorf("%s %s (%s): logged %v, want one line at %s", tc.method, tc.path, tc.xcase, e, tc.want)
+		}
 	}
 }

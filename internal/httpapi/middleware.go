@@ -91,11 +91,12 @@ func routeOf(req *http.Request) string {
 	return "unmatched"
 }
 
-// accessLog writes one line per request. Probes and answered polls
-// (last_operation, 200) are logged at debug level so that they don't drown
-// the log: a platform polls every operation every few seconds for as long as
-// it runs, and writing those lines cost more CPU than answering the polls.
-// A poll that fails (4xx, 5xx) is still logged.
+// accessLog writes one line per request. Probes, answered polls
+// (last_operation, 200) and served catalogs (200, 304) are logged at debug
+// level so that they don't drown the log: a platform polls every operation
+// every few seconds for as long as it runs, and reads the catalog over and
+// over; writing those lines cost more CPU than answering the requests. A
+// poll or catalog read that fails (4xx, 5xx) is still logged.
 func accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		start := time.Now()
@@ -107,6 +108,9 @@ func accessLog(next http.Handler) http.Handler {
 		case route == "/healthz" || route == "/readyz" || route == "/metrics":
 			level = logrus.DebugLevel
 		case status == http.StatusOK && req.Method == http.MethodGet && strings.HasSuffix(route, "/last_operation"):
+			level = logrus.DebugLevel
+		case (status == http.StatusOK || status == http.StatusNotModified) && req.Method == http.MethodGet &&
+			strings.HasSuffix(route, "/v2/catalog"):
 			level = logrus.DebugLevel
 		case status >= 500:
 			level = logrus.ErrorLevel

@@ -302,14 +302,23 @@ func (q *Queue) EnqueueManyTx(ctx context.Context, tx pgx.Tx, operationIDs []str
 }
 
 // Wake makes a waiting job available at once (a watch saw its runtime
-// change). running reports that the job was running, so the wake-up did
-// nothing: the caller may try again once the run has ended.
-func (q *Queue) Wake(ctx context.Context, jobID int64) (running bool, err error) {
+// change). A running job is left alone: runningSince is then when that run
+// began, so that the caller can tell whether the run may have missed the
+// change; zero means the job was not running and is now due.
+func (q *Queue) Wake(ctx context.Context, jobID int64) (runningSince time.Time, err error) {
 	row, err := q.client.JobRetry(ctx, jobID)
 	if err != nil {
-		return false, fmt.Errorf("waking job %d: %w", jobID, err)
+		return time.Time{}, fmt.Errorf("waking job %d: %w", jobID, err)
 	}
-	return row.State == rivertype.JobStateRunning, nil
+	if row.State != rivertype.JobStateRunning {
+		return time.Time{}, nil
+	}
+	if row.AttemptedAt == nil {
+		// Not expected of a running job; treat the run as old, so the
+		// caller tries again rather than trusting it.
+		return time.Unix(0, 0), nil
+	}
+	return *row.AttemptedAt, nil
 }
 
 // Start starts the workers (a no-op for an insert-only queue or one Work was

@@ -25,12 +25,13 @@ import (
 // waitingJobs marks the operation waiting on a runtime as woken and finds its
 // queue job.
 type waitingJobs interface {
-	WakeRuntime(ctx context.Context, runtimeID string) (int64, error)
+	WakeRuntime(ctx context.Context, runtimeID string) (jobID int64, wokenAt time.Time, err error)
 }
 
-// waker makes a waiting job run now.
+// waker makes a waiting job run now; runningSince is when the job's current
+// run began, zero when it was not running (and is now due).
 type waker interface {
-	Wake(ctx context.Context, jobID int64) (running bool, err error)
+	Wake(ctx context.Context, jobID int64) (runningSince time.Time, err error)
 }
 
 // Watcher wakes operations waiting on the control plane as soon as what
@@ -44,6 +45,10 @@ type Watcher struct {
 	jobs      waitingJobs
 	queue     waker
 	log       logrus.FieldLogger
+	// MaxRun is the longest one run of a job lasts (the queue's job
+	// timeout): a wake-up that finds an older run going retries that long
+	// at most.
+	MaxRun time.Duration
 
 	mu    sync.Mutex
 	state WatchState
@@ -114,7 +119,8 @@ func (w *Watcher) Run(ctx context.Context) {
 
 // NewWatcher watches namespace of the control plane at cfg.
 func NewWatcher(cfg *rest.Config, scheme *k8sruntime.Scheme, namespace string, jobs waitingJobs, queue waker, log logrus.FieldLogger) *Watcher {
-	return &Watcher{cfg: cfg, scheme: scheme, namespace: namespace, jobs: jobs, queue: queue, log: log}
+	return &Watcher{cfg: cfg, scheme: scheme, namespace: namespace, jobs: jobs, queue: queue, log: log,
+		MaxRun: time.Minute}
 }
 
 // Start watches until ctx is done or the watch fails; Run restarts it.
@@ -167,16 +173,13 @@ func (w *Watcher) Start(ctx context.Context) error {
 }
 
 // endsAWait reports whether an added (old nil) or updated object can end a
-// wait, so that only such events cost a wake-up (an UPDATE and a job retry,
-// and for a job still running, retries until it snoozed). Steps wait for a
-// Runtime CR to become Ready or Failed, for a kubeconfig Secret to exist, or
-// for either to be deleted (deletions always wake). keb's own create of a
-// Runtime CR, the infrastructure manager's Pending updates and rewrites of a
-// Secret end no wait; a step still sees them at its next poll. (keb's create
-// of a runtime's overrides Secret does wake its operation, needlessly: with
-// that wake-up left out, some provisionings right after a start waited for
-// their 30 s poll although their runtime was ready, a lost wake-up that this
-// one masks. Not yet understood, so it stays.)
+// wait, so that only such events cost a wake-up (an UPDATE and a job retry).
+// Steps wait for a Runtime CR to become Ready or Failed (or, for an upgrade,
+// to report the new generation), for a runtime's kubeconfig Secret to exist,
+// or for either to be deleted (deletions always wake). keb's own create of a
+// Runtime CR or of an overrides Secret, the infrastructure manager's Pending
+// updates and rewrites of a Secret end no wait; a step still sees them at its
+// next poll.
 func endsAWait(old, updated any) bool {
 	switch obj := updated.(type) {
 	case *infrastructuremanager.Runtime:
@@ -187,8 +190,10 @@ func endsAWait(old, updated any) bool {
 		// An upgrade waits for the new generation to be applied, which
 		// may come without a state change seen in between.
 		return !ok || prev.Status.State != obj.Status.State || prev.Status.ObservedGeneration != obj.Status.ObservedGeneration
+	case *metav1.PartialObjectMetadata:
+		return old == nil && obj.GetName() == infrastructuremanager.KubeconfigSecretName(obj.GetLabels()[controlplane.LabelRuntimeID])
 	default:
-		return old == nil
+		return false
 	}
 }
 
@@ -204,32 +209,40 @@ func (w *Watcher) changed(ctx context.Context, o any) {
 	if runtimeID == "" {
 		return
 	}
-	jobID, err := w.jobs.WakeRuntime(ctx, runtimeID)
+	jobID, wokenAt, err := w.jobs.WakeRuntime(ctx, runtimeID)
 	if errors.Is(err, storage.ErrNotFound) {
 		return
 	}
-	if err == nil {
-		go w.wake(ctx, runtimeID, jobID)
+	if err != nil {
+		w.logWakeError(ctx, runtimeID, err)
 		return
 	}
-	w.log.WithError(err).WithField("runtime_id", runtimeID).Debug("waking operation")
+	go w.wake(ctx, runtimeID, jobID, wokenAt)
 }
 
-// wake retries while the job is running: between its last save and the
-// queue recording it snoozed, a wake-up would otherwise be lost (the run
-// itself notices wakes that land before its save), and the operation would
-// sleep until its next poll (half a minute for a runtime). On a busy machine
-// the queue records a snooze seconds after the run ended, so the retries
-// back off from 200 ms to 2 s and give up only after wakeRunningFor.
-func (w *Watcher) wake(ctx context.Context, runtimeID string, jobID int64) {
-	deadline := time.Now().Add(wakeRunningFor)
+// wake makes the operation's job due now. A job already running is left
+// alone by the queue; if that run began after the wake-up was recorded, it
+// reads what changed and nothing is lost. A run that began before may have
+// read the old state; if it ends in a wait, it sees the wake-up when it saves
+// (Engine.wait), unless the wake-up came after that save. So while such a run
+// is going, the wake-up is tried again (backing off from 200 ms to 2 s) until
+// the queue has recorded the run's end, which on a busy machine is seconds
+// later; at most MaxRun, after which the run was cut off and is retried
+// anyway.
+func (w *Watcher) wake(ctx context.Context, runtimeID string, jobID int64, wokenAt time.Time) {
+	deadline := time.Now().Add(w.MaxRun)
 	for delay := 200 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
-		running, err := w.queue.Wake(ctx, jobID)
+		runningSince, err := w.queue.Wake(ctx, jobID)
 		if err != nil {
-			w.log.WithError(err).WithField("runtime_id", runtimeID).Debug("waking operation")
+			w.logWakeError(ctx, runtimeID, err)
 			return
 		}
-		if !running || time.Now().Add(delay).After(deadline) {
+		if runningSince.IsZero() || runningSince.After(wokenAt) {
+			return
+		}
+		if time.Now().Add(delay).After(deadline) {
+			w.log.WithFields(logrus.Fields{"runtime_id": runtimeID, "job_id": jobID}).
+				Warn("operation still running a step begun before its runtime changed; leaving it to its next poll")
 			return
 		}
 		select {
@@ -240,7 +253,11 @@ func (w *Watcher) wake(ctx context.Context, runtimeID string, jobID int64) {
 	}
 }
 
-// wakeRunningFor bounds how long a wake-up keeps retrying a running job. A
-// run is that long only when its step is: the wake then landed before the
-// run's save, which sees it.
-const wakeRunningFor = 20 * time.Second
+// logWakeError reports a wake-up that could not be made: the operation then
+// waits for its next poll. Errors from shutting down are not worth a line.
+func (w *Watcher) logWakeError(ctx context.Context, runtimeID string, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	w.log.WithError(err).WithField("runtime_id", runtimeID).Warn("waking operation; it waits for its next poll")
+}

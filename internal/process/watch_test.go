@@ -3,6 +3,7 @@ package process
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -38,6 +39,7 @@ func TestOnlyEventsThatCanEndAWaitWakeOperations(t *testing.T) {
 		{"ready Runtime CR rewritten", rt(infrastructuremanager.StateReady), rt(infrastructuremanager.StateReady), false},
 		{"ready Runtime CR seen at start", nil, rt(infrastructuremanager.StateReady), true},
 		{"kubeconfig Secret created", nil, kubeconfig, true},
+		{"keb creates the runtime's overrides Secret", nil, secret("overrides-rt-1"), false},
 		{"kubeconfig Secret rewritten", kubeconfig, kubeconfig, false},
 	}
 	for _, tc := range tests {
@@ -47,26 +49,58 @@ func TestOnlyEventsThatCanEndAWaitWakeOperations(t *testing.T) {
 	}
 }
 
-// fakeWaker answers Wake with running for the first runningFor calls.
+// fakeWaker answers Wake as if the job's run that began at runningSince
+// went on for the first runningFor calls.
 type fakeWaker struct {
-	runningFor int
-	calls      int
+	runningSince time.Time
+	runningFor   int
+	calls        int
 }
 
-func (f *fakeWaker) Wake(context.Context, int64) (bool, error) {
+func (f *fakeWaker) Wake(context.Context, int64) (time.Time, error) {
 	f.calls++
-	return f.calls <= f.runningFor, nil
+	if f.calls <= f.runningFor {
+		return f.runningSince, nil
+	}
+	return time.Time{}, nil
 }
 
-// A wake-up that finds the job still running (the queue has not recorded
-// its snooze yet) is retried until the job is no longer running, so it is
-// not lost: the operation would otherwise sleep until its next poll.
-func TestWakeRetriesWhileTheJobIsRunning(t *testing.T) {
+// A wake-up that finds the job running a step begun before the change (the
+// run may have read the old state, and the queue has not recorded its end
+// yet) is retried until the job is no longer running, so it is not lost: the
+// operation would otherwise sleep until its next poll. A run begun after the
+// change reads it: no retry.
+func TestWakeRetriesWhileARunBegunBeforeTheChangeGoesOn(t *testing.T) {
 	t.Parallel()
-	q := &fakeWaker{runningFor: 3}
+	wokenAt := time.Now()
+	tests := []struct {
+		name         string
+		runningSince time.Time
+		want         int
+	}{
+		{"run begun before the change", wokenAt.Add(-time.Second), 4},
+		{"run begun after the change", wokenAt.Add(time.Millisecond), 1},
+	}
+	for _, tc := range tests {
+		q := &fakeWaker{runningSince: tc.runningSince, runningFor: 3}
+		w := NewWatcher(nil, nil, "", nil, q, logrus.New())
+		w.wake(t.Context(), "rt-1", 7, wokenAt)
+		if q.calls != tc.want {
+			t.Errorf("%s: Wake called %d times, want %d", tc.name, q.calls, tc.want)
+		}
+	}
+}
+
+// A run that outlasts MaxRun was cut off by the queue and is retried anyway:
+// the wake-up stops trying.
+func TestWakeGivesUpAfterMaxRun(t *testing.T) {
+	t.Parallel()
+	wokenAt := time.Now()
+	q := &fakeWaker{runningSince: wokenAt.Add(-time.Second), runningFor: 1 << 30}
 	w := NewWatcher(nil, nil, "", nil, q, logrus.New())
-	w.wake(t.Context(), "rt-1", 7)
-	if q.calls != 4 {
-		t.Errorf("Wake called %d times, want 4: three while running, one that woke it", q.calls)
+	w.MaxRun = time.Second
+	w.wake(t.Context(), "rt-1", 7, wokenAt)
+	if q.calls < 2 || q.calls > 5 {
+		t.Errorf("Wake called %d times in a MaxRun of 1s, want 2 to 5 (200 ms, 400 ms, 800 ms apart)", q.calls)
 	}
 }

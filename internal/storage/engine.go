@@ -212,19 +212,20 @@ func (s *Store) Archived(ctx context.Context, instanceID string) (ArchivedInstan
 }
 
 // WakeRuntime marks the in-progress operation of the instance running
-// runtimeID as woken and returns its River job, for wake-ups.
-func (s *Store) WakeRuntime(ctx context.Context, runtimeID string) (int64, error) {
+// runtimeID as woken and returns its River job and the database's time of
+// the mark, for wake-ups.
+func (s *Store) WakeRuntime(ctx context.Context, runtimeID string) (jobID int64, wokenAt time.Time, err error) {
 	var id *int64
-	err := s.pool.QueryRow(ctx, `UPDATE operations o SET woken_at = clock_timestamp() FROM instances i
+	err = s.pool.QueryRow(ctx, `UPDATE operations o SET woken_at = clock_timestamp() FROM instances i
 		WHERE o.instance_id = i.instance_id AND i.runtime_id = $1 AND o.state = $2 AND o.job_id IS NOT NULL
-		RETURNING o.job_id`, runtimeID, OperationInProgress).Scan(&id)
+		RETURNING o.job_id, o.woken_at`, runtimeID, OperationInProgress).Scan(&id, &wokenAt)
 	if err != nil {
-		return 0, interpretError(err)
+		return 0, time.Time{}, interpretError(err)
 	}
 	if id == nil {
-		return 0, ErrNotFound
+		return 0, time.Time{}, ErrNotFound
 	}
-	return *id, nil
+	return *id, wokenAt, nil
 }
 
 // LockInstance takes a session-level advisory lock on an instance on a

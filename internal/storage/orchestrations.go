@@ -121,7 +121,7 @@ type Selector struct {
 type OrchestrationQueue interface {
 	Enqueuer
 	EnqueueOrchestrationTx(ctx context.Context, tx pgx.Tx, orchestrationID string) (int64, error)
-	Wake(ctx context.Context, jobID int64) (running bool, err error)
+	Wake(ctx context.Context, jobID int64) (runningSince time.Time, err error)
 }
 
 // Orchestrations reads and writes orchestrations and their targets.
