@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -19,14 +20,13 @@ import (
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
-// gatedQueue is keb's River queue with a gate: the accept of operation
-// gatedOp stops inside its transaction, in its job's insert, until the test
-// opens the gate, so that the accepts started meanwhile queue up and go in one
-// group transaction. It records the size of every multi-job insert.
+// gatedQueue is keb's River queue with a gate: the accepts of operations
+// named gated-… stop inside their transactions, in their jobs' insert, until
+// the test opens the gate, so that the accepts started meanwhile queue up and
+// go in one group transaction. It records the size of every multi-job insert.
 type gatedQueue struct {
 	*process.Queue
-	gatedOp  string
-	entered  chan struct{}
+	entered  chan string
 	gate     chan struct{}
 	failMany error
 
@@ -34,7 +34,7 @@ type gatedQueue struct {
 	batches []int
 }
 
-func newGatedQueue(t *testing.T, f *fixture, gatedOp string) *gatedQueue {
+func newGatedQueue(t *testing.T, f *fixture) *gatedQueue {
 	t.Helper()
 	log := logrus.New()
 	log.SetOutput(io.Discard)
@@ -42,14 +42,14 @@ func newGatedQueue(t *testing.T, f *fixture, gatedOp string) *gatedQueue {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gq := &gatedQueue{Queue: q, gatedOp: gatedOp, entered: make(chan struct{}), gate: make(chan struct{})}
+	gq := &gatedQueue{Queue: q, entered: make(chan string, storage.MaxAcceptsInFlight), gate: make(chan struct{})}
 	f.store = storage.NewStore(f.pool, f.cipher, gq)
 	return gq
 }
 
 func (q *gatedQueue) EnqueueTx(ctx context.Context, tx pgx.Tx, operationID string) (int64, error) {
-	if operationID == q.gatedOp {
-		close(q.entered)
+	if strings.HasPrefix(operationID, "gated-") {
+		q.entered <- operationID
 		<-q.gate
 	}
 	return q.Queue.EnqueueTx(ctx, tx, operationID)
@@ -84,20 +84,36 @@ type acceptCase struct {
 	race    string
 }
 
-// acceptTogether starts the gated accept, then cases while it is held, waits
-// until every case waits for it, and opens the gate: the cases then go as one
-// batch (or, after a failed batch, singly). It returns each case's error.
-func acceptTogether(t *testing.T, f *fixture, q *gatedQueue, gated storage.Instance, cases []acceptCase) (gatedErr error, errs []error) {
+// holdInFlight starts as many gated accepts as run at once without queueing
+// and waits until each is held in its transaction. Their outcomes come on
+// the channel returned, once the gate opens.
+func holdInFlight(t *testing.T, f *fixture, q *gatedQueue) (gated []storage.Instance, done chan error) {
 	t.Helper()
-	first := make(chan error, 1)
-	go func() {
-		first <- f.store.CreateProvisioning(f.ctx, gated, newOperation(q.gatedOp, gated.InstanceID, storage.OperationTypeProvision))
-	}()
-	select {
-	case <-q.entered:
-	case <-f.ctx.Done():
-		t.Fatal("the gated accept never reached its job insert")
+	done = make(chan error, storage.MaxAcceptsInFlight)
+	for i := range storage.MaxAcceptsInFlight {
+		inst := newInstance(fmt.Sprintf("first-%d", i), fmt.Sprintf("ga-first-%d", i), "azure")
+		gated = append(gated, inst)
+		go func() {
+			done <- f.store.CreateProvisioning(f.ctx, inst, newOperation("gated-"+inst.InstanceID, inst.InstanceID, storage.OperationTypeProvision))
+		}()
 	}
+	for range storage.MaxAcceptsInFlight {
+		select {
+		case <-q.entered:
+		case <-f.ctx.Done():
+			t.Fatal("the gated accepts never reached their job inserts")
+		}
+	}
+	return gated, done
+}
+
+// acceptTogether holds accepts in flight, starts cases meanwhile, waits
+// until every case queues, and opens the gate: the cases then go as one
+// batch (or, after a failed batch, singly). It returns each case's error and
+// checks the held accepts were written.
+func acceptTogether(t *testing.T, f *fixture, q *gatedQueue, cases []acceptCase) (errs []error) {
+	t.Helper()
+	gated, first := holdInFlight(t, f, q)
 	errs = make([]error, len(cases))
 	var wg sync.WaitGroup
 	for i, c := range cases {
@@ -115,7 +131,13 @@ func acceptTogether(t *testing.T, f *fixture, q *gatedQueue, gated storage.Insta
 	}
 	close(q.gate)
 	wg.Wait()
-	return <-first, errs
+	for _, inst := range gated {
+		if err := <-first; err != nil {
+			t.Fatalf("an accept held in flight: %v", err)
+		}
+		checkWritten(t, f, inst, "gated-"+inst.InstanceID, true)
+	}
+	return errs
 }
 
 // checkWritten asserts what a user of the instance would see: an accepted
@@ -163,7 +185,7 @@ func sameJSON(a, b []byte) bool {
 func TestGroupCommitAnswersEachAcceptAsAlone(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil)
-	q := newGatedQueue(t, f, "op-first")
+	q := newGatedQueue(t, f)
 	// Already there: a provisioning (re-sent below), a trial (a second one of
 	// its global account is refused), and an archived ID.
 	f.provision("taken", "ga-taken", "azure", "op-taken")
@@ -204,12 +226,7 @@ func TestGroupCommitAnswersEachAcceptAsAlone(t *testing.T) {
 		acceptCase{inst: conflicting, opID: "op-dup-diff-2", wantErr: storage.ErrAlreadyExists, race: "dup-diff"},
 	)
 
-	gated := newInstance("first", "ga-first", "azure")
-	gatedErr, errs := acceptTogether(t, f, q, gated, cases)
-	if gatedErr != nil {
-		t.Fatalf("the accept in flight: %v", gatedErr)
-	}
-	checkWritten(t, f, gated, "op-first", true)
+	errs := acceptTogether(t, f, q, cases)
 
 	winners := map[string]int{}
 	for i, c := range cases {
@@ -246,7 +263,7 @@ func TestGroupCommitAnswersEachAcceptAsAlone(t *testing.T) {
 func TestGroupCommitFallsBackToSingleAccepts(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil)
-	q := newGatedQueue(t, f, "op-first")
+	q := newGatedQueue(t, f)
 	// The group transaction fails in its job insert: it rolls back and each
 	// accept runs alone, and is written exactly once.
 	q.failMany = errors.New("queue refused the batch")
@@ -257,10 +274,7 @@ func TestGroupCommitFallsBackToSingleAccepts(t *testing.T) {
 		{inst: newInstance("taken", "ga-taken", "azure"), opID: "op-taken-again", wantErr: storage.ErrAlreadyExists},
 		{inst: newInstance("c", "ga-c", "azure"), opID: "op-c"},
 	}
-	gatedErr, errs := acceptTogether(t, f, q, newInstance("first", "ga-first", "azure"), cases)
-	if gatedErr != nil {
-		t.Fatalf("the accept in flight: %v", gatedErr)
-	}
+	errs := acceptTogether(t, f, q, cases)
 	if q.largestBatch() < 3 {
 		t.Fatalf("no group transaction was tried (multi-job inserts: %v)", q.batches)
 	}
@@ -275,14 +289,9 @@ func TestGroupCommitFallsBackToSingleAccepts(t *testing.T) {
 func TestCancelledWaitingAcceptWritesNothing(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil)
-	q := newGatedQueue(t, f, "op-first")
-	first := make(chan error, 1)
-	go func() {
-		first <- f.store.CreateProvisioning(f.ctx, newInstance("first", "ga-first", "azure"),
-			newOperation("op-first", "first", storage.OperationTypeProvision))
-	}()
-	<-q.entered
-	// Two accepts queue behind the one in flight; the platform gives up on
+	q := newGatedQueue(t, f)
+	_, first := holdInFlight(t, f, q)
+	// Two accepts queue behind the ones in flight; the platform gives up on
 	// one of them before its turn.
 	ctx, cancel := context.WithCancel(f.ctx)
 	gaveUp := make(chan error, 1)
@@ -303,8 +312,10 @@ func TestCancelledWaitingAcceptWritesNothing(t *testing.T) {
 		t.Errorf("cancelled waiting accept: %v, want context.Canceled", err)
 	}
 	close(q.gate)
-	if err := <-first; err != nil {
-		t.Errorf("accept in flight: %v", err)
+	for range storage.MaxAcceptsInFlight {
+		if err := <-first; err != nil {
+			t.Errorf("accept in flight: %v", err)
+		}
 	}
 	if err := <-stayed; err != nil {
 		t.Errorf("accept queued behind it: %v", err)

@@ -7,3 +7,7 @@ func (s *Store) WaitingAccepts() int {
 	defer s.accepts.mu.Unlock()
 	return len(s.accepts.waiting)
 }
+
+// MaxAcceptsInFlight is how many accepts a test must hold in flight before
+// further ones queue.
+const MaxAcceptsInFlight = maxAcceptsInFlight
