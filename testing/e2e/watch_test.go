@@ -6,7 +6,11 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/kyma-keb/keb/internal/config"
+	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/infrasim"
 )
 
@@ -16,15 +20,21 @@ import (
 // operation in progress long past the test's bound. Several at once, so that
 // wake-ups land while workers are busy with the other operations.
 func TestWatchWakesWaitingProvisionings(t *testing.T) {
-	s := newStack(t, infrasim.ModeShared, 6, func(c *config.Config) { c.Engine.RuntimePoll = time.Hour })
+	s := newStack(t, infrasim.ModeShared, 0, func(c *config.Config) { c.Engine.RuntimePoll = time.Hour })
+	// One global account, so one pool account of this test's own: the
+	// stacks of earlier tests may hold the seeded ones.
+	if err := s.kcp.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "azure-wake", Namespace: poolNS,
+		Labels: map[string]string{hyperscaler.LabelHyperscalerType: "azure"}}}); err != nil {
+		t.Fatal(err)
+	}
 	const n = 6
 	ops := make([]string, n)
 	for i := range n {
-		tenant := fmt.Sprintf("wake-%d", i)
-		code, body := s.call(http.MethodPut, "/oauth/v2/service_instances/"+tenant+"?accepts_incomplete=true",
+		id := fmt.Sprintf("wake-%d", i)
+		code, body := s.call(http.MethodPut, "/oauth/v2/service_instances/"+id+"?accepts_incomplete=true",
 			`{"service_id": "`+serviceID+`", "plan_id": "`+azurePlanID+`",
-			"context": {"globalaccount_id": "`+tenant+`", "subaccount_id": "sa-`+tenant+`", "user_id": "me@example.com"},
-			"parameters": {"name": "`+tenant+`"}}`)
+			"context": {"globalaccount_id": "ga-wake", "subaccount_id": "sa-`+id+`", "user_id": "me@example.com"},
+			"parameters": {"name": "`+id+`"}}`)
 		ops[i] = s.accepted("provision", code, body)
 	}
 	// Far below the hour-long poll: only wake-ups get there. The
