@@ -32,6 +32,16 @@ func FuzzCheckInstanceBody(f *testing.F) {
 		if put {
 			method = http.MethodPut
 		}
+		// The one-decode path accepts only what the step-by-step checks
+		// accept, with the same IDs, and refuses nothing they accept.
+		fastService, fastPlan, ok := decodeWellFormedBody(method, body)
+		slowService, slowPlan, slowErr := diagnoseInstanceBody(method, body)
+		if ok && (slowErr != nil || fastService != slowService || fastPlan != slowPlan) {
+			t.Fatalf("one-decode path accepted %q (%s, %s), the checks say %v (%s, %s)", body, fastService, fastPlan, slowErr, slowService, slowPlan)
+		}
+		if !ok && slowErr == nil && bytes.HasPrefix(bytes.TrimLeft(body, " \t\r\n"), []byte("{")) {
+			t.Fatalf("one-decode path refused %q, which the checks accept", body)
+		}
 		if rerr := o.checkInstanceBody(method, body); rerr != nil {
 			if rerr.status != http.StatusBadRequest || rerr.description == "" {
 				t.Fatalf("refusal %+v", rerr)
@@ -50,7 +60,7 @@ func FuzzCheckInstanceBody(f *testing.F) {
 				}
 			}
 		}
-		if _, dup := duplicateKey(body); dup {
+		if _, dup := duplicateKeyByTokens(body); dup {
 			t.Fatalf("accepted duplicate keys: %q", body)
 		}
 		var d domain.ProvisionDetails

@@ -10,8 +10,10 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/pivotal-cf/brokerapi/v10/domain"
+	"github.com/tidwall/gjson"
 )
 
 // requestError is a client mistake found before brokerapi sees the request,
@@ -94,41 +96,12 @@ var osbBodyFields = []string{"service_id", "plan_id", "organization_guid", "spac
 // exact, service_id (and for a PUT plan_id) present and offered. It returns
 // nil when brokerapi can decode the body into details without surprise.
 func (o offering) checkInstanceBody(method string, body []byte) *requestError {
-	fields, rerr := decodeSingleObject(body)
-	if rerr != nil {
-		return rerr
-	}
-	var variants []string
-	for k := range fields {
-		for _, want := range osbBodyFields {
-			if k != want && strings.EqualFold(k, want) {
-				variants = append(variants, fmt.Sprintf("%s (did you mean %s? field names are case-sensitive)", quoteValue(k), want))
-			}
+	serviceID, planID, ok := decodeWellFormedBody(method, body)
+	if !ok {
+		var rerr *requestError
+		if serviceID, planID, rerr = diagnoseInstanceBody(method, body); rerr != nil {
+			return rerr
 		}
-	}
-	if len(variants) > 0 {
-		sort.Strings(variants)
-		return badRequest("unknown fields %s", strings.Join(variants, ", "))
-	}
-	// Decode as brokerapi will, so that a wrong type is a 400 naming the
-	// field rather than brokerapi's 422.
-	var details any = &domain.ProvisionDetails{}
-	if method == http.MethodPatch {
-		details = &domain.UpdateDetails{}
-	}
-	if err := json.Unmarshal(body, details); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) {
-			return badRequest("field %s must be of JSON type %s, not %s", typeErr.Field, typeErr.Type, typeErr.Value)
-		}
-		return badRequest("the body is not a valid OSB request: %v", err)
-	}
-	var serviceID, planID string
-	switch d := details.(type) {
-	case *domain.ProvisionDetails:
-		serviceID, planID = d.ServiceID, d.PlanID
-	case *domain.UpdateDetails:
-		serviceID, planID = d.ServiceID, d.PlanID
 	}
 	var missing []string
 	if serviceID == "" {
@@ -141,6 +114,89 @@ func (o offering) checkInstanceBody(method string, body []byte) *requestError {
 		return badRequest("missing or empty: %s", strings.Join(missing, ", "))
 	}
 	return o.checkServiceAndPlan(serviceID, planID)
+}
+
+// decodeWellFormedBody is the path of the bodies platforms send: it decodes
+// the body once, as brokerapi will, and checks in place (gjson) what that
+// decoding cannot see: no duplicate keys, no case variants of OSB's fields.
+// ok is false for any body with a flaw; diagnoseInstanceBody then names it.
+func decodeWellFormedBody(method string, body []byte) (serviceID, planID string, ok bool) {
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return "", "", false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if method == http.MethodPatch {
+		var d domain.UpdateDetails
+		if dec.Decode(&d) != nil {
+			return "", "", false
+		}
+		serviceID, planID = d.ServiceID, d.PlanID
+	} else {
+		var d domain.ProvisionDetails
+		if dec.Decode(&d) != nil {
+			return "", "", false
+		}
+		serviceID, planID = d.ServiceID, d.PlanID
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return "", "", false
+	}
+	if _, dup := duplicateKey(body); dup {
+		return "", "", false
+	}
+	variant := false
+	gjson.ParseBytes(body).ForEach(func(k, _ gjson.Result) bool {
+		key := objectKey(k)
+		for _, want := range osbBodyFields {
+			if key != want && strings.EqualFold(key, want) {
+				variant = true
+			}
+		}
+		return !variant
+	})
+	return serviceID, planID, !variant
+}
+
+// diagnoseInstanceBody checks a body that decodeWellFormedBody refused, one
+// concern at a time, and names the first flaw it finds.
+func diagnoseInstanceBody(method string, body []byte) (serviceID, planID string, rerr *requestError) {
+	fields, rerr := decodeSingleObject(body)
+	if rerr != nil {
+		return "", "", rerr
+	}
+	var variants []string
+	for k := range fields {
+		for _, want := range osbBodyFields {
+			if k != want && strings.EqualFold(k, want) {
+				variants = append(variants, fmt.Sprintf("%s (did you mean %s? field names are case-sensitive)", quoteValue(k), want))
+			}
+		}
+	}
+	if len(variants) > 0 {
+		sort.Strings(variants)
+		return "", "", badRequest("unknown fields %s", strings.Join(variants, ", "))
+	}
+	// Decode as brokerapi will, so that a wrong type is a 400 naming the
+	// field rather than brokerapi's 422.
+	var details any = &domain.ProvisionDetails{}
+	if method == http.MethodPatch {
+		details = &domain.UpdateDetails{}
+	}
+	if err := json.Unmarshal(body, details); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			return "", "", badRequest("field %s must be of JSON type %s, not %s", typeErr.Field, typeErr.Type, typeErr.Value)
+		}
+		return "", "", badRequest("the body is not a valid OSB request: %v", err)
+	}
+	switch d := details.(type) {
+	case *domain.ProvisionDetails:
+		serviceID, planID = d.ServiceID, d.PlanID
+	case *domain.UpdateDetails:
+		serviceID, planID = d.ServiceID, d.PlanID
+	}
+	return serviceID, planID, nil
 }
 
 // decodeSingleObject reads body as exactly one JSON object: OSB bodies are
@@ -168,44 +224,52 @@ func decodeSingleObject(body []byte) (map[string]json.RawMessage, *requestError)
 }
 
 // duplicateKey finds an object key that appears twice in one object of a
-// valid JSON document, and returns its dotted path.
+// valid JSON document, and returns its dotted path (array elements share
+// their array's path). It walks the document in place with gjson: encoding/json's
+// Token API allocated for every token, and this runs on every PUT and PATCH.
 func duplicateKey(doc []byte) (string, bool) {
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	var walk func(path string) (string, bool)
-	walk = func(path string) (string, bool) {
-		tok, err := dec.Token()
-		if err != nil {
-			return "", false
-		}
-		switch tok {
-		case json.Delim('{'):
-			seen := map[string]bool{}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return "", false
-				}
-				k, _ := kt.(string)
-				if seen[k] {
-					return path + k, true
-				}
-				seen[k] = true
-				if p, dup := walk(path + k + "."); dup {
-					return p, true
-				}
+	return duplicateIn("", gjson.ParseBytes(doc))
+}
+
+func duplicateIn(path string, v gjson.Result) (found string, dup bool) {
+	switch {
+	case v.IsObject():
+		seen := make(map[string]struct{}, 8)
+		v.ForEach(func(k, val gjson.Result) bool {
+			key := objectKey(k)
+			if _, ok := seen[key]; ok {
+				found, dup = path+key, true
+				return false
 			}
-			_, _ = dec.Token()
-		case json.Delim('['):
-			for dec.More() {
-				if p, dup := walk(path); dup {
-					return p, true
-				}
+			seen[key] = struct{}{}
+			if val.IsObject() || val.IsArray() {
+				found, dup = duplicateIn(path+key+".", val)
 			}
-			_, _ = dec.Token()
-		}
-		return "", false
+			return !dup
+		})
+	case v.IsArray():
+		v.ForEach(func(_, val gjson.Result) bool {
+			if val.IsObject() || val.IsArray() {
+				found, dup = duplicateIn(path, val)
+			}
+			return !dup
+		})
 	}
-	return walk("")
+	return found, dup
+}
+
+// objectKey is a key as encoding/json (and so brokerapi) reads it: escapes
+// resolved, each invalid UTF-8 byte and lone surrogate a U+FFFD. Plain keys
+// are taken as they stand; the rare others go through encoding/json itself.
+func objectKey(k gjson.Result) string {
+	if !strings.Contains(k.Raw, "\\") && utf8.ValidString(k.Str) {
+		return k.Str
+	}
+	var key string
+	if err := json.Unmarshal([]byte(k.Raw), &key); err != nil {
+		return k.Raw
+	}
+	return key
 }
 
 // checkDeprovisionQuery demands what OSB requires of a DELETE: service_id

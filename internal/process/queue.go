@@ -2,6 +2,7 @@ package process
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -266,6 +267,38 @@ func (q *Queue) EnqueueTx(ctx context.Context, tx pgx.Tx, operationID string) (i
 		return 0, fmt.Errorf("queueing operation: %w", err)
 	}
 	return res.Job.ID, nil
+}
+
+// EnqueueManyTx queues several operations in one statement inside the
+// transaction that writes them, and returns their jobs' IDs in the order of
+// operationIDs. The jobs are matched to the operations by their arguments:
+// SQL does not promise that RETURNING keeps the order of the rows given.
+func (q *Queue) EnqueueManyTx(ctx context.Context, tx pgx.Tx, operationIDs []string) ([]int64, error) {
+	params := make([]river.InsertManyParams, len(operationIDs))
+	for i, id := range operationIDs {
+		params[i] = river.InsertManyParams{Args: OperationArgs{OperationID: id}}
+	}
+	res, err := q.client.InsertManyTx(ctx, tx, params)
+	if err != nil {
+		return nil, fmt.Errorf("queueing %d operations: %w", len(operationIDs), err)
+	}
+	byOperation := make(map[string]int64, len(res))
+	for _, r := range res {
+		var args OperationArgs
+		if err := json.Unmarshal(r.Job.EncodedArgs, &args); err != nil {
+			return nil, fmt.Errorf("reading queued job %d: %w", r.Job.ID, err)
+		}
+		byOperation[args.OperationID] = r.Job.ID
+	}
+	ids := make([]int64, len(operationIDs))
+	for i, id := range operationIDs {
+		jobID, ok := byOperation[id]
+		if !ok {
+			return nil, fmt.Errorf("the queue returned no job for operation %s", id)
+		}
+		ids[i] = jobID
+	}
+	return ids, nil
 }
 
 // Wake makes a waiting job available at once (a watch saw its runtime

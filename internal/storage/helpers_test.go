@@ -124,3 +124,14 @@ type enqueuerFunc func(ctx context.Context, tx pgx.Tx, operationID string) (int6
 func (f enqueuerFunc) EnqueueTx(ctx context.Context, tx pgx.Tx, operationID string) (int64, error) {
 	return f(ctx, tx, operationID)
 }
+
+func (f enqueuerFunc) EnqueueManyTx(ctx context.Context, tx pgx.Tx, operationIDs []string) ([]int64, error) {
+	ids := make([]int64, len(operationIDs))
+	for i, id := range operationIDs {
+		var err error
+		if ids[i], err = f(ctx, tx, id); err != nil {
+			return nil, err
+		}
+	}
+	return ids, nil
+}

@@ -15,6 +15,9 @@ import (
 // linking them afterwards.
 type Enqueuer interface {
 	EnqueueTx(ctx context.Context, tx pgx.Tx, operationID string) (jobID int64, err error)
+	// EnqueueManyTx is EnqueueTx for several operations in one statement;
+	// the job IDs come in the order of operationIDs.
+	EnqueueManyTx(ctx context.Context, tx pgx.Tx, operationIDs []string) (jobIDs []int64, err error)
 }
 
 // Store reads and writes instances and operations.
@@ -22,6 +25,9 @@ type Store struct {
 	pool     *pgxpool.Pool
 	cipher   *Cipher
 	enqueuer Enqueuer
+	// accepts groups concurrent CreateProvisioning calls into one
+	// transaction (accept.go).
+	accepts acceptGroup
 }
 
 // NewStore returns a Store over pool. enqueuer may be nil while no engine
@@ -60,19 +66,10 @@ func (s *Store) open(row instanceRow) (Instance, error) {
 	return inst, nil
 }
 
-// CreateProvisioning writes a new instance, its provisioning operation and
-// the operation's queue entry in one transaction. It returns ErrAlreadyExists
-// when the instance ID is taken and ErrOnePerGlobalAccount when the global
-// account already holds an instance of inst.OnePerGlobalAccountPlan.
-func (s *Store) CreateProvisioning(ctx context.Context, inst Instance, op Operation) error {
-	var sealed *string
-	if inst.Credentials != nil {
-		v, err := s.cipher.Seal(inst.Credentials, inst.InstanceID)
-		if err != nil {
-			return fmt.Errorf("sealing credentials: %w", err)
-		}
-		sealed = &v
-	}
+// createProvisioning is the single-accept transaction: a's job, instance
+// and operation, nothing else.
+func (s *Store) createProvisioning(ctx context.Context, a *accept) error {
+	inst, op := a.inst, a.op
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// The queue's job first: its ID is written with the operation.
 		jobID, err := s.enqueue(ctx, tx, op)
@@ -86,7 +83,7 @@ func (s *Store) CreateProvisioning(ctx context.Context, inst Instance, op Operat
 		batch.Queue(insertInstanceSQL,
 			inst.InstanceID, inst.RuntimeID, inst.GlobalAccountID, inst.SubAccountID, inst.UserID, inst.ServiceID,
 			inst.PlanID, inst.PlanName, inst.OnePerGlobalAccountPlan, inst.PlatformRegion, inst.Provider, inst.ProviderRegion,
-			jsonOrEmpty(inst.Parameters), jsonOrEmpty(inst.Context), sealed)
+			jsonOrEmpty(inst.Parameters), jsonOrEmpty(inst.Context), a.sealed)
 		batch.Queue(insertNewInstanceOperationSQL, append(operationArgs(op), jobID)...)
 		return runProvisioningBatch(tx.SendBatch(ctx, batch))
 	})
