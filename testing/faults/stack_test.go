@@ -350,7 +350,11 @@ func (s *stack) waitFinal(ops []accepted, within time.Duration) map[string]strin
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, 8)
 		for i, op := range ops {
-			if _, ok := final[op.operationID]; ok {
+			// The polls started in this round write final as they answer.
+			mu.Lock()
+			_, done := final[op.operationID]
+			mu.Unlock()
+			if done {
 				continue
 			}
 			wg.Add(1)
