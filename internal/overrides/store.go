@@ -113,8 +113,9 @@ func encode(o Overrides) (map[string][]byte, error) {
 }
 
 // ForRuntime resolves the overrides for a runtime (lite: of a lite plan),
-// reading them from sources (c, or a Sources), and, when write is set, stores them in the runtime's overrides Secret,
-// labelled with its runtime and instance. It returns the Secret's name. A
+// reading them from sources (c itself, or the watch NewSources returns), and,
+// when write is set, stores them in the runtime's overrides Secret, labelled
+// with its runtime and instance. It returns the Secret's name. A
 // provisioning writes it; an upgrade refreshes it, and its dry run only
 // resolves, so that a broken override still shows.
 func ForRuntime(ctx context.Context, c client.Client, sources client.Reader, namespace string, lite bool, runtimeID, instanceID string, write bool) (string, error) {
