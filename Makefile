@@ -158,7 +158,7 @@ bench: postgres pgbench k8s-bins build
 		binaries="before=.keb/bench-base/keb,$$binaries"; \
 	fi; \
 	$(GO) run ./testing/load -mode bench -binaries "$$binaries" -duration $(BENCH_DURATION) \
-		-concurrencies $(BENCH_CONC) -pipeline "$(BENCH_PIPELINE)" -port $(BENCH_PORT) -credentials=false \
+		-concurrencies "$(BENCH_CONC)" -pipeline "$(BENCH_PIPELINE)" -port $(BENCH_PORT) -credentials=false \
 		-doc "$(BENCH_DOC)" -commit "$$(git rev-parse --short HEAD)$$(git diff --quiet HEAD || echo -dirty)$(if $(BENCH_BASE), vs $(BENCH_BASE))"
 
 ## pgbench: PostgreSQL's pgbench, which `make bench` compares keb with

@@ -186,10 +186,12 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 	if bindings != nil {
 		deprov.Bindings = bindings
 	}
+	watcher := process.NewWatcher(kcpCfg, scheme, ns, store, queue, log.WithField("component", "watch"))
+	watcher.MaxRun = ec.JobTimeout
 	pipelines := map[storage.OperationType]process.Pipeline{
 		storage.OperationTypeProvision: provisioning.Pipeline(provisioning.Deps{
 			Config: provCfg, Catalog: cat, Store: store, Finisher: store, KCP: kcp, Accounts: accounts,
-			Runtimes: runtimes, OverrideSources: sources, VersionPins: pins,
+			Runtimes: runtimes, OverrideSources: sources, VersionPins: pins, Watch: watcher,
 		}),
 		storage.OperationTypeDeprovision: deprovisioning.Pipeline(deprov),
 		storage.OperationTypeUpdate: update.Pipeline(update.Deps{
@@ -224,8 +226,6 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 	if err := queue.Orchestrate(scheduler); err != nil {
 		return nil, err
 	}
-	watcher := process.NewWatcher(kcpCfg, scheme, ns, store, queue, log.WithField("component", "watch"))
-	watcher.MaxRun = ec.JobTimeout
 	takeover := process.NewTakeover(store, ec.TakeoverAfter, log.WithField("component", "takeover"))
 	return &engine{queue: queue, watcher: watcher, takeover: takeover, watched: []*kube.Watched{sources, pins}, scheduler: scheduler, kcp: kcp, namespace: ns, workers: ec.Workers, accounts: accounts,
 		log: log.WithField("component", "readiness")}, nil

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
+	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -52,6 +53,8 @@ type Watcher struct {
 
 	mu    sync.Mutex
 	state WatchState
+	// seen is the running watch's cache once it has synced; nil otherwise.
+	seen cache.Cache
 }
 
 // WatchState says whether the watch runs, for readiness reports.
@@ -117,6 +120,25 @@ func (w *Watcher) Run(ctx context.Context) {
 	}
 }
 
+// Seen fills obj (a Runtime CR, or a Secret's metav1.PartialObjectMetadata)
+// with what the running watch has seen under key, and reports whether it has
+// seen it: false while no watch runs or before the object's event arrived.
+// It may lag the API server by moments, but never goes back: an object is in
+// it before the event that wakes its operation is handled. So a step may
+// trust it for a state it waits for and read the API server otherwise.
+func (w *Watcher) Seen(ctx context.Context, key client.ObjectKey, obj client.Object) bool {
+	w.mu.Lock()
+	c := w.seen
+	w.mu.Unlock()
+	return c != nil && c.Get(ctx, key, obj) == nil
+}
+
+func (w *Watcher) setSeen(c cache.Cache) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.seen = c
+}
+
 // NewWatcher watches namespace of the control plane at cfg.
 func NewWatcher(cfg *rest.Config, scheme *k8sruntime.Scheme, namespace string, jobs waitingJobs, queue waker, log logrus.FieldLogger) *Watcher {
 	return &Watcher{cfg: cfg, scheme: scheme, namespace: namespace, jobs: jobs, queue: queue, log: log,
@@ -130,6 +152,9 @@ func (w *Watcher) Start(ctx context.Context) error {
 	c, err := cache.New(w.cfg, cache.Options{
 		Scheme:            w.scheme,
 		DefaultNamespaces: map[string]cache.Config{w.namespace: {}},
+		// Seen reads only what is watched below; another kind is an error,
+		// not a new watch.
+		ReaderFailOnMissingInformer: true,
 	})
 	if err != nil {
 		return fmt.Errorf("creating control-plane watch: %w", err)
@@ -145,7 +170,7 @@ func (w *Watcher) Start(ctx context.Context) error {
 		}
 		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			AddFunc: func(o any) {
-				if endsAWait(nil, o) {
+				if endsAWait(nil, o) && !awaitsReady(ctx, c, o) {
 					w.changed(ctx, o)
 				}
 			},
@@ -169,6 +194,8 @@ func (w *Watcher) Start(ctx context.Context) error {
 		return errors.New("control-plane watch never synced")
 	}
 	w.setState(true, nil)
+	w.setSeen(c)
+	defer w.setSeen(nil)
 	return <-errc
 }
 
@@ -195,6 +222,23 @@ func endsAWait(old, updated any) bool {
 	default:
 		return false
 	}
+}
+
+// awaitsReady reports whether o is a kubeconfig Secret whose Runtime CR the
+// watch shows short of Ready. Its arrival then ends no wait: check_runtime,
+// the one step waiting for the Secret, waits for Ready first, and the Ready
+// event wakes it (the infrastructure manager writes the Secret before it
+// reports Ready). Waking it for the Secret would run the step only to wait
+// again: a wake-up, a run and an API server read per provisioning. A Runtime
+// CR the watch has not seen wakes, as before.
+func awaitsReady(ctx context.Context, seen client.Reader, o any) bool {
+	secret, ok := o.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return false
+	}
+	rt := &infrastructuremanager.Runtime{}
+	key := client.ObjectKey{Namespace: secret.GetNamespace(), Name: kyma.Name(secret.GetLabels()[controlplane.LabelRuntimeID])}
+	return seen.Get(ctx, key, rt) == nil && rt.Status.State != infrastructuremanager.StateReady
 }
 
 func (w *Watcher) changed(ctx context.Context, o any) {

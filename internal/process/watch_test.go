@@ -8,6 +8,8 @@ import (
 	"github.com/sirupsen/logrus"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
@@ -46,6 +48,52 @@ func TestOnlyEventsThatCanEndAWaitWakeOperations(t *testing.T) {
 		if got := endsAWait(tc.old, tc.obj); got != tc.want {
 			t.Errorf("%s: wakes %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestAKubeconfigSecretWakesOnlyWhenItsRuntimeMayBeReady: check_runtime
+// waits for Ready before it looks for the kubeconfig Secret, so the Secret's
+// arrival wakes nothing while the watch shows its Runtime CR short of Ready;
+// the Ready event wakes the operation then.
+func TestAKubeconfigSecretWakesOnlyWhenItsRuntimeMayBeReady(t *testing.T) {
+	t.Parallel()
+	scheme := k8sruntime.NewScheme()
+	if err := infrastructuremanager.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	runtime := func(id string, state infrastructuremanager.State) *infrastructuremanager.Runtime {
+		r := &infrastructuremanager.Runtime{}
+		r.Namespace, r.Name, r.Status.State = "kcp-system", id, state
+		return r
+	}
+	seen := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		runtime("rt-pending", infrastructuremanager.StatePending),
+		runtime("rt-ready", infrastructuremanager.StateReady),
+		runtime("rt-failed", infrastructuremanager.StateFailed),
+	).Build()
+	kubeconfig := func(runtimeID string) *metav1.PartialObjectMetadata {
+		s := &metav1.PartialObjectMetadata{}
+		s.Namespace, s.Name = "kcp-system", infrastructuremanager.KubeconfigSecretName(runtimeID)
+		s.Labels = map[string]string{controlplane.LabelRuntimeID: runtimeID}
+		return s
+	}
+	tests := []struct {
+		runtimeID string
+		wantWait  bool
+	}{
+		{"rt-pending", true},
+		{"rt-failed", true},
+		{"rt-ready", false},
+		{"rt-unseen", false}, // the watch has not seen its Runtime CR: wake, as before
+		{"RT-PENDING", true}, // Runtime CRs are named by the lower-case runtime ID
+	}
+	for _, tc := range tests {
+		if got := awaitsReady(t.Context(), seen, kubeconfig(tc.runtimeID)); got != tc.wantWait {
+			t.Errorf("kubeconfig Secret of %s: awaits Ready %v, want %v", tc.runtimeID, got, tc.wantWait)
+		}
+	}
+	if awaitsReady(t.Context(), seen, runtime("rt-pending", infrastructuremanager.StatePending)) {
+		t.Error("a Runtime CR event is held back like a Secret's")
 	}
 }
 

@@ -90,8 +90,11 @@ type row struct {
 	p50, p99                    time.Duration
 	cpuPerReq                   float64 // broker CPU ms per request (or operation)
 	sqlPerReq, apiPerReq, vsPGB float64 // NaN when not measured
-	load                        string
-	note                        string
+	// elsewhere is the CPU ms per request of PostgreSQL, keb's control
+	// plane and the load generator (cpuElsewhere); NaN when not measured.
+	elsewhere [3]float64
+	load      string
+	note      string
 }
 
 // kebProcess is a `keb dev` started by the bench.
@@ -101,6 +104,7 @@ type kebProcess struct {
 	cmd       *exec.Cmd
 	done      chan error
 	loader    *loader
+	probe     cpuProbe
 }
 
 // startKeb starts `keb dev` and waits until it answers.
@@ -222,16 +226,8 @@ func (p *kebProcess) pprofAddr() (string, error) {
 
 // cpu is the process's user+system CPU time so far, from /proc/<pid>/stat.
 func (p *kebProcess) cpu() time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	// Fields after the command name, which is in parentheses and may hold spaces.
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	const clockTicks = 100 // USER_HZ on Linux
-	return time.Duration(utime+stime) * time.Second / clockTicks
+	st, _ := readProcStat(p.cmd.Process.Pid)
+	return st.own
 }
 
 // counters reads keb's own work counters from /metrics; NaN when this keb
@@ -281,15 +277,16 @@ func loadavg() string {
 
 // measure runs fn as a phase of keb p and returns its row. Idle CPU (the
 // process's background work, measured before the cells) is subtracted.
-func measure(p *kebProcess, idle float64, cell string, conc int, dur time.Duration, fn func() (int, error), want int) (row, result) {
+func measure(p *kebProcess, idle idleRates, cell string, conc int, dur time.Duration, fn func() (int, error), want int) (row, result) {
 	load := loadavg()
 	s0, _ := p.counters()
-	c0 := p.cpu()
+	e0, c0 := p.probe.read(p), p.cpu()
 	res := p.loader.phase(conc, dur, 1<<30, fn, want)
-	c1 := p.cpu()
+	c1, e1 := p.cpu(), p.probe.read(p)
 	s1, _ := p.counters()
 	n := float64(len(res.lat))
-	r := row{cell: cell, binary: p.name, conc: conc, load: load + "–" + loadavg(), sqlPerReq: math.NaN(), apiPerReq: math.NaN(), vsPGB: math.NaN()}
+	r := row{cell: cell, binary: p.name, conc: conc, load: load + "–" + loadavg(), sqlPerReq: math.NaN(), apiPerReq: math.NaN(), vsPGB: math.NaN(),
+		elsewhere: [3]float64{math.NaN(), math.NaN(), math.NaN()}}
 	if n == 0 {
 		r.note = fmt.Sprintf("no successful request (%d errors: %v)", res.errs, res.lastErr)
 		r.cpuPerReq = math.NaN()
@@ -298,8 +295,9 @@ func measure(p *kebProcess, idle float64, cell string, conc int, dur time.Durati
 	slices.Sort(res.lat)
 	r.rate = n / res.elapsed.Seconds()
 	r.p50, r.p99 = res.lat[int(n*0.50)], res.lat[min(len(res.lat)-1, int(n*0.99))]
-	cpuMS := float64(c1-c0)/float64(time.Millisecond) - idle*res.elapsed.Seconds()
+	cpuMS := float64(c1-c0)/float64(time.Millisecond) - idle.cpu*res.elapsed.Seconds()
 	r.cpuPerReq = max(cpuMS, 0) / n
+	r.elsewhere = e1.perRequest(e0, n, idle.elsewhere, res.elapsed)
 	// The two /metrics scrapes are statement-free.
 	r.sqlPerReq = (s1 - s0) / n
 	if res.errs > 0 {
@@ -311,18 +309,20 @@ func measure(p *kebProcess, idle float64, cell string, conc int, dur time.Durati
 // idleRates is a process's background work per second: CPU ms, SQL
 // statements, apiserver requests (River's fetch polls, the leader's
 // housekeeping, watches).
-type idleRates struct{ cpu, sql, api float64 }
-
-func idleCPU(p *kebProcess, d time.Duration) float64 { return measureIdle(p, d).cpu }
+type idleRates struct {
+	cpu, sql, api float64
+	// elsewhere is cpuElsewhere's idle ms per second.
+	elsewhere [3]float64
+}
 
 func measureIdle(p *kebProcess, d time.Duration) idleRates {
 	s0, a0 := p.counters()
-	c0 := p.cpu()
+	e0, c0 := p.probe.read(p), p.cpu()
 	time.Sleep(d)
-	c1 := p.cpu()
+	c1, e1 := p.cpu(), p.probe.read(p)
 	s1, a1 := p.counters()
 	return idleRates{cpu: float64(c1-c0) / float64(time.Millisecond) / d.Seconds(),
-		sql: (s1 - s0) / d.Seconds(), api: (a1 - a0) / d.Seconds()}
+		sql: (s1 - s0) / d.Seconds(), api: (a1 - a0) / d.Seconds(), elsewhere: e1.perRequest(e0, d.Seconds(), [3]float64{}, 0)}
 }
 
 func runBench(ctx context.Context, cfg benchConfig) error {
@@ -342,6 +342,7 @@ func runBench(ctx context.Context, cfg benchConfig) error {
 		return fmt.Errorf("starting PostgreSQL: %w", err)
 	}
 	defer func() { _ = srv.Stop(context.Background()) }()
+	probe := newCPUProbe(filepath.Join(cfg.dir, "pgdata"))
 	admin, err := pgx.Connect(ctx, srv.URL)
 	if err != nil {
 		return err
@@ -373,7 +374,7 @@ func runBench(ctx context.Context, cfg benchConfig) error {
 			p.stop()
 		}
 	}()
-	idle := map[string]float64{}
+	idle := map[string]idleRates{}
 	for i, bin := range cfg.binaries {
 		if len(cfg.concurrencies) == 0 {
 			break
@@ -386,10 +387,11 @@ func runBench(ctx context.Context, cfg benchConfig) error {
 		if err != nil {
 			return err
 		}
+		p.probe = probe
 		procs = append(procs, p)
 	}
 	for _, p := range procs {
-		idle[p.name] = idleCPU(p, 2*time.Second)
+		idle[p.name] = measureIdle(p, 2*time.Second)
 	}
 	ids := map[string][]string{}
 	order := func(i int) []*kebProcess {
@@ -429,15 +431,20 @@ func runBench(ctx context.Context, cfg benchConfig) error {
 			rows = append(rows, r)
 			provRows = append(provRows, len(rows)-1)
 		}
-		tps, lat, err := pgb.run(ctx, c, cfg.duration)
+		pg0 := probe.read(nil)
+		res, err := pgb.run(ctx, c, cfg.duration)
 		if err != nil {
 			return err
 		}
+		tps, lat := res.tps, res.latency
+		pgCPU := probe.read(nil).perRequest(pg0, res.transactions, [3]float64{}, 0)
+		pgCPU[1], pgCPU[2] = math.NaN(), float64(res.cpu)/float64(time.Millisecond)/res.transactions
 		for _, k := range provRows {
 			rows[k].vsPGB = rows[k].rate / tps
 		}
 		rows = append(rows, row{cell: "pgbench single-insert", binary: "PostgreSQL", conc: c, rate: tps, p50: lat,
-			p99: -1, cpuPerReq: math.NaN(), sqlPerReq: 1, apiPerReq: math.NaN(), vsPGB: 1, load: loadavg(), note: "p50 column: average latency"})
+			p99: -1, cpuPerReq: math.NaN(), sqlPerReq: 1, apiPerReq: math.NaN(), vsPGB: 1, elsewhere: pgCPU, load: loadavg(),
+			note: "p50 column: average latency; client: pgbench"})
 		i++
 	}
 	for _, c := range cfg.concurrencies {
@@ -479,6 +486,7 @@ func runBench(ctx context.Context, cfg benchConfig) error {
 			pool.Close()
 			return err
 		}
+		p.probe = probe
 		procs = append(procs, p)
 		// One provisioning first, so that the shared runtime cluster is up
 		// (zero infrastructure delay) before anything is timed.
@@ -558,7 +566,7 @@ func benchPipeline(ctx context.Context, p *kebProcess, pool *pgxpool.Pool, idleR
 	}
 	load := loadavg()
 	s0, a0 := p.counters()
-	c0 := p.cpu()
+	e0, c0 := p.probe.read(p), p.cpu()
 	start := time.Now()
 	ops, err := l.acceptAll(n, conc)
 	if err != nil {
@@ -588,7 +596,7 @@ func benchPipeline(ctx context.Context, p *kebProcess, pool *pgxpool.Pool, idleR
 		time.Sleep(100 * time.Millisecond)
 	}
 	elapsed := last.Sub(start)
-	c1 := p.cpu()
+	c1, e1 := p.cpu(), p.probe.read(p)
 	s1, a1 := p.counters()
 	rows, err := pool.Query(ctx, `SELECT finished_at - created_at FROM operations WHERE instance_id = ANY($1) AND type = 'provision' ORDER BY 1`, ids)
 	if err == nil {
@@ -603,7 +611,8 @@ func benchPipeline(ctx context.Context, p *kebProcess, pool *pgxpool.Pool, idleR
 		rate: float64(done) / elapsed.Seconds(), p50: completions[len(completions)/2], p99: completions[min(len(completions)-1, len(completions)*99/100)],
 		cpuPerReq: max(cpuMS, 0) / float64(n), sqlPerReq: (s1 - s0 - idleRate.sql*secs) / float64(n),
 		apiPerReq: (a1 - a0 - idleRate.api*secs) / float64(n), vsPGB: math.NaN(),
-		load: load + "–" + loadavg(), note: "p50/p99: accept to success; idle work subtracted"}
+		elsewhere: e1.perRequest(e0, float64(n), idleRate.elsewhere, time.Since(start)),
+		load:      load + "–" + loadavg(), note: "p50/p99: accept to success; idle work subtracted"}
 	if done < n {
 		r.note = fmt.Sprintf("only %d of %d succeeded within 15 minutes", done, n)
 	}
@@ -662,30 +671,39 @@ func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 var (
 	tpsRE = regexp.MustCompile(`tps = ([0-9.]+)`)
 	latRE = regexp.MustCompile(`latency average = ([0-9.]+) ms`)
+	txRE  = regexp.MustCompile(`number of transactions actually processed: ([0-9]+)`)
 )
 
-func (b *pgBench) run(ctx context.Context, conc int, dur time.Duration) (float64, time.Duration, error) {
+// pgBenchResult is what one pgbench run measured.
+type pgBenchResult struct {
+	tps, transactions float64
+	latency           time.Duration // average
+	cpu               time.Duration // pgbench's own user+system time
+}
+
+func (b *pgBench) run(ctx context.Context, conc int, dur time.Duration) (pgBenchResult, error) {
 	secs := max(1, int(dur.Round(time.Second)/time.Second))
 	cmd := exec.CommandContext(ctx, b.bin, "-n", "-f", b.script, "-c", strconv.Itoa(conc), "-j", "2", "-T", strconv.Itoa(secs), b.url)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return 0, 0, fmt.Errorf("pgbench: %w: %s", err, out)
+		return pgBenchResult{}, fmt.Errorf("pgbench: %w: %s", err, out)
 	}
-	m := tpsRE.FindSubmatch(out)
-	if m == nil {
-		return 0, 0, fmt.Errorf("pgbench printed no tps: %s", out)
+	m, tx := tpsRE.FindSubmatch(out), txRE.FindSubmatch(out)
+	if m == nil || tx == nil {
+		return pgBenchResult{}, fmt.Errorf("pgbench printed no tps or transaction count: %s", out)
 	}
-	tps, _ := strconv.ParseFloat(string(m[1]), 64)
-	var lat time.Duration
+	r := pgBenchResult{cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
+	r.tps, _ = strconv.ParseFloat(string(m[1]), 64)
+	r.transactions, _ = strconv.ParseFloat(string(tx[1]), 64)
 	if m := latRE.FindSubmatch(out); m != nil {
 		ms, _ := strconv.ParseFloat(string(m[1]), 64)
-		lat = time.Duration(ms * float64(time.Millisecond))
+		r.latency = time.Duration(ms * float64(time.Millisecond))
 	}
-	return tps, lat, nil
+	return r, nil
 }
 
-func renderTable(rows []row, cfg benchConfig, started time.Time, idle map[string]float64) string {
+func renderTable(rows []row, cfg benchConfig, started time.Time, idle map[string]idleRates) string {
 	var b strings.Builder
 	var names []string
 	for _, bin := range cfg.binaries {
@@ -695,12 +713,12 @@ func renderTable(rows []row, cfg benchConfig, started time.Time, idle map[string
 				path = rel
 			}
 		}
-		names = append(names, fmt.Sprintf("`%s` = %s (idle %.1f ms CPU/s)", bin.name, path, idle[bin.name]))
+		names = append(names, fmt.Sprintf("`%s` = %s (idle %.1f ms CPU/s)", bin.name, path, idle[bin.name].cpu))
 	}
 	fmt.Fprintf(&b, "\n`make bench` on commit %s, %s, %s per cell; binaries: %s.\n\n", cfg.commit,
 		started.UTC().Format("2006-01-02 15:04 MST"), cfg.duration, strings.Join(names, ", "))
-	b.WriteString("| cell | c | binary | req/s | p50 | p99 | broker CPU ms/req | SQL/req | apiserver req/req | vs pgbench TPS | load avg | note |\n")
-	b.WriteString("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
+	b.WriteString("| cell | c | binary | req/s | p50 | p99 | broker CPU ms/req | CPU elsewhere ms/req: PostgreSQL / control plane / client | SQL/req | apiserver req/req | vs pgbench TPS | load avg | note |\n")
+	b.WriteString("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
 	num := func(v float64, format string) string {
 		if math.IsNaN(v) {
 			return "–"
@@ -719,8 +737,9 @@ func renderTable(rows []row, cfg benchConfig, started time.Time, idle map[string
 		return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
 	}
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.cell, r.conc, r.binary,
-			num(r.rate, "%.1f"), dur(r.p50), dur(r.p99), num(r.cpuPerReq, "%.3f"), num(r.sqlPerReq, "%.2f"),
+		e := r.elsewhere
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s / %s / %s | %s | %s | %s | %s | %s |\n", r.cell, r.conc, r.binary,
+			num(r.rate, "%.1f"), dur(r.p50), dur(r.p99), num(r.cpuPerReq, "%.3f"), num(e[0], "%.3f"), num(e[1], "%.3f"), num(e[2], "%.3f"), num(r.sqlPerReq, "%.2f"),
 			num(r.apiPerReq, "%.1f"), num(r.vsPGB, "%.2f×"), r.load, r.note)
 	}
 	return b.String()

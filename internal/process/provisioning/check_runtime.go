@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
@@ -18,8 +19,19 @@ import (
 // Ready and its kubeconfig Secret exists. Waiting releases the worker; a
 // watch on the Runtime CR and the Secret wakes the operation early.
 type CheckRuntime struct {
-	KCP    client.Reader
+	KCP client.Reader
+	// Watch, when set, is what that watch has seen. The run a wake-up
+	// starts finds the Ready Runtime CR and the Secret there, without the
+	// two reads of the API server (of an azure provisioning's seven
+	// requests); anything short of that is read from the API server, so a
+	// watch that lags or does not run only costs those reads.
+	Watch  watchCache
 	Config Config
+}
+
+// watchCache is what the control-plane watch has seen (process.Watcher).
+type watchCache interface {
+	Seen(ctx context.Context, key client.ObjectKey, obj client.Object) bool
 }
 
 // Name implements process.Step.
@@ -33,13 +45,16 @@ func (s *CheckRuntime) Timeout() time.Duration { return s.Config.RuntimeTimeout 
 
 // Run implements process.Step.
 func (s *CheckRuntime) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
+	key := client.ObjectKey{Namespace: s.Config.Namespace, Name: kyma.Name(op.Instance.RuntimeID)}
 	rt := &infrastructuremanager.Runtime{}
-	err := s.KCP.Get(ctx, client.ObjectKey{Namespace: s.Config.Namespace, Name: kyma.Name(op.Instance.RuntimeID)}, rt)
-	if apierrors.IsNotFound(err) {
-		return process.Fail("the Runtime CR of runtime %s disappeared before the cluster was ready", op.Instance.RuntimeID)
-	}
-	if err != nil {
-		return process.StepResult{}, fmt.Errorf("reading Runtime CR: %w", err)
+	if !s.seen(ctx, key, rt) || rt.Status.State != infrastructuremanager.StateReady {
+		err := s.KCP.Get(ctx, key, rt)
+		if apierrors.IsNotFound(err) {
+			return process.Fail("the Runtime CR of runtime %s disappeared before the cluster was ready", op.Instance.RuntimeID)
+		}
+		if err != nil {
+			return process.StepResult{}, fmt.Errorf("reading Runtime CR: %w", err)
+		}
 	}
 	switch rt.Status.State {
 	case infrastructuremanager.StateFailed:
@@ -56,8 +71,15 @@ func (s *CheckRuntime) Run(ctx context.Context, op *process.Operation) (process.
 		}
 		return process.RetryAfter(s.Config.RuntimePoll)
 	}
-	secret := &corev1.Secret{}
-	err = s.KCP.Get(ctx, client.ObjectKey{Namespace: s.Config.Namespace, Name: infrastructuremanager.KubeconfigSecretName(op.Instance.RuntimeID)}, secret)
+	// Only whether the Secret exists matters here: its metadata is read,
+	// never the kubeconfig.
+	secret := &metav1.PartialObjectMetadata{}
+	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	key.Name = infrastructuremanager.KubeconfigSecretName(op.Instance.RuntimeID)
+	if s.seen(ctx, key, secret) {
+		return process.Done()
+	}
+	err := s.KCP.Get(ctx, key, secret)
 	if apierrors.IsNotFound(err) {
 		op.Describe("Waiting for the kubeconfig of cluster %s", op.Instance.ShootName)
 		return process.RetryAfter(s.Config.RuntimePoll)
@@ -66,4 +88,8 @@ func (s *CheckRuntime) Run(ctx context.Context, op *process.Operation) (process.
 		return process.StepResult{}, fmt.Errorf("reading kubeconfig Secret: %w", err)
 	}
 	return process.Done()
+}
+
+func (s *CheckRuntime) seen(ctx context.Context, key client.ObjectKey, obj client.Object) bool {
+	return s.Watch != nil && s.Watch.Seen(ctx, key, obj)
 }

@@ -1,19 +1,25 @@
 package provisioning_test
 
 import (
+	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyma-keb/keb/internal/app"
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/process/processtest"
 	"github.com/kyma-keb/keb/internal/process/provisioning"
+	"github.com/kyma-keb/keb/internal/storage"
 )
 
 // createRuntimeCR creates the operation's Runtime CR in ns with the given status, as the
@@ -134,4 +140,107 @@ func TestTimedStepsUseTheirConfiguredTimeouts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// countingReader counts the reads that reach the API server.
+type countingReader struct {
+	client.Reader
+	reads atomic.Int32
+}
+
+func (r *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	r.reads.Add(1)
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+// noWakes is the watcher's store when no operation waits: nothing to wake.
+type noWakes struct{}
+
+func (noWakes) WakeRuntime(context.Context, string) (int64, time.Time, error) {
+	return 0, time.Time{}, storage.ErrNotFound
+}
+
+func (noWakes) Wake(context.Context, int64) (time.Time, error) { return time.Time{}, nil }
+
+// TestCheckRuntimeTrustsTheWatchOnlyForReady runs check_runtime with a real
+// control-plane watch: the run a wake-up starts finds the Ready Runtime CR and
+// the kubeconfig Secret in the watch and reads nothing from the API server;
+// a Runtime CR the watch shows short of Ready is read from the API server,
+// which may be ahead of it.
+func TestCheckRuntimeTrustsTheWatchOnlyForReady(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	scheme, err := app.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	watcher := process.NewWatcher(env.Config, scheme, ns, noWakes{}, noWakes{}, logrus.New())
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); watcher.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	ready := initializedOp(t, catalog.AzurePlanID, "", process.Record{Provider: "azure"})
+	createRuntimeCR(t, ns, ready, infrastructuremanager.StateReady, "")
+	createKubeconfigSecret(t, ns, ready.Instance.RuntimeID)
+	pending := initializedOp(t, catalog.AzurePlanID, "", process.Record{Provider: "azure"})
+	createRuntimeCR(t, ns, pending, infrastructuremanager.StatePending, "")
+
+	seen := func(op *process.Operation, state infrastructuremanager.State) bool {
+		rt := &infrastructuremanager.Runtime{}
+		return watcher.Seen(t.Context(), client.ObjectKey{Namespace: ns, Name: strings.ToLower(op.Instance.RuntimeID)}, rt) &&
+			rt.Status.State == state
+	}
+	deadline := time.Now().Add(time.Minute)
+	for !seen(ready, infrastructuremanager.StateReady) || !seen(pending, infrastructuremanager.StatePending) {
+		if time.Now().After(deadline) {
+			t.Fatal("the watch did not show the Runtime CRs within a minute")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if watcher.Seen(t.Context(), client.ObjectKey{Namespace: ns, Name: "anything"}, &corev1.ConfigMap{}) {
+		t.Error("the watch claims to have seen a ConfigMap, which it does not watch")
+	}
+
+	api := &countingReader{Reader: kcpClient(t)}
+	step := &provisioning.CheckRuntime{KCP: api, Watch: watcher, Config: testConfig(ns)}
+	res, err := step.Run(t.Context(), ready)
+	processtest.MustOutcome(t, step.Name(), processtest.Done, res, err)
+	if n := api.reads.Load(); n != 0 {
+		t.Errorf("a Ready runtime the watch has seen cost %d API server reads, want 0", n)
+	}
+
+	// The infrastructure manager reports Ready; the watch may not have seen
+	// it yet, the API server has.
+	rt := &infrastructuremanager.Runtime{}
+	if err := kcpClient(t).Get(t.Context(), client.ObjectKey{Namespace: ns, Name: strings.ToLower(pending.Instance.RuntimeID)}, rt); err != nil {
+		t.Fatal(err)
+	}
+	rt.Status.State = infrastructuremanager.StateReady
+	if err := kcpClient(t).Status().Update(t.Context(), rt); err != nil {
+		t.Fatal(err)
+	}
+	stale := &staleWatch{Watcher: watcher}
+	step = &provisioning.CheckRuntime{KCP: api, Watch: stale, Config: testConfig(ns)}
+	res, err = step.Run(t.Context(), pending)
+	processtest.MustOutcome(t, step.Name(), processtest.Retry, res, err)
+	if m := processtest.MissingFrom(pending.Description, "kubeconfig"); m != "" {
+		t.Errorf("description %q: want the wait for the kubeconfig (the API server's Ready), not the watch's Pending", pending.Description)
+	}
+	if n := api.reads.Load(); n != 2 {
+		t.Errorf("%d API server reads, want 2: the Runtime CR the watch showed Pending, the Secret it has not seen", n)
+	}
+}
+
+// staleWatch shows Runtime CRs as Pending, as a watch behind the API server does.
+type staleWatch struct{ *process.Watcher }
+
+func (w *staleWatch) Seen(ctx context.Context, key client.ObjectKey, obj client.Object) bool {
+	if !w.Watcher.Seen(ctx, key, obj) {
+		return false
+	}
+	if rt, ok := obj.(*infrastructuremanager.Runtime); ok {
+		rt.Status.State = infrastructuremanager.StatePending
+	}
+	return true
 }

@@ -46,6 +46,9 @@ type Deps struct {
 	// OverrideSources reads the override ConfigMaps and Secrets, and
 	// VersionPins the Kyma version pins; nil: KCP.
 	OverrideSources, VersionPins client.Reader
+	// Watch is what the control-plane watch has seen of Runtime CRs and
+	// kubeconfig Secrets; nil: everything is read from KCP.
+	Watch watchCache
 }
 
 // Pipeline returns the provisioning pipeline.
@@ -57,7 +60,7 @@ func Pipeline(d Deps) process.Pipeline {
 			&Overrides{Catalog: d.Catalog, KCP: d.KCP, Sources: d.OverrideSources, Config: d.Config},
 			&Components{Catalog: d.Catalog},
 			&CreateRuntime{KCP: d.KCP, Config: d.Config},
-			&CheckRuntime{KCP: d.KCP, Config: d.Config},
+			&CheckRuntime{KCP: d.KCP, Watch: d.Watch, Config: d.Config},
 			&ApplyKyma{KCP: d.KCP, Catalog: d.Catalog, Config: d.Config},
 			&InjectBTPManager{Runtimes: d.Runtimes, Config: d.Config},
 		},
