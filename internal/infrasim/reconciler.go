@@ -127,15 +127,21 @@ func (r *reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		// closest to "the runtime survived" a simulator can offer.
 		log.Info("Runtime is Ready but this process has no cluster for it (simulator restarted): starting a fresh one")
 		return reconcile.Result{}, r.provision(ctx, rt, id, log)
-	case "":
+	}
+
+	wait := r.pendingSince(rt).Add(r.delay).Sub(r.now())
+	if rt.Status.State == "" && wait > 0 {
+		// Reported only when there is a delay to be Pending for: with none,
+		// the runtime becomes Ready (or Failed) in this very reconcile, and a
+		// Pending nobody could see would cost the API server a status write
+		// and every watcher an event, on each of a bench's thousand runtimes.
 		if err := r.setStatus(ctx, rt, infrastructuremanager.StatePending, "simulated infrastructure manager is creating the cluster"); err != nil {
 			return reconcile.Result{}, err
 		}
 		log.WithField("delay", r.delay.String()).Info("Runtime pending")
 	}
-
 	// Requeue rather than sleep: waiting must not hold a worker.
-	if wait := r.pendingSince(rt).Add(r.delay).Sub(r.now()); wait > 0 {
+	if wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	if r.failChanges != nil && rt.Annotations[applyingSinceAnnotation] != "" {

@@ -3,6 +3,7 @@ package infrasim
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -217,6 +218,34 @@ func TestReconcileTearsDownDeletedRuntimes(t *testing.T) {
 	}
 }
 
+// pendingSince stamps rt as the simulator does when it first sees it.
+func pendingSince(rt *infrastructuremanager.Runtime, t time.Time) *infrastructuremanager.Runtime {
+	rt.Annotations = map[string]string{pendingSinceAnnotation: t.Format(time.RFC3339Nano)}
+	return rt
+}
+
+// With no delay a new runtime goes straight to Ready: a Pending nobody could
+// see is not written.
+func TestReconcileWithoutDelayReportsNoPending(t *testing.T) {
+	t.Parallel()
+	var states []infrastructuremanager.State
+	b := setup(t, testScheme(t), unitRuntime("", false, false), interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			states = append(states, obj.(*infrastructuremanager.Runtime).Status.State)
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		}})
+	b.r.delay = 0
+	if _, err := b.r.Reconcile(t.Context(), b.req); err != nil {
+		t.Fatal(err)
+	}
+	if want := []infrastructuremanager.State{infrastructuremanager.StateReady}; !slices.Equal(states, want) {
+		t.Errorf("status writes %v, want %v", states, want)
+	}
+	if !b.secretExists(t) {
+		t.Error("Ready without a kubeconfig Secret")
+	}
+}
+
 // Error branches: each failure is returned (so controller-runtime retries) and
 // leaves the Runtime where a retry can pick it up.
 func TestReconcileErrors(t *testing.T) {
@@ -239,6 +268,8 @@ func TestReconcileErrors(t *testing.T) {
 		wantState  infrastructuremanager.State
 		wantSecret bool
 		wantGone   bool
+		// delay is the simulator's; 0 unless set.
+		delay time.Duration
 	}{
 		{
 			name: "reading the Runtime fails", runtime: unitRuntime("", false, false),
@@ -255,7 +286,7 @@ func TestReconcileErrors(t *testing.T) {
 			wantErr: "adding finalizer",
 		},
 		{
-			name: "setting Pending fails", runtime: unitRuntime("", true, false),
+			name: "setting Pending fails", runtime: pendingSince(unitRuntime("", true, false), time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)), delay: time.Minute,
 			funcs: failStatus(infrastructuremanager.StatePending), wantErr: "setting Runtime kcp-system/unit to Pending",
 		},
 		{
@@ -304,7 +335,7 @@ func TestReconcileErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, testScheme(t), tc.runtime, tc.funcs)
-			b.r.delay = 0
+			b.r.delay = tc.delay
 			b.clusters.ensureErr, b.clusters.releaseErr = tc.ensureErr, tc.releaseErr
 			if tc.runtime.Name == "unit" && tc.runtime.Annotations["fail"] != "" {
 				b.r.failRuntimes = func(string) string { return "no capacity" }
