@@ -197,11 +197,11 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 		storage.OperationTypeUpdate: update.Pipeline(update.Deps{
 			Config: update.Config{Namespace: ns, BTPManagerTimeout: ec.BTPMgrTimeout, BTPManagerPoll: ec.BTPMgrPoll,
 				RuntimeTimeout: ec.RuntimeTimeout, RuntimePoll: ec.RuntimePoll, AccountTimeout: ec.AccountTimeout, AccountPoll: accountPoll},
-			Catalog: cat, KCP: kcp, Accounts: accounts, Store: store, Runtimes: runtimes,
+			Catalog: cat, KCP: kcp, Accounts: accounts, Store: store, Runtimes: runtimes, Watch: watcher,
 		}),
 	}
 	upgrades := upgrade.Deps{Config: upgrade.Config{Namespace: ns, RuntimeTimeout: ec.RuntimeTimeout, RuntimePoll: ec.RuntimePoll},
-		Catalog: cat, KCP: kcp, Store: store}
+		Catalog: cat, KCP: kcp, Store: store, Watch: watcher}
 	pipelines[storage.OperationTypeUpgradeKyma] = upgrade.KymaPipeline(upgrades)
 	pipelines[storage.OperationTypeUpgradeCluster] = upgrade.ClusterPipeline(upgrades)
 	scheduler := orchestration.NewScheduler(orchestrations, windows, log.WithField("component", "orchestration"))

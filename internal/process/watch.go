@@ -120,6 +120,26 @@ func (w *Watcher) Run(ctx context.Context) {
 	}
 }
 
+// SeenReader is what the control-plane watch has seen (Watcher.Seen).
+type SeenReader interface {
+	Seen(ctx context.Context, key client.ObjectKey, obj client.Object) bool
+}
+
+// GetAwaited reads the object under key into obj for a step waiting for it
+// to reach a state: from what the watch has seen when that is the awaited
+// state (awaited(obj) holds), and from the API server otherwise. A watch
+// only lags, so a state it has seen was reached: the run a wake-up starts
+// finds the change there without a request. A state short of the awaited
+// one, an object it has not seen (or seen is nil) are read from the API
+// server, which may be ahead; a lagging or stopped watch only costs that
+// read.
+func GetAwaited(ctx context.Context, seen SeenReader, direct client.Reader, key client.ObjectKey, obj client.Object, awaited func() bool) error {
+	if seen != nil && seen.Seen(ctx, key, obj) && awaited() {
+		return nil
+	}
+	return direct.Get(ctx, key, obj)
+}
+
 // Seen fills obj (a Runtime CR, or a Secret's metav1.PartialObjectMetadata)
 // with what the running watch has seen under key, and reports whether it has
 // seen it: false while no watch runs or before the object's event arrived.

@@ -9,7 +9,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
@@ -150,5 +152,55 @@ func TestWakeGivesUpAfterMaxRun(t *testing.T) {
 	w.wake(t.Context(), "rt-1", 7, wokenAt)
 	if q.calls < 2 || q.calls > 5 {
 		t.Errorf("Wake called %d times in a MaxRun of 1s, want 2 to 5 (200 ms, 400 ms, 800 ms apart)", q.calls)
+	}
+}
+
+// seenRuntime is a watch that has seen one Runtime CR in one state.
+type seenRuntime struct{ state infrastructuremanager.State }
+
+func (s seenRuntime) Seen(_ context.Context, _ client.ObjectKey, obj client.Object) bool {
+	rt, ok := obj.(*infrastructuremanager.Runtime)
+	if ok {
+		rt.Status.State = s.state
+	}
+	return ok
+}
+
+func TestGetAwaitedTrustsTheWatchOnlyForTheAwaitedState(t *testing.T) {
+	t.Parallel()
+	scheme := k8sruntime.NewScheme()
+	if err := infrastructuremanager.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	onServer := &infrastructuremanager.Runtime{}
+	onServer.Namespace, onServer.Name, onServer.Status.State = "kcp-system", "rt", infrastructuremanager.StateReady
+	key := client.ObjectKeyFromObject(onServer)
+	tests := []struct {
+		name       string
+		seen       SeenReader
+		wantDirect bool
+	}{
+		{"the watch saw it Ready", seenRuntime{infrastructuremanager.StateReady}, false},
+		{"the watch saw it Pending: the API server may be ahead", seenRuntime{infrastructuremanager.StatePending}, true},
+		{"no watch", nil, true},
+	}
+	for _, tc := range tests {
+		reads := 0
+		direct := fake.NewClientBuilder().WithScheme(scheme).WithObjects(onServer.DeepCopy()).WithInterceptorFuncs(interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				reads++
+				return c.Get(ctx, key, obj, opts...)
+			}}).Build()
+		rt := &infrastructuremanager.Runtime{}
+		err := GetAwaited(t.Context(), tc.seen, direct, key, rt, func() bool { return rt.Status.State == infrastructuremanager.StateReady })
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if rt.Status.State != infrastructuremanager.StateReady {
+			t.Errorf("%s: read %q, want Ready", tc.name, rt.Status.State)
+		}
+		if got := reads == 1; got != tc.wantDirect {
+			t.Errorf("%s: %d API server reads, want a read: %v", tc.name, reads, tc.wantDirect)
+		}
 	}
 }

@@ -20,18 +20,12 @@ import (
 // watch on the Runtime CR and the Secret wakes the operation early.
 type CheckRuntime struct {
 	KCP client.Reader
-	// Watch, when set, is what that watch has seen. The run a wake-up
-	// starts finds the Ready Runtime CR and the Secret there, without the
-	// two reads of the API server (of an azure provisioning's seven
-	// requests); anything short of that is read from the API server, so a
-	// watch that lags or does not run only costs those reads.
-	Watch  watchCache
+	// Watch, when set, is what that watch has seen: the run a wake-up
+	// starts finds the Ready Runtime CR and the Secret there, without two
+	// of an azure provisioning's seven API server requests
+	// (process.GetAwaited).
+	Watch  process.SeenReader
 	Config Config
-}
-
-// watchCache is what the control-plane watch has seen (process.Watcher).
-type watchCache interface {
-	Seen(ctx context.Context, key client.ObjectKey, obj client.Object) bool
 }
 
 // Name implements process.Step.
@@ -47,14 +41,12 @@ func (s *CheckRuntime) Timeout() time.Duration { return s.Config.RuntimeTimeout 
 func (s *CheckRuntime) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
 	key := client.ObjectKey{Namespace: s.Config.Namespace, Name: kyma.Name(op.Instance.RuntimeID)}
 	rt := &infrastructuremanager.Runtime{}
-	if !s.seen(ctx, key, rt) || rt.Status.State != infrastructuremanager.StateReady {
-		err := s.KCP.Get(ctx, key, rt)
-		if apierrors.IsNotFound(err) {
-			return process.Fail("the Runtime CR of runtime %s disappeared before the cluster was ready", op.Instance.RuntimeID)
-		}
-		if err != nil {
-			return process.StepResult{}, fmt.Errorf("reading Runtime CR: %w", err)
-		}
+	err := process.GetAwaited(ctx, s.Watch, s.KCP, key, rt, func() bool { return rt.Status.State == infrastructuremanager.StateReady })
+	if apierrors.IsNotFound(err) {
+		return process.Fail("the Runtime CR of runtime %s disappeared before the cluster was ready", op.Instance.RuntimeID)
+	}
+	if err != nil {
+		return process.StepResult{}, fmt.Errorf("reading Runtime CR: %w", err)
 	}
 	switch rt.Status.State {
 	case infrastructuremanager.StateFailed:
@@ -76,10 +68,7 @@ func (s *CheckRuntime) Run(ctx context.Context, op *process.Operation) (process.
 	secret := &metav1.PartialObjectMetadata{}
 	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 	key.Name = infrastructuremanager.KubeconfigSecretName(op.Instance.RuntimeID)
-	if s.seen(ctx, key, secret) {
-		return process.Done()
-	}
-	err := s.KCP.Get(ctx, key, secret)
+	err = process.GetAwaited(ctx, s.Watch, s.KCP, key, secret, func() bool { return true })
 	if apierrors.IsNotFound(err) {
 		op.Describe("Waiting for the kubeconfig of cluster %s", op.Instance.ShootName)
 		return process.RetryAfter(s.Config.RuntimePoll)
@@ -88,8 +77,4 @@ func (s *CheckRuntime) Run(ctx context.Context, op *process.Operation) (process.
 		return process.StepResult{}, fmt.Errorf("reading kubeconfig Secret: %w", err)
 	}
 	return process.Done()
-}
-
-func (s *CheckRuntime) seen(ctx context.Context, key client.ObjectKey, obj client.Object) bool {
-	return s.Watch != nil && s.Watch.Seen(ctx, key, obj)
 }

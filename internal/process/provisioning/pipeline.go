@@ -48,7 +48,7 @@ type Deps struct {
 	OverrideSources, VersionPins client.Reader
 	// Watch is what the control-plane watch has seen of Runtime CRs and
 	// kubeconfig Secrets; nil: everything is read from KCP.
-	Watch watchCache
+	Watch process.SeenReader
 }
 
 // Pipeline returns the provisioning pipeline.

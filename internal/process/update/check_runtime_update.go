@@ -18,7 +18,10 @@ import (
 // update_runtime wrote. Failed ends the update with the infrastructure
 // manager's message; the instance keeps its recorded parameters.
 type CheckRuntimeUpdate struct {
-	KCP    client.Reader
+	KCP client.Reader
+	// Watch, when set, is what that watch has seen: the run its wake-up
+	// starts finds the applied Runtime CR there (process.GetAwaited).
+	Watch  process.SeenReader
 	Config Config
 }
 
@@ -35,7 +38,10 @@ func (s *CheckRuntimeUpdate) Run(ctx context.Context, op *process.Operation) (pr
 	}
 	d := op.Record
 	rt := &infrastructuremanager.Runtime{}
-	err := s.KCP.Get(ctx, client.ObjectKey{Namespace: s.Config.Namespace, Name: kyma.Name(op.Instance.RuntimeID)}, rt)
+	err := process.GetAwaited(ctx, s.Watch, s.KCP, client.ObjectKey{Namespace: s.Config.Namespace, Name: kyma.Name(op.Instance.RuntimeID)}, rt,
+		func() bool {
+			return rt.Status.State == infrastructuremanager.StateReady && rt.Status.ObservedGeneration >= d.RuntimeGeneration
+		})
 	if apierrors.IsNotFound(err) {
 		return process.Fail("the Runtime CR of runtime %s disappeared before the update was applied", op.Instance.RuntimeID)
 	}

@@ -63,6 +63,9 @@ type Deps struct {
 	Accounts accountPool
 	Store    updatedStore
 	Runtimes runtimeClients
+	// Watch is what the control-plane watch has seen of Runtime CRs; nil:
+	// everything is read from KCP.
+	Watch process.SeenReader
 }
 
 // Pipeline returns the update pipeline. An update that only pushes
@@ -75,7 +78,7 @@ func Pipeline(d Deps) process.Pipeline {
 			&Initialization{Catalog: d.Catalog, KCP: d.KCP, Config: d.Config},
 			&UpdateHyperscalerAccount{Catalog: d.Catalog, Accounts: d.Accounts, Config: d.Config},
 			&UpdateRuntime{KCP: d.KCP, Config: d.Config},
-			&CheckRuntimeUpdate{KCP: d.KCP, Config: d.Config},
+			&CheckRuntimeUpdate{KCP: d.KCP, Watch: d.Watch, Config: d.Config},
 			&UpdateKyma{KCP: d.KCP},
 			&UpdateBTPManagerCredentials{Runtimes: d.Runtimes, Config: d.Config},
 		},

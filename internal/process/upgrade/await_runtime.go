@@ -18,7 +18,10 @@ import (
 // change produced and the state is Ready again. Waiting releases the worker;
 // the control-plane watch wakes the operation when the Runtime turns Ready.
 type AwaitRuntime struct {
-	KCP    client.Reader
+	KCP client.Reader
+	// Watch, when set, is what that watch has seen: the run its wake-up
+	// starts finds the applied Runtime CR there (process.GetAwaited).
+	Watch  process.SeenReader
 	Config Config
 }
 
@@ -36,7 +39,10 @@ func (s *AwaitRuntime) Run(ctx context.Context, op *process.Operation) (process.
 		return process.Done()
 	}
 	rt := &infrastructuremanager.Runtime{}
-	err := s.KCP.Get(ctx, client.ObjectKey{Namespace: s.Config.Namespace, Name: kyma.Name(op.Instance.RuntimeID)}, rt)
+	err := process.GetAwaited(ctx, s.Watch, s.KCP, client.ObjectKey{Namespace: s.Config.Namespace, Name: kyma.Name(op.Instance.RuntimeID)}, rt,
+		func() bool {
+			return rt.Status.ObservedGeneration >= u.Generation && rt.Status.State == infrastructuremanager.StateReady
+		})
 	if apierrors.IsNotFound(err) {
 		return process.Fail("the Runtime CR of runtime %s disappeared during the upgrade", op.Instance.RuntimeID)
 	}

@@ -39,6 +39,9 @@ type Deps struct {
 	Catalog *catalog.Catalog
 	KCP     client.Client
 	Store   resolvedStore
+	// Watch is what the control-plane watch has seen of Runtime CRs; nil:
+	// everything is read from KCP.
+	Watch process.SeenReader
 }
 
 // KymaPipeline returns the upgrade_kyma pipeline.
@@ -48,7 +51,7 @@ func KymaPipeline(d Deps) process.Pipeline {
 			&Initialisation{KCP: d.KCP, Config: d.Config},
 			&Overrides{Catalog: d.Catalog, KCP: d.KCP, Config: d.Config},
 			&UpgradeKyma{KCP: d.KCP, Config: d.Config},
-			&AwaitRuntime{KCP: d.KCP, Config: d.Config},
+			&AwaitRuntime{KCP: d.KCP, Watch: d.Watch, Config: d.Config},
 		},
 		Succeeded: recordUpgrade(d.Store),
 		Done:      "Operation succeeded: Kyma is upgraded",
@@ -61,7 +64,7 @@ func ClusterPipeline(d Deps) process.Pipeline {
 		Steps: []process.Step{
 			&Initialisation{KCP: d.KCP, Config: d.Config},
 			&UpgradeCluster{KCP: d.KCP, Config: d.Config},
-			&AwaitRuntime{KCP: d.KCP, Config: d.Config},
+			&AwaitRuntime{KCP: d.KCP, Watch: d.Watch, Config: d.Config},
 		},
 		Succeeded: recordUpgrade(d.Store),
 		Done:      "Operation succeeded: the cluster is upgraded",
