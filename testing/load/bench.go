@@ -717,7 +717,7 @@ func renderTable(rows []row, cfg benchConfig, started time.Time, idle map[string
 	}
 	fmt.Fprintf(&b, "\n`make bench` on commit %s, %s, %s per cell; binaries: %s.\n\n", cfg.commit,
 		started.UTC().Format("2006-01-02 15:04 MST"), cfg.duration, strings.Join(names, ", "))
-	b.WriteString("| cell | c | binary | req/s | p50 | p99 | broker CPU ms/req | CPU elsewhere ms/req: PostgreSQL / control plane / client | SQL/req | apiserver req/req | vs pgbench TPS | load avg | note |\n")
+	b.WriteString("| cell | c | binary | req/s | p50 | p99 | broker CPU ms/req | CPU elsewhere ms/req: PostgreSQL / apiservers + etcd / load generator | SQL/req | apiserver req/req | vs pgbench TPS | load avg | note |\n")
 	b.WriteString("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
 	num := func(v float64, format string) string {
 		if math.IsNaN(v) {

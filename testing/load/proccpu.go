@@ -74,9 +74,9 @@ func treeCPU(root int) time.Duration {
 
 // cpuElsewhere is the CPU the bench's work costs outside the measured keb:
 // PostgreSQL (the bench's cluster: postmaster, backends, background
-// workers), keb's control plane (the kube-apiservers and etcd `keb dev` runs
-// as its children) and the load generator (this process, which also runs
-// pgbench as a child). Beside keb's own CPU it shows where a cell's CPU
+// workers), the clusters `keb dev` runs as its children (the control plane's
+// kube-apiserver and etcd, and a shared runtime cluster's) and the load
+// generator (this process; pgbench, its child, is not in it). Beside keb's own CPU it shows where a cell's CPU
 // went on a machine whose cores all of them share.
 type cpuElsewhere struct {
 	postgres, controlPlane, client time.Duration
