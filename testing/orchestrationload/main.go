@@ -2,9 +2,10 @@
 // of a running `keb dev`: it POSTs a Kyma upgrade of all runtimes with
 // -workers, follows it, and prints the time until its targets were frozen
 // and the first upgrades ran, the time until the last upgrade started and
-// until the end, upgrades per second, and the database statements per
-// upgrade (all of keb's, from keb_database_statements_total, and the
-// scheduler's passes, from its queue job). Provision the runtimes first,
+// until the end, upgrades per second, the database statements and API
+// server requests per upgrade (all of keb's, from
+// keb_database_statements_total and keb_apiserver_requests_total) and the
+// scheduler's passes, from its queue job. Provision the runtimes first,
 // e.g. with `go run ./testing/load -mode pipeline -n 1000`.
 //
 //	go run ./testing/orchestrationload -url http://127.0.0.1:8080 -workers 20
@@ -134,6 +135,8 @@ func run(base, dir string, workers int, version string, dryRun bool) error {
 		float64(runtimes)/ended.Seconds(), maxRunning)
 	fmt.Printf("statements: %.1f per upgrade (all of keb, keb_database_statements_total); scheduler passes: %.0f (%.2f per upgrade)\n",
 		(after["keb_database_statements_total"]-before["keb_database_statements_total"])/float64(runtimes), passes, passes/float64(runtimes))
+	fmt.Printf("apiserver requests: %.1f per upgrade (all of keb, keb_apiserver_requests_total)\n",
+		(after["keb_apiserver_requests_total"]-before["keb_apiserver_requests_total"])/float64(runtimes))
 	return nil
 }
 
@@ -148,6 +151,17 @@ func metrics(base string) (map[string]float64, error) {
 	sc := bufio.NewScanner(res.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
+		// keb's requests to the API servers, summed over their labels.
+		if rest, ok := strings.CutPrefix(sc.Text(), "keb_apiserver_requests_total{"); ok {
+			if _, v, ok := strings.Cut(rest, "} "); ok {
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					return nil, err
+				}
+				out["keb_apiserver_requests_total"] += f
+			}
+			continue
+		}
 		for _, name := range []string{"keb_database_statements_total", "keb_orchestration_passes_total"} {
 			if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
 				f, err := strconv.ParseFloat(v, 64)
