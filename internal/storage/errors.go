@@ -45,6 +45,11 @@ func interpretError(err error) error {
 		}
 		return fmt.Errorf("unique constraint %s violated: %w", pgErr.ConstraintName, err)
 	}
+	if errors.As(err, &pgErr) && pgErr.Code == "23502" && pgErr.TableName == "operations" && pgErr.ColumnName == "instance_id" {
+		// A new instance's operation refused because its ID is archived
+		// (insertNewInstanceOperationSQL).
+		return ErrArchived
+	}
 	return err
 }
 

@@ -67,25 +67,27 @@ func (s *Store) open(row instanceRow) (Instance, error) {
 }
 
 // createProvisioning is the single-accept transaction: a's job, instance
-// and operation, nothing else.
+// and operation, nothing else, in two round trips: BEGIN with River's
+// insert (the job's ID goes into the operation), then the instance, the
+// operation and COMMIT (pipelinedtx.go).
 func (s *Store) createProvisioning(ctx context.Context, a *accept) error {
 	inst, op := a.inst, a.op
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := inPipelinedTx(ctx, s.pool, func(tx *pipelinedTx) error {
 		// The queue's job first: its ID is written with the operation.
 		jobID, err := s.enqueue(ctx, tx, op)
 		if err != nil {
 			return err
 		}
-		// Both inserts go to PostgreSQL as one pipelined batch (one round
-		// trip); each still runs with its own snapshot, and any error rolls
-		// the whole transaction back.
+		// Each insert still runs with its own snapshot; a failing one makes
+		// PostgreSQL skip the COMMIT behind it, and the whole transaction
+		// is rolled back.
 		batch := &pgx.Batch{}
 		batch.Queue(insertInstanceSQL,
 			inst.InstanceID, inst.RuntimeID, inst.GlobalAccountID, inst.SubAccountID, inst.UserID, inst.ServiceID,
 			inst.PlanID, inst.PlanName, inst.OnePerGlobalAccountPlan, inst.PlatformRegion, inst.Provider, inst.ProviderRegion,
 			jsonOrEmpty(inst.Parameters), jsonOrEmpty(inst.Context), a.sealed)
 		batch.Queue(insertNewInstanceOperationSQL, append(operationArgs(op), jobID)...)
-		return runProvisioningBatch(tx.SendBatch(ctx, batch))
+		return tx.commitWith(ctx, batch, readProvisioningBatch)
 	})
 	return interpretError(err)
 }
@@ -99,31 +101,33 @@ const insertInstanceSQL = `INSERT INTO instances (instance_id, runtime_id, globa
 		$11::text, $12::text, $13::jsonb, $14::jsonb, $15::text
 	WHERE NOT EXISTS (SELECT 1 FROM instances_archive WHERE instance_id = $1)`
 
-// insertNewInstanceOperationSQL writes the new instance's first operation
-// unless the instance ID is archived by now. The check is repeated after the
-// instance's insert on purpose: a deprovisioning archiving this ID may have
-// committed while that insert waited on the old row's lock; this statement's
-// fresh snapshot sees it, and the ID stays retired.
+// insertNewInstanceOperationSQL writes the new instance's first operation,
+// and fails when the instance ID is archived by now. The check is repeated
+// after the instance's insert on purpose: a deprovisioning archiving this ID
+// may have committed while that insert waited on the old row's lock; this
+// statement's fresh snapshot sees it, and the ID stays retired.
+//
+// It fails rather than writing no row because the COMMIT is pipelined behind
+// it: only a failing statement keeps PostgreSQL from running that COMMIT. An
+// archived ID gives the operation a NULL instance_id, which its NOT NULL
+// constraint refuses (23502, read as ErrArchived by interpretError).
 const insertNewInstanceOperationSQL = `INSERT INTO operations (operation_id, instance_id, type, state, description,
 	stage, deadline, data, temporary, update_request, job_id)
-	SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::timestamptz, $8::jsonb, $9::boolean, $10::jsonb,
-	$11::bigint
-	WHERE NOT EXISTS (SELECT 1 FROM instances_archive WHERE instance_id = $2)`
+	SELECT $1::text,
+		CASE WHEN EXISTS (SELECT 1 FROM instances_archive WHERE instance_id = $2) THEN NULL ELSE $2::text END,
+		$3::text, $4::text, $5::text, $6::text, $7::timestamptz, $8::jsonb, $9::boolean, $10::jsonb, $11::bigint`
 
-// runProvisioningBatch reads CreateProvisioning's batch results in order and
+// readProvisioningBatch reads createProvisioning's two inserts in order and
 // stops at the first failure.
-func runProvisioningBatch(br pgx.BatchResults) (err error) {
-	defer func() {
-		if cerr := br.Close(); err == nil && cerr != nil {
-			err = interpretError(cerr)
-		}
-	}()
+func readProvisioningBatch(br pgx.BatchResults) error {
 	for _, what := range []string{"instance", "operation"} {
 		tag, err := br.Exec()
 		if err != nil {
 			return fmt.Errorf("inserting %s: %w", what, interpretError(err))
 		}
 		if tag.RowsAffected() == 0 {
+			// The instance's ID was archived before this transaction's
+			// snapshot (the operation's insert would fail on it too).
 			return ErrArchived
 		}
 	}
