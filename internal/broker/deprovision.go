@@ -69,7 +69,11 @@ func (b *Broker) Deprovision(ctx context.Context, instanceID string, details dom
 		return domain.DeprovisionServiceSpec{}, b.internal(log, "storing deprovisioning", err)
 	}
 	if created {
-		log.WithField("operation_id", op.ID).Info("deprovisioning accepted")
+		// On the request's access line when it has one (a line less).
+		accepted := logrus.Fields{"accepted": "deprovisioning", "instance_id": instanceID, "operation_id": op.ID}
+		if !logging.AddAccessFields(ctx, accepted) {
+			log.WithFields(accepted).Info("deprovisioning accepted")
+		}
 	}
 	return domain.DeprovisionServiceSpec{IsAsync: true, OperationData: op.ID}, nil
 }

@@ -27,7 +27,10 @@ const descriptionQueued = "Provisioning accepted: waiting for a worker to start 
 // once provisioned) or writes the instance and its operation in one
 // transaction and answers 202.
 func (b *Broker) Provision(ctx context.Context, instanceID string, details domain.ProvisionDetails, asyncAllowed bool) (domain.ProvisionedServiceSpec, error) {
-	log := logging.FromContext(ctx, b.log).WithFields(logrus.Fields{"instance_id": instanceID, "plan_id": details.PlanID})
+	// Built when something is logged: an accept logs nothing of its own.
+	log := func() logrus.FieldLogger {
+		return logging.FromContext(ctx, b.log).WithFields(logrus.Fields{"instance_id": instanceID, "plan_id": details.PlanID})
+	}
 	if !asyncAllowed {
 		return domain.ProvisionedServiceSpec{}, errAsyncRequired
 	}
@@ -76,7 +79,7 @@ func (b *Broker) Provision(ctx context.Context, instanceID string, details domai
 	}
 	if pctx.SMOperatorCredentials != nil {
 		if inst.Credentials, err = json.Marshal(pctx.SMOperatorCredentials); err != nil {
-			return domain.ProvisionedServiceSpec{}, b.internal(log, "encoding credentials", err)
+			return domain.ProvisionedServiceSpec{}, b.internal(log(), "encoding credentials", err)
 		}
 	}
 	op := b.newOperation(instanceID, storage.OperationTypeProvision, descriptionQueued)
@@ -85,23 +88,28 @@ func (b *Broker) Provision(ctx context.Context, instanceID string, details domai
 	var record process.Record
 	record.SetResolved(resolved)
 	if op.Data, err = json.Marshal(record); err != nil {
-		return domain.ProvisionedServiceSpec{}, b.internal(log, "encoding resolved parameters", err)
+		return domain.ProvisionedServiceSpec{}, b.internal(log(), "encoding resolved parameters", err)
 	}
 
 	err = b.store.CreateProvisioning(ctx, inst, *op)
 	switch {
 	case err == nil:
-		log.WithField("operation_id", op.ID).Info("provisioning accepted")
+		// On the request's access line when it has one (a line less).
+		accepted := logrus.Fields{"accepted": "provisioning", "instance_id": instanceID, "operation_id": op.ID,
+			"plan_id": details.PlanID}
+		if !logging.AddAccessFields(ctx, accepted) {
+			log().WithFields(accepted).Info("provisioning accepted")
+		}
 		return domain.ProvisionedServiceSpec{IsAsync: true, OperationData: op.ID}, nil
 	case errors.Is(err, storage.ErrAlreadyExists):
 		// A re-sent request, or a conflicting one: the stored instance decides.
-		return b.provisionExisting(ctx, log, inst)
+		return b.provisionExisting(ctx, log(), inst)
 	case errors.Is(err, storage.ErrArchived):
 		return domain.ProvisionedServiceSpec{}, errConflict("the instance ID belongs to a deprovisioned instance")
 	case errors.Is(err, storage.ErrOnePerGlobalAccount):
 		return domain.ProvisionedServiceSpec{}, errOnePerGlobalAccount(plan.Name)
 	default:
-		return domain.ProvisionedServiceSpec{}, b.internal(log, "storing provisioning", err)
+		return domain.ProvisionedServiceSpec{}, b.internal(log(), "storing provisioning", err)
 	}
 }
 

@@ -46,7 +46,7 @@ func requestContext(log logrus.FieldLogger) mux.MiddlewareFunc {
 			if ident := req.Header.Get(headerRequestIdentity); ident != "" {
 				fields["request_identity"] = ident
 			}
-			ctx := logging.WithLogger(req.Context(), log.WithFields(fields))
+			ctx := logging.WithAccessFields(logging.WithLogger(req.Context(), log.WithFields(fields)))
 			next.ServeHTTP(w, req.WithContext(ctx))
 		})
 	}
@@ -91,7 +91,8 @@ func routeOf(req *http.Request) string {
 	return "unmatched"
 }
 
-// accessLog writes one line per request. Probes, answered polls
+// accessLog writes one line per request, with the fields its handler added
+// (logging.AddAccessFields: the operation a PUT or DELETE accepted). Probes, answered polls
 // (last_operation, 200) and served catalogs (200, 304) are logged at debug
 // level so that they don't drown the log: a platform polls every operation
 // every few seconds for as long as it runs, and reads the catalog over and
@@ -119,10 +120,14 @@ func accessLog(next http.Handler) http.Handler {
 		if e, ok := log.(*logrus.Entry); ok && !e.Logger.IsLevelEnabled(level) {
 			return // not even the fields are built
 		}
-		log.WithFields(logrus.Fields{
-			"method": logSafe(req.Method), "route": route, "path": logSafe(req.URL.Path),
-			"status": status, "duration_ms": time.Since(start).Milliseconds(),
-		}).Log(level, "request")
+		added := logging.AccessFieldsOf(req.Context()).Fields()
+		fields := make(logrus.Fields, 5+len(added))
+		for k, v := range added {
+			fields[k] = v
+		}
+		fields["method"], fields["route"], fields["path"] = logSafe(req.Method), route, logSafe(req.URL.Path)
+		fields["status"], fields["duration_ms"] = status, time.Since(start).Milliseconds()
+		log.WithFields(fields).Log(level, "request")
 	})
 }
 
