@@ -44,8 +44,9 @@ type accept struct {
 // acceptGroup is the group commit of provisioning accepts.
 //
 // An accept is one short transaction (the River job, the instance, its
-// operation, commit: four round trips), and in a CPU profile at 16
-// concurrent PUTs about 40% of the broker's CPU went into those round trips
+// operation, commit: four round trips then, two since pipelinedTx), and in a
+// CPU profile at 16 concurrent PUTs about 40% of the broker's CPU went into
+// those round trips
 // (half of it write system calls), and PostgreSQL paid one commit each. So concurrent accepts commit in groups,
 // the way PostgreSQL itself groups WAL flushes: while maxAcceptsInFlight
 // accept transactions are in flight, accepts that arrive queue up; when one
@@ -238,7 +239,8 @@ func (s *Store) insertAccepts(batch []*accept) (map[*accept]bool, error) {
 	// platform re-sending PUTs) wait for each other rather than deadlock.
 	slices.SortFunc(rows, func(x, y *accept) int { return strings.Compare(x.inst.InstanceID, y.inst.InstanceID) })
 	written := make(map[*accept]bool, len(rows))
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	// BEGIN goes out with the instances' insert (pipelinedtx.go).
+	err := inPipelinedTx(ctx, s.pool, func(tx *pipelinedTx) error {
 		var ins instanceArrays
 		for _, a := range rows {
 			ins.add(a.inst, a.sealed)

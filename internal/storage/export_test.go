@@ -1,5 +1,12 @@
 package storage
 
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
 // WaitingAccepts is how many CreateProvisioning calls wait for the accept
 // transaction in flight: tests wait for a batch to form before releasing it.
 func (s *Store) WaitingAccepts() int {
@@ -11,3 +18,14 @@ func (s *Store) WaitingAccepts() int {
 // MaxAcceptsInFlight is how many accepts a test must hold in flight before
 // further ones queue.
 const MaxAcceptsInFlight = maxAcceptsInFlight
+
+// PipelinedTx is the transaction of the single accept (pipelinedtx.go).
+type PipelinedTx = pipelinedTx
+
+// InPipelinedTx runs fn in a PipelinedTx on a connection of pool.
+func InPipelinedTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx *PipelinedTx) error) error {
+	return inPipelinedTx(ctx, pool, fn)
+}
+
+// CommitWith sends b and COMMIT in one round trip.
+func (t *pipelinedTx) CommitWith(ctx context.Context, b *pgx.Batch) error { return t.commitWith(ctx, b) }

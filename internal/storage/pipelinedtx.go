@@ -84,11 +84,14 @@ func (t *pipelinedTx) sendBatch(ctx context.Context, b *pgx.Batch) (pgx.BatchRes
 	return br, nil
 }
 
-// commitWith sends b and COMMIT in one round trip (with BEGIN when nothing
-// was sent yet), hands b's results to read, then reads COMMIT's. If read
-// fails, or a statement of b does, PostgreSQL never ran the COMMIT: the
-// error comes back and the transaction waits, aborted, for Rollback.
-func (t *pipelinedTx) commitWith(ctx context.Context, b *pgx.Batch, read func(pgx.BatchResults) error) (err error) {
+// commitWith sends b's statements and COMMIT in one round trip (with BEGIN
+// when nothing was sent yet) and returns the first statement's error, if
+// any. PostgreSQL runs the COMMIT unless a statement fails: whatever must
+// keep the transaction from committing has to be a failing statement, not a
+// result the caller looks at. After a failure the transaction waits,
+// aborted, for Rollback.
+func (t *pipelinedTx) commitWith(ctx context.Context, b *pgx.Batch) (err error) {
+	statements := b.Len()
 	b.Queue("commit")
 	br, err := t.sendBatch(ctx, b)
 	if err != nil {
@@ -99,8 +102,10 @@ func (t *pipelinedTx) commitWith(ctx context.Context, b *pgx.Batch, read func(pg
 			err = cerr
 		}
 	}()
-	if err := read(br); err != nil {
-		return err
+	for range statements {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
 	}
 	tag, err := br.Exec()
 	switch {

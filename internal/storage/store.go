@@ -79,21 +79,27 @@ func (s *Store) createProvisioning(ctx context.Context, a *accept) error {
 			return err
 		}
 		// Each insert still runs with its own snapshot; a failing one makes
-		// PostgreSQL skip the COMMIT behind it, and the whole transaction
-		// is rolled back.
+		// PostgreSQL skip the COMMIT behind it, and the whole transaction is
+		// rolled back. An archived ID writes no instance (the insert's
+		// snapshot sees the archive) and fails the operation's insert.
 		batch := &pgx.Batch{}
 		batch.Queue(insertInstanceSQL,
 			inst.InstanceID, inst.RuntimeID, inst.GlobalAccountID, inst.SubAccountID, inst.UserID, inst.ServiceID,
 			inst.PlanID, inst.PlanName, inst.OnePerGlobalAccountPlan, inst.PlatformRegion, inst.Provider, inst.ProviderRegion,
 			jsonOrEmpty(inst.Parameters), jsonOrEmpty(inst.Context), a.sealed)
 		batch.Queue(insertNewInstanceOperationSQL, append(operationArgs(op), jobID)...)
-		return tx.commitWith(ctx, batch, readProvisioningBatch)
+		if err := tx.commitWith(ctx, batch); err != nil {
+			return fmt.Errorf("writing instance and operation: %w", err)
+		}
+		return nil
 	})
 	return interpretError(err)
 }
 
 // insertInstanceSQL writes a new instance unless its ID is archived: a
-// deprovisioned instance's ID is never reused. No row written means archived.
+// deprovisioned instance's ID is never reused. No row written means archived
+// (archive rows are never deleted), and then the operation's insert behind
+// it fails.
 const insertInstanceSQL = `INSERT INTO instances (instance_id, runtime_id, global_account_id, subaccount_id,
 	user_id, service_id, plan_id, plan_name, one_per_global_account_plan, platform_region, provider, provider_region,
 	parameters, context, encrypted_credentials)
@@ -116,23 +122,6 @@ const insertNewInstanceOperationSQL = `INSERT INTO operations (operation_id, ins
 	SELECT $1::text,
 		CASE WHEN EXISTS (SELECT 1 FROM instances_archive WHERE instance_id = $2) THEN NULL ELSE $2::text END,
 		$3::text, $4::text, $5::text, $6::text, $7::timestamptz, $8::jsonb, $9::boolean, $10::jsonb, $11::bigint`
-
-// readProvisioningBatch reads createProvisioning's two inserts in order and
-// stops at the first failure.
-func readProvisioningBatch(br pgx.BatchResults) error {
-	for _, what := range []string{"instance", "operation"} {
-		tag, err := br.Exec()
-		if err != nil {
-			return fmt.Errorf("inserting %s: %w", what, interpretError(err))
-		}
-		if tag.RowsAffected() == 0 {
-			// The instance's ID was archived before this transaction's
-			// snapshot (the operation's insert would fail on it too).
-			return ErrArchived
-		}
-	}
-	return nil
-}
 
 // runningOperations reads the instance's operations in progress (at most one,
 // by operations_one_active_per_instance) inside tx.

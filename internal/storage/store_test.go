@@ -622,3 +622,80 @@ func jsonEq(t *testing.T, a, b []byte) bool {
 	}
 	return reflect.DeepEqual(x, y)
 }
+
+// A deprovisioning that archives an ID while a re-sent PUT's instance insert
+// waits on the old row: the insert then goes in (the row is gone), and the
+// operation's insert, with the COMMIT pipelined behind it, must fail on the
+// archive so that nothing of the PUT is committed, its job neither.
+func TestProvisioningOfAnIDArchivedWhileItsInsertWaits(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.NewPool(t)
+	ctx := testCtx(t)
+	if _, err := pool.Exec(ctx, `CREATE TABLE test_queue (id bigserial PRIMARY KEY, operation_id text NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	enq := enqueuerFunc(func(ctx context.Context, tx pgx.Tx, operationID string) (int64, error) {
+		var id int64
+		err := tx.QueryRow(ctx, `INSERT INTO test_queue (operation_id) VALUES ($1) RETURNING id`, operationID).Scan(&id)
+		return id, err
+	})
+	s := storage.NewStore(pool, mustCipher(t, b64KeyA), enq)
+	if err := s.CreateProvisioning(ctx, newInstance("inst-1", "ga-1", "azure"), newOperation("op-p", "inst-1", storage.OperationTypeProvision)); err != nil {
+		t.Fatalf("CreateProvisioning: %v", err)
+	}
+
+	// What ArchiveAndRemove does, held open.
+	archiver, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = archiver.Rollback(ctx) }()
+	if _, err := archiver.Exec(ctx, `INSERT INTO instances_archive (instance_id, runtime_id, global_account_id,
+		subaccount_id, plan_id, plan_name, platform_region, provider, provider_region, last_deprovisioning_id,
+		instance_created_at, deprovisioning_started_at)
+		SELECT instance_id, runtime_id, global_account_id, subaccount_id, plan_id, plan_name, platform_region, provider,
+			provider_region, 'op-d', created_at, now() FROM instances WHERE instance_id = 'inst-1'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := archiver.Exec(ctx, `DELETE FROM instances WHERE instance_id = 'inst-1'`); err != nil {
+		t.Fatal(err)
+	}
+
+	done := make(chan error, 1)
+	go func() {
+		done <- s.CreateProvisioning(ctx, newInstance("inst-1", "ga-1", "azure"), newOperation("op-again", "inst-1", storage.OperationTypeProvision))
+	}()
+	// The PUT's instance insert waits for the archiver's row lock.
+	for {
+		var waiting int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("CreateProvisioning returned %v before the archive was committed", err)
+		case <-ctx.Done():
+			t.Fatal("the PUT's insert never waited for the archiving transaction")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if err := archiver.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, storage.ErrArchived) {
+		t.Fatalf("CreateProvisioning of an ID archived meanwhile = %v, want ErrArchived", err)
+	}
+	var instances, operations, jobs int
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM instances WHERE instance_id = 'inst-1'),
+		(SELECT count(*) FROM operations WHERE operation_id = 'op-again'),
+		(SELECT count(*) FROM test_queue WHERE operation_id = 'op-again')`).Scan(&instances, &operations, &jobs); err != nil {
+		t.Fatal(err)
+	}
+	if instances+operations+jobs != 0 {
+		t.Errorf("the refused PUT left %d instance(s), %d operation(s), %d job(s)", instances, operations, jobs)
+	}
+}
