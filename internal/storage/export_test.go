@@ -28,4 +28,6 @@ func InPipelinedTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx *Pipeline
 }
 
 // CommitWith sends b and COMMIT in one round trip.
-func (t *pipelinedTx) CommitWith(ctx context.Context, b *pgx.Batch) error { return t.commitWith(ctx, b) }
+func (t *pipelinedTx) CommitWith(ctx context.Context, b *pgx.Batch) error {
+	return t.commitWith(ctx, b)
+}
