@@ -15,6 +15,7 @@ import (
 	"github.com/pivotal-cf/brokerapi/v10/domain"
 
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/logging"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/storage"
 )
@@ -741,4 +742,39 @@ func TestStoreSentinelsAreNotMistakenForInternalErrors(t *testing.T) {
 	if f := asFailure(t, err); f.status != http.StatusNotFound {
 		t.Errorf("doubly wrapped ErrNotFound answered %d, want 404", f.status)
 	}
+}
+
+// An accepted provisioning is logged once: on its request's access line when
+// the HTTP layer writes one, on a line of its own otherwise.
+func TestProvisionAcceptIsLoggedOnce(t *testing.T) {
+	t.Parallel()
+	written := func(storage.Instance, storage.Operation) error { return nil }
+	t.Run("on the access line", func(t *testing.T) {
+		t.Parallel()
+		b, hook := newTestBroker(t, &fakeStore{createProvisioning: written})
+		ctx := logging.WithAccessFields(t.Context())
+		spec, err := b.Provision(ctx, "inst-1", azureDetails(), true)
+		if err != nil {
+			t.Fatalf("Provision: %v", err)
+		}
+		if n := len(hook.AllEntries()); n != 0 {
+			t.Errorf("Provision logged %d line(s) of its own, want none: %v", n, hook.AllEntries())
+		}
+		fields := logging.AccessFieldsOf(ctx).Fields()
+		if fields["accepted"] != "provisioning" || fields["operation_id"] != spec.OperationData || fields["instance_id"] != "inst-1" {
+			t.Errorf("access line fields %v, want the accepted provisioning %s of inst-1", fields, spec.OperationData)
+		}
+	})
+	t.Run("without one", func(t *testing.T) {
+		t.Parallel()
+		b, hook := newTestBroker(t, &fakeStore{createProvisioning: written})
+		spec, err := b.Provision(t.Context(), "inst-1", azureDetails(), true)
+		if err != nil {
+			t.Fatalf("Provision: %v", err)
+		}
+		e := hook.LastEntry()
+		if e == nil || e.Message != "provisioning accepted" || e.Data["operation_id"] != spec.OperationData {
+			t.Errorf("logged %v, want a line of its own naming operation %s", e, spec.OperationData)
+		}
+	})
 }

@@ -194,8 +194,17 @@ func jsonEqual(a, b json.RawMessage) bool {
 // contextWithoutCredentials keeps every context field the platform sent
 // except sm_operator_credentials, which is stored sealed, apart.
 func contextWithoutCredentials(raw json.RawMessage) (json.RawMessage, error) {
-	if len(bytes.TrimSpace(raw)) == 0 {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 {
 		return json.RawMessage("{}"), nil
+	}
+	// An object without credentials is stored as it came (a jsonb column:
+	// PostgreSQL drops the spacing and orders the keys as a re-encoding
+	// would), without a decoding and an encoding per accept. A backslash
+	// could spell the key with escapes: such a context is decoded.
+	if trimmed[0] == '{' && !bytes.Contains(raw, []byte("sm_operator_credentials")) &&
+		!bytes.ContainsRune(raw, '\\') && json.Valid(raw) {
+		return raw, nil
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil {

@@ -132,6 +132,13 @@ func TestContextWithoutCredentials(t *testing.T) {
 		{name: "only credentials", raw: `{` + creds + `}`, want: map[string]any{}},
 		{name: "no credentials", raw: `{"globalaccount_id":"ga"}`, want: map[string]any{"globalaccount_id": "ga"}},
 		{name: "null credentials", raw: `{"globalaccount_id":"ga","sm_operator_credentials":null}`, want: map[string]any{"globalaccount_id": "ga"}},
+		{name: "no credentials, spaced", raw: " {\n \"globalaccount_id\" : \"ga\" } ", want: map[string]any{"globalaccount_id": "ga"}},
+		{
+			// The same key in escapes must not pass as an unknown field.
+			name: "credentials under an escaped key",
+			raw:  `{"globalaccount_id":"ga",` + strings.Replace(creds, "sm_operator", `sm\u005foperator`, 1) + `}`,
+			want: map[string]any{"globalaccount_id": "ga"},
+		},
 		{name: "array", raw: `[1,2]`, wantErr: true},
 		{name: "string", raw: `"ctx"`, wantErr: true},
 		{name: "invalid JSON", raw: `{"globalaccount_id":`, wantErr: true},

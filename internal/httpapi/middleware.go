@@ -120,10 +120,10 @@ func accessLog(next http.Handler) http.Handler {
 		if e, ok := log.(*logrus.Entry); ok && !e.Logger.IsLevelEnabled(level) {
 			return // not even the fields are built
 		}
-		added := logging.AccessFieldsOf(req.Context()).Fields()
-		fields := make(logrus.Fields, 5+len(added))
-		for k, v := range added {
-			fields[k] = v
+		// The handler's fields are this line's alone: they take the rest.
+		fields := logging.AccessFieldsOf(req.Context()).Fields()
+		if fields == nil {
+			fields = make(logrus.Fields, 5)
 		}
 		fields["method"], fields["route"], fields["path"] = logSafe(req.Method), route, logSafe(req.URL.Path)
 		fields["status"], fields["duration_ms"] = status, time.Since(start).Milliseconds()

@@ -49,14 +49,16 @@ func AccessFieldsOf(ctx context.Context) *AccessFields {
 // AddAccessFields adds fields to the access line of the request behind ctx,
 // and reports false when it has none (the caller is not serving an HTTP
 // request, or no access log runs): the caller then logs them itself. Only
-// the request's own handler goroutine may call it, before it returns.
+// the request's own handler goroutine may call it, before it returns; the
+// access line may keep fields itself, so the caller leaves it alone after.
 func AddAccessFields(ctx context.Context, fields logrus.Fields) bool {
 	f := AccessFieldsOf(ctx)
 	if f == nil {
 		return false
 	}
 	if f.fields == nil {
-		f.fields = make(logrus.Fields, len(fields))
+		f.fields = fields
+		return true
 	}
 	for k, v := range fields {
 		f.fields[k] = v
