@@ -118,6 +118,21 @@ func (f *fixture) opState(opID string) (state storage.OperationState, descriptio
 	return state, description, finished
 }
 
+// newTableQueue makes a test_queue table in pool and returns an enqueuer
+// that writes a job row there in the caller's transaction: a queue whose
+// rows the test can count.
+func newTableQueue(t *testing.T, ctx context.Context, pool *pgxpool.Pool) storage.Enqueuer {
+	t.Helper()
+	if _, err := pool.Exec(ctx, `CREATE TABLE test_queue (id bigserial PRIMARY KEY, operation_id text NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	return enqueuerFunc(func(ctx context.Context, tx pgx.Tx, operationID string) (int64, error) {
+		var id int64
+		err := tx.QueryRow(ctx, `INSERT INTO test_queue (operation_id) VALUES ($1) RETURNING id`, operationID).Scan(&id)
+		return id, err
+	})
+}
+
 // enqueuerFunc adapts a function to storage.Enqueuer.
 type enqueuerFunc func(ctx context.Context, tx pgx.Tx, operationID string) (int64, error)
 

@@ -85,6 +85,14 @@ func (t *pipelinedTx) sendBatch(ctx context.Context, b *pgx.Batch) (pgx.BatchRes
 	return br, nil
 }
 
+// beginWithStatement sends BEGIN and one statement in one round trip and
+// returns the statement's results, to be closed.
+func (t *pipelinedTx) beginWithStatement(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
+	b := &pgx.Batch{}
+	b.Queue(sql, args...)
+	return t.sendBatch(ctx, b)
+}
+
 // commitWith sends b's statements and COMMIT in one round trip (with BEGIN
 // when nothing was sent yet) and returns the first statement's error, if
 // any. PostgreSQL runs the COMMIT unless a statement fails: whatever must
@@ -193,9 +201,7 @@ func (t *pipelinedTx) Exec(ctx context.Context, sql string, args ...any) (pgconn
 	if t.begun {
 		return t.conn.Exec(ctx, sql, args...)
 	}
-	b := &pgx.Batch{}
-	b.Queue(sql, args...)
-	br, err := t.sendBatch(ctx, b)
+	br, err := t.beginWithStatement(ctx, sql, args)
 	if err != nil {
 		return pgconn.CommandTag{}, err
 	}
@@ -211,9 +217,7 @@ func (t *pipelinedTx) Query(ctx context.Context, sql string, args ...any) (pgx.R
 	if t.begun {
 		return t.conn.Query(ctx, sql, args...)
 	}
-	b := &pgx.Batch{}
-	b.Queue(sql, args...)
-	br, err := t.sendBatch(ctx, b)
+	br, err := t.beginWithStatement(ctx, sql, args)
 	if err != nil {
 		return nil, err
 	}

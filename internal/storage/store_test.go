@@ -314,15 +314,7 @@ func TestEnqueuerRunsInsideTheTransaction(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.NewPool(t)
 	ctx := testCtx(t)
-	if _, err := pool.Exec(ctx, `CREATE TABLE test_queue (id bigserial PRIMARY KEY, operation_id text NOT NULL)`); err != nil {
-		t.Fatal(err)
-	}
-	enq := enqueuerFunc(func(ctx context.Context, tx pgx.Tx, operationID string) (int64, error) {
-		var id int64
-		err := tx.QueryRow(ctx, `INSERT INTO test_queue (operation_id) VALUES ($1) RETURNING id`, operationID).Scan(&id)
-		return id, err
-	})
-	s := storage.NewStore(pool, mustCipher(t, b64KeyA), enq)
+	s := storage.NewStore(pool, mustCipher(t, b64KeyA), newTableQueue(t, ctx, pool))
 
 	if err := s.CreateProvisioning(ctx, newInstance("inst-1", "ga-1", "azure"), newOperation("op-p", "inst-1", storage.OperationTypeProvision)); err != nil {
 		t.Fatalf("CreateProvisioning: %v", err)
@@ -631,15 +623,7 @@ func TestProvisioningOfAnIDArchivedWhileItsInsertWaits(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.NewPool(t)
 	ctx := testCtx(t)
-	if _, err := pool.Exec(ctx, `CREATE TABLE test_queue (id bigserial PRIMARY KEY, operation_id text NOT NULL)`); err != nil {
-		t.Fatal(err)
-	}
-	enq := enqueuerFunc(func(ctx context.Context, tx pgx.Tx, operationID string) (int64, error) {
-		var id int64
-		err := tx.QueryRow(ctx, `INSERT INTO test_queue (operation_id) VALUES ($1) RETURNING id`, operationID).Scan(&id)
-		return id, err
-	})
-	s := storage.NewStore(pool, mustCipher(t, b64KeyA), enq)
+	s := storage.NewStore(pool, mustCipher(t, b64KeyA), newTableQueue(t, ctx, pool))
 	if err := s.CreateProvisioning(ctx, newInstance("inst-1", "ga-1", "azure"), newOperation("op-p", "inst-1", storage.OperationTypeProvision)); err != nil {
 		t.Fatalf("CreateProvisioning: %v", err)
 	}
