@@ -179,6 +179,26 @@ func (e *Environment) StopAPIServer() (restart func() error, err error) {
 	}, nil
 }
 
+// FreezeAPIServer stops the kube-apiserver with SIGSTOP, as a hung control
+// plane looks to its clients: connections open, nothing answered. thaw
+// resumes it (SIGCONT); call it before Stop.
+func (e *Environment) FreezeAPIServer() (thaw func() error, err error) {
+	port := e.env.ControlPlane.APIServer.SecureServing.ListenAddr.Port
+	pid, _, err := findAPIServer(port)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		return nil, fmt.Errorf("freezing kube-apiserver %d: %w", pid, err)
+	}
+	return func() error {
+		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+			return fmt.Errorf("thawing kube-apiserver %d: %w", pid, err)
+		}
+		return nil
+	}, nil
+}
+
 // findAPIServer finds the kube-apiserver serving on port among our
 // processes and returns its PID and command line.
 func findAPIServer(port string) (int, []string, error) {
