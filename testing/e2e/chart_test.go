@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -32,8 +31,12 @@ import (
 
 // repoRoot is the repository's top directory.
 func repoRoot(t *testing.T) string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	t.Helper()
+	root, err := k8stest.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
 }
 
 // helmBin is the helm the Makefile installs into bin/tools (`make helm`).

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,8 +33,11 @@ const AssetsEnv = "KUBEBUILDER_ASSETS"
 func BinDir() (string, error) {
 	dir := os.Getenv(AssetsEnv)
 	if dir == "" {
-		_, file, _, _ := runtime.Caller(0)
-		dir = filepath.Join(filepath.Dir(file), "..", "..", "bin", "k8s")
+		root, err := RepoRoot()
+		if err != nil {
+			return "", err
+		}
+		dir = filepath.Join(root, "bin", "k8s")
 	}
 	for _, bin := range []string{"kube-apiserver", "etcd"} {
 		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
@@ -43,6 +45,32 @@ func BinDir() (string, error) {
 		}
 	}
 	return filepath.Abs(dir)
+}
+
+// modulePath is keb's module, as its go.mod names it.
+const modulePath = "github.com/kyma-keb/keb"
+
+// RepoRoot is the repository's top directory: the nearest directory at or
+// above the working directory (a test's package directory) whose go.mod is
+// keb's. Not from runtime.Caller: under -trimpath (make test) source file
+// names are module paths, not places on disk.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("finding the repository: %w", err)
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil {
+			if first, _, _ := strings.Cut(string(b), "\n"); strings.TrimSpace(first) == "module "+modulePath {
+				return dir, nil
+			}
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod of %s at or above the working directory: run the tests from keb's repository", modulePath)
+		}
+		dir = parent
+	}
 }
 
 // CRDs returns keb's CustomResourceDefinitions from the embedded resources.
