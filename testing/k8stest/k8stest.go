@@ -188,7 +188,10 @@ func (e *Environment) StopAPIServer() (restart func() error, err error) {
 	if err := proc.Signal(syscall.SIGTERM); err != nil {
 		return nil, fmt.Errorf("stopping kube-apiserver %d: %w", pid, err)
 	}
-	deadline := time.Now().Add(time.Minute)
+	// A graceful stop waits for clients' watches, which keb holds open: it
+	// took the full minute before the SIGKILL. A few seconds are grace
+	// enough; after that the stop is a crash, also an outage keb must ride.
+	deadline := time.Now().Add(5 * time.Second)
 	for procguard.Running(pid) {
 		if time.Now().After(deadline) {
 			_ = proc.Signal(syscall.SIGKILL)
