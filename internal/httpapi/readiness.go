@@ -49,13 +49,14 @@ func (r *Readiness) Run(ctx context.Context) {
 	for i, p := range r.probes {
 		wg.Go(func() {
 			for {
+				started := r.now()
 				cctx, cancel := context.WithTimeout(ctx, r.timeout)
 				checks := p.Check(cctx)
 				cancel()
 				if ctx.Err() != nil {
 					return // cut short by shutdown, not by the dependency
 				}
-				r.record(i, checks)
+				r.record(i, checks, started)
 				select {
 				case <-ctx.Done():
 					return
@@ -67,9 +68,11 @@ func (r *Readiness) Run(ctx context.Context) {
 	wg.Wait()
 }
 
-// record keeps a probe's results, stamped, and logs each check that starts
-// or stops failing.
-func (r *Readiness) record(probe int, checks []Check) {
+// record keeps the results of a probe that started at started, stamped with
+// when they were found, and logs each check that starts or stops failing. A
+// failure dates from the start of the check that found it: the dependency
+// was in trouble then (a check of a frozen one takes its whole timeout).
+func (r *Readiness) record(probe int, checks []Check, started time.Time) {
 	now := r.now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -79,9 +82,14 @@ func (r *Readiness) record(probe int, checks []Check) {
 		since, was := r.failing[c.Name]
 		switch {
 		case !c.OK && !was:
-			since = now
-			r.failing[c.Name] = now
-			r.log.WithField("check", c.Name).WithField("detail", c.Detail).Warn("readiness: check failing")
+			since = started
+			r.failing[c.Name] = started
+			log := r.log.WithField("check", c.Name).WithField("detail", c.Detail)
+			if c.Required {
+				log.Warn("readiness: required check failing: the replica is unavailable")
+			} else {
+				log.Info("readiness: check failing (not required: the replica still serves)")
+			}
 		case c.OK && was:
 			delete(r.failing, c.Name)
 			r.log.WithField("check", c.Name).WithField("failed_for", now.Sub(since).Round(time.Second).String()).

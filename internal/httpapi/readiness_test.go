@@ -165,7 +165,7 @@ func TestReadyzDistrustsStaleResults(t *testing.T) {
 	checked := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	now := checked
 	r.now = func() time.Time { return now }
-	r.record(0, []Check{{Name: "database", Required: true, OK: true, Detail: "version 7"}})
+	r.record(0, []Check{{Name: "database", Required: true, OK: true, Detail: "version 7"}}, checked)
 
 	now = checked.Add(8 * time.Second) // exactly stale: still trusted
 	if a := getReadyz(t, readyz(r)); a.code != http.StatusOK || a.check(t, "database").AgeSeconds != 8 {
