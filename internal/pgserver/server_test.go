@@ -155,54 +155,42 @@ func TestStartIgnoresPidFileOfUnrelatedProcess(t *testing.T) {
 	connect(t, srv.URL).Close(t.Context())
 }
 
+// TestConcurrentStartsShareOneServer starts twice at once on one data
+// directory, as two `keb dev` (or a `keb dev` and a test) do: one server is
+// started, the other start waits for it to listen and reuses it, whether the
+// directory holds a stopped cluster or nothing yet (one initdb).
 func TestConcurrentStartsShareOneServer(t *testing.T) {
 	t.Parallel()
-	dataDir := filepath.Join(t.TempDir(), "pgdata")
-	stop(t, start(t, Options{DataDir: dataDir}))
-
-	// Two `keb dev` started at once on a stopped cluster.
-	servers := make([]*Server, 2)
-	errs := make([]error, 2)
-	var wg sync.WaitGroup
-	for i := range servers {
-		wg.Go(func() { servers[i], errs[i] = Start(ctxT(t), Options{DataDir: dataDir}) })
+	for _, tc := range []struct {
+		name    string
+		prepare func(t *testing.T, dataDir string)
+	}{
+		{"stopped cluster", func(t *testing.T, dataDir string) { stop(t, start(t, Options{DataDir: dataDir})) }},
+		{"empty directory", func(*testing.T, string) {}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dataDir := filepath.Join(t.TempDir(), "pgdata")
+			tc.prepare(t, dataDir)
+			servers := make([]*Server, 2)
+			errs := make([]error, 2)
+			var wg sync.WaitGroup
+			for i := range servers {
+				wg.Go(func() { servers[i], errs[i] = Start(ctxT(t), Options{DataDir: dataDir}) })
+			}
+			wg.Wait()
+			for i, srv := range servers {
+				if errs[i] != nil {
+					t.Fatalf("Start %d: %v", i, errs[i])
+				}
+				t.Cleanup(func() { _ = srv.Stop(context.Background()) })
+			}
+			if servers[0].URL != servers[1].URL || servers[0].Reused == servers[1].Reused {
+				t.Fatalf("want one started and one reused server on the same URL, got %+v and %+v", servers[0], servers[1])
+			}
+			connect(t, servers[0].URL).Close(t.Context())
+		})
 	}
-	wg.Wait()
-	for i, srv := range servers {
-		if errs[i] != nil {
-			t.Fatalf("Start %d: %v", i, errs[i])
-		}
-		t.Cleanup(func() { _ = srv.Stop(context.Background()) })
-	}
-	if servers[0].URL != servers[1].URL || servers[0].Reused == servers[1].Reused {
-		t.Fatalf("want one started and one reused server on the same URL, got %+v and %+v", servers[0], servers[1])
-	}
-	connect(t, servers[0].URL).Close(t.Context())
-}
-
-func TestConcurrentStartsOnEmptyDirectory(t *testing.T) {
-	t.Parallel()
-	dataDir := filepath.Join(t.TempDir(), "pgdata")
-
-	// Two `keb dev` started at once on a fresh checkout: one initdb, one
-	// server, and both get it.
-	servers := make([]*Server, 2)
-	errs := make([]error, 2)
-	var wg sync.WaitGroup
-	for i := range servers {
-		wg.Go(func() { servers[i], errs[i] = Start(ctxT(t), Options{DataDir: dataDir, Throwaway: true}) })
-	}
-	wg.Wait()
-	for i, srv := range servers {
-		if errs[i] != nil {
-			t.Fatalf("Start %d: %v", i, errs[i])
-		}
-		t.Cleanup(func() { _ = srv.Stop(context.Background()) })
-	}
-	if servers[0].URL != servers[1].URL || servers[0].Reused == servers[1].Reused {
-		t.Fatalf("want one started and one reused server on the same URL, got %+v and %+v", servers[0], servers[1])
-	}
-	connect(t, servers[0].URL).Close(t.Context())
 }
 
 // TestStartWaitsForServerStartingInDataDir starts while a postmaster that
