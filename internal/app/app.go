@@ -177,7 +177,9 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 		pool.Close()
 		return nil, fmt.Errorf("building the HTTP router: %w", err)
 	}
-	rctx, stop := context.WithCancel(ctx)
+	// The checks outlive ctx (cancelled when shutdown begins): /readyz
+	// reports on the replica while it drains, until Close.
+	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	var checking sync.WaitGroup
 	checking.Go(func() { readiness.Run(rctx) })
 	a.stopReadiness = func() { stop(); checking.Wait() }
