@@ -40,7 +40,7 @@ type DevOptions struct {
 	PublicKeys []crypto.PublicKey
 	TokenIssue http.Handler
 	// Mounts are dev-only stand-ins served on the broker's port, by path
-	// prefix (e.g. /dev/cis/), in front of the router.
+	// prefix (e.g. /dev/cis/), through the router (its limits and logs).
 	Mounts map[string]http.Handler
 }
 
@@ -162,7 +162,7 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 		KubernetesVersion: oc.KubernetesVersion, MachineImage: oc.MachineImage, MachineImageVersion: oc.MachineImageVersion},
 		log.WithField("component", "orchestration"))
 	if dev != nil {
-		opts.DevToken = dev.TokenIssue
+		opts.DevToken, opts.Mounts = dev.TokenIssue, dev.Mounts
 	}
 	opts.MaxBodyBytes = int64(cfg.HTTP.MaxBodyBytes)
 	if cfg.HTTP.MetricsAddress != "" {
@@ -172,14 +172,6 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	if a.Handler, err = httpapi.NewRouter(opts); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("building the HTTP router: %w", err)
-	}
-	if dev != nil && len(dev.Mounts) > 0 {
-		mux := http.NewServeMux()
-		for prefix, h := range dev.Mounts {
-			mux.Handle(prefix, h)
-		}
-		mux.Handle("/", a.Handler)
-		a.Handler = mux
 	}
 	return a, nil
 }

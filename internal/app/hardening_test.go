@@ -461,9 +461,9 @@ func TestInstanceIDAndRegionSyntax(t *testing.T) {
 	if i, _ := b.rows(); i != 0 {
 		t.Fatalf("%d instances stored from refused IDs", i)
 	}
-	for _, id := range []string{uuid.NewString(), strings.Repeat("a", 63), "A.b_c-9"} {
+	for i, id := range []string{uuid.NewString(), strings.Repeat("a", 63), "A.b_c-9"} {
 		b.expect(b.do(http.MethodPut, provisionPath(id), provisionBody(azurePlanID, `{"name":"c1"}`,
-			`"globalaccount_id":"ga-`+id+`","subaccount_id":"sa","user_id":"u"`)), http.StatusAccepted)
+			fmt.Sprintf(`"globalaccount_id":"ga-%d","subaccount_id":"sa","user_id":"u"`, i))), http.StatusAccepted)
 	}
 	for _, region := range []string{"mars", "cf-eu90", "CF-EU10", "cf_eu10", strings.Repeat("cf-eu10", 6)} {
 		for _, method := range []string{http.MethodPut, http.MethodGet} {

@@ -159,13 +159,17 @@ func checkAPIVersion(next http.Handler) http.Handler {
 	})
 }
 
-// securityHeaders marks every answer as not to be sniffed or cached: OSB
+// securityHeaders marks every answer as not to be sniffed or cached (OSB
 // answers and runtime listings name accounts and must not linger in caches
-// between the broker and its callers.
+// between the broker and its callers) nor framed (the console's pages
+// inside another site's frame could be clicked through unseen).
 func securityHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		w.Header().Set("Cache-Control", "no-store")
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Cache-Control", "no-store")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Content-Security-Policy", "frame-ancestors 'none'")
 		next.ServeHTTP(w, req)
 	})
 }

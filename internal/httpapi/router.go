@@ -45,8 +45,11 @@ type Options struct {
 	// and GET /runtimes; nil answers 501.
 	Runtimes http.Handler
 	// Console registers the operations console's routes (/console...); nil
-	// serves none.
-	Console interface{ Register(r *mux.Router) }
+	// serves none. Its forms are read through readForm: bounded, under a
+	// short deadline, a bounded number at once.
+	Console interface {
+		Register(r *mux.Router, readForm func(http.Handler) http.Handler)
+	}
 	// Expire serves PUT /expire/service_instance/{instance_id}, which
 	// expires a trial or free instance at once; nil answers 501.
 	Expire http.Handler
@@ -62,6 +65,9 @@ type Options struct {
 	// MetricsElsewhere leaves /metrics off this router: it is served on a
 	// listener of its own (MetricsHandler).
 	MetricsElsewhere bool
+	// Mounts are `keb dev`'s stand-ins, served by path prefix (e.g.
+	// /dev/cis/); their bodies are read as the console's forms are.
+	Mounts map[string]http.Handler
 }
 
 // OrchestrationAPI is the handlers of the orchestration routes
@@ -110,9 +116,14 @@ func NewRouter(opts Options) (http.Handler, error) {
 	}
 	m := newMetrics(opts.Registry)
 	r := mux.NewRouter()
-	r.Use(requestContext(opts.Log), m.middleware, accessLog)
+	// Paths are routed as sent: mux would answer a path with dot segments
+	// or doubled slashes with a redirect to its cleaned form.
+	r.SkipClean(true)
+	r.Use(requestContext(opts.Log), m.middleware, accessLog, strictRequest)
 	r.NotFoundHandler = m.wrapUnmatched(requestContext(opts.Log)(accessLog(http.HandlerFunc(notFound))))
 	r.MethodNotAllowedHandler = m.wrapUnmatched(requestContext(opts.Log)(accessLog(http.HandlerFunc(methodNotAllowed))))
+	// Bodies read before anyone is authenticated: small, quick, few at once.
+	readForm := bufferBody(bodyLimits{max: maxFormBody, deadline: formDeadline, slots: make(chan struct{}, formSlots)})
 
 	r.HandleFunc("/healthz", healthz).Methods(http.MethodGet)
 	r.Handle("/readyz", readyz(opts.Ready)).Methods(http.MethodGet)
@@ -121,7 +132,10 @@ func NewRouter(opts Options) (http.Handler, error) {
 	}
 	r.HandleFunc("/openapi.yaml", openAPI).Methods(http.MethodGet)
 	if opts.DevToken != nil {
-		r.Handle("/oauth2/token", opts.DevToken).Methods(http.MethodPost)
+		r.Handle("/oauth2/token", readForm(opts.DevToken)).Methods(http.MethodPost)
+	}
+	for prefix, h := range opts.Mounts {
+		r.PathPrefix(prefix).Handler(readForm(h))
 	}
 
 	bounded := withDeadline(opts.RequestTimeout)
@@ -160,11 +174,11 @@ func NewRouter(opts Options) (http.Handler, error) {
 
 	// The console checks its own token (a cookie, scope cld:read).
 	if opts.Console != nil {
-		opts.Console.Register(r)
+		opts.Console.Register(r, readForm)
 	}
 
 	registerOrchestrations(r, opts, bounded)
-	return routed{Handler: securityHeaders(r), router: r}, nil
+	return routed{Handler: securityHeaders(releaseUnreadBodies(r)), router: r}, nil
 }
 
 // registerOrchestrations routes the orchestration API: reading needs
@@ -178,14 +192,16 @@ func registerOrchestrations(r *mux.Router, opts Options, bounded func(http.Handl
 		r.PathPrefix("/upgrade/").Handler(write(http.HandlerFunc(notYetServed)))
 		return
 	}
-	r.Handle("/upgrade/kyma", write(bounded(o.Upgrade("upgrade_kyma")))).Methods(http.MethodPost)
-	r.Handle("/upgrade/cluster", write(bounded(o.Upgrade("upgrade_cluster")))).Methods(http.MethodPost)
+	body := bufferBody(bodyLimits{max: maxUpgradeBody})
+	ids := checkPathIDs("orchestration_id", "operation_id")
+	r.Handle("/upgrade/kyma", write(body(bounded(o.Upgrade("upgrade_kyma"))))).Methods(http.MethodPost)
+	r.Handle("/upgrade/cluster", write(body(bounded(o.Upgrade("upgrade_cluster"))))).Methods(http.MethodPost)
 	r.Handle("/orchestrations", read(bounded(o.List()))).Methods(http.MethodGet)
-	r.Handle("/orchestrations/{orchestration_id}", read(bounded(o.One()))).Methods(http.MethodGet)
-	r.Handle("/orchestrations/{orchestration_id}/operations", read(bounded(o.Operations()))).Methods(http.MethodGet)
-	r.Handle("/orchestrations/{orchestration_id}/operations/{operation_id}", read(bounded(o.Operation()))).Methods(http.MethodGet)
-	r.Handle("/orchestrations/{orchestration_id}/cancel", write(bounded(o.Cancel()))).Methods(http.MethodPut)
-	r.Handle("/orchestrations/{orchestration_id}/retry", write(bounded(o.Retry()))).Methods(http.MethodPut)
+	r.Handle("/orchestrations/{orchestration_id}", read(ids(bounded(o.One())))).Methods(http.MethodGet)
+	r.Handle("/orchestrations/{orchestration_id}/operations", read(ids(bounded(o.Operations())))).Methods(http.MethodGet)
+	r.Handle("/orchestrations/{orchestration_id}/operations/{operation_id}", read(ids(bounded(o.Operation())))).Methods(http.MethodGet)
+	r.Handle("/orchestrations/{orchestration_id}/cancel", write(ids(bounded(o.Cancel())))).Methods(http.MethodPut)
+	r.Handle("/orchestrations/{orchestration_id}/retry", write(ids(bounded(o.Retry())))).Methods(http.MethodPut)
 }
 
 // routed is the router behind its outer middleware; Router lets tests walk
