@@ -113,8 +113,9 @@ func setupWithLogger(t *testing.T, tune func(*config.Config), log logrus.FieldLo
 	t.Cleanup(a.Close)
 	// The server keb runs, with its timeouts and connection cap.
 	// Every answer these tests get is checked against docs/openapi.yaml.
-	srv := httptest.NewUnstartedServer(apitest.Recorder(t, openAPIDoc(t), a.Handler))
+	srv := httptest.NewUnstartedServer(nil)
 	srv.Config = a.NewServer()
+	srv.Config.Handler = apitest.Recorder(t, openAPIDoc(t), a.Handler)
 	srv.Listener = a.Listener(srv.Listener)
 	b := &bundle{t: t, srv: srv, key: key, app: a}
 	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
