@@ -164,7 +164,7 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	if dev != nil {
 		opts.DevToken, opts.Mounts = dev.TokenIssue, dev.Mounts
 	}
-	opts.MaxBodyBytes = int64(cfg.HTTP.MaxBodyBytes)
+	opts.MaxBodyBytes, opts.FormReadTimeout = int64(cfg.HTTP.MaxBodyBytes), cfg.HTTP.FormReadTimeout
 	if cfg.HTTP.MetricsAddress != "" {
 		opts.MetricsElsewhere = true
 		a.Metrics = httpapi.MetricsHandler(reg)

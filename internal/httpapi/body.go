@@ -31,10 +31,8 @@ const (
 	// maxFormBody bounds the console's login form and the dev token
 	// request: a token is a few KB.
 	maxFormBody = 16 << 10
-	// formDeadline is how long such a body may take to arrive.
-	formDeadline = 5 * time.Second
-	// formSlots is how many such bodies are read at once.
-	formSlots = 64
+	// FormSlots is how many such bodies are read at once.
+	FormSlots = 64
 	// maxUpgradeBody bounds an orchestration request.
 	maxUpgradeBody = 64 << 10
 )

@@ -62,6 +62,10 @@ type Options struct {
 	// MaxBodyBytes caps request bodies on the OSB routes (413 beyond);
 	// 0 means 1 MiB.
 	MaxBodyBytes int64
+	// FormReadTimeout bounds reading a body sent before anyone is
+	// authenticated (the console's login form, dev token requests); 0
+	// means 5 s.
+	FormReadTimeout time.Duration
 	// MetricsElsewhere leaves /metrics off this router: it is served on a
 	// listener of its own (MetricsHandler).
 	MetricsElsewhere bool
@@ -123,7 +127,11 @@ func NewRouter(opts Options) (http.Handler, error) {
 	r.NotFoundHandler = m.wrapUnmatched(requestContext(opts.Log)(accessLog(http.HandlerFunc(notFound))))
 	r.MethodNotAllowedHandler = m.wrapUnmatched(requestContext(opts.Log)(accessLog(http.HandlerFunc(methodNotAllowed))))
 	// Bodies read before anyone is authenticated: small, quick, few at once.
-	readForm := bufferBody(bodyLimits{max: maxFormBody, deadline: formDeadline, slots: make(chan struct{}, formSlots)})
+	formDeadline := opts.FormReadTimeout
+	if formDeadline <= 0 {
+		formDeadline = 5 * time.Second
+	}
+	readForm := bufferBody(bodyLimits{max: maxFormBody, deadline: formDeadline, slots: make(chan struct{}, FormSlots)})
 
 	r.HandleFunc("/healthz", healthz).Methods(http.MethodGet)
 	r.Handle("/readyz", readyz(opts.Ready)).Methods(http.MethodGet)
