@@ -213,8 +213,10 @@ func Recorder(t testing.TB, doc *Document, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		rec := &capture{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(rec, req)
-		// The router's own answers to undocumented methods and paths.
-		if _, ok := doc.match(req.URL.Path); rec.status == http.StatusMethodNotAllowed || (!ok && rec.status == http.StatusNotFound) {
+		// The router's own answers to undocumented methods and paths (a
+		// path with dot segments is refused with 400 before routing).
+		if _, ok := doc.match(req.URL.Path); rec.status == http.StatusMethodNotAllowed ||
+			(!ok && (rec.status == http.StatusNotFound || rec.status == http.StatusBadRequest)) {
 			return
 		}
 		body := rec.body.Bytes()
