@@ -24,6 +24,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/gorilla/mux"
@@ -161,7 +162,7 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 // under /console, nothing a browser could read as another host.
 func safeNext(next string) string {
 	if next != "/console" && !strings.HasPrefix(next, "/console/") && !strings.HasPrefix(next, "/console?") ||
-		strings.ContainsAny(next, "\\\x00\r\n\t") || !utf8.ValidString(next) {
+		strings.ContainsRune(next, '\\') || strings.IndexFunc(next, unicode.IsControl) >= 0 || !utf8.ValidString(next) {
 		return "/console"
 	}
 	return next

@@ -309,6 +309,9 @@ func describeJSONError(err error) error {
 		return &FieldError{field, fmt.Sprintf("must be a %s, got a JSON %s", typeErr.Type, typeErr.Value)}
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		if name == "" {
+			name = `""` // the empty key, named visibly
+		}
 		return &FieldError{name, "unknown field"}
 	default:
 		return &FieldError{"body", "not a JSON object: " + err.Error()}
