@@ -15,8 +15,8 @@ import (
 
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/devstack"
+	"github.com/kyma-keb/keb/internal/devstack/cisstub"
 	"github.com/kyma-keb/keb/internal/storage"
-	"github.com/kyma-keb/keb/testing/cisstub"
 	"github.com/kyma-keb/keb/testing/pgtest"
 )
 

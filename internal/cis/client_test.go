@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/kyma-keb/keb/internal/cis"
-	"github.com/kyma-keb/keb/testing/cisstub"
+	"github.com/kyma-keb/keb/internal/devstack/cisstub"
 )
 
 const (

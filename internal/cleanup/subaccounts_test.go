@@ -11,8 +11,8 @@ import (
 
 	"github.com/kyma-keb/keb/internal/cis"
 	"github.com/kyma-keb/keb/internal/cleanup"
+	"github.com/kyma-keb/keb/internal/devstack/cisstub"
 	"github.com/kyma-keb/keb/internal/storage"
-	"github.com/kyma-keb/keb/testing/cisstub"
 	"github.com/kyma-keb/keb/testing/pgtest"
 )
 

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/kyma-keb/keb/internal/config"
-	"github.com/kyma-keb/keb/testing/cisstub"
+	"github.com/kyma-keb/keb/internal/devstack/cisstub"
 )
 
 // EndpointsFile is where a running `keb dev` tells the operator commands

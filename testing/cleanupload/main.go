@@ -27,9 +27,9 @@ import (
 
 	"github.com/kyma-keb/keb/internal/cis"
 	"github.com/kyma-keb/keb/internal/cleanup"
+	"github.com/kyma-keb/keb/internal/devstack/cisstub"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/storage"
-	"github.com/kyma-keb/keb/testing/cisstub"
 	"github.com/kyma-keb/keb/testing/pgtest"
 )
 
