@@ -253,18 +253,18 @@ func TestAmbiguousOrchestrationBodies(t *testing.T) {
 	b := setup(t)
 	const targets = `"targets":{"include":[{"target":"all"}]}`
 	cases := map[string]string{
-		`{` + targets + `,"dryRun":true,"dryRun":false}`:                                         "dryRun",
-		`{` + targets + `,"dryRun":true,"DryRun":false}`:                                         "DryRun",
-		`{` + targets + `,"DRYRUN":false}`:                                                       "DRYRUN",
-		`{` + targets + `,"dryRun":null}`:                                                        "dryRun",
-		`{` + targets + `,` + targets + `}`:                                                      "targets",
-		`{"targets":{"include":[{"globalAccount":"ga-1","globalAccount":"ga-2"}]}}`:              "globalAccount",
-		`{"targets":{"include":[{"GlobalAccount":"ga-1"}]}}`:                                     "GlobalAccount",
-		`{"Targets":{"include":[{"target":"all"}]}}`:                                             "Targets",
-		`{` + targets + `,"strategy":{"parallel":{"workers":1,"Workers":50}}}`:                   "Workers",
-		`{` + targets + `,"kyma":null}`:                                                          "kyma",
-		`{"targets":{"include":{"target":"all","Target":"all"}}}`:                                "Target",
-		`{` + targets + `,"kyma":{"version":"2.21.0","channel":"fast","channel":"regular"}}`:     "channel",
+		`{` + targets + `,"dryRun":true,"dryRun":false}`:                                        "dryRun",
+		`{` + targets + `,"dryRun":true,"DryRun":false}`:                                        "DryRun",
+		`{` + targets + `,"DRYRUN":false}`:                                                      "DRYRUN",
+		`{` + targets + `,"dryRun":null}`:                                                       "dryRun",
+		`{` + targets + `,` + targets + `}`:                                                     "targets",
+		`{"targets":{"include":[{"globalAccount":"ga-1","globalAccount":"ga-2"}]}}`:             "globalAccount",
+		`{"targets":{"include":[{"GlobalAccount":"ga-1"}]}}`:                                    "GlobalAccount",
+		`{"Targets":{"include":[{"target":"all"}]}}`:                                            "Targets",
+		`{` + targets + `,"strategy":{"parallel":{"workers":1,"Workers":50}}}`:                  "Workers",
+		`{` + targets + `,"kyma":null}`:                                                         "kyma",
+		`{"targets":{"include":{"target":"all","Target":"all"}}}`:                               "Target",
+		`{` + targets + `,"kyma":{"version":"2.21.0","channel":"fast","channel":"regular"}}`:    "channel",
 		`{` + targets + `,"strategy":{"schedule":"now"},"strategies":{"schedule":"immediate"}}`: "strateg",
 	}
 	for body, field := range cases {
@@ -414,13 +414,13 @@ func TestOrchestrationKymaValues(t *testing.T) {
 	b := setup(t)
 	const targets = `"targets":{"include":[{"target":"all"}]}`
 	for kyma, field := range map[string]string{
-		`{"channel":"bogus"}`:                  "kyma.channel",
-		`{"channel":"<b>x</b>"}`:               "kyma.channel",
-		`{"channel":"Fast"}`:                   "kyma.channel",
-		`{"version":"../../../../etc/passwd"}`: "kyma.version",
-		`{"version":"2.20.0\u0001"}`:           "kyma.version",
-		`{"version":"2.20.0\n"}`:               "kyma.version",
-		`{"version":"-2.20"}`:                  "kyma.version",
+		`{"channel":"bogus"}`:                           "kyma.channel",
+		`{"channel":"<b>x</b>"}`:                        "kyma.channel",
+		`{"channel":"Fast"}`:                            "kyma.channel",
+		`{"version":"../../../../etc/passwd"}`:          "kyma.version",
+		`{"version":"2.20.0\u0001"}`:                    "kyma.version",
+		`{"version":"2.20.0\n"}`:                        "kyma.version",
+		`{"version":"-2.20"}`:                           "kyma.version",
 		`{"version":"` + strings.Repeat("1", 65) + `"}`: "kyma.version",
 	} {
 		r := b.do(http.MethodPost, "/upgrade/kyma", `{`+targets+`,"kyma":`+kyma+`}`, b.upgradeToken())
@@ -588,5 +588,34 @@ func TestConsoleFramingAndCrossOriginPosts(t *testing.T) {
 	}
 	if r := b.postForm("/console/login", form, withHeader("Content-Type", "multipart/form-data; boundary=x")); r.StatusCode != http.StatusBadRequest {
 		t.Errorf("multipart form: %d; want 400", r.StatusCode)
+	}
+}
+
+// Defect 14: anyone reaching a keb dev port could add CIS events (which
+// deprovision runtimes), and the events were kept without bound.
+func TestDevCISEventsNeedToken(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	event := `{"type":"SUBACCOUNT_DELETE","subaccount_id":"sa-1"}`
+	r := b.do(http.MethodPost, "/dev/cis/events", event, withoutHeader("Authorization"))
+	b.expectOSBError(r, http.StatusUnauthorized, "Unauthorized")
+	b.expectOSBError(b.do(http.MethodPost, "/dev/cis/events", event, withHeader("Authorization", "Bearer "+b.mint(auth.ScopeCLDRead))),
+		http.StatusForbidden, "Forbidden")
+	if n := b.cis.Events(); n != 0 {
+		t.Fatalf("refused requests added %d events", n)
+	}
+	b.expect(b.do(http.MethodPost, "/dev/cis/events", event, withHeader("Authorization", "Bearer "+b.mint(auth.ScopeBrokerWrite))), http.StatusCreated)
+	// What a request may add is bounded: a 60 KB event is refused before
+	// it is read, a long subaccount ID after.
+	for _, body := range []string{`{"type":"SUBACCOUNT_DELETE","subaccount_id":"` + strings.Repeat("s", 60<<10) + `"}`,
+		`{"type":"SUBACCOUNT_DELETE","subaccount_id":"` + strings.Repeat("s", 129) + `"}`,
+		`{"type":"SUBACCOUNT_DELETE","subaccount_id":"sa-1","SUBACCOUNT_ID":"sa-2"}`} {
+		r := b.do(http.MethodPost, "/dev/cis/events", body)
+		if r.status != http.StatusRequestEntityTooLarge && r.status != http.StatusBadRequest || r.body["description"] == "" {
+			t.Errorf("%.80s: %d %s", body, r.status, r.raw)
+		}
+	}
+	if n := b.cis.Events(); n != 1 {
+		t.Fatalf("%d events after one accepted", n)
 	}
 }

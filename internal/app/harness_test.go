@@ -21,9 +21,9 @@ import (
 	"github.com/kyma-keb/keb/internal/auth"
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/devstack"
+	"github.com/kyma-keb/keb/internal/devstack/cisstub"
 	"github.com/kyma-keb/keb/internal/storage"
 	"github.com/kyma-keb/keb/testing/apitest"
-	"github.com/kyma-keb/keb/testing/cisstub"
 	"github.com/kyma-keb/keb/testing/pgtest"
 )
 
@@ -117,9 +117,14 @@ func setupWithLogger(t *testing.T, tune func(*config.Config), log logrus.FieldLo
 	// `keb dev`'s token endpoint and CIS stand-in are served as keb dev
 	// serves them: the hostile-input suites reach them too.
 	cis := cisstub.New(testCISClient, testCISSecret)
+	devAuth, err := auth.NewVerifier(ctx, auth.Config{PublicKeys: []crypto.PublicKey{key.Public()}, Issuer: testIssuer,
+		Audience: testAud}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
 	a, err := app.New(ctx, cfg, log, &app.DevOptions{PublicKeys: []crypto.PublicKey{key.Public()},
 		TokenIssue: auth.DevTokenHandler(key, auth.DevClient{ID: testDevClient, Secret: testDevSecret}, testIssuer, testAud),
-		Mounts:     map[string]http.Handler{devstack.CISPrefix + "/": http.StripPrefix(devstack.CISPrefix, cis.Handler())}})
+		Mounts:     map[string]http.Handler{devstack.CISPrefix + "/": devstack.CISMount(cis, devAuth.Require(auth.ScopeBrokerWrite))}})
 	if err != nil {
 		t.Fatalf("building app: %v", err)
 	}
