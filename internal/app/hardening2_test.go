@@ -20,6 +20,7 @@ import (
 
 	"github.com/kyma-keb/keb/internal/auth"
 	"github.com/kyma-keb/keb/internal/config"
+	"github.com/kyma-keb/keb/testing/logtest"
 )
 
 // Regression tests for issue 23: the surfaces added after the first
@@ -618,4 +619,60 @@ func TestDevCISEventsNeedToken(t *testing.T) {
 	if n := b.cis.Events(); n != 1 {
 		t.Fatalf("%d events after one accepted", n)
 	}
+}
+
+// docs/security.md's limits and promises beyond the defects: request
+// headers are bounded (431), the access log cuts what a client controls and
+// never holds a bearer token, and the Service Manager credentials are
+// answered nowhere.
+func TestHeadersLogsAndAnswersBounded(t *testing.T) {
+	t.Parallel()
+	logs := &logtest.Buffer{}
+	b := setupWith(t, nil, logs)
+	b.running("doc-1")
+
+	r := b.do(http.MethodGet, "/healthz", "", withHeader("X-Padding", strings.Repeat("h", 80<<10)))
+	if r.status != http.StatusRequestHeaderFieldsTooLarge {
+		t.Fatalf("80 KiB of headers: %d", r.status)
+	}
+
+	longPath := "/" + strings.Repeat("p", 5000)
+	b.do(http.MethodGet, longPath, "")
+	b.doRaw(strings.Repeat("M", 3000), "/healthz", "")
+	for _, rq := range []struct{ path, want string }{
+		{instancePath("doc-1"), "secret-a"},
+		{"/info/runtimes?state=all", "secret-a"},
+		{"/runtimes?instance_id=doc-1&actions=true&bindings=true", "secret-a"},
+	} {
+		if r := b.expect(b.do(http.MethodGet, rq.path, ""), http.StatusOK); strings.Contains(r.raw, rq.want) || strings.Contains(r.raw, "clientsecret") {
+			t.Errorf("GET %s answers the credentials: %s", rq.path, r.raw)
+		}
+	}
+	code, page := b.consolePage("/console/instances/doc-1")
+	if code != http.StatusOK || strings.Contains(page, "secret-a") {
+		t.Errorf("the console's instance page: %d, holds the secret: %v", code, strings.Contains(page, "secret-a"))
+	}
+
+	b.srv.Close() // every request has logged
+	out := logs.String()
+	if !strings.Contains(out, "doc-1") {
+		t.Fatalf("nothing logged:\n%.2000s", out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if len(line) > 2<<10 {
+			t.Errorf("a %d-byte log line: %.300s…", len(line), line)
+		}
+	}
+	for _, secret := range []string{b.token, strings.SplitN(b.token, ".", 3)[2], "secret-a"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("the log holds %.40s…", secret)
+		}
+	}
+}
+
+// consolePage fetches a console page with a cld:read cookie.
+func (b *bundle) consolePage(path string) (int, string) {
+	b.t.Helper()
+	r := b.do(http.MethodGet, path, "", withHeader("Cookie", "keb_console_token="+b.mint(auth.ScopeCLDRead)))
+	return r.status, r.raw
 }
