@@ -359,3 +359,20 @@ func provisionPath(id string) string { return instancePath(id) + "?accepts_incom
 func deprovisionPath(id, planID string) string {
 	return instancePath(id) + "?accepts_incomplete=true&service_id=" + serviceID + "&plan_id=" + planID
 }
+
+// readyz polls /readyz until cond holds (its checks run in the background,
+// every APP_READINESS_INTERVAL) and returns that answer.
+func (b *bundle) readyz(what string, cond func(response) bool) response {
+	b.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		r := b.do(http.MethodGet, "/readyz", "", withoutHeader("Authorization"))
+		if cond(r) {
+			return r
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("/readyz not %s within a minute: %d %s", what, r.status, r.raw)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

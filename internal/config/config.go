@@ -38,6 +38,9 @@ type Config struct {
 	// RequestTimeout bounds one API request's work, its database work
 	// included; past it the request is answered 503 with Retry-After.
 	RequestTimeout time.Duration
+	// ReadinessInterval is how often the readiness checks run in the
+	// background; /readyz answers from their latest results.
+	ReadinessInterval time.Duration
 
 	JWKSURLs        []string
 	PublicKeyFiles  []string
@@ -138,6 +141,7 @@ var Defaults = Config{
 	OperationTimeout:      24 * time.Hour,
 	RetryAfter:            10 * time.Second,
 	RequestTimeout:        20 * time.Second,
+	ReadinessInterval:     2 * time.Second,
 	JWKSRefresh:           15 * time.Minute,
 	ShutdownTimeout:       30 * time.Second,
 	LogFormat:             "auto",
@@ -323,6 +327,8 @@ func (c *Config) BindBroker(b *Binder) {
 		"how long a trial runtime lives before it is suspended; unset: the trial plan's lifetimeDays in plans.yaml")
 	b.Duration(&c.RequestTimeout, "request-timeout", "APP_REQUEST_TIMEOUT", d.RequestTimeout,
 		"bound on one API request's work (database included); past it the answer is 503 with Retry-After (0: none)")
+	b.Duration(&c.ReadinessInterval, "readiness-interval", "APP_READINESS_INTERVAL", d.ReadinessInterval,
+		"how often the readiness checks run in the background; /readyz answers from their latest results at once")
 	c.bindHTTP(b)
 	c.BindBinding(b)
 }
@@ -434,6 +440,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Binding.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if c.ReadinessInterval <= 0 {
+		errs = append(errs, errors.New("APP_READINESS_INTERVAL must be positive"))
 	}
 	if c.RequestTimeout < 0 {
 		errs = append(errs, errors.New("APP_REQUEST_TIMEOUT must not be negative"))

@@ -35,9 +35,10 @@ type Options struct {
 	Auth     authorizer
 	Log      logrus.FieldLogger
 	Registry *prometheus.Registry
-	// Ready checks whether the server can do useful work (database
-	// reachable, schema current, control plane, watch and workers).
-	Ready Readiness
+	// Ready reports whether the server can do useful work (database
+	// reachable, schema current, control plane, watch and workers), from
+	// checks it runs in the background.
+	Ready *Readiness
 	// DevToken, when set, is served at POST /oauth2/token. Only `keb dev`
 	// sets it: a production broker never issues tokens.
 	DevToken http.Handler
