@@ -17,15 +17,8 @@ import (
 // exact, unique field names, naming an offered service (and for a PUT an
 // offered plan).
 func FuzzCheckInstanceBody(f *testing.F) {
-	cat, err := catalog.Load("")
-	if err != nil {
-		f.Fatal(err)
-	}
-	services, err := cat.Services([]string{"azure", "trial"})
-	if err != nil {
-		f.Fatal(err)
-	}
-	o := offering{services: services}
+	o := catalogOffering(f)
+	services := o.services
 	f.Add(true, []byte(`{"service_id":"`+catalog.ServiceID+`","plan_id":"`+services[0].Plans[0].ID+`"}`))
 	f.Fuzz(func(t *testing.T, put bool, body []byte) {
 		method := http.MethodPatch
@@ -85,15 +78,8 @@ var bindFields = map[string][]string{
 // field brokerapi reads (at the top and in bind_resource), and an offered
 // service and plan.
 func FuzzCheckBindingBody(f *testing.F) {
-	cat, err := catalog.Load("")
-	if err != nil {
-		f.Fatal(err)
-	}
-	services, err := cat.Services([]string{"azure", "trial"})
-	if err != nil {
-		f.Fatal(err)
-	}
-	o := offering{services: services}
+	o := catalogOffering(f)
+	services := o.services
 	f.Add([]byte(`{"service_id":"` + catalog.ServiceID + `","plan_id":"` + services[0].Plans[0].ID + `","parameters":{"expiration_seconds":600}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		if rerr := o.checkBindingBody(body); rerr != nil {
@@ -129,4 +115,19 @@ func FuzzCheckBindingBody(f *testing.F) {
 			t.Fatalf("accepted service %q, plan %q", d.ServiceID, d.PlanID)
 		}
 	})
+}
+
+// catalogOffering is what keb offers with its embedded plans (azure and
+// trial enabled).
+func catalogOffering(f *testing.F) offering {
+	f.Helper()
+	cat, err := catalog.Load("")
+	if err != nil {
+		f.Fatal(err)
+	}
+	services, err := cat.Services([]string{"azure", "trial"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	return offering{services: services}
 }
