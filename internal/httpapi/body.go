@@ -65,8 +65,9 @@ func readBody(w http.ResponseWriter, req *http.Request, l bodyLimits) (body []by
 				"too many request bodies are being received at once; retry in a moment")
 		}
 	}
-	rc := http.NewResponseController(w)
+	var rc *http.ResponseController // only with a deadline: an accept pays nothing for it
 	if l.deadline > 0 {
+		rc = http.NewResponseController(w)
 		_ = rc.SetReadDeadline(time.Now().Add(l.deadline))
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, l.max))
