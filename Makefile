@@ -65,6 +65,9 @@ faults: postgres k8s-bins
 FUZZTIME ?= 1m
 FUZZ_TARGETS := \
 	./internal/httpapi:FuzzCheckInstanceBody \
+	./internal/httpapi:FuzzCheckBindingBody \
+	./internal/orchestration:FuzzParseRequest \
+	./internal/console:FuzzParseLoginForm \
 	./internal/catalog:FuzzValidateContext \
 	./internal/catalog:FuzzValidateUpdateContext \
 	./internal/catalog:FuzzValidateParameters \

@@ -32,7 +32,7 @@ func TestCleanupSubaccountsAgainstDevDir(t *testing.T) {
 	defer cancel()
 	dbURL := pgtest.NewDatabase(t)
 	stub := cisstub.New("dev-id", "dev-secret")
-	srv := httptest.NewServer(stub.Handler())
+	srv := httptest.NewServer(stub.Handler(nil))
 	defer srv.Close()
 	dir := t.TempDir()
 	const key = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="

@@ -40,7 +40,7 @@ type DevOptions struct {
 	PublicKeys []crypto.PublicKey
 	TokenIssue http.Handler
 	// Mounts are dev-only stand-ins served on the broker's port, by path
-	// prefix (e.g. /dev/cis/), in front of the router.
+	// prefix (e.g. /dev/cis/), through the router (its limits and logs).
 	Mounts map[string]http.Handler
 }
 
@@ -166,9 +166,9 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 		KubernetesVersion: oc.KubernetesVersion, MachineImage: oc.MachineImage, MachineImageVersion: oc.MachineImageVersion},
 		log.WithField("component", "orchestration"))
 	if dev != nil {
-		opts.DevToken = dev.TokenIssue
+		opts.DevToken, opts.Mounts = dev.TokenIssue, dev.Mounts
 	}
-	opts.MaxBodyBytes = int64(cfg.HTTP.MaxBodyBytes)
+	opts.MaxBodyBytes, opts.FormReadTimeout = int64(cfg.HTTP.MaxBodyBytes), cfg.HTTP.FormReadTimeout
 	if cfg.HTTP.MetricsAddress != "" {
 		opts.MetricsElsewhere = true
 		a.Metrics = httpapi.MetricsHandler(reg)
@@ -183,14 +183,6 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	var checking sync.WaitGroup
 	checking.Go(func() { readiness.Run(rctx) })
 	a.stopReadiness = func() { stop(); checking.Wait() }
-	if dev != nil && len(dev.Mounts) > 0 {
-		mux := http.NewServeMux()
-		for prefix, h := range dev.Mounts {
-			mux.Handle(prefix, h)
-		}
-		mux.Handle("/", a.Handler)
-		a.Handler = mux
-	}
 	return a, nil
 }
 

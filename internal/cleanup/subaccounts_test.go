@@ -20,7 +20,7 @@ import (
 func newCIS(t *testing.T) (*cisstub.Server, string) {
 	t.Helper()
 	stub := cisstub.New("id", "secret")
-	srv := httptest.NewServer(stub.Handler())
+	srv := httptest.NewServer(stub.Handler(nil))
 	t.Cleanup(srv.Close)
 	return stub, srv.URL
 }

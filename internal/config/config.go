@@ -79,6 +79,11 @@ type HTTP struct {
 	// MaxConnections caps concurrently open connections; more wait in the
 	// listen backlog.
 	MaxConnections int
+	// FormReadTimeout bounds reading the body of a request keb reads
+	// before it knows who sends it (the console's login form, `keb dev`'s
+	// token endpoints): such bodies are small, and a slow one must not
+	// hold a connection for the whole ReadTimeout.
+	FormReadTimeout time.Duration
 	// MetricsAddress, when set, serves /metrics on its own listener (and
 	// not on the main one).
 	MetricsAddress string
@@ -143,9 +148,10 @@ var Defaults = Config{
 	LogLevel:              "info",
 	MetricsCensusInterval: 30 * time.Second,
 	HTTP: HTTP{
-		MaxBodyBytes:   1 << 20,
-		ReadTimeout:    30 * time.Second,
-		MaxConnections: 1000,
+		MaxBodyBytes:    1 << 20,
+		ReadTimeout:     30 * time.Second,
+		MaxConnections:  1000,
+		FormReadTimeout: 5 * time.Second,
 	},
 	Engine: Engine{
 		Workers:         20,
@@ -336,6 +342,8 @@ func (c *Config) bindHTTP(b *Binder) {
 		"how long a client may take to send a whole request (headers and body)")
 	b.Int(&c.HTTP.MaxConnections, "http-max-connections", "APP_HTTP_MAX_CONNECTIONS", d.MaxConnections,
 		"most connections served at once; further ones wait in the listen backlog")
+	b.Duration(&c.HTTP.FormReadTimeout, "http-form-read-timeout", "APP_HTTP_FORM_READ_TIMEOUT", d.FormReadTimeout,
+		"how long a client may take to send the body of the console's login form (408 beyond)")
 	b.String(&c.HTTP.MetricsAddress, "metrics-address", "APP_METRICS_ADDRESS", "",
 		"host:port serving /metrics on a listener of its own (default: /metrics on the main listener)")
 }
@@ -462,6 +470,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HTTP.MaxConnections < 1 {
 		errs = append(errs, errors.New("APP_HTTP_MAX_CONNECTIONS must be at least 1"))
+	}
+	if c.HTTP.FormReadTimeout <= 0 {
+		errs = append(errs, errors.New("APP_HTTP_FORM_READ_TIMEOUT must be positive"))
 	}
 	switch c.LogFormat {
 	case "auto", "json", "text":
