@@ -244,6 +244,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 			return err
 		}
 		background.Go(func() { a.engine.watcher.Run(bg) })
+		background.Go(func() { a.engine.kymaStates.Run(bg) })
 		for _, w := range a.engine.watched {
 			background.Go(func() {
 				if err := w.Start(bg); err != nil {

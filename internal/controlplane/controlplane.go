@@ -46,3 +46,14 @@ const (
 	CustomResourcePolicyCreateAndDelete = "CreateAndDelete"
 	CustomResourcePolicyIgnore          = "Ignore"
 )
+
+// Labels and annotations of Kyma CRs that Lifecycle Manager acts on.
+const (
+	// LabelInternal "true" opens Lifecycle Manager's internal modules to the runtime.
+	LabelInternal = "operator.kyma-project.io/internal"
+	// LabelBeta "true" opens Lifecycle Manager's beta modules to the runtime.
+	LabelBeta = "operator.kyma-project.io/beta"
+	// AnnotationSKRDomain is the runtime's domain, <shoot>.<shoot domain>: Lifecycle Manager's
+	// watcher needs it and puts a Kyma CR without it in Error.
+	AnnotationSKRDomain = "skr-domain"
+)

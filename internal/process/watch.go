@@ -36,8 +36,9 @@ type waker interface {
 }
 
 // Watcher wakes operations waiting on the control plane as soon as what
-// they wait for changes (a Runtime CR's status, a kubeconfig Secret), instead
-// of at their next poll. Polls remain the safety net: a missed event only
+// they wait for changes (a Runtime or Kyma CR's status, a kubeconfig
+// Secret), instead of at their next poll, and tells KymaStates what
+// Lifecycle Manager reports on each runtime. Polls remain the safety net: a missed event only
 // costs latency.
 type Watcher struct {
 	cfg       *rest.Config
@@ -50,6 +51,11 @@ type Watcher struct {
 	// timeout): a wake-up that finds an older run going retries that long
 	// at most.
 	MaxRun time.Duration
+	// Kyma, when set, is told of every Kyma CR's health (watch_kyma.go).
+	Kyma KymaObserver
+	// WakeOnKyma makes a Kyma CR turning Ready or Error wake the operation
+	// waiting on its runtime: set when provisioning waits for Kyma.
+	WakeOnKyma bool
 
 	mu    sync.Mutex
 	state WatchState
@@ -172,6 +178,7 @@ func (w *Watcher) Start(ctx context.Context) error {
 	c, err := cache.New(w.cfg, cache.Options{
 		Scheme:            w.scheme,
 		DefaultNamespaces: map[string]cache.Config{w.namespace: {}},
+		ByObject:          map[client.Object]cache.ByObject{&kyma.Kyma{}: kymaCacheOptions},
 		// Seen reads only what is watched below; another kind is an error,
 		// not a new watch.
 		ReaderFailOnMissingInformer: true,
@@ -203,6 +210,9 @@ func (w *Watcher) Start(ctx context.Context) error {
 		}); err != nil {
 			return fmt.Errorf("handling %T events: %w", obj, err)
 		}
+	}
+	if err := w.watchKymas(ctx, c); err != nil {
+		return err
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- c.Start(ctx) }()

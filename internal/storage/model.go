@@ -69,8 +69,12 @@ type Instance struct {
 	ResolvedParameters json.RawMessage `db:"resolved_parameters"`
 	// ExpiredAt is set once a trial or free instance expired.
 	ExpiredAt *time.Time `db:"expired_at"`
-	CreatedAt time.Time  `db:"created_at"`
-	UpdatedAt time.Time  `db:"updated_at"`
+	// KymaState and KymaModules are what the control-plane watch last saw
+	// of the runtime's Kyma CR (see KymaState); nil without one.
+	KymaState   *string         `db:"kyma_state"`
+	KymaModules json.RawMessage `db:"kyma_modules"`
+	CreatedAt   time.Time       `db:"created_at"`
+	UpdatedAt   time.Time       `db:"updated_at"`
 }
 
 // Suspended reports whether the instance is suspended: its runtime is gone,

@@ -17,7 +17,7 @@ import (
 func TestPipelineStepNames(t *testing.T) {
 	t.Parallel()
 	want := []string{"initialization", "resolve_hyperscaler_secret", "overrides", "components",
-		"create_runtime", "check_runtime", "apply_kyma", "inject_btp_manager"}
+		"create_runtime", "check_runtime", "apply_kyma", "inject_btp_manager", "check_kyma"}
 	steps := provisioning.Pipeline(provisioning.Deps{}).Steps
 	if len(steps) != len(want) {
 		t.Fatalf("%d steps, want %d", len(steps), len(want))
@@ -65,7 +65,7 @@ func TestPipelineSucceededRecordsDashboard(t *testing.T) {
 			t.Parallel()
 			f := &finisher{err: tc.err}
 			cfg := testConfig("unused")
-			cfg.DashboardDomain = tc.domain
+			cfg.Kyma.ShootDomain = tc.domain
 			pipe := provisioning.Pipeline(provisioning.Deps{Config: cfg, Finisher: f})
 			if pipe.Done == "" {
 				t.Error("no description for a succeeded provisioning")

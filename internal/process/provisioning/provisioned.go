@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/maintenance"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/storage"
@@ -56,7 +57,7 @@ func recordProvisioned(store provisionedStore, cfg Config) func(ctx context.Cont
 		}
 		return store.SetProvisioned(ctx, op.InstanceID, storage.Provisioned{
 			ProviderRegion:         d.ProviderRegion,
-			DashboardURL:           fmt.Sprintf("https://console.%s.%s", op.Instance.ShootName, cfg.DashboardDomain),
+			DashboardURL:           "https://console." + kyma.Domain(op.Instance.ShootName, cfg.Kyma.ShootDomain),
 			Parameters:             resolved,
 			MaintenanceWindowBegin: window.BeginClock(), MaintenanceWindowEnd: window.EndClock(),
 		})

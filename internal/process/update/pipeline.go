@@ -14,6 +14,7 @@ import (
 
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/hyperscaler"
+	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/storage"
 )
@@ -36,6 +37,9 @@ type Config struct {
 	// account of the new plan's pool; AccountPoll is how often it looks.
 	AccountTimeout time.Duration
 	AccountPoll    time.Duration
+	// Kyma are the installation's choices for Kyma CRs: a plan change
+	// rewrites the labels they make.
+	Kyma kyma.Settings
 }
 
 // runtimeClients gives a client for a provisioned runtime; *runtimeclient.Cache
@@ -79,7 +83,7 @@ func Pipeline(d Deps) process.Pipeline {
 			&UpdateHyperscalerAccount{Catalog: d.Catalog, Accounts: d.Accounts, Config: d.Config},
 			&UpdateRuntime{KCP: d.KCP, Config: d.Config},
 			&CheckRuntimeUpdate{KCP: d.KCP, Watch: d.Watch, Config: d.Config},
-			&UpdateKyma{KCP: d.KCP},
+			&UpdateKyma{KCP: d.KCP, Config: d.Config},
 			&UpdateBTPManagerCredentials{Runtimes: d.Runtimes, Config: d.Config},
 		},
 		Succeeded: recordUpdate(d.Store, d.Catalog),

@@ -69,6 +69,7 @@ func trialRuntime(t *testing.T, c client.Client, ns, planName, params string) *p
 	op := processtest.Operation(storage.OperationTypeUpdate, inst)
 	plan, _ := processtest.Catalog(t).PlanByName(planName)
 	op.Request = &storage.UpdateRequest{PlanID: plan.ID, PlanName: plan.Name, Parameters: json.RawMessage(params)}
+	provisionedKyma(t, c, op)
 	return op
 }
 

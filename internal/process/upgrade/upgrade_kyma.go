@@ -42,18 +42,12 @@ func (s *UpgradeKyma) Run(ctx context.Context, op *process.Operation) (process.S
 		return process.Done()
 	}
 	op.Describe("Upgrading Kyma to version %s, channel %s", version, channel)
-	k := &kyma.Kyma{}
-	err := s.KCP.Get(ctx, client.ObjectKey{Namespace: controlplane.Namespace, Name: kyma.Name(op.Instance.RuntimeID)}, k)
-	if apierrors.IsNotFound(err) {
-		return process.Fail("the Kyma CR of runtime %s does not exist", op.Instance.RuntimeID)
-	}
-	if err != nil {
-		return process.StepResult{}, fmt.Errorf("reading Kyma CR: %w", err)
-	}
-	if k.Spec.Channel != channel {
-		base := k.DeepCopy()
-		k.Spec.Channel = channel
-		if err := s.KCP.Patch(ctx, k, client.MergeFrom(base)); err != nil {
+	if channel != u.PreviousKymaChannel {
+		err := kyma.SetChannel(ctx, s.KCP, controlplane.Namespace, kyma.Name(op.Instance.RuntimeID), channel)
+		if apierrors.IsNotFound(err) {
+			return process.Fail("the Kyma CR of runtime %s does not exist", op.Instance.RuntimeID)
+		}
+		if err != nil {
 			return process.StepResult{}, fmt.Errorf("setting the Kyma CR's channel: %w", err)
 		}
 	}
