@@ -1,7 +1,3 @@
-// Package infrastructuremanager is keb's side of the infrastructure
-// manager's API: the Runtime custom resource keb writes to ask for a cluster,
-// its status states, and the wire names of the kubeconfig Secret the
-// infrastructure manager answers with.
 package infrastructuremanager
 
 import (
@@ -30,6 +26,9 @@ const (
 // (infrastructuremanager.kyma-project.io/v1, kind Runtime, in
 // controlplane.Namespace).
 // +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Shoot",type=string,JSONPath=`.spec.shoot.name`
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
 type Runtime struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -137,6 +136,7 @@ type RuntimeKyma struct {
 // +kubebuilder:object:generate=true
 type RuntimeStatus struct {
 	// State is one of StatePending, StateReady, StateFailed, StateTerminating.
+	// +kubebuilder:validation:Enum=Pending;Ready;Failed;Terminating
 	State   State  `json:"state,omitempty"`
 	Message string `json:"message,omitempty"`
 	// ObservedGeneration is the metadata.generation the state refers to: a
