@@ -22,6 +22,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/sirupsen/logrus"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/app"
@@ -29,6 +30,7 @@ import (
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/infrasim"
+	"github.com/kyma-keb/keb/internal/lmsim"
 	"github.com/kyma-keb/keb/internal/pgserver"
 	"github.com/kyma-keb/keb/internal/procguard"
 )
@@ -132,20 +134,31 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 	if err := seed(ctx, kc, controlplane.Namespace, "garden-"+cfg.Engine.GardenerProject); err != nil {
 		return err
 	}
+	// Runtimes start without CRDs, as real ones do: Lifecycle Manager
+	// installs the BtpOperator CRD with the btp-operator module.
 	sim, err := infrasim.New(kcp.config, scheme, infrasim.Options{
 		Namespace: controlplane.Namespace, Delay: opts.RuntimeDelay, Mode: opts.RuntimeMode,
 		BinDir: binDir, Log: log.WithField("component", "infrasim"),
+		RuntimeCRDs: []*apiextensionsv1.CustomResourceDefinition{},
 	})
 	if err != nil {
 		return fmt.Errorf("simulated infrastructure manager: %w", err)
 	}
-	simDone := make(chan error, 1)
+	lm, err := lmsim.New(kcp.config, scheme, lmsim.Options{Namespace: controlplane.Namespace, Delay: opts.RuntimeDelay,
+		Log: log.WithField("component", "lmsim")})
+	if err != nil {
+		return fmt.Errorf("simulated Lifecycle Manager: %w", err)
+	}
+	simDone := make(chan error, 2)
 	simCtx, stopSim := context.WithCancel(ctx)
 	go func() { simDone <- sim.Start(simCtx) }()
+	go func() { simDone <- lm.Start(simCtx) }()
 	defer func() {
 		stopSim()
-		if err := <-simDone; err != nil {
-			log.WithError(err).Warn("simulated infrastructure manager stopped")
+		for range 2 {
+			if err := <-simDone; err != nil {
+				log.WithError(err).Warn("simulated infrastructure manager or Lifecycle Manager stopped")
+			}
 		}
 	}()
 	cfg.Engine.KCPKubeconfig = kcp.kubeconfig

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,6 +28,7 @@ import (
 	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/infrasim"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
+	"github.com/kyma-keb/keb/internal/lmsim"
 	"github.com/kyma-keb/keb/testing/k8stest"
 	"github.com/kyma-keb/keb/testing/pgtest"
 )
@@ -100,13 +102,21 @@ func newStackLogging(t *testing.T, log *logrus.Logger, mode infrasim.Mode, accou
 			s, _ := msg.(string)
 			return s
 		},
-		FailChanges: simFailChanges})
+		FailChanges: simFailChanges,
+		// Runtimes start without CRDs: the Lifecycle Manager stand-in
+		// installs the BtpOperator CRD with the btp-operator module.
+		RuntimeCRDs: []*apiextensionsv1.CustomResourceDefinition{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	simDone := make(chan struct{})
-	go func() { _ = sim.Start(ctx); close(simDone) }()
-	t.Cleanup(func() { cancel(); <-simDone })
+	lm, err := lmsim.New(kcp.Config, scheme, lmsim.Options{Namespace: kcpNS, Resync: 500 * time.Millisecond, Log: simLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	simDone := make(chan struct{}, 2)
+	go func() { _ = sim.Start(ctx); simDone <- struct{}{} }()
+	go func() { _ = lm.Start(ctx); simDone <- struct{}{} }()
+	t.Cleanup(func() { cancel(); <-simDone; <-simDone })
 
 	kubeconfig := filepath.Join(t.TempDir(), "kcp.kubeconfig")
 	if err := kcp.WriteKubeconfig(kubeconfig); err != nil {
