@@ -29,6 +29,7 @@ import (
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/infrasim"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/pgserver"
 	"github.com/kyma-keb/keb/internal/procguard"
 )
@@ -56,6 +57,9 @@ type Options struct {
 	// RuntimeMode is infrasim's mode: dedicated (an apiserver per runtime)
 	// or shared (one for all, for load tests).
 	RuntimeMode infrasim.Mode
+	// RuntimeFaults are the failures the simulated infrastructure manager
+	// injects (infrasim.ParseFaults); nil: none.
+	RuntimeFaults func(rt *infrastructuremanager.Runtime) *infrasim.Fault
 }
 
 // Run starts the dev stack and serves until ctx is done.
@@ -134,7 +138,7 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 	}
 	sim, err := infrasim.New(kcp.config, scheme, infrasim.Options{
 		Namespace: controlplane.Namespace, Delay: opts.RuntimeDelay, Mode: opts.RuntimeMode,
-		BinDir: binDir, Log: log.WithField("component", "infrasim"),
+		BinDir: binDir, Log: log.WithField("component", "infrasim"), Faults: opts.RuntimeFaults,
 	})
 	if err != nil {
 		return fmt.Errorf("simulated infrastructure manager: %w", err)
