@@ -11,7 +11,7 @@
 ALTER TABLE instances
     ADD COLUMN kyma_state text,
     ADD COLUMN kyma_modules jsonb,
-    ADD COLUMN kyma_version bigint;
+    ADD COLUMN kyma_state_version bigint;
 -- The listing's kyma_state filter reads this index in listing order, like
 -- instances_state_created_idx; runtimes without a Kyma CR are not in it.
 CREATE INDEX instances_kyma_state_created_idx ON instances (kyma_state, created_at, instance_id)
@@ -19,4 +19,4 @@ CREATE INDEX instances_kyma_state_created_idx ON instances (kyma_state, created_
 
 -- +goose Down
 DROP INDEX instances_kyma_state_created_idx;
-ALTER TABLE instances DROP COLUMN kyma_state, DROP COLUMN kyma_modules, DROP COLUMN kyma_version;
+ALTER TABLE instances DROP COLUMN kyma_state, DROP COLUMN kyma_modules, DROP COLUMN kyma_state_version;

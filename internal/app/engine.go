@@ -205,12 +205,13 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 		storage.OperationTypeDeprovision: deprovisioning.Pipeline(deprov),
 		storage.OperationTypeUpdate: update.Pipeline(update.Deps{
 			Config: update.Config{Namespace: ns, BTPManagerTimeout: ec.BTPMgrTimeout, BTPManagerPoll: ec.BTPMgrPoll,
-				RuntimeTimeout: ec.RuntimeTimeout, RuntimePoll: ec.RuntimePoll, AccountTimeout: ec.AccountTimeout, AccountPoll: accountPoll,
-				Kyma: kymaSettings},
+				RuntimeTimeout: ec.RuntimeTimeout, RuntimePoll: ec.RuntimePoll, RuntimeGrace: ec.RuntimeGrace,
+				AccountTimeout: ec.AccountTimeout, AccountPoll: accountPoll, Kyma: kymaSettings},
 			Catalog: cat, KCP: kcp, Accounts: accounts, Store: store, Runtimes: runtimes, Watch: watcher,
 		}),
 	}
-	upgrades := upgrade.Deps{Config: upgrade.Config{Namespace: ns, RuntimeTimeout: ec.RuntimeTimeout, RuntimePoll: ec.RuntimePoll},
+	upgrades := upgrade.Deps{Config: upgrade.Config{Namespace: ns, RuntimeTimeout: ec.RuntimeTimeout, RuntimePoll: ec.RuntimePoll,
+		RuntimeGrace: ec.RuntimeGrace},
 		Catalog: cat, KCP: kcp, Store: store, Watch: watcher}
 	pipelines[storage.OperationTypeUpgradeKyma] = upgrade.KymaPipeline(upgrades)
 	pipelines[storage.OperationTypeUpgradeCluster] = upgrade.ClusterPipeline(upgrades)

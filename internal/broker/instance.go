@@ -56,6 +56,11 @@ func (b *Broker) GetInstance(ctx context.Context, instanceID string, _ domain.Fe
 	if err := json.Unmarshal(params, &decoded); err != nil {
 		return domain.GetInstanceDetailsSpec{}, b.internal(log, "decoding stored parameters", err)
 	}
+	// The Kyma version is keb's record of the runtime, not a resolved
+	// parameter; it shows among them, as it always did.
+	if v := inst.KymaVersion; v != "" {
+		decoded["kymaVersion"] = v
+	}
 	spec := domain.GetInstanceDetailsSpec{ServiceID: inst.ServiceID, PlanID: inst.PlanID, Parameters: decoded}
 	actions, err := b.store.Actions(ctx, instanceID)
 	if err != nil {

@@ -48,6 +48,7 @@ const (
 	paramModules        = "modules"
 	paramAdministrators = "administrators"
 	paramOIDC           = "oidc"
+	paramNetworking     = "networking"
 )
 
 // Optional components a runtime may get on top of the default ones.
@@ -134,6 +135,7 @@ func (c *Catalog) createSchema(e *planEntry) map[string]any {
 			"minLength":   1,
 			"maxLength":   nameMaxLength,
 		})
+		p.add(paramNetworking, networkingSchema())
 	}
 	p.add(paramModules, modulesSchema())
 	p.add(paramAdministrators, administratorsSchema())

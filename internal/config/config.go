@@ -101,8 +101,11 @@ type Engine struct {
 	BTPMgrTimeout   time.Duration
 	RemovalTimeout  time.Duration
 	RuntimePoll     time.Duration
-	BTPMgrPoll      time.Duration
-	RemovalPoll     time.Duration
+	// RuntimeGrace is how long a change keb wrote into a Ready Runtime CR
+	// may leave no trace in its status before it counts as applied.
+	RuntimeGrace time.Duration
+	BTPMgrPoll   time.Duration
+	RemovalPoll  time.Duration
 
 	// ShootDomain (above) is the domain runtimes' shoots live under: a
 	// runtime's domain is <shoot>.<ShootDomain> (its Kyma CR's skr-domain
@@ -173,6 +176,7 @@ var Defaults = Config{
 		BTPMgrTimeout:   20 * time.Minute,
 		RemovalTimeout:  time.Hour,
 		RuntimePoll:     30 * time.Second,
+		RuntimeGrace:    time.Minute,
 		BTPMgrPoll:      10 * time.Second,
 		RemovalPoll:     15 * time.Second,
 		ExpiryInterval:  time.Hour,
@@ -400,6 +404,8 @@ func (c *Config) BindEngine(b *Binder) {
 		"how long deprovisioning waits for the Kyma and Runtime CRs to be gone")
 	b.Duration(&e.RuntimePoll, "runtime-poll", "APP_PROVISIONING_RUNTIME_POLL", d.RuntimePoll,
 		"how often a waiting provisioning looks at its cluster (watches wake it sooner)")
+	b.Duration(&e.RuntimeGrace, "runtime-apply-grace", "APP_RUNTIME_APPLY_GRACE", d.RuntimeGrace,
+		"how long a change written into a Ready Runtime CR may leave its status untouched before it counts as applied (docs/architecture.md)")
 	b.Duration(&e.BTPMgrPoll, "btp-manager-poll", "APP_PROVISIONING_BTP_MANAGER_POLL", d.BTPMgrPoll,
 		"how often the final step retries while the runtime lacks the BtpOperator kind")
 	b.Duration(&e.RemovalPoll, "removal-poll", "APP_DEPROVISIONING_POLL", d.RemovalPoll,

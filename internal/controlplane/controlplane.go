@@ -26,7 +26,9 @@ const (
 	LabelRegion          = "kyma-project.io/region"
 	LabelPlatformRegion  = "kyma-project.io/platform-region"
 	LabelShootName       = "kyma-project.io/shoot-name"
-	LabelKymaName        = "operator.kyma-project.io/kyma-name"
+	// LabelProvider is the hyperscaler of a Runtime CR (aws, azure, gcp, openstack).
+	LabelProvider = "kyma-project.io/provider"
+	LabelKymaName = "operator.kyma-project.io/kyma-name"
 	// LabelManagedBy must be ManagedByLifecycleManager on Kyma CRs:
 	// Lifecycle Manager's cache only sees resources carrying it.
 	LabelManagedBy            = "operator.kyma-project.io/managed-by"

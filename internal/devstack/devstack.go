@@ -30,6 +30,7 @@ import (
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/infrasim"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/lmsim"
 	"github.com/kyma-keb/keb/internal/pgserver"
 	"github.com/kyma-keb/keb/internal/procguard"
@@ -58,6 +59,9 @@ type Options struct {
 	// RuntimeMode is infrasim's mode: dedicated (an apiserver per runtime)
 	// or shared (one for all, for load tests).
 	RuntimeMode infrasim.Mode
+	// RuntimeFaults are the failures the simulated infrastructure manager
+	// injects (infrasim.ParseFaults); nil: none.
+	RuntimeFaults func(rt *infrastructuremanager.Runtime) *infrasim.Fault
 }
 
 // Run starts the dev stack and serves until ctx is done.
@@ -138,7 +142,7 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 	// installs the BtpOperator CRD with the btp-operator module.
 	sim, err := infrasim.New(kcp.config, scheme, infrasim.Options{
 		Namespace: controlplane.Namespace, Delay: opts.RuntimeDelay, Mode: opts.RuntimeMode,
-		BinDir: binDir, Log: log.WithField("component", "infrasim"),
+		BinDir: binDir, Log: log.WithField("component", "infrasim"), Faults: opts.RuntimeFaults,
 		RuntimeCRDs: []*apiextensionsv1.CustomResourceDefinition{},
 	})
 	if err != nil {

@@ -140,7 +140,7 @@ func (r *reconciler) module(ctx context.Context, rc client.Client, k *kyma.Kyma,
 		ms.State, ms.Message = kyma.StateError, fmt.Sprintf("no versions found for channel %q of module %q", channel, m.Name)
 		return ms
 	}
-	if wait := r.since(k.Name+"/"+m.Name).Add(r.opts.Delay).Sub(r.now()); wait > 0 || rc == nil {
+	if wait := r.since(k.Name + "/" + m.Name).Add(r.opts.Delay).Sub(r.now()); wait > 0 || rc == nil {
 		ms.State = kyma.StateProcessing
 		return ms
 	}

@@ -29,10 +29,10 @@ type KymaState struct {
 // wrote them already, or nothing changed), and only by a deletion or a state
 // newer than the stored one.
 const setKymaStates = `UPDATE instances i
-SET kyma_state = v.state, kyma_modules = v.modules, kyma_version = NULLIF(v.version, 0)
+SET kyma_state = v.state, kyma_modules = v.modules, kyma_state_version = NULLIF(v.version, 0)
 FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::bigint[]) AS v(runtime_id, state, modules, version)
 WHERE i.runtime_id = v.runtime_id AND i.runtime_id <> ''
-	AND (v.modules IS NULL OR i.kyma_version IS NULL OR v.version = 0 OR i.kyma_version < v.version)
+	AND (v.modules IS NULL OR i.kyma_state_version IS NULL OR v.version = 0 OR i.kyma_state_version < v.version)
 	AND (i.kyma_state IS DISTINCT FROM v.state OR i.kyma_modules IS DISTINCT FROM v.modules)`
 
 // SetKymaStates records the Kyma states of runtimes (each runtime ID at

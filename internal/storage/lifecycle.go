@@ -106,7 +106,7 @@ func (s *Store) applyChange(ctx context.Context, tx pgx.Tx, inst Instance, c Ins
 			dashboard_url = CASE WHEN $6 THEN '' ELSE dashboard_url END,
 			kyma_state = CASE WHEN $6 THEN NULL ELSE kyma_state END,
 			kyma_modules = CASE WHEN $6 THEN NULL ELSE kyma_modules END,
-			kyma_version = CASE WHEN $6 THEN NULL ELSE kyma_version END,
+			kyma_state_version = CASE WHEN $6 THEN NULL ELSE kyma_state_version END,
 			updated_at = now()
 		WHERE instance_id = $1`, inst.InstanceID, contextJSON, sealed, c.ExpiredAt, state, resume); err != nil {
 		return fmt.Errorf("changing instance %s: %w", inst.InstanceID, err)

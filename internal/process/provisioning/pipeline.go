@@ -63,9 +63,10 @@ func Pipeline(d Deps) process.Pipeline {
 		Steps: []process.Step{
 			&Initialization{Catalog: d.Catalog, Store: d.Store, KCP: d.KCP, VersionPins: d.VersionPins, Config: d.Config},
 			&ResolveHyperscalerSecret{Catalog: d.Catalog, Accounts: d.Accounts, Config: d.Config},
-			&Overrides{Catalog: d.Catalog, KCP: d.KCP, Sources: d.OverrideSources, Config: d.Config},
+			// The components first: the overrides Secret carries them.
 			&Components{Catalog: d.Catalog},
-			&CreateRuntime{KCP: d.KCP, Config: d.Config},
+			&Overrides{Catalog: d.Catalog, KCP: d.KCP, Sources: d.OverrideSources, Config: d.Config},
+			&CreateRuntime{KCP: d.KCP, Catalog: d.Catalog, Config: d.Config},
 			&CheckRuntime{KCP: d.KCP, Watch: d.Watch, Config: d.Config},
 			&ApplyKyma{KCP: d.KCP, Catalog: d.Catalog, Config: d.Config},
 			&InjectBTPManager{Runtimes: d.Runtimes, Config: d.Config},
