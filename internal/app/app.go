@@ -155,7 +155,7 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	opts := httpapi.Options{Broker: brk, Auth: verifier, Log: log, Registry: reg, Ready: a.ready,
 		RequestTimeout: cfg.RequestTimeout,
 		Runtimes:       runtimesHandler, Expire: expiry.Handler(expirer, log),
-		Console: console.New(console.Options{Runtimes: runtimesHandler, Operations: store, Verifier: verifier,
+		Console: console.New(console.Options{Runtimes: runtimesHandler, Operations: store, Instances: store, Verifier: verifier,
 			DevLogin: dev != nil, Log: log.WithField("component", "console")})}
 	oc := cfg.Engine.Orchestration
 	opts.Orchestrations = orchestration.NewHandler(orchestrations, orchestration.Defaults{KymaVersion: cfg.Engine.KymaVersion,
