@@ -21,8 +21,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/kyma-keb/keb/internal/logging"
 	"github.com/kyma-keb/keb/internal/kyma"
+	"github.com/kyma-keb/keb/internal/logging"
 	"github.com/kyma-keb/keb/internal/maintenance"
 	"github.com/kyma-keb/keb/internal/storage"
 )
