@@ -14,6 +14,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -183,6 +184,11 @@ func ParseRequest(body []byte, opType storage.OperationType, d Defaults) (Parame
 		}
 		if err := checkValue("kyma.version", p.Kyma.Version); err != nil {
 			return Parameters{}, err
+		}
+		// The version becomes the runtimes' recorded Kyma version with its
+		// component list: a version without one would fail every upgrade.
+		if _, err := kyma.Components(p.Kyma.Version, "", nil); errors.Is(err, kyma.ErrUnknownKymaVersion) {
+			return Parameters{}, &FieldError{"kyma.version", fmt.Sprintf("%q has no runtime component list in this keb", p.Kyma.Version)}
 		}
 		if err := checkValue("kyma.channel", p.Kyma.Channel); err != nil {
 			return Parameters{}, err

@@ -110,8 +110,14 @@ type Operation struct {
 	now func() time.Time
 }
 
-// Now is the engine's current time.
-func (o *Operation) Now() time.Time { return o.now() }
+// Now is the engine's current time (the wall clock for an operation built
+// outside the engine).
+func (o *Operation) Now() time.Time {
+	if o.now == nil {
+		return time.Now()
+	}
+	return o.now()
+}
 
 // Describe sets the description the platform sees in last_operation: what
 // the operation is doing or waiting for, in a platform user's words.

@@ -70,9 +70,10 @@ func newStack(t *testing.T, mode infrasim.Mode, accounts int, tweaks ...func(*co
 	return newStackLogging(t, log, mode, accounts, tweaks...)
 }
 
-// simFailChanges, when set before newStack, makes the simulated
-// infrastructure manager fail the spec changes (upgrades) it names.
-var simFailChanges func(rt *infrastructuremanager.Runtime) string
+// simFaults, when set before newStack, makes the simulated
+// infrastructure manager fail the creations and spec changes it returns a
+// fault for.
+var simFaults func(rt *infrastructuremanager.Runtime) *infrasim.Fault
 
 // newStackLogging is newStack with keb logging to log.
 func newStackLogging(t *testing.T, log *logrus.Logger, mode infrasim.Mode, accounts int, tweaks ...func(*config.Config)) *stack {
@@ -96,13 +97,17 @@ func newStackLogging(t *testing.T, log *logrus.Logger, mode infrasim.Mode, accou
 	simLog := logrus.New()
 	simLog.SetOutput(io.Discard)
 	failing := &sync.Map{}
+	faults := simFaults
 	sim, err := infrasim.New(kcp.Config, scheme, infrasim.Options{Namespace: kcpNS, Mode: mode, BinDir: bin, Delay: time.Second, Log: simLog,
-		FailRuntimes: func(runtimeID string) string {
-			msg, _ := failing.Load(runtimeID)
-			s, _ := msg.(string)
-			return s
+		Faults: func(rt *infrastructuremanager.Runtime) *infrasim.Fault {
+			if msg, ok := failing.Load(rt.RuntimeID()); ok {
+				return &infrasim.Fault{Message: msg.(string), Permanent: true}
+			}
+			if faults != nil {
+				return faults(rt)
+			}
+			return nil
 		},
-		FailChanges: simFailChanges,
 		// Runtimes start without CRDs: the Lifecycle Manager stand-in
 		// installs the BtpOperator CRD with the btp-operator module.
 		RuntimeCRDs: []*apiextensionsv1.CustomResourceDefinition{}})
