@@ -148,7 +148,9 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 	if err != nil {
 		return fmt.Errorf("simulated infrastructure manager: %w", err)
 	}
-	lm, err := lmsim.New(kcp.config, scheme, lmsim.Options{Namespace: controlplane.Namespace, Delay: opts.RuntimeDelay,
+	// Modules install as soon as the runtime is there: the cluster's delay
+	// is the dev stack's one wait, as before Lifecycle Manager was simulated.
+	lm, err := lmsim.New(kcp.config, scheme, lmsim.Options{Namespace: controlplane.Namespace,
 		Log: log.WithField("component", "lmsim")})
 	if err != nil {
 		return fmt.Errorf("simulated Lifecycle Manager: %w", err)

@@ -43,9 +43,9 @@ func slimKyma(obj any) (any, error) {
 }
 
 // watchKymas adds the Kyma CRs to the watch c: each change of a CR's health
-// goes to w.Kyma, and, with w.WakeOnKyma, a CR turning Ready or Error wakes
-// the operation waiting on its runtime (check_kyma). Deletions wake as
-// every deletion does (delete_kyma waits for the CR to be gone).
+// goes to w.Kyma, and a change that ends a wait (kymaWakes) wakes the
+// operation waiting on its runtime. Deletions wake as every deletion does
+// (delete_kyma waits for the CR to be gone).
 func (w *Watcher) watchKymas(ctx context.Context, c cache.Cache) error {
 	inf, err := c.GetInformer(ctx, &kyma.Kyma{})
 	if err != nil {
@@ -59,7 +59,7 @@ func (w *Watcher) watchKymas(ctx context.Context, c cache.Cache) error {
 			}
 			w.observeKyma(k, false)
 			// The first list wakes nothing: a wait begun before it polls.
-			if !initialList && w.WakeOnKyma && kymaEndsAWait(nil, k) {
+			if !initialList && w.kymaWakes(nil, k) {
 				w.changed(ctx, k)
 			}
 		},
@@ -72,7 +72,7 @@ func (w *Watcher) watchKymas(ctx context.Context, c cache.Cache) error {
 			if prev == nil || !reflect.DeepEqual(kyma.HealthOf(prev), kyma.HealthOf(k)) {
 				w.observeKyma(k, false)
 			}
-			if w.WakeOnKyma && kymaEndsAWait(prev, k) {
+			if w.kymaWakes(prev, k) {
 				w.changed(ctx, k)
 			}
 		},
@@ -110,6 +110,28 @@ func (w *Watcher) observeKyma(k *kyma.Kyma, gone bool) {
 	}
 	h := kyma.HealthOf(k)
 	w.Kyma.Observe(runtimeID, version, &h)
+}
+
+// kymaWakes reports whether a Kyma CR's change ends a wait: the btp-operator
+// module's installation (inject_btp_manager waits for the runtime to serve
+// the BtpOperator kind), or, with WakeOnKyma, check_kyma's.
+func (w *Watcher) kymaWakes(old, k *kyma.Kyma) bool {
+	return btpOperatorInstalled(old, k) || (w.WakeOnKyma && kymaEndsAWait(old, k))
+}
+
+// btpOperatorInstalled reports whether Lifecycle Manager reports the
+// btp-operator module installed (its default CR judged by BTP Manager:
+// Ready, Warning or Error) for the first time: the runtime serves the
+// BtpOperator kind from then on.
+func btpOperatorInstalled(old, k *kyma.Kyma) bool {
+	installed := func(x *kyma.Kyma) bool {
+		if x == nil {
+			return false
+		}
+		m, ok := kyma.HealthOf(x).Module(kyma.ModuleBTPOperator)
+		return ok && (m.State == kyma.StateReady || m.State == kyma.StateWarning || m.State == kyma.StateError)
+	}
+	return installed(k) && !installed(old)
 }
 
 // kymaEndsAWait reports whether a Kyma CR's change can end check_kyma's

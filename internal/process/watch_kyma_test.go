@@ -41,6 +41,39 @@ func TestOnlyKymaReadyOrErrorWakesCheckKyma(t *testing.T) {
 	}
 }
 
+// TestBTPOperatorInstalledWakesInjectBTPManager: the btp-operator module's
+// first state past Processing (its CR judged) wakes inject_btp_manager,
+// which waits for the BtpOperator kind; nothing else about it does.
+func TestBTPOperatorInstalledWakesInjectBTPManager(t *testing.T) {
+	t.Parallel()
+	k := func(btp kyma.State) *kyma.Kyma {
+		x := &kyma.Kyma{}
+		x.Status.State = kyma.StateProcessing
+		x.Status.Modules = []kyma.ModuleStatus{{Name: "istio", State: kyma.StateReady}}
+		if btp != "" {
+			x.Status.Modules = append(x.Status.Modules, kyma.ModuleStatus{Name: "btp-operator", State: btp})
+		}
+		return x
+	}
+	w := &Watcher{}
+	tests := []struct {
+		name     string
+		old, obj *kyma.Kyma
+		want     bool
+	}{
+		{"module listed, installing", k(""), k(kyma.StateProcessing), false},
+		{"installed: BTP Manager misses the Secret", k(kyma.StateProcessing), k(kyma.StateWarning), true},
+		{"installed and Ready at once", k(kyma.StateProcessing), k(kyma.StateReady), true},
+		{"Warning to Ready: installed before", k(kyma.StateWarning), k(kyma.StateReady), false},
+		{"no btp-operator module", k(""), k(""), false},
+	}
+	for _, tc := range tests {
+		if got := w.kymaWakes(tc.old, tc.obj); got != tc.want {
+			t.Errorf("%s: wakes %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 // TestSlimKymaKeepsWhatKebReads: the watch keeps a Kyma CR's identity,
 // labels and status.state and modules; spec and the rest stay out of memory.
 func TestSlimKymaKeepsWhatKebReads(t *testing.T) {
