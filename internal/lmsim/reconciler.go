@@ -40,7 +40,13 @@ type reconciler struct {
 	// firstSeen is when each runtime's module ("<kyma>/<module>") was first
 	// seen, for Options.Delay. A restarted stand-in starts counting again.
 	firstSeen map[string]time.Time
+	// unchanged counts each Kyma CR's reconciles in a row that changed
+	// nothing, for the requeue's backoff.
+	unchanged map[string]int
 }
+
+// maxBackoff bounds a Kyma CR's requeue interval, in Resyncs.
+const maxBackoff = 64
 
 var _ reconcile.Reconciler = (*reconciler)(nil)
 
@@ -66,13 +72,31 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := r.writeStatus(ctx, k, status); err != nil {
+	wrote, err := r.writeStatus(ctx, k, status)
+	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if status.State == kyma.StateReady {
-		return reconcile.Result{RequeueAfter: 10 * r.opts.Resync}, nil
+	return reconcile.Result{RequeueAfter: r.requeue(k.Name, wrote, status.State)}, nil
+}
+
+// requeue is when to look at a Kyma CR again: Lifecycle Manager learns of
+// its modules' CRs' changes from its runtime watcher, which the stand-in
+// does not run, so it looks again: after Resync while something changes,
+// backing off (doubling up to maxBackoff × Resync) while nothing does, and
+// at that bound once Ready. A runtime left in Warning (no Secret for BTP
+// Manager) costs a handful of looks, not one a second.
+func (r *reconciler) requeue(name string, changed bool, state kyma.State) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if changed {
+		r.unchanged[name] = 0
+	} else {
+		r.unchanged[name]++
 	}
-	return reconcile.Result{RequeueAfter: r.opts.Resync}, nil
+	if state == kyma.StateReady {
+		return maxBackoff * r.opts.Resync
+	}
+	return min(r.opts.Resync<<min(r.unchanged[name], 6), maxBackoff*r.opts.Resync)
 }
 
 // status works out the Kyma CR's status: the watcher's verdict on the
@@ -199,15 +223,16 @@ func (r *reconciler) runtime(ctx context.Context, k *kyma.Kyma) (client.Client, 
 }
 
 // writeStatus writes st unless the CR already reports it (lastUpdateTime
-// aside, so that an unchanged status costs no write and no watch event).
-func (r *reconciler) writeStatus(ctx context.Context, k *kyma.Kyma, st kyma.KymaStatus) error {
+// aside, so that an unchanged status costs no write and no watch event), and
+// says whether it wrote.
+func (r *reconciler) writeStatus(ctx context.Context, k *kyma.Kyma, st kyma.KymaStatus) (bool, error) {
 	old := k.Status.DeepCopy()
 	st.LastUpdateTime, old.LastUpdateTime = metav1.Time{}, metav1.Time{}
 	for i := range old.Conditions {
 		old.Conditions[i].LastTransitionTime = metav1.Time{}
 	}
 	if reflect.DeepEqual(*old, st) {
-		return nil
+		return false, nil
 	}
 	now := metav1.NewTime(r.now())
 	st.LastUpdateTime = now
@@ -222,9 +247,9 @@ func (r *reconciler) writeStatus(ctx context.Context, k *kyma.Kyma, st kyma.Kyma
 	base := k.DeepCopy()
 	k.Status = st
 	if err := r.client.Status().Patch(ctx, k, client.MergeFrom(base)); err != nil {
-		return fmt.Errorf("writing the status of Kyma %s/%s: %w", k.Namespace, k.Name, client.IgnoreNotFound(err))
+		return false, fmt.Errorf("writing the status of Kyma %s/%s: %w", k.Namespace, k.Name, client.IgnoreNotFound(err))
 	}
-	return nil
+	return true, nil
 }
 
 // delete reports Deleting, removes the modules' default CRs from the runtime
@@ -236,7 +261,7 @@ func (r *reconciler) delete(ctx context.Context, k *kyma.Kyma, log logrus.FieldL
 	if k.Status.State != kyma.StateDeleting {
 		st := *k.Status.DeepCopy()
 		st.State, st.Operation = kyma.StateDeleting, "deleting the modules"
-		if err := r.writeStatus(ctx, k, st); err != nil {
+		if _, err := r.writeStatus(ctx, k, st); err != nil {
 			return err
 		}
 	}
@@ -253,6 +278,7 @@ func (r *reconciler) delete(ctx context.Context, k *kyma.Kyma, log logrus.FieldL
 	for _, m := range k.Spec.Modules {
 		delete(r.firstSeen, k.Name+"/"+m.Name)
 	}
+	delete(r.unchanged, k.Name)
 	r.mu.Unlock()
 	base := k.DeepCopy()
 	controllerutil.RemoveFinalizer(k, Finalizer)

@@ -52,9 +52,10 @@ type Options struct {
 	// NoWatcher turns Lifecycle Manager's watcher off: Kyma CRs without the
 	// skr-domain annotation are then accepted.
 	NoWatcher bool
-	// Resync is how often a Kyma CR is reconciled again while it is not
-	// Ready (Lifecycle Manager requeues, and learns of its modules' CRs from
-	// its watcher); Ready ones every 10 × Resync. Default: one second.
+	// Resync is how soon a Kyma CR is reconciled again after a change
+	// (Lifecycle Manager requeues, and learns of its modules' CRs from its
+	// watcher); while nothing changes the interval doubles, up to 64 ×
+	// Resync, which is also a Ready CR's. Default: one second.
 	Resync time.Duration
 	// Log receives what the stand-in does. Default: discarded.
 	Log logrus.FieldLogger
@@ -114,7 +115,7 @@ func New(kcp *rest.Config, scheme *k8sruntime.Scheme, opts Options) (*Simulator,
 	}
 	runtimes := newRuntimeClients()
 	r := &reconciler{client: mgr.GetClient(), runtimes: runtimes, opts: opts, log: opts.Log,
-		now: time.Now, firstSeen: map[string]time.Time{}}
+		now: time.Now, firstSeen: map[string]time.Time{}, unchanged: map[string]int{}}
 	err = builder.ControllerManagedBy(mgr).
 		For(&kyma.Kyma{}).
 		// A runtime's kubeconfig arriving (or changing) is when its modules
