@@ -64,7 +64,8 @@ func (s *stack) strictApply(runtimeID string) {
 // changes what it should; after each, the CR as stored passes kubectl's
 // strict server-side validation.
 func TestRuntimeCRFieldsKebDoesNotSetSurvive(t *testing.T) {
-	s := newStack(t, infrasim.ModeShared, 2, func(c *config.Config) { c.Engine.Orchestration.Poll = 200 * time.Millisecond })
+	s := newStack(t, infrasim.ModeShared, 0, func(c *config.Config) { c.Engine.Orchestration.Poll = 200 * time.Millisecond })
+	freshAccount(t, s.kcp, "azure-fields")
 	op := newOperator(s)
 	ctx := t.Context()
 	const id = "e2e-fields"
@@ -89,10 +90,11 @@ func TestRuntimeCRFieldsKebDoesNotSetSurvive(t *testing.T) {
 		{"op": "add", "path": "/spec/shoot/provider/workers/0/cri", "value": {"name": "containerd"}},
 		{"op": "add", "path": "/spec/shoot/provider/workers/0/labels", "value": {"team": "ops"}},
 		{"op": "add", "path": "/spec/shoot/provider/workers/0/taints", "value": [{"key": "dedicated", "value": "kyma", "effect": "NoSchedule"}]}]`
+	gen := before.Generation
 	if err := s.kcp.Patch(ctx, before, client.RawPatch(types.JSONPatchType, []byte(operatorPatch))); err != nil {
 		t.Fatal(err)
 	}
-	s.waitRuntimeReady(runtimeID, before.Generation+1)
+	s.waitRuntimeReady(runtimeID, gen+1)
 	survived := func(step string) *im.Runtime {
 		t.Helper()
 		rt := &im.Runtime{}
@@ -128,7 +130,7 @@ func TestRuntimeCRFieldsKebDoesNotSetSurvive(t *testing.T) {
 	}
 
 	// A Kyma upgrade: keb's records change, the Runtime CR does not.
-	gen := survived("nothing").Generation
+	gen = survived("nothing").Generation
 	upgrade := op.orchestrate("kyma", `{"targets": {"include": [{"runtimeID": "`+runtimeID+`"}]}, "kyma": {"version": "2.21.0"}}`)
 	if got := op.wait(upgrade, 2*time.Minute); got.State != "succeeded" {
 		t.Fatalf("Kyma upgrade: %+v", got)
@@ -167,7 +169,9 @@ func (s *stack) waitRuntimeReady(runtimeID string, generation int64) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	s.t.Fatalf("the Runtime of %s did not apply generation %d within a minute", runtimeID, generation)
+	rt := s.runtimeCR(runtimeID)
+	s.t.Fatalf("the Runtime of %s did not apply generation %d within a minute (saw Pending: %v): at generation %d, status %+v",
+		runtimeID, generation, sawPending, rt.Generation, rt.Status)
 }
 
 // TestRuntimeFaults: the infrastructure manager fails a cluster with a
@@ -189,7 +193,9 @@ func TestRuntimeFaults(t *testing.T) {
 	}
 	t.Cleanup(func() { simFaults = nil })
 	const timeout = 25 * time.Second
-	s := newStack(t, infrasim.ModeShared, 2, func(c *config.Config) { c.Engine.RuntimeTimeout = timeout })
+	s := newStack(t, infrasim.ModeShared, 0, func(c *config.Config) { c.Engine.RuntimeTimeout = timeout })
+	freshAccount(t, s.kcp, "azure-flaky")
+	freshAccount(t, s.kcp, "azure-broken")
 
 	provision := func(id, tenant string) string {
 		code, body := s.call(http.MethodPut, "/oauth/v2/service_instances/"+id+"?accepts_incomplete=true",
@@ -202,7 +208,7 @@ func TestRuntimeFaults(t *testing.T) {
 
 	// Both wait while Failed, showing why, as the platform polls.
 	var mu sync.Mutex
-	seen := map[string][]string{}
+	seen := map[string][]string{} // the distinct descriptions, in order
 	watch := func(id, opID string) (string, string) {
 		deadline := time.Now().Add(3 * time.Minute)
 		for time.Now().Before(deadline) {
@@ -216,7 +222,9 @@ func TestRuntimeFaults(t *testing.T) {
 				return body["state"].(string), desc
 			}
 			mu.Lock()
-			seen[id] = append(seen[id], desc)
+			if l := seen[id]; len(l) == 0 || l[len(l)-1] != desc {
+				seen[id] = append(l, desc)
+			}
 			mu.Unlock()
 			time.Sleep(300 * time.Millisecond)
 		}
