@@ -74,8 +74,12 @@ func (n *Networking) problems() []FieldProblem {
 		}
 		for j := i + 1; j < len(fields); j++ {
 			if parsed[j].IsValid() && parsed[i].Overlaps(parsed[j]) {
+				note := ""
+				if n.isDefault(j) {
+					note = ", the default"
+				}
 				problems = append(problems, FieldProblem{Field: fields[i].name, Message: fmt.Sprintf(
-					"%s overlaps %s (%s)%s", fields[i].cidr, fields[j].name, fields[j].cidr, defaultNote(n.isDefault(j)))})
+					"%s overlaps %s (%s%s)", fields[i].cidr, fields[j].name, fields[j].cidr, note)})
 			}
 		}
 		for _, r := range reservedRanges {

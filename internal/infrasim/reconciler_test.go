@@ -339,7 +339,7 @@ func TestReconcileRefusesWhatKIMRefuses(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	for name, spoil := range map[string]func(rt *infrastructuremanager.Runtime){
-		"a required label missing": func(rt *infrastructuremanager.Runtime) { delete(rt.Labels, "kyma-project.io/broker-plan-id") },
+		"a required label missing":      func(rt *infrastructuremanager.Runtime) { delete(rt.Labels, "kyma-project.io/broker-plan-id") },
 		"a pool not named cpu-worker-0": func(rt *infrastructuremanager.Runtime) { rt.Spec.Shoot.Provider.Workers[0].Name = "pool" },
 	} {
 		t.Run(name, func(t *testing.T) {

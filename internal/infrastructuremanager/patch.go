@@ -112,7 +112,7 @@ func diff(current, want map[string]any, at string) []patchOp {
 				ops = append(ops, patchOp{Op: "remove", Path: path})
 			}
 		case !ok:
-			ops = append(ops, patchOp{Op: "add", Path: path, Value: w})
+			ops = append(ops, patchOp{Op: "add", Path: path, Value: withoutNils(w)})
 		case isMap(c) && isMap(w):
 			ops = append(ops, diff(c.(map[string]any), w.(map[string]any), path)...)
 		case isNamedList(c) && isNamedList(w):
@@ -124,6 +124,22 @@ func diff(current, want map[string]any, at string) []patchOp {
 	return ops
 }
 
+// withoutNils drops the removals (nil values) from a value that is added
+// whole: there is nothing to remove under a field that does not exist.
+func withoutNils(v any) any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	out := make(map[string]any, len(m))
+	for k, x := range m {
+		if x != nil {
+			out[k] = withoutNils(x)
+		}
+	}
+	return out
+}
+
 // diffNamed merges a list of named objects entry by entry.
 func diffNamed(current, want []any, at string) []patchOp {
 	var ops []patchOp
@@ -133,7 +149,7 @@ func diffNamed(current, want []any, at string) []patchOp {
 		for ; i < len(current) && current[i].(map[string]any)["name"] != name; i++ {
 		}
 		if i == len(current) {
-			ops = append(ops, patchOp{Op: "add", Path: at + "/-", Value: w})
+			ops = append(ops, patchOp{Op: "add", Path: at + "/-", Value: withoutNils(w)})
 			continue
 		}
 		ops = append(ops, diff(current[i].(map[string]any), w.(map[string]any), at+"/"+strconv.Itoa(i))...)

@@ -131,6 +131,15 @@ func TestPatchRefusesAStaleRead(t *testing.T) {
 	}
 }
 
+func TestDiffAddsNoRemovals(t *testing.T) {
+	t.Parallel()
+	ops := diff(map[string]any{"spec": map[string]any{}},
+		map[string]any{"spec": map[string]any{"oidc": map[string]any{"clientID": "c", "groupsClaim": nil}}}, "")
+	if len(ops) != 1 || ops[0].Op != "add" || mustJSON(t, ops[0].Value) != `{"clientID":"c"}` {
+		t.Fatalf("ops %+v", ops)
+	}
+}
+
 func TestDiffEscapesLabelKeys(t *testing.T) {
 	t.Parallel()
 	ops := diff(map[string]any{"metadata": map[string]any{"labels": map[string]any{}}},

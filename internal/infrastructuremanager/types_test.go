@@ -46,7 +46,7 @@ func fullRuntime(ns, name string) *Runtime {
 						Annotations: map[string]string{"note": "x"}, Taints: []Taint{{Key: "dedicated", Value: "kyma", Effect: "NoSchedule"}},
 						CRI: &CRI{Name: "containerd"}, Kubernetes: &WorkerKubernetes{Kubelet: &Kubelet{MaxPods: ptr(int32(110))}},
 					}},
-					AdditionalWorkers: &[]Worker{{Name: "extra", Machine: Machine{Type: "m6i.xlarge"}, Minimum: 0, Maximum: 3}},
+					AdditionalWorkers:  &[]Worker{{Name: "extra", Machine: Machine{Type: "m6i.xlarge"}, Minimum: 0, Maximum: 3}},
 					ControlPlaneConfig: &k8sruntime.RawExtension{Raw: []byte(`{"kind":"ControlPlaneConfig"}`)},
 				},
 				Networking:   Networking{Type: ptr("calico"), Nodes: "10.250.0.0/16", Pods: "10.96.0.0/13", Services: "10.104.0.0/13"},

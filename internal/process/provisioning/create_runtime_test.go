@@ -65,11 +65,11 @@ func TestCreateRuntime(t *testing.T) {
 		},
 		{
 			name: "gcp: region-letter zones, networking given", planID: catalog.GCPPlanID,
-			params: `{"name":"x","networking":{"nodes":"10.180.0.0/16","pods":"10.64.0.0/12"}}`,
+			params: `{"name":"x","networking":{"nodes":"10.180.0.0/16","pods":"10.32.0.0/12"}}`,
 			data: process.Record{Provider: "gcp", Region: "europe-west3", ProviderRegion: "europe-west3",
 				MachineType: "n2-standard-2", AutoScalerMin: 3, AutoScalerMax: 20, ZonesCount: 2},
 			wantZones: []string{"europe-west3-a", "europe-west3-b"}, wantAdmins: []string{"jane.doe@example.com"},
-			wantNodes: "10.180.0.0/16", wantPods: "10.64.0.0/12",
+			wantNodes: "10.180.0.0/16", wantPods: "10.32.0.0/12",
 		},
 		{
 			name: "aws: letter-suffixed zones, administrators given, an external customer", planID: catalog.AWSPlanID,

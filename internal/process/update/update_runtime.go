@@ -117,15 +117,20 @@ func (s *UpdateRuntime) change(after *process.Operation, params catalog.Provisio
 		return nil, err
 	}
 	if o := params.OIDC; o != nil {
-		// The parameter replaces every field it models: one it leaves
-		// out is removed, one it does not model stays.
-		oidc := map[string]any{"clientID": o.ClientID, "issuerURL": o.IssuerURL, "groupsClaim": o.GroupsClaim,
-			"signingAlgs": o.SigningAlgs, "usernameClaim": o.UsernameClaim, "usernamePrefix": o.UsernamePrefix}
-		for k, v := range oidc {
-			if s, ok := v.(string); ok && s == "" || k == "signingAlgs" && len(o.SigningAlgs) == 0 {
-				oidc[k] = nil
+		// The parameter replaces every field it models (one it leaves out
+		// is removed: nil); a field it does not model stays.
+		orNil := func(v string) any {
+			if v == "" {
+				return nil
 			}
+			return v
 		}
+		var algs any
+		if len(o.SigningAlgs) > 0 {
+			algs = o.SigningAlgs
+		}
+		oidc := map[string]any{"clientID": orNil(o.ClientID), "issuerURL": orNil(o.IssuerURL), "groupsClaim": orNil(o.GroupsClaim),
+			"signingAlgs": algs, "usernameClaim": orNil(o.UsernameClaim), "usernamePrefix": orNil(o.UsernamePrefix)}
 		if err := f.Set(oidc, "spec", "shoot", "kubernetes", "kubeAPIServer", "oidcConfig"); err != nil {
 			return nil, err
 		}
