@@ -2,14 +2,17 @@ package e2e
 
 import (
 	"bufio"
+	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/btpmanager"
@@ -105,7 +108,8 @@ func (s *stack) runtimeClient(runtimeID string) client.Client {
 // /info/runtimes (its kymaState and kyma_state filter), the console and
 // /metrics all show it. Every Kyma CR keb wrote passes strict validation.
 func TestKymaInErrorShowsEverywhere(t *testing.T) {
-	s := newStack(t, infrasim.ModeDedicated, 10, func(c *config.Config) { c.MetricsCensusInterval = 100 * time.Millisecond })
+	s := newStack(t, infrasim.ModeDedicated, 0, func(c *config.Config) { c.MetricsCensusInterval = 100 * time.Millisecond })
+	freshAccount(t, s.kcp, "azure-kyma-error")
 	ctx := t.Context()
 	const instanceID = "e2e-kyma-error"
 	op := s.provisionWithModules(instanceID, "ga-kyma-error", `{"list": [{"name": "istio"}, {"name": "no-such-module"}]}`)
@@ -189,9 +193,11 @@ func TestKymaInErrorShowsEverywhere(t *testing.T) {
 // the btp-operator module's BtpOperator CR turned Ready), and one whose Kyma
 // CR stays in Error fails at the step's timeout with the module's error.
 func TestAwaitKymaReady(t *testing.T) {
-	s := newStack(t, infrasim.ModeShared, 10, func(c *config.Config) {
+	s := newStack(t, infrasim.ModeShared, 0, func(c *config.Config) {
 		c.Engine.AwaitKymaReady, c.Engine.KymaTimeout = true, 20*time.Second
 	})
+	freshAccount(t, s.kcp, "azure-await-ok")
+	freshAccount(t, s.kcp, "azure-await-bad")
 	ok := s.provisionWithModules("e2e-await-ok", "ga-await-ok", `{"default": true}`)
 	bad := s.provisionWithModules("e2e-await-bad", "ga-await-bad", `{"list": [{"name": "btp-operator"}, {"name": "no-such-module"}]}`)
 	if state, desc := s.waitFor("e2e-await-ok", ok, 4*time.Minute); state != "succeeded" {
@@ -210,6 +216,81 @@ func TestAwaitKymaReady(t *testing.T) {
 	if state != "failed" || !strings.Contains(desc, "check_kyma timed out") ||
 		!strings.Contains(desc, `module no-such-module: Error (module template for module "no-such-module" not found)`) {
 		t.Errorf("provisioning with an unknown module ended %s: %s; want failed naming the module's error", state, desc)
+	}
+}
+
+// TestKymaCRFieldsKebDoesNotSetSurvive: what an operator sets on a Kyma CR
+// and keb does not (spec.skipMaintenanceWindows, a module's controller, a
+// label) survives a parameter update (which leaves the Kyma CR as it is), a
+// plan change (which patches the plan labels) and a Kyma upgrade (which
+// patches spec.channel); after each, the CR as stored passes kubectl's
+// strict server-side validation.
+func TestKymaCRFieldsKebDoesNotSetSurvive(t *testing.T) {
+	s := newStack(t, infrasim.ModeShared, 0, func(c *config.Config) { c.Engine.Orchestration.Poll = 200 * time.Millisecond })
+	freshAccount(t, s.kcp, "azure-kyma-fields")
+	op := newOperator(s)
+	ctx := t.Context()
+	const id = "e2e-kyma-fields"
+	path := "/oauth/v2/service_instances/" + id + "?accepts_incomplete=true"
+	code, body := s.call(http.MethodPut, path, `{"service_id": "`+serviceID+`", "plan_id": "`+azureLitePlanID+`",
+		"context": {"globalaccount_id": "ga-kyma-fields", "subaccount_id": "sa-kyma-fields", "user_id": "owner@example.com"},
+		"parameters": {"name": "kyma-fields", "region": "westeurope"}}`)
+	if state, desc := s.waitFor(id, s.accepted("provision", code, body), 4*time.Minute); state != "succeeded" {
+		t.Fatalf("provisioning ended %s: %s", state, desc)
+	}
+	runtimeID := s.runtime(id)["runtimeID"].(string)
+	key := client.ObjectKey{Namespace: kcpNS, Name: kyma.Name(runtimeID)}
+
+	// An operator sets what keb does not, as a field manager of its own.
+	foreign := &unstructured.Unstructured{}
+	if err := json.Unmarshal([]byte(`{"metadata": {"labels": {"team": "ops"}}, "spec": {"skipMaintenanceWindows": true,
+		"modules": [{"name": "istio", "controller": "istio-ctrl"}]}}`), &foreign.Object); err != nil {
+		t.Fatal(err)
+	}
+	foreign.SetGroupVersionKind(kyma.GroupVersion.WithKind(kyma.Kind))
+	foreign.SetNamespace(key.Namespace)
+	foreign.SetName(key.Name)
+	if err := s.kcp.Apply(ctx, client.ApplyConfigurationFromUnstructured(foreign), client.FieldOwner("operator")); err != nil {
+		t.Fatal(err)
+	}
+	survived := func(step string) *kyma.Kyma {
+		t.Helper()
+		k := &kyma.Kyma{}
+		if err := s.kcp.Get(ctx, key, k); err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(k.Spec.Modules, func(m kyma.Module) bool { return m.Name == "istio" })
+		if !k.Spec.SkipMaintenanceWindows || i < 0 || k.Spec.Modules[i].ControllerName != "istio-ctrl" || k.Labels["team"] != "ops" ||
+			len(k.Spec.Modules) != len(kyma.DefaultModules()) {
+			t.Fatalf("after %s, what keb does not set was lost: labels %v spec %+v", step, k.Labels, k.Spec)
+		}
+		strictDryRun(t, k)
+		return k
+	}
+	gen := survived("the operator's change").Generation
+
+	code, body = s.call(http.MethodPatch, path, `{"service_id": "`+serviceID+`", "parameters": {"autoScalerMax": 7}}`)
+	if state, desc := s.waitFor(id, s.accepted("update", code, body), 2*time.Minute); state != "succeeded" {
+		t.Fatalf("parameter update ended %s: %s", state, desc)
+	}
+	if k := survived("a parameter update"); k.Generation != gen || k.Labels[controlplane.LabelPlanName] != "azure_lite" {
+		t.Errorf("a parameter update changed the Kyma CR: generation %d (was %d), labels %v", k.Generation, gen, k.Labels)
+	}
+
+	code, body = s.call(http.MethodPatch, path, `{"service_id": "`+serviceID+`", "plan_id": "`+azurePlanID+`"}`)
+	if state, desc := s.waitFor(id, s.accepted("plan change", code, body), 2*time.Minute); state != "succeeded" {
+		t.Fatalf("plan change ended %s: %s", state, desc)
+	}
+	if k := survived("a plan change"); k.Labels[controlplane.LabelPlanName] != "azure" || k.Labels[controlplane.LabelPlanID] != azurePlanID {
+		t.Errorf("plan labels after the plan change: %v", k.Labels)
+	}
+
+	upgrade := op.orchestrate("kyma", `{"targets": {"include": [{"runtimeID": "`+runtimeID+`"}]}, "kyma": {"version": "2.21.0", "channel": "fast"}}`)
+	if got := op.wait(upgrade, 2*time.Minute); got.State != "succeeded" {
+		t.Fatalf("Kyma upgrade: %+v", got)
+	}
+	if k := survived("a Kyma upgrade"); k.Spec.Channel != "fast" {
+		t.Errorf("channel after the Kyma upgrade: %q, want fast", k.Spec.Channel)
 	}
 }
 
