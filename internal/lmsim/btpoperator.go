@@ -22,26 +22,31 @@ import (
 // customResourcePolicy is Ignore) its default CR kyma-system/btpoperator;
 // then BTP Manager, which the module runs, judges the CRs (the BTP Manager
 // stand-in's rules). The module's state is its default CR's state; with no
-// CR to report on, the installed operator is Ready.
-func installBTPOperator(ctx context.Context, rc client.Client, createCR bool) (kyma.State, error) {
-	established, err := ensureCRD(ctx, rc)
-	if err != nil || !established {
-		return kyma.StateProcessing, err
+// CR to report on, the installed operator is Ready. What is installed
+// already (the runtime remembers it) is not asked for again.
+func installBTPOperator(ctx context.Context, rc *runtimeCluster, createCR bool) (kyma.State, error) {
+	if !rc.crd.Load() {
+		established, err := ensureCRD(ctx, rc)
+		if err != nil || !established {
+			return kyma.StateProcessing, err
+		}
+		if err := rc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: btpmanager.Namespace}}); client.IgnoreAlreadyExists(err) != nil {
+			return "", fmt.Errorf("creating namespace %s: %w", btpmanager.Namespace, err)
+		}
+		rc.crd.Store(true)
 	}
-	if err := rc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: btpmanager.Namespace}}); client.IgnoreAlreadyExists(err) != nil {
-		return "", fmt.Errorf("creating namespace %s: %w", btpmanager.Namespace, err)
-	}
-	if createCR {
+	if createCR && !rc.cr.Load() {
 		cr := &btpmanager.BtpOperator{ObjectMeta: metav1.ObjectMeta{Namespace: btpmanager.Namespace, Name: btpmanager.CRName}}
 		if err := rc.Create(ctx, cr); client.IgnoreAlreadyExists(err) != nil {
 			return "", fmt.Errorf("creating the default CR %s/%s: %w", btpmanager.Namespace, btpmanager.CRName, err)
 		}
+		rc.cr.Store(true)
 	}
-	if err := standin.Reconcile(ctx, rc); err != nil {
+	if err := standin.Reconcile(ctx, rc.Client); err != nil {
 		return "", fmt.Errorf("BTP Manager: %w", err)
 	}
 	cr := &btpmanager.BtpOperator{}
-	err = rc.Get(ctx, client.ObjectKey{Namespace: btpmanager.Namespace, Name: btpmanager.CRName}, cr)
+	err := rc.Get(ctx, client.ObjectKey{Namespace: btpmanager.Namespace, Name: btpmanager.CRName}, cr)
 	switch {
 	case apierrors.IsNotFound(err):
 		return kyma.StateReady, nil
@@ -83,7 +88,8 @@ func ensureCRD(ctx context.Context, rc client.Client) (bool, error) {
 
 // removeBTPOperator deletes the module's default CR, as Lifecycle Manager does
 // when the module (with CreateAndDelete) or the Kyma CR goes.
-func removeBTPOperator(ctx context.Context, rc client.Client) error {
+func removeBTPOperator(ctx context.Context, rc *runtimeCluster) error {
+	rc.cr.Store(false)
 	cr := &btpmanager.BtpOperator{ObjectMeta: metav1.ObjectMeta{Namespace: btpmanager.Namespace, Name: btpmanager.CRName}}
 	err := rc.Delete(ctx, cr)
 	if err == nil || apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {

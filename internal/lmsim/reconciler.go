@@ -145,7 +145,7 @@ func (r *reconciler) status(ctx context.Context, k *kyma.Kyma, log logrus.FieldL
 
 // module reports one spec.modules entry, installing it once its delay passed
 // and the runtime (rc, nil until its kubeconfig is there) can be reached.
-func (r *reconciler) module(ctx context.Context, rc client.Client, k *kyma.Kyma, m kyma.Module, log logrus.FieldLogger) kyma.ModuleStatus {
+func (r *reconciler) module(ctx context.Context, rc *runtimeCluster, k *kyma.Kyma, m kyma.Module, log logrus.FieldLogger) kyma.ModuleStatus {
 	channel := m.Channel
 	if channel == "" {
 		channel = k.Spec.Channel
@@ -208,7 +208,7 @@ func aggregate(modules []kyma.ModuleStatus) kyma.State {
 // runtime finds the runtime's kubeconfig as Lifecycle Manager does (the
 // Secret labelled with the Kyma CR's name) and returns its client; nil when
 // the Secret is not there yet.
-func (r *reconciler) runtime(ctx context.Context, k *kyma.Kyma) (client.Client, []byte, error) {
+func (r *reconciler) runtime(ctx context.Context, k *kyma.Kyma) (*runtimeCluster, []byte, error) {
 	var secrets corev1.SecretList
 	if err := r.client.List(ctx, &secrets, client.InNamespace(k.Namespace), client.MatchingLabels{controlplane.LabelKymaName: k.Name}); err != nil {
 		return nil, nil, fmt.Errorf("finding the kubeconfig of %s: %w", k.Name, err)

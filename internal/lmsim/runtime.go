@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -20,8 +21,16 @@ import (
 // restarted simulator's fresh cluster) gets a new one.
 type runtimeClients struct {
 	mu      sync.Mutex
-	clients map[[sha256.Size]byte]client.Client
+	clients map[[sha256.Size]byte]*runtimeCluster
 	scheme  *k8sruntime.Scheme
+}
+
+// runtimeCluster is one runtime API server and what the stand-in installed
+// into it already, so that a reconcile does not ask again.
+type runtimeCluster struct {
+	client.Client
+	// crd: the BtpOperator CRD is served; cr: the default CR was created.
+	crd, cr atomic.Bool
 }
 
 func newRuntimeClients() *runtimeClients {
@@ -31,11 +40,11 @@ func newRuntimeClients() *runtimeClients {
 			panic(fmt.Sprintf("lmsim: building the runtime scheme: %v", err)) // static registrations
 		}
 	}
-	return &runtimeClients{clients: map[[sha256.Size]byte]client.Client{}, scheme: s}
+	return &runtimeClients{clients: map[[sha256.Size]byte]*runtimeCluster{}, scheme: s}
 }
 
-// client returns the client of the runtime behind kubeconfig.
-func (r *runtimeClients) client(kubeconfig []byte) (client.Client, error) {
+// client returns the runtime behind kubeconfig.
+func (r *runtimeClients) client(kubeconfig []byte) (*runtimeCluster, error) {
 	key := sha256.Sum256(kubeconfig)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -53,8 +62,9 @@ func (r *runtimeClients) client(kubeconfig []byte) (client.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("runtime client: %w", err)
 	}
-	r.clients[key] = c
-	return c, nil
+	rc := &runtimeCluster{Client: c}
+	r.clients[key] = rc
+	return rc, nil
 }
 
 // forget drops the client of kubeconfig (its runtime is gone).
