@@ -59,6 +59,8 @@ type Options struct {
 	// RuntimeMode is infrasim's mode: dedicated (an apiserver per runtime)
 	// or shared (one for all, for load tests).
 	RuntimeMode infrasim.Mode
+	// NoLifecycleManager leaves the simulated Lifecycle Manager out.
+	NoLifecycleManager bool
 	// RuntimeFaults are the failures the simulated infrastructure manager
 	// injects (infrasim.ParseFaults); nil: none.
 	RuntimeFaults func(rt *infrastructuremanager.Runtime) *infrasim.Fault
@@ -150,18 +152,23 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 	}
 	// Modules install as soon as the runtime is there: the cluster's delay
 	// is the dev stack's one wait, as before Lifecycle Manager was simulated.
-	lm, err := lmsim.New(kcp.config, scheme, lmsim.Options{Namespace: controlplane.Namespace,
-		Log: log.WithField("component", "lmsim")})
-	if err != nil {
-		return fmt.Errorf("simulated Lifecycle Manager: %w", err)
+	sims := []interface{ Start(context.Context) error }{sim}
+	if !opts.NoLifecycleManager {
+		lm, err := lmsim.New(kcp.config, scheme, lmsim.Options{Namespace: controlplane.Namespace,
+			Log: log.WithField("component", "lmsim")})
+		if err != nil {
+			return fmt.Errorf("simulated Lifecycle Manager: %w", err)
+		}
+		sims = append(sims, lm)
 	}
-	simDone := make(chan error, 2)
+	simDone := make(chan error, len(sims))
 	simCtx, stopSim := context.WithCancel(ctx)
-	go func() { simDone <- sim.Start(simCtx) }()
-	go func() { simDone <- lm.Start(simCtx) }()
+	for _, s := range sims {
+		go func() { simDone <- s.Start(simCtx) }()
+	}
 	defer func() {
 		stopSim()
-		for range 2 {
+		for range sims {
 			if err := <-simDone; err != nil {
 				log.WithError(err).Warn("simulated infrastructure manager or Lifecycle Manager stopped")
 			}
