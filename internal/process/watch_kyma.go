@@ -109,6 +109,12 @@ func (w *Watcher) observeKyma(k *kyma.Kyma, gone bool) {
 		return
 	}
 	h := kyma.HealthOf(k)
+	if h.State == "" && len(h.Modules) == 0 {
+		// Not reported on yet (keb's own create): the database holds no
+		// state for it already, and writing "none" would cost a statement
+		// per provisioning.
+		return
+	}
 	w.Kyma.Observe(runtimeID, version, &h)
 }
 
