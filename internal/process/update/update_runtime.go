@@ -20,7 +20,7 @@ import (
 // fields an update owns: the Kyma worker pool's machine type, autoscaler
 // bounds, zones, roll-out and disk, the administrators, the OIDC
 // authenticator (when the parameters set one), and on a plan change the
-// provider, region, account and plan labels. Every other field (a Kubernetes
+// provider, region, account, shoot purpose and plan labels. Every other field (a Kubernetes
 // version or machine image set by an upgrade, an image registry cache, a
 // worker's container runtime, labels or taints an operator set, other worker
 // pools) stays as it is. A plan change changes the runtime's component list
@@ -68,7 +68,7 @@ func (s *UpdateRuntime) Run(ctx context.Context, op *process.Operation) (process
 	}
 
 	op.Describe("Asking the infrastructure manager to apply the change to cluster %s", op.Instance.ShootName)
-	fields, err := s.change(after, params)
+	fields, err := s.change(after, params, after.Instance.PlanID != op.Instance.PlanID)
 	if err != nil {
 		return process.StepResult{}, err
 	}
@@ -87,21 +87,26 @@ func (s *UpdateRuntime) Run(ctx context.Context, op *process.Operation) (process
 }
 
 // change is the part of the Runtime CR the update sets: after is the
-// operation as it looks once the update is done.
-func (s *UpdateRuntime) change(after *process.Operation, params catalog.ProvisioningParameters) (im.Fields, error) {
+// operation as it looks once the update is done; a new plan brings its
+// shoot purpose too.
+func (s *UpdateRuntime) change(after *process.Operation, params catalog.ProvisioningParameters, newPlan bool) (im.Fields, error) {
 	d := after.Record
 	plan, _ := s.Catalog.PlanByID(after.Instance.PlanID)
 	worker := provisioning.KymaWorker(after, s.Catalog, plan)
 	f := im.Fields{}
-	sets := []struct {
+	type field struct {
 		value any
 		path  []string
-	}{
+	}
+	sets := []field{
 		{provisioning.RuntimeLabels(after), []string{"metadata", "labels"}},
 		{d.ProviderRegion, []string{"spec", "shoot", "region"}},
 		{d.HyperscalerSecret, []string{"spec", "shoot", "secretBindingName"}},
 		{d.Provider, []string{"spec", "shoot", "provider", "type"}},
 		{provisioning.Administrators(after, params), []string{"spec", "security", "administrators"}},
+	}
+	if newPlan {
+		sets = append(sets, field{plan.Purpose, []string{"spec", "shoot", "purpose"}})
 	}
 	for _, set := range sets {
 		if err := f.Set(set.value, set.path...); err != nil {

@@ -130,7 +130,8 @@ func TestUpdatePlanTrialToAWS(t *testing.T) {
 	if rt.Spec.Shoot.Provider.Type != "aws" || rt.Spec.Shoot.Region != "eu-central-1" || w.Machine.Type != "m6i.large" ||
 		w.Minimum != 3 || w.Maximum != 5 || len(w.Zones) != 3 || w.MaxSurge.IntValue() != 3 ||
 		*rt.Spec.Shoot.Kubernetes.Version != "1.33" || rt.Spec.Shoot.SecretBindingName != op.Record.HyperscalerSecret ||
-		rt.Labels["kyma-project.io/broker-plan-name"] != "aws" || rt.Labels["kyma-project.io/region"] != "eu-central-1" {
+		rt.Labels["kyma-project.io/broker-plan-name"] != "aws" || rt.Labels["kyma-project.io/region"] != "eu-central-1" ||
+		rt.Spec.Shoot.Purpose != "development" {
 		t.Fatalf("Runtime CR after update_runtime: %+v, labels %v", rt.Spec, rt.Labels)
 	}
 	// What keb does not set survives: the image registry cache, the
