@@ -311,4 +311,3 @@ func strictDryRun(t *testing.T, k *kyma.Kyma) {
 		t.Errorf("the Kyma CR keb wrote is refused: %v\n%s", err, out)
 	}
 }
-
