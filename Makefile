@@ -85,17 +85,38 @@ lint: fmt-check vet generate-check
 # Packages whose types carry +kubebuilder:object markers: controller-gen writes their
 # DeepCopy methods into zz_generated.deepcopy.go.
 DEEPCOPY_PKGS := $(sort $(dir $(shell grep -rl --include='*.go' '+kubebuilder:object' internal testing cmd 2>/dev/null)))
+# Packages declaring an API group (+groupName): controller-gen writes the CRD of each of
+# their root types into CRD_DIR (<group>_<plural>.yaml), from the types and their
+# validation markers. CRD_DIR's other files (a CRD keb only reads, such as the
+# BtpOperator's) are written by hand.
+CRD_PKGS    := $(sort $(dir $(shell grep -rl --include='*.go' '+groupName=' internal 2>/dev/null)))
+CRD_DIR     := resources/crds
+CRD_HEADER  := resources/crd-header.txt
+CONTROLLER_GEN := $(GO) tool controller-gen
+CRD_GEN = $(CONTROLLER_GEN) crd:headerFile=$(CRD_HEADER) $(foreach p,$(CRD_PKGS),paths=./$(p))
 
-## generate: DeepCopy methods of the custom resource types (controller-gen, pinned in go.mod)
+## generate: DeepCopy methods and CRDs of the custom resource types (controller-gen, pinned in go.mod):
+## the one way to change resources/crds/'s generated files
 generate:
-	$(GO) tool controller-gen object $(foreach p,$(DEEPCOPY_PKGS),paths=./$(p))
+	$(CONTROLLER_GEN) object $(foreach p,$(DEEPCOPY_PKGS),paths=./$(p))
+	$(CRD_GEN) output:crd:dir=$(CRD_DIR)
 
-# generate-check fails when a zz_generated.deepcopy.go is not what `make generate` writes.
+# generate-check fails when a zz_generated.deepcopy.go or a generated CRD is not what
+# `make generate` writes, or when CRD_DIR holds a generated CRD no type produces any more.
 generate-check:
-	@tmp="$$(mktemp)"; trap 'rm -f "$$tmp"' EXIT; \
-	$(GO) tool controller-gen object $(foreach p,$(DEEPCOPY_PKGS),paths=./$(p)) output:object:stdout >"$$tmp" || exit 1; \
-	if ! cat $(foreach p,$(DEEPCOPY_PKGS),$(p)zz_generated.deepcopy.go) | diff -q - "$$tmp" >/dev/null; then \
-		echo "generated DeepCopy code is stale: run make generate"; exit 1; fi
+	@tmp="$$(mktemp -d)"; trap 'rm -rf "$$tmp"' EXIT; \
+	$(CONTROLLER_GEN) object $(foreach p,$(DEEPCOPY_PKGS),paths=./$(p)) output:object:stdout >"$$tmp/deepcopy" || exit 1; \
+	if ! cat $(foreach p,$(DEEPCOPY_PKGS),$(p)zz_generated.deepcopy.go) | diff -q - "$$tmp/deepcopy" >/dev/null; then \
+		echo "generated DeepCopy code is stale: run make generate"; exit 1; fi; \
+	mkdir "$$tmp/crds" && $(CRD_GEN) output:crd:dir="$$tmp/crds" || exit 1; \
+	for f in "$$tmp"/crds/*.yaml; do \
+		if ! diff -q "$$f" $(CRD_DIR)/"$$(basename "$$f")" >/dev/null 2>&1; then \
+			echo "$(CRD_DIR)/$$(basename "$$f") is not what its Go types generate: run make generate"; exit 1; fi; \
+	done; \
+	for f in $(CRD_DIR)/*.yaml; do \
+		if grep -q 'controller-gen.kubebuilder.io/version' "$$f" && [ ! -e "$$tmp/crds/$$(basename "$$f")" ]; then \
+			echo "$$f was generated but no type generates it any more: remove it"; exit 1; fi; \
+	done
 
 vet:
 	$(GO) vet ./...

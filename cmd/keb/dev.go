@@ -13,8 +13,9 @@ import (
 
 func devCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) error {
 	var cfg config.Config
-	var dir, binDir, mode string
+	var dir, binDir, mode, faults string
 	var delay time.Duration
+	lifecycleManager := true
 	b := config.NewBinder(fs)
 	b.String(&cfg.Host, "host", "APP_HOST", "127.0.0.1", "address to listen on")
 	b.Int(&cfg.Port, "port", "APP_PORT", 8080, "HTTP port")
@@ -22,6 +23,10 @@ func devCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) error
 	b.String(&binDir, "k8s-bin-dir", "APP_DEV_K8S_BIN_DIR", "bin/k8s", "kube-apiserver and etcd for the local control plane and runtimes (make k8s-bins)")
 	b.Duration(&delay, "runtime-delay", "APP_DEV_RUNTIME_DELAY", 5*time.Second, "how long the simulated infrastructure manager takes to create a cluster")
 	b.String(&mode, "runtime-mode", "APP_DEV_RUNTIME_MODE", string(infrasim.ModeDedicated), "dedicated (an apiserver per runtime) or shared (one for all)")
+	b.String(&faults, "runtime-faults", "APP_DEV_RUNTIME_FAULTS", "",
+		"Gardener errors the simulated infrastructure manager injects: comma-separated transient or permanent, each optionally =<subaccount ID> (transient: every creation and change fails once, then recovers)")
+	b.Bool(&lifecycleManager, "lifecycle-manager", "APP_DEV_LIFECYCLE_MANAGER", true,
+		"run the simulated Lifecycle Manager (false: for a real one, or to measure keb alone; then no module is installed, and a provisioning with credentials and the btp-operator module waits for the BtpOperator kind)")
 	cfg.BindDatabase(b)
 	b.String(&cfg.DatabaseSecretKey, "database-secret-key", "APP_DATABASE_SECRET_KEY", "",
 		"32-byte key sealing secrets at rest (default: generated once into <dir>/secret-key)")
@@ -34,13 +39,17 @@ func devCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) error
 			return err
 		}
 		devCleanupInterval(fs, &cfg)
+		injected, err := infrasim.ParseFaults(faults)
+		if err != nil {
+			return err
+		}
 		cfg.MigrateOnStart = true
 		log, err := newLogger(cfg.LogFormat, cfg.LogLevel)
 		if err != nil {
 			return err
 		}
 		return devstack.Run(ctx, devstack.Options{Dir: dir, Config: cfg, Out: os.Stdout, K8sBinDir: binDir,
-			RuntimeDelay: delay, RuntimeMode: infrasim.Mode(mode)}, log)
+			RuntimeDelay: delay, RuntimeMode: infrasim.Mode(mode), RuntimeFaults: injected, NoLifecycleManager: !lifecycleManager}, log)
 	}
 }
 

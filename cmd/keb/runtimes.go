@@ -32,6 +32,7 @@ var runtimesFilters = []struct{ flag, short, param, env, help string }{
 	{"plan", "p", "plan", "KEB_RUNTIMES_PLAN", "plan name"},
 	{"shoot", "c", "shoot", "KEB_RUNTIMES_SHOOT", "shoot name"},
 	{"state", "", "state", "KEB_RUNTIMES_STATE", "state (provisioning, succeeded, failed, deprovisioning, deprovisioned, suspended, all)"},
+	{"kyma-state", "", "kyma_state", "KEB_RUNTIMES_KYMA_STATE", "the Kyma CR's state, as Lifecycle Manager reports it (Ready, Processing, Warning, Error, Deleting)"},
 }
 
 // runtimesOptions is one `keb runtimes` invocation.
@@ -61,7 +62,7 @@ func bindRuntimes(fs *flag.FlagSet, stdout, stderr io.Writer, now func() time.Ti
 	b.String(&opts.dir, "dir", "APP_DEV_DIR", ".keb", "dev state directory of the running keb dev (for the default token)")
 	b.Int(&opts.pageSize, "page-size", "KEB_RUNTIMES_PAGE_SIZE", 0, fmt.Sprintf("runtimes per page, 1 to %d (0: the server's default)", runtimelisting.MaxPageSize))
 	b.Bool(&opts.all, "all", "KEB_RUNTIMES_ALL", false, "follow the next cursors and list every page")
-	b.String(&opts.output, "o", "KEB_OUTPUT", "table", "output format: table, wide (adds SUBACCOUNT and SHOOT), json, or custom=HEADER:field,... (fields as in the JSON, e.g. custom=ID:instanceID,STATE:status.state)")
+	b.String(&opts.output, "o", "KEB_OUTPUT", "table", "output format: table, wide (adds SUBACCOUNT, SHOOT and KYMA, the Kyma CR's state), json, or custom=HEADER:field,... (fields as in the JSON, e.g. custom=ID:instanceID,STATE:status.state)")
 	b.Bool(&opts.ops, "ops", "KEB_RUNTIMES_OPS", false, "ask for every operation (op_detail=all) and list them under each runtime")
 	for _, f := range runtimesFilters {
 		bindRepeatable(fs, opts.query, f.param, f.flag, f.short, f.env,

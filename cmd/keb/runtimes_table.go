@@ -27,6 +27,7 @@ var (
 	colPlan       = column{"PLAN", func(r runtimelisting.RuntimeDTO, _ time.Time) string { return r.ServicePlanName }}
 	colRegion     = column{"REGION", func(r runtimelisting.RuntimeDTO, _ time.Time) string { return r.ProviderRegion }}
 	colState      = column{"STATE", func(r runtimelisting.RuntimeDTO, _ time.Time) string { return r.Status.State }}
+	colKyma       = column{"KYMA", func(r runtimelisting.RuntimeDTO, _ time.Time) string { return r.KymaState }}
 	colAge        = column{"AGE", func(r runtimelisting.RuntimeDTO, now time.Time) string { return age(now, r.Status.CreatedAt) }}
 )
 
@@ -38,7 +39,7 @@ func outputColumns(output string) ([]column, error) {
 	case output == "table":
 		return []column{colInstance, colRuntime, colAccount, colPlan, colRegion, colState, colAge}, nil
 	case output == "wide":
-		return []column{colInstance, colRuntime, colAccount, colSubaccount, colShoot, colPlan, colRegion, colState, colAge}, nil
+		return []column{colInstance, colRuntime, colAccount, colSubaccount, colShoot, colPlan, colRegion, colState, colKyma, colAge}, nil
 	case strings.HasPrefix(output, "custom="):
 		var cols []column
 		for _, spec := range strings.Split(strings.TrimPrefix(output, "custom="), ",") {

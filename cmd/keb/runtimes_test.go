@@ -390,7 +390,7 @@ func TestAge(t *testing.T) {
 
 func TestRuntimesOutputsAndShortFlags(t *testing.T) {
 	rt := sampleRuntime("inst-1", "rt-1", "azure", "suspended", runtimesNow.Add(-5*time.Minute))
-	rt.SubAccountID, rt.ShootName = "sa-9", "c-abc"
+	rt.SubAccountID, rt.ShootName, rt.KymaState = "sa-9", "c-abc", "Error"
 	rt.Status.Operations = []runtimelisting.OperationDTO{
 		{OperationID: "op-2", Type: "deprovision", State: "succeeded", Description: "suspended", CreatedAt: runtimesNow.Add(-time.Minute)},
 		{OperationID: "op-1", Type: "provision", State: "succeeded", Description: "ready", CreatedAt: runtimesNow.Add(-4 * time.Minute)},
@@ -406,20 +406,21 @@ func TestRuntimesOutputsAndShortFlags(t *testing.T) {
 		return rows
 	}
 
-	out, _, err := runRuntimesAt(t, srv, "--token", "t", "-o", "wide", "-g", "ga-1", "-s", "sa-9", "-c", "c-abc", "-p", "azure", "-i", "inst-1", "-r", "rt-1")
+	out, _, err := runRuntimesAt(t, srv, "--token", "t", "-o", "wide", "-g", "ga-1", "-s", "sa-9", "-c", "c-abc", "-p", "azure", "-i", "inst-1", "-r", "rt-1",
+		"--kyma-state", "Error")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := [][]string{
-		{"INSTANCE", "RUNTIME", "ACCOUNT", "SUBACCOUNT", "SHOOT", "PLAN", "REGION", "STATE", "AGE"},
-		{"inst-1", "rt-1", "ga-1", "sa-9", "c-abc", "azure", "westeurope", "suspended", "5m"},
+		{"INSTANCE", "RUNTIME", "ACCOUNT", "SUBACCOUNT", "SHOOT", "PLAN", "REGION", "STATE", "KYMA", "AGE"},
+		{"inst-1", "rt-1", "ga-1", "sa-9", "c-abc", "azure", "westeurope", "suspended", "Error", "5m"},
 	}
 	if got := fields(out); !reflect.DeepEqual(got, want) {
 		t.Errorf("-o wide:\n got %q\nwant %q", got, want)
 	}
 	q := f.requests()[0].URL.Query()
 	wantQ := map[string][]string{"account": {"ga-1"}, "subaccount": {"sa-9"}, "shoot": {"c-abc"}, "plan": {"azure"},
-		"instance_id": {"inst-1"}, "runtime_id": {"rt-1"}}
+		"instance_id": {"inst-1"}, "runtime_id": {"rt-1"}, "kyma_state": {"Error"}}
 	if !reflect.DeepEqual(map[string][]string(q), wantQ) {
 		t.Errorf("short flags sent %v, want %v", q, wantQ)
 	}

@@ -25,12 +25,12 @@ const (
 // KubernetesAccess is every request keb serve makes to the control plane and
 // the account pool (requests inside runtimes use the runtime's kubeconfig).
 var KubernetesAccess = []Access{
-	{ScopeControl, "infrastructuremanager.kyma-project.io", "runtimes", []string{"get", "list", "watch", "create", "update", "patch", "delete"},
-		"provisioning/create_runtime (create, or get and update when it exists), check_runtime (get), upgrade/upgrade_kyma and upgrade_cluster (get, merge patch), await_upgrade (get), deprovisioning/delete_runtime, process.Watcher (list, watch), cleanup.EnvironmentsCleaner (list, delete orphans), app readiness (list one)"},
-	{ScopeControl, "operator.kyma-project.io", "kymas", []string{"get", "list", "create", "update", "patch", "delete"},
-		"provisioning/apply_kyma (create, or get and update when it exists), upgrade/upgrade_initialisation (get), upgrade/upgrade_kyma (merge patch of spec.channel), deprovisioning/delete_kyma, cleanup.EnvironmentsCleaner (delete orphans), app readiness (list one)"},
-	{ScopeControl, "", "secrets", []string{"get", "list", "watch", "create", "update", "delete"},
-		"runtimeclient.Cache (the engine's and binding.Service's) and check_runtime (get kubeconfig-<runtimeID>), overrides.Resolve (list), overrides.NewSources (list, watch the labelled ones), overrides.Store (CreateOrUpdate), deprovisioning/delete_runtime (delete the overrides Secret), cleanup.EnvironmentsCleaner (delete an orphan's kubeconfig), process.Watcher (list, watch metadata)"},
+	{ScopeControl, "infrastructuremanager.kyma-project.io", "runtimes", []string{"get", "list", "watch", "create", "patch", "delete"},
+		"provisioning/create_runtime (create, or get and JSON patch when it exists), check_runtime (get), update/update_initialization (get), update/update_runtime and upgrade/upgrade_cluster (get, JSON patch: infrastructuremanager.Patch), check_runtime_update and await_upgrade (get), upgrade/upgrade_initialisation (get), deprovisioning/delete_runtime, process.Watcher (list, watch), cleanup.EnvironmentsCleaner (list, delete orphans), app readiness (list one)"},
+	{ScopeControl, "operator.kyma-project.io", "kymas", []string{"get", "list", "watch", "create", "patch", "delete"},
+		"provisioning/apply_kyma (server-side apply, which creates), check_kyma (get), update/update_kyma (merge patch of the labels a plan change changes), upgrade/upgrade_initialisation (get), upgrade/upgrade_kyma (merge patch of spec.channel), deprovisioning/delete_kyma, process.Watcher (list, watch: Kyma states), cleanup.EnvironmentsCleaner (delete orphans), app readiness (list one)"},
+	{ScopeControl, "", "secrets", []string{"get", "list", "watch", "create", "update", "patch", "delete"},
+		"runtimeclient.Cache (the engine's and binding.Service's) and check_runtime (get kubeconfig-<runtimeID>), overrides.Resolve (list), overrides.NewSources (list, watch the labelled ones), overrides.Store (CreateOrUpdate), overrides.SetKyma (merge patch of the Kyma keys, update/update_runtime), deprovisioning/delete_runtime (delete the overrides Secret), cleanup.EnvironmentsCleaner (delete an orphan's kubeconfig), process.Watcher (list, watch metadata)"},
 	{ScopeControl, "", "configmaps", []string{"get", "list", "watch"},
 		"kyma.VersionResolver (get kyma-versions), kyma.NewVersionPins (list, watch kyma-versions), overrides.Resolve (list), overrides.NewSources (list, watch the labelled ones)"},
 	{ScopePool, "", "secrets", []string{"get", "list", "update"},

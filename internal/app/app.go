@@ -159,7 +159,7 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	opts := httpapi.Options{Broker: brk, Auth: verifier, Log: log, Registry: reg, Ready: readiness,
 		RequestTimeout: cfg.RequestTimeout,
 		Runtimes:       runtimesHandler, Expire: expiry.Handler(expirer, log),
-		Console: console.New(console.Options{Runtimes: runtimesHandler, Operations: store, Verifier: verifier,
+		Console: console.New(console.Options{Runtimes: runtimesHandler, Operations: store, Instances: store, Verifier: verifier,
 			DevLogin: dev != nil, Log: log.WithField("component", "console")})}
 	oc := cfg.Engine.Orchestration
 	opts.Orchestrations = orchestration.NewHandler(orchestrations, orchestration.Defaults{KymaVersion: cfg.Engine.KymaVersion,
@@ -246,6 +246,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 			return err
 		}
 		background.Go(func() { a.engine.watcher.Run(bg) })
+		background.Go(func() { a.engine.kymaStates.Run(bg) })
 		for _, w := range a.engine.watched {
 			background.Go(func() {
 				if err := w.Start(bg); err != nil {

@@ -82,9 +82,11 @@ const accountPoll = time.Minute
 
 // engine is the running part of keb that drives operations.
 type engine struct {
-	queue    *process.Queue
-	watcher  *process.Watcher
-	takeover *process.Takeover
+	queue   *process.Queue
+	watcher *process.Watcher
+	// kymaStates writes what the watcher sees of Kyma CRs to the database.
+	kymaStates *process.KymaStates
+	takeover   *process.Takeover
 	// watched serve what every provisioning reads of the control plane's
 	// configuration (override sources, Kyma version pins) from watches.
 	watched []*kube.Watched
@@ -159,10 +161,15 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 	if err != nil {
 		return nil, err
 	}
+	kymaSettings, err := kymaSettings(ec, cat)
+	if err != nil {
+		return nil, err
+	}
 	provCfg := provisioning.Config{
+		Kyma: kymaSettings, AwaitKymaReady: ec.AwaitKymaReady, KymaTimeout: ec.KymaTimeout,
 		MaintenanceWindows: windows,
 		DefaultKymaVersion: ec.KymaVersion, OnDemandVersion: ec.OnDemandVersion, Namespace: ns,
-		DashboardDomain: ec.DashboardDomain, AccountTimeout: ec.AccountTimeout, RuntimeTimeout: ec.RuntimeTimeout,
+		AccountTimeout: ec.AccountTimeout, RuntimeTimeout: ec.RuntimeTimeout,
 		BTPManagerTimeout: ec.BTPMgrTimeout, AccountPoll: accountPoll, RuntimePoll: ec.RuntimePoll,
 		BTPManagerPoll: ec.BTPMgrPoll,
 	}
@@ -188,6 +195,8 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 	}
 	watcher := process.NewWatcher(kcpCfg, scheme, ns, store, queue, log.WithField("component", "watch"))
 	watcher.MaxRun = ec.JobTimeout
+	kymaStates := process.NewKymaStates(store, log.WithField("component", "kyma_states"))
+	watcher.Kyma, watcher.WakeOnKyma = kymaStates, ec.AwaitKymaReady
 	pipelines := map[storage.OperationType]process.Pipeline{
 		storage.OperationTypeProvision: provisioning.Pipeline(provisioning.Deps{
 			Config: provCfg, Catalog: cat, Store: store, Finisher: store, KCP: kcp, Accounts: accounts,
@@ -196,11 +205,13 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 		storage.OperationTypeDeprovision: deprovisioning.Pipeline(deprov),
 		storage.OperationTypeUpdate: update.Pipeline(update.Deps{
 			Config: update.Config{Namespace: ns, BTPManagerTimeout: ec.BTPMgrTimeout, BTPManagerPoll: ec.BTPMgrPoll,
-				RuntimeTimeout: ec.RuntimeTimeout, RuntimePoll: ec.RuntimePoll, AccountTimeout: ec.AccountTimeout, AccountPoll: accountPoll},
+				RuntimeTimeout: ec.RuntimeTimeout, RuntimePoll: ec.RuntimePoll, RuntimeGrace: ec.RuntimeGrace,
+				AccountTimeout: ec.AccountTimeout, AccountPoll: accountPoll, Kyma: kymaSettings},
 			Catalog: cat, KCP: kcp, Accounts: accounts, Store: store, Runtimes: runtimes, Watch: watcher,
 		}),
 	}
-	upgrades := upgrade.Deps{Config: upgrade.Config{Namespace: ns, RuntimeTimeout: ec.RuntimeTimeout, RuntimePoll: ec.RuntimePoll},
+	upgrades := upgrade.Deps{Config: upgrade.Config{Namespace: ns, RuntimeTimeout: ec.RuntimeTimeout, RuntimePoll: ec.RuntimePoll,
+		RuntimeGrace: ec.RuntimeGrace},
 		Catalog: cat, KCP: kcp, Store: store, Watch: watcher}
 	pipelines[storage.OperationTypeUpgradeKyma] = upgrade.KymaPipeline(upgrades)
 	pipelines[storage.OperationTypeUpgradeCluster] = upgrade.ClusterPipeline(upgrades)
@@ -227,7 +238,7 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 		return nil, err
 	}
 	takeover := process.NewTakeover(store, ec.TakeoverAfter, log.WithField("component", "takeover"))
-	return &engine{queue: queue, watcher: watcher, takeover: takeover, watched: []*kube.Watched{sources, pins}, scheduler: scheduler, kcp: kcp, namespace: ns, workers: ec.Workers, accounts: accounts,
+	return &engine{queue: queue, watcher: watcher, kymaStates: kymaStates, takeover: takeover, watched: []*kube.Watched{sources, pins}, scheduler: scheduler, kcp: kcp, namespace: ns, workers: ec.Workers, accounts: accounts,
 		log: log.WithField("component", "readiness")}, nil
 }
 
@@ -237,6 +248,23 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 // second to every provisioning; a fetch is one indexed statement, so ten a
 // second per replica cost PostgreSQL next to nothing.
 const wokenJobPoll = 100 * time.Millisecond
+
+// kymaSettings are the installation's choices for Kyma CRs; a plan named
+// for internal or beta modules must be one of the catalog's.
+func kymaSettings(ec config.Engine, cat *catalog.Catalog) (kyma.Settings, error) {
+	for env, plans := range map[string][]string{"APP_KYMA_INTERNAL_PLANS": ec.KymaInternal.Plans, "APP_KYMA_BETA_PLANS": ec.KymaBeta.Plans} {
+		for _, p := range plans {
+			if _, ok := cat.PlanByName(p); !ok {
+				return kyma.Settings{}, fmt.Errorf("%s names plan %q, which the catalog does not have", env, p)
+			}
+		}
+	}
+	return kyma.Settings{
+		ShootDomain: ec.ShootDomain,
+		Internal:    kyma.Audience(ec.KymaInternal),
+		Beta:        kyma.Audience(ec.KymaBeta),
+	}, nil
+}
 
 // sharedPlanIDs lists the plans whose runtimes use shared hyperscaler accounts.
 func sharedPlanIDs(cat *catalog.Catalog) []string {

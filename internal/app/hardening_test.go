@@ -427,7 +427,7 @@ func TestUnstorableValuesAre400(t *testing.T) {
 			struct{ method, path, body string }{http.MethodPut, "/oauth/" + id + "/v2/service_instances/good-2?accepts_incomplete=true", provisionBody(azurePlanID, `{"name":"c1"}`, "")},
 		)
 	}
-	for _, f := range []string{"account", "subaccount", "instance_id", "runtime_id", "region", "plan", "shoot", "state", "op_detail", "page", "page_size"} {
+	for _, f := range []string{"account", "subaccount", "instance_id", "runtime_id", "region", "plan", "shoot", "state", "kyma_state", "op_detail", "page", "page_size"} {
 		for _, v := range []string{"a%00b", "a%FFb", url.QueryEscape(long)} {
 			cases = append(cases, struct{ method, path, body string }{http.MethodGet, "/info/runtimes?" + f + "=" + v, ""})
 		}
@@ -760,9 +760,9 @@ func TestHostileInputs(t *testing.T) {
 		"service_id=" + serviceID + "&plan_id=%00", "service_id=%FF&plan_id=" + azurePlanID} {
 		reqs = append(reqs, req{method: http.MethodDelete, path: provisionPath("victim-1") + "&" + q, body: ""})
 	}
-	for _, name := range []string{"account", "subaccount", "instance_id", "runtime_id", "region", "plan", "shoot", "state", "op_detail", "page", "page_size", "next", "bogus", "Account", "%00"} {
+	for _, name := range []string{"account", "subaccount", "instance_id", "runtime_id", "region", "plan", "shoot", "state", "kyma_state", "op_detail", "page", "page_size", "next", "bogus", "Account", "%00"} {
 		for _, v := range []string{"%00", "%FF", "a%00", url.QueryEscape(strings.Repeat("v", 600)), "-1", "99999999999999999999", "%C0%80"} {
-			if (name == "state" || name == "op_detail" || name == "page" || name == "page_size" || name == "next") || strings.Contains(v, "%") || len(v) > 100 || name == "bogus" || name == "Account" || name == "%00" {
+			if (name == "state" || name == "kyma_state" || name == "op_detail" || name == "page" || name == "page_size" || name == "next") || strings.Contains(v, "%") || len(v) > 100 || name == "bogus" || name == "Account" || name == "%00" {
 				reqs = append(reqs, req{method: http.MethodGet, path: "/info/runtimes?" + name + "=" + v, body: ""})
 			}
 		}

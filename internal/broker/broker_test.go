@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"reflect"
 	"slices"
@@ -787,6 +788,48 @@ func TestGetInstance(t *testing.T) {
 			}
 			if got := spec.DashboardURL != ""; got != tc.wantDashboard {
 				t.Errorf("dashboard URL %q, want shown: %v", spec.DashboardURL, tc.wantDashboard)
+			}
+		})
+	}
+}
+
+// TestGetInstanceShowsKymaHealth: what Lifecycle Manager reports on the
+// runtime's Kyma CR is in the instance's metadata, the BtpOperator CR's
+// state (the btp-operator module's) on its own; nothing without a Kyma CR.
+func TestGetInstanceShowsKymaHealth(t *testing.T) {
+	t.Parallel()
+	const resolved = `{"name":"c1"}`
+	state := "Error"
+	inst := storedAzure()
+	inst.State, inst.ResolvedParameters = storage.RuntimeSucceeded, json.RawMessage(resolved)
+	inst.KymaState = &state
+	inst.KymaModules = json.RawMessage(`[{"name":"btp-operator","state":"Warning"},{"name":"istio","state":"Ready"},` +
+		`{"name":"foo","state":"Error","message":"module template for module \"foo\" not found"}]`)
+	bare := storedAzure()
+	bare.State, bare.ResolvedParameters = storage.RuntimeSucceeded, json.RawMessage(resolved)
+	for _, tc := range []struct {
+		name string
+		inst storage.Instance
+		want map[string]string
+	}{
+		{name: "a Kyma CR in Error", inst: inst, want: map[string]string{"kymaState": "Error", "btpOperatorState": "Warning",
+			"kymaModules": "btp-operator: Warning\nistio: Ready\nfoo: Error: module template for module \"foo\" not found"}},
+		{name: "no Kyma CR", inst: bare},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b, _ := newTestBroker(t, &fakeStore{
+				instance: func(string) (storage.Instance, error) { return tc.inst, nil },
+				lastOperation: func(string) (storage.Operation, error) {
+					return opOf("op", storage.OperationTypeProvision, storage.OperationSucceeded), nil
+				},
+			})
+			spec, err := b.GetInstance(t.Context(), "inst-1", domain.FetchInstanceDetails{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !maps.Equal(spec.Metadata.Attributes, tc.want) {
+				t.Errorf("attributes %q, want %q", spec.Metadata.Attributes, tc.want)
 			}
 		})
 	}

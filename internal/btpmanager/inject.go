@@ -22,16 +22,16 @@ const CRName = "btpoperator"
 // deadline, then fail naming the CRD.
 var ErrBtpOperatorNotServed = errors.New("the runtime does not serve btpoperators.operator.kyma-project.io/v1alpha1 (CRD not installed yet)")
 
-// Inject makes the runtime ready for BTP Manager: the namespace kyma-system (created if missing),
-// the Secret sap-btp-manager (Opaque, both KEB labels, exactly the data keys clientid,
+// Inject makes the runtime ready for BTP Manager: the namespace kyma-system (created if missing)
+// and the Secret sap-btp-manager (Opaque, both KEB labels, exactly the data keys clientid,
 // clientsecret, sm_url, tokenurl and cluster_id, all non-empty; created, or updated if it
-// differs), then the BtpOperator CR kyma-system/btpoperator if absent. A Secret labelled
-// skip-reconciliation: "true" is left untouched. Idempotent: a second call writes nothing.
+// differs). A Secret labelled skip-reconciliation: "true" is left untouched. Idempotent: a
+// second call writes nothing. The BtpOperator CR is CreateBtpOperator's: Lifecycle Manager
+// creates it as the btp-operator module's default CR, and a runtime without that module has
+// no BtpOperator kind to create it with.
 //
 // clusterID is generated once per instance and persisted by the caller: it must be the same on
-// every call. Empty input gives ErrIncompleteCredentials before any write; a runtime without
-// the BtpOperator CRD gives ErrBtpOperatorNotServed after the Secret is written (so BTP Manager
-// finds it as soon as it starts).
+// every call. Empty input gives ErrIncompleteCredentials before any write.
 func Inject(ctx context.Context, c client.Client, creds Credentials, clusterID string) error {
 	data, err := secretData(creds, clusterID)
 	if err != nil {
@@ -42,12 +42,16 @@ func Inject(ctx context.Context, c client.Client, creds Credentials, clusterID s
 	}
 	// A concurrent writer (BTP Manager, an operator, another keb worker)
 	// makes the update a Conflict: read again and re-apply, at once.
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error { return applySecret(ctx, c, data) })
-	if err != nil {
-		return err
-	}
-	return ensureBtpOperator(ctx, c)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error { return applySecret(ctx, c, data) })
 }
+
+// CreateBtpOperator creates the BtpOperator CR kyma-system/btpoperator unless it exists (Lifecycle
+// Manager may have created it first, as the module's default CR; with the module's
+// customResourcePolicy Ignore it does not). A runtime that does not serve the kind yet (the
+// btp-operator module is not installed yet) gives ErrBtpOperatorNotServed: call it only for a
+// runtime whose modules include btp-operator, which brings the kind, and after Inject, which
+// creates the namespace.
+func CreateBtpOperator(ctx context.Context, c client.Client) error { return ensureBtpOperator(ctx, c) }
 
 func ensureNamespace(ctx context.Context, c client.Client) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}

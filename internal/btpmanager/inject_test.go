@@ -129,7 +129,14 @@ func TestInjectOnEmptyClusterThenBTPManagerIsReady(t *testing.T) {
 		t.Errorf("Secret keys = %v", keys)
 	}
 	var cr btpmanager.BtpOperator
-	if err := c.Get(ctx, client.ObjectKey{Namespace: "kyma-system", Name: "btpoperator"}, &cr); err != nil {
+	key := client.ObjectKey{Namespace: "kyma-system", Name: "btpoperator"}
+	if err := c.Get(ctx, key, &cr); !apierrors.IsNotFound(err) {
+		t.Fatalf("BtpOperator after Inject: %v, want NotFound (the CR is CreateBtpOperator's)", err)
+	}
+	if err := btpmanager.CreateBtpOperator(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, key, &cr); err != nil {
 		t.Fatalf("BtpOperator kyma-system/btpoperator: %v", err)
 	}
 
@@ -148,7 +155,7 @@ func TestInjectOnEmptyClusterThenBTPManagerIsReady(t *testing.T) {
 func TestInjectTwiceWritesNothing(t *testing.T) {
 	c := setup(t)
 	ctx := t.Context()
-	if err := btpmanager.Inject(ctx, c, creds, clusterID); err != nil {
+	if err := injectAll(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 	secretRV := getSecret(t, c).ResourceVersion
@@ -156,7 +163,7 @@ func TestInjectTwiceWritesNothing(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "kyma-system", Name: "btpoperator"}, &cr); err != nil {
 		t.Fatal(err)
 	}
-	if err := btpmanager.Inject(ctx, c, creds, clusterID); err != nil {
+	if err := injectAll(ctx, c); err != nil {
 		t.Fatalf("second Inject: %v", err)
 	}
 	if rv := getSecret(t, c).ResourceVersion; rv != secretRV {
@@ -240,7 +247,7 @@ func TestSkipReconciliationSecretIsLeftAlone(t *testing.T) {
 	}
 	before := getSecret(t, c)
 
-	if err := btpmanager.Inject(ctx, c, creds, clusterID); err != nil {
+	if err := injectAll(ctx, c); err != nil {
 		t.Fatalf("Inject: %v", err)
 	}
 	if err := btpmanager.UpdateCredentials(ctx, c, creds); err != nil {
@@ -303,6 +310,15 @@ func TestUpdateCredentialsNeedsClusterID(t *testing.T) {
 	}
 }
 
+// injectAll is what the last provisioning step does for a runtime with the btp-operator module:
+// the Secret, then the CR.
+func injectAll(ctx context.Context, c client.Client) error {
+	if err := btpmanager.Inject(ctx, c, creds, clusterID); err != nil {
+		return err
+	}
+	return btpmanager.CreateBtpOperator(ctx, c)
+}
+
 func ensureKymaSystem(t *testing.T, c client.Client) {
 	t.Helper()
 	err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kyma-system"}})
@@ -311,8 +327,8 @@ func ensureKymaSystem(t *testing.T, c client.Client) {
 	}
 }
 
-// TestInjectUntilTheCRDIsServed walks a runtime through what happens before Lifecycle Manager
-// installs BTP Manager: no operator.kyma-project.io group at all, then the group with another
+// TestInjectUntilTheCRDIsServed walks a runtime with the btp-operator module through what happens
+// before Lifecycle Manager installs BTP Manager: no operator.kyma-project.io group at all, then the group with another
 // version (the Kyma CRD), then the BtpOperator CRD. One client is used throughout, as the cached
 // runtime client would be: its discovery must notice the CRD once it arrives.
 func TestInjectUntilTheCRDIsServed(t *testing.T) {
@@ -345,25 +361,28 @@ func TestInjectUntilTheCRDIsServed(t *testing.T) {
 	}
 	ctx := t.Context()
 
-	err = btpmanager.Inject(ctx, c, creds, clusterID)
+	// The Secret goes in whatever the runtime serves: BTP Manager finds it as soon as it starts.
+	if err := btpmanager.Inject(ctx, c, creds, clusterID); err != nil {
+		t.Fatalf("Inject on a runtime without the BtpOperator kind: %v", err)
+	}
+	checkData(t, getSecret(t, c), wantData(creds, clusterID))
+	err = btpmanager.CreateBtpOperator(ctx, c)
 	if !errors.Is(err, btpmanager.ErrBtpOperatorNotServed) || !strings.Contains(err.Error(), "btpoperators.operator.kyma-project.io") {
 		t.Fatalf("no group: err = %v, want ErrBtpOperatorNotServed naming the CRD", err)
 	}
-	// The Secret is there already, for BTP Manager to find as soon as it starts.
-	checkData(t, getSecret(t, c), wantData(creds, clusterID))
 
 	if _, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{crd("kymas.operator.kyma-project.io")}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := btpmanager.Inject(ctx, c, creds, clusterID); !errors.Is(err, btpmanager.ErrBtpOperatorNotServed) {
+	if err := btpmanager.CreateBtpOperator(ctx, c); !errors.Is(err, btpmanager.ErrBtpOperatorNotServed) {
 		t.Fatalf("group without v1alpha1: err = %v, want ErrBtpOperatorNotServed", err)
 	}
 
 	if _, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{crd("btpoperators.operator.kyma-project.io")}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := btpmanager.Inject(ctx, c, creds, clusterID); err != nil {
-		t.Fatalf("CRD served: Inject = %v", err)
+	if err := btpmanager.CreateBtpOperator(ctx, c); err != nil {
+		t.Fatalf("CRD served: CreateBtpOperator = %v", err)
 	}
 	var cr btpmanager.BtpOperator
 	typed, err := client.New(e.Config, client.Options{Scheme: newScheme(t)})
@@ -413,7 +432,7 @@ func TestInjectErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			c := fake.NewClientBuilder().WithScheme(newScheme(t)).WithInterceptorFuncs(tc.funcs).Build()
-			err := btpmanager.Inject(t.Context(), c, creds, clusterID)
+			err := injectAll(t.Context(), c)
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("err = %v, want it to contain %q", err, tc.wantErr)
 			}

@@ -1,5 +1,3 @@
-// Package btpmanager prepares a runtime for BTP Manager: the sap-btp-manager Secret with the
-// Service Manager credentials and the BtpOperator CR that BTP Manager reconciles.
 package btpmanager
 
 import (
@@ -49,12 +47,17 @@ func init() { schemeBuilder.Register(&BtpOperator{}, &BtpOperatorList{}) }
 func AddToScheme(s *runtime.Scheme) error { return schemeBuilder.AddToScheme(s) }
 
 // BtpOperator is BTP Manager's CR: its presence triggers the installation of the SAP BTP service
-// operator, its status reports the outcome. Only the oldest one in a cluster is reconciled.
+// operator, its status reports the outcome. Only the oldest one in a cluster is reconciled. The
+// types are BTP Manager's API in its shape: `make generate` writes keb's copy of the CRD (which
+// the simulated runtimes serve once the btp-operator module is installed) from them.
 // +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=".status.state"
 type BtpOperator struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	// +nullable
 	Spec   BtpOperatorSpec   `json:"spec,omitempty"`
 	Status BtpOperatorStatus `json:"status,omitempty"`
 }
@@ -66,27 +69,23 @@ type BtpOperatorSpec struct{}
 // BtpOperatorStatus is State plus the Ready condition explaining it.
 // +kubebuilder:object:generate=true
 type BtpOperatorStatus struct {
-	State      string      `json:"state,omitempty"`
-	Conditions []Condition `json:"conditions,omitempty"`
-}
+	// State is one of Processing, Deleting, Ready, Error, Warning.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:Enum=Processing;Deleting;Ready;Error;Warning
+	State string `json:"state"`
 
-// Condition is the subset of metav1.Condition BTP Manager's status carries that keb reads.
-// +kubebuilder:object:generate=true
-type Condition struct {
-	Type    string `json:"type"`
-	Status  string `json:"status"`
-	Reason  string `json:"reason,omitempty"`
-	Message string `json:"message,omitempty"`
+	// Conditions explain State; BTP Manager sets one, of type Ready.
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // Condition returns the condition of type t, if set.
-func (s BtpOperatorStatus) Condition(t string) (Condition, bool) {
+func (s BtpOperatorStatus) Condition(t string) (metav1.Condition, bool) {
 	for _, c := range s.Conditions {
 		if c.Type == t {
 			return c, true
 		}
 	}
-	return Condition{}, false
+	return metav1.Condition{}, false
 }
 
 // BtpOperatorList is a list of BtpOperator CRs.

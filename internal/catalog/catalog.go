@@ -50,7 +50,10 @@ type Catalog struct {
 	providerDefaults map[string]providerDefault
 }
 
-type providerDefault struct{ region, machineType string }
+type providerDefault struct {
+	region, machineType string
+	image               *machineImageSpec
+}
 
 // planEntry is one plan with everything needed to list and validate it.
 type planEntry struct {
@@ -132,7 +135,7 @@ func build(source string, f *plansFile) (*Catalog, error) {
 	}
 	for name, p := range f.Providers {
 		c.providerTrialRegions[name] = p.TrialRegions
-		c.providerDefaults[name] = providerDefault{region: p.DefaultRegion, machineType: p.DefaultMachineType}
+		c.providerDefaults[name] = providerDefault{region: p.DefaultRegion, machineType: p.DefaultMachineType, image: p.MachineImage}
 	}
 
 	compiler := newSchemaCompiler()
@@ -298,4 +301,15 @@ func (c *Catalog) UpdateSchema(planID string) (json.RawMessage, error) {
 		return nil, fmt.Errorf("%w %q", ErrUnknownPlan, planID)
 	}
 	return slices.Clone(e.update.json), nil
+}
+
+// MachineImage returns the OS image the plans file configures for a
+// provider's worker nodes (version "" for the image's default), and whether
+// it configures one.
+func (c *Catalog) MachineImage(provider string) (name, version string, ok bool) {
+	img := c.providerDefaults[provider].image
+	if img == nil {
+		return "", "", false
+	}
+	return img.Name, img.Version, true
 }

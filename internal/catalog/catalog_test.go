@@ -336,9 +336,9 @@ func TestPlanSchemaProperties(t *testing.T) {
 		wantRegion []string
 	}{
 		{name: "azure full form", planID: AzurePlanID,
-			wantProps: []string{"name", "region", "machineType", "autoScalerMin", "autoScalerMax", "nodeCount", "zonesCount", "components", "kymaVersion", "modules", "administrators", "oidc"}},
+			wantProps: []string{"name", "region", "machineType", "autoScalerMin", "autoScalerMax", "nodeCount", "zonesCount", "components", "kymaVersion", "networking", "modules", "administrators", "oidc"}},
 		{name: "lite has no zone choice", planID: AzureLitePlanID,
-			wantProps: []string{"name", "region", "machineType", "autoScalerMin", "autoScalerMax", "nodeCount", "components", "kymaVersion", "modules", "administrators", "oidc"}},
+			wantProps: []string{"name", "region", "machineType", "autoScalerMin", "autoScalerMax", "nodeCount", "components", "kymaVersion", "networking", "modules", "administrators", "oidc"}},
 		{name: "trial basic form with trial regions", planID: TrialPlanID,
 			wantProps:  []string{"name", "region", "modules", "administrators", "oidc"},
 			wantRegion: []string{"europe", "us", "asia"}},

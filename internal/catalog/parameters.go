@@ -17,6 +17,8 @@ type ProvisioningParameters struct {
 	Modules        *Modules `json:"modules,omitempty"`
 	Administrators []string `json:"administrators,omitempty"`
 	OIDC           *OIDC    `json:"oidc,omitempty"`
+	// Networking is fixed at creation; nil means the default CIDRs.
+	Networking *Networking `json:"networking,omitempty"`
 }
 
 // Modules selects the Kyma modules of a runtime. Absent (nil) or {default: true} installs the

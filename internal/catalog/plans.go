@@ -101,6 +101,12 @@ type Plan struct {
 	// UpgradableTo names the plans a running instance of this plan may move to with a PATCH
 	// (upgradableToPlans in the plans file); empty means the plan cannot change.
 	UpgradableTo []string
+
+	// Purpose is the Gardener shoot purpose of the plan's runtimes
+	// (PurposeDevelopment unless the plans file says otherwise).
+	Purpose string
+	// VolumeSizeGb is the size of each worker node's disk.
+	VolumeSizeGb int
 }
 
 // ByPlatformRegion reports whether the plan's provider is chosen per request from the

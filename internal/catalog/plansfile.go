@@ -32,6 +32,14 @@ type providerSpec struct {
 	Regions            []optionSpec      `json:"regions"`
 	MachineTypes       []optionSpec      `json:"machineTypes"`
 	TrialRegions       map[string]string `json:"trialRegions,omitempty"`
+	// MachineImage, when set, is the worker nodes' OS image on this
+	// provider (the Runtime CR's machine.image); unset leaves Gardener's default.
+	MachineImage *machineImageSpec `json:"machineImage,omitempty"`
+}
+
+type machineImageSpec struct {
+	Name    string `json:"name"`
+	Version string `json:"version,omitempty"`
 }
 
 type optionSpec struct {
@@ -69,6 +77,8 @@ type planSpec struct {
 	OnePerGlobalAccount bool           `json:"onePerGlobalAccount,omitempty"`
 	LifetimeDays        int            `json:"lifetimeDays,omitempty"`
 	UpgradableToPlans   []string       `json:"upgradableToPlans,omitempty"`
+	Purpose             string         `json:"purpose,omitempty"`
+	VolumeSizeGb        int            `json:"volumeSizeGb,omitempty"`
 }
 
 type autoScalerSpec struct {
@@ -85,6 +95,20 @@ type zonesSpec struct {
 
 // maxZones is the most availability zones any hyperscaler region offers keb.
 const maxZones = 3
+
+// Gardener shoot purposes, a plan's purpose.
+const (
+	PurposeEvaluation  = "evaluation"
+	PurposeTesting     = "testing"
+	PurposeDevelopment = "development"
+	PurposeProduction  = "production"
+)
+
+// Defaults of a plan that does not set its purpose or volume size: upstream's for paid plans.
+const (
+	defaultPurpose      = PurposeDevelopment
+	defaultVolumeSizeGb = 80
+)
 
 // fileChecker collects every mistake in a plans file, so an operator fixes them in one go
 // instead of one restart per typo.
@@ -132,6 +156,9 @@ func (p providerSpec) check(fc *fileChecker, name string) {
 	default:
 		fc.addf("providers.%s: unknown provider (known: %s, %s, %s, %s)", name,
 			ProviderAzure, ProviderAWS, ProviderGCP, ProviderOpenStack)
+	}
+	if p.MachineImage != nil && p.MachineImage.Name == "" {
+		fc.addf("providers.%s.machineImage.name: must not be empty", name)
 	}
 	checkOptions(fc, "providers."+name+".regions", p.Regions)
 	checkOptions(fc, "providers."+name+".machineTypes", p.MachineTypes)
@@ -276,6 +303,15 @@ func (f *plansFile) checkPlan(fc *fileChecker, name string, p planSpec) {
 	} else if p.Zones.Default < 1 || p.Zones.Default > p.Zones.Max {
 		fc.addf("%s.zones.default: %d must be within 1..max (%d)", path, p.Zones.Default, p.Zones.Max)
 	}
+	switch p.Purpose {
+	case "", PurposeEvaluation, PurposeTesting, PurposeDevelopment, PurposeProduction:
+	default:
+		fc.addf("%s.purpose: %q must be one of %s, %s, %s, %s", path, p.Purpose,
+			PurposeEvaluation, PurposeTesting, PurposeDevelopment, PurposeProduction)
+	}
+	if p.VolumeSizeGb < 0 {
+		fc.addf("%s.volumeSizeGb: %d must not be negative", path, p.VolumeSizeGb)
+	}
 	if p.LifetimeDays < 0 {
 		fc.addf("%s.lifetimeDays: %d must not be negative", path, p.LifetimeDays)
 	}
@@ -343,6 +379,11 @@ func (p planSpec) toPlan(name string, providers map[string]providerSpec) Plan {
 		DefaultZonesCount:    p.Zones.Default,
 		BasicForm:            p.Form == formBasic,
 		UpgradableTo:         append([]string(nil), p.UpgradableToPlans...),
+		Purpose:              firstNonEmpty(p.Purpose, defaultPurpose),
+		VolumeSizeGb:         p.VolumeSizeGb,
+	}
+	if plan.VolumeSizeGb == 0 {
+		plan.VolumeSizeGb = defaultVolumeSizeGb
 	}
 	if plan.DisplayName == "" {
 		plan.DisplayName = name

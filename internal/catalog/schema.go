@@ -74,6 +74,7 @@ const (
 	paramModules        = "modules"
 	paramAdministrators = "administrators"
 	paramOIDC           = "oidc"
+	paramNetworking     = "networking"
 )
 
 // Optional components a runtime may get on top of the default ones.
@@ -161,6 +162,7 @@ func (c *Catalog) createSchema(e *planEntry) map[string]any {
 			"maxLength":   KymaVersionMaxLength,
 			"pattern":     KymaVersionPattern,
 		})
+		p.add(paramNetworking, networkingSchema())
 	}
 	p.add(paramModules, modulesSchema())
 	p.add(paramAdministrators, administratorsSchema())

@@ -11,7 +11,7 @@ import (
 // fixedParameters cannot change on a running runtime: the name is the shoot's and the Kyma CR's,
 // and moving the region or the network would mean a new cluster. The update schema leaves them
 // out; ValidateUpdate names them with a reason instead of "not allowed".
-var fixedParameters = []string{paramName, paramRegion, "networking"}
+var fixedParameters = []string{paramName, paramRegion, paramNetworking}
 
 // UpdateRequest is a PATCH of a running instance's parameters, plan, or both.
 type UpdateRequest struct {

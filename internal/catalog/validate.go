@@ -20,7 +20,7 @@ const subjectParameters = "parameters"
 // ValidateParameters checks a provision request's raw OSB parameters (nil, empty or null means
 // {}) against the plan's create schema — the one served in the catalog — and against the rules a
 // schema cannot express: autoScalerMin <= autoScalerMax (plan defaults filling the missing one),
-// module names unique, and for plans whose provider follows the platform region, a region that
+// module names unique, networking CIDRs that are well-formed and do not overlap, and for plans whose provider follows the platform region, a region that
 // provider offers. Bad input gives a *ValidationError listing every offending field; an unknown
 // plan gives an error wrapping ErrUnknownPlan.
 func (c *Catalog) ValidateParameters(planID, platformRegion string, raw json.RawMessage) (ProvisioningParameters, error) {
@@ -170,6 +170,8 @@ func (c *Catalog) crossFieldProblems(e *planEntry, platformRegion string, p Prov
 				*p.Region, providerLabel(provider), strings.Join(optionCodes(offered), ", "))})
 		}
 	}
+
+	problems = append(problems, p.Networking.problems()...)
 
 	if list, ok := p.Modules.CustomList(); ok {
 		seen := map[string]int{}

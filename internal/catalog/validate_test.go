@@ -49,6 +49,28 @@ func TestValidateParameters(t *testing.T) {
 		}},
 		{name: "aws region rejected on azure", raw: `{"name":"x","region":"eu-central-1"}`, wantFields: []string{"region"}},
 		{name: "machine type", raw: `{"name":"x","machineType":"Standard_D8s_v5"}`},
+		{name: "networking: nodes only, the other ranges default", raw: `{"name":"x","networking":{"nodes":"10.180.0.0/16"}}`,
+			check: func(t *testing.T, p ProvisioningParameters) {
+				if n, pods, svc := p.Networking.CIDRs(); n != "10.180.0.0/16" || pods != DefaultPodsCIDR || svc != DefaultServicesCIDR {
+					t.Errorf("CIDRs %s %s %s", n, pods, svc)
+				}
+			}},
+		{name: "networking: all three", raw: `{"name":"x","networking":{"nodes":"10.180.0.0/16","pods":"10.32.0.0/12","services":"10.112.0.0/13"}}`},
+		{name: "networking: nodes required", raw: `{"name":"x","networking":{"pods":"10.32.0.0/12"}}`, wantFields: []string{"networking.nodes"}},
+		{name: "networking: nodes overlap the default pods", raw: `{"name":"x","networking":{"nodes":"10.96.0.0/16"}}`,
+			wantFields: []string{"networking.nodes"}, wantInError: []string{"10.96.0.0/16 overlaps networking.pods (10.96.0.0/13, the default)"}},
+		{name: "networking: pods overlap services", raw: `{"name":"x","networking":{"nodes":"10.180.0.0/16","pods":"10.100.0.0/16","services":"10.100.0.0/20"}}`,
+			wantFields: []string{"networking.pods"}, wantInError: []string{"10.100.0.0/16 overlaps networking.services (10.100.0.0/20)"}},
+		{name: "networking: a range Gardener reserves", raw: `{"name":"x","networking":{"nodes":"10.242.0.0/16"}}`,
+			wantFields: []string{"networking.nodes"}, wantInError: []string{"10.242.0.0/16 overlaps 10.242.0.0/16, a range Gardener reserves"}},
+		{name: "networking: not a CIDR", raw: `{"name":"x","networking":{"nodes":"ten"}}`,
+			wantFields: []string{"networking.nodes"}, wantInError: []string{`"ten" is not an IPv4 CIDR`}},
+		{name: "networking: not a network address", raw: `{"name":"x","networking":{"nodes":"10.180.0.1/16"}}`,
+			wantFields: []string{"networking.nodes"}, wantInError: []string{"did you mean 10.180.0.0/16?"}},
+		{name: "networking: nodes too small", raw: `{"name":"x","networking":{"nodes":"10.180.0.0/24"}}`,
+			wantFields: []string{"networking.nodes"}, wantInError: []string{"/23 or larger"}},
+		{name: "networking: not on a basic-form plan", planID: TrialPlanID, raw: `{"name":"x","networking":{"nodes":"10.180.0.0/16"}}`,
+			wantFields: []string{"networking"}},
 		{name: "lite machine type narrowed", planID: AzureLitePlanID, raw: `{"name":"x","machineType":"Standard_D8s_v5"}`, wantFields: []string{"machineType"}},
 		{name: "autoscaler within bounds", raw: `{"name":"x","autoScalerMin":3,"autoScalerMax":20}`, check: func(t *testing.T, p ProvisioningParameters) {
 			if *p.AutoScalerMin != 3 || *p.AutoScalerMax != 20 {

@@ -14,8 +14,8 @@ import (
 
 	"github.com/kyma-keb/keb/internal/app"
 	"github.com/kyma-keb/keb/internal/cleanup"
-	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager/runtimetest"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/storage"
 )
@@ -50,17 +50,14 @@ func newEnvFixture(t *testing.T) *envFixture {
 // a provisioning leaves them, and returns its creation time.
 func (f *envFixture) runtimeCR(runtimeID, instanceID string, extra map[string]string) time.Time {
 	f.t.Helper()
-	l := map[string]string{controlplane.LabelRuntimeID: runtimeID}
+	rt := runtimetest.Runtime(f.ns, runtimeID)
+	rt.Name = kyma.Name(runtimeID)
+	delete(rt.Labels, "kyma-project.io/instance-id")
 	if instanceID != "" {
-		l["kyma-project.io/instance-id"] = instanceID
+		rt.Labels["kyma-project.io/instance-id"] = instanceID
 	}
 	for k, v := range extra {
-		l[k] = v
-	}
-	rt := &infrastructuremanager.Runtime{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: kyma.Name(runtimeID), Labels: l},
-		Spec: infrastructuremanager.RuntimeSpec{Shoot: infrastructuremanager.RuntimeShoot{Name: "c-" + runtimeID[:4], Region: "westeurope",
-			Provider: infrastructuremanager.RuntimeProvider{Type: "azure"}}},
+		rt.Labels[k] = v
 	}
 	k := &kyma.Kyma{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: kyma.Name(runtimeID)}, Spec: kyma.KymaSpec{Channel: "regular"}}
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: infrastructuremanager.KubeconfigSecretName(runtimeID)},

@@ -103,19 +103,38 @@ type Engine struct {
 	GardenerProject string
 	KymaVersion     string
 	OnDemandVersion bool
-	DashboardDomain string
+	ShootDomain     string
 	RuntimeTimeout  time.Duration
 	AccountTimeout  time.Duration
 	BTPMgrTimeout   time.Duration
 	RemovalTimeout  time.Duration
 	RuntimePoll     time.Duration
-	BTPMgrPoll      time.Duration
-	RemovalPoll     time.Duration
+	// RuntimeGrace is how long a change keb wrote into a Ready Runtime CR
+	// may leave no trace in its status before it counts as applied.
+	RuntimeGrace time.Duration
+	BTPMgrPoll   time.Duration
+	RemovalPoll  time.Duration
+
+	// ShootDomain (above) is the domain runtimes' shoots live under: a
+	// runtime's domain is <shoot>.<ShootDomain> (its Kyma CR's skr-domain
+	// annotation; its dashboard is console.<domain>). KymaInternal and
+	// KymaBeta are the plans and global accounts whose Kyma CRs are labelled
+	// to see Lifecycle Manager's internal and beta modules.
+	KymaInternal, KymaBeta Audience
+	// AwaitKymaReady makes provisioning wait for the Kyma CR to be Ready,
+	// at most KymaTimeout.
+	AwaitKymaReady bool
+	KymaTimeout    time.Duration
 	// ExpiryInterval is how often the expiry job looks for trials to
 	// suspend.
 	ExpiryInterval time.Duration
 	// Orchestrations: see internal/orchestration.
 	Orchestration Orchestration
+}
+
+// Audience selects runtimes by plan name or global account ID.
+type Audience struct {
+	Plans, GlobalAccounts []string
 }
 
 // Orchestration holds the settings of fleet-wide upgrades.
@@ -160,12 +179,14 @@ var Defaults = Config{
 		TakeoverAfter:   10 * time.Second,
 		GardenerProject: "kyma-dev",
 		KymaVersion:     "2.20.0",
-		DashboardDomain: "kyma.example.com",
+		ShootDomain:     "kyma.example.com",
+		KymaTimeout:     20 * time.Minute,
 		RuntimeTimeout:  time.Hour,
 		AccountTimeout:  30 * time.Minute,
 		BTPMgrTimeout:   20 * time.Minute,
 		RemovalTimeout:  time.Hour,
 		RuntimePoll:     30 * time.Second,
+		RuntimeGrace:    time.Minute,
 		BTPMgrPoll:      10 * time.Second,
 		RemovalPoll:     15 * time.Second,
 		ExpiryInterval:  time.Hour,
@@ -369,8 +390,24 @@ func (c *Config) BindEngine(b *Binder) {
 	b.String(&e.KymaVersion, "kyma-version", "APP_KYMA_VERSION", d.KymaVersion, "default Kyma version")
 	b.Bool(&e.OnDemandVersion, "on-demand-version", "APP_ENABLE_ON_DEMAND_VERSION", false,
 		"let the kymaVersion provisioning parameter choose the Kyma version")
-	b.String(&e.DashboardDomain, "dashboard-domain", "APP_DASHBOARD_DOMAIN", d.DashboardDomain,
-		"domain of runtime dashboards: https://console.<shoot>.<domain>")
+	shootDomain := d.ShootDomain
+	if v, ok := os.LookupEnv("APP_DASHBOARD_DOMAIN"); ok {
+		shootDomain = v // the setting's earlier name
+	}
+	b.String(&e.ShootDomain, "shoot-domain", "APP_SHOOT_DOMAIN", shootDomain,
+		"domain of runtimes: a runtime's domain is <shoot>.<domain> (its Kyma CR's skr-domain annotation; dashboard https://console.<shoot>.<domain>); APP_DASHBOARD_DOMAIN is its earlier name")
+	b.List(&e.KymaInternal.Plans, "kyma-internal-plans", "APP_KYMA_INTERNAL_PLANS", nil,
+		"plans whose Kyma CRs get operator.kyma-project.io/internal: \"true\" (Lifecycle Manager's internal modules)")
+	b.List(&e.KymaInternal.GlobalAccounts, "kyma-internal-global-accounts", "APP_KYMA_INTERNAL_GLOBAL_ACCOUNTS", nil,
+		"global accounts whose Kyma CRs get operator.kyma-project.io/internal: \"true\"")
+	b.List(&e.KymaBeta.Plans, "kyma-beta-plans", "APP_KYMA_BETA_PLANS", nil,
+		"plans whose Kyma CRs get operator.kyma-project.io/beta: \"true\" (Lifecycle Manager's beta modules)")
+	b.List(&e.KymaBeta.GlobalAccounts, "kyma-beta-global-accounts", "APP_KYMA_BETA_GLOBAL_ACCOUNTS", nil,
+		"global accounts whose Kyma CRs get operator.kyma-project.io/beta: \"true\"")
+	b.Bool(&e.AwaitKymaReady, "await-kyma-ready", "APP_PROVISIONING_AWAIT_KYMA_READY", false,
+		"provisioning also waits for the Kyma CR to be Ready (Lifecycle Manager installed every module)")
+	b.Duration(&e.KymaTimeout, "kyma-timeout", "APP_PROVISIONING_KYMA_TIMEOUT", d.KymaTimeout,
+		"with APP_PROVISIONING_AWAIT_KYMA_READY: how long provisioning waits for the Kyma CR to be Ready")
 	b.Duration(&e.RuntimeTimeout, "runtime-timeout", "APP_PROVISIONING_RUNTIME_TIMEOUT", d.RuntimeTimeout,
 		"how long provisioning waits for the cluster")
 	b.Duration(&e.AccountTimeout, "account-timeout", "APP_PROVISIONING_ACCOUNT_TIMEOUT", d.AccountTimeout,
@@ -381,6 +418,8 @@ func (c *Config) BindEngine(b *Binder) {
 		"how long deprovisioning waits for the Kyma and Runtime CRs to be gone")
 	b.Duration(&e.RuntimePoll, "runtime-poll", "APP_PROVISIONING_RUNTIME_POLL", d.RuntimePoll,
 		"how often a waiting provisioning looks at its cluster (watches wake it sooner)")
+	b.Duration(&e.RuntimeGrace, "runtime-apply-grace", "APP_RUNTIME_APPLY_GRACE", d.RuntimeGrace,
+		"how long a change written into a Ready Runtime CR may leave its status untouched before it counts as applied (docs/architecture.md)")
 	b.Duration(&e.BTPMgrPoll, "btp-manager-poll", "APP_PROVISIONING_BTP_MANAGER_POLL", d.BTPMgrPoll,
 		"how often the final step retries while the runtime lacks the BtpOperator kind")
 	b.Duration(&e.RemovalPoll, "removal-poll", "APP_DEPROVISIONING_POLL", d.RemovalPoll,
@@ -452,6 +491,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Engine.Workers > 0 && c.Engine.RescueAfter <= c.Engine.JobTimeout {
 		errs = append(errs, errors.New("APP_WORKER_RESCUE_AFTER must be longer than APP_WORKER_JOB_TIMEOUT"))
+	}
+	if c.Engine.Workers > 0 && strings.Trim(c.Engine.ShootDomain, ".") == "" {
+		errs = append(errs, errors.New("APP_SHOOT_DOMAIN is empty: runtimes need a domain (<shoot>.<domain>)"))
+	}
+	if c.Engine.Workers > 0 && c.Engine.AwaitKymaReady && c.Engine.KymaTimeout <= 0 {
+		errs = append(errs, errors.New("APP_PROVISIONING_KYMA_TIMEOUT must be positive"))
 	}
 	if _, err := maintenance.ParseConfig(c.Engine.Orchestration.MaintenanceWindows); err != nil {
 		errs = append(errs, fmt.Errorf("APP_MAINTENANCE_WINDOWS: %w", err))

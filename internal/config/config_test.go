@@ -346,6 +346,16 @@ func TestBindServeReadsItsVariables(t *testing.T) {
 		{name: "shutdown timeout", env: "APP_SHUTDOWN_TIMEOUT", value: "5s", check: func(c config.Config) bool { return c.ShutdownTimeout == 5*time.Second }},
 		{name: "log format", env: "APP_LOG_FORMAT", value: "json", check: func(c config.Config) bool { return c.LogFormat == "json" }},
 		{name: "log level", env: "APP_LOG_LEVEL", value: "debug", check: func(c config.Config) bool { return c.LogLevel == "debug" }},
+		{name: "shoot domain", env: "APP_SHOOT_DOMAIN", value: "kyma.ondemand.com", check: func(c config.Config) bool { return c.Engine.ShootDomain == "kyma.ondemand.com" }},
+		{name: "shoot domain by its earlier name", env: "APP_DASHBOARD_DOMAIN", value: "old.example.com", check: func(c config.Config) bool { return c.Engine.ShootDomain == "old.example.com" }},
+		{name: "internal plans", env: "APP_KYMA_INTERNAL_PLANS", value: "preview, azure", check: func(c config.Config) bool {
+			return slices.Equal(c.Engine.KymaInternal.Plans, []string{"preview", "azure"})
+		}},
+		{name: "beta global accounts", env: "APP_KYMA_BETA_GLOBAL_ACCOUNTS", value: "ga-1", check: func(c config.Config) bool {
+			return slices.Equal(c.Engine.KymaBeta.GlobalAccounts, []string{"ga-1"})
+		}},
+		{name: "await Kyma", env: "APP_PROVISIONING_AWAIT_KYMA_READY", value: "true", check: func(c config.Config) bool { return c.Engine.AwaitKymaReady }},
+		{name: "Kyma timeout", env: "APP_PROVISIONING_KYMA_TIMEOUT", value: "5m", check: func(c config.Config) bool { return c.Engine.KymaTimeout == 5*time.Minute }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -31,6 +31,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/kyma-keb/keb/internal/auth"
+	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/logging"
 	"github.com/kyma-keb/keb/internal/runtimelisting"
 	"github.com/kyma-keb/keb/internal/storage"
@@ -53,12 +54,19 @@ type OperationReader interface {
 	InstanceOperations(ctx context.Context, instanceID string) ([]storage.Operation, error)
 }
 
+// InstanceReader reads a live instance, with what the control-plane watch
+// last saw of its Kyma CR (storage.Store).
+type InstanceReader interface {
+	Instance(ctx context.Context, instanceID string) (storage.Instance, error)
+}
+
 // Options are what the console reads through.
 type Options struct {
 	// Runtimes is the GET /info/runtimes handler (without its auth: the
 	// console checks the token itself).
 	Runtimes   http.Handler
 	Operations OperationReader
+	Instances  InstanceReader
 	Verifier   Verifier
 	// DevLogin says how to get a token in `keb dev`, shown on the login page.
 	DevLogin bool
@@ -218,6 +226,15 @@ var filters = []struct{ Param, Label string }{
 // states are the state filter's choices.
 var states = []string{"provisioning", "succeeded", "failed", "deprovisioning", "suspended", "deprovisioned"}
 
+// kymaStates are the Kyma state filter's choices.
+var kymaStates = func() []string {
+	out := make([]string, len(kyma.States))
+	for i, s := range kyma.States {
+		out[i] = string(s)
+	}
+	return out
+}()
+
 func (c *Console) runtimesPage(w http.ResponseWriter, r *http.Request, token string) {
 	q := r.URL.Query()
 	page, status, errMsg := c.listRuntimes(r, q)
@@ -237,7 +254,8 @@ func (c *Console) runtimesPage(w http.ResponseWriter, r *http.Request, token str
 		nextURL = "/console?" + nq.Encode()
 	}
 	c.render(w, status, "runtimes.html", map[string]any{
-		"Filters": fs, "States": states, "State": q.Get("state"), "Page": page, "Error": errMsg,
+		"Filters": fs, "States": states, "State": q.Get("state"), "KymaStates": kymaStates, "KymaState": q.Get("kyma_state"),
+		"Page": page, "Error": errMsg,
 		"Next": nextURL, "PageSize": q.Get("page_size"),
 	})
 }
@@ -290,12 +308,36 @@ func (c *Console) instancePage(w http.ResponseWriter, r *http.Request, token str
 			live = live || op.InProgress
 		}
 		data["Live"] = live
+		modules, err := c.kymaModules(r.Context(), id)
+		if err != nil {
+			logging.FromContext(r.Context(), c.opts.Log).WithError(err).Error("console: reading the Kyma module states")
+			status, data["Error"] = http.StatusInternalServerError, "the Kyma module states could not be read"
+		}
+		data["Modules"] = modules
 	}
 	name := "instance.html"
 	if r.URL.Query().Get("fragment") == "timeline" {
 		name = "timeline"
 	}
 	c.render(w, status, name, data)
+}
+
+// kymaModules are the module states of the instance's Kyma CR, as the
+// control-plane watch last saw them; none for an archived instance or one
+// without a Kyma CR.
+func (c *Console) kymaModules(ctx context.Context, id string) ([]kyma.ModuleHealth, error) {
+	inst, err := c.opts.Instances.Instance(ctx, id)
+	if errors.Is(err, storage.ErrNotFound) || (err == nil && len(inst.KymaModules) == 0) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var modules []kyma.ModuleHealth
+	if err := json.Unmarshal(inst.KymaModules, &modules); err != nil {
+		return nil, fmt.Errorf("decoding the Kyma module states of %s: %w", id, err)
+	}
+	return modules, nil
 }
 
 func (c *Console) render(w http.ResponseWriter, status int, name string, data any) {

@@ -26,7 +26,9 @@ const (
 	LabelRegion          = "kyma-project.io/region"
 	LabelPlatformRegion  = "kyma-project.io/platform-region"
 	LabelShootName       = "kyma-project.io/shoot-name"
-	LabelKymaName        = "operator.kyma-project.io/kyma-name"
+	// LabelProvider is the hyperscaler of a Runtime CR (aws, azure, gcp, openstack).
+	LabelProvider = "kyma-project.io/provider"
+	LabelKymaName = "operator.kyma-project.io/kyma-name"
 	// LabelManagedBy must be ManagedByLifecycleManager on Kyma CRs:
 	// Lifecycle Manager's cache only sees resources carrying it.
 	LabelManagedBy            = "operator.kyma-project.io/managed-by"
@@ -45,4 +47,15 @@ const (
 const (
 	CustomResourcePolicyCreateAndDelete = "CreateAndDelete"
 	CustomResourcePolicyIgnore          = "Ignore"
+)
+
+// Labels and annotations of Kyma CRs that Lifecycle Manager acts on.
+const (
+	// LabelInternal "true" opens Lifecycle Manager's internal modules to the runtime.
+	LabelInternal = "operator.kyma-project.io/internal"
+	// LabelBeta "true" opens Lifecycle Manager's beta modules to the runtime.
+	LabelBeta = "operator.kyma-project.io/beta"
+	// AnnotationSKRDomain is the runtime's domain, <shoot>.<shoot domain>: Lifecycle Manager's
+	// watcher needs it and puts a Kyma CR without it in Error.
+	AnnotationSKRDomain = "skr-domain"
 )

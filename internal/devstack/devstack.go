@@ -22,6 +22,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/sirupsen/logrus"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/app"
@@ -29,6 +30,8 @@ import (
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/infrasim"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
+	"github.com/kyma-keb/keb/internal/lmsim"
 	"github.com/kyma-keb/keb/internal/pgserver"
 	"github.com/kyma-keb/keb/internal/procguard"
 )
@@ -56,6 +59,11 @@ type Options struct {
 	// RuntimeMode is infrasim's mode: dedicated (an apiserver per runtime)
 	// or shared (one for all, for load tests).
 	RuntimeMode infrasim.Mode
+	// NoLifecycleManager leaves the simulated Lifecycle Manager out.
+	NoLifecycleManager bool
+	// RuntimeFaults are the failures the simulated infrastructure manager
+	// injects (infrasim.ParseFaults); nil: none.
+	RuntimeFaults func(rt *infrastructuremanager.Runtime) *infrasim.Fault
 }
 
 // Run starts the dev stack and serves until ctx is done.
@@ -132,20 +140,38 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 	if err := seed(ctx, kc, controlplane.Namespace, "garden-"+cfg.Engine.GardenerProject); err != nil {
 		return err
 	}
+	// Runtimes start without CRDs, as real ones do: Lifecycle Manager
+	// installs the BtpOperator CRD with the btp-operator module.
 	sim, err := infrasim.New(kcp.config, scheme, infrasim.Options{
 		Namespace: controlplane.Namespace, Delay: opts.RuntimeDelay, Mode: opts.RuntimeMode,
-		BinDir: binDir, Log: log.WithField("component", "infrasim"),
+		BinDir: binDir, Log: log.WithField("component", "infrasim"), Faults: opts.RuntimeFaults,
+		RuntimeCRDs: []*apiextensionsv1.CustomResourceDefinition{},
 	})
 	if err != nil {
 		return fmt.Errorf("simulated infrastructure manager: %w", err)
 	}
-	simDone := make(chan error, 1)
+	// Modules install as soon as the runtime is there: the cluster's delay
+	// is the dev stack's one wait, as before Lifecycle Manager was simulated.
+	sims := []interface{ Start(context.Context) error }{sim}
+	if !opts.NoLifecycleManager {
+		lm, err := lmsim.New(kcp.config, scheme, lmsim.Options{Namespace: controlplane.Namespace,
+			Log: log.WithField("component", "lmsim")})
+		if err != nil {
+			return fmt.Errorf("simulated Lifecycle Manager: %w", err)
+		}
+		sims = append(sims, lm)
+	}
+	simDone := make(chan error, len(sims))
 	simCtx, stopSim := context.WithCancel(ctx)
-	go func() { simDone <- sim.Start(simCtx) }()
+	for _, s := range sims {
+		go func() { simDone <- s.Start(simCtx) }()
+	}
 	defer func() {
 		stopSim()
-		if err := <-simDone; err != nil {
-			log.WithError(err).Warn("simulated infrastructure manager stopped")
+		for range sims {
+			if err := <-simDone; err != nil {
+				log.WithError(err).Warn("simulated infrastructure manager or Lifecycle Manager stopped")
+			}
 		}
 	}()
 	cfg.Engine.KCPKubeconfig = kcp.kubeconfig

@@ -74,15 +74,32 @@ func startSimulator(t *testing.T, ns string, opts Options) (*Simulator, func()) 
 	return sim, stop
 }
 
+// newRuntime is a Runtime as keb writes it: every label the infrastructure
+// manager requires (runtimeID "" leaves them all out) and every required
+// field.
 func newRuntime(ns, name, runtimeID string) *infrastructuremanager.Runtime {
 	rt := &infrastructuremanager.Runtime{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: infrastructuremanager.RuntimeSpec{Shoot: infrastructuremanager.RuntimeShoot{
-			Name: "c-" + name, Region: "westeurope", Provider: infrastructuremanager.RuntimeProvider{Type: "azure"},
-		}},
+		Spec: infrastructuremanager.RuntimeSpec{
+			Shoot: infrastructuremanager.RuntimeShoot{
+				Name: "c-" + name, Purpose: "development", PlatformRegion: "cf-eu20", Region: "westeurope", SecretBindingName: "sb-azure",
+				Provider: infrastructuremanager.Provider{Type: "azure", Workers: []infrastructuremanager.Worker{{
+					Name: infrastructuremanager.KymaWorkerName, Machine: infrastructuremanager.Machine{Type: "Standard_D2s_v5"},
+					Minimum: 3, Maximum: 20, Zones: []string{"1", "2", "3"}}}},
+				Networking: infrastructuremanager.Networking{Nodes: "10.250.0.0/16", Pods: "10.96.0.0/13", Services: "10.104.0.0/13"},
+			},
+			Security: infrastructuremanager.Security{Administrators: []string{"admin@example.com"},
+				Networking: infrastructuremanager.NetworkingSecurity{Filter: infrastructuremanager.Filter{
+					Egress: infrastructuremanager.Egress{Enabled: true}}}},
+		},
 	}
 	if runtimeID != "" {
-		rt.Labels = map[string]string{controlplane.LabelRuntimeID: runtimeID}
+		rt.Labels = map[string]string{
+			controlplane.LabelRuntimeID: runtimeID, controlplane.LabelInstanceID: "inst-" + name,
+			controlplane.LabelRegion: "westeurope", controlplane.LabelKymaName: name,
+			controlplane.LabelPlanID: "4deee563-e5ec-4731-b9b1-53b42d855f0c", controlplane.LabelPlanName: "azure",
+			controlplane.LabelGlobalAccountID: "ga-" + name, controlplane.LabelSubAccountID: "sa-" + name,
+		}
 	}
 	return rt
 }

@@ -11,9 +11,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -94,7 +96,7 @@ func setup(t *testing.T, scheme *k8sruntime.Scheme, rt *infrastructuremanager.Ru
 	c := b.Build()
 	return &bundle{
 		r: &reconciler{
-			client: c, clusters: clusters, delay: time.Minute, log: testLog(), now: clk.now,
+			client: c, clusters: clusters, delay: time.Minute, log: testLog(), now: clk.now, state: map[types.UID]*progress{},
 		},
 		c: c, clusters: clusters, clock: clk,
 		req: reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "kcp-system", Name: "unit"}},
@@ -122,8 +124,9 @@ func (b *bundle) secretExists(t *testing.T) bool {
 func unitRuntime(state infrastructuremanager.State, finalizer bool, deleting bool) *infrastructuremanager.Runtime {
 	rt := newRuntime("kcp-system", "unit", unitRuntimeID)
 	rt.Status.State = state
+	rt.UID, rt.Generation = "uid-unit", 1
 	if finalizer {
-		rt.Finalizers = []string{Finalizer}
+		rt.Finalizers = []string{infrastructuremanager.Finalizer}
 	}
 	if deleting {
 		now := metav1.Now()
@@ -145,8 +148,12 @@ func TestReconcileWaitsForTheDelayThenProvisionsOnce(t *testing.T) {
 		t.Fatalf("first reconcile: RequeueAfter = %s, want the full delay", res.RequeueAfter)
 	}
 	rt := b.runtime(t)
-	if rt.Status.State != infrastructuremanager.StatePending || !controllerutil.ContainsFinalizer(rt, Finalizer) {
-		t.Fatalf("after the first reconcile: state %q, finalizers %v; want Pending with %s", rt.Status.State, rt.Finalizers, Finalizer)
+	if rt.Status.State != infrastructuremanager.StatePending || !controllerutil.ContainsFinalizer(rt, infrastructuremanager.Finalizer) {
+		t.Fatalf("after the first reconcile: state %q, finalizers %v; want Pending with %s", rt.Status.State, rt.Finalizers, infrastructuremanager.Finalizer)
+	}
+	if c := meta.FindStatusCondition(rt.Status.Conditions, infrastructuremanager.ConditionProvisioned); c == nil ||
+		c.Status != metav1.ConditionUnknown || c.Reason != infrastructuremanager.ReasonProcessing {
+		t.Fatalf("Pending conditions %+v, want Provisioned Unknown Processing", rt.Status.Conditions)
 	}
 
 	b.clock.add(40 * time.Second)
@@ -163,14 +170,208 @@ func TestReconcileWaitsForTheDelayThenProvisionsOnce(t *testing.T) {
 			t.Fatalf("reconcile %d after the delay = %+v, %v; want done", i, res, err)
 		}
 	}
-	if got := b.runtime(t).Status.State; got != infrastructuremanager.StateReady {
-		t.Fatalf("state = %q, want Ready", got)
+	ready := b.runtime(t)
+	if ready.Status.State != infrastructuremanager.StateReady || !ready.Status.ProvisioningCompleted {
+		t.Fatalf("status %+v, want Ready with provisioning completed", ready.Status)
+	}
+	for _, typ := range []string{infrastructuremanager.ConditionProvisioned, infrastructuremanager.ConditionKubeconfigReady,
+		infrastructuremanager.ConditionOIDCConfigured, infrastructuremanager.ConditionConfigured} {
+		if !meta.IsStatusConditionTrue(ready.Status.Conditions, typ) {
+			t.Errorf("Ready without condition %s True: %+v", typ, ready.Status.Conditions)
+		}
+	}
+	if c := meta.FindStatusCondition(ready.Status.Conditions, infrastructuremanager.ConditionProvisioned); c.Reason != infrastructuremanager.ReasonShootCreationCompleted {
+		t.Errorf("Provisioned reason %q, want %q", c.Reason, infrastructuremanager.ReasonShootCreationCompleted)
 	}
 	if !b.secretExists(t) {
 		t.Fatal("Ready without a kubeconfig Secret")
 	}
+	secret := &corev1.Secret{}
+	if err := b.c.Get(ctx, client.ObjectKey{Namespace: "kcp-system", Name: infrastructuremanager.KubeconfigSecretName(unitRuntimeID)}, secret); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range ready.Labels {
+		if secret.Labels[k] != v {
+			t.Errorf("kubeconfig Secret label %s = %q, want the Runtime's %q", k, secret.Labels[k], v)
+		}
+	}
 	if n := b.clusters.ensured[unitRuntimeID]; n != 1 {
 		t.Fatalf("cluster requested %d times, want once", n)
+	}
+}
+
+// bump changes the Runtime's spec as keb's patch would: a new generation.
+func (b *bundle) bump(t *testing.T) {
+	t.Helper()
+	rt := b.runtime(t)
+	rt.Spec.Shoot.Provider.Workers[0].Maximum++
+	rt.Generation++
+	if err := b.c.Update(t.Context(), rt); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReconcileTakesAChangeThroughPendingToReady: a changed spec of a Ready
+// runtime goes Pending (Provisioned Unknown) and, after the delay, Ready
+// again with a transition of Provisioned, on the same cluster; nothing like
+// an observedGeneration is written.
+func TestReconcileTakesAChangeThroughPendingToReady(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	b := setup(t, testScheme(t), unitRuntime("", true, false), interceptor.Funcs{})
+	b.r.delay = 0
+	if _, err := b.r.Reconcile(ctx, b.req); err != nil {
+		t.Fatal(err)
+	}
+	before := b.runtime(t)
+	if before.Status.State != infrastructuremanager.StateReady {
+		t.Fatalf("state %q, want Ready", before.Status.State)
+	}
+	b.r.delay = time.Minute
+	b.clock.add(time.Hour)
+	b.bump(t)
+	if res, err := b.r.Reconcile(ctx, b.req); err != nil || res.RequeueAfter != time.Minute {
+		t.Fatalf("reconcile of the change = %+v, %v; want the delay", res, err)
+	}
+	pending := b.runtime(t)
+	if c := meta.FindStatusCondition(pending.Status.Conditions, infrastructuremanager.ConditionProvisioned); pending.Status.State != infrastructuremanager.StatePending ||
+		c.Status != metav1.ConditionUnknown {
+		t.Fatalf("while applying: %+v", pending.Status)
+	}
+	b.clock.add(time.Minute)
+	if _, err := b.r.Reconcile(ctx, b.req); err != nil {
+		t.Fatal(err)
+	}
+	after := b.runtime(t)
+	c := meta.FindStatusCondition(after.Status.Conditions, infrastructuremanager.ConditionProvisioned)
+	if after.Status.State != infrastructuremanager.StateReady || c.Reason != infrastructuremanager.ReasonConfigurationCompleted ||
+		!c.LastTransitionTime.Time.Equal(b.clock.now().Truncate(time.Second)) {
+		t.Fatalf("after the change: %+v, want Ready with a new Provisioned transition", after.Status)
+	}
+	if infrastructuremanager.Fingerprint(after.Status.Conditions) == infrastructuremanager.Fingerprint(before.Status.Conditions) {
+		t.Error("the conditions after the change read as before it")
+	}
+	if n := b.clusters.ensured[unitRuntimeID]; n != 2 { // Ensure is idempotent: the same cluster
+		t.Errorf("Ensure called %d times", n)
+	}
+	// Settled: a further reconcile writes nothing.
+	rv := after.ResourceVersion
+	if _, err := b.r.Reconcile(ctx, b.req); err != nil || b.runtime(t).ResourceVersion != rv {
+		t.Fatalf("a reconcile of a settled runtime wrote it: %v", err)
+	}
+}
+
+// TestReconcileTransientFault: a Gardener error, Failed for the fault's
+// duration, then Pending and Ready, as the infrastructure manager retries;
+// the fault hits one rollout once.
+func TestReconcileTransientFault(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	b := setup(t, testScheme(t), unitRuntime("", true, false), interceptor.Funcs{})
+	b.r.delay = 0
+	asked := 0
+	b.r.faults = func(*infrastructuremanager.Runtime) *Fault {
+		asked++
+		return &Fault{Message: "throttled", Duration: 30 * time.Second}
+	}
+	if res, err := b.r.Reconcile(ctx, b.req); err != nil || res.RequeueAfter != 30*time.Second {
+		t.Fatalf("reconcile = %+v, %v", res, err)
+	}
+	failed := b.runtime(t)
+	if c := infrastructuremanager.Newest(failed.Status.Conditions); failed.Status.State != infrastructuremanager.StateFailed ||
+		c.Reason != infrastructuremanager.ReasonGardenerError || c.Message != "throttled" || c.Status != metav1.ConditionFalse {
+		t.Fatalf("status %+v, want Failed with the Gardener error", failed.Status)
+	}
+	b.clock.add(10 * time.Second)
+	if res, err := b.r.Reconcile(ctx, b.req); err != nil || res.RequeueAfter != 20*time.Second {
+		t.Fatalf("reconcile during the fault = %+v, %v", res, err)
+	}
+	b.clock.add(20 * time.Second)
+	if _, err := b.r.Reconcile(ctx, b.req); err != nil {
+		t.Fatal(err)
+	}
+	if st := b.runtime(t).Status.State; st != infrastructuremanager.StatePending {
+		t.Fatalf("after the fault: %q, want Pending", st)
+	}
+	if _, err := b.r.Reconcile(ctx, b.req); err != nil {
+		t.Fatal(err)
+	}
+	if st := b.runtime(t).Status.State; st != infrastructuremanager.StateReady || asked != 1 {
+		t.Fatalf("after recovery: %q (the fault was asked %d times), want Ready, asked once", st, asked)
+	}
+}
+
+// TestReconcilePermanentFault: Failed for as long as the fault lasts, asked
+// again at each periodic reconcile; Ready once it is gone.
+func TestReconcilePermanentFault(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	b := setup(t, testScheme(t), unitRuntime("", true, false), interceptor.Funcs{})
+	b.r.delay = 0
+	broken := true
+	b.r.faults = func(*infrastructuremanager.Runtime) *Fault {
+		if broken {
+			return &Fault{Message: "quota exceeded", Permanent: true}
+		}
+		return nil
+	}
+	for range 2 {
+		if res, err := b.r.Reconcile(ctx, b.req); err != nil || res.RequeueAfter != time.Second {
+			t.Fatalf("reconcile = %+v, %v", res, err)
+		}
+		if st := b.runtime(t).Status.State; st != infrastructuremanager.StateFailed {
+			t.Fatalf("state %q, want Failed", st)
+		}
+	}
+	broken = false
+	if _, err := b.r.Reconcile(ctx, b.req); err != nil {
+		t.Fatal(err)
+	}
+	if st := b.runtime(t).Status.State; st != infrastructuremanager.StateReady {
+		t.Fatalf("after the fault: %q, want Ready", st)
+	}
+}
+
+// TestReconcileRefusesWhatKIMRefuses: a missing required label or a worker
+// pool other than the Kyma one is Failed with a configuration error, and
+// nothing is created; the corrected Runtime goes on.
+func TestReconcileRefusesWhatKIMRefuses(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	for name, spoil := range map[string]func(rt *infrastructuremanager.Runtime){
+		"a required label missing":      func(rt *infrastructuremanager.Runtime) { delete(rt.Labels, "kyma-project.io/broker-plan-id") },
+		"a pool not named cpu-worker-0": func(rt *infrastructuremanager.Runtime) { rt.Spec.Shoot.Provider.Workers[0].Name = "pool" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			rt := unitRuntime("", true, false)
+			good := rt.DeepCopy()
+			spoil(rt)
+			b := setup(t, testScheme(t), rt, interceptor.Funcs{})
+			b.r.delay = 0
+			if _, err := b.r.Reconcile(ctx, b.req); err != nil {
+				t.Fatal(err)
+			}
+			refused := b.runtime(t)
+			c := infrastructuremanager.Newest(refused.Status.Conditions)
+			if refused.Status.State != infrastructuremanager.StateFailed || c.Reason != infrastructuremanager.ReasonConfigurationError {
+				t.Fatalf("status %+v, want Failed with a configuration error", refused.Status)
+			}
+			if b.clusters.ensured[unitRuntimeID] != 0 || b.secretExists(t) {
+				t.Fatal("a refused Runtime got a cluster")
+			}
+			refused.Labels, refused.Spec = good.Labels, good.Spec
+			refused.Generation++
+			if err := b.c.Update(ctx, refused); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.r.Reconcile(ctx, b.req); err != nil {
+				t.Fatal(err)
+			}
+			if st := b.runtime(t).Status.State; st != infrastructuremanager.StateReady {
+				t.Fatalf("the corrected Runtime is %q, want Ready", st)
+			}
+		})
 	}
 }
 
@@ -216,12 +417,6 @@ func TestReconcileTearsDownDeletedRuntimes(t *testing.T) {
 	if _, err := b.r.Reconcile(ctx, b.req); err != nil {
 		t.Fatalf("reconciling a gone Runtime: %v", err)
 	}
-}
-
-// pendingSince stamps rt as the simulator does when it first sees it.
-func pendingSince(rt *infrastructuremanager.Runtime, t time.Time) *infrastructuremanager.Runtime {
-	rt.Annotations = map[string]string{pendingSinceAnnotation: t.Format(time.RFC3339Nano)}
-	return rt
 }
 
 // With no delay a new runtime goes straight to Ready: a Pending nobody could
@@ -286,7 +481,7 @@ func TestReconcileErrors(t *testing.T) {
 			wantErr: "adding finalizer",
 		},
 		{
-			name: "setting Pending fails", runtime: pendingSince(unitRuntime("", true, false), time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)), delay: time.Minute,
+			name: "setting Pending fails", runtime: unitRuntime("", true, false), delay: time.Minute,
 			funcs: failStatus(infrastructuremanager.StatePending), wantErr: "setting Runtime kcp-system/unit to Pending",
 		},
 		{
@@ -337,8 +532,8 @@ func TestReconcileErrors(t *testing.T) {
 			b := setup(t, testScheme(t), tc.runtime, tc.funcs)
 			b.r.delay = tc.delay
 			b.clusters.ensureErr, b.clusters.releaseErr = tc.ensureErr, tc.releaseErr
-			if tc.runtime.Name == "unit" && tc.runtime.Annotations["fail"] != "" {
-				b.r.failRuntimes = func(string) string { return "no capacity" }
+			if tc.runtime.Annotations["fail"] != "" {
+				b.r.faults = func(*infrastructuremanager.Runtime) *Fault { return &Fault{Message: "no capacity", Permanent: true} }
 			}
 			_, err := b.r.Reconcile(t.Context(), b.req)
 			if !errors.Is(err, errBoom) || !strings.Contains(err.Error(), tc.wantErr) {
@@ -354,7 +549,7 @@ func TestReconcileErrors(t *testing.T) {
 			if rt.Status.State != tc.wantState {
 				t.Errorf("state = %q, want %q", rt.Status.State, tc.wantState)
 			}
-			if !controllerutil.ContainsFinalizer(rt, Finalizer) {
+			if !controllerutil.ContainsFinalizer(rt, infrastructuremanager.Finalizer) {
 				t.Error("the finalizer is gone after a failed reconcile")
 			}
 			if got := b.secretExists(t); got != tc.wantSecret {
@@ -380,7 +575,7 @@ func TestReconcileRetriesStaleReadsQuietly(t *testing.T) {
 	}
 }
 
-// newFailing marks a test Runtime for the FailRuntimes hook.
+// newFailing marks a test Runtime for a permanent fault.
 func newFailing(rt *infrastructuremanager.Runtime) *infrastructuremanager.Runtime {
 	rt.Annotations = map[string]string{"fail": "true"}
 	return rt

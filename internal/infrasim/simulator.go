@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -65,14 +66,23 @@ type Options struct {
 	// RuntimeCRDs are installed into each runtime cluster. nil means
 	// RuntimeCRDs() (the BtpOperator CRD); an empty slice installs none.
 	RuntimeCRDs []*apiextensionsv1.CustomResourceDefinition
-	// FailRuntimes, when set and returning a non-empty message for a runtime ID,
-	// makes that Runtime Failed with the message instead of Ready (for tests of
-	// failure paths).
-	FailRuntimes func(runtimeID string) string
-	// FailChanges, when set and returning a non-empty message for a Runtime
-	// whose changed spec is being applied (an upgrade), makes it Failed
-	// with the message instead of Ready (for tests of failed upgrades).
-	FailChanges func(rt *infrastructuremanager.Runtime) string
+	// Faults, when set, is asked each time a Runtime's creation or changed
+	// spec is about to become Ready: a non-nil Fault makes it Failed with a
+	// Gardener error instead (ParseFaults builds one from `keb dev
+	// --runtime-faults`).
+	Faults func(rt *infrastructuremanager.Runtime) *Fault
+}
+
+// Fault is an injected failure of the infrastructure manager: a Gardener
+// error (condition Provisioned False, reason GardenerErr, Message) that a
+// transient fault recovers from after Duration (default: the simulator's
+// delay, at least a second), through Pending to Ready, as the real one
+// retries, and a permanent one does not while it lasts (it is asked again at
+// each periodic reconciliation).
+type Fault struct {
+	Message   string
+	Permanent bool
+	Duration  time.Duration
 }
 
 // Simulator plays the infrastructure manager against a control plane. Its
@@ -127,13 +137,13 @@ func New(kcp *rest.Config, scheme *k8sruntime.Scheme, opts Options) (*Simulator,
 	}
 	pool := newClusterPool(opts.Mode, opts.BinDir, opts.RuntimeCRDs, opts.MaxConcurrentStarts, opts.Log)
 	r := &reconciler{
-		client:       mgr.GetClient(),
-		clusters:     pool,
-		delay:        opts.Delay,
-		failRuntimes: opts.FailRuntimes,
-		failChanges:  opts.FailChanges,
-		log:          opts.Log,
-		now:          time.Now,
+		client:   mgr.GetClient(),
+		clusters: pool,
+		delay:    opts.Delay,
+		faults:   opts.Faults,
+		log:      opts.Log,
+		now:      time.Now,
+		state:    map[types.UID]*progress{},
 	}
 	err = builder.ControllerManagedBy(mgr).
 		For(&infrastructuremanager.Runtime{}).

@@ -49,8 +49,8 @@ func TestDedicatedRuntimeLifecycle(t *testing.T) {
 	if took := time.Since(created); took < delay {
 		t.Errorf("Ready after %s, before the %s delay", took, delay)
 	}
-	if !controllerutil.ContainsFinalizer(ready, Finalizer) {
-		t.Errorf("Ready Runtime has finalizers %v, want %s", ready.Finalizers, Finalizer)
+	if !controllerutil.ContainsFinalizer(ready, infrastructuremanager.Finalizer) {
+		t.Errorf("Ready Runtime has finalizers %v, want %s", ready.Finalizers, infrastructuremanager.Finalizer)
 	}
 
 	rc, err := cache.Client(ctx, runtimeID)
@@ -114,16 +114,16 @@ func TestSharedModeHandsEveryRuntimeTheSameCluster(t *testing.T) {
 	sim, stop := startSimulator(t, ns, Options{Mode: ModeShared})
 
 	labelled := newRuntime(ns, "labelled", "rid-labelled")
-	unlabelled := newRuntime(ns, "unlabelled", "") // runtime ID falls back to the name
-	for _, rt := range []*infrastructuremanager.Runtime{labelled, unlabelled} {
+	other := newRuntime(ns, "other", "rid-other")
+	for _, rt := range []*infrastructuremanager.Runtime{labelled, other} {
 		if err := kcp.Create(ctx, rt); err != nil {
 			t.Fatal(err)
 		}
 	}
 	waitForState(t, kcp, client.ObjectKeyFromObject(labelled), infrastructuremanager.StateReady)
-	waitForState(t, kcp, client.ObjectKeyFromObject(unlabelled), infrastructuremanager.StateReady)
+	waitForState(t, kcp, client.ObjectKeyFromObject(other), infrastructuremanager.StateReady)
 	cfgA := kubeconfigOf(t, kcp, ns, "rid-labelled")
-	cfgB := kubeconfigOf(t, kcp, ns, "unlabelled")
+	cfgB := kubeconfigOf(t, kcp, ns, "rid-other")
 	if cfgA.Host != cfgB.Host {
 		t.Fatalf("runtimes got apiservers %s and %s, want one shared", cfgA.Host, cfgB.Host)
 	}
@@ -158,29 +158,28 @@ func TestSharedModeHandsEveryRuntimeTheSameCluster(t *testing.T) {
 	}
 }
 
-func TestFailRuntimesMarksThemFailed(t *testing.T) {
+func TestPermanentFaultMarksThemFailed(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	kcp := kcpClient(t)
 	const ns = "infrasim-fail"
 	createNamespace(t, kcp, ns)
-	const msg = "simulated: quota exceeded in westeurope"
-	sim, _ := startSimulator(t, ns, Options{Mode: ModeShared, FailRuntimes: func(runtimeID string) string {
-		if runtimeID == "rid-doomed" {
-			return msg
-		}
-		return ""
-	}})
+	faults, err := ParseFaults("permanent=sa-doomed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim, _ := startSimulator(t, ns, Options{Mode: ModeShared, Faults: faults})
 
 	rt := newRuntime(ns, "doomed", "rid-doomed")
 	if err := kcp.Create(ctx, rt); err != nil {
 		t.Fatal(err)
 	}
 	failed := waitForState(t, kcp, client.ObjectKeyFromObject(rt), infrastructuremanager.StateFailed)
-	if failed.Status.Message != msg {
-		t.Errorf("status.message = %q, want %q", failed.Status.Message, msg)
+	const msg = "simulated Gardener error: quota exceeded for machine type Standard_D2s_v5 in region westeurope"
+	if c := infrastructuremanager.Newest(failed.Status.Conditions); c.Message != msg || c.Reason != infrastructuremanager.ReasonGardenerError {
+		t.Errorf("newest condition %+v, want %q", c, msg)
 	}
-	err := kcp.Get(ctx, client.ObjectKey{Namespace: ns, Name: infrastructuremanager.KubeconfigSecretName("rid-doomed")}, &corev1.Secret{})
+	err = kcp.Get(ctx, client.ObjectKey{Namespace: ns, Name: infrastructuremanager.KubeconfigSecretName("rid-doomed")}, &corev1.Secret{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("a Failed runtime has a kubeconfig Secret (get error: %v)", err)
 	}
@@ -196,6 +195,50 @@ func TestFailRuntimesMarksThemFailed(t *testing.T) {
 		err := kcp.Get(ctx, client.ObjectKeyFromObject(rt), &infrastructuremanager.Runtime{})
 		return apierrors.IsNotFound(err), err
 	})
+}
+
+// An unlabelled Runtime is refused, as the infrastructure manager refuses it.
+func TestUnlabelledRuntimeIsRefused(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	kcp := kcpClient(t)
+	const ns = "infrasim-refused"
+	createNamespace(t, kcp, ns)
+	startSimulator(t, ns, Options{Mode: ModeShared})
+	rt := newRuntime(ns, "unlabelled", "")
+	if err := kcp.Create(ctx, rt); err != nil {
+		t.Fatal(err)
+	}
+	failed := waitForState(t, kcp, client.ObjectKeyFromObject(rt), infrastructuremanager.StateFailed)
+	if c := infrastructuremanager.Newest(failed.Status.Conditions); c.Reason != infrastructuremanager.ReasonConfigurationError ||
+		!strings.Contains(c.Message, "missing required label") {
+		t.Errorf("refused with %+v", c)
+	}
+}
+
+func TestParseFaults(t *testing.T) {
+	t.Parallel()
+	rt := func(subaccount string) *infrastructuremanager.Runtime {
+		r := newRuntime("ns", "x", "rid")
+		r.Labels[controlplane.LabelSubAccountID] = subaccount
+		return r
+	}
+	f, err := ParseFaults("permanent=sa-broken, transient")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f(rt("sa-broken")); got == nil || !got.Permanent {
+		t.Errorf("sa-broken: %+v, want permanent", got)
+	}
+	if got := f(rt("sa-other")); got == nil || got.Permanent {
+		t.Errorf("sa-other: %+v, want transient", got)
+	}
+	if f, err := ParseFaults(""); f != nil || err != nil {
+		t.Errorf("no faults: a function (%v), %v", f != nil, err)
+	}
+	if _, err := ParseFaults("sometimes"); err == nil || !strings.Contains(err.Error(), "transient or permanent") {
+		t.Errorf("an unknown kind: %v", err)
+	}
 }
 
 // After a restart the simulator owns no cluster: a Ready runtime gets a fresh

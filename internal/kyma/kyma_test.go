@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,10 +24,12 @@ func ptr[T any](v T) *T { return &v }
 
 func TestNewKymaLabels(t *testing.T) {
 	t.Parallel()
-	k := NewKyma(KymaInput{
+	in := KymaInput{
 		InstanceID: "inst-1", RuntimeID: "RT-ABC", GlobalAccountID: "ga-1", SubAccountID: "sa-1",
 		PlanID: "4deee563-e5ec-4731-b9b1-53b42d855f0c", PlanName: "azure", Region: "eastus", PlatformRegion: "cf-eu20",
-	})
+		ShootName: "c-1a2b3c",
+	}
+	k := NewKyma(in, Settings{ShootDomain: "kyma.example.com"})
 	want := map[string]string{
 		"kyma-project.io/instance-id":         "inst-1",
 		"kyma-project.io/runtime-id":          "RT-ABC",
@@ -44,11 +45,44 @@ func TestNewKymaLabels(t *testing.T) {
 	if !maps.Equal(k.Labels, want) {
 		t.Errorf("labels = %v, want %v", k.Labels, want)
 	}
+	if got := k.Annotations; !maps.Equal(got, map[string]string{"skr-domain": "c-1a2b3c.kyma.example.com"}) {
+		t.Errorf("annotations = %v, want skr-domain c-1a2b3c.kyma.example.com", got)
+	}
 	if k.Name != "rt-abc" || k.Namespace != "kcp-system" {
 		t.Errorf("name = %s/%s, want kcp-system/rt-abc", k.Namespace, k.Name)
 	}
 	if k.APIVersion != "operator.kyma-project.io/v1beta2" || k.Kind != "Kyma" {
 		t.Errorf("type = %s %s", k.APIVersion, k.Kind)
+	}
+}
+
+// TestInternalAndBetaLabels: the settings open internal and beta modules by plan or by global
+// account; a runtime in neither gets no label at all (not "false").
+func TestInternalAndBetaLabels(t *testing.T) {
+	t.Parallel()
+	s := Settings{
+		Internal: Audience{Plans: []string{"preview"}, GlobalAccounts: []string{"ga-internal"}},
+		Beta:     Audience{GlobalAccounts: []string{"ga-beta", "ga-internal"}},
+	}
+	cases := []struct {
+		plan, account  string
+		internal, beta bool
+	}{
+		{plan: "azure", account: "ga-other"},
+		{plan: "preview", account: "ga-other", internal: true},
+		{plan: "azure", account: "ga-internal", internal: true, beta: true},
+		{plan: "aws", account: "ga-beta", beta: true},
+	}
+	for _, tc := range cases {
+		l := NewKyma(KymaInput{RuntimeID: "rt", PlanName: tc.plan, GlobalAccountID: tc.account}, s).Labels
+		internal, hasInternal := l["operator.kyma-project.io/internal"]
+		beta, hasBeta := l["operator.kyma-project.io/beta"]
+		if hasInternal != tc.internal || (hasInternal && internal != "true") {
+			t.Errorf("plan %s, account %s: internal label %q (set %v), want set %v", tc.plan, tc.account, internal, hasInternal, tc.internal)
+		}
+		if hasBeta != tc.beta || (hasBeta && beta != "true") {
+			t.Errorf("plan %s, account %s: beta label %q (set %v), want set %v", tc.plan, tc.account, beta, hasBeta, tc.beta)
+		}
 	}
 }
 
@@ -78,7 +112,7 @@ func TestNewKymaModulesAndChannel(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			k := NewKyma(KymaInput{RuntimeID: "rt", Channel: tc.channel, Modules: tc.modules})
+			k := NewKyma(KymaInput{RuntimeID: "rt", Channel: tc.channel, Modules: tc.modules}, Settings{})
 			if !reflect.DeepEqual(k.Spec.Modules, tc.wantModules) {
 				t.Errorf("modules = %+v, want %+v", k.Spec.Modules, tc.wantModules)
 			}
@@ -93,58 +127,16 @@ func TestNewKymaModulesAndChannel(t *testing.T) {
 func TestNewKymaDoesNotAlias(t *testing.T) {
 	t.Parallel()
 	list := []Module{{Name: "keda", Managed: ptr(true)}}
-	k := NewKyma(KymaInput{RuntimeID: "rt", Modules: &ModulesParam{List: list}})
+	k := NewKyma(KymaInput{RuntimeID: "rt", Modules: &ModulesParam{List: list}}, Settings{})
 	k.Spec.Modules[0].Name = "changed"
 	*k.Spec.Modules[0].Managed = false
 	if list[0].Name != "keda" || !*list[0].Managed {
 		t.Errorf("caller's list changed: %+v", list[0])
 	}
-	d := NewKyma(KymaInput{RuntimeID: "rt"})
+	d := NewKyma(KymaInput{RuntimeID: "rt"}, Settings{})
 	d.Spec.Modules[0].Name = "changed"
 	if DefaultModules()[0].Name == "changed" {
 		t.Error("default modules changed through a CR")
-	}
-}
-
-// TestKymaAcceptedByAPIServer writes NewKyma's output through a typed client: the CRD must accept
-// it, and it must read back unchanged.
-func TestKymaAcceptedByAPIServer(t *testing.T) {
-	t.Parallel()
-	ctx := t.Context()
-	c := newClient(t)
-	ensureNamespace(t, c, controlplane.Namespace)
-	cases := []struct {
-		name    string
-		modules *ModulesParam
-	}{
-		{name: "default modules"},
-		{name: "no modules", modules: &ModulesParam{Default: ptr(false)}},
-		{name: "custom modules", modules: &ModulesParam{Channel: controlplane.ChannelFast, List: []Module{
-			{Name: "keda", Channel: controlplane.ChannelRegular, CustomResourcePolicy: controlplane.CustomResourcePolicyIgnore, Managed: ptr(false)},
-		}}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			want := NewKyma(KymaInput{RuntimeID: uuid.NewString(), InstanceID: "i", Modules: tc.modules})
-			if err := c.Create(ctx, want.DeepCopy()); err != nil {
-				t.Fatalf("create: %v", err)
-			}
-			var got Kyma
-			if err := c.Get(ctx, client.ObjectKeyFromObject(want), &got); err != nil {
-				t.Fatalf("get: %v", err)
-			}
-			if !reflect.DeepEqual(got.Spec, want.Spec) || !maps.Equal(got.Labels, want.Labels) {
-				t.Errorf("read back spec %+v labels %v, want %+v %v", got.Spec, got.Labels, want.Spec, want.Labels)
-			}
-			var list KymaList
-			if err := c.List(ctx, &list, client.InNamespace(controlplane.Namespace), client.MatchingLabels{controlplane.LabelRuntimeID: want.Labels[controlplane.LabelRuntimeID]}); err != nil {
-				t.Fatalf("list: %v", err)
-			}
-			if len(list.Items) != 1 || !reflect.DeepEqual(list.DeepCopy().Items[0].Spec, want.Spec) {
-				t.Errorf("list by runtime ID label = %+v", list.Items)
-			}
-		})
 	}
 }
 

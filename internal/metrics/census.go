@@ -28,6 +28,9 @@ var (
 		"Live instances (not deprovisioned).", nil, nil)
 	instancesDesc = prometheus.NewDesc("keb_instances",
 		"Live instances by plan and runtime state.", []string{"plan_id", "state"}, nil)
+	kymaStatesDesc = prometheus.NewDesc("keb_runtimes_by_kyma_state",
+		"Live runtimes with a Kyma CR by plan and the state Lifecycle Manager reports for it (Ready, Processing, Warning, Error, Deleting).",
+		[]string{"plan_id", "state"}, nil)
 	queueJobsDesc = prometheus.NewDesc("keb_queue_jobs",
 		"Jobs in the work queue (River) by state: available ones wait for a worker, scheduled ones for their time.",
 		[]string{"state"}, nil)
@@ -98,7 +101,7 @@ func NewCensus(db CensusTaker, accounts AccountCensus, ttl time.Duration, log lo
 
 // Describe sends every descriptor the collector may emit.
 func (c *Census) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{instancesTotalDesc, instancesDesc, queueJobsDesc, queueOldestDesc, poolDesc} {
+	for _, d := range []*prometheus.Desc{instancesTotalDesc, instancesDesc, kymaStatesDesc, queueJobsDesc, queueOldestDesc, poolDesc} {
 		ch <- d
 	}
 	for _, d := range inProgressDescs {
@@ -115,6 +118,9 @@ func (c *Census) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(instancesDesc, prometheus.GaugeValue, float64(n.Count), n.PlanID, n.Kind)
 		}
 		ch <- prometheus.MustNewConstMetric(instancesTotalDesc, prometheus.GaugeValue, float64(total))
+		for _, n := range s.KymaStates {
+			ch <- prometheus.MustNewConstMetric(kymaStatesDesc, prometheus.GaugeValue, float64(n.Count), n.PlanID, n.Kind)
+		}
 		for _, n := range s.InProgress {
 			if d, ok := inProgressDescs[storage.OperationType(n.Kind)]; ok {
 				ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(n.Count), n.PlanID)

@@ -139,7 +139,10 @@ type OperationDetail struct {
 	UpdatedAt      *time.Time `json:"updatedAt,omitempty"`
 }
 
-// KymaConfig is the Kyma a Kyma upgrade applies, in upstream's shape.
+// KymaConfig is the Kyma a Kyma upgrade applies, in upstream's shape: the
+// version and components it recorded for the runtime (keb's records, from
+// the operation), and the control-plane Secret it wrote the overrides and
+// them into. Configuration stays empty: override values may be secret.
 type KymaConfig struct {
 	Version         string   `json:"version"`
 	Channel         string   `json:"channel,omitempty"`
@@ -147,6 +150,7 @@ type KymaConfig struct {
 	PreviousChannel string   `json:"previousChannel,omitempty"`
 	Components      []string `json:"components"`
 	Configuration   []string `json:"configuration"`
+	OverridesSecret string   `json:"overridesSecret,omitempty"`
 }
 
 // ClusterConfig is what a cluster upgrade applies.
@@ -246,6 +250,7 @@ func (h *Handler) Operation() http.Handler {
 		_ = json.Unmarshal(o.Parameters, &p)
 		d := OperationDetail{OperationResponse: operationResponse(t, p.DryRun), FinishedStages: []string{}}
 		var u process.Upgrade
+		var data process.Record
 		if op != nil {
 			d.Stage, d.FinishedStages = op.Stage, op.FinishedStages
 			d.CreatedAt, d.UpdatedAt = &op.CreatedAt, &op.UpdatedAt
@@ -253,15 +258,19 @@ func (h *Handler) Operation() http.Handler {
 			if op.ID != t.OperationID { // an earlier attempt
 				d.OperationID = op.ID
 			}
-			var data process.Record
 			if json.Unmarshal(op.Data, &data) == nil && data.Upgrade != nil {
 				u = *data.Upgrade
 			}
 		}
 		switch {
 		case p.Kyma != nil:
-			d.KymaConfig = &KymaConfig{Version: p.Kyma.Version, Channel: p.Kyma.Channel, Components: []string{},
-				Configuration: []string{}, PreviousVersion: u.PreviousKymaVersion, PreviousChannel: u.PreviousKymaChannel}
+			version := p.Kyma.Version
+			if data.KymaVersion != "" { // what the upgrade resolved ("" asks for the current version)
+				version = data.KymaVersion
+			}
+			d.KymaConfig = &KymaConfig{Version: version, Channel: p.Kyma.Channel, Components: append([]string{}, data.Components...),
+				Configuration: []string{}, OverridesSecret: data.OverridesSecret,
+				PreviousVersion: u.PreviousKymaVersion, PreviousChannel: u.PreviousKymaChannel}
 		case p.Kubernetes != nil:
 			d.ClusterConfig = &ClusterConfig{KubernetesVersion: p.Kubernetes.Version, MachineImage: p.Kubernetes.MachineImage,
 				MachineImageVersion: p.Kubernetes.MachineImageVersion, PreviousKubernetesVersion: u.PreviousKubernetesVersion,

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/controlplane"
+	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/storage"
 	"github.com/kyma-keb/keb/internal/strictjson"
 )
@@ -201,6 +202,11 @@ func ParseRequest(body []byte, opType storage.OperationType, d Defaults) (Parame
 		// As provisioning's kymaVersion and the Kyma CR's spec.channel take them.
 		if err := catalog.ValidateKymaVersion(p.Kyma.Version); err != nil {
 			return Parameters{}, &FieldError{"kyma.version", err.Error()}
+		}
+		// The version becomes the runtimes' recorded Kyma version with its
+		// component list: a version without one would fail every upgrade.
+		if _, err := kyma.Components(p.Kyma.Version, "", nil); errors.Is(err, kyma.ErrUnknownKymaVersion) {
+			return Parameters{}, &FieldError{"kyma.version", fmt.Sprintf("%q has no runtime component list in this keb", p.Kyma.Version)}
 		}
 		switch p.Kyma.Channel {
 		case "", controlplane.ChannelRegular, controlplane.ChannelFast:

@@ -31,6 +31,17 @@ type Overrides struct {
 	Global map[string]string
 	// Components holds each component's own overrides, by component name.
 	Components map[string]map[string]string
+	// Kyma is what the overrides are installed with: set by ForRuntime, not
+	// resolved from the sources.
+	Kyma Kyma
+}
+
+// Kyma is a runtime's Kyma version and component list (installation order),
+// which the stored Secret carries under KeyKymaVersion and KeyKymaComponents
+// for installers to read.
+type Kyma struct {
+	Version    string
+	Components []string
 }
 
 // source is one labelled ConfigMap or Secret, reduced to what the merge needs.

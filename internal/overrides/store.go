@@ -2,6 +2,7 @@ package overrides
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,6 +20,16 @@ import (
 
 // globalPrefix prefixes the keys of global overrides in the stored Secret.
 const globalPrefix = "global"
+
+// The stored Secret's keys of the runtime's Kyma version and its component
+// list (comma-separated, in installation order). Their prefix starts with
+// "_", which no component's label value can (label values begin with a
+// letter or digit), so they never meet an override's key.
+const (
+	KeyKymaVersion    = kymaPrefix + ".version"
+	KeyKymaComponents = kymaPrefix + ".components"
+	kymaPrefix        = "_kyma"
+)
 
 // checkComponent rejects component names the stored Secret's "<component>.<key>" keys could not
 // tell apart from global overrides or from another component.
@@ -83,8 +95,17 @@ func Load(ctx context.Context, r client.Reader, namespace, name string) (Overrid
 		if !ok {
 			return Overrides{}, fmt.Errorf("loading overrides from secret %s/%s: key %q has no <component>. or global. prefix", namespace, name, k)
 		}
-		if prefix == globalPrefix {
+		switch prefix {
+		case globalPrefix:
 			o.Global[key] = string(v)
+			continue
+		case kymaPrefix:
+			switch k {
+			case KeyKymaVersion:
+				o.Kyma.Version = string(v)
+			case KeyKymaComponents:
+				o.Kyma.Components = strings.Split(string(v), ",")
+			}
 			continue
 		}
 		if o.Components[prefix] == nil {
@@ -97,7 +118,11 @@ func Load(ctx context.Context, r client.Reader, namespace, name string) (Overrid
 
 // encode flattens o into the stored Secret's data.
 func encode(o Overrides) (map[string][]byte, error) {
-	data := make(map[string][]byte, len(o.Global))
+	data := make(map[string][]byte, len(o.Global)+2)
+	if o.Kyma.Version != "" {
+		data[KeyKymaVersion] = []byte(o.Kyma.Version)
+		data[KeyKymaComponents] = []byte(strings.Join(o.Kyma.Components, ","))
+	}
 	for k, v := range o.Global {
 		data[globalPrefix+"."+k] = []byte(v)
 	}
@@ -114,15 +139,17 @@ func encode(o Overrides) (map[string][]byte, error) {
 
 // ForRuntime resolves the overrides for a runtime (lite: of a lite plan),
 // reading them from sources (c itself, or the watch NewSources returns), and,
-// when write is set, stores them in the runtime's overrides Secret, labelled
-// with its runtime and instance. It returns the Secret's name. A
-// provisioning writes it; an upgrade refreshes it, and its dry run only
-// resolves, so that a broken override still shows.
-func ForRuntime(ctx context.Context, c client.Client, sources client.Reader, namespace string, lite bool, runtimeID, instanceID string, write bool) (string, error) {
+// when write is set, stores them with the runtime's Kyma version and
+// components in the runtime's overrides Secret, labelled with its runtime and
+// instance. It returns the Secret's name. A provisioning writes it; an update
+// that changes the component list and an upgrade refresh it, and an upgrade's
+// dry run only resolves, so that a broken override still shows.
+func ForRuntime(ctx context.Context, c client.Client, sources client.Reader, namespace string, lite bool, runtimeID, instanceID string, kyma Kyma, write bool) (string, error) {
 	ov, err := Resolve(ctx, sources, namespace, lite)
 	if err != nil {
 		return "", fmt.Errorf("resolving overrides: %w", err)
 	}
+	ov.Kyma = kyma
 	name := SecretName(runtimeID)
 	if !write {
 		return name, nil
@@ -132,4 +159,21 @@ func ForRuntime(ctx context.Context, c client.Client, sources client.Reader, nam
 		return "", fmt.Errorf("storing overrides: %w", err)
 	}
 	return name, nil
+}
+
+// SetKyma writes a runtime's Kyma version and components into its stored
+// overrides Secret, leaving the overrides as they are (a merge patch of
+// those two keys). A missing Secret is left missing: a runtime provisioned
+// before the Secret carried them gets them at its next upgrade.
+func SetKyma(ctx context.Context, c client.Client, namespace, name string, kyma Kyma) error {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	patch, err := json.Marshal(map[string]any{"data": map[string][]byte{
+		KeyKymaVersion: []byte(kyma.Version), KeyKymaComponents: []byte(strings.Join(kyma.Components, ","))}})
+	if err != nil {
+		return fmt.Errorf("encoding the Kyma keys of secret %s/%s: %w", namespace, name, err)
+	}
+	if err := client.IgnoreNotFound(c.Patch(ctx, s, client.RawPatch(types.MergePatchType, patch))); err != nil {
+		return fmt.Errorf("writing the Kyma keys of secret %s/%s: %w", namespace, name, err)
+	}
+	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -109,8 +110,14 @@ type Operation struct {
 	now func() time.Time
 }
 
-// Now is the engine's current time.
-func (o *Operation) Now() time.Time { return o.now() }
+// Now is the engine's current time (the wall clock for an operation built
+// outside the engine).
+func (o *Operation) Now() time.Time {
+	if o.now == nil {
+		return time.Now()
+	}
+	return o.now()
+}
 
 // Describe sets the description the platform sees in last_operation: what
 // the operation is doing or waiting for, in a platform user's words.
@@ -148,10 +155,10 @@ type Record struct {
 	HyperscalerShared bool     `json:"hyperscalerShared,omitempty"`
 	OverridesSecret   string   `json:"overridesSecret,omitempty"`
 	Components        []string `json:"components,omitempty"`
-	// RuntimeGeneration is the Runtime CR's metadata.generation an update
-	// wrote; the infrastructure manager reports it in
-	// status.observedGeneration once the change is applied.
-	RuntimeGeneration int64 `json:"runtimeGeneration,omitempty"`
+	// RuntimeWrite is the change an update or upgrade wrote into the
+	// Runtime CR, which its wait step waits to see applied; nil when the
+	// operation changed nothing there.
+	RuntimeWrite *infrastructuremanager.Write `json:"runtimeWrite,omitempty"`
 	// StepStartedAt holds each step's first run, for step deadlines.
 	StepStartedAt map[string]time.Time `json:"stepStartedAt,omitempty"`
 	// StepRuns counts each step's runs (waits and retries included), for
@@ -182,10 +189,6 @@ type Upgrade struct {
 	KubernetesVersion   string `json:"kubernetesVersion,omitempty"`
 	MachineImage        string `json:"machineImage,omitempty"`
 	MachineImageVersion string `json:"machineImageVersion,omitempty"`
-	// Generation is the Runtime CR's metadata.generation once the change was
-	// written: the infrastructure manager has applied it when its
-	// status.observedGeneration reaches it.
-	Generation int64 `json:"generation,omitempty"`
 	// Previous values, for the description and the operation's details.
 	PreviousKymaVersion       string `json:"previousKymaVersion,omitempty"`
 	PreviousKymaChannel       string `json:"previousKymaChannel,omitempty"`

@@ -36,8 +36,9 @@ type waker interface {
 }
 
 // Watcher wakes operations waiting on the control plane as soon as what
-// they wait for changes (a Runtime CR's status, a kubeconfig Secret), instead
-// of at their next poll. Polls remain the safety net: a missed event only
+// they wait for changes (a Runtime or Kyma CR's status, a kubeconfig
+// Secret), instead of at their next poll, and tells KymaStates what
+// Lifecycle Manager reports on each runtime. Polls remain the safety net: a missed event only
 // costs latency.
 type Watcher struct {
 	cfg       *rest.Config
@@ -50,6 +51,11 @@ type Watcher struct {
 	// timeout): a wake-up that finds an older run going retries that long
 	// at most.
 	MaxRun time.Duration
+	// Kyma, when set, is told of every Kyma CR's health (watch_kyma.go).
+	Kyma KymaObserver
+	// WakeOnKyma makes a Kyma CR turning Ready or Error wake the operation
+	// waiting on its runtime: set when provisioning waits for Kyma.
+	WakeOnKyma bool
 
 	mu    sync.Mutex
 	state WatchState
@@ -172,6 +178,7 @@ func (w *Watcher) Start(ctx context.Context) error {
 	c, err := cache.New(w.cfg, cache.Options{
 		Scheme:            w.scheme,
 		DefaultNamespaces: map[string]cache.Config{w.namespace: {}},
+		ByObject:          map[client.Object]cache.ByObject{&kyma.Kyma{}: kymaCacheOptions},
 		// Seen reads only what is watched below; another kind is an error,
 		// not a new watch.
 		ReaderFailOnMissingInformer: true,
@@ -204,6 +211,9 @@ func (w *Watcher) Start(ctx context.Context) error {
 			return fmt.Errorf("handling %T events: %w", obj, err)
 		}
 	}
+	if err := w.watchKymas(ctx, c); err != nil {
+		return err
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- c.Start(ctx) }()
 	if !c.WaitForCacheSync(ctx) {
@@ -221,22 +231,30 @@ func (w *Watcher) Start(ctx context.Context) error {
 
 // endsAWait reports whether an added (old nil) or updated object can end a
 // wait, so that only such events cost a wake-up (an UPDATE and a job retry).
-// Steps wait for a Runtime CR to become Ready or Failed (or, for an upgrade,
-// to report the new generation), for a runtime's kubeconfig Secret to exist,
-// or for either to be deleted (deletions always wake). keb's own create of a
-// Runtime CR or of an overrides Secret, the infrastructure manager's Pending
-// updates and rewrites of a Secret end no wait; a step still sees them at its
-// next poll.
+// Steps wait for a Runtime CR to become Ready (after a change keb wrote: to
+// become Ready again, or to show a condition transition while Ready; see
+// infrastructuremanager.Write), for a runtime's kubeconfig Secret to exist,
+// or for either to be deleted (deletions always wake). Entering Failed wakes
+// too: it ends no wait (the infrastructure manager may recover), but the
+// waiting operation shows the failure's condition at once rather than at its
+// next poll, and Failed is rare. keb's own writes, the infrastructure
+// manager's Pending updates, a Failed runtime's new messages and rewrites of
+// a Secret end no wait; a step still sees them at its next poll.
 func endsAWait(old, updated any) bool {
 	switch obj := updated.(type) {
 	case *infrastructuremanager.Runtime:
-		if obj.Status.State != infrastructuremanager.StateReady && obj.Status.State != infrastructuremanager.StateFailed {
+		state := obj.Status.State
+		if state != infrastructuremanager.StateReady && state != infrastructuremanager.StateFailed {
 			return false
 		}
 		prev, ok := old.(*infrastructuremanager.Runtime)
-		// An upgrade waits for the new generation to be applied, which
-		// may come without a state change seen in between.
-		return !ok || prev.Status.State != obj.Status.State || prev.Status.ObservedGeneration != obj.Status.ObservedGeneration
+		if !ok || prev.Status.State != state {
+			return true
+		}
+		// Ready after Ready: a change applied without leaving Ready shows
+		// as a condition's transition.
+		return state == infrastructuremanager.StateReady &&
+			infrastructuremanager.Fingerprint(prev.Status.Conditions) != infrastructuremanager.Fingerprint(obj.Status.Conditions)
 	case *metav1.PartialObjectMetadata:
 		return old == nil && obj.GetName() == infrastructuremanager.KubeconfigSecretName(obj.GetLabels()[controlplane.LabelRuntimeID])
 	default:

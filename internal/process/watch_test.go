@@ -19,10 +19,20 @@ import (
 
 func TestOnlyEventsThatCanEndAWaitWakeOperations(t *testing.T) {
 	t.Parallel()
-	rt := func(state infrastructuremanager.State) *infrastructuremanager.Runtime {
+	rt := func(state infrastructuremanager.State, conds ...metav1.Condition) *infrastructuremanager.Runtime {
 		r := &infrastructuremanager.Runtime{}
-		r.Status.State = state
+		r.Status.State, r.Status.Conditions = state, conds
 		return r
+	}
+	t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	provisioned := func(reason string, at time.Time) metav1.Condition {
+		return metav1.Condition{Type: infrastructuremanager.ConditionProvisioned, Status: metav1.ConditionTrue, Reason: reason,
+			LastTransitionTime: metav1.NewTime(at)}
+	}
+	created := provisioned(infrastructuremanager.ReasonShootCreationCompleted, t0)
+	failed := func(msg string) metav1.Condition {
+		return metav1.Condition{Type: infrastructuremanager.ConditionProvisioned, Status: metav1.ConditionFalse,
+			Reason: infrastructuremanager.ReasonGardenerError, Message: msg, LastTransitionTime: metav1.NewTime(t0)}
 	}
 	secret := func(name string) *metav1.PartialObjectMetadata {
 		s := &metav1.PartialObjectMetadata{}
@@ -40,7 +50,11 @@ func TestOnlyEventsThatCanEndAWaitWakeOperations(t *testing.T) {
 		{"Pending message changes", rt(infrastructuremanager.StatePending), rt(infrastructuremanager.StatePending), false},
 		{"cluster ready", rt(infrastructuremanager.StatePending), rt(infrastructuremanager.StateReady), true},
 		{"cluster failed", rt(infrastructuremanager.StatePending), rt(infrastructuremanager.StateFailed), true},
-		{"ready Runtime CR rewritten", rt(infrastructuremanager.StateReady), rt(infrastructuremanager.StateReady), false},
+		{"Failed Runtime CR's message changes", rt(infrastructuremanager.StateFailed, failed("a")), rt(infrastructuremanager.StateFailed, failed("b")), false},
+		{"recovered from Failed", rt(infrastructuremanager.StateFailed, failed("a")), rt(infrastructuremanager.StateReady, created), true},
+		{"ready Runtime CR rewritten (keb's patch)", rt(infrastructuremanager.StateReady, created), rt(infrastructuremanager.StateReady, created), false},
+		{"a change applied without leaving Ready (a transition)", rt(infrastructuremanager.StateReady, created),
+			rt(infrastructuremanager.StateReady, provisioned(infrastructuremanager.ReasonConfigurationCompleted, t0.Add(time.Minute))), true},
 		{"ready Runtime CR seen at start", nil, rt(infrastructuremanager.StateReady), true},
 		{"kubeconfig Secret created", nil, kubeconfig, true},
 		{"keb creates the runtime's overrides Secret", nil, secret("overrides-rt-1"), false},

@@ -20,6 +20,7 @@ func storable(s string) bool {
 // values PostgreSQL can take and a page whose offset fits.
 func FuzzParseQuery(f *testing.F) {
 	f.Add("account=ga&state=all&page=2&page_size=10")
+	f.Add("kyma_state=Error&kyma_state=warning&plan=azure")
 	f.Fuzz(func(t *testing.T, raw string) {
 		v, err := url.ParseQuery(raw)
 		if err != nil {

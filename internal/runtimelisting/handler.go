@@ -21,6 +21,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/logging"
 	"github.com/kyma-keb/keb/internal/maintenance"
 	"github.com/kyma-keb/keb/internal/storage"
@@ -84,6 +85,11 @@ type RuntimeDTO struct {
 	Provider         string          `json:"provider"`
 	Parameters       json.RawMessage `json:"parameters"`
 	UserID           string          `json:"userID"`
+	// KymaState is the state Lifecycle Manager reports for the runtime's
+	// Kyma CR (Ready, Processing, Warning, Error, Deleting), as keb's
+	// control-plane watch last saw it; omitted without one (archived
+	// runtimes, a Kyma CR not created or not reported on yet).
+	KymaState string `json:"kymaState,omitempty"`
 	// MaintenanceWindowBegin and End are the runtime's daily maintenance
 	// window in upstream's form ("0000-01-01T22:00:00Z"); omitted when keb
 	// resolved none (archived runtimes, runtimes provisioned before).
@@ -172,7 +178,7 @@ const MaxPage = 1_000_000
 const maxValueLength = 512
 
 // otherParameters are the parameters besides the filters.
-var otherParameters = []string{"state", "op_detail", "bindings", "actions", "page", "page_size", "next"}
+var otherParameters = []string{"state", "kyma_state", "op_detail", "bindings", "actions", "page", "page_size", "next"}
 
 // ParseQuery turns query parameters into a storage query. Every bad value is
 // reported, not just the first, so an operator fixes a request in one go.
@@ -227,6 +233,16 @@ func ParseQuery(v url.Values) (storage.RuntimeQuery, error) {
 	}
 	if all {
 		q.States = slices.Clone(storage.RuntimeStates)
+	}
+	for _, s := range v["kyma_state"] {
+		// Lifecycle Manager's spelling, whatever the case asked for.
+		i := slices.IndexFunc(kyma.States, func(k kyma.State) bool { return strings.EqualFold(string(k), s) })
+		switch {
+		case i < 0:
+			problems = append(problems, fmt.Sprintf("unknown kyma_state %.64q (want one of %s)", s, joinKymaStates()))
+		case !slices.Contains(q.KymaStates, string(kyma.States[i])):
+			q.KymaStates = append(q.KymaStates, string(kyma.States[i]))
+		}
 	}
 
 	switch d := v.Get("op_detail"); d {
@@ -405,7 +421,7 @@ func (h *Handler) dto(r storage.Runtime, q storage.RuntimeQuery) RuntimeDTO {
 		SubAccountID: r.SubAccountID, ProviderRegion: r.ProviderRegion, SubAccountRegion: r.PlatformRegion,
 		ShootName: r.ShootName, ServiceClassID: serviceID, ServiceClassName: serviceClassName,
 		ServicePlanID: r.PlanID, ServicePlanName: r.PlanName, Provider: r.Provider, Parameters: params,
-		UserID: r.UserID,
+		UserID: r.UserID, KymaState: r.KymaState,
 		Status: RuntimeStatus{
 			CreatedAt: r.CreatedAt, ModifiedAt: r.UpdatedAt, DeletedAt: r.DeletedAt, ExpiredAt: r.ExpiredAt,
 			State: string(r.State), Provisioning: operationDTO(r.Provisioning),
@@ -445,6 +461,14 @@ func operationDTO(op *storage.RuntimeOperation) *OperationDTO {
 		OperationID: op.ID, Type: string(op.Type), State: string(op.State), Description: op.Description,
 		CreatedAt: op.CreatedAt, UpdatedAt: op.UpdatedAt, FinishedStages: stages, Error: op.ErrorMessage,
 	}
+}
+
+func joinKymaStates() string {
+	names := make([]string, len(kyma.States))
+	for i, s := range kyma.States {
+		names[i] = string(s)
+	}
+	return strings.Join(names, ", ")
 }
 
 func joinStates(states []storage.RuntimeState) string {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"testing"
 	"time"
 
@@ -54,6 +55,11 @@ func TestParseQuery(t *testing.T) {
 		{name: "bindings", query: "bindings=true", check: func(q storage.RuntimeQuery) bool { return q.Bindings }},
 		{name: "no bindings", query: "bindings=false", check: func(q storage.RuntimeQuery) bool { return !q.Bindings }},
 		{name: "bindings yes", query: "bindings=yes", wantErr: true},
+		{name: "kyma_state in Lifecycle Manager's spelling, whatever the case", query: "kyma_state=error&kyma_state=Error&kyma_state=WARNING",
+			check: func(q storage.RuntimeQuery) bool {
+				return slices.Equal(q.KymaStates, []string{"Error", "Warning"})
+			}},
+		{name: "unknown kyma_state", query: "kyma_state=Broken", wantErr: true},
 		{name: "negative page", query: "page=-1", wantErr: true},
 		{name: "page_size 101", query: "page_size=101", wantErr: true},
 	}

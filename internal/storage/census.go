@@ -13,6 +13,9 @@ import (
 type Census struct {
 	// Instances counts live instances by plan ID and runtime state.
 	Instances []CensusCount
+	// KymaStates counts live instances with a Kyma CR by plan ID and the
+	// Kyma CR's state.
+	KymaStates []CensusCount
 	// InProgress counts in-progress operations by type and plan ID.
 	InProgress []CensusCount
 	// QueueJobs counts the work queue's jobs by River state (available,
@@ -26,8 +29,8 @@ type Census struct {
 // CensusCount is one group of a Census.
 type CensusCount struct {
 	PlanID string
-	// Kind is the runtime state (instances) or the operation type
-	// (in-progress operations).
+	// Kind is the runtime state (instances), the Kyma state (KymaStates)
+	// or the operation type (in-progress operations).
 	Kind  string
 	Count int
 }
@@ -42,6 +45,11 @@ func (s *Store) TakeCensus(ctx context.Context) (Census, error) {
 		if c.Instances, err = censusCounts(ctx, tx,
 			`SELECT plan_id, state, count(*) FROM instances GROUP BY plan_id, state`); err != nil {
 			return fmt.Errorf("counting instances: %w", err)
+		}
+		// instances_kyma_state_created_idx holds exactly these rows.
+		if c.KymaStates, err = censusCounts(ctx, tx,
+			`SELECT plan_id, kyma_state, count(*) FROM instances WHERE kyma_state IS NOT NULL GROUP BY plan_id, kyma_state`); err != nil {
+			return fmt.Errorf("counting Kyma states: %w", err)
 		}
 		if c.InProgress, err = censusCounts(ctx, tx,
 			`SELECT i.plan_id, o.type, count(*) FROM operations o JOIN instances i USING (instance_id)

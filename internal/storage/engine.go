@@ -168,14 +168,18 @@ type Provisioned struct {
 	// ("HH:MM:SS", UTC), which orchestrations with the maintenanceWindow
 	// schedule upgrade it in.
 	MaintenanceWindowBegin, MaintenanceWindowEnd string
+	// Kyma is what the runtime was given of Kyma.
+	Kyma KymaRecord
 }
 
 // SetProvisioned records what a successful provisioning produced.
 func (s *Store) SetProvisioned(ctx context.Context, instanceID string, p Provisioned) error {
 	_, err := s.pool.Exec(ctx, `UPDATE instances SET provider_region = $2, dashboard_url = $3,
 		resolved_parameters = $4, maintenance_window_begin = $5, maintenance_window_end = $6,
+		kyma_version = $7, kyma_components = $8, kyma_overrides_secret = $9,
 		updated_at = now() WHERE instance_id = $1`,
-		instanceID, p.ProviderRegion, p.DashboardURL, jsonOrEmpty(p.Parameters), p.MaintenanceWindowBegin, p.MaintenanceWindowEnd)
+		instanceID, p.ProviderRegion, p.DashboardURL, jsonOrEmpty(p.Parameters), p.MaintenanceWindowBegin, p.MaintenanceWindowEnd,
+		p.Kyma.KymaVersion, nonNil(p.Kyma.KymaComponents), p.Kyma.OverridesSecret)
 	if err != nil {
 		return fmt.Errorf("recording provisioned instance %s: %w", instanceID, err)
 	}
@@ -183,10 +187,18 @@ func (s *Store) SetProvisioned(ctx context.Context, instanceID string, p Provisi
 }
 
 // MergeResolvedParameters overlays patch (a JSON object) on an instance's
-// resolved parameters: an upgrade records the versions it applied.
-func (s *Store) MergeResolvedParameters(ctx context.Context, instanceID string, patch json.RawMessage) error {
+// resolved parameters, and replaces its Kyma record when kyma is not nil:
+// an upgrade records the versions it applied.
+func (s *Store) MergeResolvedParameters(ctx context.Context, instanceID string, patch json.RawMessage, kyma *KymaRecord) error {
+	var version, secret *string
+	var components []string
+	if kyma != nil {
+		version, components, secret = &kyma.KymaVersion, nonNil(kyma.KymaComponents), &kyma.OverridesSecret
+	}
 	_, err := s.pool.Exec(ctx, `UPDATE instances SET resolved_parameters = resolved_parameters || $2::jsonb,
-		updated_at = now() WHERE instance_id = $1`, instanceID, jsonOrEmpty(patch))
+		kyma_version = coalesce($3, kyma_version), kyma_components = coalesce($4, kyma_components),
+		kyma_overrides_secret = coalesce($5, kyma_overrides_secret),
+		updated_at = now() WHERE instance_id = $1`, instanceID, jsonOrEmpty(patch), version, components, secret)
 	if err != nil {
 		return fmt.Errorf("recording the upgrade of instance %s: %w", instanceID, err)
 	}
@@ -371,4 +383,12 @@ func (s *Store) TakeOverOrphans(ctx context.Context, after time.Duration) ([]str
 		return nil, fmt.Errorf("taking over orphaned orchestrations: %w", err)
 	}
 	return append(ids, orchestrations...), nil
+}
+
+// nonNil stores a nil list as an empty one: the column is NOT NULL.
+func nonNil(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
 }

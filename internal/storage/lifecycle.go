@@ -104,6 +104,9 @@ func (s *Store) applyChange(ctx context.Context, tx pgx.Tx, inst Instance, c Ins
 			runtime_id = CASE WHEN $6 THEN '' ELSE runtime_id END,
 			shoot_name = CASE WHEN $6 THEN '' ELSE shoot_name END,
 			dashboard_url = CASE WHEN $6 THEN '' ELSE dashboard_url END,
+			kyma_state = CASE WHEN $6 THEN NULL ELSE kyma_state END,
+			kyma_modules = CASE WHEN $6 THEN NULL ELSE kyma_modules END,
+			kyma_state_version = CASE WHEN $6 THEN NULL ELSE kyma_state_version END,
 			updated_at = now()
 		WHERE instance_id = $1`, inst.InstanceID, contextJSON, sealed, c.ExpiredAt, state, resume); err != nil {
 		return fmt.Errorf("changing instance %s: %w", inst.InstanceID, err)

@@ -69,8 +69,25 @@ type Instance struct {
 	ResolvedParameters json.RawMessage `db:"resolved_parameters"`
 	// ExpiredAt is set once a trial or free instance expired.
 	ExpiredAt *time.Time `db:"expired_at"`
-	CreatedAt time.Time  `db:"created_at"`
-	UpdatedAt time.Time  `db:"updated_at"`
+	// KymaState and KymaModules are what the control-plane watch last saw
+	// of the runtime's Kyma CR (see KymaState); nil without one.
+	KymaState   *string         `db:"kyma_state"`
+	KymaModules json.RawMessage `db:"kyma_modules"`
+	// KymaRecord is what the runtime runs of Kyma, keb's own record (no
+	// control-plane object holds it); empty until a provisioning succeeded.
+	KymaRecord
+	CreatedAt time.Time `db:"created_at"`
+	UpdatedAt time.Time `db:"updated_at"`
+}
+
+// KymaRecord is keb's record of a runtime's Kyma: the version, the
+// components installed (in installation order) and the control-plane Secret
+// holding the runtime's resolved overrides. The overrides Secret carries the
+// version and the components too, for installers (internal/overrides).
+type KymaRecord struct {
+	KymaVersion     string   `db:"kyma_version"`
+	KymaComponents  []string `db:"kyma_components"`
+	OverridesSecret string   `db:"kyma_overrides_secret"`
 }
 
 // Suspended reports whether the instance is suspended: its runtime is gone,

@@ -53,6 +53,9 @@ type RuntimeQuery struct {
 	// States are runtime states (see RuntimeStates); empty means
 	// DefaultRuntimeStates.
 	States []RuntimeState
+	// KymaStates are Kyma CR states (instances.kyma_state, as Lifecycle
+	// Manager reports them); archived runtimes have none.
+	KymaStates []string
 	// Page is 1-based; ignored when After is set.
 	Page     int
 	PageSize int
@@ -100,8 +103,11 @@ type Runtime struct {
 	ShootName       string
 	Parameters      json.RawMessage
 	State           RuntimeState
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	// KymaState is the Kyma CR's state as Lifecycle Manager last reported
+	// it; "" without one (archived runtimes, or none seen yet).
+	KymaState string
+	CreatedAt time.Time
+	UpdatedAt time.Time
 	// DeletedAt is when a deprovisioned instance was archived; nil for live ones.
 	DeletedAt *time.Time
 	// ExpiredAt is when a trial or free instance expired; nil when it has
@@ -173,6 +179,7 @@ type runtimeRow struct {
 	ShootName       string          `db:"shoot_name"`
 	Parameters      json.RawMessage `db:"parameters"`
 	State           RuntimeState    `db:"state"`
+	KymaState       *string         `db:"kyma_state"`
 	CreatedAt       time.Time       `db:"created_at"`
 	UpdatedAt       time.Time       `db:"updated_at"`
 	DeletedAt       *time.Time      `db:"deleted_at"`
@@ -272,7 +279,7 @@ func (r runtimeRow) listed() Runtime {
 		SubAccountID: r.SubAccountID, UserID: r.UserID, ServiceID: r.ServiceID, PlanID: r.PlanID,
 		PlanName: r.PlanName, PlatformRegion: r.PlatformRegion, Provider: r.Provider,
 		ProviderRegion: r.ProviderRegion, ShootName: r.ShootName, Parameters: r.Parameters, State: r.State,
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, DeletedAt: r.DeletedAt, ExpiredAt: r.ExpiredAt,
+		KymaState: deref(r.KymaState), CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, DeletedAt: r.DeletedAt, ExpiredAt: r.ExpiredAt,
 		Provisioning: rowOperation(r.InstanceID, OperationTypeProvision, r.POperationID, r.PState, r.PDescription,
 			r.PErrorMessage, r.PFinishedStages, r.PCreatedAt, r.PUpdatedAt),
 		Deprovisioning: rowOperation(r.InstanceID, OperationTypeDeprovision, r.DOperationID, r.DState, r.DDescription,
@@ -286,7 +293,7 @@ func (r runtimeRow) listed() Runtime {
 // alone. archived and the a_* columns line the rows up with archivedRows.
 const liveRows = `SELECT i.instance_id, i.runtime_id, i.global_account_id, i.subaccount_id, i.user_id,
 	i.service_id, i.plan_id, i.plan_name, i.platform_region, i.provider, i.provider_region, i.shoot_name,
-	i.parameters, i.state, i.created_at, i.updated_at, NULL::timestamptz AS deleted_at, i.expired_at,
+	i.parameters, i.state, i.kyma_state, i.created_at, i.updated_at, NULL::timestamptz AS deleted_at, i.expired_at,
 	i.maintenance_window_begin, i.maintenance_window_end, false AS archived,
 	NULL::text AS a_deprovisioning_id, NULL::timestamptz AS a_deprovisioning_started_at
 FROM instances i`
@@ -300,7 +307,7 @@ FROM instances i`
 // summary of the deprovisioning.
 const archivedRows = `SELECT a.instance_id, a.runtime_id, a.global_account_id, a.subaccount_id, '' AS user_id,
 	'' AS service_id, a.plan_id, a.plan_name, a.platform_region, a.provider, a.provider_region, a.shoot_name,
-	'{}'::jsonb AS parameters, 'deprovisioned' AS state, a.instance_created_at AS created_at,
+	'{}'::jsonb AS parameters, 'deprovisioned' AS state, NULL::text AS kyma_state, a.instance_created_at AS created_at,
 	a.archived_at AS updated_at, a.archived_at AS deleted_at, NULL::timestamptz AS expired_at,
 	'' AS maintenance_window_begin, '' AS maintenance_window_end, true AS archived,
 	a.last_deprovisioning_id AS a_deprovisioning_id, a.deprovisioning_started_at AS a_deprovisioning_started_at
@@ -316,7 +323,7 @@ FROM instances_archive a`
 // filter, and its deprovisioning is built from the archive's summary.
 const pageWithOperations = `SELECT r.instance_id, r.runtime_id, r.global_account_id, r.subaccount_id, r.user_id,
 	r.service_id, r.plan_id, r.plan_name, r.platform_region, r.provider, r.provider_region, r.shoot_name,
-	r.parameters, r.state, r.created_at, r.updated_at, r.deleted_at, r.expired_at,
+	r.parameters, r.state, r.kyma_state, r.created_at, r.updated_at, r.deleted_at, r.expired_at,
 	r.maintenance_window_begin, r.maintenance_window_end,
 	p.operation_id AS p_operation_id, p.state AS p_state, p.description AS p_description,
 	p.finished_stages AS p_finished_stages, p.error_message AS p_error_message,
@@ -392,12 +399,14 @@ func (b *runtimeSQL) in(col string, values []string) string {
 // branch names a table's columns for the filters.
 type branch struct {
 	account, subaccount, instance, runtime, region, plan, shoot, created string
+	// kyma is the Kyma state's column; "" for the archive, which has none.
+	kyma string
 }
 
 var (
 	liveBranch = branch{account: "i.global_account_id", subaccount: "i.subaccount_id", instance: "i.instance_id",
 		runtime: "i.runtime_id", region: "i.provider_region", plan: "i.plan_name", shoot: "i.shoot_name",
-		created: "i.created_at"}
+		created: "i.created_at", kyma: "i.kyma_state"}
 	archiveBranch = branch{account: "a.global_account_id", subaccount: "a.subaccount_id", instance: "a.instance_id",
 		runtime: "a.runtime_id", region: "a.provider_region", plan: "a.plan_name", shoot: "a.shoot_name",
 		created: "a.instance_created_at"}
@@ -417,6 +426,13 @@ func (b *runtimeSQL) where(q RuntimeQuery, col branch) []string {
 	add(col.runtime, q.RuntimeIDs)
 	add(col.region, q.Regions)
 	add(col.plan, q.Plans)
+	if len(q.KymaStates) > 0 {
+		if col.kyma == "" {
+			preds = append(preds, "false") // archived runtimes have no Kyma CR
+		} else {
+			add(col.kyma, q.KymaStates)
+		}
+	}
 	if len(q.Shoots) > 0 {
 		// instances_shoot_idx only holds named shoots; stating "<> ''"
 		// keeps it usable by a plan that does not see the value (a generic
@@ -676,11 +692,11 @@ func (b *runtimeSQL) liveCount(q RuntimeQuery, state stateFilter, intersect bool
 
 // indexIntersection is, when q (without a cursor) has no selective filter
 // (account, subaccount, instance, runtime, shoot) but two or more of state
-// (as equality, not "<>"), plan and region, the join of instances with itself
-// on (created_at, instance_id), one alias per filter (i1, i2, ...), and each
-// alias's filter: the rows matching all of them, read from the indexes
-// instances_state_created_idx, instances_plan_created_idx and
-// instances_region_created_idx only. ok is false, and nothing is written to
+// (as equality, not "<>"), plan, region and Kyma state, the join of instances
+// with itself on (created_at, instance_id), one alias per filter (i1, i2,
+// ...), and each alias's filter: the rows matching all of them, read from the
+// indexes instances_state_created_idx, instances_plan_created_idx,
+// instances_region_created_idx and instances_kyma_state_created_idx only. ok is false, and nothing is written to
 // b, otherwise.
 func (b *runtimeSQL) indexIntersection(q RuntimeQuery, state stateFilter) (from string, preds []string, ok bool) {
 	selective := len(q.GlobalAccountIDs)+len(q.SubAccountIDs)+len(q.InstanceIDs)+len(q.RuntimeIDs)+len(q.Shoots) > 0
@@ -697,6 +713,9 @@ func (b *runtimeSQL) indexIntersection(q RuntimeQuery, state stateFilter) (from 
 	}
 	if len(q.Regions) > 0 {
 		sets = append(sets, indexed{"provider_region", q.Regions})
+	}
+	if len(q.KymaStates) > 0 {
+		sets = append(sets, indexed{"kyma_state", q.KymaStates})
 	}
 	if selective || q.After != nil || state.except != "" || len(sets) < 2 {
 		return "", nil, false

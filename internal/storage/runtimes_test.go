@@ -578,10 +578,11 @@ func TestRuntimesPlanUsesIndexes(t *testing.T) {
 	ctx := testCtx(t)
 	for _, sql := range []string{
 		`INSERT INTO instances (instance_id, runtime_id, global_account_id, subaccount_id, user_id, service_id, plan_id,
-			plan_name, platform_region, provider, provider_region, created_at, state, shoot_name)
+			plan_name, platform_region, provider, provider_region, created_at, state, shoot_name, kyma_state)
 		SELECT 'inst-'||g, 'rt-'||g, 'ga-'||(g % 500), 'sa-'||g, 'u', 'svc', 'p', 'azure', 'cf-eu10', 'azure',
 			'westeurope', now() - g * interval '1 minute',
-			CASE WHEN g % 20 = 0 THEN 'failed' WHEN g % 20 = 1 THEN 'provisioning' ELSE 'succeeded' END, 'c-'||g
+			CASE WHEN g % 20 = 0 THEN 'failed' WHEN g % 20 = 1 THEN 'provisioning' ELSE 'succeeded' END, 'c-'||g,
+			CASE WHEN g % 20 = 1 THEN NULL WHEN g % 50 = 7 THEN 'Error' ELSE 'Ready' END
 		FROM generate_series(1, 10000) g`,
 		`INSERT INTO operations (operation_id, instance_id, type, state, deadline, data, created_at)
 		SELECT 'op-'||g, 'inst-'||g, 'provision', 'succeeded', now(), jsonb_build_object('shootName', 'c-'||g),
@@ -636,6 +637,11 @@ func TestRuntimesPlanUsesIndexes(t *testing.T) {
 		{name: "failed page 4", q: storage.RuntimeQuery{PageSize: 100, Page: 4, States: []storage.RuntimeState{"failed"}}},
 		{name: "no filter page 90", q: storage.RuntimeQuery{PageSize: 100, Page: 90}, keysOnly: true},
 		{name: "all states page 110", q: storage.RuntimeQuery{PageSize: 100, Page: 110, States: storage.RuntimeStates}, keysOnly: true},
+		// 200 runtimes in Error among 10,000: read from instances_kyma_state_created_idx, also for their count.
+		{name: "kyma_state Error", q: storage.RuntimeQuery{PageSize: 100, KymaStates: []string{"Error"}}},
+		{name: "kyma_state Error page 2", q: storage.RuntimeQuery{PageSize: 100, Page: 2, KymaStates: []string{"Error"}}},
+		{name: "kyma_state Error, all states", q: storage.RuntimeQuery{PageSize: 100, KymaStates: []string{"Error"}, States: storage.RuntimeStates}},
+		{name: "kyma_state Error and Warning", q: storage.RuntimeQuery{PageSize: 100, KymaStates: []string{"Error", "Warning"}}},
 	}
 	// A node reading whole rows of instances or the archive (not an
 	// index-only scan of keys), and how many rows it returned.
@@ -677,6 +683,18 @@ func TestRuntimesPlanUsesIndexes(t *testing.T) {
 		countPlan := explain(tc.name+" count", count, countArgs)
 		if strings.Contains(countPlan, "operations") {
 			t.Errorf("%s: count reads operations:\n%s", tc.name, countPlan)
+		}
+		if len(tc.q.KymaStates) > 0 {
+			for _, p := range []string{plan, countPlan} {
+				if !strings.Contains(p, "instances_kyma_state_created_idx") {
+					t.Errorf("%s: the Kyma state filter does not read its index:\n%s", tc.name, p)
+				}
+				for _, m := range rowReads.FindAllStringSubmatch(p, -1) {
+					if n, _ := strconv.Atoi(m[2]); n > 201 {
+						t.Errorf("%s: reads %d rows of %s for 200 runtimes in Error:\n%s", tc.name, n, m[1], p)
+					}
+				}
+			}
 		}
 		// No live instance is deprovisioned (ArchiveAndRemove), and the
 		// archive is read alone: a listing of deprovisioned runtimes reads

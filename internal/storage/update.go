@@ -21,6 +21,9 @@ type Updated struct {
 	// plans.yaml's onePerGlobalAccount, nil otherwise (see Instance); it is
 	// written only when the plan changes.
 	OnePerGlobalAccountPlan *string
+	// Kyma is the runtime's Kyma record after the update (a plan change
+	// changes the component list).
+	Kyma KymaRecord
 	// Action, when not nil, is added to the instance's history.
 	Action *Action
 }
@@ -33,10 +36,11 @@ func (s *Store) SetUpdated(ctx context.Context, instanceID string, u Updated) er
 		tag, err := tx.Exec(ctx, `UPDATE instances SET plan_id = $2, plan_name = $3, provider = $4,
 				provider_region = $5, parameters = $6, resolved_parameters = $7,
 				one_per_global_account_plan = CASE WHEN plan_id = $2 THEN one_per_global_account_plan ELSE $8 END,
+				kyma_version = $9, kyma_components = $10, kyma_overrides_secret = $11,
 				updated_at = now()
 			WHERE instance_id = $1`,
 			instanceID, u.PlanID, u.PlanName, u.Provider, u.ProviderRegion, jsonOrEmpty(u.Parameters), jsonOrEmpty(u.ResolvedParameters),
-			u.OnePerGlobalAccountPlan)
+			u.OnePerGlobalAccountPlan, u.Kyma.KymaVersion, nonNil(u.Kyma.KymaComponents), u.Kyma.OverridesSecret)
 		if err != nil {
 			return fmt.Errorf("recording update of instance %s: %w", instanceID, interpretError(err))
 		}

@@ -1,6 +1,8 @@
 // Browser test of the operations console: starts `keb dev` (shared simulated runtimes), provisions a runtime as
 // the README's walkthrough does, logs into /console with a dev token, filters to the instance, opens its timeline,
-// watches the steps appear until the provisioning succeeds, and saves screenshots (docs/images with `make screenshots`). Run from the
+// watches the steps appear until the provisioning succeeds, then provisions one with a module Lifecycle Manager
+// does not have and finds its Kyma state Error in the list (filtered by it) and its module's error on its page,
+// and saves screenshots (docs/images with `make screenshots`). Run from the
 // repository root by `make test` (target browser-test) when chromium is installed.
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, mkdirSync } from 'node:fs';
@@ -111,6 +113,40 @@ try {
   if (!/kcp_keb_v2_operations_provisioning_succeeded_total\{plan_id="4deee563-e5ec-4731-b9b1-53b42d855f0c"\} 1/.test(metrics)) {
     fail('the metrics do not count the succeeded provisioning');
   }
+
+  // A runtime whose modules Lifecycle Manager cannot install: provisioned all the same (the cluster is Ready),
+  // its Kyma resource in Error, which the console's list (Kyma column and filter) and instance page show.
+  const broken = randomUUID();
+  const res2 = await fetch(`${base}/oauth/v2/service_instances/${broken}?accepts_incomplete=true`, {
+    method: 'PUT',
+    headers: { 'X-Broker-API-Version': '2.14', 'Content-Type': 'application/json', Authorization: 'Bearer ' + writeToken },
+    body: JSON.stringify({
+      service_id: '47c9dcbf-ff30-448e-ab36-d3bad66ba281', plan_id: '4deee563-e5ec-4731-b9b1-53b42d855f0c',
+      context: { globalaccount_id: randomUUID(), subaccount_id: 'console-subaccount', user_id: 'me@example.com' },
+      parameters: { name: 'console-broken', modules: { list: [{ name: 'istio' }, { name: 'no-such-module' }] } },
+    }),
+  });
+  if (res2.status !== 202) fail(`the second provisioning answered ${res2.status}: ${await res2.text()}`);
+  await page.goto(base + '/console');
+  await page.selectOption('select[name=kyma_state]', 'Error');
+  await page.click('#apply');
+  await page.waitForURL(/kyma_state=Error/);
+  await until('the runtime in Error in the filtered list', async () => {
+    await page.reload();
+    return (await page.locator(`#runtimes tbody tr:has(a[href="/console/instances/${broken}"]) td.kyma`).textContent().catch(() => '')) === 'Error';
+  }, 120);
+  if ((await page.locator('#runtimes tbody tr').count()) !== 1) fail('the kyma_state=Error list holds more than the broken runtime');
+  await page.screenshot({ path: join(shots, 'console-kyma-error-list.png') });
+  await page.click(`a[href="/console/instances/${broken}"]`);
+  await page.waitForSelector('#modules');
+  if ((await page.textContent('#kyma-state')).trim().split(/\s/)[0] !== 'Error') fail('the instance page does not show the Kyma state Error');
+  const row = page.locator('#modules tr[data-module="no-such-module"]');
+  const rowText = await row.textContent();
+  if (!rowText.includes('Error') || !rowText.includes('module template for module "no-such-module" not found')) {
+    fail(`the module table's no-such-module row says ${JSON.stringify(rowText)}`);
+  }
+  if (!(await page.locator('#modules tr[data-module="istio"]').textContent()).includes('Ready')) fail('istio is not shown Ready');
+  await page.screenshot({ path: join(shots, 'console-kyma-error.png'), fullPage: true });
   console.log(`browser test passed: ${steps} steps seen (${stepsWhileRunning} while running); screenshots in ${shots}`);
 } catch (e) {
   console.error('browser test failed:', e.message, '\n--- keb dev log ---\n' + devLog.slice(-4000));

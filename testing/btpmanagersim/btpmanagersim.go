@@ -9,12 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -123,7 +123,7 @@ func status(state, reason, message string) btpmanager.BtpOperatorStatus {
 	}
 	return btpmanager.BtpOperatorStatus{
 		State:      state,
-		Conditions: []btpmanager.Condition{{Type: btpmanager.ConditionReady, Status: string(cond), Reason: reason, Message: message}},
+		Conditions: []metav1.Condition{{Type: btpmanager.ConditionReady, Status: cond, Reason: reason, Message: message}},
 	}
 }
 
@@ -136,13 +136,9 @@ func writeStatus(ctx context.Context, c client.Client, cr *unstructured.Unstruct
 	var next btpmanager.BtpOperatorStatus
 	typed.Status.DeepCopyInto(&next)
 	next.State = want.State
-	// Replace the Ready condition in place, so that an unchanged status compares equal.
-	ready := want.Conditions[0]
-	if i := slices.IndexFunc(next.Conditions, func(c btpmanager.Condition) bool { return c.Type == ready.Type }); i >= 0 {
-		next.Conditions[i] = ready
-	} else {
-		next.Conditions = append(next.Conditions, ready)
-	}
+	// Replace the Ready condition in place (its transition time moves only
+	// when its status does), so that an unchanged status compares equal.
+	meta.SetStatusCondition(&next.Conditions, want.Conditions[0])
 	if reflect.DeepEqual(next, typed.Status) {
 		return nil
 	}

@@ -83,7 +83,7 @@ func createSecret(t *testing.T, c client.Client, labels map[string]string, data 
 	}
 }
 
-func getStatus(t *testing.T, c client.Client, namespace, name string) (string, btpmanager.Condition) {
+func getStatus(t *testing.T, c client.Client, namespace, name string) (string, metav1.Condition) {
 	t.Helper()
 	var cr btpmanager.BtpOperator
 	if err := c.Get(t.Context(), client.ObjectKey{Namespace: namespace, Name: name}, &cr); err != nil {
@@ -136,7 +136,7 @@ func TestSecretVerdicts(t *testing.T) {
 				t.Fatal(err)
 			}
 			state, cond := getStatus(t, c, btpmanager.Namespace, "btpoperator")
-			if state != tc.wantState || cond.Reason != tc.wantReason || cond.Status != string(tc.wantStatus) || cond.Type != "Ready" {
+			if state != tc.wantState || cond.Reason != tc.wantReason || cond.Status != tc.wantStatus || cond.Type != "Ready" {
 				t.Errorf("status = %s %+v, want %s with Ready=%s/%s", state, cond, tc.wantState, tc.wantStatus, tc.wantReason)
 			}
 			for _, m := range tc.wantMessage {

@@ -67,8 +67,8 @@ func TestProvisionAndDeprovision(t *testing.T) {
 	runtimeID := rt.Labels[controlplane.LabelRuntimeID]
 	w := rt.Spec.Shoot.Provider.Workers
 	if rt.Spec.Shoot.Provider.Type != "azure" || rt.Spec.Shoot.Region != "westeurope" || rt.Spec.Shoot.PlatformRegion != "cf-eu20" ||
-		len(w) != 1 || w[0].MachineType != "Standard_D4s_v5" || w[0].Minimum != 3 || w[0].Maximum != 5 ||
-		rt.Spec.Shoot.SecretBindingName == "" || rt.Spec.Kyma.OverridesSecretRef == "" || len(rt.Spec.Kyma.Components) == 0 ||
+		len(w) != 1 || w[0].Machine.Type != "Standard_D4s_v5" || w[0].Minimum != 3 || w[0].Maximum != 5 ||
+		rt.Spec.Shoot.SecretBindingName == "" || rt.Spec.Shoot.Purpose != "development" ||
 		len(rt.Spec.Security.Administrators) != 1 || rt.Spec.Security.Administrators[0] != "owner@example.com" {
 		t.Fatalf("Runtime CR spec not as requested: %+v", rt.Spec)
 	}

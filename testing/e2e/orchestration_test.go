@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/auth"
@@ -147,14 +148,19 @@ func byInstance(ops []orchOp) map[string]orchOp {
 func TestOrchestrations(t *testing.T) {
 	var failing atomic.Value // runtime ID whose cluster upgrade fails
 	failing.Store("")
-	simFailChanges = func(rt *infrastructuremanager.Runtime) string {
-		if id := failing.Load().(string); id != "" && rt.RuntimeID() == id && rt.Spec.Shoot.Kubernetes.Version == "1.99.0" {
-			return "simulated: Kubernetes 1.99.0 does not roll out"
+	simFaults = func(rt *infrastructuremanager.Runtime) *infrasim.Fault {
+		if v := rt.Spec.Shoot.Kubernetes.Version; failing.Load().(string) == rt.RuntimeID() && v != nil && *v == "1.99.0" {
+			return &infrasim.Fault{Message: "simulated: Kubernetes 1.99.0 does not roll out", Permanent: true}
 		}
-		return ""
+		return nil
 	}
-	t.Cleanup(func() { simFailChanges = nil })
-	s := newStack(t, infrasim.ModeShared, 3, func(c *config.Config) { c.Engine.Orchestration.Poll = 200 * time.Millisecond })
+	t.Cleanup(func() { simFaults = nil })
+	// A failing upgrade waits for the infrastructure manager to recover
+	// until its step's timeout: short here.
+	s := newStack(t, infrasim.ModeShared, 3, func(c *config.Config) {
+		c.Engine.Orchestration.Poll = 200 * time.Millisecond
+		c.Engine.RuntimeTimeout = 20 * time.Second
+	})
 	ctx := context.Background()
 	db, err := pgxpool.New(ctx, s.dbURL)
 	if err != nil {
@@ -220,6 +226,7 @@ func TestOrchestrations(t *testing.T) {
 			`{"targets": {"include": [{"target": "all"}]}, "strategy": {"schedule": "someday"}}`:          "strategy.schedule",
 			`{"targets": {"include": [{"target": "all"}]}, "strategy": {"parallel": {"workers": -1}}}`:    "strategy.parallel.workers",
 			`{"targets": {"include": [{"target": "all"}]}, "kubernetes": {"version": "1.31"}}`:            "kubernetes",
+			`{"targets": {"include": [{"target": "all"}]}, "kyma": {"version": "9.9.9"}}`:                 "kyma.version",
 			`{"targets": {"include": [{"target": "all"}]}, "dryRunn": true}`:                              "dryRunn",
 			`{"targets": {"include": [{}]}}`:                                                              "targets.include[0]",
 			`{"targets": {"include": [{"target": "all"}]}, "strategy": {"parallel": {"workers": "two"}}}`: "strategy.parallel.workers",
@@ -249,7 +256,7 @@ func TestOrchestrations(t *testing.T) {
 			t.Errorf("include ga-a∧westeurope ∨ sa-ga-b, exclude orch-3: %+v, want orch-1 only", got)
 		}
 		// Everything, dry run, two workers: the suspended runtime is skipped.
-		all := op.orchestrate("kyma", `{"targets": {"include": [{"target": "all"}]}, "kyma": {"version": "9.9.9", "channel": "fast"},
+		all := op.orchestrate("kyma", `{"targets": {"include": [{"target": "all"}]}, "kyma": {"version": "2.99.0", "channel": "fast"},
 			"strategy": {"parallel": {"workers": 2}}, "dryRun": true}`)
 		got := op.wait(all, 2*time.Minute)
 		if got.State != "succeeded" || !strings.Contains(got.Description, "3 succeeded, 0 failed, 1 skipped") {
@@ -284,6 +291,7 @@ func TestOrchestrations(t *testing.T) {
 				}
 			}
 		})
+		gensBefore := generations()
 		id := op.orchestrate("kyma", `{"targets": {"include": [{"target": "all"}]}, "kyma": {"version": "2.21.0", "channel": "fast"},
 			"strategy": {"type": "parallel", "schedule": "immediate", "parallel": {"workers": 2}}}`)
 		// While orch-1's upgrade runs, the platform cannot delete or change it.
@@ -321,8 +329,10 @@ func TestOrchestrations(t *testing.T) {
 			if err := s.kcp.Get(ctx, client.ObjectKey{Namespace: kcpNS, Name: kyma.Name(runtimeIDs[in.id])}, rt); err != nil {
 				t.Fatal(err)
 			}
-			if rt.Spec.Kyma.Version != "2.21.0" || rt.Status.State != infrastructuremanager.StateReady || rt.Status.ObservedGeneration != rt.Generation {
-				t.Errorf("Runtime CR of %s: kyma %q, status %+v, generation %d", in.id, rt.Spec.Kyma.Version, rt.Status, rt.Generation)
+			// A Kyma upgrade leaves the Runtime CR alone: the version is
+			// keb's record.
+			if rt.Status.State != infrastructuremanager.StateReady || rt.Generation != gensBefore[in.id] {
+				t.Errorf("Runtime CR of %s: status %+v, generation %d (was %d)", in.id, rt.Status, rt.Generation, gensBefore[in.id])
 			}
 			if c := channel(in.id); c != "fast" {
 				t.Errorf("Kyma CR of %s: channel %q, want fast", in.id, c)
@@ -344,13 +354,21 @@ func TestOrchestrations(t *testing.T) {
 		}
 		var detail struct {
 			KymaConfig struct {
-				Version, PreviousVersion string
+				Version, PreviousVersion, OverridesSecret string
+				Components                                []string
 			} `json:"kymaConfig"`
 			FinishedStages []string `json:"finishedStages"`
 		}
 		if code := op.do(http.MethodGet, "/orchestrations/"+id+"/operations/"+upgradeOp, "", &detail); code != http.StatusOK ||
-			detail.KymaConfig.Version != "2.21.0" || detail.KymaConfig.PreviousVersion == "" || len(detail.FinishedStages) != 4 {
+			detail.KymaConfig.Version != "2.21.0" || detail.KymaConfig.PreviousVersion != "2.20.0" || len(detail.FinishedStages) != 4 ||
+			len(detail.KymaConfig.Components) == 0 || detail.KymaConfig.OverridesSecret != "overrides-"+runtimeIDs["orch-1"] {
 			t.Errorf("operation detail: %d %+v", code, detail)
+		}
+		// The overrides Secret carries the new version for installers.
+		ov := &corev1.Secret{}
+		if err := s.kcp.Get(ctx, client.ObjectKey{Namespace: kcpNS, Name: "overrides-" + runtimeIDs["orch-1"]}, ov); err != nil ||
+			string(ov.Data["_kyma.version"]) != "2.21.0" || string(ov.Data["_kyma.components"]) != strings.Join(detail.KymaConfig.Components, ",") {
+			t.Errorf("overrides Secret after the upgrade: %v, %v", ov.Data, err)
 		}
 	})
 
@@ -383,13 +401,19 @@ func TestOrchestrations(t *testing.T) {
 		if err := s.kcp.Get(ctx, client.ObjectKey{Namespace: kcpNS, Name: kyma.Name(runtimeIDs["orch-2"])}, rt); err != nil {
 			t.Fatal(err)
 		}
-		if rt.Spec.Kyma.Version != "2.23.0" || rt.Spec.Shoot.Kubernetes.Version != "1.31.2" {
-			t.Errorf("orch-2 after both: kyma %s, kubernetes %s", rt.Spec.Kyma.Version, rt.Spec.Shoot.Kubernetes.Version)
+		if v := rt.Spec.Shoot.Kubernetes.Version; v == nil || *v != "1.31.2" {
+			t.Errorf("orch-2 after both: kubernetes %v", v)
+		}
+		code, instBody := s.call(http.MethodGet, "/oauth/v2/service_instances/orch-2", "")
+		if params, _ := instBody["parameters"].(map[string]any); code != http.StatusOK || params["kymaVersion"] != "2.23.0" {
+			t.Errorf("orch-2 after both: GET instance %d %v", code, instBody)
 		}
 	})
 
 	t.Run("cancel", func(t *testing.T) {
-		id := op.orchestrate("kyma", `{"targets": {"include": [{"target": "all"}]}, "kyma": {"version": "2.24.0"}}`)
+		// A cluster upgrade: it waits for the infrastructure manager, long
+		// enough to cancel the orchestration behind the first one.
+		id := op.orchestrate("cluster", `{"targets": {"include": [{"target": "all"}]}, "kubernetes": {"version": "1.32.0"}}`)
 		deadline := time.Now().Add(time.Minute)
 		for len(byInstance(op.operations(id))) == 0 || op.operations(id)[0].State == "pending" {
 			if time.Now().After(deadline) {

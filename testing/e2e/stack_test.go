@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,6 +28,7 @@ import (
 	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/infrasim"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
+	"github.com/kyma-keb/keb/internal/lmsim"
 	"github.com/kyma-keb/keb/testing/k8stest"
 	"github.com/kyma-keb/keb/testing/pgtest"
 )
@@ -68,9 +70,10 @@ func newStack(t *testing.T, mode infrasim.Mode, accounts int, tweaks ...func(*co
 	return newStackLogging(t, log, mode, accounts, tweaks...)
 }
 
-// simFailChanges, when set before newStack, makes the simulated
-// infrastructure manager fail the spec changes (upgrades) it names.
-var simFailChanges func(rt *infrastructuremanager.Runtime) string
+// simFaults, when set before newStack, makes the simulated
+// infrastructure manager fail the creations and spec changes it returns a
+// fault for.
+var simFaults func(rt *infrastructuremanager.Runtime) *infrasim.Fault
 
 // newStackLogging is newStack with keb logging to log.
 func newStackLogging(t *testing.T, log *logrus.Logger, mode infrasim.Mode, accounts int, tweaks ...func(*config.Config)) *stack {
@@ -94,19 +97,31 @@ func newStackLogging(t *testing.T, log *logrus.Logger, mode infrasim.Mode, accou
 	simLog := logrus.New()
 	simLog.SetOutput(io.Discard)
 	failing := &sync.Map{}
+	faults := simFaults
 	sim, err := infrasim.New(kcp.Config, scheme, infrasim.Options{Namespace: kcpNS, Mode: mode, BinDir: bin, Delay: time.Second, Log: simLog,
-		FailRuntimes: func(runtimeID string) string {
-			msg, _ := failing.Load(runtimeID)
-			s, _ := msg.(string)
-			return s
+		Faults: func(rt *infrastructuremanager.Runtime) *infrasim.Fault {
+			if msg, ok := failing.Load(rt.RuntimeID()); ok {
+				return &infrasim.Fault{Message: msg.(string), Permanent: true}
+			}
+			if faults != nil {
+				return faults(rt)
+			}
+			return nil
 		},
-		FailChanges: simFailChanges})
+		// Runtimes start without CRDs: the Lifecycle Manager stand-in
+		// installs the BtpOperator CRD with the btp-operator module.
+		RuntimeCRDs: []*apiextensionsv1.CustomResourceDefinition{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	simDone := make(chan struct{})
-	go func() { _ = sim.Start(ctx); close(simDone) }()
-	t.Cleanup(func() { cancel(); <-simDone })
+	lm, err := lmsim.New(kcp.Config, scheme, lmsim.Options{Namespace: kcpNS, Resync: 500 * time.Millisecond, Log: simLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	simDone := make(chan struct{}, 2)
+	go func() { _ = sim.Start(ctx); simDone <- struct{}{} }()
+	go func() { _ = lm.Start(ctx); simDone <- struct{}{} }()
+	t.Cleanup(func() { cancel(); <-simDone; <-simDone })
 
 	kubeconfig := filepath.Join(t.TempDir(), "kcp.kubeconfig")
 	if err := kcp.WriteKubeconfig(kubeconfig); err != nil {

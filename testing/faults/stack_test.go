@@ -34,6 +34,7 @@ import (
 	"github.com/kyma-keb/keb/internal/infrasim"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/kyma"
+	"github.com/kyma-keb/keb/internal/lmsim"
 	"github.com/kyma-keb/keb/internal/pgserver"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/testing/k8stest"
@@ -136,13 +137,18 @@ func newStack(t *testing.T, opts stackOptions) *stack {
 			t.Fatal(err)
 		}
 		sim, err := infrasim.New(s.kcp.Config, scheme, infrasim.Options{Namespace: kcpNS, Mode: infrasim.ModeShared, BinDir: bin,
-			Delay: opts.delay, Log: silent})
+			Delay: opts.delay, Log: silent, RuntimeCRDs: []*apiextensionsv1.CustomResourceDefinition{}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		simDone := make(chan struct{})
-		go func() { _ = sim.Start(ctx); close(simDone) }()
-		t.Cleanup(func() { cancel(); <-simDone })
+		lm, err := lmsim.New(s.kcp.Config, scheme, lmsim.Options{Namespace: kcpNS, Log: silent})
+		if err != nil {
+			t.Fatal(err)
+		}
+		simDone := make(chan struct{}, 2)
+		go func() { _ = sim.Start(ctx); simDone <- struct{}{} }()
+		go func() { _ = lm.Start(ctx); simDone <- struct{}{} }()
+		t.Cleanup(func() { cancel(); <-simDone; <-simDone })
 	}
 
 	// Auth: the replicas trust a PEM key whose private half signs our token.

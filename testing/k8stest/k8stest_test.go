@@ -4,7 +4,10 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-keb/keb/internal/infrastructuremanager/runtimetest"
 )
 
 var env *Environment
@@ -30,7 +33,13 @@ func TestCRDsAreServed(t *testing.T) {
 			u.SetNamespace("default")
 			u.SetName("probe")
 			if tc.kind == "Runtime" {
-				u.Object["spec"] = map[string]any{"shoot": map[string]any{"name": "s", "region": "r", "provider": map[string]any{"type": "azure"}}}
+				// A Runtime as keb writes it: the CRD requires what the
+				// infrastructure manager's does.
+				rt, err := k8sruntime.DefaultUnstructuredConverter.ToUnstructured(runtimetest.Runtime("default", "probe"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				u.Object["spec"] = rt["spec"]
 			}
 			if err := c.Create(t.Context(), u); err != nil {
 				t.Fatalf("creating %s: %v", tc.kind, err)

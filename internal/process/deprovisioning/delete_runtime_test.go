@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kyma-keb/keb/internal/infrastructuremanager"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager/runtimetest"
 	"github.com/kyma-keb/keb/internal/process/deprovisioning"
 	"github.com/kyma-keb/keb/internal/process/processtest"
 )
@@ -47,11 +47,7 @@ func TestDeleteRuntime(t *testing.T) {
 				op.Instance.RuntimeID = ""
 			}
 			op.Instance.ShootName = "c-" + strings.ReplaceAll(runtimeID, "-", "")[:7]
-			rt := &infrastructuremanager.Runtime{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.ToLower(runtimeID)},
-				Spec: infrastructuremanager.RuntimeSpec{Shoot: infrastructuremanager.RuntimeShoot{Name: op.Instance.ShootName, Region: "westeurope",
-					Provider: infrastructuremanager.RuntimeProvider{Type: "azure"}}},
-			}
+			rt := runtimetest.Runtime(ns, runtimeID)
 			if tc.finalizer {
 				rt.Finalizers = []string{holdFinalizer}
 			}

@@ -2,18 +2,17 @@ package provisioning
 
 import (
 	"context"
-	"fmt"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/kyma-keb/keb/internal/catalog"
-	"github.com/kyma-keb/keb/internal/kube"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process"
 )
 
-// ApplyKyma creates the Kyma CR that Lifecycle Manager installs the modules from.
+// ApplyKyma creates the Kyma CR that Lifecycle Manager installs the modules
+// from (kyma.Apply: one server-side apply, which a re-run repeats without a
+// change).
 type ApplyKyma struct {
 	KCP     client.Client
 	Catalog *catalog.Catalog
@@ -34,44 +33,35 @@ func (s *ApplyKyma) Run(ctx context.Context, op *process.Operation) (process.Ste
 	if err != nil {
 		return process.Fail("%v", err)
 	}
-	if _, err := ApplyKymaCR(ctx, s.KCP, DesiredKyma(op, params)); err != nil {
+	if err := kyma.Apply(ctx, s.KCP, kyma.NewKyma(KymaInput(op, params), s.Config.Kyma)); err != nil {
 		return process.StepResult{}, err
 	}
 	return process.Done()
 }
 
-// DesiredKyma is the Kyma CR of an operation's runtime: the instance's plan
-// and the modules and channel its parameters ask for.
-func DesiredKyma(op *process.Operation, params catalog.ProvisioningParameters) *kyma.Kyma {
-	return kyma.NewKyma(kyma.KymaInput{
+// KymaInput is what the Kyma CR of an operation's runtime is built from:
+// the instance, its plan, the hyperscaler region its cluster runs in, and
+// the modules and channel its parameters ask for.
+func KymaInput(op *process.Operation, params catalog.ProvisioningParameters) kyma.KymaInput {
+	return kyma.KymaInput{
 		InstanceID:      op.InstanceID,
 		RuntimeID:       op.Instance.RuntimeID,
 		GlobalAccountID: op.Instance.GlobalAccountID,
 		SubAccountID:    op.Instance.SubAccountID,
 		PlanID:          op.Instance.PlanID,
 		PlanName:        op.Instance.PlanName,
-		Region:          op.Record.Region,
+		Region:          op.Record.ProviderRegion,
 		PlatformRegion:  op.Instance.PlatformRegion,
+		ShootName:       op.Instance.ShootName,
 		Channel:         modulesChannel(params.Modules),
 		Modules:         modulesParam(params.Modules),
-	})
+	}
 }
 
-// ApplyKymaCR makes the control plane's Kyma CR carry want's labels and
-// spec, creating it if missing; it writes nothing when they are already
-// there, and says which it did.
-func ApplyKymaCR(ctx context.Context, kcp client.Client, want *kyma.Kyma) (controllerutil.OperationResult, error) {
-	k := &kyma.Kyma{}
-	k.Name, k.Namespace = want.Name, want.Namespace
-	res, err := kube.CreateOrUpdate(ctx, kcp, k, func() error {
-		k.Labels = mergeLabels(k.Labels, want.Labels)
-		k.Spec = want.Spec
-		return nil
-	})
-	if err != nil {
-		return res, fmt.Errorf("applying Kyma CR %s/%s: %w", want.Namespace, want.Name, err)
-	}
-	return res, nil
+// RuntimeModules are the runtime's spec.modules, as its parameters select
+// them (they cannot change after provisioning).
+func RuntimeModules(params catalog.ProvisioningParameters) []kyma.Module {
+	return kyma.Modules(modulesParam(params.Modules))
 }
 
 func modulesChannel(m *catalog.Modules) string {

@@ -20,10 +20,12 @@ import (
 func TestApplyKyma(t *testing.T) {
 	t.Parallel()
 	f := false
+	// As the API server keeps them: the CRD's defaults (CreateAndDelete, managed) filled in.
+	tr := true
 	defaults := []kyma.Module{
-		{Name: "btp-operator", CustomResourcePolicy: "CreateAndDelete"},
-		{Name: "istio", CustomResourcePolicy: "CreateAndDelete"},
-		{Name: "api-gateway", CustomResourcePolicy: "CreateAndDelete"},
+		{Name: "btp-operator", CustomResourcePolicy: "CreateAndDelete", Managed: &tr},
+		{Name: "istio", CustomResourcePolicy: "CreateAndDelete", Managed: &tr},
+		{Name: "api-gateway", CustomResourcePolicy: "CreateAndDelete", Managed: &tr},
 	}
 	tests := []struct {
 		name        string
@@ -39,8 +41,9 @@ func TestApplyKyma(t *testing.T) {
 		{name: "default false: no modules", params: `{"name":"x","modules":{"default":false}}`,
 			wantChannel: "regular", wantModules: nil},
 		{name: "list: exactly those", wantChannel: "regular",
-			params:      `{"name":"x","modules":{"list":[{"name":"keda"},{"name":"serverless","channel":"fast","customResourcePolicy":"Ignore","managed":false}]}}`,
-			wantModules: []kyma.Module{{Name: "keda"}, {Name: "serverless", Channel: "fast", CustomResourcePolicy: "Ignore", Managed: &f}}},
+			params: `{"name":"x","modules":{"list":[{"name":"keda"},{"name":"serverless","channel":"fast","customResourcePolicy":"Ignore","managed":false}]}}`,
+			wantModules: []kyma.Module{{Name: "keda", CustomResourcePolicy: "CreateAndDelete", Managed: &tr},
+				{Name: "serverless", Channel: "fast", CustomResourcePolicy: "Ignore", Managed: &f}}},
 		{name: "empty list: no modules", params: `{"name":"x","modules":{"list":[]}}`,
 			wantChannel: "regular", wantModules: nil},
 		{name: "channel fast with the defaults", params: `{"name":"x","modules":{"channel":"fast"}}`,
@@ -51,7 +54,7 @@ func TestApplyKyma(t *testing.T) {
 			t.Parallel()
 			ensureNamespace(t, controlplane.Namespace)
 			c := kcpClient(t)
-			op := initializedOp(t, catalog.AzurePlanID, tc.params, process.Record{Provider: "azure", Region: "westeurope"})
+			op := initializedOp(t, catalog.AzurePlanID, tc.params, process.Record{Provider: "azure", Region: "westeurope", ProviderRegion: "westeurope"})
 			step := &provisioning.ApplyKyma{KCP: c, Catalog: processtest.Catalog(t), Config: testConfig(newNamespace(t))}
 			res, err := step.Run(t.Context(), op)
 			processtest.MustOutcome(t, "apply_kyma", processtest.Done, res, err)
@@ -81,6 +84,9 @@ func TestApplyKyma(t *testing.T) {
 					t.Errorf("label %s = %q, want %q", key, k.Labels[key], v)
 				}
 			}
+			if want := op.Instance.ShootName + ".kyma.example.com"; k.Annotations["skr-domain"] != want {
+				t.Errorf("skr-domain annotation %q, want %q", k.Annotations["skr-domain"], want)
+			}
 			if k.Spec.Channel != tc.wantChannel {
 				t.Errorf("channel %q, want %q", k.Spec.Channel, tc.wantChannel)
 			}
@@ -88,6 +94,26 @@ func TestApplyKyma(t *testing.T) {
 				t.Errorf("modules:\n got %s\nwant %s", g, w)
 			}
 		})
+	}
+}
+
+// TestApplyKymaLabelsTrialsWithTheirClustersRegion: a trial's request names a
+// trial region (europe); the region label is the hyperscaler region its
+// cluster runs in, as for every plan.
+func TestApplyKymaLabelsTrialsWithTheirClustersRegion(t *testing.T) {
+	t.Parallel()
+	ensureNamespace(t, controlplane.Namespace)
+	c := kcpClient(t)
+	op := initializedOp(t, catalog.TrialPlanID, `{"name":"x"}`, process.Record{Provider: "azure", Region: "europe", ProviderRegion: "westeurope"})
+	step := &provisioning.ApplyKyma{KCP: c, Catalog: processtest.Catalog(t), Config: testConfig(newNamespace(t))}
+	res, err := step.Run(t.Context(), op)
+	processtest.MustOutcome(t, "apply_kyma", processtest.Done, res, err)
+	k := &kyma.Kyma{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: controlplane.Namespace, Name: kyma.Name(op.Instance.RuntimeID)}, k); err != nil {
+		t.Fatal(err)
+	}
+	if k.Labels[controlplane.LabelRegion] != "westeurope" {
+		t.Errorf("region label %q, want westeurope", k.Labels[controlplane.LabelRegion])
 	}
 }
 

@@ -10,20 +10,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kyma-keb/keb/internal/infrastructuremanager"
-	"github.com/kyma-keb/keb/internal/kyma"
+	im "github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/process"
 )
 
 // CheckRuntime waits until the infrastructure manager reports the cluster
 // Ready and its kubeconfig Secret exists. Waiting releases the worker; a
-// watch on the Runtime CR and the Secret wakes the operation early.
+// watch on the Runtime CR and the Secret wakes the operation early. Failed
+// is waited through (the infrastructure manager retries Gardener's errors),
+// showing the newest condition, until the step's timeout fails the
+// operation with it.
 type CheckRuntime struct {
 	KCP client.Reader
 	// Watch, when set, is what that watch has seen: the run a wake-up
 	// starts finds the Ready Runtime CR and the Secret there, without two
-	// of an azure provisioning's seven API server requests
-	// (process.GetAwaited).
+	// of an azure provisioning's API server requests (process.GetAwaited).
 	Watch  process.SeenReader
 	Config Config
 }
@@ -39,35 +40,23 @@ func (s *CheckRuntime) Timeout() time.Duration { return s.Config.RuntimeTimeout 
 
 // Run implements process.Step.
 func (s *CheckRuntime) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
-	key := client.ObjectKey{Namespace: s.Config.Namespace, Name: kyma.Name(op.Instance.RuntimeID)}
-	rt := &infrastructuremanager.Runtime{}
-	err := process.GetAwaited(ctx, s.Watch, s.KCP, key, rt, func() bool { return rt.Status.State == infrastructuremanager.StateReady })
+	wait := RuntimeWait{KCP: s.KCP, Watch: s.Watch, Namespace: s.Config.Namespace, Poll: s.Config.RuntimePoll}
+	rt, ready, next, err := wait.Await(ctx, op, nil)
 	if apierrors.IsNotFound(err) {
 		return process.Fail("the Runtime CR of runtime %s disappeared before the cluster was ready", op.Instance.RuntimeID)
 	}
 	if err != nil {
 		return process.StepResult{}, fmt.Errorf("reading Runtime CR: %w", err)
 	}
-	switch rt.Status.State {
-	case infrastructuremanager.StateFailed:
-		return process.Fail("the infrastructure manager could not create the cluster: %s", rt.Status.Message)
-	case infrastructuremanager.StateReady:
-	default:
-		state := rt.Status.State
-		if state == "" {
-			state = "requested"
-		}
-		op.Describe("Waiting for the cluster %s to be created (infrastructure state: %s)", op.Instance.ShootName, state)
-		if rt.Status.Message != "" {
-			op.Describe("Waiting for the cluster %s to be created (infrastructure state: %s: %s)", op.Instance.ShootName, state, rt.Status.Message)
-		}
-		return process.RetryAfter(s.Config.RuntimePoll)
+	if !ready {
+		op.Describe("Waiting for the cluster %s to be created (infrastructure state: %s)", op.Instance.ShootName, im.Explain(rt.Status))
+		return process.RetryAfter(next)
 	}
 	// Only whether the Secret exists matters here: its metadata is read,
 	// never the kubeconfig.
 	secret := &metav1.PartialObjectMetadata{}
 	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	key.Name = infrastructuremanager.KubeconfigSecretName(op.Instance.RuntimeID)
+	key := client.ObjectKey{Namespace: s.Config.Namespace, Name: im.KubeconfigSecretName(op.Instance.RuntimeID)}
 	err = process.GetAwaited(ctx, s.Watch, s.KCP, key, secret, func() bool { return true })
 	if apierrors.IsNotFound(err) {
 		op.Describe("Waiting for the kubeconfig of cluster %s", op.Instance.ShootName)

@@ -14,8 +14,8 @@ import (
 
 	"github.com/kyma-keb/keb/internal/app"
 	"github.com/kyma-keb/keb/internal/catalog"
-	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager/runtimetest"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/process/processtest"
 	"github.com/kyma-keb/keb/internal/process/provisioning"
@@ -27,22 +27,18 @@ import (
 func createRuntimeCR(t *testing.T, ns string, op *process.Operation, state infrastructuremanager.State, message string) {
 	t.Helper()
 	c := kcpClient(t)
-	rt := &infrastructuremanager.Runtime{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.ToLower(op.Instance.RuntimeID),
-			Labels: map[string]string{controlplane.LabelRuntimeID: op.Instance.RuntimeID}},
-		Spec: infrastructuremanager.RuntimeSpec{Shoot: infrastructuremanager.RuntimeShoot{Name: op.Instance.ShootName, Region: "eastus",
-			Provider: infrastructuremanager.RuntimeProvider{Type: "azure"}}},
-	}
+	rt := runtimetest.Runtime(ns, op.Instance.RuntimeID)
 	if err := c.Create(t.Context(), rt); err != nil {
 		t.Fatalf("creating Runtime CR: %v", err)
 	}
-	if state == "" && message == "" {
+	if state == "" {
 		return
 	}
-	rt.Status = infrastructuremanager.RuntimeStatus{State: state, Message: message}
-	if err := c.Status().Update(t.Context(), rt); err != nil {
-		t.Fatalf("setting Runtime status %s: %v", state, err)
+	reason := infrastructuremanager.ReasonProcessing
+	if state == infrastructuremanager.StateFailed {
+		reason = infrastructuremanager.ReasonGardenerError
 	}
+	runtimetest.SetStatus(t, c, rt, state, reason, message)
 }
 
 func createKubeconfigSecret(t *testing.T, ns, runtimeID string) {
@@ -73,9 +69,9 @@ func TestCheckRuntime(t *testing.T) {
 			wantText: []string{"Pending"}},
 		{name: "Pending with a message: waits, showing it", state: infrastructuremanager.StatePending, message: "creating control plane",
 			want: processtest.Retry, wantText: []string{"Pending", "creating control plane"}},
-		{name: "Failed: fails with the infrastructure's message", state: infrastructuremanager.StateFailed,
-			message: "quota exceeded for Standard_D4s_v5 in westeurope", want: processtest.Failure,
-			wantText: []string{"quota exceeded for Standard_D4s_v5 in westeurope"}},
+		{name: "Failed: waits (the infrastructure manager may recover), showing the newest condition", state: infrastructuremanager.StateFailed,
+			message: "quota exceeded for Standard_D4s_v5 in westeurope", want: processtest.Retry,
+			wantText: []string{"Failed", "GardenerErr", "quota exceeded for Standard_D4s_v5 in westeurope"}},
 		{name: "Ready without kubeconfig Secret: waits for the kubeconfig", state: infrastructuremanager.StateReady, want: processtest.Retry,
 			wantText: []string{"kubeconfig"}},
 		{name: "Ready with kubeconfig Secret: done", state: infrastructuremanager.StateReady, kubeconfig: true, want: processtest.Done},
@@ -109,9 +105,6 @@ func TestCheckRuntime(t *testing.T) {
 				}
 			case processtest.Failure:
 				want := append([]string{op.Instance.RuntimeID}, tc.wantText...)
-				if tc.state == infrastructuremanager.StateFailed {
-					want = tc.wantText
-				}
 				if m := processtest.MissingFrom(res.Failure.Error(), want...); m != "" {
 					t.Errorf("failure %q does not mention %q", res.Failure, m)
 				}

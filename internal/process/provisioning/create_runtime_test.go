@@ -1,10 +1,14 @@
 package provisioning_test
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/uuid"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/catalog"
@@ -13,6 +17,7 @@ import (
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/process/processtest"
 	"github.com/kyma-keb/keb/internal/process/provisioning"
+	"github.com/kyma-keb/keb/resources"
 )
 
 // initializedOp is an operation as the steps before create_runtime leave it.
@@ -37,13 +42,20 @@ func initializedOp(t *testing.T, planID, params string, d process.Record) *proce
 
 func TestCreateRuntime(t *testing.T) {
 	t.Parallel()
+	withImage := catalogWithMachineImage(t)
 	tests := []struct {
 		name       string
 		planID     string
 		params     string
+		context    string
+		catalog    *catalog.Catalog
 		data       process.Record
 		wantZones  []string
 		wantAdmins []string
+		// wantPurpose, wantNodes and wantEgress default to development, 10.250.0.0/16 and true.
+		wantPurpose, wantNodes, wantPods, wantImage string
+		wantExternal                                bool
+		wantVolume                                  string
 	}{
 		{
 			name: "azure: numbered zones, the user administers", planID: catalog.AzurePlanID,
@@ -52,30 +64,34 @@ func TestCreateRuntime(t *testing.T) {
 			wantZones: []string{"1", "2", "3"}, wantAdmins: []string{"jane.doe@example.com"},
 		},
 		{
-			name: "gcp: region-letter zones", planID: catalog.GCPPlanID,
+			name: "gcp: region-letter zones, networking given", planID: catalog.GCPPlanID,
+			params: `{"name":"x","networking":{"nodes":"10.180.0.0/16","pods":"10.32.0.0/12"}}`,
 			data: process.Record{Provider: "gcp", Region: "europe-west3", ProviderRegion: "europe-west3",
 				MachineType: "n2-standard-2", AutoScalerMin: 3, AutoScalerMax: 20, ZonesCount: 2},
 			wantZones: []string{"europe-west3-a", "europe-west3-b"}, wantAdmins: []string{"jane.doe@example.com"},
+			wantNodes: "10.180.0.0/16", wantPods: "10.32.0.0/12",
 		},
 		{
-			name: "aws: letter-suffixed zones, administrators given", planID: catalog.AWSPlanID,
-			params: `{"name":"x","administrators":["admin1@example.com","admin2@example.com"]}`,
+			name: "aws: letter-suffixed zones, administrators given, an external customer", planID: catalog.AWSPlanID,
+			params:  `{"name":"x","administrators":["admin1@example.com","admin2@example.com"]}`,
+			context: `{"license_type":"CUSTOMER"}`,
 			data: process.Record{Provider: "aws", Region: "eu-central-1", ProviderRegion: "eu-central-1",
 				MachineType: "m6i.large", AutoScalerMin: 4, AutoScalerMax: 8, ZonesCount: 3},
 			wantZones:  []string{"eu-central-1a", "eu-central-1b", "eu-central-1c"},
-			wantAdmins: []string{"admin1@example.com", "admin2@example.com"},
+			wantAdmins: []string{"admin1@example.com", "admin2@example.com"}, wantExternal: true,
 		},
 		{
-			name: "trial: user region europe, cluster in the provider's region", planID: catalog.TrialPlanID,
+			name: "trial: the provider's region in the region label, purpose evaluation", planID: catalog.TrialPlanID,
 			data: process.Record{Provider: "azure", Region: "europe", ProviderRegion: "westeurope",
 				MachineType: "Standard_D2s_v5", AutoScalerMin: 1, AutoScalerMax: 1, ZonesCount: 1},
-			wantZones: []string{"1"}, wantAdmins: []string{"jane.doe@example.com"},
+			wantZones: []string{"1"}, wantAdmins: []string{"jane.doe@example.com"}, wantPurpose: "evaluation",
 		},
 		{
-			name: "upper-case runtime ID: CR named in lower case", planID: catalog.AzurePlanID,
+			name: "upper-case runtime ID: CR named in lower case; the plans file's machine image", planID: catalog.AzurePlanID,
+			catalog: withImage,
 			data: process.Record{RuntimeID: "ABCDEF12-" + uuid.NewString()[9:], Provider: "azure", Region: "eastus",
 				ProviderRegion: "eastus", MachineType: "Standard_D2s_v5", AutoScalerMin: 3, AutoScalerMax: 20, ZonesCount: 1},
-			wantZones: []string{"1"}, wantAdmins: []string{"jane.doe@example.com"},
+			wantZones: []string{"1"}, wantAdmins: []string{"jane.doe@example.com"}, wantImage: "gardenlinux 1592.9.0",
 		},
 	}
 	for _, tc := range tests {
@@ -84,8 +100,15 @@ func TestCreateRuntime(t *testing.T) {
 			ns := newNamespace(t)
 			c := kcpClient(t)
 			op := initializedOp(t, tc.planID, tc.params, tc.data)
+			if tc.context != "" {
+				op.Instance.Context = json.RawMessage(tc.context)
+			}
 			d := op.Record
-			step := &provisioning.CreateRuntime{KCP: c, Config: testConfig(ns)}
+			cat := tc.catalog
+			if cat == nil {
+				cat = processtest.Catalog(t)
+			}
+			step := &provisioning.CreateRuntime{KCP: c, Catalog: cat, Config: testConfig(ns)}
 			res, err := step.Run(t.Context(), op)
 			processtest.MustOutcome(t, "create_runtime", processtest.Done, res, err)
 			if op.Description == "" {
@@ -105,34 +128,78 @@ func TestCreateRuntime(t *testing.T) {
 				"kyma-project.io/subaccount-id":      i.SubAccountID,
 				"kyma-project.io/broker-plan-id":     tc.planID,
 				"kyma-project.io/broker-plan-name":   i.PlanName,
-				"kyma-project.io/region":             d.Region,
+				"kyma-project.io/region":             d.ProviderRegion,
 				"kyma-project.io/platform-region":    i.PlatformRegion,
 				"kyma-project.io/shoot-name":         d.ShootName,
+				"kyma-project.io/provider":           d.Provider,
 				"operator.kyma-project.io/kyma-name": name,
 			}
-			for k, v := range wantLabels {
-				if rt.Labels[k] != v {
-					t.Errorf("label %s = %q, want %q", k, rt.Labels[k], v)
-				}
+			if g, w := processtest.MustJSON(t, rt.Labels), processtest.MustJSON(t, wantLabels); g != w {
+				t.Errorf("labels:\n got %s\nwant %s", g, w)
+			}
+			purpose, nodes, pods := or(tc.wantPurpose, "development"), or(tc.wantNodes, "10.250.0.0/16"), or(tc.wantPods, "10.96.0.0/13")
+			zones := int32(len(tc.wantZones))
+			worker := infrastructuremanager.Worker{
+				Name: "cpu-worker-0", Machine: infrastructuremanager.Machine{Type: d.MachineType},
+				Minimum: int32(d.AutoScalerMin), Maximum: int32(d.AutoScalerMax),
+				MaxSurge: ptr(intstr.FromInt32(zones)), MaxUnavailable: ptr(intstr.FromInt32(0)),
+				Zones: tc.wantZones, Volume: &infrastructuremanager.Volume{VolumeSize: "80Gi"},
+			}
+			if name, version, ok := strings.Cut(tc.wantImage, " "); ok {
+				worker.Machine.Image = &infrastructuremanager.ShootMachineImage{Name: name, Version: &version}
 			}
 			want := infrastructuremanager.RuntimeSpec{
 				Shoot: infrastructuremanager.RuntimeShoot{
-					Name: d.ShootName, PlatformRegion: i.PlatformRegion, Region: d.ProviderRegion,
-					SecretBindingName: d.HyperscalerSecret,
-					Provider: infrastructuremanager.RuntimeProvider{Type: d.Provider, Workers: []infrastructuremanager.Worker{{
-						Name: "cpu-worker-0", MachineType: d.MachineType, Minimum: d.AutoScalerMin,
-						Maximum: d.AutoScalerMax, Zones: tc.wantZones,
-					}}},
+					Name: d.ShootName, Purpose: infrastructuremanager.ShootPurpose(purpose), PlatformRegion: i.PlatformRegion,
+					Region: d.ProviderRegion, SecretBindingName: d.HyperscalerSecret,
+					Provider:   infrastructuremanager.Provider{Type: d.Provider, Workers: []infrastructuremanager.Worker{worker}},
+					Networking: infrastructuremanager.Networking{Nodes: nodes, Pods: pods, Services: "10.104.0.0/13"},
 				},
-				Security: infrastructuremanager.RuntimeSecurity{Administrators: tc.wantAdmins},
-				Kyma: infrastructuremanager.RuntimeKyma{Version: d.KymaVersion, Components: d.Components,
-					OverridesSecretRef: d.OverridesSecret},
+				Security: infrastructuremanager.Security{Administrators: tc.wantAdmins,
+					Networking: infrastructuremanager.NetworkingSecurity{Filter: infrastructuremanager.Filter{
+						Egress: infrastructuremanager.Egress{Enabled: !tc.wantExternal}}}},
+			}
+			if tc.wantExternal {
+				want.Shoot.LicenceType = ptr("CUSTOMER")
 			}
 			if g, w := processtest.MustJSON(t, rt.Spec), processtest.MustJSON(t, want); g != w {
 				t.Errorf("spec:\n got %s\nwant %s", g, w)
 			}
 		})
 	}
+}
+
+func or(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// catalogWithMachineImage is the embedded catalog with a machine image
+// configured for azure.
+func catalogWithMachineImage(t *testing.T) *catalog.Catalog {
+	t.Helper()
+	b, err := resources.FS.ReadFile(resources.PlansFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const anchor = "    trialRegions: {europe: westeurope, us: eastus, asia: southeastasia}\n"
+	if !strings.Contains(string(b), anchor) {
+		t.Fatal("the plans file changed: no azure trialRegions line to anchor the machine image on")
+	}
+	text := strings.Replace(string(b), anchor, anchor+"    machineImage: {name: gardenlinux, version: \"1592.9.0\"}\n", 1)
+	path := filepath.Join(t.TempDir(), "plans.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := catalog.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 func TestCreateRuntimeIsIdempotent(t *testing.T) {
@@ -151,7 +218,7 @@ func TestCreateRuntimeIsIdempotent(t *testing.T) {
 			c := kcpClient(t)
 			op := initializedOp(t, catalog.AzurePlanID, "", process.Record{Provider: "azure", Region: "eastus",
 				ProviderRegion: "eastus", MachineType: "Standard_D2s_v5", AutoScalerMin: 3, AutoScalerMax: 20, ZonesCount: 3})
-			step := &provisioning.CreateRuntime{KCP: c, Config: testConfig(ns)}
+			step := &provisioning.CreateRuntime{KCP: c, Catalog: processtest.Catalog(t), Config: testConfig(ns)}
 			var first infrastructuremanager.Runtime
 			for run := range tc.runs {
 				res, err := step.Run(t.Context(), op)

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/btpmanager"
+	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/runtimeclient"
 )
@@ -18,9 +19,13 @@ type runtimeClients interface {
 	Client(ctx context.Context, runtimeID string) (client.Client, error)
 }
 
-// InjectBTPManager is the final step: it puts the sap-btp-manager Secret and
-// the BtpOperator CR into the new runtime, so that BTP Manager installs the
-// SAP BTP service operator with the platform's Service Manager credentials.
+// InjectBTPManager puts the sap-btp-manager Secret into the new runtime, so
+// that BTP Manager installs the SAP BTP service operator with the
+// platform's Service Manager credentials, and, when the runtime's modules
+// include btp-operator, the BtpOperator CR (unless Lifecycle Manager created
+// it first, as the module's default CR). Only then does it wait for the
+// runtime to serve the BtpOperator kind: no module of a runtime without
+// btp-operator installs it.
 type InjectBTPManager struct {
 	Runtimes runtimeClients
 	Config   Config
@@ -50,6 +55,10 @@ func (s *InjectBTPManager) Run(ctx context.Context, op *process.Operation) (proc
 	if err != nil {
 		return process.Fail("%v", err)
 	}
+	params, err := Parameters(op)
+	if err != nil {
+		return process.Fail("%v", err)
+	}
 	op.Describe("Setting up the SAP BTP service operator in the runtime")
 	c, err := s.Runtimes.Client(ctx, op.Instance.RuntimeID)
 	if errors.Is(err, runtimeclient.ErrKubeconfigNotFound) {
@@ -59,13 +68,19 @@ func (s *InjectBTPManager) Run(ctx context.Context, op *process.Operation) (proc
 	if err != nil {
 		return process.StepResult{}, fmt.Errorf("connecting to the runtime: %w", err)
 	}
-	err = btpmanager.Inject(ctx, c, creds, op.Instance.ClusterID)
+	if err := btpmanager.Inject(ctx, c, creds, op.Instance.ClusterID); err != nil {
+		return process.StepResult{}, fmt.Errorf("injecting the sap-btp-manager Secret: %w", err)
+	}
+	if !kyma.HasModule(RuntimeModules(params), kyma.ModuleBTPOperator) {
+		return process.Done()
+	}
+	err = btpmanager.CreateBtpOperator(ctx, c)
 	if errors.Is(err, btpmanager.ErrBtpOperatorNotServed) {
-		op.Describe("Waiting for the runtime to serve the BtpOperator kind (CRD btpoperators.operator.kyma-project.io)")
+		op.Describe("Waiting for Lifecycle Manager to install the btp-operator module (the runtime does not serve btpoperators.operator.kyma-project.io yet)")
 		return process.RetryAfter(s.Config.BTPManagerPoll)
 	}
 	if err != nil {
-		return process.StepResult{}, fmt.Errorf("injecting the sap-btp-manager Secret: %w", err)
+		return process.StepResult{}, fmt.Errorf("creating the BtpOperator CR: %w", err)
 	}
 	return process.Done()
 }

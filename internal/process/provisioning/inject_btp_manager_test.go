@@ -112,22 +112,33 @@ func TestInjectBTPManagerIntoRuntime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	noBTPOperator := `{"name":"x","modules":{"list":[{"name":"istio"}]}}`
 	tests := []struct {
 		name     string
+		params   string
 		runtime  client.Client
 		want     processtest.Outcome
 		wantDesc []string
 		wantCR   bool
 	}{
-		{name: "runtime without the BtpOperator CRD: waits, naming it", runtime: bareClient, want: processtest.Retry,
-			wantDesc: []string{"btpoperators.operator.kyma-project.io"}},
+		{name: "btp-operator module, runtime without the BtpOperator CRD: waits, naming it", runtime: bareClient,
+			want: processtest.Retry, wantDesc: []string{"btp-operator", "btpoperators.operator.kyma-project.io"}},
 		// The package's apiserver has keb's CRDs; only this case uses its kyma-system namespace.
-		{name: "runtime serving BtpOperator: Secret and CR written", runtime: kcpClient(t), want: processtest.Done, wantCR: true},
+		{name: "btp-operator module, runtime serving BtpOperator: Secret and CR written", runtime: kcpClient(t),
+			want: processtest.Done, wantCR: true},
+		// No module installs the BtpOperator CRD: keb does not wait for it, nor create the CR.
+		{name: "modules without btp-operator: the Secret only, at once", params: noBTPOperator, runtime: bareClient,
+			want: processtest.Done},
+		{name: "no modules at all: the Secret only", params: `{"name":"x","modules":{"default":false}}`, runtime: bareClient,
+			want: processtest.Done},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			op := initializedOp(t, catalog.AzurePlanID, "", process.Record{Provider: "azure"})
+			// The bare runtime's kyma-system is shared by its cases: they run one after another.
+			if tc.runtime != bareClient {
+				t.Parallel()
+			}
+			op := initializedOp(t, catalog.AzurePlanID, tc.params, process.Record{Provider: "azure"})
 			op.Instance.Credentials = smCredentials(t)
 			cfg := testConfig("unused")
 			step := &provisioning.InjectBTPManager{Runtimes: &processtest.RuntimeClients{Runtime: tc.runtime}, Config: cfg}
@@ -158,6 +169,12 @@ func TestInjectBTPManagerIntoRuntime(t *testing.T) {
 				sec.Labels["app.kubernetes.io/managed-by"] != "kcp-kyma-environment-broker" ||
 				sec.Labels["app.kubernetes.io/watched-by"] != "kcp-kyma-environment-broker" {
 				t.Errorf("secret type %q labels %v, want Opaque managed and watched by kcp-kyma-environment-broker", sec.Type, sec.Labels)
+			}
+			if !tc.wantCR && tc.want == processtest.Done {
+				// The bare runtime serves no BtpOperator kind: no CR can be in it, and none was asked for.
+				if _, err := bare.Kubectl(t, nil, "get", "btpoperators", "-A"); err == nil {
+					t.Error("the runtime serves btpoperators: the test's premise is gone")
+				}
 			}
 			if tc.wantCR {
 				cr := &unstructured.Unstructured{}

@@ -9,6 +9,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/process/processtest"
 	"github.com/kyma-keb/keb/internal/process/provisioning"
@@ -36,7 +37,7 @@ func testConfig(ns string) provisioning.Config {
 	return provisioning.Config{
 		DefaultKymaVersion: "2.20.0",
 		Namespace:          ns,
-		DashboardDomain:    "kyma.example.com",
+		Kyma:               kyma.Settings{ShootDomain: "kyma.example.com"},
 		AccountTimeout:     30 * time.Minute,
 		RuntimeTimeout:     time.Hour,
 		BTPManagerTimeout:  20 * time.Minute,

@@ -11,8 +11,9 @@ import (
 )
 
 // Overrides resolves the labelled override ConfigMaps and Secrets for the
-// runtime into a control-plane Secret the Runtime CR references, so that
-// secret-sourced values never land in the database.
+// runtime into a control-plane Secret, so that secret-sourced values never
+// land in the database; the Secret also carries the runtime's Kyma version
+// and components, for installers.
 type Overrides struct {
 	Catalog *catalog.Catalog
 	KCP     client.Client
@@ -37,7 +38,9 @@ func (s *Overrides) Run(ctx context.Context, op *process.Operation) (process.Ste
 	if sources == nil {
 		sources = s.KCP
 	}
-	name, err := overrides.ForRuntime(ctx, s.KCP, sources, s.Config.Namespace, plan.Lite, op.Instance.RuntimeID, op.InstanceID, true)
+	d := op.Record
+	name, err := overrides.ForRuntime(ctx, s.KCP, sources, s.Config.Namespace, plan.Lite, op.Instance.RuntimeID, op.InstanceID,
+		overrides.Kyma{Version: d.KymaVersion, Components: d.Components}, true)
 	if err != nil {
 		return process.StepResult{}, err
 	}

@@ -68,15 +68,17 @@ func TestOverrides(t *testing.T) {
 		{
 			name: "full plan gets every override", planID: catalog.AzurePlanID, sources: sources,
 			want: map[string]string{"global.domain": "example.com", "global.size": "large",
-				"monitoring.replicas": "3", "logging.password": "s3cr3t"},
+				"monitoring.replicas": "3", "logging.password": "s3cr3t",
+				"_kyma.version": "2.20.0", "_kyma.components": "cluster-essentials,istio,btp-operator"},
 		},
 		{
 			name: "lite plan skips default-for-lite overrides", planID: catalog.AzureLitePlanID, sources: sources,
-			want: map[string]string{"global.domain": "example.com", "logging.password": "s3cr3t"},
+			want: map[string]string{"global.domain": "example.com", "logging.password": "s3cr3t",
+				"_kyma.version": "2.20.0", "_kyma.components": "cluster-essentials,istio,btp-operator"},
 		},
 		{
-			name: "no overrides: an empty Secret", planID: catalog.AWSPlanID,
-			want: map[string]string{},
+			name: "no overrides: only the Kyma version and components", planID: catalog.AWSPlanID,
+			want: map[string]string{"_kyma.version": "2.20.0", "_kyma.components": "cluster-essentials,istio,btp-operator"},
 		},
 	}
 	for _, tc := range tests {
@@ -86,6 +88,7 @@ func TestOverrides(t *testing.T) {
 			createOverrideSources(t, ns, tc.sources)
 			op := newOp(t, tc.planID, "")
 			op.Instance.RuntimeID = uuid.NewString()
+			op.Record.KymaVersion, op.Record.Components = "2.20.0", []string{"cluster-essentials", "istio", "btp-operator"}
 			step := &provisioning.Overrides{Catalog: processtest.Catalog(t), KCP: kcpClient(t), Config: testConfig(ns)}
 			// Twice: a re-run after a crash must converge on the same Secret.
 			for run := range 2 {
@@ -144,6 +147,7 @@ func TestOverridesInvalidComponentIsTemporary(t *testing.T) {
 			createOverrideSources(t, ns, []overrideSource{{name: "bad", component: tc.component, data: map[string]string{"k": "v"}}})
 			op := newOp(t, catalog.AzurePlanID, "")
 			op.Instance.RuntimeID = uuid.NewString()
+			op.Record.KymaVersion, op.Record.Components = "2.20.0", []string{"cluster-essentials", "istio", "btp-operator"}
 			step := &provisioning.Overrides{Catalog: processtest.Catalog(t), KCP: kcpClient(t), Config: testConfig(ns)}
 			res, err := step.Run(t.Context(), op)
 			// An operator's mislabelled source: the step keeps retrying (the operator can fix

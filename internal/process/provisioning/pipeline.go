@@ -10,6 +10,7 @@ import (
 
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/hyperscaler"
+	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/maintenance"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/runtimeclient"
@@ -24,10 +25,15 @@ type Config struct {
 	// Namespace is the control-plane namespace of Runtime and Kyma CRs,
 	// kubeconfigs and overrides (kcp-system).
 	Namespace string
-	// DashboardDomain builds a runtime's dashboard URL.
-	DashboardDomain string
+	// Kyma are the installation's choices for Kyma CRs; its ShootDomain
+	// also builds a runtime's dashboard URL.
+	Kyma kyma.Settings
 	// Timeouts of waiting steps.
 	AccountTimeout, RuntimeTimeout, BTPManagerTimeout time.Duration
+	// AwaitKymaReady makes check_kyma wait for the Kyma CR to be Ready, at
+	// most KymaTimeout (polling every RuntimePoll).
+	AwaitKymaReady bool
+	KymaTimeout    time.Duration
 	// Poll intervals of waiting steps; watches usually wake them sooner.
 	AccountPoll, RuntimePoll, BTPManagerPoll time.Duration
 	// MaintenanceWindows resolves each runtime's maintenance window.
@@ -46,8 +52,8 @@ type Deps struct {
 	// OverrideSources reads the override ConfigMaps and Secrets, and
 	// VersionPins the Kyma version pins; nil: KCP.
 	OverrideSources, VersionPins client.Reader
-	// Watch is what the control-plane watch has seen of Runtime CRs and
-	// kubeconfig Secrets; nil: everything is read from KCP.
+	// Watch is what the control-plane watch has seen of Runtime and Kyma
+	// CRs and kubeconfig Secrets; nil: everything is read from KCP.
 	Watch process.SeenReader
 }
 
@@ -57,12 +63,14 @@ func Pipeline(d Deps) process.Pipeline {
 		Steps: []process.Step{
 			&Initialization{Catalog: d.Catalog, Store: d.Store, KCP: d.KCP, VersionPins: d.VersionPins, Config: d.Config},
 			&ResolveHyperscalerSecret{Catalog: d.Catalog, Accounts: d.Accounts, Config: d.Config},
-			&Overrides{Catalog: d.Catalog, KCP: d.KCP, Sources: d.OverrideSources, Config: d.Config},
+			// The components first: the overrides Secret carries them.
 			&Components{Catalog: d.Catalog},
-			&CreateRuntime{KCP: d.KCP, Config: d.Config},
+			&Overrides{Catalog: d.Catalog, KCP: d.KCP, Sources: d.OverrideSources, Config: d.Config},
+			&CreateRuntime{KCP: d.KCP, Catalog: d.Catalog, Config: d.Config},
 			&CheckRuntime{KCP: d.KCP, Watch: d.Watch, Config: d.Config},
 			&ApplyKyma{KCP: d.KCP, Catalog: d.Catalog, Config: d.Config},
 			&InjectBTPManager{Runtimes: d.Runtimes, Config: d.Config},
+			&CheckKyma{KCP: d.KCP, Watch: d.Watch, Config: d.Config},
 		},
 		Succeeded: recordProvisioned(d.Finisher, d.Config),
 		Done:      "Operation succeeded: the Kyma runtime is ready",

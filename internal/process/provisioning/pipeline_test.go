@@ -16,8 +16,11 @@ import (
 // operation's checkpoints, so a rename would re-run a step for them.
 func TestPipelineStepNames(t *testing.T) {
 	t.Parallel()
-	want := []string{"initialization", "resolve_hyperscaler_secret", "overrides", "components",
-		"create_runtime", "check_runtime", "apply_kyma", "inject_btp_manager"}
+	// components moved before overrides (the overrides Secret carries the
+	// component list): both share their checkpoint, so an operation in
+	// flight has finished both or neither, and the swap re-runs nothing.
+	want := []string{"initialization", "resolve_hyperscaler_secret", "components", "overrides",
+		"create_runtime", "check_runtime", "apply_kyma", "inject_btp_manager", "check_kyma"}
 	steps := provisioning.Pipeline(provisioning.Deps{}).Steps
 	if len(steps) != len(want) {
 		t.Fatalf("%d steps, want %d", len(steps), len(want))
@@ -65,7 +68,7 @@ func TestPipelineSucceededRecordsDashboard(t *testing.T) {
 			t.Parallel()
 			f := &finisher{err: tc.err}
 			cfg := testConfig("unused")
-			cfg.DashboardDomain = tc.domain
+			cfg.Kyma.ShootDomain = tc.domain
 			pipe := provisioning.Pipeline(provisioning.Deps{Config: cfg, Finisher: f})
 			if pipe.Done == "" {
 				t.Error("no description for a succeeded provisioning")

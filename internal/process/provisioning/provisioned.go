@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/maintenance"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/storage"
@@ -30,7 +31,6 @@ type ResolvedParameters struct {
 	AutoScalerMax  int      `json:"autoScalerMax"`
 	Zones          []string `json:"zones"`
 	TargetSecret   string   `json:"targetSecret,omitempty"`
-	KymaVersion    string   `json:"kymaVersion,omitempty"`
 	Components     []string `json:"components"`
 	ShootName      string   `json:"shootName"`
 	// MaintenanceWindowBegin and End are the runtime's daily maintenance
@@ -56,9 +56,10 @@ func recordProvisioned(store provisionedStore, cfg Config) func(ctx context.Cont
 		}
 		return store.SetProvisioned(ctx, op.InstanceID, storage.Provisioned{
 			ProviderRegion:         d.ProviderRegion,
-			DashboardURL:           fmt.Sprintf("https://console.%s.%s", op.Instance.ShootName, cfg.DashboardDomain),
+			DashboardURL:           "https://console." + kyma.Domain(op.Instance.ShootName, cfg.Kyma.ShootDomain),
 			Parameters:             resolved,
 			MaintenanceWindowBegin: window.BeginClock(), MaintenanceWindowEnd: window.EndClock(),
+			Kyma: KymaRecord(op),
 		})
 	}
 }
@@ -71,11 +72,18 @@ func ResolvedJSON(op *process.Operation, params catalog.ProvisioningParameters, 
 		Name: params.Name, Region: d.Region, ProviderRegion: d.ProviderRegion, Provider: d.Provider,
 		MachineType: d.MachineType, AutoScalerMin: d.AutoScalerMin, AutoScalerMax: d.AutoScalerMax,
 		Zones: Zones(d.Provider, d.ProviderRegion, d.ZonesCount), TargetSecret: d.HyperscalerSecret,
-		KymaVersion: d.KymaVersion, Components: append([]string{}, params.Components...), ShootName: op.Instance.ShootName,
+		Components: append([]string{}, params.Components...), ShootName: op.Instance.ShootName,
 		MaintenanceWindowBegin: windowBegin, MaintenanceWindowEnd: windowEnd,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("encoding resolved parameters: %w", err)
 	}
 	return resolved, nil
+}
+
+// KymaRecord is what an operation's record says the runtime runs of Kyma.
+func KymaRecord(op *process.Operation) storage.KymaRecord {
+	d := op.Record
+	return storage.KymaRecord{KymaVersion: d.KymaVersion, KymaComponents: append([]string{}, d.Components...),
+		OverridesSecret: d.OverridesSecret}
 }

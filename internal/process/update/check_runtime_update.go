@@ -8,15 +8,16 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kyma-keb/keb/internal/infrastructuremanager"
-	"github.com/kyma-keb/keb/internal/kyma"
+	im "github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/process"
+	"github.com/kyma-keb/keb/internal/process/provisioning"
 )
 
-// CheckRuntimeUpdate waits until the infrastructure manager reports the
-// change applied: the Runtime CR Ready at (or past) the generation
-// update_runtime wrote. Failed ends the update with the infrastructure
-// manager's message; the instance keeps its recorded parameters.
+// CheckRuntimeUpdate waits until the infrastructure manager has applied the
+// change update_runtime wrote (im.Write.Applied: Ready after it, see
+// docs/architecture.md). Failed is waited through until the step's timeout,
+// which fails the update with the newest condition's reason and message; the
+// instance keeps its recorded parameters.
 type CheckRuntimeUpdate struct {
 	KCP client.Reader
 	// Watch, when set, is what that watch has seen: the run its wake-up
@@ -33,32 +34,29 @@ func (s *CheckRuntimeUpdate) Timeout() time.Duration { return s.Config.RuntimeTi
 
 // Run implements process.Step.
 func (s *CheckRuntimeUpdate) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
-	if !op.Request.ChangesRuntime() {
+	write := op.Record.RuntimeWrite
+	if !op.Request.ChangesRuntime() || write == nil {
+		// Nothing was written that the infrastructure manager must apply
+		// (the CR already carried the change, or only labels changed).
 		return process.Done()
 	}
-	d := op.Record
-	rt := &infrastructuremanager.Runtime{}
-	err := process.GetAwaited(ctx, s.Watch, s.KCP, client.ObjectKey{Namespace: s.Config.Namespace, Name: kyma.Name(op.Instance.RuntimeID)}, rt,
-		func() bool {
-			return rt.Status.State == infrastructuremanager.StateReady && rt.Status.ObservedGeneration >= d.RuntimeGeneration
-		})
+	wait := provisioning.RuntimeWait{KCP: s.KCP, Watch: s.Watch, Namespace: s.Config.Namespace,
+		Poll: s.Config.RuntimePoll, Grace: s.Config.RuntimeGrace}
+	rt, applied, next, err := wait.Await(ctx, op, write)
 	if apierrors.IsNotFound(err) {
 		return process.Fail("the Runtime CR of runtime %s disappeared before the update was applied", op.Instance.RuntimeID)
 	}
 	if err != nil {
 		return process.StepResult{}, fmt.Errorf("reading Runtime CR: %w", err)
 	}
-	switch {
-	case rt.Status.State == infrastructuremanager.StateFailed:
-		return process.Fail("the infrastructure manager could not apply the change to cluster %s: %s", op.Instance.ShootName, rt.Status.Message)
-	case rt.Status.State == infrastructuremanager.StateReady && rt.Status.ObservedGeneration >= d.RuntimeGeneration:
+	if applied {
 		op.Describe("The infrastructure manager applied the change to cluster %s", op.Instance.ShootName)
 		return process.Done()
 	}
-	state := rt.Status.State
-	if state == infrastructuremanager.StateReady {
-		state = "Ready, change not seen yet"
+	state := im.Explain(rt.Status)
+	if rt.Status.State == im.StateReady {
+		state += ", change not taken up yet"
 	}
 	op.Describe("Waiting for the infrastructure manager to apply the change to cluster %s (infrastructure state: %s)", op.Instance.ShootName, state)
-	return process.RetryAfter(s.Config.RuntimePoll)
+	return process.RetryAfter(next)
 }

@@ -15,8 +15,8 @@ import (
 )
 
 // Initialization resolves what the runtime becomes: the parameters after
-// the PATCH with the (new) plan's defaults applied, on top of what the
-// running Runtime CR says about the Kyma version and the account.
+// the PATCH with the (new) plan's defaults applied, on top of the runtime's
+// Kyma record (keb's, in the instance) and the account its Runtime CR names.
 type Initialization struct {
 	Catalog *catalog.Catalog
 	KCP     client.Reader
@@ -50,7 +50,8 @@ func (s *Initialization) Run(ctx context.Context, op *process.Operation) (proces
 	}
 	d := &op.Record
 	d.RuntimeID, d.ClusterID, d.ShootName = op.Instance.RuntimeID, op.Instance.ClusterID, rt.Spec.Shoot.Name
-	d.KymaVersion, d.OverridesSecret = rt.Spec.Kyma.Version, rt.Spec.Kyma.OverridesSecretRef
+	k := op.Instance.KymaRecord
+	d.KymaVersion, d.Components, d.OverridesSecret = k.KymaVersion, k.KymaComponents, k.OverridesSecret
 	d.HyperscalerSecret = rt.Spec.Shoot.SecretBindingName
 	d.Provider, d.Region, d.ProviderRegion = res.Provider, res.Region, res.ProviderRegion
 	d.MachineType, d.AutoScalerMin, d.AutoScalerMax, d.ZonesCount = res.MachineType, res.AutoScalerMin, res.AutoScalerMax, res.ZonesCount

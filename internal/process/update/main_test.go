@@ -28,7 +28,7 @@ func kcpClient(t *testing.T) client.Client { return processtest.Client(t, env.Co
 // testConfig has recognisable values, so a test can tell which one a step used.
 func testConfig() update.Config {
 	return update.Config{BTPManagerTimeout: 20 * time.Minute, BTPManagerPoll: 10 * time.Second,
-		RuntimeTimeout: 40 * time.Minute, RuntimePoll: 7 * time.Second, AccountTimeout: 9 * time.Minute, AccountPoll: 11 * time.Second}
+		RuntimeTimeout: 40 * time.Minute, RuntimePoll: 7 * time.Second, RuntimeGrace: time.Minute, AccountTimeout: 9 * time.Minute, AccountPoll: 11 * time.Second}
 }
 
 // credentials are the new sm_operator_credentials of a PATCH.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/hyperscaler"
+	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/storage"
 )
@@ -32,10 +33,16 @@ type Config struct {
 	// often it looks (a watch on the Runtime CR usually wakes it sooner).
 	RuntimeTimeout time.Duration
 	RuntimePoll    time.Duration
+	// RuntimeGrace is how long a written change may leave no trace in a
+	// Ready Runtime CR before it counts as applied (im.Write.Applied).
+	RuntimeGrace time.Duration
 	// AccountTimeout bounds update_hyperscaler_account, waiting for a free
 	// account of the new plan's pool; AccountPoll is how often it looks.
 	AccountTimeout time.Duration
 	AccountPoll    time.Duration
+	// Kyma are the installation's choices for Kyma CRs: a plan change
+	// rewrites the labels they make.
+	Kyma kyma.Settings
 }
 
 // runtimeClients gives a client for a provisioned runtime; *runtimeclient.Cache
@@ -77,9 +84,9 @@ func Pipeline(d Deps) process.Pipeline {
 		Steps: []process.Step{
 			&Initialization{Catalog: d.Catalog, KCP: d.KCP, Config: d.Config},
 			&UpdateHyperscalerAccount{Catalog: d.Catalog, Accounts: d.Accounts, Config: d.Config},
-			&UpdateRuntime{KCP: d.KCP, Config: d.Config},
+			&UpdateRuntime{KCP: d.KCP, Catalog: d.Catalog, Config: d.Config},
 			&CheckRuntimeUpdate{KCP: d.KCP, Watch: d.Watch, Config: d.Config},
-			&UpdateKyma{KCP: d.KCP},
+			&UpdateKyma{KCP: d.KCP, Config: d.Config},
 			&UpdateBTPManagerCredentials{Runtimes: d.Runtimes, Config: d.Config},
 		},
 		Succeeded: recordUpdate(d.Store, d.Catalog),

@@ -37,7 +37,7 @@ func recordUpdate(store updatedStore, cat *catalog.Catalog) func(ctx context.Con
 		}
 		u := storage.Updated{PlanID: after.Instance.PlanID, PlanName: after.Instance.PlanName,
 			Provider: op.Record.Provider, ProviderRegion: op.Record.ProviderRegion,
-			Parameters: op.Request.Parameters, ResolvedParameters: resolved}
+			Parameters: op.Request.Parameters, ResolvedParameters: resolved, Kyma: provisioning.KymaRecord(op)}
 		// The one-per-global-account rule follows the plan: a trial upgraded
 		// to a paid plan no longer counts as the account's trial.
 		if plan, ok := cat.PlanByID(after.Instance.PlanID); ok && plan.OnePerGlobalAccount {

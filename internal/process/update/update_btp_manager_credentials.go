@@ -11,7 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/btpmanager"
+	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process"
+	"github.com/kyma-keb/keb/internal/process/provisioning"
 	"github.com/kyma-keb/keb/internal/runtimeclient"
 )
 
@@ -20,7 +22,8 @@ import (
 // Secret's cluster_id, so that BTP Manager reconfigures the SAP BTP service
 // operator without waiting for anything else. A runtime that never got the
 // Secret (provisioned without credentials) gets it injected, with the
-// BtpOperator CR, as provisioning would have done.
+// BtpOperator CR when its modules include btp-operator, as provisioning
+// would have done.
 type UpdateBTPManagerCredentials struct {
 	Runtimes runtimeClients
 	Config   Config
@@ -93,13 +96,24 @@ func (s *UpdateBTPManagerCredentials) Run(ctx context.Context, op *process.Opera
 	op.Describe("Setting up the SAP BTP service operator in the runtime: it had no %s Secret", btpmanager.SecretName)
 	err = btpmanager.Inject(ctx, c, creds, op.Record.ClusterID)
 	switch {
-	case errors.Is(err, btpmanager.ErrBtpOperatorNotServed):
-		op.Describe("Waiting for the runtime to serve the BtpOperator kind (CRD btpoperators.operator.kyma-project.io)")
-		return process.RetryAfter(s.Config.BTPManagerPoll)
 	case errors.Is(err, btpmanager.ErrIncompleteCredentials):
 		return process.Fail("the stored Service Manager credentials are incomplete: %v", err)
 	case err != nil:
 		return process.StepResult{}, fmt.Errorf("injecting the %s Secret into runtime %s: %w", btpmanager.SecretName, op.Instance.RuntimeID, err)
+	}
+	params, err := provisioning.Parameters(op)
+	if err != nil {
+		return process.Fail("%v", err)
+	}
+	if kyma.HasModule(provisioning.RuntimeModules(params), kyma.ModuleBTPOperator) {
+		err = btpmanager.CreateBtpOperator(ctx, c)
+		switch {
+		case errors.Is(err, btpmanager.ErrBtpOperatorNotServed):
+			op.Describe("Waiting for Lifecycle Manager to install the btp-operator module (the runtime does not serve btpoperators.operator.kyma-project.io yet)")
+			return process.RetryAfter(s.Config.BTPManagerPoll)
+		case err != nil:
+			return process.StepResult{}, fmt.Errorf("creating the BtpOperator CR in runtime %s: %w", op.Instance.RuntimeID, err)
+		}
 	}
 	return s.describeDone(ctx, c, op, "The "+btpmanager.SecretName+" Secret was missing in the runtime: it is created with the Service Manager credentials")
 }

@@ -3,33 +3,40 @@ package update
 import (
 	"context"
 	"errors"
-	"fmt"
+	"slices"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kyma-keb/keb/internal/infrastructuremanager"
+	"github.com/kyma-keb/keb/internal/catalog"
+	im "github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/kyma"
+	"github.com/kyma-keb/keb/internal/overrides"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/process/provisioning"
 )
 
-// UpdateRuntime writes the change into the Runtime CR: the worker pool
-// (machine type, autoscaler bounds, zones), the administrators, the OIDC
-// authenticator, and on a plan change the provider, region, account,
-// components and plan labels. Fields it does not own (a Kubernetes version,
-// a machine image set by an upgrade) stay as they are.
+// UpdateRuntime writes the change into the Runtime CR, patching only the
+// fields an update owns: the Kyma worker pool's machine type, autoscaler
+// bounds, zones, roll-out and disk, the administrators, the OIDC
+// authenticator (when the parameters set one), and on a plan change the
+// provider, region, account, shoot purpose and plan labels. Every other field (a Kubernetes
+// version or machine image set by an upgrade, an image registry cache, a
+// worker's container runtime, labels or taints an operator set, other worker
+// pools) stays as it is. A plan change changes the runtime's component list
+// too: keb's records, and the overrides Secret that carries it.
 type UpdateRuntime struct {
-	KCP    client.Client
-	Config Config
+	KCP     client.Client
+	Catalog *catalog.Catalog
+	Config  Config
 }
 
 // Name implements process.Step.
 func (s *UpdateRuntime) Name() string { return "update_runtime" }
 
-// Run implements process.Step. A re-run computes the same spec, finds it in
-// place and writes nothing, so the generation to wait for stays the same.
+// Run implements process.Step. A re-run computes the same change, finds it
+// in place and writes nothing; the change recorded by the first run stays
+// the one to wait for.
 func (s *UpdateRuntime) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
 	if !op.Request.ChangesRuntime() {
 		return process.Done()
@@ -38,56 +45,100 @@ func (s *UpdateRuntime) Run(ctx context.Context, op *process.Operation) (process
 	if err != nil {
 		return process.Fail("%v", err)
 	}
-	d := op.Record
-	comps, err := kyma.Components(d.KymaVersion, after.Instance.PlanName, params.Components)
-	if errors.Is(err, kyma.ErrUnknownKymaVersion) {
-		return process.Fail("Kyma version %s is not supported: %v", d.KymaVersion, err)
-	}
-	if err != nil {
-		return process.StepResult{}, err
-	}
-	admins := params.Administrators
-	if len(admins) == 0 {
-		admins = []string{op.Instance.UserID}
+	d := &op.Record
+	if d.KymaVersion != "" {
+		comps, err := kyma.Components(d.KymaVersion, after.Instance.PlanName, params.Components)
+		if errors.Is(err, kyma.ErrUnknownKymaVersion) {
+			return process.Fail("Kyma version %s is not supported: %v", d.KymaVersion, err)
+		}
+		if err != nil {
+			return process.StepResult{}, err
+		}
+		names := make([]string, 0, len(comps))
+		for _, c := range comps {
+			names = append(names, c.Name)
+		}
+		if !slices.Equal(names, d.Components) && d.OverridesSecret != "" {
+			err := overrides.SetKyma(ctx, s.KCP, s.Config.Namespace, d.OverridesSecret, overrides.Kyma{Version: d.KymaVersion, Components: names})
+			if err != nil {
+				return process.StepResult{}, err
+			}
+		}
+		d.Components = names
 	}
 
 	op.Describe("Asking the infrastructure manager to apply the change to cluster %s", op.Instance.ShootName)
-	rt := &infrastructuremanager.Runtime{}
-	err = s.KCP.Get(ctx, client.ObjectKey{Namespace: s.Config.Namespace, Name: kyma.Name(op.Instance.RuntimeID)}, rt)
+	fields, err := s.change(after, params, after.Instance.PlanID != op.Instance.PlanID)
+	if err != nil {
+		return process.StepResult{}, err
+	}
+	key := client.ObjectKey{Namespace: s.Config.Namespace, Name: kyma.Name(op.Instance.RuntimeID)}
+	rt, changed, err := im.Patch(ctx, s.KCP, key, fields)
 	if apierrors.IsNotFound(err) {
 		return process.Fail("the Runtime CR of runtime %s disappeared before the update was applied", op.Instance.RuntimeID)
 	}
 	if err != nil {
-		return process.StepResult{}, fmt.Errorf("reading Runtime CR: %w", err)
+		return process.StepResult{}, err
 	}
-	before := rt.DeepCopy()
-	for k, v := range provisioning.Labels(after) {
-		if rt.Labels == nil {
-			rt.Labels = map[string]string{}
-		}
-		rt.Labels[k] = v
+	if changed {
+		d.RuntimeWrite = im.NewWrite(rt, op.Now())
 	}
-	shoot := &rt.Spec.Shoot
-	shoot.Region, shoot.SecretBindingName, shoot.Provider.Type = d.ProviderRegion, d.HyperscalerSecret, d.Provider
-	if len(shoot.Provider.Workers) == 0 {
-		shoot.Provider.Workers = []infrastructuremanager.Worker{{Name: "cpu-worker-0"}}
-	}
-	w := &shoot.Provider.Workers[0]
-	w.MachineType, w.Minimum, w.Maximum = d.MachineType, d.AutoScalerMin, d.AutoScalerMax
-	w.Zones = provisioning.Zones(d.Provider, d.ProviderRegion, d.ZonesCount)
-	shoot.Kubernetes.KubeAPIServer.OIDCConfig = provisioning.OIDCConfig(params.OIDC)
-	rt.Spec.Security.Administrators = admins
-	rt.Spec.Kyma.Components = rt.Spec.Kyma.Components[:0]
-	for _, c := range comps {
-		rt.Spec.Kyma.Components = append(rt.Spec.Kyma.Components, c.Name)
-	}
-	if !equality.Semantic.DeepEqual(before.Spec, rt.Spec) || !equality.Semantic.DeepEqual(before.Labels, rt.Labels) {
-		// Update carries the resourceVersion read above: a concurrent writer
-		// makes it fail with a conflict, and the step runs again on a fresh read.
-		if err := s.KCP.Update(ctx, rt); err != nil {
-			return process.StepResult{}, fmt.Errorf("updating Runtime CR: %w", err)
-		}
-	}
-	op.Record.RuntimeGeneration = rt.Generation
 	return process.Done()
+}
+
+// change is the part of the Runtime CR the update sets: after is the
+// operation as it looks once the update is done; a new plan brings its
+// shoot purpose too.
+func (s *UpdateRuntime) change(after *process.Operation, params catalog.ProvisioningParameters, newPlan bool) (im.Fields, error) {
+	d := after.Record
+	plan, _ := s.Catalog.PlanByID(after.Instance.PlanID)
+	worker := provisioning.KymaWorker(after, s.Catalog, plan)
+	f := im.Fields{}
+	type field struct {
+		value any
+		path  []string
+	}
+	sets := []field{
+		{provisioning.RuntimeLabels(after), []string{"metadata", "labels"}},
+		{d.ProviderRegion, []string{"spec", "shoot", "region"}},
+		{d.HyperscalerSecret, []string{"spec", "shoot", "secretBindingName"}},
+		{d.Provider, []string{"spec", "shoot", "provider", "type"}},
+		{provisioning.Administrators(after, params), []string{"spec", "security", "administrators"}},
+	}
+	if newPlan {
+		sets = append(sets, field{plan.Purpose, []string{"spec", "shoot", "purpose"}})
+	}
+	for _, set := range sets {
+		if err := f.Set(set.value, set.path...); err != nil {
+			return nil, err
+		}
+	}
+	// The worker pool as a one-entry list of only the fields an update
+	// owns: im.Patch merges it into the pool of the same name.
+	pool := map[string]any{"name": worker.Name, "machine": map[string]any{"type": worker.Machine.Type},
+		"minimum": worker.Minimum, "maximum": worker.Maximum, "zones": worker.Zones, "maxSurge": worker.MaxSurge,
+		"maxUnavailable": worker.MaxUnavailable, "volume": map[string]any{"size": worker.Volume.VolumeSize}}
+	if err := f.Set([]any{pool}, "spec", "shoot", "provider", "workers"); err != nil {
+		return nil, err
+	}
+	if o := params.OIDC; o != nil {
+		// The parameter replaces every field it models (one it leaves out
+		// is removed: nil); a field it does not model stays.
+		orNil := func(v string) any {
+			if v == "" {
+				return nil
+			}
+			return v
+		}
+		var algs any
+		if len(o.SigningAlgs) > 0 {
+			algs = o.SigningAlgs
+		}
+		oidc := map[string]any{"clientID": orNil(o.ClientID), "issuerURL": orNil(o.IssuerURL), "groupsClaim": orNil(o.GroupsClaim),
+			"signingAlgs": algs, "usernameClaim": orNil(o.UsernameClaim), "usernamePrefix": orNil(o.UsernamePrefix)}
+		if err := f.Set(oidc, "spec", "shoot", "kubernetes", "kubeAPIServer", "oidcConfig"); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
 }

@@ -7,13 +7,13 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager/runtimetest"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/process/processtest"
@@ -42,8 +42,11 @@ func (r *recorder) SetUpdated(_ context.Context, _ string, u storage.Updated) er
 	return nil
 }
 
-// trialRuntime writes the Runtime CR a trial provisioning made, Ready, and
-// returns an update operation of it moving to plan (with parameters).
+// trialRuntime writes the Runtime CR a trial provisioning made, Ready, with
+// fields keb does not set (an image registry cache, the worker's container
+// runtime, labels and taints) as an operator or the infrastructure manager
+// would add them, and returns an update operation of it moving to plan (with
+// parameters).
 func trialRuntime(t *testing.T, c client.Client, ns, planName, params string) *process.Operation {
 	t.Helper()
 	inst := processtest.Instance(t, catalog.TrialPlanID)
@@ -51,33 +54,38 @@ func trialRuntime(t *testing.T, c client.Client, ns, planName, params string) *p
 	inst.PlatformRegion, inst.Provider, inst.ProviderRegion = "cf-eu10", "azure", "westeurope"
 	inst.Parameters = json.RawMessage(`{"name":"trial-1"}`)
 	inst.State = storage.RuntimeSucceeded
-	rt := &infrastructuremanager.Runtime{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: kyma.Name(inst.RuntimeID)},
-		Spec: infrastructuremanager.RuntimeSpec{
-			Shoot: infrastructuremanager.RuntimeShoot{Name: inst.ShootName, Region: "westeurope", SecretBindingName: "azure-shared",
-				Provider: infrastructuremanager.RuntimeProvider{Type: "azure", Workers: []infrastructuremanager.Worker{{Name: "cpu-worker-0",
-					MachineType: "Standard_D4s_v5", Minimum: 1, Maximum: 1, Zones: []string{"1"}}}},
-				Kubernetes: infrastructuremanager.RuntimeKubernetes{Version: "1.33"}},
-			Security: infrastructuremanager.RuntimeSecurity{Administrators: []string{inst.UserID}},
-			Kyma:     infrastructuremanager.RuntimeKyma{Version: "2.20.0", Components: []string{"istio"}},
-		},
-	}
+	inst.KymaRecord = storage.KymaRecord{KymaVersion: "2.20.0", KymaComponents: []string{"istio"}}
+	rt := runtimetest.Runtime(ns, inst.RuntimeID)
+	rt.Name = kyma.Name(inst.RuntimeID)
+	rt.Labels[controlplane.LabelPlanName], rt.Labels[controlplane.LabelPlanID] = "trial", catalog.TrialPlanID
+	rt.Spec.Shoot.Name, rt.Spec.Shoot.Purpose, rt.Spec.Shoot.SecretBindingName = inst.ShootName, "evaluation", "azure-shared"
+	rt.Spec.Shoot.Kubernetes.Version = ptr("1.33")
+	rt.Spec.ImageRegistryCache = &infrastructuremanager.ImageRegistryCache{Enabled: true}
+	rt.Spec.Shoot.Provider.Workers = []infrastructuremanager.Worker{{Name: "cpu-worker-0",
+		Machine: infrastructuremanager.Machine{Type: "Standard_D4s_v5", Image: &infrastructuremanager.ShootMachineImage{Name: "gardenlinux", Version: ptr("1592.1.0")}},
+		Minimum: 1, Maximum: 1, Zones: []string{"1"}, Volume: &infrastructuremanager.Volume{Type: ptr("StandardSSD_LRS"), VolumeSize: "80Gi"},
+		Labels: map[string]string{"team": "ops"}, Taints: []infrastructuremanager.Taint{{Key: "dedicated", Value: "kyma", Effect: "NoSchedule"}},
+		CRI: &infrastructuremanager.CRI{Name: "containerd"}}}
 	if err := c.Create(t.Context(), rt); err != nil {
 		t.Fatal(err)
 	}
-	setStatus(t, c, rt, infrastructuremanager.StateReady, rt.Generation)
+	runtimetest.SetStatus(t, c, rt, infrastructuremanager.StateReady, infrastructuremanager.ReasonShootCreationCompleted, "Shoot creation completed")
 	op := processtest.Operation(storage.OperationTypeUpdate, inst)
 	plan, _ := processtest.Catalog(t).PlanByName(planName)
 	op.Request = &storage.UpdateRequest{PlanID: plan.ID, PlanName: plan.Name, Parameters: json.RawMessage(params)}
+	provisionedKyma(t, c, op)
 	return op
 }
 
-func setStatus(t *testing.T, c client.Client, rt *infrastructuremanager.Runtime, state infrastructuremanager.State, observed int64) {
+func ptr[T any](v T) *T { return &v }
+
+func getRuntime(t *testing.T, c client.Client, ns string, op *process.Operation) *infrastructuremanager.Runtime {
 	t.Helper()
-	rt.Status = infrastructuremanager.RuntimeStatus{State: state, Message: "infrastructure says " + string(state), ObservedGeneration: observed}
-	if err := c.Status().Update(t.Context(), rt); err != nil {
+	rt := &infrastructuremanager.Runtime{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: kyma.Name(op.Instance.RuntimeID)}, rt); err != nil {
 		t.Fatal(err)
 	}
+	return rt
 }
 
 func runStep(t *testing.T, s process.Step, op *process.Operation, want processtest.Outcome) process.StepResult {
@@ -115,37 +123,44 @@ func TestUpdatePlanTrialToAWS(t *testing.T) {
 		t.Fatalf("account %s (claims %v), want the tenant's own aws account %s", op.Record.HyperscalerSecret, pool.claims, want)
 	}
 
+	before := getRuntime(t, c, ns, op)
 	runStep(t, steps["update_runtime"], op, processtest.Done)
-	rt := &infrastructuremanager.Runtime{}
-	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: kyma.Name(op.Instance.RuntimeID)}, rt); err != nil {
-		t.Fatal(err)
-	}
+	rt := getRuntime(t, c, ns, op)
 	w := rt.Spec.Shoot.Provider.Workers[0]
-	if rt.Spec.Shoot.Provider.Type != "aws" || rt.Spec.Shoot.Region != "eu-central-1" || w.MachineType != "m6i.large" ||
-		w.Minimum != 3 || w.Maximum != 5 || len(w.Zones) != 3 ||
-		rt.Spec.Shoot.Kubernetes.Version != "1.33" || rt.Spec.Shoot.SecretBindingName != op.Record.HyperscalerSecret ||
-		rt.Labels["kyma-project.io/broker-plan-name"] != "aws" {
+	if rt.Spec.Shoot.Provider.Type != "aws" || rt.Spec.Shoot.Region != "eu-central-1" || w.Machine.Type != "m6i.large" ||
+		w.Minimum != 3 || w.Maximum != 5 || len(w.Zones) != 3 || w.MaxSurge.IntValue() != 3 ||
+		*rt.Spec.Shoot.Kubernetes.Version != "1.33" || rt.Spec.Shoot.SecretBindingName != op.Record.HyperscalerSecret ||
+		rt.Labels["kyma-project.io/broker-plan-name"] != "aws" || rt.Labels["kyma-project.io/region"] != "eu-central-1" ||
+		rt.Spec.Shoot.Purpose != "development" {
 		t.Fatalf("Runtime CR after update_runtime: %+v, labels %v", rt.Spec, rt.Labels)
 	}
-	if op.Record.RuntimeGeneration != rt.Generation || rt.Generation < 2 {
-		t.Fatalf("recorded generation %d, CR at %d", op.Record.RuntimeGeneration, rt.Generation)
+	// What keb does not set survives: the image registry cache, the
+	// worker's image, disk type, container runtime, labels and taints.
+	if rt.Spec.ImageRegistryCache == nil || !rt.Spec.ImageRegistryCache.Enabled || w.CRI == nil || w.CRI.Name != "containerd" ||
+		w.Labels["team"] != "ops" || len(w.Taints) != 1 || *w.Machine.Image.Version != "1592.1.0" || *w.Volume.Type != "StandardSSD_LRS" {
+		t.Fatalf("fields keb does not set were lost: %s", processtest.MustJSON(t, rt.Spec))
 	}
+	if wr := op.Record.RuntimeWrite; wr == nil || wr.Generation != rt.Generation || rt.Generation != before.Generation+1 {
+		t.Fatalf("recorded write %+v, CR at generation %d (was %d)", wr, rt.Generation, before.Generation)
+	}
+	write := *op.Record.RuntimeWrite
 	runStep(t, steps["update_runtime"], op, processtest.Done)
-	if op.Record.RuntimeGeneration != rt.Generation {
-		t.Fatalf("a re-run wrote the CR again: generation %d, was %d", op.Record.RuntimeGeneration, rt.Generation)
+	if again := getRuntime(t, c, ns, op); again.ResourceVersion != rt.ResourceVersion || *op.Record.RuntimeWrite != write {
+		t.Fatalf("a re-run wrote the CR again (resourceVersion %s, was %s) or recorded another write", again.ResourceVersion, rt.ResourceVersion)
 	}
 
-	// Ready at the old generation: the change is not applied yet.
+	// Ready as written: the infrastructure manager has not taken the
+	// change up yet.
 	res := runStep(t, steps["check_runtime_update"], op, processtest.Retry)
-	if res.RetryAfter != cfg.RuntimePoll || processtest.MissingFrom(op.Description, "c-trial1", "not seen yet") != "" {
+	if res.RetryAfter != cfg.RuntimePoll || processtest.MissingFrom(op.Description, "c-trial1", "not taken up yet") != "" {
 		t.Errorf("waiting: %+v, %q", res, op.Description)
 	}
-	setStatus(t, c, rt, infrastructuremanager.StatePending, rt.Generation-1)
+	runtimetest.SetStatus(t, c, rt, infrastructuremanager.StatePending, infrastructuremanager.ReasonProcessing, "Shoot update is in progress")
 	runStep(t, steps["check_runtime_update"], op, processtest.Retry)
-	if processtest.MissingFrom(op.Description, "Pending") != "" {
-		t.Errorf("description %q does not say Pending", op.Description)
+	if processtest.MissingFrom(op.Description, "Pending", "Shoot update is in progress") != "" {
+		t.Errorf("description %q does not say Pending with the condition's message", op.Description)
 	}
-	setStatus(t, c, rt, infrastructuremanager.StateReady, rt.Generation)
+	runtimetest.SetStatus(t, c, rt, infrastructuremanager.StateReady, infrastructuremanager.ReasonConfigurationCompleted, "done")
 	runStep(t, steps["check_runtime_update"], op, processtest.Done)
 
 	runStep(t, steps["update_kyma"], op, processtest.Done)
@@ -195,17 +210,16 @@ func TestUpdateFailures(t *testing.T) {
 		op := trialRuntime(t, c, ns, catalog.TrialPlanName, `{"name":"trial-1","administrators":["admin@example.com"]}`)
 		runStep(t, step("update_initialization"), op, processtest.Done)
 		runStep(t, step("update_runtime"), op, processtest.Done)
-		rt := &infrastructuremanager.Runtime{}
-		if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: kyma.Name(op.Instance.RuntimeID)}, rt); err != nil {
-			t.Fatal(err)
-		}
+		rt := getRuntime(t, c, ns, op)
 		if !slices.Equal(rt.Spec.Security.Administrators, []string{"admin@example.com"}) {
 			t.Fatalf("administrators %v", rt.Spec.Security.Administrators)
 		}
-		setStatus(t, c, rt, infrastructuremanager.StateFailed, rt.Generation-1)
-		res := runStep(t, step("check_runtime_update"), op, processtest.Failure)
-		if processtest.MissingFrom(res.Failure.Error(), "could not apply", "infrastructure says Failed") != "" {
-			t.Errorf("failure %q", res.Failure)
+		// Failed is waited through (the infrastructure manager retries
+		// Gardener errors) until the step's timeout, showing why.
+		runtimetest.SetStatus(t, c, rt, infrastructuremanager.StateFailed, infrastructuremanager.ReasonGardenerError, "quota exceeded")
+		runStep(t, step("check_runtime_update"), op, processtest.Retry)
+		if processtest.MissingFrom(op.Description, "Failed", "GardenerErr", "quota exceeded") != "" {
+			t.Errorf("description %q", op.Description)
 		}
 	})
 	t.Run("the Runtime CR is gone", func(t *testing.T) {
@@ -219,7 +233,7 @@ func TestUpdateFailures(t *testing.T) {
 		for _, name := range []string{"update_initialization", "update_hyperscaler_account", "update_runtime", "check_runtime_update", "update_kyma"} {
 			runStep(t, step(name), op, processtest.Done)
 		}
-		if err := pipe.Succeeded(t.Context(), op); err != nil || op.Record.RuntimeGeneration != 0 {
+		if err := pipe.Succeeded(t.Context(), op); err != nil || op.Record.RuntimeWrite != nil {
 			t.Fatalf("success hook: %v, data %+v", err, op.Record)
 		}
 	})

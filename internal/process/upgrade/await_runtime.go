@@ -8,15 +8,17 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kyma-keb/keb/internal/infrastructuremanager"
-	"github.com/kyma-keb/keb/internal/kyma"
+	im "github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/process"
+	"github.com/kyma-keb/keb/internal/process/provisioning"
 )
 
-// AwaitRuntime waits until the infrastructure manager has applied the
-// changed Runtime CR: status.observedGeneration reached the generation the
-// change produced and the state is Ready again. Waiting releases the worker;
-// the control-plane watch wakes the operation when the Runtime turns Ready.
+// AwaitRuntime waits until the infrastructure manager has applied the change
+// upgrade_cluster wrote into the Runtime CR (im.Write.Applied; see
+// docs/architecture.md). An upgrade that wrote nothing there (a Kyma upgrade,
+// a dry run, a cluster already at its target) waits for nothing. Failed is
+// waited through until the step's timeout. Waiting releases the worker; the
+// control-plane watch wakes the operation when the Runtime turns Ready.
 type AwaitRuntime struct {
 	KCP client.Reader
 	// Watch, when set, is what that watch has seen: the run its wake-up
@@ -38,36 +40,27 @@ func (s *AwaitRuntime) Run(ctx context.Context, op *process.Operation) (process.
 		op.Describe("Dry run: walked every step, changed nothing")
 		return process.Done()
 	}
-	rt := &infrastructuremanager.Runtime{}
-	err := process.GetAwaited(ctx, s.Watch, s.KCP, client.ObjectKey{Namespace: s.Config.Namespace, Name: kyma.Name(op.Instance.RuntimeID)}, rt,
-		func() bool {
-			return rt.Status.ObservedGeneration >= u.Generation && rt.Status.State == infrastructuremanager.StateReady
-		})
+	write := op.Record.RuntimeWrite
+	if write == nil {
+		return process.Done()
+	}
+	wait := provisioning.RuntimeWait{KCP: s.KCP, Watch: s.Watch, Namespace: s.Config.Namespace,
+		Poll: s.Config.RuntimePoll, Grace: s.Config.RuntimeGrace}
+	rt, applied, next, err := wait.Await(ctx, op, write)
 	if apierrors.IsNotFound(err) {
 		return process.Fail("the Runtime CR of runtime %s disappeared during the upgrade", op.Instance.RuntimeID)
 	}
 	if err != nil {
 		return process.StepResult{}, fmt.Errorf("reading Runtime CR: %w", err)
 	}
-	applied := rt.Status.ObservedGeneration >= u.Generation
-	switch {
-	case applied && rt.Status.State == infrastructuremanager.StateReady:
+	if applied {
 		op.Describe("The infrastructure manager applied the upgrade of cluster %s", op.Instance.ShootName)
 		return process.Done()
-	case applied && rt.Status.State == infrastructuremanager.StateFailed:
-		return process.Fail("the infrastructure manager could not apply the upgrade: %s", rt.Status.Message)
 	}
-	if !applied && rt.Status.State != infrastructuremanager.StatePending {
-		// The infrastructure manager has not noticed the change yet: it
-		// will within moments, and a roll-out it has not begun sends no
-		// event that reliably wakes this wait, so look again soon.
-		op.Describe("Waiting for the infrastructure manager to pick up the upgrade of cluster %s", op.Instance.ShootName)
-		return process.RetryAfter(min(s.Config.RuntimePoll, noticePoll))
+	state := im.Explain(rt.Status)
+	if rt.Status.State == im.StateReady {
+		state += ", upgrade not taken up yet"
 	}
-	op.Describe("Waiting for the infrastructure manager to apply the upgrade of cluster %s (%s)", op.Instance.ShootName, rt.Status.State)
-	return process.RetryAfter(s.Config.RuntimePoll)
+	op.Describe("Waiting for the infrastructure manager to apply the upgrade of cluster %s (infrastructure state: %s)", op.Instance.ShootName, state)
+	return process.RetryAfter(next)
 }
-
-// noticePoll is how soon a wait looks again while the infrastructure manager
-// has not picked the change up.
-const noticePoll = 2 * time.Second

@@ -15,8 +15,10 @@ import (
 )
 
 // Initialisation prepares an upgrade from the instance as provisioning left
-// it: its runtime and shoot, and the values the upgrade replaces, read from
-// the runtime's CRs (the source of truth, whatever an earlier upgrade did).
+// it: its runtime and shoot, and the values the upgrade replaces: the Kyma
+// version from keb's record of it, the Kubernetes version and machine image
+// from the Runtime CR, the channel from the Kyma CR (the source of truth,
+// whatever an earlier upgrade or an operator did).
 type Initialisation struct {
 	KCP    client.Reader
 	Config Config
@@ -45,11 +47,12 @@ func (s *Initialisation) Run(ctx context.Context, op *process.Operation) (proces
 	if err != nil {
 		return process.StepResult{}, fmt.Errorf("reading Runtime CR: %w", err)
 	}
-	u.PreviousKymaVersion = rt.Spec.Kyma.Version
-	u.PreviousKubernetesVersion = rt.Spec.Shoot.Kubernetes.Version
-	if len(rt.Spec.Shoot.Provider.Workers) > 0 {
-		w := rt.Spec.Shoot.Provider.Workers[0]
-		u.PreviousMachineImage = joinImage(w.MachineImage, w.MachineImageVersion)
+	u.PreviousKymaVersion = op.Instance.KymaVersion
+	u.PreviousKubernetesVersion = deref(rt.Spec.Shoot.Kubernetes.Version)
+	if i := rt.Spec.KymaWorker(); i >= 0 {
+		if img := rt.Spec.Shoot.Provider.Workers[i].Machine.Image; img != nil {
+			u.PreviousMachineImage = joinImage(img.Name, deref(img.Version))
+		}
 	}
 	if op.Type == storage.OperationTypeUpgradeKyma {
 		k := &kyma.Kyma{}
@@ -71,6 +74,13 @@ func joinImage(name, version string) string {
 		return name
 	}
 	return name + " " + version
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 func dryRunNote(u *process.Upgrade) string {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/process"
+	"github.com/kyma-keb/keb/internal/storage"
 )
 
 // Config holds the settings the upgrade steps read.
@@ -25,12 +26,15 @@ type Config struct {
 	// apply the change; RuntimePoll is how often it looks (a watch wakes
 	// it sooner).
 	RuntimeTimeout, RuntimePoll time.Duration
+	// RuntimeGrace is how long a written change may leave no trace in a
+	// Ready Runtime CR before it counts as applied (im.Write.Applied).
+	RuntimeGrace time.Duration
 }
 
 // resolvedStore records what an upgrade changed in the instance's resolved
 // parameters (what GET instance shows).
 type resolvedStore interface {
-	MergeResolvedParameters(ctx context.Context, instanceID string, patch json.RawMessage) error
+	MergeResolvedParameters(ctx context.Context, instanceID string, patch json.RawMessage, kyma *storage.KymaRecord) error
 }
 
 // Deps are the parts the steps use.
@@ -72,8 +76,9 @@ func ClusterPipeline(d Deps) process.Pipeline {
 }
 
 // recordUpgrade writes the new versions into the instance's resolved
-// parameters, so that GET instance and later upgrades see them. A dry run
-// records nothing.
+// parameters, and a Kyma upgrade's version and components into its Kyma
+// record, so that GET instance and later updates and upgrades see them. A
+// dry run records nothing.
 func recordUpgrade(store resolvedStore) func(ctx context.Context, op *process.Operation) error {
 	return func(ctx context.Context, op *process.Operation) error {
 		u := op.Record.Upgrade
@@ -83,21 +88,25 @@ func recordUpgrade(store resolvedStore) func(ctx context.Context, op *process.Op
 			}
 			return nil
 		}
+		var kyma *storage.KymaRecord
+		if op.Type == storage.OperationTypeUpgradeKyma {
+			kyma = kymaRecord(op)
+		}
 		patch := map[string]string{}
-		for k, v := range map[string]string{"kymaVersion": u.KymaVersion, "kymaChannel": u.KymaChannel,
+		for k, v := range map[string]string{"kymaChannel": u.KymaChannel,
 			"kubernetesVersion": u.KubernetesVersion, "machineImage": u.MachineImage,
 			"machineImageVersion": u.MachineImageVersion} {
 			if v != "" {
 				patch[k] = v
 			}
 		}
-		if len(patch) == 0 {
+		if len(patch) == 0 && kyma == nil {
 			return nil
 		}
 		raw, err := json.Marshal(patch)
 		if err != nil {
 			return err
 		}
-		return store.MergeResolvedParameters(ctx, op.InstanceID, raw)
+		return store.MergeResolvedParameters(ctx, op.InstanceID, raw, kyma)
 	}
 }

@@ -3,14 +3,18 @@ package upgrade
 import (
 	"context"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kyma-keb/keb/internal/infrastructuremanager"
+	im "github.com/kyma-keb/keb/internal/infrastructuremanager"
+	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process"
 )
 
-// UpgradeCluster writes the new Kubernetes version and machine image into
-// the Runtime CR, for the infrastructure manager to roll out.
+// UpgradeCluster writes the new Kubernetes version and the Kyma worker
+// pool's machine image into the Runtime CR, for the infrastructure manager
+// to roll out: a patch of only those fields (im.Patch), recording the write
+// for await_upgrade.
 type UpgradeCluster struct {
 	KCP    client.Client
 	Config Config
@@ -19,7 +23,8 @@ type UpgradeCluster struct {
 // Name implements process.Step.
 func (s *UpgradeCluster) Name() string { return "upgrade_cluster" }
 
-// Run implements process.Step.
+// Run implements process.Step. A re-run finds the change in place, writes
+// nothing and keeps the write the first run recorded.
 func (s *UpgradeCluster) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
 	u := op.Record.Upgrade
 	image := joinImage(u.MachineImage, u.MachineImageVersion)
@@ -29,20 +34,40 @@ func (s *UpgradeCluster) Run(ctx context.Context, op *process.Operation) (proces
 		return process.Done()
 	}
 	op.Describe("Upgrading the cluster to Kubernetes %s, machine image %s", orKeep(u.KubernetesVersion), orKeep(image))
-	return patchRuntime(ctx, s.KCP, s.Config, op, func(rt *infrastructuremanager.Runtime) {
-		if u.KubernetesVersion != "" {
-			rt.Spec.Shoot.Kubernetes.Version = u.KubernetesVersion
+	f := im.Fields{}
+	if u.KubernetesVersion != "" {
+		if err := f.Set(u.KubernetesVersion, "spec", "shoot", "kubernetes", "version"); err != nil {
+			return process.StepResult{}, err
 		}
-		for i := range rt.Spec.Shoot.Provider.Workers {
-			w := &rt.Spec.Shoot.Provider.Workers[i]
-			if u.MachineImage != "" {
-				w.MachineImage = u.MachineImage
-			}
-			if u.MachineImageVersion != "" {
-				w.MachineImageVersion = u.MachineImageVersion
-			}
+	}
+	if u.MachineImage != "" || u.MachineImageVersion != "" {
+		img := map[string]any{}
+		if u.MachineImage != "" {
+			img["name"] = u.MachineImage
 		}
-	})
+		if u.MachineImageVersion != "" {
+			img["version"] = u.MachineImageVersion
+		}
+		pool := map[string]any{"name": im.KymaWorkerName, "machine": map[string]any{"image": img}}
+		if err := f.Set([]any{pool}, "spec", "shoot", "provider", "workers"); err != nil {
+			return process.StepResult{}, err
+		}
+	}
+	if len(f) == 0 {
+		return process.Done()
+	}
+	key := client.ObjectKey{Namespace: s.Config.Namespace, Name: kyma.Name(op.Instance.RuntimeID)}
+	rt, changed, err := im.Patch(ctx, s.KCP, key, f)
+	if apierrors.IsNotFound(err) {
+		return process.Fail("the Runtime CR of runtime %s does not exist", op.Instance.RuntimeID)
+	}
+	if err != nil {
+		return process.StepResult{}, err
+	}
+	if changed {
+		op.Record.RuntimeWrite = im.NewWrite(rt, op.Now())
+	}
+	return process.Done()
 }
 
 func orKeep(v string) string {

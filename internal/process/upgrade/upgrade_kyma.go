@@ -8,16 +8,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/controlplane"
-	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process"
 )
 
-// UpgradeKyma writes the new Kyma version into the Runtime CR
-// (spec.kyma.version, which the infrastructure manager installs) and the
-// new channel into the Kyma CR (spec.channel, which Lifecycle Manager
-// follows). Both are merge patches of only those fields, so a re-run after a
-// crash converges on the same objects.
+// UpgradeKyma writes the new channel into the Kyma CR (spec.channel, which
+// Lifecycle Manager follows), a merge patch of only that field, so a re-run
+// after a crash converges on the same object. The Kyma version is keb's
+// record (upgrade_overrides wrote it into the overrides Secret; the success
+// hook records it): the Runtime CR has no field for it, and a Kyma upgrade
+// leaves the Runtime CR alone.
 type UpgradeKyma struct {
 	KCP    client.Client
 	Config Config
@@ -29,10 +29,7 @@ func (s *UpgradeKyma) Name() string { return "upgrade_kyma" }
 // Run implements process.Step.
 func (s *UpgradeKyma) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
 	u := op.Record.Upgrade
-	version, channel := u.KymaVersion, u.KymaChannel
-	if version == "" {
-		version = u.PreviousKymaVersion
-	}
+	version, channel := op.Record.KymaVersion, u.KymaChannel
 	if channel == "" {
 		channel = u.PreviousKymaChannel
 	}
@@ -42,45 +39,14 @@ func (s *UpgradeKyma) Run(ctx context.Context, op *process.Operation) (process.S
 		return process.Done()
 	}
 	op.Describe("Upgrading Kyma to version %s, channel %s", version, channel)
-	k := &kyma.Kyma{}
-	err := s.KCP.Get(ctx, client.ObjectKey{Namespace: controlplane.Namespace, Name: kyma.Name(op.Instance.RuntimeID)}, k)
-	if apierrors.IsNotFound(err) {
-		return process.Fail("the Kyma CR of runtime %s does not exist", op.Instance.RuntimeID)
-	}
-	if err != nil {
-		return process.StepResult{}, fmt.Errorf("reading Kyma CR: %w", err)
-	}
-	if k.Spec.Channel != channel {
-		base := k.DeepCopy()
-		k.Spec.Channel = channel
-		if err := s.KCP.Patch(ctx, k, client.MergeFrom(base)); err != nil {
+	if channel != u.PreviousKymaChannel {
+		err := kyma.SetChannel(ctx, s.KCP, controlplane.Namespace, kyma.Name(op.Instance.RuntimeID), channel)
+		if apierrors.IsNotFound(err) {
+			return process.Fail("the Kyma CR of runtime %s does not exist", op.Instance.RuntimeID)
+		}
+		if err != nil {
 			return process.StepResult{}, fmt.Errorf("setting the Kyma CR's channel: %w", err)
 		}
 	}
-	return patchRuntime(ctx, s.KCP, s.Config, op, func(rt *infrastructuremanager.Runtime) {
-		rt.Spec.Kyma.Version = version
-		if op.Record.OverridesSecret != "" {
-			rt.Spec.Kyma.OverridesSecretRef = op.Record.OverridesSecret
-		}
-	})
-}
-
-// patchRuntime changes the runtime's Runtime CR with a merge patch and
-// records the generation the infrastructure manager must reach.
-func patchRuntime(ctx context.Context, kcp client.Client, cfg Config, op *process.Operation, change func(*infrastructuremanager.Runtime)) (process.StepResult, error) {
-	rt := &infrastructuremanager.Runtime{}
-	err := kcp.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: kyma.Name(op.Instance.RuntimeID)}, rt)
-	if apierrors.IsNotFound(err) {
-		return process.Fail("the Runtime CR of runtime %s does not exist", op.Instance.RuntimeID)
-	}
-	if err != nil {
-		return process.StepResult{}, fmt.Errorf("reading Runtime CR: %w", err)
-	}
-	base := rt.DeepCopy()
-	change(rt)
-	if err := kcp.Patch(ctx, rt, client.MergeFrom(base)); err != nil {
-		return process.StepResult{}, fmt.Errorf("changing the Runtime CR: %w", err)
-	}
-	op.Record.Upgrade.Generation = rt.Generation
 	return process.Done()
 }

@@ -1,0 +1,113 @@
+package catalog
+
+import (
+	"fmt"
+	"net/netip"
+)
+
+// Networking is the networking parameter: the cluster's CIDRs, fixed at
+// creation. Nodes is required when the parameter is given; Pods and Services
+// default to DefaultPodsCIDR and DefaultServicesCIDR.
+type Networking struct {
+	Nodes    string `json:"nodes"`
+	Pods     string `json:"pods,omitempty"`
+	Services string `json:"services,omitempty"`
+}
+
+// The cluster CIDRs of a runtime created without the networking parameter
+// (upstream's defaults).
+const (
+	DefaultNodesCIDR    = "10.250.0.0/16"
+	DefaultPodsCIDR     = "10.96.0.0/13"
+	DefaultServicesCIDR = "10.104.0.0/13"
+)
+
+// maxNodesPrefix is the longest nodes prefix: a smaller range leaves too few
+// addresses for the nodes of the largest autoscaler bound.
+const maxNodesPrefix = 23
+
+// reservedRanges are Gardener's own networks, which a runtime's CIDRs must
+// not overlap.
+var reservedRanges = []string{"10.243.128.0/17", "10.242.0.0/16", "10.243.0.0/17", "10.64.0.0/11", "10.254.0.0/16",
+	"10.243.0.0/16", "192.168.123.0/24", "240.0.0.0/8"}
+
+// CIDRs returns the runtime's nodes, pods and services CIDRs: the
+// parameter's values over the defaults (n may be nil).
+func (n *Networking) CIDRs() (nodes, pods, services string) {
+	nodes, pods, services = DefaultNodesCIDR, DefaultPodsCIDR, DefaultServicesCIDR
+	if n == nil {
+		return nodes, pods, services
+	}
+	return firstNonEmpty(n.Nodes, nodes), firstNonEmpty(n.Pods, pods), firstNonEmpty(n.Services, services)
+}
+
+// problems checks the CIDRs: each a canonical IPv4 prefix (the nodes one at
+// most /23), none overlapping another or one of Gardener's reserved ranges.
+// Each problem names the field and, for an overlap, the range it clashes
+// with.
+func (n *Networking) problems() []FieldProblem {
+	if n == nil {
+		return nil
+	}
+	nodes, pods, services := n.CIDRs()
+	fields := []struct{ name, cidr string }{{"networking.nodes", nodes}, {"networking.pods", pods}, {"networking.services", services}}
+	var problems []FieldProblem
+	parsed := make([]netip.Prefix, len(fields))
+	for i, f := range fields {
+		p, err := netip.ParsePrefix(f.cidr)
+		switch {
+		case err != nil || !p.Addr().Is4():
+			problems = append(problems, FieldProblem{Field: f.name, Message: fmt.Sprintf("%q is not an IPv4 CIDR such as 10.250.0.0/16", f.cidr)})
+			continue
+		case p.Masked() != p:
+			problems = append(problems, FieldProblem{Field: f.name, Message: fmt.Sprintf("%q is not a network address: did you mean %s?", f.cidr, p.Masked())})
+			continue
+		case i == 0 && p.Bits() > maxNodesPrefix:
+			problems = append(problems, FieldProblem{Field: f.name, Message: fmt.Sprintf("%q is too small: the nodes range must be /%d or larger", f.cidr, maxNodesPrefix)})
+			continue
+		}
+		parsed[i] = p
+	}
+	for i := range fields {
+		if !parsed[i].IsValid() {
+			continue
+		}
+		for j := i + 1; j < len(fields); j++ {
+			if parsed[j].IsValid() && parsed[i].Overlaps(parsed[j]) {
+				note := ""
+				if n.isDefault(j) {
+					note = ", the default"
+				}
+				problems = append(problems, FieldProblem{Field: fields[i].name, Message: fmt.Sprintf(
+					"%s overlaps %s (%s%s)", fields[i].cidr, fields[j].name, fields[j].cidr, note)})
+			}
+		}
+		for _, r := range reservedRanges {
+			if parsed[i].Overlaps(netip.MustParsePrefix(r)) {
+				problems = append(problems, FieldProblem{Field: fields[i].name, Message: fmt.Sprintf(
+					"%s overlaps %s, a range Gardener reserves", fields[i].cidr, r)})
+			}
+		}
+	}
+	return problems
+}
+
+// isDefault reports whether the i-th CIDR (nodes, pods, services) is the default, not given.
+func (n *Networking) isDefault(i int) bool {
+	return [...]bool{n.Nodes == "", n.Pods == "", n.Services == ""}[i]
+}
+
+func networkingSchema() map[string]any {
+	var p properties
+	cidr := func(title, description, def string) map[string]any {
+		return map[string]any{"type": "string", "title": title, "description": description, "default": def, "minLength": 1}
+	}
+	p.add("nodes", cidr("Worker node network", "CIDR of the worker nodes' network, /23 or larger.", DefaultNodesCIDR))
+	p.add("pods", cidr("Pod network", "CIDR of the pods' network.", DefaultPodsCIDR))
+	p.add("services", cidr("Service network", "CIDR of the services' network.", DefaultServicesCIDR))
+	return p.object(map[string]any{
+		"title":       "Networking",
+		"description": "The cluster's networks; none may overlap another. They cannot change later.",
+		"required":    []string{"nodes"},
+	})
+}
