@@ -14,7 +14,7 @@ import (
 	"github.com/kyma-keb/keb/internal/btpmanager"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/resources"
-	standin "github.com/kyma-keb/keb/testing/btpmanagersim"
+	standin "github.com/kyma-keb/keb/internal/btpmanagersim"
 )
 
 // installBTPOperator installs the btp-operator module into a runtime as

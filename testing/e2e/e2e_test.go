@@ -18,7 +18,7 @@ import (
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/runtimeclient"
-	btpstandin "github.com/kyma-keb/keb/testing/btpmanagersim"
+	btpstandin "github.com/kyma-keb/keb/internal/btpmanagersim"
 	"github.com/kyma-keb/keb/testing/k8stest"
 	"github.com/kyma-keb/keb/testing/pgtest"
 )
