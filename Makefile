@@ -5,6 +5,13 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
+# One build configuration for everything make builds and tests: static (no cgo) and without local paths, as the
+# released binary. vet, the tests and the keb binaries tests build (the image test's, the fault suite's) then
+# share the build cache and compile each package once per run; the image test's own configuration used to
+# compile all of keb's dependencies a second time, the longest part of `make test`.
+export CGO_ENABLED := 0
+export GOFLAGS := -trimpath $(GOFLAGS)
+
 HELM_VERSION := v3.19.0
 HELM        := bin/tools/helm
 
@@ -13,7 +20,7 @@ HELM        := bin/tools/helm
 all: build
 
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/keb ./cmd/keb
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/keb ./cmd/keb
 
 ## run: the whole local stack: PostgreSQL and a control plane under .keb/, simulated
 ## runtimes, dev auth; the broker on 127.0.0.1:8080
@@ -48,16 +55,19 @@ browser-test: build k8s-bins
 screenshots:
 	@$(MAKE) --no-print-directory browser-test SCREENSHOTS=docs/images
 
-## faults: the fault suite with its long variants (the 1,000-cycle soak); its quick
-## variants run in `make test` too
+## faults: the fault suite with its long variants (the 1,000-cycle soak), one test at a time
+## so that the timings it logs are keb's; its quick variants run in `make test` too, two at a time
 faults: postgres k8s-bins
-	KEB_FAULTS=long KUBEBUILDER_ASSETS=$(CURDIR)/bin/k8s $(GO) test -count=1 -timeout 60m -v ./testing/faults/...
+	KEB_FAULTS=long KUBEBUILDER_ASSETS=$(CURDIR)/bin/k8s $(GO) test -count=1 -timeout 60m -parallel 1 -v ./testing/faults/...
 
 ## fuzz: every fuzz target for FUZZTIME each (plain `go test`, and so `make test`,
 ## runs their seed corpora in testdata/fuzz); findings land in testdata/fuzz too
 FUZZTIME ?= 1m
 FUZZ_TARGETS := \
 	./internal/httpapi:FuzzCheckInstanceBody \
+	./internal/httpapi:FuzzCheckBindingBody \
+	./internal/orchestration:FuzzParseRequest \
+	./internal/console:FuzzParseLoginForm \
 	./internal/catalog:FuzzValidateContext \
 	./internal/catalog:FuzzValidateUpdateContext \
 	./internal/catalog:FuzzValidateParameters \

@@ -15,8 +15,8 @@ import (
 
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/devstack"
+	"github.com/kyma-keb/keb/internal/devstack/cisstub"
 	"github.com/kyma-keb/keb/internal/storage"
-	"github.com/kyma-keb/keb/testing/cisstub"
 	"github.com/kyma-keb/keb/testing/pgtest"
 )
 
@@ -32,7 +32,7 @@ func TestCleanupSubaccountsAgainstDevDir(t *testing.T) {
 	defer cancel()
 	dbURL := pgtest.NewDatabase(t)
 	stub := cisstub.New("dev-id", "dev-secret")
-	srv := httptest.NewServer(stub.Handler())
+	srv := httptest.NewServer(stub.Handler(nil))
 	defer srv.Close()
 	dir := t.TempDir()
 	const key = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="

@@ -40,7 +40,7 @@ type DevOptions struct {
 	PublicKeys []crypto.PublicKey
 	TokenIssue http.Handler
 	// Mounts are dev-only stand-ins served on the broker's port, by path
-	// prefix (e.g. /dev/cis/), in front of the router.
+	// prefix (e.g. /dev/cis/), through the router (its limits and logs).
 	Mounts map[string]http.Handler
 }
 
@@ -54,6 +54,9 @@ type App struct {
 	pool    *pgxpool.Pool
 	log     logrus.FieldLogger
 	engine  *engine
+	// stopReadiness stops the background readiness checks and waits for
+	// them.
+	stopReadiness func()
 	// bindings is nil without a control plane.
 	bindings *binding.Service
 }
@@ -151,8 +154,9 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	}
 	reg.MustRegister(metrics.NewCensus(store, accounts, cfg.MetricsCensusInterval, log.WithField("component", "metrics")))
 	a := &App{cfg: cfg, pool: pool, log: log, engine: eng, bindings: bindings}
+	readiness := httpapi.NewReadiness(cfg.ReadinessInterval, httpapi.CheckTimeout, log.WithField("component", "readiness"), a.probes()...)
 	runtimesHandler := runtimelisting.NewHandler(store, catalog.ServiceID)
-	opts := httpapi.Options{Broker: brk, Auth: verifier, Log: log, Registry: reg, Ready: a.ready,
+	opts := httpapi.Options{Broker: brk, Auth: verifier, Log: log, Registry: reg, Ready: readiness,
 		RequestTimeout: cfg.RequestTimeout,
 		Runtimes:       runtimesHandler, Expire: expiry.Handler(expirer, log),
 		Console: console.New(console.Options{Runtimes: runtimesHandler, Operations: store, Instances: store, Verifier: verifier,
@@ -162,9 +166,9 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 		KubernetesVersion: oc.KubernetesVersion, MachineImage: oc.MachineImage, MachineImageVersion: oc.MachineImageVersion},
 		log.WithField("component", "orchestration"))
 	if dev != nil {
-		opts.DevToken = dev.TokenIssue
+		opts.DevToken, opts.Mounts = dev.TokenIssue, dev.Mounts
 	}
-	opts.MaxBodyBytes = int64(cfg.HTTP.MaxBodyBytes)
+	opts.MaxBodyBytes, opts.FormReadTimeout = int64(cfg.HTTP.MaxBodyBytes), cfg.HTTP.FormReadTimeout
 	if cfg.HTTP.MetricsAddress != "" {
 		opts.MetricsElsewhere = true
 		a.Metrics = httpapi.MetricsHandler(reg)
@@ -173,14 +177,12 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 		pool.Close()
 		return nil, fmt.Errorf("building the HTTP router: %w", err)
 	}
-	if dev != nil && len(dev.Mounts) > 0 {
-		mux := http.NewServeMux()
-		for prefix, h := range dev.Mounts {
-			mux.Handle(prefix, h)
-		}
-		mux.Handle("/", a.Handler)
-		a.Handler = mux
-	}
+	// The checks outlive ctx (cancelled when shutdown begins): /readyz
+	// reports on the replica while it drains, until Close.
+	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	var checking sync.WaitGroup
+	checking.Go(func() { readiness.Run(rctx) })
+	a.stopReadiness = func() { stop(); checking.Wait() }
 	return a, nil
 }
 
@@ -294,8 +296,10 @@ func (a *App) stopWorkers() {
 	a.log.Info("workers stopped; every running step finished")
 }
 
-// Close waits for asynchronous binds and releases the database pool.
+// Close stops the readiness checks, waits for asynchronous binds and
+// releases the database pool.
 func (a *App) Close() {
+	a.stopReadiness()
 	if a.bindings != nil {
 		a.bindings.Close()
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -461,9 +462,9 @@ func TestInstanceIDAndRegionSyntax(t *testing.T) {
 	if i, _ := b.rows(); i != 0 {
 		t.Fatalf("%d instances stored from refused IDs", i)
 	}
-	for _, id := range []string{uuid.NewString(), strings.Repeat("a", 63), "A.b_c-9"} {
+	for i, id := range []string{uuid.NewString(), strings.Repeat("a", 63), "A.b_c-9"} {
 		b.expect(b.do(http.MethodPut, provisionPath(id), provisionBody(azurePlanID, `{"name":"c1"}`,
-			`"globalaccount_id":"ga-`+id+`","subaccount_id":"sa","user_id":"u"`)), http.StatusAccepted)
+			fmt.Sprintf(`"globalaccount_id":"ga-%d","subaccount_id":"sa","user_id":"u"`, i))), http.StatusAccepted)
 	}
 	for _, region := range []string{"mars", "cf-eu90", "CF-EU10", "cf_eu10", strings.Repeat("cf-eu10", 6)} {
 		for _, method := range []string{http.MethodPut, http.MethodGet} {
@@ -689,9 +690,12 @@ func TestPatchDashboardURL(t *testing.T) {
 	}
 }
 
-// TestHostileInputs is the permanent hostile-client suite: a few hundred
-// requests generated from the defect lists above, each of which must get a
-// 4xx with an OSB error body and change nothing in the database.
+// TestHostileInputs is the permanent hostile-client suite: several hundred
+// requests generated from the defect lists of both hardening rounds (issues
+// 8 and 23), on the OSB routes and on every other one (console,
+// orchestrations, bindings, listings, `keb dev`'s endpoints), each of which
+// must get a 4xx with an error body in its route's documented shape and
+// change nothing in the database.
 func TestHostileInputs(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -730,54 +734,55 @@ func TestHostileInputs(t *testing.T) {
 		strings.Replace(valid, `{"name":"c1"}`, `{"name":"c1","autoScalerMin":1e400}`, 1),
 		"\xff\xfe{}", "{\"service_id\":\"\xff\"}",
 	}
-	type req struct{ method, path, body string }
+	type req = hostileReq
 	var reqs []req
 	for _, id := range badIDs {
 		reqs = append(reqs,
-			req{http.MethodPut, provisionPath(id), valid},
-			req{http.MethodPatch, provisionPath(id), patchBody(`"active":false`)},
-			req{http.MethodDelete, deprovisionPath(id, azurePlanID), ""},
-			req{http.MethodGet, instancePath(id), ""},
-			req{http.MethodGet, instancePath(id) + "/last_operation", ""},
-			req{http.MethodGet, instancePath("victim-1") + "/last_operation?operation=" + id, ""},
-			req{http.MethodPut, "/oauth/" + id + "/v2/service_instances/victim-2?accepts_incomplete=true", valid},
-			req{http.MethodDelete, "/oauth/" + id + "/v2/service_instances/victim-1?accepts_incomplete=true&service_id=" + serviceID + "&plan_id=" + azurePlanID, ""},
-			req{http.MethodPut, "/expire/service_instance/" + id, ""},
+			req{method: http.MethodPut, path: provisionPath(id), body: valid},
+			req{method: http.MethodPatch, path: provisionPath(id), body: patchBody(`"active":false`)},
+			req{method: http.MethodDelete, path: deprovisionPath(id, azurePlanID), body: ""},
+			req{method: http.MethodGet, path: instancePath(id), body: ""},
+			req{method: http.MethodGet, path: instancePath(id) + "/last_operation", body: ""},
+			req{method: http.MethodGet, path: instancePath("victim-1") + "/last_operation?operation=" + id, body: ""},
+			req{method: http.MethodPut, path: "/oauth/" + id + "/v2/service_instances/victim-2?accepts_incomplete=true", body: valid},
+			req{method: http.MethodDelete, path: "/oauth/" + id + "/v2/service_instances/victim-1?accepts_incomplete=true&service_id=" + serviceID + "&plan_id=" + azurePlanID, body: ""},
+			req{method: http.MethodPut, path: "/expire/service_instance/" + id, body: ""},
 		)
 	}
 	for _, body := range badBodies {
 		reqs = append(reqs,
-			req{http.MethodPut, provisionPath("victim-2"), body},
-			req{http.MethodPatch, provisionPath("victim-1"), body},
+			req{method: http.MethodPut, path: provisionPath("victim-2"), body: body},
+			req{method: http.MethodPatch, path: provisionPath("victim-1"), body: body},
 		)
 	}
 	for _, q := range []string{"service_id=&plan_id=", "service_id=" + serviceID, "plan_id=" + azurePlanID,
 		"service_id=" + serviceID + "&plan_id=" + trialPlanID, "service_id=x&plan_id=" + azurePlanID,
 		"service_id=" + serviceID + "&plan_id=%00", "service_id=%FF&plan_id=" + azurePlanID} {
-		reqs = append(reqs, req{http.MethodDelete, provisionPath("victim-1") + "&" + q, ""})
+		reqs = append(reqs, req{method: http.MethodDelete, path: provisionPath("victim-1") + "&" + q, body: ""})
 	}
 	for _, name := range []string{"account", "subaccount", "instance_id", "runtime_id", "region", "plan", "shoot", "state", "kyma_state", "op_detail", "page", "page_size", "next", "bogus", "Account", "%00"} {
 		for _, v := range []string{"%00", "%FF", "a%00", url.QueryEscape(strings.Repeat("v", 600)), "-1", "99999999999999999999", "%C0%80"} {
 			if (name == "state" || name == "kyma_state" || name == "op_detail" || name == "page" || name == "page_size" || name == "next") || strings.Contains(v, "%") || len(v) > 100 || name == "bogus" || name == "Account" || name == "%00" {
-				reqs = append(reqs, req{http.MethodGet, "/info/runtimes?" + name + "=" + v, ""})
+				reqs = append(reqs, req{method: http.MethodGet, path: "/info/runtimes?" + name + "=" + v, body: ""})
 			}
 		}
 	}
 	for _, body := range []string{`{`, `[]`, `{"service_id":"x"} x`, `{"a":1,"a":2}`, `{"service_id":"` + serviceID + `","plan_id":"` + azurePlanID + `"}`} {
-		reqs = append(reqs, req{http.MethodPut, instancePath("victim-1") + "/service_bindings/b-1", body})
+		reqs = append(reqs, req{method: http.MethodPut, path: instancePath("victim-1") + "/service_bindings/b-1", body: body})
 	}
-	reqs = append(reqs, req{http.MethodGet, instancePath("victim-1") + "/service_bindings/b-1", ""},
-		req{http.MethodDelete, instancePath("victim-1") + "/service_bindings/b-1?service_id=" + serviceID + "&plan_id=" + azurePlanID, ""},
-		req{http.MethodGet, instancePath("victim-1") + "/service_bindings/b-1/last_operation?operation=%00", ""})
+	reqs = append(reqs, req{method: http.MethodGet, path: instancePath("victim-1") + "/service_bindings/b-1", body: ""},
+		req{method: http.MethodDelete, path: instancePath("victim-1") + "/service_bindings/b-1?service_id=" + serviceID + "&plan_id=" + azurePlanID, body: ""},
+		req{method: http.MethodGet, path: instancePath("victim-1") + "/service_bindings/b-1/last_operation?operation=%00", body: ""})
 	for _, m := range []string{"PROPFIND", "TRACE", "X", "get"} {
-		reqs = append(reqs, req{m, instancePath("victim-1"), ""})
+		reqs = append(reqs, req{method: m, path: instancePath("victim-1"), body: ""})
 	}
-	if len(reqs) < 250 {
+	reqs = append(reqs, hostileOperatorRequests(b, badIDs, badBodies)...)
+	if len(reqs) < 800 {
 		t.Fatalf("only %d hostile requests generated", len(reqs))
 	}
 	versions := []string{"2.17", "2.14banana", ""}
 	for i, rq := range reqs {
-		var opts []reqOpt
+		opts := rq.opts
 		if i%17 == 0 {
 			opts = append(opts, withHeader("X-Broker-API-Version", versions[i%len(versions)]))
 		}
@@ -789,22 +794,193 @@ func TestHostileInputs(t *testing.T) {
 		if r.status == http.StatusGone && r.raw == "{}\n" {
 			continue // OSB's answer to a DELETE of what is gone
 		}
-		var body map[string]any
-		if err := json.Unmarshal([]byte(r.raw), &body); err != nil {
-			t.Errorf("%s %.100q: %d, body not JSON: %.300s", rq.method, rq.path, r.status, r.raw)
-			continue
-		}
-		if k, _ := body["error"].(string); k == "" {
-			t.Errorf("%s %.100q: %d without an error key: %.300s", rq.method, rq.path, r.status, r.raw)
-		}
-		if d, _ := body["description"].(string); d == "" {
-			t.Errorf("%s %.100q: %d without a description: %.300s", rq.method, rq.path, r.status, r.raw)
+		if err := rq.shape.check(r); err != nil {
+			t.Errorf("%s %.100q %.100q: %d: %v: %.300s", rq.method, rq.path, rq.body, r.status, err, r.raw)
 		}
 	}
 	if after := b.databaseText(); after != before {
 		t.Fatalf("hostile requests changed the database")
 	}
-	t.Logf("%d hostile requests, all refused with OSB error bodies", len(reqs))
+	t.Logf("%d hostile requests, all refused with error bodies of their routes' shapes", len(reqs))
+}
+
+// hostileReq is one request of TestHostileInputs and the shape its route
+// answers errors in.
+type hostileReq struct {
+	method, path, body string
+	opts               []reqOpt
+	shape              answerShape
+}
+
+// answerShape is how a route says what is wrong (docs/openapi.yaml).
+type answerShape int
+
+const (
+	// OSB's {"error", "description"}: the OSB routes, the operators' API,
+	// and every route's refusals before its handler (Refused).
+	shapeOSB answerShape = iota
+	// The console's HTML page saying what is wrong, or a refusal in OSB's
+	// shape.
+	shapeConsole
+	// An error of keb dev's endpoints: {"error"} with a description
+	// (OAuth2's error_description on the token endpoints).
+	shapeDev
+)
+
+func (s answerShape) check(r response) error {
+	if s == shapeConsole && strings.HasPrefix(r.header.Get("Content-Type"), "text/html") {
+		if !strings.Contains(r.raw, "<html") || !strings.Contains(r.raw, `class="error"`) {
+			return errors.New("a console page that says nothing is wrong")
+		}
+		return nil
+	}
+	var body map[string]any
+	if err := json.Unmarshal([]byte(r.raw), &body); err != nil {
+		return fmt.Errorf("body not JSON: %w", err)
+	}
+	if k, _ := body["error"].(string); k == "" {
+		return errors.New("no error key")
+	}
+	d, _ := body["description"].(string)
+	if od, _ := body["error_description"].(string); s == shapeDev && d == "" {
+		d = od
+	}
+	if d == "" {
+		return errors.New("no description")
+	}
+	return nil
+}
+
+// hostileOperatorRequests are the hostile requests of the routes added
+// after the first hardening round: the console, orchestrations, bindings,
+// the listings' parsing, and keb dev's token endpoint and CIS stand-in.
+func hostileOperatorRequests(b *bundle, badIDs, badBodies []string) []hostileReq {
+	type req = hostileReq
+	var reqs []req
+	cookie := withHeader("Cookie", "keb_console_token="+b.mint(auth.ScopeCLDRead))
+	upgrade := withHeader("Authorization", "Bearer "+b.mint(auth.ScopeUpgradeRead, auth.ScopeUpgradeWrite))
+	form := withHeader("Content-Type", formType)
+	login := url.Values{"token": {b.mint(auth.ScopeCLDRead)}}.Encode()
+	badQueries := []string{"account=%00", "account=%FF", "account=ga;x", "state=all&account=no-such;1", "plan=azure%zz",
+		"plan=%", "page=0", "page=-1", "page_size=5000", "page=1e3", "next=%00", "next=bm90LWEtY3Vyc29y", "bogus=1",
+		"Account=ga-1", "%00=1", "instance_id=" + strings.Repeat("i", 600), strings.Repeat("state=all&", 101) + "state=all"}
+
+	// Listings and the console's table read through the same parser.
+	for _, q := range badQueries {
+		reqs = append(reqs, req{method: http.MethodGet, path: "/runtimes?" + q},
+			req{method: http.MethodGet, path: "/console?" + q, opts: []reqOpt{cookie}, shape: shapeConsole})
+	}
+	// The console.
+	for _, id := range badIDs {
+		reqs = append(reqs, req{method: http.MethodGet, path: "/console/instances/" + id, opts: []reqOpt{cookie}, shape: shapeConsole})
+	}
+	for _, body := range []string{"", "token=", "token=a&token=b", "token=%zz", "token=a;b", "x=1", "token=a&next=/console&next=/x",
+		"token=" + strings.Repeat("t", 20<<10), "token=%00", "token=not-a-token", "token=" + url.QueryEscape(b.mint(auth.ScopeBrokerWrite)),
+		login + "&extra=1", "\xff\xfe", `{"token":"x"}`} {
+		reqs = append(reqs, req{method: http.MethodPost, path: "/console/login", body: body, opts: []reqOpt{form}, shape: shapeConsole})
+	}
+	for _, ct := range []string{"application/json", "multipart/form-data; boundary=x", "text/plain", "", "application/x-www-form-urlencoded; charset"} {
+		reqs = append(reqs, req{method: http.MethodPost, path: "/console/login", body: login,
+			opts: []reqOpt{withHeader("Content-Type", ct)}, shape: shapeConsole})
+	}
+	for _, cross := range []reqOpt{withHeader("Origin", "https://evil.example"), withHeader("Sec-Fetch-Site", "cross-site"),
+		withHeader("Origin", "null")} {
+		reqs = append(reqs, req{method: http.MethodPost, path: "/console/login", body: login, opts: []reqOpt{form, cross}, shape: shapeConsole},
+			req{method: http.MethodPost, path: "/console/logout", opts: []reqOpt{cookie, cross}, shape: shapeConsole})
+	}
+	for _, path := range []string{"/console/%2e%2e/healthz", "/console/instances/..", "/console/login?next=x;y", "/console/logout?a=%zz"} {
+		reqs = append(reqs, req{method: http.MethodPost, path: path, body: login, opts: []reqOpt{form}, shape: shapeConsole})
+	}
+
+	// Orchestrations: IDs, queries and bodies.
+	for _, id := range append(badIDs, "%c3%28", "%ed%a0%80", "..", "%2e") {
+		for _, rq := range []req{
+			{method: http.MethodGet, path: "/orchestrations/" + id},
+			{method: http.MethodGet, path: "/orchestrations/" + id + "/operations"},
+			{method: http.MethodGet, path: "/orchestrations/" + id + "/operations/op-1"},
+			{method: http.MethodGet, path: "/orchestrations/o-1/operations/" + id},
+			{method: http.MethodPut, path: "/orchestrations/" + id + "/cancel"},
+			{method: http.MethodPut, path: "/orchestrations/" + id + "/retry"},
+		} {
+			rq.opts = []reqOpt{upgrade}
+			reqs = append(reqs, rq)
+		}
+	}
+	for _, q := range []string{"state=bogus", "state=pending,bogus", "page=0", "page=x", "page_size=0", "page_size=5000", "page_size=1;page=2",
+		"x=1", "state=%00", "page=%zz"} {
+		reqs = append(reqs, req{method: http.MethodGet, path: "/orchestrations?" + q, opts: []reqOpt{upgrade}},
+			req{method: http.MethodGet, path: "/orchestrations/o-1/operations?" + q, opts: []reqOpt{upgrade}})
+	}
+	const targets = `"targets":{"include":[{"target":"all"}]}`
+	upgradeBodies := append([]string{
+		`{}`, `{"targets":{}}`, `{"targets":{"include":[]}}`, `{"targets":{"include":[{}]}}`,
+		`{` + targets + `,"dryRun":true,"dryRun":false}`, `{` + targets + `,"DryRun":false}`, `{` + targets + `,"dryRun":null}`,
+		`{` + targets + `,` + targets + `}`, `{"Targets":{"include":[{"target":"all"}]}}`, `{` + targets + `,"dryRun":"false"}`,
+		`{"targets":{"include":[{"target":"some"}]}}`, `{"targets":{"include":[{"globalAccount":"ga\u0000"}]}}`,
+		`{"targets":{"include":[{"globalAccount":"` + strings.Repeat("g", 300) + `"}]}}`,
+		`{` + targets + `,"strategy":{"type":"serial"}}`, `{` + targets + `,"strategy":{"schedule":"later"}}`,
+		`{` + targets + `,"strategy":{"parallel":{"workers":-1}}}`, `{` + targets + `,"strategy":{"parallel":{"workers":1e9}}}`,
+		`{` + targets + `,"kyma":{"channel":"bogus"}}`, `{` + targets + `,"kyma":{"channel":"<b>x</b>"}}`,
+		`{` + targets + `,"kyma":{"version":"../../../../etc/passwd"}}`, `{` + targets + `,"kyma":{"version":"2.20.0\u0001"}}`,
+		`{` + targets + `,"kyma":{"version":"2.20.0","version":"2.21.0"}}`, `{` + targets + `,"kubernetes":{"version":"1 31"}}`,
+		`{` + targets + `,"kyma":null,"kubernetes":null}`, `{` + targets + `,"extra":1}`, `{` + targets + `}` + `{}`,
+		`{` + targets + `,"pad":"` + strings.Repeat("p", 70<<10) + `"}`, `{` + targets + `,"deep":` + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + `}`,
+	}, badBodies...)
+	for _, body := range upgradeBodies {
+		for _, kind := range []string{"kyma", "cluster"} {
+			reqs = append(reqs, req{method: http.MethodPost, path: "/upgrade/" + kind, body: body, opts: []reqOpt{upgrade}})
+		}
+	}
+
+	// Bindings of the running instance: bodies, IDs, DELETE queries.
+	bindingPath := instancePath("victim-1") + "/service_bindings/"
+	ids := `"service_id":"` + serviceID + `","plan_id":"` + azurePlanID + `"`
+	for _, body := range append([]string{
+		`{` + ids + `,"parameters":{"expiration_seconds":600},"PARAMETERS":{"expiration_seconds":7200}}`,
+		`{"service_id":"` + serviceID + `","PLAN_ID":"` + azurePlanID + `"}`, `{"SERVICE_ID":"` + serviceID + `","plan_id":"` + azurePlanID + `"}`,
+		`{` + ids + `,"parameters":{"expiration_seconds":600,"expiration_seconds":7200}}`, `{` + ids + `,"Parameters":{}}`,
+		`{` + ids + `,"bind_resource":{"app_guid":"a","App_Guid":"b"}}`, `{"service_id":"` + serviceID + `"}`,
+		`{"service_id":"bogus","plan_id":"bogus"}`, `{` + ids + `,"parameters":"x"}`, `{` + ids + `,"context":[]}`,
+	}, badBodies...) {
+		reqs = append(reqs, req{method: http.MethodPut, path: bindingPath + "b-2?accepts_incomplete=true", body: body})
+	}
+	for _, id := range append(badIDs, "..", "%2e%2e") {
+		reqs = append(reqs, req{method: http.MethodPut, path: bindingPath + id, body: `{` + ids + `}`},
+			req{method: http.MethodGet, path: bindingPath + id},
+			req{method: http.MethodDelete, path: bindingPath + id + "?service_id=" + serviceID + "&plan_id=" + azurePlanID},
+			req{method: http.MethodGet, path: bindingPath + id + "/last_operation"})
+	}
+	for _, q := range []string{"", "service_id=bogus&plan_id=bogus", "service_id=" + serviceID + "&plan_id=bogus",
+		"service_id=bogus&plan_id=" + azurePlanID, "plan_id=" + azurePlanID, "service_id=" + serviceID,
+		"service_id=" + serviceID + "&plan_id=" + trialPlanID, "service_id=" + serviceID + ";plan_id=" + azurePlanID} {
+		reqs = append(reqs, req{method: http.MethodDelete, path: bindingPath + "b-1?" + q})
+	}
+
+	// keb dev's token endpoint.
+	devForm := []reqOpt{form, withoutHeader("Authorization")}
+	for _, body := range []string{"", "grant_type=password", "grant_type=client_credentials", "grant_type=client_credentials&client_id=keb-dev&client_secret=no",
+		"grant_type=client_credentials&scope=root", "grant_type=%zz", "grant_type=a;b", "x=" + strings.Repeat("x", 20<<10)} {
+		reqs = append(reqs, req{method: http.MethodPost, path: "/oauth2/token", body: body, opts: devForm, shape: shapeDev})
+	}
+	// The CIS stand-in.
+	cisToken := withHeader("Authorization", "Bearer not-a-cis-token")
+	for _, rq := range []req{
+		{method: http.MethodPost, path: "/dev/cis/oauth/token", body: "grant_type=client_credentials&client_id=x&client_secret=y", opts: devForm},
+		{method: http.MethodPost, path: "/dev/cis/oauth/token", body: "grant_type=password", opts: devForm},
+		{method: http.MethodPost, path: "/dev/cis/oauth/token", body: "x=" + strings.Repeat("x", 20<<10), opts: devForm},
+		{method: http.MethodGet, path: "/dev/cis/v2.0/events?eventType=SUBACCOUNT_DELETE&pageSize=10&pageNum=1", opts: []reqOpt{cisToken}},
+		{method: http.MethodGet, path: "/dev/cis/v1.0/events?pageSize=1;pageNum=0", opts: []reqOpt{cisToken}},
+		{method: http.MethodPost, path: "/dev/cis/events", body: `{"type":"SUBACCOUNT_DELETE","subaccount_id":"sa-1","x":1}`},
+		{method: http.MethodPost, path: "/dev/cis/events", body: `{"type":"OTHER","subaccount_id":"sa-1"}`},
+		{method: http.MethodPost, path: "/dev/cis/events", body: `{"type":"SUBACCOUNT_DELETE"}`},
+		{method: http.MethodPost, path: "/dev/cis/events", body: `{"type":"SUBACCOUNT_DELETE","subaccount_id":"` + strings.Repeat("s", 70<<10) + `"}`},
+		{method: http.MethodPost, path: "/dev/cis/events/..", body: `{}`},
+		{method: http.MethodGet, path: "/dev/cis/no-such-route"},
+	} {
+		rq.shape = shapeDev
+		reqs = append(reqs, rq)
+	}
+	return reqs
 }
 
 // doRaw is do for requests a test means to be odd: it never fails the test

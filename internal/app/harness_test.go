@@ -20,6 +20,8 @@ import (
 	"github.com/kyma-keb/keb/internal/app"
 	"github.com/kyma-keb/keb/internal/auth"
 	"github.com/kyma-keb/keb/internal/config"
+	"github.com/kyma-keb/keb/internal/devstack"
+	"github.com/kyma-keb/keb/internal/devstack/cisstub"
 	"github.com/kyma-keb/keb/internal/storage"
 	"github.com/kyma-keb/keb/testing/apitest"
 	"github.com/kyma-keb/keb/testing/pgtest"
@@ -46,6 +48,9 @@ const (
 	testAud     = "keb"
 	// A fixed test key: 32 bytes, base64.
 	testSecretKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+	// The dev token endpoint's and the CIS stand-in's clients.
+	testDevClient, testDevSecret = "keb-dev", "dev-secret"
+	testCISClient, testCISSecret = "keb-dev-cis", "cis-secret"
 )
 
 // bundle is one test's broker: its own database, its own signing key and an
@@ -62,8 +67,11 @@ type bundle struct {
 	token string
 	dbURL string
 	app   *app.App
-	// closedConns counts connections the server has closed.
-	closedConns atomic.Int64
+	// closedConns counts connections the server has closed, openedConns
+	// those it accepted.
+	closedConns, openedConns atomic.Int64
+	// cis is the CIS stand-in served under /dev/cis.
+	cis *cisstub.Server
 }
 
 func setup(t *testing.T) *bundle {
@@ -106,19 +114,33 @@ func setupWithLogger(t *testing.T, tune func(*config.Config), log logrus.FieldLo
 	if tune != nil {
 		tune(&cfg)
 	}
-	a, err := app.New(ctx, cfg, log, &app.DevOptions{PublicKeys: []crypto.PublicKey{key.Public()}})
+	// `keb dev`'s token endpoint and CIS stand-in are served as keb dev
+	// serves them: the hostile-input suites reach them too.
+	cis := cisstub.New(testCISClient, testCISSecret)
+	devAuth, err := auth.NewVerifier(ctx, auth.Config{PublicKeys: []crypto.PublicKey{key.Public()}, Issuer: testIssuer,
+		Audience: testAud}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := app.New(ctx, cfg, log, &app.DevOptions{PublicKeys: []crypto.PublicKey{key.Public()},
+		TokenIssue: auth.DevTokenHandler(key, auth.DevClient{ID: testDevClient, Secret: testDevSecret}, testIssuer, testAud),
+		Mounts:     map[string]http.Handler{devstack.CISPrefix + "/": devstack.CISMount(cis, devAuth.Require(auth.ScopeBrokerWrite))}})
 	if err != nil {
 		t.Fatalf("building app: %v", err)
 	}
 	t.Cleanup(a.Close)
 	// The server keb runs, with its timeouts and connection cap.
 	// Every answer these tests get is checked against docs/openapi.yaml.
-	srv := httptest.NewUnstartedServer(apitest.Recorder(t, openAPIDoc(t), a.Handler))
+	srv := httptest.NewUnstartedServer(nil)
 	srv.Config = a.NewServer()
+	srv.Config.Handler = apitest.Recorder(t, openAPIDoc(t), a.Handler)
 	srv.Listener = a.Listener(srv.Listener)
-	b := &bundle{t: t, srv: srv, key: key, app: a}
+	b := &bundle{t: t, srv: srv, key: key, app: a, cis: cis}
 	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateClosed {
+		switch s {
+		case http.StateNew:
+			b.openedConns.Add(1)
+		case http.StateClosed, http.StateHijacked:
 			b.closedConns.Add(1)
 		}
 	}
@@ -336,4 +358,21 @@ func provisionPath(id string) string { return instancePath(id) + "?accepts_incom
 
 func deprovisionPath(id, planID string) string {
 	return instancePath(id) + "?accepts_incomplete=true&service_id=" + serviceID + "&plan_id=" + planID
+}
+
+// readyz polls /readyz until cond holds (its checks run in the background,
+// every APP_READINESS_INTERVAL) and returns that answer.
+func (b *bundle) readyz(what string, cond func(response) bool) response {
+	b.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		r := b.do(http.MethodGet, "/readyz", "", withoutHeader("Authorization"))
+		if cond(r) {
+			return r
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("/readyz not %s within a minute: %d %s", what, r.status, r.raw)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

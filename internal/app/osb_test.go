@@ -189,10 +189,20 @@ func TestProvisionIdempotence(t *testing.T) {
 		t.Fatalf("re-sent PUT got operation %v, first got %v", again.body["operation"], first.body["operation"])
 	}
 
-	// Different attributes: 409, and nothing changes.
+	// Different attributes: 409, and nothing changes, whatever the new body
+	// holds: conflict is decided before validation (OSB), so a body for
+	// another plan that this plan's schema refuses, or a context without
+	// the accounts, is a conflict too, not a 400.
+	gcpInvalid := provisionBody(catalog.GCPPlanID, `{"name":"c1","region":"westeurope","autoScalerMin":1000}`, "")
+	noAccounts := provisionBody(azurePlanID, `{"name":"c1","autoScalerMin":3}`, `"user_id":"u"`)
+	for _, body := range []string{gcpInvalid, noAccounts} {
+		b.expect(b.do(http.MethodPut, provisionPath("inst-free"), body), http.StatusBadRequest)
+	}
 	for name, body := range map[string]string{
-		"parameters":     provisionBody(azurePlanID, `{"name":"c2"}`, ""),
-		"global account": provisionBody(azurePlanID, `{"name":"c1","autoScalerMin":3}`, `"globalaccount_id":"other","subaccount_id":"sa-1","user_id":"u"`),
+		"parameters":                 provisionBody(azurePlanID, `{"name":"c2"}`, ""),
+		"global account":             provisionBody(azurePlanID, `{"name":"c1","autoScalerMin":3}`, `"globalaccount_id":"other","subaccount_id":"sa-1","user_id":"u"`),
+		"another plan, invalid body": gcpInvalid,
+		"context without accounts":   noAccounts,
 	} {
 		r := b.expect(b.do(http.MethodPut, provisionPath("inst-1"), body), http.StatusConflict)
 		if r.body["description"] == nil {

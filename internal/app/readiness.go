@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -15,28 +14,21 @@ import (
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
-// ready runs the readiness checks at once. The database and its schema are
-// required: without them the replica can answer nothing. The control plane,
-// its watch and the workers are reported; a control plane that is down does
-// not take the broker off the network (requests are accepted and polls
-// answered from the database), but one lacking keb's CRDs is a deployment
-// error no operation can get past, so it is required.
-func (a *App) ready(ctx context.Context) []httpapi.Check {
-	checks := []func(context.Context) []httpapi.Check{a.checkDatabase}
+// probes are the readiness checks, run in the background (httpapi.Readiness).
+// The database and its schema are required: without them the replica can
+// answer nothing. The control plane, its watch and the workers are reported;
+// a control plane that is down does not take the broker off the network
+// (requests are accepted and polls answered from the database), but one
+// lacking keb's CRDs is a deployment error no operation can get past, so it
+// is required.
+func (a *App) probes() []httpapi.Probe {
+	probes := []httpapi.Probe{{Name: "database", Check: a.checkDatabase}}
 	if a.engine != nil {
-		checks = append(checks, a.engine.checkControlPlane, a.engine.checkWorkers)
+		probes = append(probes,
+			httpapi.Probe{Name: "control plane", Check: a.engine.checkControlPlane},
+			httpapi.Probe{Name: "workers", Check: a.engine.checkWorkers})
 	}
-	results := make([][]httpapi.Check, len(checks))
-	var wg sync.WaitGroup
-	for i, check := range checks {
-		wg.Go(func() { results[i] = check(ctx) })
-	}
-	wg.Wait()
-	var out []httpapi.Check
-	for _, r := range results {
-		out = append(out, r...)
-	}
-	return out
+	return probes
 }
 
 // checkDatabase reports the database and the schema. "Cannot check" (the

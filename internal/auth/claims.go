@@ -41,8 +41,23 @@ func (c *Claims) HasScope(scope string) bool {
 }
 
 // UnmarshalJSON decodes the registered claims plus the scope and client
-// claims in their various spellings.
+// claims in their various spellings. The time claims must be JSON numbers
+// (RFC 7519's NumericDate): the jwt library would read "exp": "9999999999",
+// a string, as a time.
 func (c *Claims) UnmarshalJSON(data []byte) error {
+	var times struct {
+		Exp json.RawMessage `json:"exp"`
+		Nbf json.RawMessage `json:"nbf"`
+		Iat json.RawMessage `json:"iat"`
+	}
+	if err := json.Unmarshal(data, &times); err != nil {
+		return err
+	}
+	for name, raw := range map[string]json.RawMessage{"exp": times.Exp, "nbf": times.Nbf, "iat": times.Iat} {
+		if raw = bytes.TrimSpace(raw); len(raw) > 0 && raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
+			return fmt.Errorf("claim %s must be a number of seconds (RFC 7519 NumericDate), not %.20s", name, raw)
+		}
+	}
 	var reg jwt.RegisteredClaims
 	if err := json.Unmarshal(data, &reg); err != nil {
 		return err

@@ -31,6 +31,8 @@ var RejectionReasons = []string{RejectMissingToken, RejectMalformedHeader, Rejec
 // specific error (expired) with the general one (invalid claims).
 func rejectionReason(err error) string {
 	switch {
+	case errors.Is(err, errCritical):
+		return RejectMalformedToken
 	case errors.Is(err, errNoKey), errors.Is(err, jwt.ErrTokenUnverifiable):
 		return RejectUnknownKey
 	case errors.Is(err, jwt.ErrTokenExpired):

@@ -188,6 +188,9 @@ func (v *Verifier) verify(ctx context.Context, rawToken string) (*Claims, jwksKe
 		if err != nil {
 			return nil, jwksKey{}, err
 		}
+		if err := checkCritical(token); err != nil {
+			return nil, jwksKey{}, err
+		}
 		// Even a gateway never lets "none" or HS* tokens through, so anything
 		// else indicates a bypassed gateway.
 		if !slices.Contains(acceptedAlgs, token.Method.Alg()) {
@@ -211,6 +214,9 @@ func (v *Verifier) verify(ctx context.Context, rawToken string) (*Claims, jwksKe
 // A key taken from the JWKS is recorded in *fromJWKS.
 func (v *Verifier) keyFunc(ctx context.Context, fromJWKS *jwksKey) jwt.Keyfunc {
 	return func(token *jwt.Token) (any, error) {
+		if err := checkCritical(token); err != nil {
+			return nil, err
+		}
 		kid, _ := token.Header["kid"].(string)
 		if kid != "" {
 			for _, sk := range v.static {
@@ -242,4 +248,16 @@ func (v *Verifier) keyFunc(ctx context.Context, fromJWKS *jwksKey) jwt.Keyfunc {
 		}
 		return nil, fmt.Errorf("%w: unknown kid %q", errNoKey, kid)
 	}
+}
+
+// errCritical refuses a token whose header lists critical extensions
+// (crit): RFC 7515 §4.1.11 demands that a recipient not understanding one
+// rejects the token, and keb understands none.
+var errCritical = errors.New("the token names critical header extensions (crit), which keb does not understand")
+
+func checkCritical(token *jwt.Token) error {
+	if _, ok := token.Header["crit"]; ok {
+		return errCritical
+	}
+	return nil
 }

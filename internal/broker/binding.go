@@ -88,14 +88,26 @@ func (b *Broker) GetBinding(ctx context.Context, instanceID, bindingID string, _
 
 // Unbind serves DELETE .../service_bindings/{binding_id}: the
 // ServiceAccount and ClusterRoleBinding go from the runtime (the kubeconfig
-// stops working at once), synchronously; 410 when unknown.
-func (b *Broker) Unbind(ctx context.Context, instanceID, bindingID string, _ domain.UnbindDetails, _ bool) (domain.UnbindSpec, error) {
+// stops working at once), synchronously; 410 when unknown. A request naming
+// another service or plan than the instance's is refused, as for a
+// deprovisioning: it was meant for another instance's binding.
+func (b *Broker) Unbind(ctx context.Context, instanceID, bindingID string, details domain.UnbindDetails, _ bool) (domain.UnbindSpec, error) {
 	if b.opts.Bindings == nil {
 		return domain.UnbindSpec{}, errBindingNotSupported
 	}
 	log := logging.FromContext(ctx, b.log).WithFields(logrus.Fields{"instance_id": instanceID, "binding_id": bindingID})
 	if err := validateStoredIDs(instanceID, bindingID); err != nil {
 		return domain.UnbindSpec{}, errBadRequest(err)
+	}
+	inst, err := b.store.Instance(ctx, instanceID)
+	switch {
+	case errors.Is(err, storage.ErrNotFound): // the binding is gone with it: 410 below
+	case err != nil:
+		return domain.UnbindSpec{}, b.internal(log, "reading instance", err)
+	default:
+		if err := checkSamePlan(inst, details.ServiceID, details.PlanID); err != nil {
+			return domain.UnbindSpec{}, err
+		}
 	}
 	if err := b.opts.Bindings.Unbind(ctx, instanceID, bindingID); err != nil {
 		return domain.UnbindSpec{}, b.bindingFailure(log, "unbinding", err)

@@ -389,6 +389,35 @@ func TestProvisionOfAnExistingInstance(t *testing.T) {
 			wantStatus: http.StatusConflict, wantKey: "Conflict", wantDesc: "context.subaccount_id",
 		},
 		{
+			// OSB: an existing ID with different attributes is a 409
+			// whatever the body holds, decided before validation.
+			name:       "another plan, with parameters invalid for it",
+			details:    provisionDetails(catalog.GCPPlanID, `{"name":"c1","region":"westeurope","machineType":"no-such-machine"}`, testContext),
+			have:       storedAzure,
+			last:       opOf("op-running", storage.OperationTypeProvision, storage.OperationInProgress),
+			wantStatus: http.StatusConflict, wantKey: "Conflict", wantDesc: "plan_id",
+		},
+		{
+			name:       "a context without the accounts",
+			details:    provisionDetails(catalog.AzurePlanID, `{"name":"c1"}`, `{"user_id":"u"}`),
+			have:       storedAzure,
+			last:       opOf("op-running", storage.OperationTypeProvision, storage.OperationInProgress),
+			wantStatus: http.StatusConflict, wantKey: "Conflict", wantDesc: "context.globalaccount_id",
+		},
+		{
+			// Accepted before plans.yaml tightened the schema: the re-sent
+			// request is the same request, and gets the same answer.
+			name:    "identical to what was accepted, though invalid today",
+			details: provisionDetails(catalog.AzurePlanID, `{"name":"c1","machineType":"no-such-machine"}`, testContext),
+			have: func() storage.Instance {
+				i := storedAzure()
+				i.Parameters = json.RawMessage(`{"name":"c1","machineType":"no-such-machine"}`)
+				return i
+			},
+			last:     opOf("op-running", storage.OperationTypeProvision, storage.OperationInProgress),
+			wantSpec: domain.ProvisionedServiceSpec{IsAsync: true, OperationData: "op-running"},
+		},
+		{
 			name:       "provisioning failed",
 			details:    azureDetails(),
 			have:       storedAzure,
@@ -452,6 +481,40 @@ func TestProvisionOfAnExistingInstance(t *testing.T) {
 			f := asFailure(t, err)
 			if f.status != tc.wantStatus || f.key != tc.wantKey || !strings.Contains(f.description, tc.wantDesc) {
 				t.Errorf("got %d %s %q, want %d %s mentioning %q", f.status, f.key, f.description, tc.wantStatus, tc.wantKey, tc.wantDesc)
+			}
+		})
+	}
+}
+
+// An invalid body for a free instance ID is a 400; for the ID of a
+// deprovisioned instance it is the 409 any PUT of that ID gets.
+func TestProvisionInvalidBodyOfFreeOrArchivedID(t *testing.T) {
+	t.Parallel()
+	invalid := provisionDetails(catalog.GCPPlanID, `{"name":"c1","region":"westeurope"}`, testContext)
+	for _, tc := range []struct {
+		name       string
+		archived   func(string) (storage.ArchivedInstance, error)
+		wantStatus int
+		wantKey    string
+	}{
+		{name: "free", wantStatus: http.StatusBadRequest, wantKey: "BadRequest"},
+		{name: "deprovisioned", archived: func(id string) (storage.ArchivedInstance, error) {
+			return storage.ArchivedInstance{InstanceID: id}, nil
+		}, wantStatus: http.StatusConflict, wantKey: "Conflict"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			store := &fakeStore{
+				instance: func(string) (storage.Instance, error) { return storage.Instance{}, storage.ErrNotFound },
+				archived: tc.archived,
+			}
+			b, _ := newTestBroker(t, store)
+			_, err := b.Provision(t.Context(), "inst-1", invalid, true)
+			if f := asFailure(t, err); f.status != tc.wantStatus || f.key != tc.wantKey {
+				t.Errorf("got %d %s %q, want %d %s", f.status, f.key, f.description, tc.wantStatus, tc.wantKey)
+			}
+			if calls := store.called(); !slices.Equal(calls, []string{"Instance", "Archived"}) {
+				t.Errorf("store calls %v, want the lookups of a refused body only", calls)
 			}
 		})
 	}

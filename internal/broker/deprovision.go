@@ -54,10 +54,10 @@ func (b *Broker) Deprovision(ctx context.Context, instanceID string, details dom
 	case errors.Is(err, storage.ErrNotFound):
 	case err != nil:
 		return domain.DeprovisionServiceSpec{}, b.internal(log, "reading instance", err)
-	case inst.PlanID != details.PlanID || inst.ServiceID != details.ServiceID:
-		return domain.DeprovisionServiceSpec{}, errBadRequest(fmt.Errorf(
-			"instance %s is of service_id %s and plan_id %s (%s); the request names service_id %q and plan_id %q",
-			instanceID, inst.ServiceID, inst.PlanID, inst.PlanName, details.ServiceID, details.PlanID))
+	default:
+		if err := checkSamePlan(inst, details.ServiceID, details.PlanID); err != nil {
+			return domain.DeprovisionServiceSpec{}, err
+		}
 	}
 	op, created, err := StartDeprovisioning(ctx, b.store, instanceID, b.now().Add(b.opts.OperationTimeout))
 	switch {
@@ -76,4 +76,15 @@ func (b *Broker) Deprovision(ctx context.Context, instanceID string, details dom
 		}
 	}
 	return domain.DeprovisionServiceSpec{IsAsync: true, OperationData: op.ID}, nil
+}
+
+// checkSamePlan refuses a DELETE (of the instance or of one of its
+// bindings) naming another service or plan than the instance's: it was meant
+// for another instance.
+func checkSamePlan(inst storage.Instance, serviceID, planID string) error {
+	if inst.PlanID == planID && inst.ServiceID == serviceID {
+		return nil
+	}
+	return errBadRequest(fmt.Errorf("instance %s is of service_id %s and plan_id %s (%s); the request names service_id %q and plan_id %q",
+		inst.InstanceID, inst.ServiceID, inst.PlanID, inst.PlanName, serviceID, planID))
 }

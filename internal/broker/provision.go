@@ -37,26 +37,10 @@ func (b *Broker) Provision(ctx context.Context, instanceID string, details domai
 	if err := validateNewInstanceID(instanceID); err != nil {
 		return domain.ProvisionedServiceSpec{}, errBadRequest(err)
 	}
-	plan, ok := b.catalog.PlanByID(details.PlanID)
-	if !ok {
-		return domain.ProvisionedServiceSpec{}, errBadRequest(fmt.Errorf("plan %s is not offered", details.PlanID))
-	}
 	region := b.platformRegion(ctx)
-	pctx, err := catalog.ValidateContext(details.RawContext)
+	plan, pctx, resolved, storedContext, err := b.validateProvisioning(details, region)
 	if err != nil {
-		return domain.ProvisionedServiceSpec{}, errBadRequest(err)
-	}
-	params, err := b.catalog.ValidateParameters(plan.ID, region, details.RawParameters)
-	if err != nil {
-		return domain.ProvisionedServiceSpec{}, errBadRequest(err)
-	}
-	resolved, err := b.catalog.Resolve(plan.ID, region, params)
-	if err != nil {
-		return domain.ProvisionedServiceSpec{}, errBadRequest(err)
-	}
-	storedContext, err := contextWithoutCredentials(details.RawContext)
-	if err != nil {
-		return domain.ProvisionedServiceSpec{}, errBadRequest(err)
+		return b.refuseInvalid(ctx, log(), instanceID, details, region, err)
 	}
 	inst := storage.Instance{
 		InstanceID:      instanceID,
@@ -103,7 +87,11 @@ func (b *Broker) Provision(ctx context.Context, instanceID string, details domai
 		return domain.ProvisionedServiceSpec{IsAsync: true, OperationData: op.ID}, nil
 	case errors.Is(err, storage.ErrAlreadyExists):
 		// A re-sent request, or a conflicting one: the stored instance decides.
-		return b.provisionExisting(ctx, log(), inst)
+		have, err := b.store.Instance(ctx, instanceID)
+		if err != nil {
+			return domain.ProvisionedServiceSpec{}, b.internal(log(), "reading existing instance", err)
+		}
+		return b.provisionExisting(ctx, log(), have, inst)
 	case errors.Is(err, storage.ErrArchived):
 		return domain.ProvisionedServiceSpec{}, errConflict("the instance ID belongs to a deprovisioned instance")
 	case errors.Is(err, storage.ErrOnePerGlobalAccount):
@@ -113,14 +101,65 @@ func (b *Broker) Provision(ctx context.Context, instanceID string, details domai
 	}
 }
 
+// validateProvisioning checks a PUT's plan, context and parameters and
+// resolves the plan's defaults; its error is the client's mistake.
+func (b *Broker) validateProvisioning(details domain.ProvisionDetails, region string) (
+	plan catalog.Plan, pctx catalog.ProvisioningContext, resolved catalog.Resolved, storedContext json.RawMessage, err error) {
+	plan, ok := b.catalog.PlanByID(details.PlanID)
+	if !ok {
+		return plan, pctx, resolved, nil, fmt.Errorf("plan %s is not offered", details.PlanID)
+	}
+	if pctx, err = catalog.ValidateContext(details.RawContext); err != nil {
+		return plan, pctx, resolved, nil, err
+	}
+	params, err := b.catalog.ValidateParameters(plan.ID, region, details.RawParameters)
+	if err != nil {
+		return plan, pctx, resolved, nil, err
+	}
+	if resolved, err = b.catalog.Resolve(plan.ID, region, params); err != nil {
+		return plan, pctx, resolved, nil, err
+	}
+	storedContext, err = contextWithoutCredentials(details.RawContext)
+	return plan, pctx, resolved, storedContext, err
+}
+
+// refuseInvalid answers a PUT whose body keb cannot accept. OSB's rule for a
+// taken instance ID comes first: a PUT of an existing ID with different
+// attributes is a 409 Conflict whatever the new body holds (a platform
+// resolves a conflict differently from a bad request), and one with the
+// attributes the instance was accepted with gets that instance's answer, even
+// if plans.yaml has tightened the schema since. Only a free ID gets the 400.
+// The lookups cost accepted requests nothing: only refused bodies make them.
+func (b *Broker) refuseInvalid(ctx context.Context, log logrus.FieldLogger, instanceID string,
+	details domain.ProvisionDetails, region string, invalid error) (domain.ProvisionedServiceSpec, error) {
+	have, err := b.store.Instance(ctx, instanceID)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		if _, err := b.store.Archived(ctx, instanceID); err == nil {
+			return domain.ProvisionedServiceSpec{}, errConflict("the instance ID belongs to a deprovisioned instance")
+		} else if !errors.Is(err, storage.ErrNotFound) {
+			return domain.ProvisionedServiceSpec{}, b.internal(log, "reading archived instance", err)
+		}
+		return domain.ProvisionedServiceSpec{}, errBadRequest(invalid)
+	case err != nil:
+		return domain.ProvisionedServiceSpec{}, b.internal(log, "reading existing instance", err)
+	}
+	// The attributes as sent: the context is read as far as it can be.
+	var accounts struct {
+		GlobalAccountID string `json:"globalaccount_id"`
+		SubAccountID    string `json:"subaccount_id"`
+	}
+	_ = json.Unmarshal(details.RawContext, &accounts)
+	want := storage.Instance{InstanceID: instanceID, ServiceID: details.ServiceID, PlanID: details.PlanID,
+		PlatformRegion: region, Parameters: normalizedParameters(details.RawParameters),
+		GlobalAccountID: accounts.GlobalAccountID, SubAccountID: accounts.SubAccountID}
+	return b.provisionExisting(ctx, log, have, want)
+}
+
 // provisionExisting answers a PUT for an instance ID that is taken, per OSB:
 // identical attributes get the running operation (202) or 200 once
 // provisioned (a suspended instance exists too); anything else is a 409.
-func (b *Broker) provisionExisting(ctx context.Context, log logrus.FieldLogger, want storage.Instance) (domain.ProvisionedServiceSpec, error) {
-	have, err := b.store.Instance(ctx, want.InstanceID)
-	if err != nil {
-		return domain.ProvisionedServiceSpec{}, b.internal(log, "reading existing instance", err)
-	}
+func (b *Broker) provisionExisting(ctx context.Context, log logrus.FieldLogger, have, want storage.Instance) (domain.ProvisionedServiceSpec, error) {
 	if diff := differences(have, want); diff != "" {
 		return domain.ProvisionedServiceSpec{}, errConflict(diff)
 	}

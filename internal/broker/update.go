@@ -172,7 +172,10 @@ func (b *Broker) runtimeUpdate(inst storage.Instance, active *bool, details doma
 }
 
 // mergeContext overlays the fields of a PATCH's context on the stored one,
-// leaving out sm_operator_credentials, which are stored sealed, apart.
+// leaving out sm_operator_credentials, which are stored sealed, apart: a
+// field sent replaces the stored one, and fields keb does not read are kept
+// as the platform sent them. The result is bounded as a PUT's context is,
+// so that PATCHes each adding a field cannot grow it without end.
 func mergeContext(stored, patch json.RawMessage) (json.RawMessage, error) {
 	fields := map[string]json.RawMessage{}
 	if len(stored) > 0 {
@@ -191,6 +194,10 @@ func mergeContext(stored, patch json.RawMessage) (json.RawMessage, error) {
 	out, err := json.Marshal(fields)
 	if err != nil {
 		return nil, fmt.Errorf("encoding context: %w", err)
+	}
+	if len(out) > catalog.MaxContextSize {
+		return nil, errBadRequest(fmt.Errorf("invalid context: merged with the stored context it would be %d bytes; "+
+			"at most %d KiB are kept (a PATCH's context fields are added to the stored ones)", len(out), catalog.MaxContextSize>>10))
 	}
 	return out, nil
 }

@@ -44,13 +44,15 @@ const subjectContext = "context"
 // contextSchema is the OSB context keb requires. Unknown fields are allowed: platforms send more
 // than keb reads. BTP Manager rejects a Secret with an empty key, so the credentials, when sent,
 // must be complete.
+// The account IDs label the runtime's resources, so they must be label values (at most 63
+// characters, labelValuePattern).
 const contextSchema = `{
   "$schema": "http://json-schema.org/draft-04/schema#",
   "type": "object",
   "required": ["globalaccount_id", "subaccount_id", "user_id"],
   "properties": {
-    "globalaccount_id": {"type": "string", "minLength": 1},
-    "subaccount_id": {"type": "string", "minLength": 1},
+    "globalaccount_id": {"type": "string", "minLength": 1, "maxLength": 63, "pattern": "` + labelValuePattern + `"},
+    "subaccount_id": {"type": "string", "minLength": 1, "maxLength": 63, "pattern": "` + labelValuePattern + `"},
     "user_id": {"type": "string", "minLength": 1},
     "platform": {"type": "string"},
     "license_type": {"type": "string"},

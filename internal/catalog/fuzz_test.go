@@ -1,10 +1,15 @@
 package catalog
 
 import (
+	"bytes"
 	"encoding/json"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // caseVariantIn reports a key of obj that differs from one of known only in
@@ -43,6 +48,48 @@ func checkAcceptedContext(t *testing.T, raw []byte, creds *SMOperatorCredentials
 	if creds != nil && (creds.ClientID == "" || creds.ClientSecret == "" || creds.SMURL == "" || creds.URL == "") {
 		t.Fatalf("accepted incomplete credentials %v", creds)
 	}
+	checkStorable(t, raw)
+}
+
+var (
+	// escapedBackslash is `\\` in JSON text: what follows it is not an escape.
+	escapedBackslash = regexp.MustCompile(`\\\\`)
+	nulEscape        = regexp.MustCompile(`\\u0000`)
+	surrogatePair    = regexp.MustCompile(`\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}`)
+	surrogate        = regexp.MustCompile(`\\u[dD][89a-fA-F][0-9a-fA-F]{2}`)
+)
+
+// checkStorable holds what an accepted document guarantees PostgreSQL's
+// jsonb: valid UTF-8, no NUL escape, no lone surrogate escape, numbers of
+// at most 1,000 digits with an exponent within ±1,000.
+func checkStorable(t *testing.T, raw []byte) {
+	t.Helper()
+	if !utf8.Valid(raw) {
+		t.Fatalf("accepted invalid UTF-8: %q", raw)
+	}
+	text := escapedBackslash.ReplaceAll(raw, []byte("__"))
+	if nulEscape.Match(text) {
+		t.Fatalf("accepted a NUL escape: %q", raw)
+	}
+	if surrogate.Match(surrogatePair.ReplaceAll(text, []byte("__"))) {
+		t.Fatalf("accepted a lone surrogate escape: %q", raw)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return
+		}
+		if n, ok := tok.(json.Number); ok {
+			mantissa, exp, _ := strings.Cut(strings.ToLower(string(n)), "e")
+			digits := strings.Count(mantissa, "") - 1 - strings.Count(mantissa, ".") - strings.Count(mantissa, "-")
+			if digits > maxNumberDigits || len(strings.TrimLeft(exp, "+-0")) > 4 ||
+				len(strings.TrimLeft(exp, "+-0")) == 4 && strings.TrimLeft(exp, "+-0") > "1000" {
+				t.Fatalf("accepted number %s", n)
+			}
+		}
+	}
 }
 
 // FuzzValidateContext: a PUT's context.
@@ -55,6 +102,11 @@ func FuzzValidateContext(f *testing.F) {
 		}
 		if ctx.GlobalAccountID == "" || ctx.SubAccountID == "" || ctx.UserID == "" {
 			t.Fatalf("accepted a context without its required fields: %+v", ctx)
+		}
+		for _, id := range []string{ctx.GlobalAccountID, ctx.SubAccountID} {
+			if problems := validation.IsValidLabelValue(id); len(problems) > 0 {
+				t.Fatalf("accepted account ID %q, no label value: %v", id, problems)
+			}
 		}
 		checkAcceptedContext(t, raw, ctx.SMOperatorCredentials)
 	})
@@ -95,6 +147,10 @@ func FuzzValidateParameters(f *testing.F) {
 		}
 		if len(raw) > MaxParametersSize {
 			t.Fatalf("accepted %d bytes of parameters", len(raw))
+		}
+		checkStorable(t, raw)
+		if params.KymaVersion != "" && ValidateKymaVersion(params.KymaVersion) != nil {
+			t.Fatalf("accepted kymaVersion %q", params.KymaVersion)
 		}
 		if _, err := cat.Resolve(planID, r, params); err != nil {
 			t.Fatalf("accepted parameters do not resolve: %v (%s)", err, raw)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
 
 	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -23,15 +24,40 @@ const (
 	moduleNamePattern = "^([a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?)?$"
 	// httpsPattern rejects plain-HTTP OIDC issuers: the API server only trusts HTTPS issuers.
 	httpsPattern = "^https://"
+	// labelValuePattern is a non-empty Kubernetes label value: the global account and subaccount
+	// IDs label the runtime's resources (Runtime CR, Kyma CR), whose API server refuses others.
+	labelValuePattern = "^[a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?$"
+	// KymaVersionPattern is what a Kyma version may look like (provisioning's kymaVersion and an
+	// orchestration's kyma.version): it names a component list file and is written into the
+	// runtime's resources. Releases ("2.20.0"), pre-releases and builds ("2.20.0-rc1+b2", "PR-123")
+	// fit.
+	KymaVersionPattern = "^[a-zA-Z0-9]([-a-zA-Z0-9_.+]*[a-zA-Z0-9])?$"
 
 	nameMaxLength = 64
 )
+
+// KymaVersionMaxLength bounds a Kyma version.
+const KymaVersionMaxLength = nameMaxLength
+
+var kymaVersionSyntax = regexp.MustCompile(KymaVersionPattern)
+
+// ValidateKymaVersion refuses what cannot be a Kyma version (KymaVersionPattern, at most
+// KymaVersionMaxLength characters), as provisioning's schema does.
+func ValidateKymaVersion(v string) error {
+	if len(v) > KymaVersionMaxLength || !kymaVersionSyntax.MatchString(v) {
+		return fmt.Errorf("%.80q is not a Kyma version: %s, at most %d characters", v, patternMeanings[KymaVersionPattern], KymaVersionMaxLength)
+	}
+	return nil
+}
 
 // patternMeanings says in words what each pattern demands, for error messages.
 var patternMeanings = map[string]string{
 	namePattern:       "may contain only letters, digits and hyphens",
 	moduleNamePattern: "must be a module name: letters, digits, '-', '_' and '.', starting and ending with a letter or digit",
 	httpsPattern:      "must be an https:// URL",
+	labelValuePattern: "must be a Kubernetes label value (it labels the runtime's resources): letters, digits, '-', '_' and '.', " +
+		"starting and ending with a letter or digit",
+	KymaVersionPattern: "must be a Kyma version: letters, digits, '-', '_', '.' and '+', starting and ending with a letter or digit",
 }
 
 // Parameter names, also the keys of ProvisioningParameters' JSON.
@@ -133,7 +159,8 @@ func (c *Catalog) createSchema(e *planEntry) map[string]any {
 			"title":       "Kyma version",
 			"description": "Kyma version to install instead of the default one.",
 			"minLength":   1,
-			"maxLength":   nameMaxLength,
+			"maxLength":   KymaVersionMaxLength,
+			"pattern":     KymaVersionPattern,
 		})
 		p.add(paramNetworking, networkingSchema())
 	}

@@ -57,6 +57,9 @@ func decodeObject(subject string, raw json.RawMessage, maxSize int) (any, *Valid
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
 		return map[string]any{}, nil
 	}
+	if why := unstorable(trimmed); why != "" {
+		return nil, newValidationError(subject, []FieldProblem{{Message: why}})
+	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(trimmed))
 	if err != nil {
 		return nil, newValidationError(subject, []FieldProblem{{Message: "must be valid JSON: " + err.Error()}})

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/kyma-keb/keb/internal/cis"
-	"github.com/kyma-keb/keb/testing/cisstub"
+	"github.com/kyma-keb/keb/internal/devstack/cisstub"
 )
 
 const (
@@ -22,7 +22,7 @@ const (
 func newClient(t *testing.T, v cis.Version, pageSize int, timeout time.Duration) (*cisstub.Server, *cis.Client) {
 	t.Helper()
 	stub := cisstub.New(clientID, clientSecret)
-	srv := httptest.NewServer(stub.Handler())
+	srv := httptest.NewServer(stub.Handler(nil))
 	t.Cleanup(srv.Close)
 	path := cisstub.EventsV2Path
 	if v == cis.V1 {
@@ -130,7 +130,7 @@ func TestUnauthorizedIsReportedAtOnce(t *testing.T) {
 	t.Run("wrong secret", func(t *testing.T) {
 		t.Parallel()
 		stub := cisstub.New(clientID, clientSecret)
-		srv := httptest.NewServer(stub.Handler())
+		srv := httptest.NewServer(stub.Handler(nil))
 		t.Cleanup(srv.Close)
 		c, err := cis.New(cis.Config{Version: cis.V1, EventsURL: srv.URL + cisstub.EventsV1Path, AuthURL: srv.URL + cisstub.TokenPath,
 			ClientID: clientID, ClientSecret: "wrong", RetryInitial: 10 * time.Millisecond, RetryFor: 20 * time.Second})

@@ -8,7 +8,7 @@ import (
 )
 
 // WirePage is a page of the events API as it travels, in both versions; E is
-// WireEventV1 or WireEventV2. The CIS stand-in (testing/cisstub) answers with
+// WireEventV1 or WireEventV2. The CIS stand-in (internal/devstack/cisstub) answers with
 // the same types, so the client and the stand-in agree by construction.
 type WirePage[E any] struct {
 	Total      int `json:"total"`

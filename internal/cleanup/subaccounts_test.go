@@ -11,8 +11,8 @@ import (
 
 	"github.com/kyma-keb/keb/internal/cis"
 	"github.com/kyma-keb/keb/internal/cleanup"
+	"github.com/kyma-keb/keb/internal/devstack/cisstub"
 	"github.com/kyma-keb/keb/internal/storage"
-	"github.com/kyma-keb/keb/testing/cisstub"
 	"github.com/kyma-keb/keb/testing/pgtest"
 )
 
@@ -20,7 +20,7 @@ import (
 func newCIS(t *testing.T) (*cisstub.Server, string) {
 	t.Helper()
 	stub := cisstub.New("id", "secret")
-	srv := httptest.NewServer(stub.Handler())
+	srv := httptest.NewServer(stub.Handler(nil))
 	t.Cleanup(srv.Close)
 	return stub, srv.URL
 }

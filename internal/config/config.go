@@ -38,6 +38,9 @@ type Config struct {
 	// RequestTimeout bounds one API request's work, its database work
 	// included; past it the request is answered 503 with Retry-After.
 	RequestTimeout time.Duration
+	// ReadinessInterval is how often the readiness checks run in the
+	// background; /readyz answers from their latest results.
+	ReadinessInterval time.Duration
 
 	JWKSURLs        []string
 	PublicKeyFiles  []string
@@ -76,6 +79,11 @@ type HTTP struct {
 	// MaxConnections caps concurrently open connections; more wait in the
 	// listen backlog.
 	MaxConnections int
+	// FormReadTimeout bounds reading the body of a request keb reads
+	// before it knows who sends it (the console's login form, `keb dev`'s
+	// token endpoints): such bodies are small, and a slow one must not
+	// hold a connection for the whole ReadTimeout.
+	FormReadTimeout time.Duration
 	// MetricsAddress, when set, serves /metrics on its own listener (and
 	// not on the main one).
 	MetricsAddress string
@@ -152,15 +160,17 @@ var Defaults = Config{
 	OperationTimeout:      24 * time.Hour,
 	RetryAfter:            10 * time.Second,
 	RequestTimeout:        20 * time.Second,
+	ReadinessInterval:     2 * time.Second,
 	JWKSRefresh:           15 * time.Minute,
 	ShutdownTimeout:       30 * time.Second,
 	LogFormat:             "auto",
 	LogLevel:              "info",
 	MetricsCensusInterval: 30 * time.Second,
 	HTTP: HTTP{
-		MaxBodyBytes:   1 << 20,
-		ReadTimeout:    30 * time.Second,
-		MaxConnections: 1000,
+		MaxBodyBytes:    1 << 20,
+		ReadTimeout:     30 * time.Second,
+		MaxConnections:  1000,
+		FormReadTimeout: 5 * time.Second,
 	},
 	Engine: Engine{
 		Workers:         20,
@@ -338,6 +348,8 @@ func (c *Config) BindBroker(b *Binder) {
 		"how long a trial runtime lives before it is suspended; unset: the trial plan's lifetimeDays in plans.yaml")
 	b.Duration(&c.RequestTimeout, "request-timeout", "APP_REQUEST_TIMEOUT", d.RequestTimeout,
 		"bound on one API request's work (database included); past it the answer is 503 with Retry-After (0: none)")
+	b.Duration(&c.ReadinessInterval, "readiness-interval", "APP_READINESS_INTERVAL", d.ReadinessInterval,
+		"how often the readiness checks run in the background; /readyz answers from their latest results at once")
 	c.bindHTTP(b)
 	c.BindBinding(b)
 }
@@ -351,6 +363,8 @@ func (c *Config) bindHTTP(b *Binder) {
 		"how long a client may take to send a whole request (headers and body)")
 	b.Int(&c.HTTP.MaxConnections, "http-max-connections", "APP_HTTP_MAX_CONNECTIONS", d.MaxConnections,
 		"most connections served at once; further ones wait in the listen backlog")
+	b.Duration(&c.HTTP.FormReadTimeout, "http-form-read-timeout", "APP_HTTP_FORM_READ_TIMEOUT", d.FormReadTimeout,
+		"how long a client may take to send the body of the console's login form (408 beyond)")
 	b.String(&c.HTTP.MetricsAddress, "metrics-address", "APP_METRICS_ADDRESS", "",
 		"host:port serving /metrics on a listener of its own (default: /metrics on the main listener)")
 }
@@ -466,6 +480,9 @@ func (c *Config) Validate() error {
 	if err := c.Binding.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if c.ReadinessInterval <= 0 {
+		errs = append(errs, errors.New("APP_READINESS_INTERVAL must be positive"))
+	}
 	if c.RequestTimeout < 0 {
 		errs = append(errs, errors.New("APP_REQUEST_TIMEOUT must not be negative"))
 	}
@@ -498,6 +515,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HTTP.MaxConnections < 1 {
 		errs = append(errs, errors.New("APP_HTTP_MAX_CONNECTIONS must be at least 1"))
+	}
+	if c.HTTP.FormReadTimeout <= 0 {
+		errs = append(errs, errors.New("APP_HTTP_FORM_READ_TIMEOUT must be positive"))
 	}
 	switch c.LogFormat {
 	case "auto", "json", "text":

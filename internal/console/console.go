@@ -17,11 +17,15 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
+	"mime"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gorilla/mux"
 	"github.com/sirupsen/logrus"
@@ -73,6 +77,10 @@ type Options struct {
 type Console struct {
 	opts Options
 	tmpl *template.Template
+	// crossOrigin refuses form posts a browser sends from another site: a
+	// page elsewhere must not log a visitor in with its own token (login
+	// CSRF) nor out.
+	crossOrigin *http.CrossOriginProtection
 }
 
 // New parses the templates.
@@ -82,16 +90,24 @@ func New(opts Options) *Console {
 		"when": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") },
 		"join": strings.Join,
 	}
-	return &Console{opts: opts, tmpl: template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/*.html"))}
+	c := &Console{opts: opts, tmpl: template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/*.html")),
+		crossOrigin: http.NewCrossOriginProtection()}
+	c.crossOrigin.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.render(w, http.StatusForbidden, "login.html", map[string]any{"Dev": c.opts.DevLogin, "Next": "/console",
+			"Error": "This form was sent from another site; log in from this page instead."})
+	}))
+	return c
 }
 
-// Register adds the console's routes to r.
-func (c *Console) Register(r *mux.Router) {
+// Register adds the console's routes to r. The bodies of its form posts
+// are read through readForm (the router's bounds for bodies sent before
+// anyone is authenticated).
+func (c *Console) Register(r *mux.Router, readForm func(http.Handler) http.Handler) {
 	r.HandleFunc("/console", c.authed(c.runtimesPage)).Methods(http.MethodGet)
 	r.HandleFunc("/console/instances/{instance_id}", c.authed(c.instancePage)).Methods(http.MethodGet)
 	r.HandleFunc("/console/login", c.loginPage).Methods(http.MethodGet)
-	r.HandleFunc("/console/login", c.login).Methods(http.MethodPost)
-	r.HandleFunc("/console/logout", c.logout).Methods(http.MethodPost)
+	r.Handle("/console/login", c.crossOrigin.Handler(readForm(http.HandlerFunc(c.login)))).Methods(http.MethodPost)
+	r.Handle("/console/logout", c.crossOrigin.Handler(http.HandlerFunc(c.logout))).Methods(http.MethodPost)
 }
 
 // authed lets requests with a cld:read token cookie through; others go to
@@ -115,8 +131,19 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
-	token := strings.TrimSpace(r.PostFormValue("token"))
-	next := safeNext(r.PostFormValue("next"))
+	body, err := io.ReadAll(r.Body) // bounded by the router
+	if err != nil {
+		c.render(w, http.StatusBadRequest, "login.html", map[string]any{"Dev": c.opts.DevLogin, "Next": "/console",
+			"Error": "The form could not be read."})
+		return
+	}
+	form, err := ParseLoginForm(r.Header.Get("Content-Type"), body)
+	if err != nil {
+		c.render(w, http.StatusBadRequest, "login.html", map[string]any{"Dev": c.opts.DevLogin, "Next": "/console",
+			"Error": "The form was refused: " + err.Error()})
+		return
+	}
+	token, next := form.Token, form.Next
 	claims, err := c.opts.Verifier.Verify(r.Context(), token)
 	msg := ""
 	switch {
@@ -139,12 +166,55 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/console/login", http.StatusSeeOther)
 }
 
-// safeNext keeps redirects inside the console.
+// safeNext keeps redirects inside the console: a path of this server
+// under /console, nothing a browser could read as another host.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/console") || strings.HasPrefix(next, "//") {
+	if next != "/console" && !strings.HasPrefix(next, "/console/") && !strings.HasPrefix(next, "/console?") ||
+		strings.ContainsRune(next, '\\') || strings.IndexFunc(next, unicode.IsControl) >= 0 || !utf8.ValidString(next) {
 		return "/console"
 	}
 	return next
+}
+
+// LoginForm is the login page's form, as sent.
+type LoginForm struct {
+	Token string
+	// Next is where to go after logging in, made safe (safeNext).
+	Next string
+}
+
+// maxTokenLength bounds the token a login form may carry; the router
+// bounds the whole form tighter still.
+const maxTokenLength = 16 << 10
+
+// ParseLoginForm reads a login form body: application/x-www-form-urlencoded,
+// every pair well-formed (Go's parser would drop a malformed one), the
+// token given once and non-empty, next at most once.
+func ParseLoginForm(contentType string, body []byte) (LoginForm, error) {
+	media, _, err := mime.ParseMediaType(contentType)
+	if err != nil || media != "application/x-www-form-urlencoded" {
+		return LoginForm{}, fmt.Errorf("send it as application/x-www-form-urlencoded (got %.64q)", contentType)
+	}
+	values, err := url.ParseQuery(string(body))
+	if err != nil {
+		return LoginForm{}, fmt.Errorf("the form is malformed: %w", err)
+	}
+	for k, v := range values {
+		switch {
+		case k != "token" && k != "next":
+			return LoginForm{}, fmt.Errorf("unknown field %.64q", k)
+		case len(v) > 1:
+			return LoginForm{}, fmt.Errorf("field %s is given %d times", k, len(v))
+		}
+	}
+	token := strings.TrimSpace(values.Get("token"))
+	switch {
+	case token == "":
+		return LoginForm{}, errors.New("the token is missing")
+	case len(token) > maxTokenLength:
+		return LoginForm{}, fmt.Errorf("the token is longer than %d bytes", maxTokenLength)
+	}
+	return LoginForm{Token: token, Next: safeNext(values.Get("next"))}, nil
 }
 
 // filters are the /info/runtimes filters the table offers.

@@ -178,7 +178,17 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 
 	// Listening first: the CIS stand-in is reached on the broker's port.
 	defer ln.Close()
-	cisHandler := devCIS(&cfg, ln)
+	// POST /dev/cis/events needs a dev token with broker:write, checked as
+	// keb checks its own.
+	devAuth, err := auth.NewVerifier(ctx, auth.Config{PublicKeys: []crypto.PublicKey{devKey.Public()}, Issuer: Issuer,
+		Audience: Audience}, log.WithField("component", "cis-stand-in"))
+	if err != nil {
+		return err
+	}
+	cisHandler, err := devCIS(&cfg, ln, devAuth.Require(auth.ScopeBrokerWrite))
+	if err != nil {
+		return err
+	}
 	a, err := app.New(ctx, cfg, log, &app.DevOptions{
 		PublicKeys: []crypto.PublicKey{devKey.Public()},
 		TokenIssue: auth.DevTokenHandler(devKey, devClient, Issuer, Audience),

@@ -1,6 +1,8 @@
 package devstack
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/kyma-keb/keb/internal/config"
-	"github.com/kyma-keb/keb/testing/cisstub"
+	"github.com/kyma-keb/keb/internal/devstack/cisstub"
 )
 
 // EndpointsFile is where a running `keb dev` tells the operator commands
@@ -81,8 +83,17 @@ func FillConfig(cfg *config.Config, dir string) error {
 }
 
 // devCIS is the dev stack's CIS stand-in and the settings that reach it.
-func devCIS(cfg *config.Config, ln net.Listener) http.Handler {
-	const id, secret = "keb-dev-cis", "dev-only-cis-secret"
+// Its client secret is new on every start: the stand-in's events name
+// subaccounts, and only the cleanup job (and `keb cleanup`, through the
+// endpoints file) needs them. Adding an event deprovisions runtimes, so it
+// needs what a DELETE needs: a token with scope broker:write (guardAdd).
+func devCIS(cfg *config.Config, ln net.Listener, guardAdd func(http.Handler) http.Handler) (http.Handler, error) {
+	const id = "keb-dev-cis"
+	raw := make([]byte, 16)
+	if _, err := rand.Read(raw); err != nil {
+		return nil, fmt.Errorf("generating the CIS stand-in's secret: %w", err)
+	}
+	secret := hex.EncodeToString(raw)
 	stub := cisstub.New(id, secret)
 	host, port, _ := net.SplitHostPort(ln.Addr().String())
 	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
@@ -98,7 +109,12 @@ func devCIS(cfg *config.Config, ln net.Listener) http.Handler {
 		k.CISEventsURL, k.CISAuthURL = base+path, base+cisstub.TokenPath
 		k.CISClientID, k.CISClientSecret, k.CISClientIDFile, k.CISClientSecretFile = id, secret, "", ""
 	}
-	return http.StripPrefix(CISPrefix, stub.Handler())
+	return CISMount(stub, guardAdd), nil
+}
+
+// CISMount serves the stand-in under CISPrefix as `keb dev` does.
+func CISMount(stub *cisstub.Server, guardAdd func(http.Handler) http.Handler) http.Handler {
+	return http.StripPrefix(CISPrefix, stub.Handler(guardAdd))
 }
 
 // writeEndpoints records the running stack for the operator commands.

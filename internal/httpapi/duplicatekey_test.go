@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/pivotal-cf/brokerapi/v10/domain"
+
+	"github.com/kyma-keb/keb/internal/strictjson"
 )
 
 // duplicateKeyByTokens is the reference duplicateKey is held to: the same
@@ -72,7 +74,7 @@ var duplicateKeyCorpus = []string{
 
 func TestDuplicateKeyAgreesWithTokenizer(t *testing.T) {
 	for _, doc := range duplicateKeyCorpus {
-		gotPath, gotDup := duplicateKey([]byte(doc))
+		gotPath, gotDup := strictjson.DuplicateKey([]byte(doc))
 		wantPath, wantDup := duplicateKeyByTokens([]byte(doc))
 		if gotPath != wantPath || gotDup != wantDup {
 			t.Errorf("duplicateKey(%q) = %q, %v; the tokenizer finds %q, %v", doc, gotPath, gotDup, wantPath, wantDup)
@@ -88,7 +90,7 @@ func FuzzDuplicateKey(f *testing.F) {
 		if !json.Valid(doc) {
 			return // the guard only asks about documents encoding/json decoded
 		}
-		gotPath, gotDup := duplicateKey(doc)
+		gotPath, gotDup := strictjson.DuplicateKey(doc)
 		wantPath, wantDup := duplicateKeyByTokens(doc)
 		if gotPath != wantPath || gotDup != wantDup {
 			t.Fatalf("duplicateKey(%q) = %q, %v; the tokenizer finds %q, %v", doc, gotPath, gotDup, wantPath, wantDup)
@@ -103,7 +105,7 @@ const benchBody = `{"service_id":"47c9dcbf-ff30-448e-ab36-d3bad66ba281","plan_id
 func BenchmarkDuplicateKey(b *testing.B) {
 	b.Run("gjson", func(b *testing.B) {
 		for b.Loop() {
-			duplicateKey([]byte(benchBody))
+			strictjson.DuplicateKey([]byte(benchBody))
 		}
 	})
 	b.Run("tokenizer", func(b *testing.B) {

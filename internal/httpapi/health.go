@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -18,14 +17,17 @@ type Check struct {
 	// others are reported while it keeps serving (status "degraded").
 	Required bool   `json:"required"`
 	Detail   string `json:"detail,omitempty"`
+	// CheckedAt is when the check ran (in the background: /readyz reports
+	// the latest result, AgeSeconds old, and never waits for a check).
+	CheckedAt  time.Time `json:"checked_at,omitzero"`
+	AgeSeconds float64   `json:"age_seconds"`
+	// FailingSince is when a failing check began to fail.
+	FailingSince time.Time `json:"failing_since,omitzero"`
 }
 
-// Readiness runs the readiness checks.
-type Readiness func(ctx context.Context) []Check
-
-// readyzTimeout bounds the checks, so a hung dependency gives an answer
-// ("did not answer") instead of a hung probe.
-const readyzTimeout = 3 * time.Second
+// CheckTimeout bounds each background readiness check, so a hung dependency
+// gives a result ("did not answer") instead of a hung check.
+const CheckTimeout = 3 * time.Second
 
 // healthz answers while the process runs and serves HTTP: a liveness probe.
 // It checks no dependency, so a database outage never gets a replica
@@ -39,13 +41,16 @@ func healthz(w http.ResponseWriter, _ *http.Request) {
 // pass, 200 "degraded" when only optional ones fail (the broker still
 // accepts and answers requests), 503 "unavailable" with Retry-After when a
 // required one fails, so that a load balancer keeps traffic away.
-func readyz(ready Readiness) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		ctx, cancel := context.WithTimeout(req.Context(), readyzTimeout)
-		defer cancel()
+//
+// It answers from the checks' latest results (Readiness), so it takes as long
+// as encoding them whatever the dependencies do: a probe's timeout never
+// expires on a frozen database or control plane, which would take every
+// replica off the network at once.
+func readyz(ready *Readiness) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		var checks []Check
 		if ready != nil {
-			checks = ready(ctx)
+			checks = ready.Report()
 		}
 		status, code := "ready", http.StatusOK
 		for _, c := range checks {

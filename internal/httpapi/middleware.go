@@ -93,7 +93,8 @@ func routeOf(req *http.Request) string {
 
 // accessLog writes one line per request, with the fields its handler added
 // (logging.AddAccessFields: the operation a PUT or DELETE accepted). Probes, answered polls
-// (last_operation, 200) and served catalogs (200, 304) are logged at debug
+// (last_operation, 200), served catalogs (200, 304) and keb dev's stand-ins'
+// answers below 400 are logged at debug
 // level so that they don't drown the log: a platform polls every operation
 // every few seconds for as long as it runs, and reads the catalog over and
 // over; writing those lines cost more CPU than answering the requests. A
@@ -112,6 +113,9 @@ func accessLog(next http.Handler) http.Handler {
 			level = logrus.DebugLevel
 		case (status == http.StatusOK || status == http.StatusNotModified) && req.Method == http.MethodGet &&
 			strings.HasSuffix(route, "/v2/catalog"):
+			level = logrus.DebugLevel
+		case status < 400 && strings.HasPrefix(route, "/dev/"):
+			// keb dev's stand-ins, which its own cleanup job polls.
 			level = logrus.DebugLevel
 		case status >= 500:
 			level = logrus.ErrorLevel
@@ -159,13 +163,17 @@ func checkAPIVersion(next http.Handler) http.Handler {
 	})
 }
 
-// securityHeaders marks every answer as not to be sniffed or cached: OSB
+// securityHeaders marks every answer as not to be sniffed or cached (OSB
 // answers and runtime listings name accounts and must not linger in caches
-// between the broker and its callers.
+// between the broker and its callers) nor framed (the console's pages
+// inside another site's frame could be clicked through unseen).
 func securityHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		w.Header().Set("Cache-Control", "no-store")
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Cache-Control", "no-store")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Content-Security-Policy", "frame-ancestors 'none'")
 		next.ServeHTTP(w, req)
 	})
 }
@@ -232,11 +240,14 @@ func withResponseHints(next http.Handler) http.Handler {
 	})
 }
 
-// writeError writes an OSB error body.
+// writeError writes an OSB error body. Descriptions quote what the client
+// sent ("&", "<"): they are JSON for an API client, not HTML.
 func writeError(w http.ResponseWriter, status int, key, description string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]string{"error": key, "description": description})
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(map[string]string{"error": key, "description": description})
 }
 
 func notFound(w http.ResponseWriter, req *http.Request) {

@@ -6,14 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
+	"reflect"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/pivotal-cf/brokerapi/v10/domain"
 	"github.com/tidwall/gjson"
+
+	"github.com/kyma-keb/keb/internal/strictjson"
 )
 
 // requestError is a client mistake found before brokerapi sees the request,
@@ -142,12 +143,12 @@ func decodeWellFormedBody(method string, body []byte) (serviceID, planID string,
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return "", "", false
 	}
-	if _, dup := duplicateKey(body); dup {
+	if _, dup := strictjson.DuplicateKey(body); dup {
 		return "", "", false
 	}
 	variant := false
 	gjson.ParseBytes(body).ForEach(func(k, _ gjson.Result) bool {
-		key := objectKey(k)
+		key := strictjson.ObjectKey(k)
 		for _, want := range osbBodyFields {
 			if key != want && strings.EqualFold(key, want) {
 				variant = true
@@ -199,6 +200,42 @@ func diagnoseInstanceBody(method string, body []byte) (serviceID, planID string,
 	return serviceID, planID, nil
 }
 
+// bindDetails is what brokerapi decodes a bind body into.
+var bindDetails = reflect.TypeFor[domain.BindDetails]()
+
+// checkBindingBody validates a bind (PUT) body as checkInstanceBody does a
+// provision body: exactly one JSON object, field names exact (at every level
+// brokerapi decodes, "PARAMETERS" is no "parameters") and unique, service_id
+// and plan_id present and offered. Whether the plan is the instance's and
+// bindable the binding service decides.
+func (o offering) checkBindingBody(body []byte) *requestError {
+	if _, rerr := decodeSingleObject(body); rerr != nil {
+		return rerr
+	}
+	if p := strictjson.Check(body, strictjson.Rules{Type: bindDetails}); p != nil {
+		return badRequest("field %s %s", quoteValue(p.Path), p.Msg)
+	}
+	var d domain.BindDetails
+	if err := json.Unmarshal(body, &d); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			return badRequest("field %s must be of JSON type %s, not %s", typeErr.Field, typeErr.Type, typeErr.Value)
+		}
+		return badRequest("the body is not a valid OSB bind request: %v", err)
+	}
+	var missing []string
+	if d.ServiceID == "" {
+		missing = append(missing, "service_id")
+	}
+	if d.PlanID == "" {
+		missing = append(missing, "plan_id")
+	}
+	if len(missing) > 0 {
+		return badRequest("missing or empty: %s", strings.Join(missing, ", "))
+	}
+	return o.checkServiceAndPlan(d.ServiceID, d.PlanID)
+}
+
 // decodeSingleObject reads body as exactly one JSON object: OSB bodies are
 // objects, and trailing data means the client sent something else than it
 // thinks.
@@ -217,65 +254,16 @@ func decodeSingleObject(body []byte) (map[string]json.RawMessage, *requestError)
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, badRequest("the body has data after its JSON object (at byte %d)", dec.InputOffset())
 	}
-	if path, dup := duplicateKey(body); dup {
+	if path, dup := strictjson.DuplicateKey(body); dup {
 		return nil, badRequest("the body names field %s twice; parsers disagree on which one counts", quoteValue(path))
 	}
 	return fields, nil
 }
 
-// duplicateKey finds an object key that appears twice in one object of a
-// valid JSON document, and returns its dotted path (array elements share
-// their array's path). It walks the document in place with gjson: encoding/json's
-// Token API allocated for every token, and this runs on every PUT and PATCH.
-func duplicateKey(doc []byte) (string, bool) {
-	return duplicateIn("", gjson.ParseBytes(doc))
-}
-
-func duplicateIn(path string, v gjson.Result) (found string, dup bool) {
-	switch {
-	case v.IsObject():
-		seen := make(map[string]struct{}, 8)
-		v.ForEach(func(k, val gjson.Result) bool {
-			key := objectKey(k)
-			if _, ok := seen[key]; ok {
-				found, dup = path+key, true
-				return false
-			}
-			seen[key] = struct{}{}
-			if val.IsObject() || val.IsArray() {
-				found, dup = duplicateIn(path+key+".", val)
-			}
-			return !dup
-		})
-	case v.IsArray():
-		v.ForEach(func(_, val gjson.Result) bool {
-			if val.IsObject() || val.IsArray() {
-				found, dup = duplicateIn(path, val)
-			}
-			return !dup
-		})
-	}
-	return found, dup
-}
-
-// objectKey is a key as encoding/json (and so brokerapi) reads it: escapes
-// resolved, each invalid UTF-8 byte and lone surrogate a U+FFFD. Plain keys
-// are taken as they stand; the rare others go through encoding/json itself.
-func objectKey(k gjson.Result) string {
-	if !strings.Contains(k.Raw, "\\") && utf8.ValidString(k.Str) {
-		return k.Str
-	}
-	var key string
-	if err := json.Unmarshal([]byte(k.Raw), &key); err != nil {
-		return k.Raw
-	}
-	return key
-}
-
-// checkDeprovisionQuery demands what OSB requires of a DELETE: service_id
-// and plan_id, both offered. Whether the plan is the instance's the broker
-// decides, which knows the instance.
-func (o offering) checkDeprovisionQuery(q map[string][]string) *requestError {
+// checkDeleteQuery demands what OSB requires of a DELETE of an instance or
+// a binding: service_id and plan_id, both offered. Whether the plan is the
+// instance's the broker decides, which knows the instance.
+func (o offering) checkDeleteQuery(q map[string][]string) *requestError {
 	get := func(k string) string {
 		if v := q[k]; len(v) > 0 {
 			return v[0]
@@ -298,61 +286,60 @@ func (o offering) checkDeprovisionQuery(q map[string][]string) *requestError {
 // shape (or not at all) before it sees the request: bodies over maxBody
 // (413), malformed or ambiguous bodies and missing or unknown IDs (400).
 func guardOSB(o offering, maxBody int64) func(http.Handler) http.Handler {
+	limits := bodyLimits{max: maxBody}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			instanceRoute := !strings.Contains(req.URL.Path, "/service_bindings/") &&
-				!strings.HasSuffix(req.URL.Path, "/last_operation") && strings.Contains(req.URL.Path, "/service_instances/")
-			if req.Body != nil && req.Body != http.NoBody {
-				body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, maxBody))
-				if err != nil {
-					var tooBig *http.MaxBytesError
-					if errors.As(err, &tooBig) {
-						// The rest of the body is not read: the connection
-						// goes, so that it cannot be held by a slow sender.
-						w.Header().Set("Connection", "close")
-						writeError(w, http.StatusRequestEntityTooLarge, "PayloadTooLarge",
-							fmt.Sprintf("the request body is larger than %d bytes", maxBody))
-						return
-					}
-					w.Header().Set("Connection", "close")
-					var netErr net.Error
-					if errors.As(err, &netErr) && netErr.Timeout() {
-						writeError(w, http.StatusRequestTimeout, "RequestTimeout",
-							"the request body did not arrive within the server's read timeout")
-						return
-					}
-					writeError(w, http.StatusBadRequest, "BadRequest", "reading the request body failed: "+err.Error())
-					return
-				}
-				req.Body = io.NopCloser(bytes.NewReader(body))
-				switch {
-				case instanceRoute && (req.Method == http.MethodPut || req.Method == http.MethodPatch):
-					if rerr := o.checkInstanceBody(req.Method, body); rerr != nil {
-						writeError(w, rerr.status, rerr.key, rerr.description)
-						return
-					}
-				case req.Method == http.MethodPut:
-					// A binding: keb offers none, but a malformed body is
-					// still OSB's 400, not brokerapi's 422.
-					if _, rerr := decodeSingleObject(body); rerr != nil {
-						writeError(w, rerr.status, rerr.key, rerr.description)
-						return
-					}
-				}
-			} else if instanceRoute && (req.Method == http.MethodPut || req.Method == http.MethodPatch) {
-				rerr := badRequest("the body is empty; OSB requires a JSON object")
-				writeError(w, rerr.status, rerr.key, rerr.description)
+			route := osbRouteOf(req.URL.Path)
+			body, ok := readBody(w, req, limits)
+			if !ok {
 				return
 			}
-			if instanceRoute && req.Method == http.MethodDelete {
-				if rerr := o.checkDeprovisionQuery(req.URL.Query()); rerr != nil {
-					writeError(w, rerr.status, rerr.key, rerr.description)
-					return
+			if body != nil {
+				req.Body = io.NopCloser(bytes.NewReader(body))
+			}
+			var rerr *requestError
+			switch {
+			case route == routeInstance && (req.Method == http.MethodPut || req.Method == http.MethodPatch):
+				if body == nil {
+					rerr = badRequest("the body is empty; OSB requires a JSON object")
+				} else {
+					rerr = o.checkInstanceBody(req.Method, body)
 				}
+			case route == routeBinding && req.Method == http.MethodPut:
+				if body == nil {
+					rerr = badRequest("the body is empty; OSB requires a JSON object")
+				} else {
+					rerr = o.checkBindingBody(body)
+				}
+			case (route == routeInstance || route == routeBinding) && req.Method == http.MethodDelete:
+				rerr = o.checkDeleteQuery(req.URL.Query())
+			}
+			if rerr != nil {
+				writeError(w, rerr.status, rerr.key, rerr.description)
+				return
 			}
 			next.ServeHTTP(w, req)
 		})
 	}
+}
+
+// OSB routes, as guardOSB tells them apart.
+const (
+	routeInstance = iota + 1
+	routeBinding
+	routePoll
+)
+
+func osbRouteOf(path string) int {
+	switch {
+	case strings.HasSuffix(path, "/last_operation"):
+		return routePoll
+	case strings.Contains(path, "/service_bindings/"):
+		return routeBinding
+	case strings.Contains(path, "/service_instances/"):
+		return routeInstance
+	}
+	return 0
 }
 
 // osbErrorShape makes every error brokerapi writes itself an OSB error

@@ -35,9 +35,10 @@ type Options struct {
 	Auth     authorizer
 	Log      logrus.FieldLogger
 	Registry *prometheus.Registry
-	// Ready checks whether the server can do useful work (database
-	// reachable, schema current, control plane, watch and workers).
-	Ready Readiness
+	// Ready reports whether the server can do useful work (database
+	// reachable, schema current, control plane, watch and workers), from
+	// checks it runs in the background.
+	Ready *Readiness
 	// DevToken, when set, is served at POST /oauth2/token. Only `keb dev`
 	// sets it: a production broker never issues tokens.
 	DevToken http.Handler
@@ -45,8 +46,11 @@ type Options struct {
 	// and GET /runtimes; nil answers 501.
 	Runtimes http.Handler
 	// Console registers the operations console's routes (/console...); nil
-	// serves none.
-	Console interface{ Register(r *mux.Router) }
+	// serves none. Its forms are read through readForm: bounded, under a
+	// short deadline, a bounded number at once.
+	Console interface {
+		Register(r *mux.Router, readForm func(http.Handler) http.Handler)
+	}
 	// Expire serves PUT /expire/service_instance/{instance_id}, which
 	// expires a trial or free instance at once; nil answers 501.
 	Expire http.Handler
@@ -59,9 +63,16 @@ type Options struct {
 	// MaxBodyBytes caps request bodies on the OSB routes (413 beyond);
 	// 0 means 1 MiB.
 	MaxBodyBytes int64
+	// FormReadTimeout bounds reading a body sent before anyone is
+	// authenticated (the console's login form, dev token requests); 0
+	// means 5 s.
+	FormReadTimeout time.Duration
 	// MetricsElsewhere leaves /metrics off this router: it is served on a
 	// listener of its own (MetricsHandler).
 	MetricsElsewhere bool
+	// Mounts are `keb dev`'s stand-ins, served by path prefix (e.g.
+	// /dev/cis/); their bodies are read as the console's forms are.
+	Mounts map[string]http.Handler
 }
 
 // OrchestrationAPI is the handlers of the orchestration routes
@@ -76,9 +87,16 @@ type OrchestrationAPI interface {
 	Retry() http.Handler
 }
 
-// MetricsHandler serves the registry's metrics in Prometheus' format.
+// maxScrapes bounds the /metrics answers encoded at once: Prometheus scrapes
+// a replica every few seconds, and anyone can reach /metrics, so a thousand
+// concurrent scrapes would otherwise cost a thousand encodings' memory
+// (64 → 190 MiB measured).
+const maxScrapes = 4
+
+// MetricsHandler serves the registry's metrics in Prometheus' format; more
+// than maxScrapes at once are answered 503.
 func MetricsHandler(reg *prometheus.Registry) http.Handler {
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{MaxRequestsInFlight: maxScrapes})
 }
 
 // osbRoutes are brokerapi's routes, registered one by one so that metrics
@@ -110,9 +128,18 @@ func NewRouter(opts Options) (http.Handler, error) {
 	}
 	m := newMetrics(opts.Registry)
 	r := mux.NewRouter()
-	r.Use(requestContext(opts.Log), m.middleware, accessLog)
+	// Paths are routed as sent: mux would answer a path with dot segments
+	// or doubled slashes with a redirect to its cleaned form.
+	r.SkipClean(true)
+	r.Use(requestContext(opts.Log), m.middleware, accessLog, strictRequest)
 	r.NotFoundHandler = m.wrapUnmatched(requestContext(opts.Log)(accessLog(http.HandlerFunc(notFound))))
 	r.MethodNotAllowedHandler = m.wrapUnmatched(requestContext(opts.Log)(accessLog(http.HandlerFunc(methodNotAllowed))))
+	// Bodies read before anyone is authenticated: small, quick, few at once.
+	formDeadline := opts.FormReadTimeout
+	if formDeadline <= 0 {
+		formDeadline = 5 * time.Second
+	}
+	readForm := bufferBody(bodyLimits{max: maxFormBody, deadline: formDeadline, slots: make(chan struct{}, FormSlots)})
 
 	r.HandleFunc("/healthz", healthz).Methods(http.MethodGet)
 	r.Handle("/readyz", readyz(opts.Ready)).Methods(http.MethodGet)
@@ -121,7 +148,10 @@ func NewRouter(opts Options) (http.Handler, error) {
 	}
 	r.HandleFunc("/openapi.yaml", openAPI).Methods(http.MethodGet)
 	if opts.DevToken != nil {
-		r.Handle("/oauth2/token", opts.DevToken).Methods(http.MethodPost)
+		r.Handle("/oauth2/token", readForm(opts.DevToken)).Methods(http.MethodPost)
+	}
+	for prefix, h := range opts.Mounts {
+		r.PathPrefix(prefix).Handler(readForm(h))
 	}
 
 	bounded := withDeadline(opts.RequestTimeout)
@@ -160,11 +190,11 @@ func NewRouter(opts Options) (http.Handler, error) {
 
 	// The console checks its own token (a cookie, scope cld:read).
 	if opts.Console != nil {
-		opts.Console.Register(r)
+		opts.Console.Register(r, readForm)
 	}
 
 	registerOrchestrations(r, opts, bounded)
-	return routed{Handler: securityHeaders(r), router: r}, nil
+	return routed{Handler: securityHeaders(releaseUnreadBodies(r)), router: r}, nil
 }
 
 // registerOrchestrations routes the orchestration API: reading needs
@@ -178,14 +208,16 @@ func registerOrchestrations(r *mux.Router, opts Options, bounded func(http.Handl
 		r.PathPrefix("/upgrade/").Handler(write(http.HandlerFunc(notYetServed)))
 		return
 	}
-	r.Handle("/upgrade/kyma", write(bounded(o.Upgrade("upgrade_kyma")))).Methods(http.MethodPost)
-	r.Handle("/upgrade/cluster", write(bounded(o.Upgrade("upgrade_cluster")))).Methods(http.MethodPost)
+	body := bufferBody(bodyLimits{max: maxUpgradeBody})
+	ids := checkPathIDs("orchestration_id", "operation_id")
+	r.Handle("/upgrade/kyma", write(body(bounded(o.Upgrade("upgrade_kyma"))))).Methods(http.MethodPost)
+	r.Handle("/upgrade/cluster", write(body(bounded(o.Upgrade("upgrade_cluster"))))).Methods(http.MethodPost)
 	r.Handle("/orchestrations", read(bounded(o.List()))).Methods(http.MethodGet)
-	r.Handle("/orchestrations/{orchestration_id}", read(bounded(o.One()))).Methods(http.MethodGet)
-	r.Handle("/orchestrations/{orchestration_id}/operations", read(bounded(o.Operations()))).Methods(http.MethodGet)
-	r.Handle("/orchestrations/{orchestration_id}/operations/{operation_id}", read(bounded(o.Operation()))).Methods(http.MethodGet)
-	r.Handle("/orchestrations/{orchestration_id}/cancel", write(bounded(o.Cancel()))).Methods(http.MethodPut)
-	r.Handle("/orchestrations/{orchestration_id}/retry", write(bounded(o.Retry()))).Methods(http.MethodPut)
+	r.Handle("/orchestrations/{orchestration_id}", read(ids(bounded(o.One())))).Methods(http.MethodGet)
+	r.Handle("/orchestrations/{orchestration_id}/operations", read(ids(bounded(o.Operations())))).Methods(http.MethodGet)
+	r.Handle("/orchestrations/{orchestration_id}/operations/{operation_id}", read(ids(bounded(o.Operation())))).Methods(http.MethodGet)
+	r.Handle("/orchestrations/{orchestration_id}/cancel", write(ids(bounded(o.Cancel())))).Methods(http.MethodPut)
+	r.Handle("/orchestrations/{orchestration_id}/retry", write(ids(bounded(o.Retry())))).Methods(http.MethodPut)
 }
 
 // routed is the router behind its outer middleware; Router lets tests walk

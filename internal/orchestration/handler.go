@@ -49,9 +49,6 @@ const (
 // MaxPageSize bounds a page of orchestrations or operations.
 const MaxPageSize = 1000
 
-// maxBody bounds a request body.
-const maxBody = 64 << 10
-
 // Handler serves the orchestration API.
 type Handler struct {
 	store    api
@@ -69,13 +66,10 @@ func NewHandler(store api, defaults Defaults, log logrus.FieldLogger) *Handler {
 func (h *Handler) Upgrade(kind string) http.Handler {
 	opType := storage.OperationType(kind)
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		body, err := io.ReadAll(io.LimitReader(req.Body, maxBody+1))
+		// The router read the body within its limits (64 KiB).
+		body, err := io.ReadAll(req.Body)
 		if err != nil {
 			writeError(w, http.StatusBadRequest, "BadRequest", "reading the body: "+err.Error())
-			return
-		}
-		if len(body) > maxBody {
-			writeError(w, http.StatusRequestEntityTooLarge, "PayloadTooLarge", fmt.Sprintf("the body is larger than %d bytes", maxBody))
 			return
 		}
 		p, err := ParseRequest(body, opType, h.defaults)

@@ -12,10 +12,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
+	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/storage"
+	"github.com/kyma-keb/keb/internal/strictjson"
 )
 
 // Schedules of the parallel strategy.
@@ -126,12 +132,23 @@ type FieldError struct {
 
 func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
 
+// requestType is what strictjson checks a body's field names against.
+var requestType = reflect.TypeFor[request]()
+
 // ParseRequest reads and validates a body for an orchestration of opType,
-// applying defaults. Errors name the field at fault.
+// applying defaults. Errors name the field at fault. A body that readers
+// could take in two ways is refused: a field named twice ("dryRun":true,
+// "dryRun":false) or in another letter case ("DryRun"; encoding/json would
+// read either as dryRun), or null for a field (encoding/json would read
+// "dryRun": null as false).
 func ParseRequest(body []byte, opType storage.OperationType, d Defaults) (Parameters, error) {
+	body = withoutTrailingCommas(body)
 	var req request
-	if err := strictUnmarshal(withoutTrailingCommas(body), &req); err != nil {
+	if err := strictUnmarshal(body, &req); err != nil {
 		return Parameters{}, describeJSONError(err)
+	}
+	if p := strictjson.Check(body, strictjson.Rules{Type: requestType, NoNulls: true}); p != nil {
+		return Parameters{}, &FieldError{p.Path, p.Msg}
 	}
 	p := req.Parameters
 	if req.Strategies != nil {
@@ -182,16 +199,20 @@ func ParseRequest(body []byte, opType storage.OperationType, d Defaults) (Parame
 		if p.Kyma.Version == "" {
 			p.Kyma.Version = d.KymaVersion
 		}
-		if err := checkValue("kyma.version", p.Kyma.Version); err != nil {
-			return Parameters{}, err
+		// As provisioning's kymaVersion and the Kyma CR's spec.channel take them.
+		if err := catalog.ValidateKymaVersion(p.Kyma.Version); err != nil {
+			return Parameters{}, &FieldError{"kyma.version", err.Error()}
 		}
 		// The version becomes the runtimes' recorded Kyma version with its
 		// component list: a version without one would fail every upgrade.
 		if _, err := kyma.Components(p.Kyma.Version, "", nil); errors.Is(err, kyma.ErrUnknownKymaVersion) {
 			return Parameters{}, &FieldError{"kyma.version", fmt.Sprintf("%q has no runtime component list in this keb", p.Kyma.Version)}
 		}
-		if err := checkValue("kyma.channel", p.Kyma.Channel); err != nil {
-			return Parameters{}, err
+		switch p.Kyma.Channel {
+		case "", controlplane.ChannelRegular, controlplane.ChannelFast:
+		default:
+			return Parameters{}, &FieldError{"kyma.channel", fmt.Sprintf("%.80q is not a channel; want %s or %s (or none: the runtime's channel stays)",
+				p.Kyma.Channel, controlplane.ChannelRegular, controlplane.ChannelFast)}
 		}
 	case storage.OperationTypeUpgradeCluster:
 		if p.Kyma != nil {
@@ -228,8 +249,8 @@ func (s Selector) validate() error {
 		return fmt.Errorf("target %q: the only target is %q", s.Target, TargetAll)
 	}
 	for _, v := range []string{s.GlobalAccount, s.SubAccount, s.RuntimeID, s.PlanName, s.Region, s.Shoot} {
-		if len(v) > 256 || strings.ContainsAny(v, "\x00") {
-			return errors.New("a value is longer than 256 characters or holds a NUL")
+		if len(v) > 256 || !printable(v) {
+			return errors.New("a value is longer than 256 characters, not UTF-8, or holds a control character")
 		}
 	}
 	return nil
@@ -237,10 +258,24 @@ func (s Selector) validate() error {
 
 // checkValue refuses values no version or image name has.
 func checkValue(field, v string) error {
-	if len(v) > 128 || strings.ContainsAny(v, " \t\r\n\x00\"'") {
-		return &FieldError{field, fmt.Sprintf("%q is not a valid value", v)}
+	if len(v) > 128 || !printable(v) || strings.ContainsAny(v, " \"'") {
+		return &FieldError{field, fmt.Sprintf("%.80q is not a valid value", v)}
 	}
 	return nil
+}
+
+// printable is valid UTF-8 without control characters: what PostgreSQL
+// stores as it came and a log line shows as it is.
+func printable(v string) bool {
+	if !utf8.ValidString(v) {
+		return false
+	}
+	for _, r := range v {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // selectors converts to the store's selectors.
@@ -280,6 +315,9 @@ func describeJSONError(err error) error {
 		return &FieldError{field, fmt.Sprintf("must be a %s, got a JSON %s", typeErr.Type, typeErr.Value)}
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		if name == "" {
+			name = `""` // the empty key, named visibly
+		}
 		return &FieldError{name, "unknown field"}
 	default:
 		return &FieldError{"body", "not a JSON object: " + err.Error()}

@@ -32,12 +32,18 @@ func writeConfig(r *runner, dataDir string, throwaway bool) error {
 		// nothing and costs seconds of fsync across a test suite.
 		b.WriteString("fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n")
 	}
+	// Renamed into place: a postmaster someone else is starting by hand in
+	// the data directory never reads a half-written file.
 	path := filepath.Join(dataDir, confFileName)
-	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(b.String()), 0o600); err != nil {
 		return fmt.Errorf("writing %s: %w", confFileName, err)
 	}
-	if err := r.chown(path); err != nil {
+	if err := r.chown(tmp); err != nil {
 		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("writing %s: %w", confFileName, err)
 	}
 
 	mainConf := filepath.Join(dataDir, "postgresql.conf")

@@ -93,6 +93,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err := r.prepareDataDir(dataDir); err != nil {
 		return nil, err
 	}
+	unlock, err := lockDataDir(ctx, dataDir, log)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if err := ensureCluster(ctx, r, dataDir, opts.Throwaway); err != nil {
 		return nil, err
 	}
@@ -145,11 +150,19 @@ func ensureCluster(ctx context.Context, r *runner, dataDir string, throwaway boo
 }
 
 // reuseRunning returns the server already running in dataDir once it is
-// ready, or nil when none runs. It removes the postmaster.pid of a server
-// that died without cleaning up (killed `keb dev`, test binary timed out),
-// since postgres would refuse to start while the PID in it looks alive.
+// ready, or nil when none runs (or the one starting there fails). It removes
+// the postmaster.pid of a server that died without cleaning up (killed `keb
+// dev`, test binary timed out), since postgres would refuse to start while the
+// PID in it looks alive.
+//
+// A postmaster writes postmaster.pid before it listens: first its PID, data
+// directory, start time and port, then its listen address, then its status
+// ("starting", later "ready"). Until the status says ready the server is
+// waited for, however much of the file is written; PostgreSQL 10 and later
+// always write the status.
 func reuseRunning(ctx context.Context, r *runner, dataDir string) (*Server, error) {
 	deadline := time.Now().Add(startTimeout)
+	waitingFor := 0
 	for {
 		pf, err := readPidFile(dataDir)
 		switch {
@@ -163,7 +176,7 @@ func reuseRunning(ctx context.Context, r *runner, dataDir string) (*Server, erro
 				return nil, fmt.Errorf("removing stale %s: %w", pidFileName, err)
 			}
 			return nil, nil
-		case pf.status == "ready" || pf.status == "standby" || pf.status == "":
+		case pf.status == "ready" || pf.status == "standby":
 			if pf.port == 0 || pf.listen == "" {
 				return nil, fmt.Errorf("the PostgreSQL server running in %s (PID %d) does not listen on TCP; stop it with `pg_ctl -D %s stop`",
 					dataDir, pf.pid, dataDir)
@@ -172,6 +185,10 @@ func reuseRunning(ctx context.Context, r *runner, dataDir string) (*Server, erro
 			return newServer(r, dataDir, pf.port, true), nil
 		}
 		// Starting or stopping: wait until it is ready or gone.
+		if pf != nil && pf.pid != waitingFor {
+			waitingFor = pf.pid
+			r.log.WithField("pid", pf.pid).Infof("waiting for the PostgreSQL server in the data directory, which is %s", orStarting(pf.status))
+		}
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("a PostgreSQL server in %s is neither ready nor stopped after %s (%s: %+v)",
 				dataDir, startTimeout, pidFileName, pf)
@@ -182,6 +199,15 @@ func reuseRunning(ctx context.Context, r *runner, dataDir string) (*Server, erro
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// orStarting names a postmaster.pid status for a log line; a file without one
+// is a server that has only just begun.
+func orStarting(status string) string {
+	if status == "" {
+		return "starting"
+	}
+	return status
 }
 
 // startNew starts the server with pg_ctl, retrying with another port if one
@@ -208,11 +234,19 @@ func startNew(ctx context.Context, r *runner, dataDir string, opts Options) (*Se
 		var se *startError
 		if errors.As(err, &se) && se.lockConflict {
 			// Another process started the server between our check and
-			// our start (two `keb dev` at once): use theirs.
-			if srv, rerr := reuseRunning(ctx, r, dataDir); srv != nil {
+			// our start (a pg_ctl start by hand; keb's own starts hold
+			// lockDataDir): use theirs once it listens, or start ours
+			// again if theirs failed.
+			srv, rerr := reuseRunning(ctx, r, dataDir)
+			if srv != nil {
 				return srv, nil
-			} else if rerr != nil {
+			}
+			if rerr != nil {
 				return nil, errors.Join(err, rerr)
+			}
+			if attempt < 3 {
+				r.log.Info("the server another process was starting in the data directory is gone; starting ours again")
+				continue
 			}
 		}
 		if picked && attempt < 3 && !portFree(port) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -154,29 +155,120 @@ func TestStartIgnoresPidFileOfUnrelatedProcess(t *testing.T) {
 	connect(t, srv.URL).Close(t.Context())
 }
 
+// TestConcurrentStartsShareOneServer starts twice at once on one data
+// directory, as two `keb dev` (or a `keb dev` and a test) do: one server is
+// started, the other start waits for it to listen and reuses it, whether the
+// directory holds a stopped cluster or nothing yet (one initdb).
 func TestConcurrentStartsShareOneServer(t *testing.T) {
 	t.Parallel()
-	dataDir := filepath.Join(t.TempDir(), "pgdata")
-	stop(t, start(t, Options{DataDir: dataDir}))
+	for _, tc := range []struct {
+		name    string
+		prepare func(t *testing.T, dataDir string)
+	}{
+		{"stopped cluster", func(t *testing.T, dataDir string) { stop(t, start(t, Options{DataDir: dataDir})) }},
+		{"empty directory", func(*testing.T, string) {}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dataDir := filepath.Join(t.TempDir(), "pgdata")
+			tc.prepare(t, dataDir)
+			servers := make([]*Server, 2)
+			errs := make([]error, 2)
+			var wg sync.WaitGroup
+			for i := range servers {
+				wg.Go(func() { servers[i], errs[i] = Start(ctxT(t), Options{DataDir: dataDir}) })
+			}
+			wg.Wait()
+			for i, srv := range servers {
+				if errs[i] != nil {
+					t.Fatalf("Start %d: %v", i, errs[i])
+				}
+				t.Cleanup(func() { _ = srv.Stop(context.Background()) })
+			}
+			if servers[0].URL != servers[1].URL || servers[0].Reused == servers[1].Reused {
+				t.Fatalf("want one started and one reused server on the same URL, got %+v and %+v", servers[0], servers[1])
+			}
+			connect(t, servers[0].URL).Close(t.Context())
+		})
+	}
+}
 
-	// Two `keb dev` started at once on a stopped cluster.
-	servers := make([]*Server, 2)
-	errs := make([]error, 2)
-	var wg sync.WaitGroup
-	for i := range servers {
-		wg.Go(func() { servers[i], errs[i] = Start(ctxT(t), Options{DataDir: dataDir}) })
+// TestStartWaitsForServerStartingInDataDir starts while a postmaster that
+// Start did not launch (`pg_ctl start` by hand, an older keb) is starting in
+// the data directory: its postmaster.pid names a live process but neither
+// its listen address nor its status yet. Start waits for it, then reuses it
+// once it is ready, or starts its own server once it has failed.
+func TestStartWaitsForServerStartingInDataDir(t *testing.T) {
+	t.Parallel()
+	for _, outcome := range []string{"ready", "failed"} {
+		t.Run(outcome, func(t *testing.T) {
+			t.Parallel()
+			dataDir := filepath.Join(t.TempDir(), "pgdata")
+			stop(t, start(t, Options{DataDir: dataDir, Throwaway: true}))
+
+			// The starting postmaster: a process whose working directory is
+			// the data directory, as a postmaster's is; when it gets ready it
+			// listens on the port of a real server elsewhere.
+			port := 1 // never listened on
+			if outcome == "ready" {
+				port = start(t, Options{DataDir: filepath.Join(t.TempDir(), "other"), Throwaway: true}).Port
+			}
+			postmaster := exec.Command("sleep", "600")
+			postmaster.Dir = dataDir
+			if err := postmaster.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = postmaster.Process.Kill(); _ = postmaster.Wait() })
+			pidPath := filepath.Join(dataDir, pidFileName)
+			// What a postmaster writes first: PID, data directory, start
+			// time, port and (empty) socket directory.
+			lockFile := fmt.Sprintf("%d\n%s\n%d\n%d\n\n", postmaster.Process.Pid, dataDir, time.Now().Unix(), port)
+			writeFile(t, pidPath, lockFile)
+
+			log := logrus.New()
+			log.SetLevel(logrus.DebugLevel)
+			log.SetOutput(testWriter{t})
+			waiting := make(chan struct{})
+			log.AddHook(&messageHook{contains: "waiting for the PostgreSQL server in the data directory", seen: waiting})
+			type result struct {
+				srv *Server
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				srv, err := Start(ctxT(t), Options{DataDir: dataDir, Throwaway: true, Log: log})
+				done <- result{srv, err}
+			}()
+			select {
+			case <-waiting:
+			case r := <-done:
+				t.Fatalf("Start returned while a server was starting in the data directory: %+v, %v", r.srv, r.err)
+			}
+
+			// Then it listens and is starting up.
+			lockFile += "127.0.0.1\n  5432001  0\nstarting\n"
+			writeFile(t, pidPath, lockFile)
+			if outcome == "ready" {
+				writeFile(t, pidPath, strings.Replace(lockFile, "starting\n", "ready   \n", 1))
+			} else {
+				// A postmaster that fails removes its postmaster.pid as it exits.
+				_ = postmaster.Process.Kill()
+				_ = postmaster.Wait()
+				if err := os.Remove(pidPath); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := <-done
+			if r.err != nil {
+				t.Fatalf("Start: %v", r.err)
+			}
+			t.Cleanup(func() { _ = r.srv.Stop(context.Background()) })
+			if want := outcome == "ready"; r.srv.Reused != want || (want && r.srv.Port != port) {
+				t.Fatalf("Start after the other server got %s = %+v, want reused=%v (port %d)", outcome, r.srv, want, port)
+			}
+			connect(t, r.srv.URL).Close(t.Context())
+		})
 	}
-	wg.Wait()
-	for i, srv := range servers {
-		if errs[i] != nil {
-			t.Fatalf("Start %d: %v", i, errs[i])
-		}
-		t.Cleanup(func() { _ = srv.Stop(context.Background()) })
-	}
-	if servers[0].URL != servers[1].URL || servers[0].Reused == servers[1].Reused {
-		t.Fatalf("want one started and one reused server on the same URL, got %+v and %+v", servers[0], servers[1])
-	}
-	connect(t, servers[0].URL).Close(t.Context())
 }
 
 func TestStartRefusesForeignDirectory(t *testing.T) {
@@ -263,6 +355,22 @@ func writeFile(t *testing.T, path, content string) {
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// messageHook closes seen when a log message contains contains.
+type messageHook struct {
+	contains string
+	seen     chan struct{}
+	once     sync.Once
+}
+
+func (h *messageHook) Levels() []logrus.Level { return logrus.AllLevels }
+
+func (h *messageHook) Fire(e *logrus.Entry) error {
+	if strings.Contains(e.Message, h.contains) {
+		h.once.Do(func() { close(h.seen) })
+	}
+	return nil
 }
 
 // testWriter sends the server's progress log to t.Log, shown on failure or -v.

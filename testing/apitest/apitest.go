@@ -4,7 +4,9 @@ package apitest
 
 import (
 	"bytes"
+	"compress/gzip"
 	"fmt"
+	"io"
 	"net/http"
 	"sort"
 	"strconv"
@@ -211,11 +213,26 @@ func Recorder(t testing.TB, doc *Document, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		rec := &capture{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(rec, req)
-		// The router's own answers to undocumented methods and paths.
-		if _, ok := doc.match(req.URL.Path); rec.status == http.StatusMethodNotAllowed || (!ok && rec.status == http.StatusNotFound) {
+		// The router's own answers to undocumented methods and paths (a
+		// path with dot segments is refused with 400 before routing).
+		if _, ok := doc.match(req.URL.Path); rec.status == http.StatusMethodNotAllowed ||
+			(!ok && (rec.status == http.StatusNotFound || rec.status == http.StatusBadRequest)) {
 			return
 		}
-		if err := doc.Check(req.Method, req.URL.Path, rec.status, rec.Header().Get("Content-Type"), rec.body.Bytes()); err != nil {
+		body := rec.body.Bytes()
+		if rec.Header().Get("Content-Encoding") == "gzip" {
+			zr, err := gzip.NewReader(bytes.NewReader(body))
+			if err == nil {
+				body, err = io.ReadAll(zr)
+			}
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Sprintf("%s %s: gzipped body: %v", req.Method, req.URL.Path, err))
+				mu.Unlock()
+				return
+			}
+		}
+		if err := doc.Check(req.Method, req.URL.Path, rec.status, rec.Header().Get("Content-Type"), body); err != nil {
 			mu.Lock()
 			errs = append(errs, err.Error())
 			mu.Unlock()
@@ -238,3 +255,7 @@ func (c *capture) Write(b []byte) (int, error) {
 	c.body.Write(b)
 	return c.ResponseWriter.Write(b)
 }
+
+// Unwrap lets http.ResponseController reach the connection (read
+// deadlines), as it does in keb without the recorder.
+func (c *capture) Unwrap() http.ResponseWriter { return c.ResponseWriter }

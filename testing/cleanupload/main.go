@@ -27,9 +27,9 @@ import (
 
 	"github.com/kyma-keb/keb/internal/cis"
 	"github.com/kyma-keb/keb/internal/cleanup"
+	"github.com/kyma-keb/keb/internal/devstack/cisstub"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/storage"
-	"github.com/kyma-keb/keb/testing/cisstub"
 	"github.com/kyma-keb/keb/testing/pgtest"
 )
 
@@ -84,7 +84,7 @@ func run(dbURL string, events, pages, every, chunk int) error {
 	store := &timedStore{Store: storage.NewStore(pool, nil, queue), counter: counter}
 
 	stub := cisstub.New("id", "secret")
-	srv := httptest.NewServer(stub.Handler())
+	srv := httptest.NewServer(stub.Handler(nil))
 	defer srv.Close()
 	at := time.Now().Add(-time.Hour)
 	for i := range events {

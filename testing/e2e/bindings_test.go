@@ -134,6 +134,25 @@ func TestBindings(t *testing.T) {
 	if err != nil || got.Credentials["kubeconfig"] != kubeconfig || got.Parameters["expiration_seconds"] != float64(1200) {
 		t.Fatalf("OSB client get binding: %+v %v", got, err)
 	}
+	// A DELETE naming another plan or service than the instance's was meant
+	// for another instance's binding (issue 23, defect 8): 400, and the
+	// binding keeps working.
+	const trialPlanID = "7d55d31d-35ae-4438-bf13-6ffdfa107d9f"
+	for _, q := range []string{"service_id=" + serviceID + "&plan_id=" + trialPlanID, "service_id=bogus&plan_id=bogus"} {
+		if code, body := s.checked(http.MethodDelete, bindingPath(id, "osb-1")+"?"+q, ""); code != http.StatusBadRequest {
+			t.Fatalf("unbind naming %s: %d %v", q, code, body)
+		}
+	}
+	if err := k8stest.ListNamespaces(context.Background(), kubeconfig); err != nil {
+		t.Fatalf("a refused unbind removed the binding: %v", err)
+	}
+	// A bind body spelling a field in another case is refused (defect 7):
+	// the hidden expiration would have been used.
+	if code, body := s.checked(http.MethodPut, bindingPath(id, "variant"), `{"service_id": "`+serviceID+`", "plan_id": "`+azurePlanID+
+		`", "parameters": {"expiration_seconds": 600}, "PARAMETERS": {"expiration_seconds": 7200}}`); code != http.StatusBadRequest ||
+		!strings.Contains(fmt.Sprint(body["description"]), "PARAMETERS") {
+		t.Fatalf("bind with a case-variant field: %d %v", code, body)
+	}
 	if _, err := cl.Unbind(&osb.UnbindRequest{InstanceID: id, BindingID: "osb-1", ServiceID: serviceID, PlanID: azurePlanID}); err != nil {
 		t.Fatalf("OSB client unbind: %v", err)
 	}

@@ -7,11 +7,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -31,8 +31,12 @@ import (
 
 // repoRoot is the repository's top directory.
 func repoRoot(t *testing.T) string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	t.Helper()
+	root, err := k8stest.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
 }
 
 // helmBin is the helm the Makefile installs into bin/tools (`make helm`).
@@ -124,6 +128,22 @@ func TestHelmChart(t *testing.T) {
 	c := pod.Containers[0]
 	if c.ReadinessProbe.HTTPGet.Path != "/readyz" || c.LivenessProbe.HTTPGet.Path != "/healthz" {
 		t.Errorf("probes: readiness %s, liveness %s", c.ReadinessProbe.HTTPGet.Path, c.LivenessProbe.HTTPGet.Path)
+	}
+	// Explicit probe timings (docs/deploying.md, "Probes"): kubelet's 1 s
+	// default timeout leaves a busy node no room, and a replica must stay in
+	// the Service for longer than the readiness checks take to see trouble
+	// (their interval plus their 3 s bound), so one blip does not flap it.
+	for name, p := range map[string]*corev1.Probe{"readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
+		if p.TimeoutSeconds < 2 || p.PeriodSeconds == 0 || p.FailureThreshold < 3 {
+			t.Errorf("%s probe: timeout %ds, period %ds, failure threshold %d", name, p.TimeoutSeconds, p.PeriodSeconds, p.FailureThreshold)
+		}
+	}
+	interval, err := time.ParseDuration(find[corev1.ConfigMap](t, objs, "ConfigMap", "keb").Data["APP_READINESS_INTERVAL"])
+	if err != nil {
+		t.Fatalf("APP_READINESS_INTERVAL: %v", err)
+	}
+	if out := time.Duration(c.ReadinessProbe.PeriodSeconds*c.ReadinessProbe.FailureThreshold) * time.Second; interval+3*time.Second >= out {
+		t.Errorf("a replica leaves the Service after %s of failed probes, within one readiness check (%s + 3 s)", out, interval)
 	}
 	for _, ctr := range append(pod.InitContainers, pod.Containers...) {
 		sc := ctr.SecurityContext

@@ -19,6 +19,7 @@ import (
 // chance to stop anything: its PostgreSQL, etcd and kube-apiserver must go
 // with it, and a new `keb dev` in the same directory starts cleanly.
 func TestKebDevChildrenDieWithIt(t *testing.T) {
+	t.Parallel() // as newStack's
 	dir := filepath.Join(t.TempDir(), ".keb")
 	bin, err := k8stest.BinDir()
 	if err != nil {

@@ -8,10 +8,11 @@
 // hyperscaler account is left claimed without a live instance, and no
 // object is left behind.
 //
-// `make test` runs the quick variants; `make faults` (KEB_FAULTS=long) runs
-// the long soak as well. The tests run one after another: each stack is
-// several servers, and on a shared machine running them side by side would
-// measure the machine, not keb.
+// `make test` runs the quick variants, two at a time (go test's -parallel is
+// the number of cores); `make faults` (KEB_FAULTS=long) runs the long soak as
+// well, one test after another (-parallel 1): each stack is several servers,
+// and the timings the tests log (a takeover, the soak's heap) should measure
+// keb, not the machine.
 package faults
 
 import (

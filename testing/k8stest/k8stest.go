@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,8 +33,11 @@ const AssetsEnv = "KUBEBUILDER_ASSETS"
 func BinDir() (string, error) {
 	dir := os.Getenv(AssetsEnv)
 	if dir == "" {
-		_, file, _, _ := runtime.Caller(0)
-		dir = filepath.Join(filepath.Dir(file), "..", "..", "bin", "k8s")
+		root, err := RepoRoot()
+		if err != nil {
+			return "", err
+		}
+		dir = filepath.Join(root, "bin", "k8s")
 	}
 	for _, bin := range []string{"kube-apiserver", "etcd"} {
 		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
@@ -43,6 +45,32 @@ func BinDir() (string, error) {
 		}
 	}
 	return filepath.Abs(dir)
+}
+
+// modulePath is keb's module, as its go.mod names it.
+const modulePath = "github.com/kyma-keb/keb"
+
+// RepoRoot is the repository's top directory: the nearest directory at or
+// above the working directory (a test's package directory) whose go.mod is
+// keb's. Not from runtime.Caller: under -trimpath (make test) source file
+// names are module paths, not places on disk.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("finding the repository: %w", err)
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil {
+			if first, _, _ := strings.Cut(string(b), "\n"); strings.TrimSpace(first) == "module "+modulePath {
+				return dir, nil
+			}
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod of %s at or above the working directory: run the tests from keb's repository", modulePath)
+		}
+		dir = parent
+	}
 }
 
 // CRDs returns keb's CustomResourceDefinitions from the embedded resources.
@@ -160,7 +188,10 @@ func (e *Environment) StopAPIServer() (restart func() error, err error) {
 	if err := proc.Signal(syscall.SIGTERM); err != nil {
 		return nil, fmt.Errorf("stopping kube-apiserver %d: %w", pid, err)
 	}
-	deadline := time.Now().Add(time.Minute)
+	// A graceful stop waits for clients' watches, which keb holds open: it
+	// took the full minute before the SIGKILL. A few seconds are grace
+	// enough; after that the stop is a crash, also an outage keb must ride.
+	deadline := time.Now().Add(5 * time.Second)
 	for procguard.Running(pid) {
 		if time.Now().After(deadline) {
 			_ = proc.Signal(syscall.SIGKILL)
@@ -175,6 +206,26 @@ func (e *Environment) StopAPIServer() (restart func() error, err error) {
 		}
 		go func() { _ = cmd.Wait() }()
 		e.restarted = append(e.restarted, cmd.Process)
+		return nil
+	}, nil
+}
+
+// FreezeAPIServer stops the kube-apiserver with SIGSTOP, as a hung control
+// plane looks to its clients: connections open, nothing answered. thaw
+// resumes it (SIGCONT); call it before Stop.
+func (e *Environment) FreezeAPIServer() (thaw func() error, err error) {
+	port := e.env.ControlPlane.APIServer.SecureServing.ListenAddr.Port
+	pid, _, err := findAPIServer(port)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		return nil, fmt.Errorf("freezing kube-apiserver %d: %w", pid, err)
+	}
+	return func() error {
+		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+			return fmt.Errorf("thawing kube-apiserver %d: %w", pid, err)
+		}
 		return nil
 	}, nil
 }

@@ -1,6 +1,6 @@
 // Package cisstub is a stand-in for the CIS events API, for tests and `keb
 // dev`: an OAuth2 client-credentials token endpoint and the SUBACCOUNT_DELETE
-// events of both API versions, paged, from a list anyone can append to with
+// events of both API versions, paged, from a list appended to with
 // POST /events. Tests can make it fail the next requests (a status or a
 // stall) and revoke its tokens.
 //
@@ -10,18 +10,31 @@
 //	GET  /v1.0/events   events in API v1.0's shape (pageNum from 0)
 //	GET  /v2.0/events   events in API v2.0's shape (pageNum from 1)
 //	POST /events        {"type":"SUBACCOUNT_DELETE","subaccount_id":"<id>"} → 201 with the event
+//
+// An event makes the subaccount cleanup deprovision runtimes, so whoever
+// mounts the stand-in guards POST /events as keb guards a DELETE (Handler's
+// guardAdd). What it keeps is bounded: at most MaxEvents events (the oldest
+// go first; the cleanup job reads from its watermark on) and MaxTokens
+// tokens, each for an hour; every error answer is {"error", "description"}.
 package cisstub
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/kyma-keb/keb/internal/cis"
+	"github.com/kyma-keb/keb/internal/strictjson"
 )
 
 // Paths of the stand-in's endpoints, relative to its mount point.
@@ -32,14 +45,28 @@ const (
 	AddPath      = "/events"
 )
 
+// Bounds of what the stand-in keeps.
+const (
+	// MaxEvents is how many events it keeps; adding one more drops the
+	// oldest.
+	MaxEvents = 10000
+	// MaxTokens is how many unexpired tokens it keeps; a token request
+	// beyond them is refused (429) until one expires.
+	MaxTokens = 1000
+	// maxSubaccountID bounds a subaccount ID (CIS sends GUIDs).
+	maxSubaccountID = 128
+	tokenTTL        = time.Hour
+)
+
 // Server is the stand-in's state.
 type Server struct {
 	clientID, clientSecret string
 
-	mu       sync.Mutex
-	events   []cis.Event
-	nextID   int64
-	tokens   map[string]bool
+	mu     sync.Mutex
+	events []cis.Event
+	nextID int64
+	// tokens maps each token handed out to when it expires.
+	tokens   map[string]time.Time
 	faults   []fault
 	requests int
 	now      func() time.Time
@@ -53,7 +80,7 @@ type fault struct {
 
 // New returns a stand-in accepting the client ID and secret.
 func New(clientID, clientSecret string) *Server {
-	return &Server{clientID: clientID, clientSecret: clientSecret, tokens: map[string]bool{}, now: time.Now}
+	return &Server{clientID: clientID, clientSecret: clientSecret, tokens: map[string]time.Time{}, now: time.Now}
 }
 
 // Add appends a SUBACCOUNT_DELETE event of the subaccount, acted now (never
@@ -78,8 +105,19 @@ func (s *Server) AddAt(subaccountID string, at time.Time) cis.Event {
 func (s *Server) addLocked(subaccountID string, at time.Time) cis.Event {
 	s.nextID++
 	ev := cis.Event{ID: strconv.FormatInt(s.nextID, 10), SubaccountID: subaccountID, ActionTime: at}
+	if len(s.events) >= MaxEvents {
+		// A new array now and then, so that the dropped events' memory goes.
+		s.events = append(make([]cis.Event, 0, MaxEvents), s.events[len(s.events)-MaxEvents+1:]...)
+	}
 	s.events = append(s.events, ev)
 	return ev
+}
+
+// Events is how many events the stand-in keeps.
+func (s *Server) Events() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.events)
 }
 
 // FailNext makes the next n event requests answer status.
@@ -106,7 +144,7 @@ func (s *Server) StallNext(n int, d time.Duration) {
 func (s *Server) RevokeTokens() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.tokens = map[string]bool{}
+	s.tokens = map[string]time.Time{}
 }
 
 // Requests is how many event requests reached the stand-in.
@@ -116,13 +154,21 @@ func (s *Server) Requests() int {
 	return s.requests
 }
 
-// Handler serves the stand-in's routes.
-func (s *Server) Handler() http.Handler {
+// Handler serves the stand-in's routes; guardAdd wraps POST /events (keb
+// dev demands a token with scope broker:write), nil leaves it open (tests).
+func (s *Server) Handler(guardAdd func(http.Handler) http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+TokenPath, s.token)
 	mux.HandleFunc("GET "+EventsV1Path, func(w http.ResponseWriter, r *http.Request) { s.list(w, r, cis.V1) })
 	mux.HandleFunc("GET "+EventsV2Path, func(w http.ResponseWriter, r *http.Request) { s.list(w, r, cis.V2) })
-	mux.HandleFunc("POST "+AddPath, s.add)
+	var add http.Handler = http.HandlerFunc(s.add)
+	if guardAdd != nil {
+		add = guardAdd(add)
+	}
+	mux.Handle("POST "+AddPath, add)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "NotFound", fmt.Sprintf("the CIS stand-in has no route %s %.200s", r.Method, r.URL.Path))
+	})
 	return mux
 }
 
@@ -132,20 +178,40 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		id, secret = r.PostFormValue("client_id"), r.PostFormValue("client_secret")
 	}
 	if r.PostFormValue("grant_type") != "client_credentials" {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "unsupported_grant_type"})
+		writeOAuthError(w, http.StatusBadRequest, "unsupported_grant_type", "only client_credentials is supported")
 		return
 	}
 	if id != s.clientID || secret != s.clientSecret {
-		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client"})
+		writeOAuthError(w, http.StatusUnauthorized, "invalid_client", "unknown client or wrong secret")
 		return
 	}
+	tok, err := s.issue()
+	if err != nil {
+		writeOAuthError(w, http.StatusTooManyRequests, "temporarily_unavailable", err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"access_token": tok, "token_type": "bearer", "expires_in": int(tokenTTL / time.Second)})
+}
+
+// issue hands out a token for an hour, forgetting expired ones; it refuses
+// while MaxTokens unexpired ones are out.
+func (s *Server) issue() (string, error) {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	tok := hex.EncodeToString(b)
 	s.mu.Lock()
-	s.tokens[tok] = true
-	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"access_token": tok, "token_type": "bearer", "expires_in": 3600})
+	defer s.mu.Unlock()
+	now := s.now()
+	for t, until := range s.tokens {
+		if !until.After(now) {
+			delete(s.tokens, t)
+		}
+	}
+	if len(s.tokens) >= MaxTokens {
+		return "", fmt.Errorf("the stand-in holds %d unexpired tokens; use one of them", MaxTokens)
+	}
+	s.tokens[tok] = now.Add(tokenTTL)
+	return tok, nil
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request, v cis.Version) {
@@ -158,7 +224,8 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, v cis.Version) {
 	}
 	authorized := false
 	if h := r.Header.Get("Authorization"); len(h) > 7 {
-		authorized = s.tokens[h[7:]]
+		until, ok := s.tokens[h[7:]]
+		authorized = ok && until.After(s.now())
 	}
 	s.mu.Unlock()
 	if f != nil && f.stall > 0 {
@@ -171,21 +238,21 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, v cis.Version) {
 		if f.status == http.StatusTooManyRequests {
 			w.Header().Set("Retry-After", "0")
 		}
-		writeJSON(w, f.status, map[string]string{"error": http.StatusText(f.status)})
+		writeError(w, f.status, http.StatusText(f.status), "a fault the test asked for")
 		return
 	}
 	if !authorized {
-		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_token"})
+		writeError(w, http.StatusUnauthorized, "invalid_token", "no token of the stand-in's token endpoint, or an expired one")
 		return
 	}
 	q := r.URL.Query()
 	if q.Get("eventType") != cis.EventTypeSubaccountDelete {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "eventType must be " + cis.EventTypeSubaccountDelete})
+		writeError(w, http.StatusBadRequest, "BadRequest", "eventType must be "+cis.EventTypeSubaccountDelete)
 		return
 	}
 	size, err := strconv.Atoi(q.Get("pageSize"))
-	if err != nil || size <= 0 {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "bad pageSize"})
+	if err != nil || size <= 0 || size > 1000 {
+		writeError(w, http.StatusBadRequest, "BadRequest", "pageSize must be 1 to 1000")
 		return
 	}
 	num, err := strconv.Atoi(q.Get("pageNum"))
@@ -193,15 +260,15 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, v cis.Version) {
 	if v == cis.V1 {
 		first = 0
 	}
-	if err != nil || num < first {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "bad pageNum"})
+	if err != nil || num < first || num > 1_000_000 {
+		writeError(w, http.StatusBadRequest, "BadRequest", fmt.Sprintf("pageNum must be %d to 1000000", first))
 		return
 	}
 	var from time.Time
 	if f := q.Get("fromActionTime"); f != "" {
 		ms, err := strconv.ParseInt(f, 10, 64)
 		if err != nil {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "bad fromActionTime"})
+			writeError(w, http.StatusBadRequest, "BadRequest", "fromActionTime must be milliseconds since 1970")
 			return
 		}
 		from = time.UnixMilli(ms)
@@ -244,26 +311,71 @@ type AddRequest struct {
 	SubaccountID string `json:"subaccount_id"`
 }
 
+var addRequest = reflect.TypeFor[AddRequest]()
+
+// maxAddBody bounds POST /events' body: an event is a hundred bytes.
+const maxAddBody = 4 << 10
+
 func (s *Server) add(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxAddBody))
+	if err != nil {
+		w.Header().Set("Connection", "close")
+		writeError(w, http.StatusRequestEntityTooLarge, "PayloadTooLarge", fmt.Sprintf("the body is larger than %d bytes", maxAddBody))
+		return
+	}
 	var req AddRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "BadRequest", "description": "body: " + err.Error()})
+		writeError(w, http.StatusBadRequest, "BadRequest", "body: "+err.Error())
+		return
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		writeError(w, http.StatusBadRequest, "BadRequest", "body: data after the JSON object")
+		return
+	}
+	if p := strictjson.Check(body, strictjson.Rules{Type: addRequest, NoNulls: true}); p != nil {
+		writeError(w, http.StatusBadRequest, "BadRequest", "body: "+p.Error())
 		return
 	}
 	if req.Type != cis.EventTypeSubaccountDelete {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "BadRequest",
-			"description": "type must be " + cis.EventTypeSubaccountDelete})
+		writeError(w, http.StatusBadRequest, "BadRequest", "type must be "+cis.EventTypeSubaccountDelete)
 		return
 	}
-	if req.SubaccountID == "" {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "BadRequest", "description": "subaccount_id is required"})
+	if err := checkSubaccountID(req.SubaccountID); err != nil {
+		writeError(w, http.StatusBadRequest, "BadRequest", err.Error())
 		return
 	}
 	ev := s.Add(req.SubaccountID)
 	writeJSON(w, http.StatusCreated, map[string]any{"id": ev.ID, "type": cis.EventTypeSubaccountDelete,
 		"subaccount_id": ev.SubaccountID, "actionTime": ev.ActionTime.UnixMilli()})
+}
+
+// checkSubaccountID refuses what no CIS event carries.
+func checkSubaccountID(id string) error {
+	switch {
+	case id == "":
+		return fmt.Errorf("subaccount_id is required")
+	case len(id) > maxSubaccountID:
+		return fmt.Errorf("subaccount_id is %d bytes long; at most %d", len(id), maxSubaccountID)
+	case !utf8.ValidString(id):
+		return fmt.Errorf("subaccount_id is not UTF-8")
+	}
+	for _, r := range id {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("subaccount_id holds a control character")
+		}
+	}
+	return nil
+}
+
+func writeError(w http.ResponseWriter, status int, key, description string) {
+	writeJSON(w, status, map[string]string{"error": key, "description": description})
+}
+
+// writeOAuthError is RFC 6749's error shape, as CIS's token endpoint answers.
+func writeOAuthError(w http.ResponseWriter, status int, code, description string) {
+	writeJSON(w, status, map[string]string{"error": code, "error_description": description})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
