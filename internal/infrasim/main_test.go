@@ -109,7 +109,9 @@ func newRuntime(ns, name, runtimeID string) *infrastructuremanager.Runtime {
 // unique makes a Runtime's name unique to one run of a test, so that
 // -count reruns against the package's control plane do not meet the
 // Runtimes of earlier runs.
-func unique(name string) string { return name + "-" + strings.ReplaceAll(uuid.NewString(), "-", "")[:6] }
+func unique(name string) string {
+	return name + "-" + strings.ReplaceAll(uuid.NewString(), "-", "")[:6]
+}
 
 // eventually polls cond until it holds or a minute passes (cluster starts take
 // seconds on a busy machine).
