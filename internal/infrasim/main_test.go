@@ -4,10 +4,12 @@ import (
 	"context"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -102,6 +104,13 @@ func newRuntime(ns, name, runtimeID string) *infrastructuremanager.Runtime {
 		}
 	}
 	return rt
+}
+
+// unique makes a Runtime's name unique to one run of a test, so that
+// -count reruns against the package's control plane do not meet the
+// Runtimes of earlier runs.
+func unique(name string) string {
+	return name + "-" + strings.ReplaceAll(uuid.NewString(), "-", "")[:6]
 }
 
 // eventually polls cond until it holds or a minute passes (cluster starts take

@@ -205,7 +205,7 @@ func TestUnlabelledRuntimeIsRefused(t *testing.T) {
 	const ns = "infrasim-refused"
 	createNamespace(t, kcp, ns)
 	startSimulator(t, ns, Options{Mode: ModeShared})
-	rt := newRuntime(ns, "unlabelled", "")
+	rt := newRuntime(ns, unique("unlabelled"), "")
 	if err := kcp.Create(ctx, rt); err != nil {
 		t.Fatal(err)
 	}

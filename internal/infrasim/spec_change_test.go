@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 )
 
@@ -33,7 +34,8 @@ func TestChangedSpecIsAppliedLikeACreation(t *testing.T) {
 		return &Fault{Message: failing, Permanent: true}
 	}})
 
-	rt := newRuntime(ns, "scaled", "rid-scaled")
+	name := unique("scaled")
+	rt := newRuntime(ns, name, "rid-"+name)
 	if err := kcp.Create(ctx, rt); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +91,9 @@ func TestTransientFaultRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	startSimulator(t, ns, Options{Mode: ModeShared, Faults: faults})
-	rt := newRuntime(ns, "flaky", "rid-flaky")
+	name := unique("flaky")
+	rt := newRuntime(ns, name, "rid-"+name)
+	rt.Labels[controlplane.LabelSubAccountID] = "sa-flaky"
 	if err := kcp.Create(ctx, rt); err != nil {
 		t.Fatal(err)
 	}
