@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kyma-keb/keb/internal/btpmanager"
-	standin "github.com/kyma-keb/keb/testing/btpmanagersim"
+	standin "github.com/kyma-keb/keb/internal/btpmanagersim"
 	"github.com/kyma-keb/keb/testing/k8stest"
 )
 

@@ -12,9 +12,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/btpmanager"
+	standin "github.com/kyma-keb/keb/internal/btpmanagersim"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/resources"
-	standin "github.com/kyma-keb/keb/testing/btpmanagersim"
 )
 
 // installBTPOperator installs the btp-operator module into a runtime as
