@@ -1,8 +1,8 @@
-// Package btpmanagersim is a BTP Manager stand-in: it applies BTP Manager's rules for the
-// sap-btp-manager Secret and the BtpOperator CRs (as BTP Manager documents them) to a runtime cluster and reports them
-// in the CRs' status, without installing anything. The Lifecycle Manager stand-in (internal/lmsim) runs it for the
-// btp-operator module in keb dev and the test stacks; tests use it to see what BTP Manager would make of what keb
-// injected.
+// Package btpmanagersim is a BTP Manager stand-in, for `keb dev`'s simulated Lifecycle Manager (internal/lmsim)
+// and for tests: it applies BTP Manager's rules for the sap-btp-manager Secret and the BtpOperator CRs (as BTP
+// Manager documents them) to a runtime cluster and reports them in the CRs' status, without installing anything.
+// Tests use it to see what BTP Manager would make of what keb injected. It lives outside testing/ because keb dev
+// runs it: the keb binary links no test package.
 package btpmanagersim
 
 import (
