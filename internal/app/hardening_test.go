@@ -346,12 +346,15 @@ func paddedBody(size int) string {
 func TestBodySizeLimit(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	r := b.do(http.MethodPut, provisionPath("big-1"), paddedBody(2<<20))
+	// A client that announces its large body (Expect: 100-continue) is
+	// refused by its Content-Length before it sends a byte of it.
+	expect := withHeader("Expect", "100-continue")
+	r := b.doWith(expectContinueClient, http.MethodPut, provisionPath("big-1"), paddedBody(2<<20), expect)
 	b.expectOSBError(r, http.StatusRequestEntityTooLarge, "PayloadTooLarge")
 	if !strings.Contains(r.body["description"].(string), "1048576") {
 		t.Fatalf("413 does not say the limit: %s", r.raw)
 	}
-	b.expectOSBError(b.do(http.MethodPatch, provisionPath("big-1"), paddedBody(2<<20)), http.StatusRequestEntityTooLarge, "PayloadTooLarge")
+	b.expectOSBError(b.doWith(expectContinueClient, http.MethodPatch, provisionPath("big-1"), paddedBody(2<<20), expect), http.StatusRequestEntityTooLarge, "PayloadTooLarge")
 	if i, o := b.rows(); i != 0 || o != 0 {
 		t.Fatalf("oversized requests wrote %d instances, %d operations", i, o)
 	}

@@ -186,6 +186,19 @@ func withoutHeader(k string) reqOpt { return func(r *http.Request) { r.Header.De
 // unless opts say otherwise.
 func (b *bundle) do(method, path, body string, opts ...reqOpt) response {
 	b.t.Helper()
+	return b.doWith(http.DefaultClient, method, path, body, opts...)
+}
+
+// expectContinueClient sends "Expect: 100-continue" requests' bodies only
+// once the server asks for them, however long it takes to answer: a body
+// the server refuses by its Content-Length is then never sent. Without it,
+// a server that answers 413 and closes races the client still writing the
+// body: the client may see "connection reset" instead of the answer.
+var expectContinueClient = &http.Client{Transport: &http.Transport{ExpectContinueTimeout: time.Hour}}
+
+// doWith is do through client.
+func (b *bundle) doWith(client *http.Client, method, path, body string, opts ...reqOpt) response {
+	b.t.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
@@ -202,7 +215,7 @@ func (b *bundle) do(method, path, body string, opts ...reqOpt) response {
 	for _, o := range opts {
 		o(req)
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := client.Do(req)
 	if err != nil {
 		b.t.Fatal(err)
 	}
