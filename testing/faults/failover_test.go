@@ -1,0 +1,82 @@
+package faults
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// failoverLoad sizes a failover scenario's load: the accepts before the
+// fault and after the recovery.
+func failoverLoad() (before, after int) {
+	if long() {
+		return 50, 50
+	}
+	return 8, 8
+}
+
+// detection is how long the scenarios' failover manager takes to decide
+// that the primary is gone before it promotes: Patroni's loop and TTL take
+// 10 to 30 s; a few seconds already outlast keb's own retries of a request,
+// so requests in the gap are answered 503.
+const detection = 3 * time.Second
+
+// TestFailoverKillPrimary kills the primary PostgreSQL (SIGKILL of all its
+// processes, as a machine's death) under load and promotes the synchronous
+// standby after the failover manager's detection time. Every 202 answered before the failover is on the new primary and
+// its operation finishes exactly once; requests during the gap get 503 with
+// Retry-After, never a 500; keb finds the new primary through the
+// multi-host URL by itself. The time from the promotion to the first 202 is
+// logged.
+func TestFailoverKillPrimary(t *testing.T) {
+	before, after := failoverLoad()
+	s := newStack(t, stackOptions{replicas: 2, accounts: 3 * (before + after), ha: true})
+	load := s.startLoad("kill", 3*(before+after), 4, nil)
+	waitFor(t, 2*time.Minute, "accepts before the failover", func() bool { return load.acceptedCount() >= before })
+
+	killed := time.Now()
+	s.ha.Kill(s.ha.Primary())
+	time.Sleep(detection)
+	s.ha.Promote()
+	promoted := time.Now()
+	ops := s.afterFailover(load, killed, promoted, after)
+
+	live := s.expectSucceeded(ops, 5*time.Minute)
+	s.expectOnce(ops)
+	s.checkInvariants(live)
+}
+
+// afterFailover waits for after accepts past the promotion, logs the time to
+// recover, stops the load and returns what it accepted.
+func (s *stack) afterFailover(load *workload, fault, promoted time.Time, after int) []accepted {
+	s.t.Helper()
+	waitFor(s.t, 2*time.Minute, "accepts after the promotion", func() bool {
+		n, _ := load.acceptedAfter(promoted)
+		return n >= after
+	})
+	_, first := load.acceptedAfter(promoted)
+	s.t.Logf("recovery: promotion %s after the fault; first 202 %s after the promotion (%s after the fault)",
+		promoted.Sub(fault).Round(time.Millisecond), first.Sub(promoted).Round(time.Millisecond), first.Sub(fault).Round(time.Millisecond))
+	ops := load.stop()
+	// The test's own pool still holds connections to the old primary.
+	s.db.Reset()
+	return ops
+}
+
+// expectOnce checks that each accepted instance has exactly one
+// provisioning operation, the accepted one, and that it succeeded.
+func (s *stack) expectOnce(ops []accepted) {
+	s.t.Helper()
+	for _, op := range ops {
+		var n int
+		var id, state string
+		err := s.db.QueryRow(context.Background(), `SELECT count(*) OVER (), operation_id, state FROM operations
+			WHERE instance_id = $1 AND type = 'provision'`, op.instanceID).Scan(&n, &id, &state)
+		switch {
+		case err != nil:
+			s.t.Errorf("provisioning of %s: %v", op.instanceID, err)
+		case n != 1 || id != op.operationID || state != "succeeded":
+			s.t.Errorf("instance %s: %d provisioning operations, %s %s; want the accepted %s, succeeded", op.instanceID, n, id, state, op.operationID)
+		}
+	}
+}
