@@ -31,7 +31,7 @@ const detection = 3 * time.Second
 func TestFailoverKillPrimary(t *testing.T) {
 	before, after := failoverLoad()
 	s := newStack(t, stackOptions{replicas: 2, accounts: 3 * (before + after), ha: true})
-	load := s.startLoad("kill", 3*(before+after), 4, nil)
+	load := s.startLoad("kill", 3*(before+after), 4, 50*time.Millisecond, nil)
 	waitFor(t, 2*time.Minute, "accepts before the failover", func() bool { return load.acceptedCount() >= before })
 
 	killed := time.Now()

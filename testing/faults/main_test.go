@@ -35,6 +35,16 @@ var kebBin string
 // long reports whether the long variants run (make faults).
 func long() bool { return os.Getenv("KEB_FAULTS") == "long" }
 
+// faultsOnly leaves a scenario to `make faults`: `make test` runs one quick
+// failover scenario (TestFailoverKillPrimary) and these only there, to stay
+// within CI's time.
+func faultsOnly(t *testing.T) {
+	t.Helper()
+	if !long() {
+		t.Skip("runs in `make faults` (KEB_FAULTS=long)")
+	}
+}
+
 func TestMain(m *testing.M) {
 	// Everything the tests start (PostgreSQL, apiservers, replicas) dies
 	// with the test binary.

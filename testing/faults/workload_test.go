@@ -10,7 +10,8 @@ import (
 
 // workload is a platform's traffic while a fault happens: workers PUT new
 // instances (each re-sent, as a platform does, until it is answered 202)
-// and poll each accepted operation once. Every answer must be 202 or 200,
+// and poll each accepted operation once; once limit PUTs are accepted, they
+// poll on. Every answer must be 202 or 200,
 // or 503 with Retry-After while the database is away; anything else (a 500,
 // a connection keb refused or dropped) is a failure the test reports.
 type workload struct {
@@ -20,6 +21,8 @@ type workload struct {
 	// targets are the replicas a request may go to (a load balancer's
 	// choice); nil means every running replica.
 	targets func() []*replica
+	// pace is each worker's pause between requests.
+	pace time.Duration
 
 	next     atomic.Int64
 	sent     atomic.Int64
@@ -29,14 +32,15 @@ type workload struct {
 	mu          sync.Mutex
 	accepted    []accepted
 	acceptedAt  []time.Time
-	unavailable int // 503 answers with Retry-After
+	answeredAt  []time.Time // every 202 and 200
+	unavailable int         // 503 answers with Retry-After
 	failures    []string
 }
 
 // startLoad starts workers sending at most limit PUTs of instances named
 // prefix-NNN.
-func (s *stack) startLoad(prefix string, limit, workers int, targets func() []*replica) *workload {
-	w := &workload{s: s, prefix: prefix, limit: limit, targets: targets, stopping: make(chan struct{})}
+func (s *stack) startLoad(prefix string, limit, workers int, pace time.Duration, targets func() []*replica) *workload {
+	w := &workload{s: s, prefix: prefix, limit: limit, targets: targets, pace: pace, stopping: make(chan struct{})}
 	if w.targets == nil {
 		w.targets = s.running
 	}
@@ -55,8 +59,13 @@ func (w *workload) work() {
 		}
 		i := int(w.next.Add(1)) - 1
 		if i >= w.limit {
-			<-w.stopping
-			return
+			// All PUTs sent: polls go on.
+			w.mu.Lock()
+			op := w.accepted[i%len(w.accepted)]
+			w.mu.Unlock()
+			w.poll(op)
+			time.Sleep(w.pace)
+			continue
 		}
 		id := fmt.Sprintf("%s-%03d", w.prefix, i)
 		// Re-sent until accepted, even after stop: an instance a 503
@@ -75,7 +84,7 @@ func (w *workload) work() {
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(w.pace)
 	}
 }
 
@@ -118,6 +127,7 @@ func (w *workload) expected(what string, r *replica, a answer, err error, want i
 	case err != nil:
 		w.failures = append(w.failures, fmt.Sprintf("%s to %s: %v", what, r.name, err))
 	case a.status == want:
+		w.answeredAt = append(w.answeredAt, time.Now())
 		return true
 	case a.status == http.StatusServiceUnavailable && a.header.Get("Retry-After") != "" && a.body["error"] == "ServiceUnavailable":
 		w.unavailable++
@@ -150,6 +160,19 @@ func (w *workload) acceptedAfter(t time.Time) (int, time.Time) {
 	return n, first
 }
 
+// answeredAfter counts the 202s and 200s answered after t.
+func (w *workload) answeredAfter(t time.Time) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, at := range w.answeredAt {
+		if at.After(t) {
+			n++
+		}
+	}
+	return n
+}
+
 // stop ends the load once every worker's instance is accepted, fails the
 // test for every unexpected answer, and returns the accepted operations.
 func (w *workload) stop() []accepted {
@@ -165,7 +188,7 @@ func (w *workload) stop() []accepted {
 		}
 		w.s.t.Errorf("unexpected answer: %s", f)
 	}
-	w.s.t.Logf("load %s: %d accepted, %d answered 503 with Retry-After, %d unexpected answers",
-		w.prefix, len(w.accepted), w.unavailable, len(w.failures))
+	w.s.t.Logf("load %s: %d requests: %d accepted, %d answered 202/200 in all, %d answered 503 with Retry-After, %d unexpected answers",
+		w.prefix, len(w.answeredAt)+w.unavailable+len(w.failures), len(w.accepted), len(w.answeredAt), w.unavailable, len(w.failures))
 	return w.accepted
 }
