@@ -80,3 +80,53 @@ func (s *stack) expectOnce(ops []accepted) {
 		}
 	}
 }
+
+// TestFailoverSwitchover is a planned switchover under load: the primary is
+// stopped cleanly, the standby promoted, and the old primary rejoins as the
+// new primary's synchronous standby, while the load goes on.
+func TestFailoverSwitchover(t *testing.T) {
+	faultsOnly(t)
+	before, after := failoverLoad()
+	s := newStack(t, stackOptions{replicas: 2, accounts: 3 * (before + after), ha: true})
+	load := s.startLoad("switch", 3*(before+after), 4, 50*time.Millisecond, nil)
+	waitFor(t, 2*time.Minute, "accepts before the switchover", func() bool { return load.acceptedCount() >= before })
+
+	stopped := time.Now()
+	s.ha.Stop(s.ha.Primary())
+	s.ha.Promote()
+	promoted := time.Now()
+	s.ha.Rejoin() // commits wait for the rejoined standby from here on
+	ops := s.afterFailover(load, stopped, promoted, after)
+
+	live := s.expectSucceeded(ops, 5*time.Minute)
+	s.expectOnce(ops)
+	s.checkInvariants(live)
+}
+
+// TestFailoverNetworkCut cuts the primary off (SIGSTOP of all its
+// processes: connections stay open and silent, new ones are accepted by the
+// kernel and never answered) under load. The failover manager fences it
+// (kills it, as STONITH would) and promotes the standby; keb's requests on
+// the silent connections end with 503 within the request deadline, and keb
+// reconnects to the new primary.
+func TestFailoverNetworkCut(t *testing.T) {
+	faultsOnly(t)
+	before, after := failoverLoad()
+	s := newStack(t, stackOptions{replicas: 2, accounts: 3 * (before + after), ha: true, env: []string{"APP_REQUEST_TIMEOUT=5s"}})
+	load := s.startLoad("cut", 3*(before+after), 4, 50*time.Millisecond, nil)
+	waitFor(t, 2*time.Minute, "accepts before the cut", func() bool { return load.acceptedCount() >= before })
+
+	cut := time.Now()
+	old := s.ha.Primary()
+	s.ha.Freeze(old)
+	time.Sleep(detection)
+	s.ha.Kill(old) // fencing: the cut-off primary must never take a write again
+	s.ha.Promote()
+	promoted := time.Now()
+	ops := s.afterFailover(load, cut, promoted, after)
+
+	live := s.expectSucceeded(ops, 5*time.Minute)
+	s.expectOnce(ops)
+	s.checkInvariants(live)
+	s.ha.Rejoin()
+}
