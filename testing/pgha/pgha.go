@@ -237,8 +237,8 @@ func (c *Cluster) BaseBackup(dir string) {
 }
 
 // Restore starts a server of its own from a base backup in dir (the
-// database as it was at the backup) and returns its URL; it is stopped when
-// the test ends.
+// database as it was at the end of the backup); it is stopped when the test
+// ends.
 func (c *Cluster) Restore(dir string) *Node {
 	c.t.Helper()
 	srv, err := pgserver.Start(context.Background(), pgserver.Options{DataDir: dir, Throwaway: true, Log: c.log})
@@ -247,6 +247,9 @@ func (c *Cluster) Restore(dir string) *Node {
 	}
 	n := &Node{Name: "restored", DataDir: dir, Port: srv.Port, srv: srv}
 	c.t.Cleanup(func() { c.stopNode(n) })
+	// The backup carries the primary's synchronous_standby_names; the
+	// restored server has no standby to wait for.
+	c.exec(n, `ALTER SYSTEM SET synchronous_standby_names = ''`, `SELECT pg_reload_conf()`)
 	return n
 }
 

@@ -348,3 +348,51 @@ func TestInitializationKeepsWhatTheRequestResolved(t *testing.T) {
 		})
 	}
 }
+
+// A database restored from a backup taken before the runtime ID was saved
+// does not know the Runtime CR the provisioning already created: the re-run
+// adopts that CR's runtime ID instead of creating a second runtime.
+func TestInitializationAdoptsTheInstancesRuntimeCR(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	cfg := testConfig(ns)
+	earlier := newOp(t, catalog.AzurePlanID, "")
+	earlier.Instance.RuntimeID = uuid.NewString()
+	earlier.Instance.ShootName = provisioning.ShootName(earlier.Instance.RuntimeID)
+	params, err := provisioning.Parameters(earlier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	earlier.Record.SetResolved(resolvedFor(t, earlier, params))
+	if err := kcpClient(t).Create(t.Context(), provisioning.DesiredRuntime(earlier, params, processtest.Catalog(t), ns)); err != nil {
+		t.Fatal(err)
+	}
+
+	op := newOp(t, catalog.AzurePlanID, "")
+	op.InstanceID, op.Instance.InstanceID = earlier.InstanceID, earlier.InstanceID
+	step := &provisioning.Initialization{Catalog: processtest.Catalog(t), Store: newIdentityStore(), KCP: kcpClient(t), Config: cfg}
+	res, err := step.Run(t.Context(), op)
+	processtest.MustOutcome(t, "initialization", processtest.Done, res, err)
+	if op.Instance.RuntimeID != earlier.Instance.RuntimeID || op.Instance.ShootName != earlier.Instance.ShootName {
+		t.Errorf("runtime %s shoot %s, want the existing Runtime CR's %s %s", op.Instance.RuntimeID, op.Instance.ShootName,
+			earlier.Instance.RuntimeID, earlier.Instance.ShootName)
+	}
+
+	// Another instance gets a runtime of its own.
+	other := newOp(t, catalog.AzurePlanID, "")
+	res, err = step.Run(t.Context(), other)
+	processtest.MustOutcome(t, "initialization", processtest.Done, res, err)
+	if other.Instance.RuntimeID == earlier.Instance.RuntimeID {
+		t.Error("another instance adopted the Runtime CR")
+	}
+}
+
+// resolvedFor resolves op's plan defaults as the broker does at accept.
+func resolvedFor(t *testing.T, op *process.Operation, params catalog.ProvisioningParameters) catalog.Resolved {
+	t.Helper()
+	res, err := processtest.Catalog(t).Resolve(op.Instance.PlanID, op.Instance.PlatformRegion, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
