@@ -8,6 +8,12 @@
 // hyperscaler account is left claimed without a live instance, and no
 // object is left behind.
 //
+// The failover scenarios run keb on a highly available PostgreSQL
+// (testing/pgha: a primary and a synchronous standby) and kill, stop, cut
+// off and promote its servers under load; with the rolling restart and the
+// restore of a base backup, only TestFailoverKillPrimary runs in `make
+// test`, the others in `make faults` (faultsOnly).
+//
 // `make test` runs the quick variants, two at a time (go test's -parallel is
 // the number of cores); `make faults` (KEB_FAULTS=long) runs the long soak as
 // well, one test after another (-parallel 1): each stack is several servers,

@@ -32,7 +32,11 @@ type Initialization struct {
 	// VersionPins reads the Kyma version pins (kyma.NewVersionPins); nil
 	// reads them with KCP.
 	VersionPins client.Reader
-	Config      Config
+	// Seen lists the Runtime CRs the control-plane watch has seen, so that
+	// looking for the instance's existing one costs no request; nil, or no
+	// watch running, lists them with KCP.
+	Seen   process.SeenLister
+	Config Config
 }
 
 // Name implements process.Step.
@@ -105,9 +109,11 @@ func (s *Initialization) Run(ctx context.Context, op *process.Operation) (proces
 // going by the time it runs).
 func (s *Initialization) existingRuntimeID(ctx context.Context, instanceID string) (string, error) {
 	var rts infrastructuremanager.RuntimeList
-	if err := s.KCP.List(ctx, &rts, client.InNamespace(s.Config.Namespace),
-		client.MatchingLabels{controlplane.LabelInstanceID: instanceID}); err != nil {
-		return "", fmt.Errorf("looking for a Runtime CR of the instance: %w", err)
+	opts := []client.ListOption{client.InNamespace(s.Config.Namespace), client.MatchingLabels{controlplane.LabelInstanceID: instanceID}}
+	if s.Seen == nil || !s.Seen.SeenList(ctx, &rts, opts...) {
+		if err := s.KCP.List(ctx, &rts, opts...); err != nil {
+			return "", fmt.Errorf("looking for a Runtime CR of the instance: %w", err)
+		}
 	}
 	for _, rt := range rts.Items {
 		if id := rt.Labels[controlplane.LabelRuntimeID]; rt.DeletionTimestamp == nil && id != "" {

@@ -1,6 +1,7 @@
 package provisioning_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -13,11 +14,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/controlplane"
+	im "github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/process/processtest"
@@ -395,4 +398,36 @@ func resolvedFor(t *testing.T, op *process.Operation, params catalog.Provisionin
 		t.Fatal(err)
 	}
 	return res
+}
+
+// seenRuntimes is a control-plane watch that has seen runtimes.
+type seenRuntimes []im.Runtime
+
+func (s seenRuntimes) SeenList(_ context.Context, list client.ObjectList, opts ...client.ListOption) bool {
+	var lo client.ListOptions
+	lo.ApplyOptions(opts)
+	out := list.(*im.RuntimeList)
+	for _, rt := range s {
+		if lo.LabelSelector.Matches(labels.Set(rt.Labels)) {
+			out.Items = append(out.Items, rt)
+		}
+	}
+	return true
+}
+
+// With the watch running, the instance's Runtime CR is found in what it has
+// seen, without a request.
+func TestInitializationAdoptsTheRuntimeCRTheWatchHasSeen(t *testing.T) {
+	t.Parallel()
+	op := newOp(t, catalog.AzurePlanID, "")
+	runtimeID := uuid.NewString()
+	seen := seenRuntimes{{ObjectMeta: metav1.ObjectMeta{Name: runtimeID, Labels: map[string]string{
+		controlplane.LabelInstanceID: op.InstanceID, controlplane.LabelRuntimeID: runtimeID}}}}
+	step := &provisioning.Initialization{Catalog: processtest.Catalog(t), Store: newIdentityStore(), KCP: kcpClient(t),
+		Seen: seen, Config: testConfig(newNamespace(t))}
+	res, err := step.Run(t.Context(), op)
+	processtest.MustOutcome(t, "initialization", processtest.Done, res, err)
+	if op.Instance.RuntimeID != runtimeID {
+		t.Errorf("runtime %s, want the seen Runtime CR's %s", op.Instance.RuntimeID, runtimeID)
+	}
 }
