@@ -16,7 +16,16 @@ import (
 // kcp is a real control plane for the commands that read it (keb pool).
 var kcp *k8stest.Environment
 
-func TestMain(m *testing.M) { os.Exit(k8stest.Run(m, &kcp, pgtest.Run)) }
+// envRunAsKeb makes the test binary keb itself, for tests that need keb as
+// a process of its own (signals, locks held by another process).
+const envRunAsKeb = "KEB_TEST_RUN_AS_KEB"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envRunAsKeb) == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(k8stest.Run(m, &kcp, pgtest.Run))
+}
 
 // flagOnly lists, per command, the flags that deliberately have no
 // environment variable: they choose what a one-off invocation prints rather
