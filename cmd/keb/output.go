@@ -67,7 +67,9 @@ type page[T any] struct {
 }
 
 // pageOf is the page of a whole list.
-func pageOf[T any](items []T) page[T] { return page[T]{Data: items, Count: len(items), TotalCount: len(items)} }
+func pageOf[T any](items []T) page[T] {
+	return page[T]{Data: items, Count: len(items), TotalCount: len(items)}
+}
 
 // col is one column of a table of T.
 type col[T any] struct {

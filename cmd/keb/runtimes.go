@@ -40,10 +40,10 @@ type runtimesOptions struct {
 	url, token, dir string
 	output          listOutput
 	pageSize        int
-	all, ops                bool
-	query                   url.Values
-	now                     func() time.Time
-	client                  *http.Client
+	all, ops        bool
+	query           url.Values
+	now             func() time.Time
+	client          *http.Client
 }
 
 func runtimesCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) error {
