@@ -115,7 +115,7 @@ func TestCleanupSubaccountsAgainstDevDir(t *testing.T) {
 			t.Fatal(err)
 		}
 		var page struct {
-			Data []struct{ InstanceID, SubaccountID, Outcome string }
+			Data  []struct{ InstanceID, SubaccountID, Outcome string }
 			Count int
 		}
 		if err := json.Unmarshal(out.Bytes(), &page); err != nil || page.Count != 1 || len(page.Data) != 1 ||
