@@ -15,7 +15,8 @@ func migrateCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) e
 	var cfg config.Config
 	b := config.NewBinder(fs)
 	cfg.BindDatabase(b)
-	to := fs.Int64("to", 0, "with up: stop after this migration version (0: apply all); to replay one migration after another")
+	var to int
+	b.Int(&to, "to", "KEB_MIGRATE_TO", 0, "with up: stop after this migration version (0: apply all); to replay one migration after another")
 	return func(ctx context.Context, args []string) error {
 		if err := b.Err(); err != nil {
 			return err
@@ -30,7 +31,7 @@ func migrateCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) e
 		if len(args) != 1 {
 			return errors.New("say what to do: keb migrate up|down|status")
 		}
-		if *to != 0 && args[0] != "up" {
+		if to != 0 && args[0] != "up" {
 			return errors.New("--to goes with up only")
 		}
 		if cfg.DatabaseURL == "" {
@@ -43,7 +44,7 @@ func migrateCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) e
 		defer pool.Close()
 		switch args[0] {
 		case "up":
-			applied, err := storage.MigrateUpWith(ctx, pool, storage.MigrateOptions{To: *to,
+			applied, err := storage.MigrateUpWith(ctx, pool, storage.MigrateOptions{To: int64(to),
 				OnLockTimeout: func(err error) {
 					fmt.Fprintf(os.Stderr, "a migration gave up waiting for a lock (lock_timeout); trying again: %v\n", err)
 				}})
