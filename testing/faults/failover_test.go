@@ -2,6 +2,8 @@ package faults
 
 import (
 	"context"
+	"maps"
+	"net/http"
 	"testing"
 	"time"
 )
@@ -30,10 +32,23 @@ const detection = 3 * time.Second
 // logged.
 func TestFailoverKillPrimary(t *testing.T) {
 	before, after := failoverLoad()
-	s := newStack(t, stackOptions{replicas: 2, accounts: 3 * (before + after), ha: true})
+	s := newStack(t, stackOptions{replicas: 2, accounts: 3*(before+after) + 10, ha: true})
+	// The long variant also runs a fleet-wide cluster upgrade across the
+	// failover.
+	var orchestration string
+	upgraded := map[string]string{}
+	if long() {
+		orchestration, upgraded = s.startClusterUpgrade()
+	}
 	load := s.startLoad("kill", 3*(before+after), 4, 50*time.Millisecond, nil)
 	waitFor(t, 2*time.Minute, "accepts before the failover", func() bool { return load.acceptedCount() >= before })
 
+	if orchestration != "" {
+		var done, running int
+		_ = s.db.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE state = 'succeeded'), count(*) FILTER (WHERE state = 'in progress')
+			FROM operations WHERE orchestration_id = $1`, orchestration).Scan(&done, &running)
+		t.Logf("at the fault the orchestration had %d upgrades done and %d running", done, running)
+	}
 	killed := time.Now()
 	s.ha.Kill(s.ha.Primary())
 	time.Sleep(detection)
@@ -43,7 +58,54 @@ func TestFailoverKillPrimary(t *testing.T) {
 
 	live := s.expectSucceeded(ops, 5*time.Minute)
 	s.expectOnce(ops)
+	if orchestration != "" {
+		s.expectOrchestrated(orchestration)
+	}
+	maps.Copy(live, upgraded)
 	s.checkInvariants(live)
+}
+
+// startClusterUpgrade provisions 10 runtimes and orchestrates a cluster
+// upgrade of every runtime, 2 at a time, so that it is still running when
+// the fault comes.
+func (s *stack) startClusterUpgrade() (string, map[string]string) {
+	s.t.Helper()
+	live := s.expectSucceeded(s.provisionMany("orch", 10), 5*time.Minute)
+	a, err := s.call(s.running()[0], http.MethodPost, "/upgrade/cluster", `{"targets": {"include": [{"target": "all"}]},
+		"kubernetes": {"version": "1.99.0"}, "strategy": {"type": "parallel", "schedule": "immediate", "parallel": {"workers": 2}}}`)
+	if err != nil || a.status != http.StatusAccepted {
+		s.t.Fatalf("POST /upgrade/cluster: %d %v %v", a.status, a.body, err)
+	}
+	return a.body["orchestrationID"].(string), live
+}
+
+// expectOrchestrated waits for the orchestration to succeed and checks that
+// each of its runtimes was upgraded exactly once.
+func (s *stack) expectOrchestrated(id string) {
+	s.t.Helper()
+	waitFor(s.t, 5*time.Minute, "the orchestration to end", func() bool {
+		a, err := s.call(s.running()[0], http.MethodGet, "/orchestrations/"+id, "")
+		if err != nil || a.status != http.StatusOK {
+			return false
+		}
+		switch a.body["state"] {
+		case "succeeded":
+			return true
+		case "failed", "canceled":
+			s.t.Fatalf("orchestration ended %v: %v", a.body["state"], a.body["description"])
+		}
+		return false
+	})
+	var targets, instances, succeeded int
+	if err := s.db.QueryRow(context.Background(), `SELECT count(*), count(DISTINCT instance_id), count(*) FILTER (WHERE state = 'succeeded')
+		FROM operations WHERE orchestration_id = $1`, id).Scan(&targets, &instances, &succeeded); err != nil {
+		s.t.Fatal(err)
+	}
+	if targets == 0 || targets != instances || succeeded != targets {
+		s.t.Errorf("orchestration %s: %d upgrade operations of %d runtimes, %d succeeded; want one per runtime, all succeeded",
+			id, targets, instances, succeeded)
+	}
+	s.t.Logf("orchestration across the failover: %d runtimes upgraded once each", targets)
 }
 
 // afterFailover waits for after accepts past the promotion, logs the time to
