@@ -77,6 +77,11 @@ type planSchema struct {
 type offer struct {
 	regions      []Option
 	machineTypes []Option
+	// poolMachineTypes are what additional worker pools may use: machineTypes and the
+	// provider's additional families.
+	poolMachineTypes []Option
+	// seedRegions are the regions where the control plane may be colocated.
+	seedRegions []string
 }
 
 // Load reads the plans file at path, or the embedded resources/plans.yaml when path is "", checks
@@ -148,10 +153,13 @@ func build(source string, f *plansFile) (*Catalog, error) {
 		}
 		for _, prov := range providers {
 			ps := f.Providers[prov]
-			e.offers[prov] = offer{
+			o := offer{
 				regions:      narrow(ps.Regions, spec.Regions),
 				machineTypes: narrow(ps.MachineTypes, spec.MachineTypes),
+				seedRegions:  ps.SeedRegions,
 			}
+			o.poolMachineTypes = append(slices.Clone(o.machineTypes), narrow(ps.AdditionalMachineTypes, nil)...)
+			e.offers[prov] = o
 		}
 		if err := e.compile(compiler, c.createSchema(e), updateSchema(e)); err != nil {
 			return nil, fmt.Errorf("plan %s: %w", name, err)

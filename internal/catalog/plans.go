@@ -107,7 +107,17 @@ type Plan struct {
 	Purpose string
 	// VolumeSizeGb is the size of each worker node's disk.
 	VolumeSizeGb int
+
+	// IngressFiltering and AccessControlList enable the parameters of those names;
+	// MaxAdditionalVolumeSizeGi bounds additionalVolumeSizeGi (0: not offered).
+	IngressFiltering          bool
+	AccessControlList         bool
+	MaxAdditionalVolumeSizeGi int
 }
+
+// AdditionalPools reports whether the plan offers additionalWorkerNodePools: paid plans with the
+// full form (not trial, not free).
+func (p Plan) AdditionalPools() bool { return !p.BasicForm && !p.Trial }
 
 // ByPlatformRegion reports whether the plan's provider is chosen per request from the
 // platform region rather than fixed.

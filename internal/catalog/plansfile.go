@@ -32,6 +32,12 @@ type providerSpec struct {
 	Regions            []optionSpec      `json:"regions"`
 	MachineTypes       []optionSpec      `json:"machineTypes"`
 	TrialRegions       map[string]string `json:"trialRegions,omitempty"`
+	// AdditionalMachineTypes are machine families offered only to additional worker pools
+	// (compute-optimised, GPU).
+	AdditionalMachineTypes []optionSpec `json:"additionalMachineTypes,omitempty"`
+	// SeedRegions are the regions where Gardener has a seed for this provider: only there may
+	// a runtime's control plane be colocated (colocateControlPlane).
+	SeedRegions []string `json:"seedRegions,omitempty"`
 	// MachineImage, when set, is the worker nodes' OS image on this
 	// provider (the Runtime CR's machine.image); unset leaves Gardener's default.
 	MachineImage *machineImageSpec `json:"machineImage,omitempty"`
@@ -79,6 +85,10 @@ type planSpec struct {
 	UpgradableToPlans   []string       `json:"upgradableToPlans,omitempty"`
 	Purpose             string         `json:"purpose,omitempty"`
 	VolumeSizeGb        int            `json:"volumeSizeGb,omitempty"`
+	// Optional features, each refused with a 400 on plans that do not enable it.
+	IngressFiltering          bool `json:"ingressFiltering,omitempty"`
+	AccessControlList         bool `json:"accessControlList,omitempty"`
+	MaxAdditionalVolumeSizeGi int  `json:"maxAdditionalVolumeSizeGi,omitempty"`
 }
 
 type autoScalerSpec struct {
@@ -162,6 +172,16 @@ func (p providerSpec) check(fc *fileChecker, name string) {
 	}
 	checkOptions(fc, "providers."+name+".regions", p.Regions)
 	checkOptions(fc, "providers."+name+".machineTypes", p.MachineTypes)
+	for i, o := range p.AdditionalMachineTypes {
+		if o.Code == "" || hasOptionSpec(p.MachineTypes, o.Code) || hasOptionSpec(p.AdditionalMachineTypes[:i], o.Code) {
+			fc.addf("providers.%s.additionalMachineTypes[%d].code: %q is empty or listed twice", name, i, o.Code)
+		}
+	}
+	for _, r := range p.SeedRegions {
+		if !hasOptionSpec(p.Regions, r) {
+			fc.addf("providers.%s.seedRegions: %q is not one of its regions", name, r)
+		}
+	}
 	if !hasOptionSpec(p.Regions, p.DefaultRegion) {
 		fc.addf("providers.%s.defaultRegion: %q is not one of its regions", name, p.DefaultRegion)
 	}
@@ -309,6 +329,9 @@ func (f *plansFile) checkPlan(fc *fileChecker, name string, p planSpec) {
 		fc.addf("%s.purpose: %q must be one of %s, %s, %s, %s", path, p.Purpose,
 			PurposeEvaluation, PurposeTesting, PurposeDevelopment, PurposeProduction)
 	}
+	if p.MaxAdditionalVolumeSizeGi < 0 {
+		fc.addf("%s.maxAdditionalVolumeSizeGi: %d must not be negative", path, p.MaxAdditionalVolumeSizeGi)
+	}
 	if p.VolumeSizeGb < 0 {
 		fc.addf("%s.volumeSizeGb: %d must not be negative", path, p.VolumeSizeGb)
 	}
@@ -361,26 +384,29 @@ func narrow(all []optionSpec, subset []string) []Option {
 // toPlan converts a checked plan entry to its public form.
 func (p planSpec) toPlan(name string, providers map[string]providerSpec) Plan {
 	plan := Plan{
-		ID:                   planIDs[name],
-		Name:                 name,
-		DisplayName:          p.DisplayName,
-		Description:          p.Description,
-		Lite:                 p.Lite,
-		Trial:                p.Trial,
-		SharedPool:           p.SharedPool,
-		OnePerGlobalAccount:  p.OnePerGlobalAccount,
-		Lifetime:             time.Duration(p.LifetimeDays) * 24 * time.Hour,
-		AutoScalerMin:        p.AutoScaler.Min,
-		AutoScalerMax:        p.AutoScaler.Max,
-		DefaultAutoScalerMin: p.AutoScaler.DefaultMin,
-		DefaultAutoScalerMax: p.AutoScaler.DefaultMax,
-		DefaultNodeCount:     p.NodeCount,
-		MaxZonesCount:        p.Zones.Max,
-		DefaultZonesCount:    p.Zones.Default,
-		BasicForm:            p.Form == formBasic,
-		UpgradableTo:         append([]string(nil), p.UpgradableToPlans...),
-		Purpose:              firstNonEmpty(p.Purpose, defaultPurpose),
-		VolumeSizeGb:         p.VolumeSizeGb,
+		ID:                        planIDs[name],
+		Name:                      name,
+		DisplayName:               p.DisplayName,
+		Description:               p.Description,
+		Lite:                      p.Lite,
+		Trial:                     p.Trial,
+		SharedPool:                p.SharedPool,
+		OnePerGlobalAccount:       p.OnePerGlobalAccount,
+		Lifetime:                  time.Duration(p.LifetimeDays) * 24 * time.Hour,
+		AutoScalerMin:             p.AutoScaler.Min,
+		AutoScalerMax:             p.AutoScaler.Max,
+		DefaultAutoScalerMin:      p.AutoScaler.DefaultMin,
+		DefaultAutoScalerMax:      p.AutoScaler.DefaultMax,
+		DefaultNodeCount:          p.NodeCount,
+		MaxZonesCount:             p.Zones.Max,
+		DefaultZonesCount:         p.Zones.Default,
+		BasicForm:                 p.Form == formBasic,
+		UpgradableTo:              append([]string(nil), p.UpgradableToPlans...),
+		Purpose:                   firstNonEmpty(p.Purpose, defaultPurpose),
+		VolumeSizeGb:              p.VolumeSizeGb,
+		IngressFiltering:          p.IngressFiltering,
+		AccessControlList:         p.AccessControlList,
+		MaxAdditionalVolumeSizeGi: p.MaxAdditionalVolumeSizeGi,
 	}
 	if plan.VolumeSizeGb == 0 {
 		plan.VolumeSizeGb = defaultVolumeSizeGb

@@ -38,15 +38,10 @@ func (c *Catalog) Resolve(planID, platformRegion string, p ProvisioningParameter
 		Parameters: p,
 	}
 
-	switch {
-	case p.Region != nil:
-		r.Region = *p.Region
-	case plan.Trial:
+	if plan.Trial && p.Region == nil {
 		r.Region = c.TrialRegion(platformRegion)
-	case plan.DefaultRegion != "":
-		r.Region = plan.DefaultRegion
-	default:
-		r.Region = c.providerDefaultRegion(provider, offer)
+	} else {
+		r.Region = c.regionFor(e, provider, p)
 	}
 	r.ProviderRegion = r.Region
 	if plan.Trial {
@@ -65,7 +60,23 @@ func (c *Catalog) Resolve(planID, platformRegion string, p ProvisioningParameter
 	r.AutoScalerMax, _ = valueOr(p.AutoScalerMax, plan.DefaultAutoScalerMax)
 	r.NodeCount, _ = valueOr(p.NodeCount, plan.DefaultNodeCount)
 	r.ZonesCount, _ = valueOr(p.ZonesCount, plan.DefaultZonesCount)
+	if len(p.Zones) > 0 {
+		r.ZonesCount = len(p.Zones)
+	}
 	return r, nil
+}
+
+// regionFor is the region of a non-trial runtime: the parameter, else the plan's default, else
+// the provider's.
+func (c *Catalog) regionFor(e *planEntry, provider string, p ProvisioningParameters) string {
+	switch {
+	case p.Region != nil:
+		return *p.Region
+	case e.plan.DefaultRegion != "":
+		return e.plan.DefaultRegion
+	default:
+		return c.providerDefaultRegion(provider, e.offers[provider])
+	}
 }
 
 func deref(s *string) string {

@@ -19,9 +19,10 @@ func TestUpdateSchemas(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantProps := map[string][]string{
-		TrialPlanName: {"administrators", "oidc"},
-		FreePlanName:  {"administrators", "oidc"},
-		AzurePlanName: {"machineType", "autoScalerMin", "autoScalerMax", "administrators", "oidc"},
+		TrialPlanName: {"name", "administrators", "oidc"},
+		FreePlanName:  {"name", "administrators", "oidc"},
+		AzurePlanName: {"name", "machineType", "autoScalerMin", "autoScalerMax", "additionalWorkerNodePools", "ingressFiltering",
+			"accessControlList", "additionalVolumeSizeGi", "administrators", "oidc"},
 	}
 	wantUpdatable := map[string]bool{TrialPlanName: true, AzureLitePlanName: true}
 	for _, sp := range services[0].Plans {
@@ -76,7 +77,7 @@ func TestValidateUpdate(t *testing.T) {
 		wantPlanErr bool
 		check       func(t *testing.T, p ProvisioningParameters)
 	}{
-		{name: "scale up", raw: `{"autoScalerMax":30}`, wantInError: []string{"autoScalerMax must be at most 20"}},
+		{name: "scale up", raw: `{"autoScalerMax":301}`, wantInError: []string{"autoScalerMax must be at most 300"}},
 		{name: "machine type and max", stored: `{"name":"x","autoScalerMin":4}`, raw: `{"machineType":"Standard_D8s_v5","autoScalerMax":10}`,
 			check: func(t *testing.T, p ProvisioningParameters) {
 				if p.Name != "x" || *p.MachineType != "Standard_D8s_v5" || *p.AutoScalerMin != 4 || *p.AutoScalerMax != 10 {
@@ -89,7 +90,11 @@ func TestValidateUpdate(t *testing.T) {
 					t.Errorf("merged %+v", p)
 				}
 			}},
-		{name: "name", raw: `{"name":"y"}`, wantInError: []string{"name cannot be changed on a running runtime"}},
+		{name: "name", stored: `{"name":"x"}`, raw: `{"name":"y"}`, check: func(t *testing.T, p ProvisioningParameters) {
+			if p.Name != "y" {
+				t.Errorf("merged %+v", p)
+			}
+		}},
 		{name: "region", raw: `{"region":"westeurope"}`, wantInError: []string{"region cannot be changed"}},
 		{name: "networking", raw: `{"networking":{"nodes":"10.250.0.0/16"}}`, wantInError: []string{"networking cannot be changed"}},
 		{name: "create-only parameter", raw: `{"zonesCount":2}`, wantInError: []string{"zonesCount is not a supported parameter"}},

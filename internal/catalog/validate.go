@@ -32,6 +32,9 @@ func (c *Catalog) ValidateParameters(planID, platformRegion string, raw json.Raw
 	if verr != nil {
 		return ProvisioningParameters{}, verr
 	}
+	if problems := unavailableProblems(e.plan, doc, e.create.doc); len(problems) > 0 {
+		return ProvisioningParameters{}, newValidationError(subjectParameters, problems)
+	}
 	if err := e.create.compiled.Validate(doc); err != nil {
 		return ProvisioningParameters{}, asValidationError(subjectParameters, err, doc, e.create.doc)
 	}
@@ -172,6 +175,14 @@ func (c *Catalog) crossFieldProblems(e *planEntry, platformRegion string, p Prov
 	}
 
 	problems = append(problems, p.Networking.problems()...)
+	problems = append(problems, oidcProblems(p.OIDC)...)
+	problems = append(problems, poolProblems(plan, p.AdditionalWorkerNodePools, nil)...)
+	if !plan.Trial {
+		provider := e.providerFor(platformRegion)
+		region := c.regionFor(e, provider, p)
+		problems = append(problems, workerProblems(plan, provider, region, p)...)
+		problems = append(problems, featureProblems(e.offers[provider], provider, region, p)...)
+	}
 
 	if list, ok := p.Modules.CustomList(); ok {
 		seen := map[string]int{}

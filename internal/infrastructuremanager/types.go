@@ -151,8 +151,20 @@ type APIServer struct {
 	// parameter); absent leaves the infrastructure manager's default.
 	// +optional
 	OIDCConfig *OIDCConfig `json:"oidcConfig,omitempty"`
+	// AdditionalOIDCConfig are the API server's OpenID Connect providers of
+	// the oidc parameter's list form; an empty list means none.
 	// +optional
 	AdditionalOIDCConfig *[]OIDCConfig `json:"additionalOidcConfig,omitempty"`
+	// ACL limits who reaches the API server (the accessControlList
+	// parameter).
+	// +optional
+	ACL *ACL `json:"acl,omitempty"`
+}
+
+// ACL is the API server's access control list.
+// +kubebuilder:object:generate=true
+type ACL struct {
+	AllowedCIDRs []string `json:"allowedCIDRs"`
 }
 
 // OIDCConfig is Gardener's OpenID Connect authenticator configuration.

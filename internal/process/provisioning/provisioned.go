@@ -68,10 +68,14 @@ func recordProvisioned(store provisionedStore, cfg Config) func(ctx context.Cont
 // runs with: params with the values the operation's steps resolved.
 func ResolvedJSON(op *process.Operation, params catalog.ProvisioningParameters, windowBegin, windowEnd string) (json.RawMessage, error) {
 	d := op.Record
+	zones := params.Zones
+	if len(zones) == 0 {
+		zones = Zones(d.Provider, d.ProviderRegion, d.ZonesCount)
+	}
 	resolved, err := json.Marshal(ResolvedParameters{
 		Name: params.Name, Region: d.Region, ProviderRegion: d.ProviderRegion, Provider: d.Provider,
 		MachineType: d.MachineType, AutoScalerMin: d.AutoScalerMin, AutoScalerMax: d.AutoScalerMax,
-		Zones: Zones(d.Provider, d.ProviderRegion, d.ZonesCount), TargetSecret: d.HyperscalerSecret,
+		Zones: zones, TargetSecret: d.HyperscalerSecret,
 		Components: append([]string{}, params.Components...), ShootName: op.Instance.ShootName,
 		MaintenanceWindowBegin: windowBegin, MaintenanceWindowEnd: windowEnd,
 	})
