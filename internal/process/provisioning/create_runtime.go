@@ -252,7 +252,9 @@ func licenceType(op *process.Operation) *string {
 }
 
 // external reports an instance outside SAP, whose egress is not filtered.
-func external(op *process.Operation) bool { return catalog.ExternalLicence(storedContext(op).LicenseType) }
+func external(op *process.Operation) bool {
+	return catalog.ExternalLicence(storedContext(op).LicenseType)
+}
 
 // OIDCConfigs is the Runtime CR's form of the oidc parameter: the legacy
 // single provider in oidcConfig, the list form in additionalOidcConfig (an
