@@ -175,6 +175,11 @@ func TestCatalogUpdateSchemas(t *testing.T) {
 			if plan["plan_updateable"] != true || !scalable {
 				t.Errorf("azure_lite: plan_updateable %v, update properties %v", plan["plan_updateable"], props)
 			}
+		case "aws", "azure", "gcp":
+			// They move to their build-runtime plans.
+			if plan["plan_updateable"] != true || !scalable {
+				t.Errorf("%s: plan_updateable %v, update properties %v", plan["name"], plan["plan_updateable"], props)
+			}
 		default:
 			if plan["plan_updateable"] != false || !scalable {
 				t.Errorf("%s: plan_updateable %v, update properties %v", plan["name"], plan["plan_updateable"], props)

@@ -48,6 +48,11 @@ type Catalog struct {
 	// providerDefaults holds each provider's default region and machine type, used where the
 	// provider is only known per request (free).
 	providerDefaults map[string]providerDefault
+	// regional holds each platform region's variant of every plan, by plan ID (nil: not offered
+	// there); otherPlatformRegions keys the variant of the regions the plans file does not name.
+	regional map[string]map[string]*planEntry
+	// forcedRegions holds, per provider and platform region, the region its trials run in.
+	forcedRegions map[string]map[string]string
 }
 
 type providerDefault struct {
@@ -141,6 +146,15 @@ func build(source string, f *plansFile) (*Catalog, error) {
 	for name, p := range f.Providers {
 		c.providerTrialRegions[name] = p.TrialRegions
 		c.providerDefaults[name] = providerDefault{region: p.DefaultRegion, machineType: p.DefaultMachineType, image: p.MachineImage}
+		for pr, regions := range p.PlatformRegions {
+			if c.forcedRegions == nil {
+				c.forcedRegions = map[string]map[string]string{}
+			}
+			if c.forcedRegions[name] == nil {
+				c.forcedRegions[name] = map[string]string{}
+			}
+			c.forcedRegions[name][pr] = regions[0]
+		}
 	}
 
 	compiler := newSchemaCompiler()
@@ -161,11 +175,14 @@ func build(source string, f *plansFile) (*Catalog, error) {
 			o.poolMachineTypes = append(slices.Clone(o.machineTypes), narrow(ps.AdditionalMachineTypes, nil)...)
 			e.offers[prov] = o
 		}
-		if err := e.compile(compiler, c.createSchema(e), updateSchema(e)); err != nil {
+		if err := e.compile(compiler, name, c.createSchema(e), updateSchema(e)); err != nil {
 			return nil, fmt.Errorf("plan %s: %w", name, err)
 		}
 		c.plans[e.plan.ID] = e
 		c.byName[name] = e
+	}
+	if err := c.buildRegional(f); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -174,6 +191,12 @@ func build(source string, f *plansFile) (*Catalog, error) {
 // given. A name that is not a known plan, or a plan the plans file does not describe, is an error
 // naming it, so that a typo in the configuration stops keb at start-up.
 func (c *Catalog) Services(enabledPlans []string) ([]domain.Service, error) {
+	return c.services(enabledPlans, func(e *planEntry) *planEntry { return e }, false)
+}
+
+// services lists the enabled plans as pick offers them (nil: left out).
+// A platform region offering none of them gets no service (regional).
+func (c *Catalog) services(enabledPlans []string, pick func(*planEntry) *planEntry, regional bool) ([]domain.Service, error) {
 	var plans []domain.ServicePlan
 	seen := map[string]bool{}
 	for _, raw := range enabledPlans {
@@ -186,6 +209,9 @@ func (c *Catalog) Services(enabledPlans []string) ([]domain.Service, error) {
 		if err != nil {
 			return nil, fmt.Errorf("enabled plans: %w", err)
 		}
+		if e = pick(e); e == nil {
+			continue
+		}
 		sp, err := e.servicePlan()
 		if err != nil {
 			return nil, fmt.Errorf("enabled plans: plan %s: %w", name, err)
@@ -194,6 +220,9 @@ func (c *Catalog) Services(enabledPlans []string) ([]domain.Service, error) {
 	}
 	if len(plans) == 0 {
 		// OSB requires at least one plan per service.
+		if regional && len(seen) > 0 {
+			return []domain.Service{}, nil
+		}
 		return nil, errors.New("enabled plans: none given")
 	}
 	return []domain.Service{{

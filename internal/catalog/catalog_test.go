@@ -55,6 +55,10 @@ func TestServicesDefaultEnabledPlans(t *testing.T) {
 		"azure_lite": "8cb22518-aa26-44c5-91a0-e669ec9bf443",
 		"trial":      "7d55d31d-35ae-4438-bf13-6ffdfa107d9f",
 		"aws":        "361c511f-f939-4621-b228-d0fb79a1fe15",
+		// upstream-today.md section 4
+		"build-runtime-aws":   "6aae0ff3-89f7-4f12-86de-51466145422e",
+		"build-runtime-gcp":   "a310cd6b-6452-45a0-935d-d24ab53f9eba",
+		"build-runtime-azure": "499244b4-1bef-48c9-be68-495269899f8e",
 	}
 	got := map[string]string{}
 	for _, p := range s.Plans {

@@ -38,6 +38,11 @@ type providerSpec struct {
 	// SeedRegions are the regions where Gardener has a seed for this provider: only there may
 	// a runtime's control plane be colocated (colocateControlPlane).
 	SeedRegions []string `json:"seedRegions,omitempty"`
+	// PlatformRegions narrows the regions offered in the platform regions it names (EU access,
+	// KSA); a trial on this provider there runs in the first one. PlatformRegionsOnly offers the
+	// provider's plans in those platform regions only.
+	PlatformRegions     map[string][]string `json:"platformRegions,omitempty"`
+	PlatformRegionsOnly bool                `json:"platformRegionsOnly,omitempty"`
 	// MachineImage, when set, is the worker nodes' OS image on this
 	// provider (the Runtime CR's machine.image); unset leaves Gardener's default.
 	MachineImage *machineImageSpec `json:"machineImage,omitempty"`
@@ -176,6 +181,22 @@ func (p providerSpec) check(fc *fileChecker, name string) {
 		if o.Code == "" || hasOptionSpec(p.MachineTypes, o.Code) || hasOptionSpec(p.AdditionalMachineTypes[:i], o.Code) {
 			fc.addf("providers.%s.additionalMachineTypes[%d].code: %q is empty or listed twice", name, i, o.Code)
 		}
+	}
+	for _, pr := range sortedKeys(p.PlatformRegions) {
+		if err := ValidatePlatformRegion(pr); err != nil {
+			fc.addf("providers.%s.platformRegions: %v", name, err)
+		}
+		if len(p.PlatformRegions[pr]) == 0 {
+			fc.addf("providers.%s.platformRegions.%s: must list at least one region", name, pr)
+		}
+		for _, r := range p.PlatformRegions[pr] {
+			if !hasOptionSpec(p.Regions, r) {
+				fc.addf("providers.%s.platformRegions.%s: %q is not one of its regions", name, pr, r)
+			}
+		}
+	}
+	if p.PlatformRegionsOnly && len(p.PlatformRegions) == 0 {
+		fc.addf("providers.%s.platformRegionsOnly: needs platformRegions", name)
 	}
 	for _, r := range p.SeedRegions {
 		if !hasOptionSpec(p.Regions, r) {

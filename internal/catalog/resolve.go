@@ -25,9 +25,9 @@ type Resolved struct {
 // The region defaults to the plan's (trial: the platform region's trial region; free: the
 // provider's default); the machine type, autoscaler, node and zone counts to the plan's.
 func (c *Catalog) Resolve(planID, platformRegion string, p ProvisioningParameters) (Resolved, error) {
-	e, ok := c.plans[planID]
-	if !ok {
-		return Resolved{}, fmt.Errorf("resolve parameters: %w %q", ErrUnknownPlan, planID)
+	e, err := c.entryFor(planID, platformRegion)
+	if err != nil {
+		return Resolved{}, fmt.Errorf("resolve parameters: %w", err)
 	}
 	plan := e.plan
 	provider := e.providerFor(platformRegion)
@@ -50,6 +50,10 @@ func (c *Catalog) Resolve(planID, platformRegion string, p ProvisioningParameter
 			return Resolved{}, fmt.Errorf("resolve parameters: trial region %q has no %s region in plans file %s", r.Region, provider, c.source)
 		}
 		r.ProviderRegion = hs
+		if forced, ok := c.forcedRegions[provider][platformRegion]; ok {
+			// EU access and KSA platform regions keep trials in their one region.
+			r.ProviderRegion = forced
+		}
 	}
 
 	r.MachineType = firstNonEmpty(deref(p.MachineType), plan.DefaultMachineType)

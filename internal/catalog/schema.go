@@ -203,6 +203,7 @@ func (c *Catalog) regionSchema(e *planEntry) map[string]any {
 	case e.plan.ByPlatformRegion():
 		var all []Option
 		for _, prov := range e.plan.Providers {
+			// A platform region's variant offers only its provider's regions.
 			for _, r := range e.offers[prov].regions {
 				if !hasOption(all, r.Code) {
 					all = append(all, r)
@@ -387,12 +388,12 @@ func newSchemaCompiler() *jsonschema.Compiler {
 
 // compile marshals the create and update schema documents and compiles those very bytes, so the
 // catalog serves exactly what validation enforces.
-func (e *planEntry) compile(c *jsonschema.Compiler, create, update map[string]any) error {
+func (e *planEntry) compile(c *jsonschema.Compiler, name string, create, update map[string]any) error {
 	var err error
-	if e.create, err = planSchemaOf(c, "keb:///plans/"+e.plan.Name+"/create.json", create); err != nil {
+	if e.create, err = planSchemaOf(c, "keb:///plans/"+name+"/create.json", create); err != nil {
 		return err
 	}
-	if e.update, err = planSchemaOf(c, "keb:///plans/"+e.plan.Name+"/update.json", update); err != nil {
+	if e.update, err = planSchemaOf(c, "keb:///plans/"+name+"/update.json", update); err != nil {
 		return err
 	}
 	return nil

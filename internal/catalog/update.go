@@ -189,7 +189,11 @@ func (c *Catalog) regionAfterPlanChange(from, to *planEntry, r UpdateRequest) (s
 		}
 		region = hs
 	}
-	if !hasOption(to.offers[to.plan.Provider].regions, region) {
+	regional, err := c.entryFor(to.plan.ID, r.PlatformRegion)
+	if err != nil {
+		return "", &PlanChangeError{From: from.plan.Name, To: to.plan.Name, Allowed: from.plan.UpgradableTo, Reason: err.Error()}
+	}
+	if !hasOption(regional.offers[to.plan.Provider].regions, region) {
 		return "", &PlanChangeError{From: from.plan.Name, To: to.plan.Name, Allowed: from.plan.UpgradableTo,
 			Reason: fmt.Sprintf("the runtime's region %s is not offered by plan %s", region, to.plan.Name)}
 	}

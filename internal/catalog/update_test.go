@@ -24,7 +24,7 @@ func TestUpdateSchemas(t *testing.T) {
 		AzurePlanName: {"name", "machineType", "autoScalerMin", "autoScalerMax", "additionalWorkerNodePools", "ingressFiltering",
 			"accessControlList", "additionalVolumeSizeGi", "administrators", "oidc"},
 	}
-	wantUpdatable := map[string]bool{TrialPlanName: true, AzureLitePlanName: true}
+	wantUpdatable := map[string]bool{TrialPlanName: true, AzureLitePlanName: true, AWSPlanName: true, AzurePlanName: true, GCPPlanName: true}
 	for _, sp := range services[0].Plans {
 		schema := sp.Schemas.Instance.Update.Parameters
 		if schema["$schema"] != draft04 || schema["additionalProperties"] != false || schema["_show_form_view"] != true {
@@ -148,7 +148,7 @@ func TestValidateUpdate(t *testing.T) {
 			stored: `{"name":"l","autoScalerMin":2}`, wantInError: []string{"autoScalerMin must be at least 3"}},
 		{name: "lite minimum raised with the plan change", from: AzureLitePlanID, to: AzurePlanID, region: "eastus",
 			stored: `{"name":"l","autoScalerMin":2}`, raw: `{"autoScalerMin":3}`},
-		{name: "azure to trial", to: TrialPlanID, wantPlanErr: true, wantInError: []string{"plan azure cannot change to trial: a azure instance cannot change its plan"}},
+		{name: "azure to trial", to: TrialPlanID, wantPlanErr: true, wantInError: []string{"plan azure cannot change to trial: a azure instance can change to build-runtime-azure"}},
 		{name: "trial to free", from: TrialPlanID, to: FreePlanID, stored: `{"name":"t"}`, wantPlanErr: true,
 			wantInError: []string{"plan trial cannot change to free: a trial instance can change to aws, azure, gcp"}},
 		{name: "lite to aws", from: AzureLitePlanID, to: AWSPlanID, wantPlanErr: true, wantInError: []string{"azure_lite", "aws"}},

@@ -24,9 +24,9 @@ const subjectParameters = "parameters"
 // provider offers. Bad input gives a *ValidationError listing every offending field; an unknown
 // plan gives an error wrapping ErrUnknownPlan.
 func (c *Catalog) ValidateParameters(planID, platformRegion string, raw json.RawMessage) (ProvisioningParameters, error) {
-	e, ok := c.plans[planID]
-	if !ok {
-		return ProvisioningParameters{}, fmt.Errorf("validate parameters: %w %q", ErrUnknownPlan, planID)
+	e, err := c.entryFor(planID, platformRegion)
+	if err != nil {
+		return ProvisioningParameters{}, fmt.Errorf("validate parameters: %w", err)
 	}
 	doc, verr := decodeObject(subjectParameters, raw, MaxParametersSize)
 	if verr != nil {
