@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/maintenance"
 )
 
@@ -156,7 +157,7 @@ var Defaults = Config{
 	Port:                  8080,
 	MigrateOnStart:        true,
 	DefaultRequestRegion:  "cf-eu10",
-	EnabledPlans:          []string{"azure", "gcp", "azure_lite", "trial", "aws"},
+	EnabledPlans:          catalog.DefaultEnabledPlans(),
 	OperationTimeout:      24 * time.Hour,
 	RetryAfter:            10 * time.Second,
 	RequestTimeout:        20 * time.Second,

@@ -162,3 +162,31 @@ func at(obj any, path string) (any, bool) {
 	}
 	return obj, true
 }
+
+// TestResolvedParametersShowTodaysParameters: what GET instance shows
+// after provisioning carries today's parameters as given, and leaves out
+// those not given.
+func TestResolvedParametersShowTodaysParameters(t *testing.T) {
+	t.Parallel()
+	op := initializedOp(t, catalog.AzurePlanID, "", process.Record{Provider: "azure", Region: "westeurope",
+		ProviderRegion: "westeurope", MachineType: "Standard_D4s_v5", AutoScalerMin: 3, AutoScalerMax: 20, ZonesCount: 3})
+	var params catalog.ProvisioningParameters
+	raw := `{"name":"x","zones":["1","3"],"ingressFiltering":true,"oidc":{"list":[]},` +
+		`"additionalWorkerNodePools":[{"name":"p","machineType":"Standard_D8s_v5"}],"networking":{"nodes":"10.180.0.0/16"}}`
+	if err := json.Unmarshal([]byte(raw), &params); err != nil {
+		t.Fatal(err)
+	}
+	got, err := provisioning.ResolvedJSON(op, params, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(got, &doc); err != nil {
+		t.Fatal(err)
+	}
+	checkPaths(t, doc, map[string]string{
+		"zones": `["1","3"]`, "ingressFiltering": `true`, "oidc": `{"list":[]}`,
+		"additionalWorkerNodePools": `[{"name":"p","machineType":"Standard_D8s_v5"}]`, "networking": `{"nodes":"10.180.0.0/16"}`,
+		"accessControlList": "absent", "colocateControlPlane": "absent", "volumeSizeGb": "absent",
+	})
+}
