@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/storage"
+	"github.com/kyma-keb/keb/testing/logtest"
 )
 
 // A pool that passes every rule of additionalWorkerNodePools.
@@ -347,5 +349,46 @@ func TestUpdateParameters(t *testing.T) {
 			checkRecorded(t, string(b.operation(id, op).Request.Parameters), tc.recorded)
 			b.finish(op, storage.OperationFailed)
 		})
+	}
+}
+
+// TestUnsupportedParametersIgnored: with APP_BROKER_REJECT_UNSUPPORTED_PARAMETERS
+// false (upstream's default), parameters no schema names are accepted,
+// logged with the instance and counted per plan and parameter; parameters
+// keb knows but the plan does not offer, and every rule of the known ones,
+// are still refused; the catalog's schemas no longer close their objects.
+func TestUnsupportedParametersIgnored(t *testing.T) {
+	t.Parallel()
+	logs := &logtest.Buffer{}
+	b := setupWith(t, func(c *config.Config) { c.RejectUnsupportedParameters = false }, logs)
+	b.expect(b.do(http.MethodPut, provisionPath("lenient-1"), provisionBody(azurePlanID,
+		`{"name":"x","gardenerShootName":"y","oidc":{"list":[{"clientID":"c","issuerURL":"https://i.example.com","signingAlgs":["RS256"],"flavour":1}]}}`,
+		"")), http.StatusAccepted)
+	if got := b.metric(`keb_unsupported_parameters_total{parameter="gardenerShootName",plan="azure"}`); got != 1 {
+		t.Errorf("gardenerShootName counted %v times", got)
+	}
+	if got := b.metric(`keb_unsupported_parameters_total{parameter="oidc",plan="azure"}`); got != 1 {
+		t.Errorf("oidc.list[0].flavour counted %v times under oidc", got)
+	}
+	if !strings.Contains(logs.String(), "lenient-1") || !strings.Contains(logs.String(), "oidc.list[0].flavour") {
+		t.Errorf("no log line names the instance and the parameters:\n%s", logs.String())
+	}
+	for _, tc := range []struct{ planID, params, want string }{
+		{trialPlanID, `{"name":"x","ingressFiltering":true}`, "ingressFiltering is not available on plan trial"},
+		{azurePlanID, `{"name":"x","autoScalerMax":301,"other":1}`, "autoScalerMax must be at most 300"},
+		{azurePlanID, `{"name":"x","nodeCount":3}`, "nodeCount is not supported"},
+	} {
+		r := b.do(http.MethodPut, provisionPath("lenient-refused"), provisionBody(tc.planID, tc.params, ""))
+		b.expectOSBError(r, http.StatusBadRequest, "BadRequest")
+		if !strings.Contains(r.body["description"].(string), tc.want) {
+			t.Errorf("description %q lacks %q", r.body["description"], tc.want)
+		}
+	}
+	// Modules still tell their two forms apart.
+	b.expect(b.do(http.MethodPut, provisionPath("lenient-2"), provisionBody(azurePlanID,
+		`{"name":"x","modules":{"list":[{"name":"istio"}]}}`, `"globalaccount_id":"ga-2","subaccount_id":"sa-2","user_id":"u@example.com"`)), http.StatusAccepted)
+	catalog := b.expect(b.do(http.MethodGet, "/oauth/v2/catalog", ""), http.StatusOK)
+	if strings.Contains(catalog.raw, `"additionalProperties":false,"properties":{"accessControlList"`) {
+		t.Error("the lenient catalog still closes the parameters object")
 	}
 }

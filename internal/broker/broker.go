@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/pivotal-cf/brokerapi/v10/domain"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
 	"github.com/kyma-keb/keb/internal/catalog"
@@ -41,6 +42,10 @@ type Options struct {
 	Bindings binder
 	// BindablePlans are the plans (by name) the catalog marks bindable.
 	BindablePlans []string
+	// UnsupportedParameters counts parameters a catalog built with
+	// IgnoreUnsupportedParameters let through, by plan and parameter; nil
+	// counts nothing.
+	UnsupportedParameters *prometheus.CounterVec
 }
 
 // Broker is keb's domain.ServiceBroker.
@@ -54,6 +59,7 @@ type Broker struct {
 	opts         Options
 	log          logrus.FieldLogger
 	now          func() time.Time
+	unsupported  unsupportedLabels
 }
 
 var _ domain.ServiceBroker = (*Broker)(nil)

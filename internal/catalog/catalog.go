@@ -53,6 +53,8 @@ type Catalog struct {
 	regional map[string]map[string]*planEntry
 	// forcedRegions holds, per provider and platform region, the region its trials run in.
 	forcedRegions map[string]map[string]string
+	// lenient schemas accept parameters they do not name (IgnoreUnsupportedParameters).
+	lenient bool
 }
 
 type providerDefault struct {
@@ -92,7 +94,7 @@ type offer struct {
 // Load reads the plans file at path, or the embedded resources/plans.yaml when path is "", checks
 // it and compiles every plan's parameter schema. Any mistake in the file is an error naming the
 // file and each offending entry.
-func Load(path string) (*Catalog, error) {
+func Load(path string, opts ...LoadOption) (*Catalog, error) {
 	source, data, err := readPlansFile(path)
 	if err != nil {
 		return nil, err
@@ -105,7 +107,7 @@ func Load(path string) (*Catalog, error) {
 	if err := f.check(); err != nil {
 		return nil, fmt.Errorf("plans file %s: %w", source, err)
 	}
-	c, err := build(source, &f)
+	c, err := build(source, &f, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("plans file %s: %w", source, err)
 	}
@@ -127,7 +129,7 @@ func readPlansFile(path string) (source string, data []byte, err error) {
 }
 
 // build turns a checked plans file into a catalog, compiling each plan's schema once.
-func build(source string, f *plansFile) (*Catalog, error) {
+func build(source string, f *plansFile, opts ...LoadOption) (*Catalog, error) {
 	c := &Catalog{
 		source:               source,
 		plans:                map[string]*planEntry{},
@@ -136,6 +138,9 @@ func build(source string, f *plansFile) (*Catalog, error) {
 		trialByPlatform:      map[string]string{},
 		providerTrialRegions: map[string]map[string]string{},
 		providerDefaults:     map[string]providerDefault{},
+	}
+	for _, o := range opts {
+		o(c)
 	}
 	for _, r := range f.TrialRegions.Regions {
 		c.trialRegions = append(c.trialRegions, Option{Code: r.Code, DisplayName: r.DisplayName})
@@ -175,7 +180,7 @@ func build(source string, f *plansFile) (*Catalog, error) {
 			o.poolMachineTypes = append(slices.Clone(o.machineTypes), narrow(ps.AdditionalMachineTypes, nil)...)
 			e.offers[prov] = o
 		}
-		if err := e.compile(compiler, name, c.createSchema(e), updateSchema(e)); err != nil {
+		if err := e.compile(compiler, name, c.schemaDoc(c.createSchema(e)), c.schemaDoc(updateSchema(e))); err != nil {
 			return nil, fmt.Errorf("plan %s: %w", name, err)
 		}
 		c.plans[e.plan.ID] = e

@@ -90,7 +90,7 @@ func (c *Catalog) variant(compiler *jsonschema.Compiler, f *plansFile, e *planEn
 		v.plan.DefaultRegion = offers[e.plan.Provider].regions[0].Code
 	}
 	name := e.plan.Name + "@" + pr
-	if err := v.compile(compiler, name, c.createSchema(v), updateSchema(v)); err != nil {
+	if err := v.compile(compiler, name, c.schemaDoc(c.createSchema(v)), c.schemaDoc(updateSchema(v))); err != nil {
 		return nil, fmt.Errorf("plan %s in platform region %s: %w", e.plan.Name, pr, err)
 	}
 	return v, nil
