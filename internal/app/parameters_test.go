@@ -195,6 +195,12 @@ var provisioningCases = []parameterCase{
 	{name: "zones on trial", planID: trialPlanID, params: `{"zones":["1"]}`, inDescription: []string{"zones is not available on plan trial"}},
 	{name: "nodeCount", params: `{"nodeCount":3}`, inDescription: []string{"nodeCount is not supported", "set autoScalerMin and autoScalerMax instead"}},
 
+	// provider: a trial's hyperscaler.
+	{name: "trial on AWS", planID: trialPlanID, params: `{"provider":"AWS"}`, recorded: map[string]string{"provider": `"AWS"`}},
+	{name: "trial on a provider not offered", planID: trialPlanID, params: `{"provider":"Alicloud"}`,
+		inDescription: []string{`provider "Alicloud" is not one of: Azure, AWS, GCP`}},
+	{name: "provider on a paid plan", params: `{"provider":"AWS"}`, inDescription: []string{"provider is not available on plan azure"}},
+
 	{name: "an unknown parameter", params: `{"gardenerShootName":"x"}`, inDescription: []string{"gardenerShootName is not a supported parameter"}},
 }
 

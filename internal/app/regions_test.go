@@ -127,6 +127,12 @@ func TestCatalogPerPlatformRegion(t *testing.T) {
 		{"cf-sa30", gcpPlanID, `{"name":"x"}`, "me-central2"},
 		{"cf-us10", sccPlanID, `{"name":"x"}`, "na-us-1"},
 		{"cf-ch20", trialPlanID, `{"name":"x"}`, "switzerlandnorth"},
+		// Trials on AWS and GCP: the area's region, forced in EU access and KSA platform regions.
+		{"cf-us10", trialPlanID, `{"name":"x","provider":"AWS"}`, "us-east-1"},
+		{"cf-eu10", trialPlanID, `{"name":"x","provider":"GCP","region":"asia"}`, "asia-south1"},
+		{"cf-eu11", trialPlanID, `{"name":"x","provider":"AWS"}`, "eu-central-1"},
+		{"cf-sa30", trialPlanID, `{"name":"x","provider":"GCP"}`, "me-central2"},
+		{"cf-eu11", trialPlanID, `{"name":"x"}`, "westeurope"},
 	}
 	for i, tc := range accepted {
 		t.Run("accepted "+tc.region+" "+tc.providerRegion, func(t *testing.T) {

@@ -348,7 +348,7 @@ func TestPlanSchemaProperties(t *testing.T) {
 				"maxSurge", "maxUnavailable", "volumeSizeGb", "additionalWorkerNodePools", "ingressFiltering", "colocateControlPlane",
 				"additionalVolumeSizeGi", "modules", "administrators", "oidc"}},
 		{name: "trial basic form with trial regions", planID: TrialPlanID,
-			wantProps:  []string{"name", "region", "modules", "administrators", "oidc"},
+			wantProps:  []string{"name", "region", "provider", "modules", "administrators", "oidc"},
 			wantRegion: []string{"europe", "us", "asia"}},
 		{name: "free basic form with regions of aws and azure", planID: FreePlanID,
 			wantProps: []string{"name", "region", "modules", "administrators", "oidc"}},

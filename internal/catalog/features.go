@@ -9,8 +9,38 @@ import (
 
 // planFeatureParameters are parameters some plans offer and others do not: a plan without one
 // refuses it with "is not available on plan X" rather than "not a supported parameter".
-var planFeatureParameters = []string{paramAdditionalPools, paramIngressFiltering, paramColocateControlPlane,
+var planFeatureParameters = []string{paramProvider, paramAdditionalPools, paramIngressFiltering, paramColocateControlPlane,
 	paramAccessControlList, paramAdditionalVolume, paramZones, paramMaxSurge, paramMaxUnavailable, paramVolumeSizeGb}
+
+// trialProviderLabels are the provider parameter's values, upstream's spelling, by provider.
+var trialProviderLabels = map[string]string{ProviderAzure: "Azure", ProviderAWS: "AWS", ProviderGCP: "GCP"}
+
+// trialProviderSchema offers the trial's providers, the default first.
+func trialProviderSchema(plan Plan) map[string]any {
+	values := make([]string, len(plan.TrialProviders))
+	names := map[string]string{}
+	for i, p := range plan.TrialProviders {
+		values[i] = trialProviderLabels[p]
+		names[values[i]] = providerLabel(p)
+	}
+	return map[string]any{
+		"type": "string", "title": "Provider", "enum": values, "_enumDisplayName": names, "default": values[0],
+		"description": "Hyperscaler the trial runs on.",
+	}
+}
+
+// TrialProvider is the provider a trial's provider parameter names ("" for none or unknown).
+func TrialProvider(param *string) string {
+	if param == nil {
+		return ""
+	}
+	for p, label := range trialProviderLabels {
+		if label == *param {
+			return p
+		}
+	}
+	return ""
+}
 
 // retiredParameters are parameters of older brokers keb refuses, with what to use instead.
 var retiredParameters = map[string]string{

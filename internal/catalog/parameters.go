@@ -32,6 +32,9 @@ type ProvisioningParameters struct {
 	// AdditionalVolumeSizeGi is added to each Kyma worker node's disk.
 	AdditionalVolumeSizeGi *int `json:"additionalVolumeSizeGi,omitempty"`
 
+	// Provider chooses a trial's hyperscaler (Azure, AWS, GCP; plans with trialProviders).
+	Provider *string `json:"provider,omitempty"`
+
 	// The seed's provider parameters for the Kyma worker pool (create only): the zones by name,
 	// the roll-out and the disk size.
 	Zones          []string `json:"zones,omitempty"`

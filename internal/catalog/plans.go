@@ -118,6 +118,10 @@ type Plan struct {
 	// VolumeSizeGb is the size of each worker node's disk.
 	VolumeSizeGb int
 
+	// TrialProviders, on a trial plan, are the providers the provider parameter may choose,
+	// Provider (the default) first; empty: the trial runs on Provider only.
+	TrialProviders []string
+
 	// IngressFiltering and AccessControlList enable the parameters of those names;
 	// MaxAdditionalVolumeSizeGi bounds additionalVolumeSizeGi (0: not offered).
 	IngressFiltering          bool
@@ -137,5 +141,6 @@ func (p Plan) ByPlatformRegion() bool { return p.Provider == "" }
 func (p Plan) clone() Plan {
 	p.Providers = append([]string(nil), p.Providers...)
 	p.UpgradableTo = append([]string(nil), p.UpgradableTo...)
+	p.TrialProviders = append([]string(nil), p.TrialProviders...)
 	return p
 }

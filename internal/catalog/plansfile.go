@@ -89,7 +89,10 @@ type planSpec struct {
 	LifetimeDays        int            `json:"lifetimeDays,omitempty"`
 	UpgradableToPlans   []string       `json:"upgradableToPlans,omitempty"`
 	Purpose             string         `json:"purpose,omitempty"`
-	VolumeSizeGb        int            `json:"volumeSizeGb,omitempty"`
+	// TrialProviders are the other providers a trial may run on, chosen with the provider
+	// parameter; provider is the default.
+	TrialProviders []string `json:"trialProviders,omitempty"`
+	VolumeSizeGb   int      `json:"volumeSizeGb,omitempty"`
 	// Optional features, each refused with a 400 on plans that do not enable it.
 	IngressFiltering          bool `json:"ingressFiltering,omitempty"`
 	AccessControlList         bool `json:"accessControlList,omitempty"`
@@ -297,6 +300,9 @@ func (f *plansFile) checkPlan(fc *fileChecker, name string, p planSpec) {
 		if len(p.Providers) > 0 {
 			fc.addf("%s.providers: only allowed with provider %s", path, byPlatformRegion)
 		}
+		if len(p.TrialProviders) > 0 && !p.Trial {
+			fc.addf("%s.trialProviders: only allowed on a trial plan", path)
+		}
 		prov, ok := f.Providers[p.Provider]
 		if !ok {
 			fc.addf("%s.provider: %q is not described under providers (or use %s)", path, p.Provider, byPlatformRegion)
@@ -317,9 +323,16 @@ func (f *plansFile) checkPlan(fc *fileChecker, name string, p planSpec) {
 				fc.addf("%s.defaultMachineType: needed, the provider's default %q is not among the plan's machine types", path, prov.DefaultMachineType)
 			}
 			if p.Trial {
-				for _, tr := range f.TrialRegions.Regions {
-					if _, ok := prov.TrialRegions[tr.Code]; !ok {
-						fc.addf("%s: trial plan on %s needs providers.%s.trialRegions.%s", path, p.Provider, p.Provider, tr.Code)
+				for _, name := range append([]string{p.Provider}, p.TrialProviders...) {
+					tp, ok := f.Providers[name]
+					if !ok || trialProviderLabels[name] == "" {
+						fc.addf("%s.trialProviders: %q is not a provider a trial can run on (%s, %s, %s)", path, name, ProviderAzure, ProviderAWS, ProviderGCP)
+						continue
+					}
+					for _, tr := range f.TrialRegions.Regions {
+						if _, ok := tp.TrialRegions[tr.Code]; !ok {
+							fc.addf("%s: trial plan on %s needs providers.%s.trialRegions.%s", path, name, name, tr.Code)
+						}
 					}
 				}
 			}
@@ -428,6 +441,9 @@ func (p planSpec) toPlan(name string, providers map[string]providerSpec) Plan {
 		IngressFiltering:          p.IngressFiltering,
 		AccessControlList:         p.AccessControlList,
 		MaxAdditionalVolumeSizeGi: p.MaxAdditionalVolumeSizeGi,
+	}
+	if p.Trial && len(p.TrialProviders) > 0 {
+		plan.TrialProviders = append([]string{p.Provider}, p.TrialProviders...)
 	}
 	if plan.VolumeSizeGb == 0 {
 		plan.VolumeSizeGb = defaultVolumeSizeGb

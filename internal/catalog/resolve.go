@@ -31,6 +31,9 @@ func (c *Catalog) Resolve(planID, platformRegion string, p ProvisioningParameter
 	}
 	plan := e.plan
 	provider := e.providerFor(platformRegion)
+	if tp := TrialProvider(p.Provider); plan.Trial && tp != "" {
+		provider = tp
+	}
 	offer := e.offers[provider]
 	r := Resolved{
 		Plan:       plan.clone(),
@@ -57,6 +60,10 @@ func (c *Catalog) Resolve(planID, platformRegion string, p ProvisioningParameter
 	}
 
 	r.MachineType = firstNonEmpty(deref(p.MachineType), plan.DefaultMachineType)
+	if plan.Trial && provider != plan.Provider {
+		// A trial on another provider than the plan's gets that provider's default machine.
+		r.MachineType = c.providerDefaults[provider].machineType
+	}
 	if r.MachineType == "" && len(offer.machineTypes) > 0 {
 		r.MachineType = c.providerDefaultMachineType(provider, offer)
 	}

@@ -78,6 +78,7 @@ const (
 	paramOIDC           = "oidc"
 	paramNetworking     = "networking"
 
+	paramProvider             = "provider"
 	paramAdditionalPools      = "additionalWorkerNodePools"
 	paramIngressFiltering     = "ingressFiltering"
 	paramColocateControlPlane = "colocateControlPlane"
@@ -133,6 +134,9 @@ func (c *Catalog) createSchema(e *planEntry) map[string]any {
 	var p properties
 	p.add(paramName, nameSchema())
 	p.add(paramRegion, c.regionSchema(e))
+	if len(plan.TrialProviders) > 1 {
+		p.add(paramProvider, trialProviderSchema(plan))
+	}
 	if !plan.BasicForm {
 		p.add(paramMachineType, withDefault(machineTypeSchema(e), plan.DefaultMachineType))
 		p.add(paramAutoScalerMin, withIntDefault(autoScalerMinSchema(plan), plan.DefaultAutoScalerMin))

@@ -12,7 +12,7 @@ import (
 // control plane would mean a new cluster, and the Kyma worker pool's zones, roll-out and disk are
 // set once. The update schema leaves them out; ValidateUpdate names them with a reason instead of
 // "not allowed".
-var fixedParameters = []string{paramRegion, paramNetworking, paramColocateControlPlane, paramZones, paramMaxSurge,
+var fixedParameters = []string{paramRegion, paramProvider, paramNetworking, paramColocateControlPlane, paramZones, paramMaxSurge,
 	paramMaxUnavailable, paramVolumeSizeGb}
 
 // UpdateRequest is a PATCH of a running instance's parameters, plan, or both.
@@ -151,6 +151,10 @@ func (c *Catalog) ValidateUpdate(r UpdateRequest) (ProvisioningParameters, error
 	}
 	if patch.OIDC != nil {
 		merged.OIDC = patch.OIDC
+	}
+	if !to.plan.Trial {
+		// A trial's provider parameter does not outlive the trial.
+		merged.Provider = nil
 	}
 	if to != from {
 		region, err := c.regionAfterPlanChange(from, to, r)

@@ -111,6 +111,14 @@ func TestValidateUpdate(t *testing.T) {
 		{name: "both sent, crossed", raw: `{"autoScalerMin":9,"autoScalerMax":4}`, wantInError: []string{"autoScalerMin must not be greater than autoScalerMax (9 > 4)"}},
 		{name: "trial has no autoscaler", from: TrialPlanID, stored: `{"name":"t"}`, raw: `{"autoScalerMax":2}`,
 			wantInError: []string{"autoScalerMax is not a supported parameter"}},
+		{name: "an AWS trial to aws drops the trial's provider", from: TrialPlanID, to: AWSPlanID, stored: `{"name":"t","provider":"AWS"}`,
+			check: func(t *testing.T, p ProvisioningParameters) {
+				if p.Provider != nil || p.Region == nil || *p.Region != "eu-central-1" {
+					t.Errorf("merged %+v", p)
+				}
+			}},
+		{name: "a trial's provider cannot change", from: TrialPlanID, stored: `{"name":"t"}`, raw: `{"provider":"GCP"}`,
+			wantInError: []string{"provider cannot be changed on a running runtime"}},
 		{name: "trial administrators", from: TrialPlanID, stored: `{"name":"t"}`, raw: `{"administrators":["a@example.com"]}`,
 			check: func(t *testing.T, p ProvisioningParameters) {
 				if !slices.Equal(p.Administrators, []string{"a@example.com"}) || p.Region != nil {
