@@ -69,6 +69,7 @@ var provisioningCases = []parameterCase{
 	// machineType: the plan's list.
 	{name: "machine type of the plan", params: `{"machineType":"Standard_D8s_v5"}`, recorded: map[string]string{"machineType": `"Standard_D8s_v5"`}},
 	{name: "machine type of another provider", params: `{"machineType":"m6i.large"}`, inDescription: []string{`machineType "m6i.large" is not one of`}},
+	{name: "version-agnostic machine type", planID: awsPlanID, params: `{"machineType":"mi.large"}`, recorded: map[string]string{"machineType": `"mi.large"`}},
 	{name: "GPU machine type for the Kyma pool", params: `{"machineType":"Standard_NC4as_T4_v3"}`, inDescription: []string{"machineType"}},
 
 	// additionalWorkerNodePools.

@@ -51,6 +51,8 @@ type Catalog struct {
 	// regional holds each platform region's variant of every plan, by plan ID (nil: not offered
 	// there); otherPlatformRegions keys the variant of the regions the plans file does not name.
 	regional map[string]map[string]*planEntry
+	// concreteMachines maps, per provider, a version-agnostic machine type to the concrete one.
+	concreteMachines map[string]map[string]string
 	// forcedRegions holds, per provider and platform region, the region its trials run in.
 	forcedRegions map[string]map[string]string
 	// lenient schemas accept parameters they do not name (IgnoreUnsupportedParameters).
@@ -151,6 +153,17 @@ func build(source string, f *plansFile, opts ...LoadOption) (*Catalog, error) {
 	for name, p := range f.Providers {
 		c.providerTrialRegions[name] = p.TrialRegions
 		c.providerDefaults[name] = providerDefault{region: p.DefaultRegion, machineType: p.DefaultMachineType, image: p.MachineImage}
+		for _, o := range slices.Concat(p.MachineTypes, p.AdditionalMachineTypes) {
+			if o.ResolvesTo != "" {
+				if c.concreteMachines == nil {
+					c.concreteMachines = map[string]map[string]string{}
+				}
+				if c.concreteMachines[name] == nil {
+					c.concreteMachines[name] = map[string]string{}
+				}
+				c.concreteMachines[name][o.Code] = o.ResolvesTo
+			}
+		}
 		for pr, regions := range p.PlatformRegions {
 			if c.forcedRegions == nil {
 				c.forcedRegions = map[string]map[string]string{}
@@ -343,6 +356,15 @@ func (c *Catalog) UpdateSchema(planID string) (json.RawMessage, error) {
 		return nil, fmt.Errorf("%w %q", ErrUnknownPlan, planID)
 	}
 	return slices.Clone(e.update.json), nil
+}
+
+// ConcreteMachineType is the machine type the Runtime CR names for a provider's machine type: a
+// version-agnostic name (mi.large) resolved as the plans file says, any other as it is.
+func (c *Catalog) ConcreteMachineType(provider, machineType string) string {
+	if concrete, ok := c.concreteMachines[provider][machineType]; ok {
+		return concrete
+	}
+	return machineType
 }
 
 // MachineImage returns the OS image the plans file configures for a

@@ -56,6 +56,9 @@ type machineImageSpec struct {
 type optionSpec struct {
 	Code        string `json:"code"`
 	DisplayName string `json:"displayName"`
+	// ResolvesTo, for a version-agnostic machine type (mi.large), is the concrete machine type
+	// written into the Runtime CR.
+	ResolvesTo string `json:"resolvesTo,omitempty"`
 }
 
 type trialRegionsSpec struct {
@@ -180,6 +183,16 @@ func (p providerSpec) check(fc *fileChecker, name string) {
 	}
 	checkOptions(fc, "providers."+name+".regions", p.Regions)
 	checkOptions(fc, "providers."+name+".machineTypes", p.MachineTypes)
+	for i, o := range slices.Concat(p.MachineTypes, p.AdditionalMachineTypes) {
+		if o.ResolvesTo != "" && !hasOptionSpec(p.MachineTypes, o.ResolvesTo) && !hasOptionSpec(p.AdditionalMachineTypes, o.ResolvesTo) {
+			fc.addf("providers.%s.machineTypes[%d].resolvesTo: %q is not one of its machine types", name, i, o.ResolvesTo)
+		}
+	}
+	for _, r := range p.Regions {
+		if r.ResolvesTo != "" {
+			fc.addf("providers.%s.regions: %q: resolvesTo is for machine types only", name, r.Code)
+		}
+	}
 	for i, o := range p.AdditionalMachineTypes {
 		if o.Code == "" || hasOptionSpec(p.MachineTypes, o.Code) || hasOptionSpec(p.AdditionalMachineTypes[:i], o.Code) {
 			fc.addf("providers.%s.additionalMachineTypes[%d].code: %q is empty or listed twice", name, i, o.Code)

@@ -120,7 +120,7 @@ func KymaWorker(op *process.Operation, params catalog.ProvisioningParameters, ca
 	}
 	w := im.Worker{
 		Name:           im.KymaWorkerName,
-		Machine:        im.Machine{Type: d.MachineType, Image: machineImage(cat, d.Provider)},
+		Machine:        im.Machine{Type: cat.ConcreteMachineType(d.Provider, d.MachineType), Image: machineImage(cat, d.Provider)},
 		Minimum:        int32(d.AutoScalerMin),
 		Maximum:        int32(d.AutoScalerMax),
 		MaxSurge:       ptr(intstr.FromInt32(int32(surge))),
@@ -146,7 +146,7 @@ func AdditionalWorkers(op *process.Operation, params catalog.ProvisioningParamet
 		zones := Zones(d.Provider, d.ProviderRegion, catalog.PoolZones(plan, p))
 		w := im.Worker{
 			Name:           p.Name,
-			Machine:        im.Machine{Type: p.MachineType, Image: machineImage(cat, d.Provider)},
+			Machine:        im.Machine{Type: cat.ConcreteMachineType(d.Provider, p.MachineType), Image: machineImage(cat, d.Provider)},
 			Minimum:        int32(valueOr(p.AutoScalerMin, plan.DefaultAutoScalerMin)),
 			Maximum:        int32(valueOr(p.AutoScalerMax, plan.DefaultAutoScalerMax)),
 			MaxSurge:       ptr(intstr.FromInt32(int32(len(zones)))),
