@@ -138,6 +138,7 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	}
 	brokerOpts := broker.Options{
 		UnsupportedParameters: metrics.NewUnsupportedParameters(reg),
+		GVisorGlobalAccounts:  cfg.GVisorAllowedGlobalAccounts,
 		DefaultRequestRegion:  cfg.DefaultRequestRegion,
 		EnabledPlans:          cfg.EnabledPlans,
 		OperationTimeout:      cfg.OperationTimeout,

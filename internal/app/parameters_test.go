@@ -3,6 +3,7 @@ package app_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"reflect"
 	"strings"
@@ -195,6 +196,14 @@ var provisioningCases = []parameterCase{
 	{name: "disk below 50 GB", params: `{"volumeSizeGb":10}`, inDescription: []string{"volumeSizeGb must be at least 50"}},
 	{name: "zones on trial", planID: trialPlanID, params: `{"zones":["1"]}`, inDescription: []string{"zones is not available on plan trial"}},
 	{name: "nodeCount", params: `{"nodeCount":3}`, inDescription: []string{"nodeCount is not supported", "set autoScalerMin and autoScalerMax instead"}},
+
+	// gvisor: root and per pool, for the global accounts the operator allows (none here).
+	{name: "gvisor off", params: `{"gvisor":{"enabled":false}}`, recorded: map[string]string{"gvisor": `{"enabled":false}`}},
+	{name: "gvisor for an account not allowed", params: `{"gvisor":{"enabled":true}}`,
+		inDescription: []string{"gvisor is not available for global account ga-params-"}},
+	{name: "gvisor of a pool for an account not allowed", params: `{"additionalWorkerNodePools":[{"name":"p1","machineType":"Standard_D4s_v5","gvisor":{"enabled":true}}]}`,
+		inDescription: []string{"additionalWorkerNodePools[0].gvisor is not available for global account"}},
+	{name: "gvisor on trial", planID: trialPlanID, params: `{"gvisor":{"enabled":true}}`, inDescription: []string{"gvisor is not available on plan trial"}},
 
 	// provider: a trial's hyperscaler.
 	{name: "trial on AWS", planID: trialPlanID, params: `{"provider":"AWS"}`, recorded: map[string]string{"provider": `"AWS"`}},
@@ -398,4 +407,20 @@ func TestUnsupportedParametersIgnored(t *testing.T) {
 	if strings.Contains(catalog.raw, `"additionalProperties":false,"properties":{"accessControlList"`) {
 		t.Error("the lenient catalog still closes the parameters object")
 	}
+}
+
+// TestGVisorForAllowedAccounts: a global account in
+// APP_GVISOR_ALLOWED_GLOBAL_ACCOUNTS may ask for gVisor, on provisioning and
+// on update; another may not.
+func TestGVisorForAllowedAccounts(t *testing.T) {
+	t.Parallel()
+	b := setupWith(t, func(c *config.Config) { c.GVisorAllowedGlobalAccounts = []string{"ga-sandbox"} }, io.Discard)
+	params := `{"name":"x","gvisor":{"enabled":true},"additionalWorkerNodePools":[{"name":"p1","machineType":"Standard_D4s_v5","gvisor":{"enabled":true}}]}`
+	prov := b.expect(b.do(http.MethodPut, provisionPath("gvisor-1"), provisionBody(azurePlanID, params,
+		`"globalaccount_id":"ga-sandbox","subaccount_id":"sa-1","user_id":"u@example.com"`)), http.StatusAccepted)
+	b.expectOSBError(b.do(http.MethodPut, provisionPath("gvisor-2"), provisionBody(azurePlanID, params,
+		`"globalaccount_id":"ga-other","subaccount_id":"sa-1","user_id":"u@example.com"`)), http.StatusBadRequest, "BadRequest")
+	b.provisioned("gvisor-1", prov.body["operation"].(string), "rt-gvisor", "")
+	op := b.accepted(b.do(http.MethodPatch, provisionPath("gvisor-1"), updateBody("", `{"gvisor":{"enabled":false}}`)))
+	checkRecorded(t, string(b.operation("gvisor-1", op).Request.Parameters), map[string]string{"gvisor": `{"enabled":false}`})
 }

@@ -46,6 +46,8 @@ type Options struct {
 	// IgnoreUnsupportedParameters let through, by plan and parameter; nil
 	// counts nothing.
 	UnsupportedParameters *prometheus.CounterVec
+	// GVisorGlobalAccounts may use the gvisor parameter ("*": all).
+	GVisorGlobalAccounts []string
 }
 
 // Broker is keb's domain.ServiceBroker.

@@ -163,6 +163,9 @@ func (b *Broker) validateProvisioning(details domain.ProvisionDetails, region st
 	if err := catalog.LicenceProblems(params, pctx.LicenseType); err != nil {
 		return plan, pctx, resolved, nil, err
 	}
+	if err := catalog.GVisorProblems(params, pctx.GlobalAccountID, b.opts.GVisorGlobalAccounts); err != nil {
+		return plan, pctx, resolved, nil, err
+	}
 	if resolved, err = b.catalog.Resolve(plan.ID, region, params); err != nil {
 		return plan, pctx, resolved, nil, err
 	}

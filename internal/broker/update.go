@@ -149,6 +149,9 @@ func (b *Broker) runtimeUpdate(inst storage.Instance, active *bool, details doma
 		_ = json.Unmarshal(inst.Context, &licence) // validated when stored
 		err = catalog.LicenceProblems(merged, licence.LicenseType)
 	}
+	if err == nil {
+		err = catalog.GVisorProblems(merged, inst.GlobalAccountID, b.opts.GVisorGlobalAccounts)
+	}
 	var verr *catalog.ValidationError
 	switch {
 	case errors.As(err, &verr), errors.Is(err, catalog.ErrPlanNotUpgradable), errors.Is(err, catalog.ErrUnknownPlan):

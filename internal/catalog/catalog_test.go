@@ -341,11 +341,11 @@ func TestPlanSchemaProperties(t *testing.T) {
 	}{
 		{name: "azure full form", planID: AzurePlanID,
 			wantProps: []string{"name", "region", "machineType", "autoScalerMin", "autoScalerMax", "zonesCount", "components", "kymaVersion", "networking",
-				"zones", "maxSurge", "maxUnavailable", "volumeSizeGb", "additionalWorkerNodePools", "ingressFiltering", "colocateControlPlane",
+				"zones", "maxSurge", "maxUnavailable", "volumeSizeGb", "additionalWorkerNodePools", "gvisor", "ingressFiltering", "colocateControlPlane",
 				"accessControlList", "additionalVolumeSizeGi", "modules", "administrators", "oidc"}},
 		{name: "lite has no zone choice", planID: AzureLitePlanID,
 			wantProps: []string{"name", "region", "machineType", "autoScalerMin", "autoScalerMax", "components", "kymaVersion", "networking",
-				"maxSurge", "maxUnavailable", "volumeSizeGb", "additionalWorkerNodePools", "ingressFiltering", "colocateControlPlane",
+				"maxSurge", "maxUnavailable", "volumeSizeGb", "additionalWorkerNodePools", "gvisor", "ingressFiltering", "colocateControlPlane",
 				"additionalVolumeSizeGi", "modules", "administrators", "oidc"}},
 		{name: "trial basic form with trial regions", planID: TrialPlanID,
 			wantProps:  []string{"name", "region", "provider", "modules", "administrators", "oidc"},

@@ -9,7 +9,7 @@ import (
 
 // planFeatureParameters are parameters some plans offer and others do not: a plan without one
 // refuses it with "is not available on plan X" rather than "not a supported parameter".
-var planFeatureParameters = []string{paramProvider, paramAdditionalPools, paramIngressFiltering, paramColocateControlPlane,
+var planFeatureParameters = []string{paramProvider, paramGVisor, paramAdditionalPools, paramIngressFiltering, paramColocateControlPlane,
 	paramAccessControlList, paramAdditionalVolume, paramZones, paramMaxSurge, paramMaxUnavailable, paramVolumeSizeGb}
 
 // trialProviderLabels are the provider parameter's values, upstream's spelling, by provider.

@@ -31,6 +31,8 @@ type ProvisioningParameters struct {
 	AccessControlList *AccessControlList `json:"accessControlList,omitempty"`
 	// AdditionalVolumeSizeGi is added to each Kyma worker node's disk.
 	AdditionalVolumeSizeGi *int `json:"additionalVolumeSizeGi,omitempty"`
+	// GVisor runs the Kyma worker pool's containers in gVisor (allowed global accounts only).
+	GVisor *GVisor `json:"gvisor,omitempty"`
 
 	// Provider chooses a trial's hyperscaler (Azure, AWS, GCP; plans with trialProviders).
 	Provider *string `json:"provider,omitempty"`
@@ -55,7 +57,16 @@ type WorkerPool struct {
 	Annotations            map[string]string `json:"annotations,omitempty"`
 	Taints                 []Taint           `json:"taints,omitempty"`
 	AdditionalVolumeSizeGi *int              `json:"additionalVolumeSizeGi,omitempty"`
+	GVisor                 *GVisor           `json:"gvisor,omitempty"`
 }
+
+// GVisor is the gvisor parameter, of the runtime or of one pool.
+type GVisor struct {
+	Enabled bool `json:"enabled"`
+}
+
+// On reports whether g asks for gVisor.
+func (g *GVisor) On() bool { return g != nil && g.Enabled }
 
 // HA reports whether the pool spreads over several zones (haZones, default true).
 func (p WorkerPool) HA() bool { return p.HAZones == nil || *p.HAZones }

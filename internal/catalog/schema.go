@@ -79,6 +79,7 @@ const (
 	paramNetworking     = "networking"
 
 	paramProvider             = "provider"
+	paramGVisor               = "gvisor"
 	paramAdditionalPools      = "additionalWorkerNodePools"
 	paramIngressFiltering     = "ingressFiltering"
 	paramColocateControlPlane = "colocateControlPlane"
@@ -333,6 +334,7 @@ func updateSchema(e *planEntry) map[string]any {
 	}
 	if plan.AdditionalPools() {
 		p.add(paramAdditionalPools, poolsSchema(e, false))
+		p.add(paramGVisor, gvisorSchema())
 	}
 	addFeatureSchemas(&p, e, false)
 	p.add(paramAdministrators, administratorsSchema())

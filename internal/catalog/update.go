@@ -61,6 +61,7 @@ type updateParameters struct {
 	IngressFiltering          *bool              `json:"ingressFiltering"`
 	AccessControlList         *AccessControlList `json:"accessControlList"`
 	AdditionalVolumeSizeGi    *int               `json:"additionalVolumeSizeGi"`
+	GVisor                    *GVisor            `json:"gvisor"`
 	MachineType               *string            `json:"machineType"`
 	AutoScalerMin             *int               `json:"autoScalerMin"`
 	AutoScalerMax             *int               `json:"autoScalerMax"`
@@ -136,6 +137,9 @@ func (c *Catalog) ValidateUpdate(r UpdateRequest) (ProvisioningParameters, error
 	}
 	if patch.AdditionalVolumeSizeGi != nil {
 		merged.AdditionalVolumeSizeGi = patch.AdditionalVolumeSizeGi
+	}
+	if patch.GVisor != nil {
+		merged.GVisor = patch.GVisor
 	}
 	if patch.MachineType != nil {
 		merged.MachineType = patch.MachineType

@@ -21,7 +21,7 @@ func TestUpdateSchemas(t *testing.T) {
 	wantProps := map[string][]string{
 		TrialPlanName: {"name", "administrators", "oidc"},
 		FreePlanName:  {"name", "administrators", "oidc"},
-		AzurePlanName: {"name", "machineType", "autoScalerMin", "autoScalerMax", "additionalWorkerNodePools", "ingressFiltering",
+		AzurePlanName: {"name", "machineType", "autoScalerMin", "autoScalerMax", "additionalWorkerNodePools", "gvisor", "ingressFiltering",
 			"accessControlList", "additionalVolumeSizeGi", "administrators", "oidc"},
 	}
 	wantUpdatable := map[string]bool{TrialPlanName: true, AzureLitePlanName: true, AWSPlanName: true, AzurePlanName: true, GCPPlanName: true}

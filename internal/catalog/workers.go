@@ -77,7 +77,40 @@ func (c *Catalog) addWorkerSchemas(p *properties, e *planEntry) {
 	})
 	if plan.AdditionalPools() {
 		p.add(paramAdditionalPools, poolsSchema(e, true))
+		p.add(paramGVisor, gvisorSchema())
 	}
+}
+
+// gvisorSchema is {enabled}: the pool's containers run in gVisor's sandbox.
+func gvisorSchema() map[string]any {
+	var p properties
+	p.add("enabled", map[string]any{"type": "boolean", "title": "Enabled", "description": "Run the containers in gVisor's sandbox."})
+	return p.object(map[string]any{"title": "gVisor", "required": []string{"enabled"},
+		"description": "gVisor sandbox for the nodes' containers (global accounts allowed by the operator only)."})
+}
+
+// GVisorProblems refuses gvisor (of the runtime or a pool) for a global account the operator
+// has not allowed (allowed holds account IDs or "*"). It returns nil or a *ValidationError.
+func GVisorProblems(p ProvisioningParameters, globalAccountID string, allowed []string) error {
+	if slices.Contains(allowed, "*") || slices.Contains(allowed, globalAccountID) {
+		return nil
+	}
+	var problems []FieldProblem
+	msg := "is not available for global account " + globalAccountID + " (APP_GVISOR_ALLOWED_GLOBAL_ACCOUNTS)"
+	if p.GVisor.On() {
+		problems = append(problems, FieldProblem{Field: paramGVisor, Message: msg})
+	}
+	if p.AdditionalWorkerNodePools != nil {
+		for i, pool := range *p.AdditionalWorkerNodePools {
+			if pool.GVisor.On() {
+				problems = append(problems, FieldProblem{Field: fmt.Sprintf("%s[%d].gvisor", paramAdditionalPools, i), Message: msg})
+			}
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return newValidationError(subjectParameters, problems)
 }
 
 // poolsSchema is additionalWorkerNodePools' schema; create carries the defaults a form shows.
@@ -126,6 +159,7 @@ func poolsSchema(e *planEntry, create bool) map[string]any {
 	if plan.MaxAdditionalVolumeSizeGi > 0 {
 		item.add(paramAdditionalVolume, additionalVolumeSchema(plan))
 	}
+	item.add(paramGVisor, gvisorSchema())
 	return map[string]any{
 		"type": "array", "title": "Additional worker node pools",
 		"description": "Worker pools beside the Kyma one. On update the list replaces the pools; [] removes them all.",

@@ -33,6 +33,8 @@ type Config struct {
 	// RejectUnsupportedParameters refuses parameters no plan schema names
 	// (400); false ignores them, logging and counting each.
 	RejectUnsupportedParameters bool
+	// GVisorAllowedGlobalAccounts may use the gvisor parameter ("*": all).
+	GVisorAllowedGlobalAccounts []string
 	OperationTimeout            time.Duration
 	RetryAfter                  time.Duration
 	// TrialDuration, when positive, replaces the trial plan's lifetime
@@ -348,6 +350,8 @@ func (c *Config) BindBroker(b *Binder) {
 		"plans/providers YAML replacing the embedded resources/plans.yaml")
 	b.Bool(&c.RejectUnsupportedParameters, "reject-unsupported-parameters", "APP_BROKER_REJECT_UNSUPPORTED_PARAMETERS",
 		d.RejectUnsupportedParameters, "refuse parameters the plan's schema does not name with a 400 (false: ignore, log and count them)")
+	b.List(&c.GVisorAllowedGlobalAccounts, "gvisor-allowed-global-accounts", "APP_GVISOR_ALLOWED_GLOBAL_ACCOUNTS", nil,
+		"global accounts whose runtimes may use the gvisor parameter (* for all)")
 	b.Duration(&c.OperationTimeout, "operation-timeout", "APP_BROKER_OPERATION_TIMEOUT", d.OperationTimeout,
 		"how long an operation may run before it fails")
 	b.Duration(&c.RetryAfter, "retry-after", "APP_BROKER_RETRY_AFTER", d.RetryAfter,

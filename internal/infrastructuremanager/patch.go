@@ -140,6 +140,8 @@ func diff(current, want map[string]any, at string) []patchOp {
 			if ok {
 				ops = append(ops, patchOp{Op: "remove", Path: path})
 			}
+		case !ok && onlyRemovals(w):
+			// Nothing to remove under a field that does not exist.
 		case !ok:
 			ops = append(ops, patchOp{Op: "add", Path: path, Value: withoutNils(w)})
 		case isMap(c) && isMap(w):
@@ -151,6 +153,21 @@ func diff(current, want map[string]any, at string) []patchOp {
 		}
 	}
 	return ops
+}
+
+// onlyRemovals reports a map all of whose values are removals (nil), at any
+// depth.
+func onlyRemovals(v any) bool {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return false
+	}
+	for _, x := range m {
+		if x != nil && !onlyRemovals(x) {
+			return false
+		}
+	}
+	return true
 }
 
 // withoutNils drops the removals (nil values) from a value that is added

@@ -283,11 +283,26 @@ type Taint struct {
 	Effect TaintEffect `json:"effect"`
 }
 
-// CRI is a worker's container runtime.
+// CRI is a worker's container runtime (Gardener's CRI).
 // +kubebuilder:object:generate=true
 type CRI struct {
 	Name string `json:"name"`
+	// ContainerRuntimes are further runtimes beside the CRI, such as
+	// gVisor (the gvisor parameter).
+	// +optional
+	ContainerRuntimes []ContainerRuntime `json:"containerRuntimes,omitempty"`
 }
+
+// ContainerRuntime is an additional container runtime of a worker pool.
+type ContainerRuntime struct {
+	Type string `json:"type"`
+}
+
+// Container runtime names keb writes for the gvisor parameter.
+const (
+	CRIContainerd = "containerd"
+	RuntimeGVisor = "gvisor"
+)
 
 // WorkerKubernetes is a worker pool's kubelet configuration.
 // +kubebuilder:object:generate=true

@@ -127,8 +127,18 @@ func KymaWorker(op *process.Operation, params catalog.ProvisioningParameters, ca
 		MaxUnavailable: ptr(intstr.FromInt32(int32(unavailable))),
 		Zones:          zones,
 		Volume:         &im.Volume{VolumeSize: fmt.Sprintf("%dGi", volume+deref(params.AdditionalVolumeSizeGi))},
+		CRI:            CRI(params.GVisor),
 	}
 	return w
+}
+
+// CRI is a worker's container runtime for the gvisor parameter: containerd
+// with gVisor beside it; nil (Gardener's default) without gVisor.
+func CRI(g *catalog.GVisor) *im.CRI {
+	if !g.On() {
+		return nil
+	}
+	return &im.CRI{Name: im.CRIContainerd, ContainerRuntimes: []im.ContainerRuntime{{Type: im.RuntimeGVisor}}}
 }
 
 // AdditionalWorkers are the additionalWorkerNodePools parameter's pools as
@@ -155,6 +165,7 @@ func AdditionalWorkers(op *process.Operation, params catalog.ProvisioningParamet
 			Volume:         &im.Volume{VolumeSize: fmt.Sprintf("%dGi", plan.VolumeSizeGb+deref(p.AdditionalVolumeSizeGi))},
 			Labels:         p.Labels,
 			Annotations:    p.Annotations,
+			CRI:            CRI(p.GVisor),
 		}
 		for _, t := range p.Taints {
 			w.Taints = append(w.Taints, im.Taint{Key: t.Key, Value: t.Value, Effect: im.TaintEffect(t.Effect)})

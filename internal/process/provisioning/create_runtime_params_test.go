@@ -87,6 +87,11 @@ func TestCreateRuntimeParameters(t *testing.T) {
 				MachineType: "mi.xlarge", AutoScalerMin: 3, AutoScalerMax: 20, ZonesCount: 3},
 			want: map[string]string{"shoot.provider.workers.0.machine": `{"type":"m6i.xlarge"}`,
 				"shoot.provider.additionalWorkers.0.machine": `{"type":"m6i.2xlarge"}`}},
+		{name: "gVisor", params: `{"name":"x","gvisor":{"enabled":true},"additionalWorkerNodePools":[` +
+			`{"name":"p","machineType":"Standard_D8s_v5","gvisor":{"enabled":true}},{"name":"q","machineType":"Standard_D8s_v5","gvisor":{"enabled":false}}]}`,
+			want: map[string]string{"shoot.provider.workers.0.cri": `{"name":"containerd","containerRuntimes":[{"type":"gvisor"}]}`,
+				"shoot.provider.additionalWorkers.0.cri": `{"name":"containerd","containerRuntimes":[{"type":"gvisor"}]}`,
+				"shoot.provider.additionalWorkers.1.cri": "absent"}},
 		{name: "the seed's zones, roll-out and disk", params: `{"name":"x","zones":["2","3"],"maxSurge":1,"maxUnavailable":1,"volumeSizeGb":50}`,
 			data: process.Record{Provider: "azure", Region: "westeurope", ProviderRegion: "westeurope",
 				MachineType: "Standard_D4s_v5", AutoScalerMin: 3, AutoScalerMax: 20, ZonesCount: 2},

@@ -89,6 +89,15 @@ func TestUpdateParametersInRuntimeCR(t *testing.T) {
 		t.Errorf("the Kyma worker pool: %+v", w)
 	}
 
+	rt = patch(`{"name":"x","gvisor":{"enabled":true}}`)
+	if cri := rt.Spec.Shoot.Provider.Workers[0].CRI; cri == nil || len(cri.ContainerRuntimes) != 1 || cri.ContainerRuntimes[0].Type != "gvisor" {
+		t.Errorf("the Kyma pool's container runtime with gVisor: %+v", cri)
+	}
+	rt = patch(`{"name":"x","gvisor":{"enabled":false}}`)
+	if cri := rt.Spec.Shoot.Provider.Workers[0].CRI; cri == nil || cri.Name != "containerd" || len(cri.ContainerRuntimes) != 0 {
+		t.Errorf("the Kyma pool's container runtime without gVisor: %+v", cri)
+	}
+
 	rt = patch(`{"name":"x","additionalWorkerNodePools":[]}`)
 	if p := rt.Spec.Shoot.Provider.AdditionalWorkers; p == nil || len(*p) != 0 {
 		t.Errorf("pools after []: %+v", p)

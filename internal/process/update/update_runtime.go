@@ -118,6 +118,15 @@ func (s *UpdateRuntime) change(after *process.Operation, params catalog.Provisio
 	pool := map[string]any{"name": worker.Name, "machine": map[string]any{"type": worker.Machine.Type},
 		"minimum": worker.Minimum, "maximum": worker.Maximum, "zones": worker.Zones, "maxSurge": worker.MaxSurge,
 		"maxUnavailable": worker.MaxUnavailable, "volume": map[string]any{"size": worker.Volume.VolumeSize}}
+	if g := params.GVisor; g != nil {
+		// gVisor on: containerd with gVisor beside it; off: gVisor goes, a
+		// container runtime set otherwise stays.
+		if g.Enabled {
+			pool["cri"] = worker.CRI
+		} else {
+			pool["cri"] = map[string]any{"containerRuntimes": nil}
+		}
+	}
 	if err := f.Set([]any{pool}, "spec", "shoot", "provider", "workers"); err != nil {
 		return nil, err
 	}
