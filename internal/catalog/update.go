@@ -177,6 +177,11 @@ func (c *Catalog) ValidateUpdate(r UpdateRequest) (ProvisioningParameters, error
 	if err != nil {
 		return ProvisioningParameters{}, fmt.Errorf("validate update: encoding parameters: %w", err)
 	}
+	if to == from {
+		// The runtime stays where it is: a region its platform region no longer offers (the plans
+		// file narrowed it later) must not block its updates.
+		return c.validateParameters(to, r.PlatformRegion, whole)
+	}
 	return c.ValidateParameters(to.plan.ID, r.PlatformRegion, whole)
 }
 

@@ -71,6 +71,8 @@ func TestValidateUpdate(t *testing.T) {
 		from, to string
 		stored   string
 		region   string
+		// platform is the instance's platform region (default cf-eu10).
+		platform string
 		raw      string
 		// wantInError are substrings of the error; none means valid.
 		wantInError []string
@@ -119,6 +121,13 @@ func TestValidateUpdate(t *testing.T) {
 			}},
 		{name: "a trial's provider cannot change", from: TrialPlanID, stored: `{"name":"t"}`, raw: `{"provider":"GCP"}`,
 			wantInError: []string{"provider cannot be changed on a running runtime"}},
+		{name: "a runtime in a region its platform region no longer offers still updates", platform: "cf-eu11", region: "eu-west-2",
+			from: AWSPlanID, stored: `{"name":"x","region":"eu-west-2"}`, raw: `{"autoScalerMax":30}`,
+			check: func(t *testing.T, p ProvisioningParameters) {
+				if *p.Region != "eu-west-2" || *p.AutoScalerMax != 30 {
+					t.Errorf("merged %+v", p)
+				}
+			}},
 		{name: "trial administrators", from: TrialPlanID, stored: `{"name":"t"}`, raw: `{"administrators":["a@example.com"]}`,
 			check: func(t *testing.T, p ProvisioningParameters) {
 				if !slices.Equal(p.Administrators, []string{"a@example.com"}) || p.Region != nil {
@@ -176,7 +185,11 @@ func TestValidateUpdate(t *testing.T) {
 			if st == "" {
 				st = `{"name":"x"}`
 			}
-			p, err := c.ValidateUpdate(UpdateRequest{FromPlanID: from, ToPlanID: tt.to, PlatformRegion: "cf-eu10",
+			platform := tt.platform
+			if platform == "" {
+				platform = "cf-eu10"
+			}
+			p, err := c.ValidateUpdate(UpdateRequest{FromPlanID: from, ToPlanID: tt.to, PlatformRegion: platform,
 				ProviderRegion: region, Stored: stored(st), Raw: json.RawMessage(tt.raw)})
 			if len(tt.wantInError) == 0 {
 				if err != nil {

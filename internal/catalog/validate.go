@@ -28,6 +28,11 @@ func (c *Catalog) ValidateParameters(planID, platformRegion string, raw json.Raw
 	if err != nil {
 		return ProvisioningParameters{}, fmt.Errorf("validate parameters: %w", err)
 	}
+	return c.validateParameters(e, platformRegion, raw)
+}
+
+// validateParameters is ValidateParameters against one variant of a plan.
+func (c *Catalog) validateParameters(e *planEntry, platformRegion string, raw json.RawMessage) (ProvisioningParameters, error) {
 	doc, verr := decodeObject(subjectParameters, raw, MaxParametersSize)
 	if verr != nil {
 		return ProvisioningParameters{}, verr
