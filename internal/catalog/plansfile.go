@@ -92,6 +92,9 @@ type planSpec struct {
 	LifetimeDays        int            `json:"lifetimeDays,omitempty"`
 	UpgradableToPlans   []string       `json:"upgradableToPlans,omitempty"`
 	Purpose             string         `json:"purpose,omitempty"`
+	// PlatformRegions narrows the plan's regions in the platform regions it names, over its
+	// provider's platformRegions.
+	PlatformRegions map[string][]string `json:"platformRegions,omitempty"`
 	// TrialProviders are the other providers a trial may run on, chosen with the provider
 	// parameter; provider is the default.
 	TrialProviders []string `json:"trialProviders,omitempty"`
@@ -306,12 +309,15 @@ func (f *plansFile) checkPlan(fc *fileChecker, name string, p planSpec) {
 			}
 		}
 		// Lists and defaults of one provider make no sense when the provider varies per request.
-		if len(p.Regions) > 0 || len(p.MachineTypes) > 0 || p.DefaultRegion != "" || p.DefaultMachineType != "" {
-			fc.addf("%s: regions, machineTypes, defaultRegion and defaultMachineType need a fixed provider", path)
+		if len(p.Regions) > 0 || len(p.MachineTypes) > 0 || p.DefaultRegion != "" || p.DefaultMachineType != "" || len(p.PlatformRegions) > 0 {
+			fc.addf("%s: regions, machineTypes, defaultRegion, defaultMachineType and platformRegions need a fixed provider", path)
 		}
 	} else {
 		if len(p.Providers) > 0 {
 			fc.addf("%s.providers: only allowed with provider %s", path, byPlatformRegion)
+		}
+		if p.Trial && len(p.PlatformRegions) > 0 {
+			fc.addf("%s.platformRegions: a trial's regions are trial regions; narrow its provider's platformRegions instead", path)
 		}
 		if len(p.TrialProviders) > 0 && !p.Trial {
 			fc.addf("%s.trialProviders: only allowed on a trial plan", path)
@@ -321,6 +327,19 @@ func (f *plansFile) checkPlan(fc *fileChecker, name string, p planSpec) {
 			fc.addf("%s.provider: %q is not described under providers (or use %s)", path, p.Provider, byPlatformRegion)
 		} else {
 			checkSubset(fc, path+".regions", p.Regions, prov.Regions)
+			for _, pr := range sortedKeys(p.PlatformRegions) {
+				if err := ValidatePlatformRegion(pr); err != nil {
+					fc.addf("%s.platformRegions: %v", path, err)
+				}
+				if len(p.PlatformRegions[pr]) == 0 {
+					fc.addf("%s.platformRegions.%s: must list at least one region", path, pr)
+				}
+				for _, r := range p.PlatformRegions[pr] {
+					if !offered(p.Regions, prov.Regions, r) {
+						fc.addf("%s.platformRegions.%s: %q is not offered by the plan", path, pr, r)
+					}
+				}
+			}
 			checkSubset(fc, path+".machineTypes", p.MachineTypes, prov.MachineTypes)
 			if p.DefaultRegion != "" && !offered(p.Regions, prov.Regions, p.DefaultRegion) {
 				fc.addf("%s.defaultRegion: %q is not offered by the plan", path, p.DefaultRegion)

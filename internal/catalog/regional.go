@@ -18,7 +18,8 @@ var ErrPlanNotOffered = errors.New("plan not offered in this platform region")
 const otherPlatformRegions = ""
 
 // buildRegional prepares, once, each platform region's variant of every plan: the hyperscaler
-// regions its providers offer there (providers.*.platformRegions), else their default lists, or
+// regions the plan (plans.*.platformRegions) or else its providers (providers.*.platformRegions)
+// offer there, else their default lists, or
 // none for a provider offered only in the platform regions it names (platformRegionsOnly). A
 // plan with no region in a platform region is not offered there (nil). A variant that differs
 // from the plan's default entry is compiled on its own; one that does not shares it.
@@ -26,13 +27,19 @@ func (c *Catalog) buildRegional(f *plansFile) error {
 	c.regional = map[string]map[string]*planEntry{}
 	prs := []string{otherPlatformRegions}
 	seen := map[string]bool{}
-	for _, p := range sortedKeys(f.Providers) {
-		for _, pr := range sortedKeys(f.Providers[p].PlatformRegions) {
+	named := func(m map[string][]string) {
+		for _, pr := range sortedKeys(m) {
 			if !seen[pr] {
 				seen[pr] = true
 				prs = append(prs, pr)
 			}
 		}
+	}
+	for _, p := range sortedKeys(f.Providers) {
+		named(f.Providers[p].PlatformRegions)
+	}
+	for _, p := range sortedKeys(f.Plans) {
+		named(f.Plans[p].PlatformRegions)
 	}
 	compiler := newSchemaCompiler()
 	for _, pr := range prs {
@@ -64,7 +71,11 @@ func (c *Catalog) variant(compiler *jsonschema.Compiler, f *plansFile, e *planEn
 	for _, prov := range providers {
 		o := e.offers[prov]
 		spec := f.Providers[prov]
-		if list, ok := spec.PlatformRegions[pr]; ok && pr != otherPlatformRegions {
+		if list, ok := f.Plans[e.plan.Name].PlatformRegions[pr]; ok && pr != otherPlatformRegions {
+			// The plan's own list for the platform region wins over its provider's.
+			o.regions = keep(o.regions, list)
+			changed = true
+		} else if list, ok := spec.PlatformRegions[pr]; ok && pr != otherPlatformRegions {
 			o.regions = keep(o.regions, list)
 			changed = true
 		} else if spec.PlatformRegionsOnly {
