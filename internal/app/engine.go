@@ -187,6 +187,7 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 	runtimes.WrapTransport = work.CountRequests("runtime")
 	deprov := deprovisioning.Deps{
 		Config: deprovisioning.Config{Namespace: ns, RemovalTimeout: ec.RemovalTimeout, RemovalPoll: ec.RemovalPoll,
+			SkipAfter:     ec.RemovalSkipAfter,
 			SharedPlanIDs: sharedPlanIDs(cat)},
 		Store: store, KCP: kcp, Accounts: accounts, Runtimes: runtimes,
 	}

@@ -114,6 +114,9 @@ type Engine struct {
 	RuntimeGrace time.Duration
 	BTPMgrPoll   time.Duration
 	RemovalPoll  time.Duration
+	// RemovalSkipAfter bounds the retries of deprovisioning steps that may
+	// be skipped (deprovisioning.Config.SkipAfter).
+	RemovalSkipAfter time.Duration
 
 	// ShootDomain (above) is the domain runtimes' shoots live under: a
 	// runtime's domain is <shoot>.<ShootDomain> (its Kyma CR's skr-domain
@@ -173,24 +176,25 @@ var Defaults = Config{
 		FormReadTimeout: 5 * time.Second,
 	},
 	Engine: Engine{
-		Workers:         20,
-		JobTimeout:      time.Minute,
-		RescueAfter:     2 * time.Minute,
-		TakeoverAfter:   10 * time.Second,
-		GardenerProject: "kyma-dev",
-		KymaVersion:     "2.20.0",
-		ShootDomain:     "kyma.example.com",
-		KymaTimeout:     20 * time.Minute,
-		RuntimeTimeout:  time.Hour,
-		AccountTimeout:  30 * time.Minute,
-		BTPMgrTimeout:   20 * time.Minute,
-		RemovalTimeout:  time.Hour,
-		RuntimePoll:     30 * time.Second,
-		RuntimeGrace:    time.Minute,
-		BTPMgrPoll:      10 * time.Second,
-		RemovalPoll:     15 * time.Second,
-		ExpiryInterval:  time.Hour,
-		Orchestration:   Orchestration{Poll: time.Second, UpgradeTimeout: 3 * time.Hour},
+		Workers:          20,
+		JobTimeout:       time.Minute,
+		RescueAfter:      2 * time.Minute,
+		TakeoverAfter:    10 * time.Second,
+		GardenerProject:  "kyma-dev",
+		KymaVersion:      "2.20.0",
+		ShootDomain:      "kyma.example.com",
+		KymaTimeout:      20 * time.Minute,
+		RuntimeTimeout:   time.Hour,
+		AccountTimeout:   30 * time.Minute,
+		BTPMgrTimeout:    20 * time.Minute,
+		RemovalTimeout:   time.Hour,
+		RuntimePoll:      30 * time.Second,
+		RuntimeGrace:     time.Minute,
+		BTPMgrPoll:       10 * time.Second,
+		RemovalPoll:      15 * time.Second,
+		RemovalSkipAfter: 5 * time.Minute,
+		ExpiryInterval:   time.Hour,
+		Orchestration:    Orchestration{Poll: time.Second, UpgradeTimeout: 3 * time.Hour},
 	},
 	Binding: DefaultBinding,
 }
@@ -415,7 +419,7 @@ func (c *Config) BindEngine(b *Binder) {
 	b.Duration(&e.BTPMgrTimeout, "btp-manager-timeout", "APP_PROVISIONING_BTP_MANAGER_TIMEOUT", d.BTPMgrTimeout,
 		"how long provisioning waits for the runtime to serve the BtpOperator kind")
 	b.Duration(&e.RemovalTimeout, "removal-timeout", "APP_DEPROVISIONING_TIMEOUT", d.RemovalTimeout,
-		"how long deprovisioning waits for the Kyma and Runtime CRs to be gone")
+		"how long deprovisioning waits for the cluster (the Runtime CR) to be gone before it fails")
 	b.Duration(&e.RuntimePoll, "runtime-poll", "APP_PROVISIONING_RUNTIME_POLL", d.RuntimePoll,
 		"how often a waiting provisioning looks at its cluster (watches wake it sooner)")
 	b.Duration(&e.RuntimeGrace, "runtime-apply-grace", "APP_RUNTIME_APPLY_GRACE", d.RuntimeGrace,
@@ -424,6 +428,8 @@ func (c *Config) BindEngine(b *Binder) {
 		"how often the final step retries while the runtime lacks the BtpOperator kind")
 	b.Duration(&e.RemovalPoll, "removal-poll", "APP_DEPROVISIONING_POLL", d.RemovalPoll,
 		"how often a deprovisioning looks whether its CRs are gone (watches wake it sooner)")
+	b.Duration(&e.RemovalSkipAfter, "removal-skip-after", "APP_DEPROVISIONING_STEP_SKIP_AFTER", d.RemovalSkipAfter,
+		"how long a deprovisioning retries removing bindings, the Kyma CR or the account's claim before it skips the step, reports what it left and deletes the cluster")
 	b.Duration(&e.ExpiryInterval, "expiry-interval", "APP_EXPIRY_INTERVAL", d.ExpiryInterval,
 		"how often one replica looks for instances older than their plan's lifetime and suspends them")
 	o, do := &e.Orchestration, d.Orchestration

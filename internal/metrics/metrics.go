@@ -34,6 +34,8 @@ type Operations struct {
 	durations  map[string]*prometheus.HistogramVec
 	steps      *prometheus.HistogramVec
 	rejections *prometheus.CounterVec
+	leftovers  *prometheus.CounterVec
+	results    *results
 }
 
 var _ process.Observer = (*Operations)(nil)
@@ -54,7 +56,12 @@ func NewOperations(reg prometheus.Registerer, rejectionReasons []string) *Operat
 			Help: "Requests refused by token verification, by reason.",
 		}, []string{"reason"}),
 	}
-	reg.MustRegister(m.steps, m.rejections)
+	m.leftovers = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "keb_steps_skipped_total",
+		Help: "Steps given up on after their bounded retries (deprovisioning goes on), by operation type, step and error_category: each left something behind.",
+	}, []string{"type", "step", "error_category"})
+	m.results = newResults(time.Now)
+	reg.MustRegister(m.steps, m.rejections, m.leftovers, m.results)
 	for _, r := range rejectionReasons {
 		m.rejections.WithLabelValues(r)
 	}
@@ -87,7 +94,9 @@ func (m *Operations) StepRan(opType storage.OperationType, step, outcome string,
 
 // OperationFinished counts a finished operation and, for a succeeded
 // provisioning or deprovisioning, observes how long it took from accept.
-func (m *Operations) OperationFinished(op storage.Operation, planID string) {
+func (m *Operations) OperationFinished(f process.Finished) {
+	op, planID := f.Operation, f.Instance.PlanID
+	m.results.finished(f)
 	kind, ok := operationKinds[op.Type]
 	if !ok {
 		return
@@ -98,6 +107,16 @@ func (m *Operations) OperationFinished(op storage.Operation, planID string) {
 	if h, ok := m.durations[kind]; ok && op.State == storage.OperationSucceeded && op.FinishedAt != nil {
 		h.WithLabelValues(planID).Observe(op.FinishedAt.Sub(op.CreatedAt).Minutes())
 	}
+}
+
+// StepSkipped counts a step given up on.
+func (m *Operations) StepSkipped(opType storage.OperationType, left process.Leftover) {
+	m.leftovers.WithLabelValues(string(opType), left.Step, string(left.Category)).Inc()
+}
+
+// OperationRunning sets the operation's in-progress result.
+func (m *Operations) OperationRunning(op storage.Operation, inst storage.Instance) {
+	m.results.running(op, inst)
 }
 
 // TokenRejected counts a refused request.

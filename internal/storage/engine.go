@@ -242,12 +242,13 @@ func (s *Store) ArchiveAndRemove(ctx context.Context, a ArchivedInstance) error 
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO instances_archive (instance_id, runtime_id, global_account_id,
 			subaccount_id, plan_id, plan_name, platform_region, provider, provider_region, shoot_name,
-			provisioning_state, last_deprovisioning_id, instance_created_at, deprovisioning_started_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+			provisioning_state, last_deprovisioning_id, instance_created_at, deprovisioning_started_at,
+			deprovisioning_description, leftovers)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
 			ON CONFLICT (instance_id) DO NOTHING`,
 			a.InstanceID, a.RuntimeID, a.GlobalAccountID, a.SubAccountID, a.PlanID, a.PlanName, a.PlatformRegion,
 			a.Provider, a.ProviderRegion, a.ShootName, a.ProvisioningState, a.LastDeprovisioningID,
-			a.InstanceCreatedAt, a.DeprovisioningStartedAt); err != nil {
+			a.InstanceCreatedAt, a.DeprovisioningStartedAt, a.DeprovisioningDescription, jsonOrNull(a.Leftovers)); err != nil {
 			return fmt.Errorf("archiving instance %s: %w", a.InstanceID, err)
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM instances WHERE instance_id = $1`, a.InstanceID); err != nil {
@@ -261,7 +262,8 @@ func (s *Store) ArchiveAndRemove(ctx context.Context, a ArchivedInstance) error 
 func (s *Store) Archived(ctx context.Context, instanceID string) (ArchivedInstance, error) {
 	rows, _ := s.pool.Query(ctx, `SELECT instance_id, runtime_id, global_account_id, subaccount_id, plan_id,
 		plan_name, platform_region, provider, provider_region, shoot_name, provisioning_state,
-		last_deprovisioning_id, instance_created_at, deprovisioning_started_at, archived_at
+		last_deprovisioning_id, instance_created_at, deprovisioning_started_at, archived_at,
+		deprovisioning_description, leftovers
 		FROM instances_archive WHERE instance_id = $1`, instanceID)
 	a, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[ArchivedInstance])
 	return a, interpretError(err)

@@ -179,4 +179,10 @@ type ArchivedInstance struct {
 	InstanceCreatedAt       time.Time      `db:"instance_created_at"`
 	DeprovisioningStartedAt time.Time      `db:"deprovisioning_started_at"`
 	ArchivedAt              time.Time      `db:"archived_at"`
+	// DeprovisioningDescription is what the deprovisioning said when it
+	// ended; "" for instances archived before it was kept.
+	DeprovisioningDescription string `db:"deprovisioning_description"`
+	// Leftovers are what the deprovisioning's skipped steps left behind
+	// (a JSON array of process.Leftover); nil when nothing was left.
+	Leftovers json.RawMessage `db:"leftovers"`
 }

@@ -250,6 +250,14 @@ func (s *Store) CreateDeprovisioning(ctx context.Context, op Operation) (Operati
 	return result, created, nil
 }
 
+// jsonOrNull is b, or SQL NULL when b is empty.
+func jsonOrNull(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
 func jsonOrEmpty(b []byte) []byte {
 	if len(b) == 0 {
 		return []byte("{}")

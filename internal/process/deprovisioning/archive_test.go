@@ -61,6 +61,7 @@ func TestArchive(t *testing.T) {
 				Provider: "azure", ProviderRegion: "westeurope", ShootName: "c-abc1234",
 				ProvisioningState: tc.wantState, LastDeprovisioningID: op.ID,
 				InstanceCreatedAt: i.CreatedAt, DeprovisioningStartedAt: op.CreatedAt,
+				DeprovisioningDescription: deprovisioning.Done,
 			}
 			if g, w := processtest.MustJSON(t, store.archived[0]), processtest.MustJSON(t, want); g != w {
 				t.Errorf("archived:\n got %s\nwant %s", g, w)

@@ -21,6 +21,12 @@ type Config struct {
 	// often the wait looks (watches usually wake it sooner).
 	RemovalTimeout time.Duration
 	RemovalPoll    time.Duration
+	// SkipAfter bounds the retries of the steps that remove things inside
+	// or around the runtime (bindings, the Kyma CR, the account's claim):
+	// after it they are skipped and their remains reported, so that the
+	// cluster is deleted all the same (process.SkippableStep). Only the
+	// cluster's own deletion (RemovalTimeout) fails a deprovisioning.
+	SkipAfter time.Duration
 }
 
 // Store is the part of storage.Store the deprovisioning steps use.
@@ -49,12 +55,12 @@ func Pipeline(d Deps) process.Pipeline {
 	return process.Pipeline{
 		Steps: []process.Step{
 			&Initialization{Store: d.Store},
-			&RemoveBindings{Bindings: d.Bindings},
+			&RemoveBindings{Bindings: d.Bindings, Config: d.Config},
 			&DeleteKyma{KCP: d.KCP, Config: d.Config},
 			&DeleteRuntime{KCP: d.KCP, Config: d.Config, Runtimes: d.Runtimes},
-			&ReleaseHyperscalerSecret{Store: d.Store, Accounts: d.Accounts, SharedPlanIDs: d.Config.SharedPlanIDs},
+			&ReleaseHyperscalerSecret{Store: d.Store, Accounts: d.Accounts, SharedPlanIDs: d.Config.SharedPlanIDs, Config: d.Config},
 			&Archive{Store: d.Store},
 		},
-		Done: "Operation succeeded: the runtime is deprovisioned",
+		Done: Done,
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/process"
@@ -30,6 +31,15 @@ type ReleaseHyperscalerSecret struct {
 	// SharedPlanIDs are plans on shared accounts: their instances never
 	// keep a tenant's dedicated account.
 	SharedPlanIDs []string
+	Config        Config
+}
+
+// SkipAfter implements process.SkippableStep.
+func (s *ReleaseHyperscalerSecret) SkipAfter() time.Duration { return s.Config.SkipAfter }
+
+// Leftover implements process.SkippableStep.
+func (s *ReleaseHyperscalerSecret) Leftover(op *process.Operation) string {
+	return fmt.Sprintf("the hyperscaler account of global account %s, not released for cleanup", op.Instance.GlobalAccountID)
 }
 
 // Name implements process.Step.
