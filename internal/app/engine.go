@@ -114,7 +114,7 @@ func queueConfig(cfg config.Config) process.QueueConfig {
 // the control-plane watch.
 func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, orchestrations *storage.Orchestrations,
 	cat *catalog.Catalog, expirer *expiry.Expirer,
-	bindings *binding.Service, work *metrics.Work, observer process.Observer, log logrus.FieldLogger) (*engine, error) {
+	bindings *binding.Service, work *metrics.Work, observer *metrics.Operations, log logrus.FieldLogger) (*engine, error) {
 	ec := cfg.Engine
 	if ec.KCPKubeconfig == "" && !InCluster() {
 		return nil, errors.New("no control plane: set APP_KCP_KUBECONFIG (or KUBECONFIG), or APP_WORKERS=0 to only accept requests")
@@ -231,6 +231,9 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 	}
 	if bindings != nil {
 		periodic = append(periodic, pruneBindings(cfg, bindings))
+	}
+	if bs := ec.BTPSecrets; bs.Interval > 0 {
+		periodic = append(periodic, btpSecretsJob(cfg, store, runtimes, observer, log))
 	}
 	if err := queue.Work(eng, append(periodic, cleanups...)...); err != nil {
 		return nil, err

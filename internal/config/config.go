@@ -131,8 +131,22 @@ type Engine struct {
 	// ExpiryInterval is how often the expiry job looks for trials to
 	// suspend.
 	ExpiryInterval time.Duration
+	// BTPSecrets: the drift repair of runtimes' sap-btp-manager Secrets.
+	BTPSecrets BTPSecrets
 	// Orchestrations: see internal/orchestration.
 	Orchestration Orchestration
+}
+
+// BTPSecrets holds the settings of the sap-btp-manager Secret reconciler
+// (internal/btpsecrets).
+type BTPSecrets struct {
+	// Interval is how often a pass over every running runtime starts; 0
+	// switches the reconciler off.
+	Interval time.Duration
+	// Rate is how many runtimes per second it looks at.
+	Rate int
+	// DryRun counts and logs what it would do without writing.
+	DryRun bool
 }
 
 // Audience selects runtimes by plan name or global account ID.
@@ -194,6 +208,7 @@ var Defaults = Config{
 		RemovalPoll:      15 * time.Second,
 		RemovalSkipAfter: 5 * time.Minute,
 		ExpiryInterval:   time.Hour,
+		BTPSecrets:       BTPSecrets{Interval: 24 * time.Hour, Rate: 10},
 		Orchestration:    Orchestration{Poll: time.Second, UpgradeTimeout: 3 * time.Hour},
 	},
 	Binding: DefaultBinding,
@@ -430,6 +445,12 @@ func (c *Config) BindEngine(b *Binder) {
 		"how often a deprovisioning looks whether its CRs are gone (watches wake it sooner)")
 	b.Duration(&e.RemovalSkipAfter, "removal-skip-after", "APP_DEPROVISIONING_STEP_SKIP_AFTER", d.RemovalSkipAfter,
 		"how long a deprovisioning retries removing bindings, the Kyma CR or the account's claim before it skips the step, reports what it left and deletes the cluster")
+	b.Duration(&e.BTPSecrets.Interval, "btp-secrets-interval", "APP_BTP_SECRETS_RECONCILE_INTERVAL", d.BTPSecrets.Interval,
+		"how often the leader starts a pass repairing every running runtime's sap-btp-manager Secret (0: never)")
+	b.Int(&e.BTPSecrets.Rate, "btp-secrets-rate", "APP_BTP_SECRETS_RECONCILE_RATE", d.BTPSecrets.Rate,
+		"runtimes per second the sap-btp-manager Secret reconciler looks at")
+	b.Bool(&e.BTPSecrets.DryRun, "btp-secrets-dry-run", "APP_BTP_SECRETS_RECONCILE_DRY_RUN", false,
+		"the sap-btp-manager Secret reconciler only counts and logs the drift it finds")
 	b.Duration(&e.ExpiryInterval, "expiry-interval", "APP_EXPIRY_INTERVAL", d.ExpiryInterval,
 		"how often one replica looks for instances older than their plan's lifetime and suspends them")
 	o, do := &e.Orchestration, d.Orchestration
@@ -476,6 +497,9 @@ func (c *Config) Validate() error {
 	}
 	if c.OperationTimeout <= 0 {
 		errs = append(errs, errors.New("APP_BROKER_OPERATION_TIMEOUT must be positive"))
+	}
+	if c.Engine.BTPSecrets.Interval < 0 || c.Engine.BTPSecrets.Rate <= 0 {
+		errs = append(errs, errors.New("APP_BTP_SECRETS_RECONCILE_INTERVAL must not be negative and APP_BTP_SECRETS_RECONCILE_RATE must be positive"))
 	}
 	if c.TrialDuration < 0 {
 		errs = append(errs, errors.New("APP_TRIAL_DURATION must not be negative"))

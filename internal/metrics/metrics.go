@@ -9,11 +9,13 @@
 package metrics
 
 import (
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kyma-keb/keb/internal/btpmanager"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/storage"
 )
@@ -36,6 +38,7 @@ type Operations struct {
 	rejections *prometheus.CounterVec
 	leftovers  *prometheus.CounterVec
 	results    *results
+	secrets    *prometheus.CounterVec
 }
 
 var _ process.Observer = (*Operations)(nil)
@@ -61,7 +64,11 @@ func NewOperations(reg prometheus.Registerer, rejectionReasons []string) *Operat
 		Help: "Steps given up on after their bounded retries (deprovisioning goes on), by operation type, step and error_category: each left something behind.",
 	}, []string{"type", "step", "error_category"})
 	m.results = newResults(time.Now)
-	reg.MustRegister(m.steps, m.rejections, m.leftovers, m.results)
+	m.secrets = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "keb_btp_manager_secrets_reconciled_total",
+		Help: "Runtimes' sap-btp-manager Secrets the reconciler looked at, by what it did (unchanged, recreated, rewritten, skipped, no_credentials, failed) and dry_run.",
+	}, []string{"action", "dry_run"})
+	reg.MustRegister(m.steps, m.rejections, m.leftovers, m.results, m.secrets)
 	for _, r := range rejectionReasons {
 		m.rejections.WithLabelValues(r)
 	}
@@ -117,6 +124,12 @@ func (m *Operations) StepSkipped(opType storage.OperationType, left process.Left
 // OperationRunning sets the operation's in-progress result.
 func (m *Operations) OperationRunning(op storage.Operation, inst storage.Instance) {
 	m.results.running(op, inst)
+}
+
+// Reconciled counts a runtime's sap-btp-manager Secret the reconciler
+// looked at (btpsecrets.Counter).
+func (m *Operations) Reconciled(action btpmanager.Action, dryRun bool) {
+	m.secrets.WithLabelValues(string(action), strconv.FormatBool(dryRun)).Inc()
 }
 
 // TokenRejected counts a refused request.

@@ -104,7 +104,7 @@ type skippable struct {
 	after time.Duration
 }
 
-func (s skippable) SkipAfter() time.Duration    { return s.after }
+func (s skippable) SkipAfter() time.Duration   { return s.after }
 func (s skippable) Leftover(*Operation) string { return "a thing" }
 
 func TestSkippableStepIsSkippedAfterItsBound(t *testing.T) {

@@ -394,3 +394,26 @@ func nonNil(l []string) []string {
 	}
 	return l
 }
+
+// RunningInstances returns up to limit instances whose runtime is running
+// (state succeeded, a runtime ID recorded), in instance ID order after
+// after, with their credentials opened: a walk of the fleet (the BTP Manager
+// Secret reconciler) reads it page by page, one indexed range each.
+func (s *Store) RunningInstances(ctx context.Context, after string, limit int) ([]Instance, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT `+instanceColumns+` FROM instances
+		WHERE instance_id > $1 AND state = $2 AND runtime_id <> ''
+		ORDER BY instance_id LIMIT $3`, after, RuntimeSucceeded, limit)
+	raw, err := pgx.CollectRows(rows, pgx.RowToStructByName[instanceRow])
+	if err != nil {
+		return nil, fmt.Errorf("listing running instances: %w", err)
+	}
+	out := make([]Instance, 0, len(raw))
+	for _, r := range raw {
+		inst, err := s.open(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, inst)
+	}
+	return out, nil
+}
