@@ -26,6 +26,7 @@ import (
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/console"
 	"github.com/kyma-keb/keb/internal/expiry"
+	"github.com/kyma-keb/keb/internal/guardrails"
 	"github.com/kyma-keb/keb/internal/httpapi"
 	"github.com/kyma-keb/keb/internal/metrics"
 	"github.com/kyma-keb/keb/internal/orchestration"
@@ -138,6 +139,19 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 		OperationTimeout:     cfg.OperationTimeout,
 		RetryAfter:           cfg.RetryAfter,
 		BindablePlans:        cfg.Binding.BindablePlans,
+		AllowedGlobalAccounts: guardrails.AllowedGlobalAccounts{Restrict: cfg.RestrictToAllowedGlobalAccounts,
+			Accounts: cfg.AllowedGlobalAccounts},
+	}
+	if cfg.BlocklistFile != "" {
+		// A blocklist that does not parse stops the start: it would not
+		// block what its author meant.
+		bl, err := guardrails.LoadFile(cfg.BlocklistFile, log.WithField("component", "blocklist"))
+		if err != nil {
+			pool.Close()
+			return nil, err
+		}
+		brokerOpts.Blocklist = bl
+		go bl.Watch(ctx, cfg.BlocklistReload) // ctx bounds the App's background work
 	}
 	if bindings != nil {
 		brokerOpts.Bindings = bindings // a nil *Service must not become a non-nil interface

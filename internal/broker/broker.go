@@ -14,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/guardrails"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -41,6 +42,27 @@ type Options struct {
 	Bindings binder
 	// BindablePlans are the plans (by name) the catalog marks bindable.
 	BindablePlans []string
+	// Blocklist blocks operations by plan and global account; nil blocks
+	// none.
+	Blocklist blocklist
+	// AllowedGlobalAccounts restricts provisioning to some global accounts.
+	AllowedGlobalAccounts guardrails.AllowedGlobalAccounts
+}
+
+// blocklist says whether an operation is blocked (guardrails.FileBlocklist).
+type blocklist interface {
+	Blocked(op guardrails.Operation, plan, globalAccount string) (string, bool)
+}
+
+// blocked returns the refusal of op by the blocklist, or nil.
+func (b *Broker) blocked(op guardrails.Operation, plan, globalAccount string) error {
+	if b.opts.Blocklist == nil {
+		return nil
+	}
+	if msg, ok := b.opts.Blocklist.Blocked(op, plan, globalAccount); ok {
+		return errBlocked(msg)
+	}
+	return nil
 }
 
 // Broker is keb's domain.ServiceBroker.

@@ -9,6 +9,7 @@ import (
 	"github.com/pivotal-cf/brokerapi/v10/domain"
 	"github.com/sirupsen/logrus"
 
+	"github.com/kyma-keb/keb/internal/guardrails"
 	"github.com/kyma-keb/keb/internal/logging"
 	"github.com/kyma-keb/keb/internal/storage"
 )
@@ -56,6 +57,9 @@ func (b *Broker) Deprovision(ctx context.Context, instanceID string, details dom
 		return domain.DeprovisionServiceSpec{}, b.internal(log, "reading instance", err)
 	default:
 		if err := checkSamePlan(inst, details.ServiceID, details.PlanID); err != nil {
+			return domain.DeprovisionServiceSpec{}, err
+		}
+		if err := b.blocked(guardrails.Deprovision, inst.PlanName, inst.GlobalAccountID); err != nil {
 			return domain.DeprovisionServiceSpec{}, err
 		}
 	}

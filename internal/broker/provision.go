@@ -13,6 +13,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/guardrails"
 	"github.com/kyma-keb/keb/internal/logging"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/storage"
@@ -41,6 +42,12 @@ func (b *Broker) Provision(ctx context.Context, instanceID string, details domai
 	plan, pctx, resolved, storedContext, err := b.validateProvisioning(details, region)
 	if err != nil {
 		return b.refuseInvalid(ctx, log(), instanceID, details, region, err)
+	}
+	if msg := b.opts.AllowedGlobalAccounts.Refusal(pctx.GlobalAccountID); msg != "" {
+		return domain.ProvisionedServiceSpec{}, errBlocked(msg)
+	}
+	if err := b.blocked(guardrails.Provision, plan.Name, pctx.GlobalAccountID); err != nil {
+		return domain.ProvisionedServiceSpec{}, err
 	}
 	inst := storage.Instance{
 		InstanceID:      instanceID,

@@ -12,6 +12,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/guardrails"
 	"github.com/kyma-keb/keb/internal/logging"
 	"github.com/kyma-keb/keb/internal/storage"
 )
@@ -63,6 +64,19 @@ func (b *Broker) Update(ctx context.Context, instanceID string, details domain.U
 		}
 		if running != nil {
 			return storage.InstanceChange{}, errConcurrentInstanceAccess
+		}
+		if err := b.blocked(guardrails.Update, inst.PlanName, inst.GlobalAccountID); err != nil {
+			return storage.InstanceChange{}, err
+		}
+		if details.PlanID != "" && details.PlanID != inst.PlanID {
+			// A plan upgrade is blocked by the plan it goes to.
+			target := details.PlanID
+			if p, ok := b.catalog.PlanByID(details.PlanID); ok {
+				target = p.Name
+			}
+			if err := b.blocked(guardrails.PlanUpgrade, target, inst.GlobalAccountID); err != nil {
+				return storage.InstanceChange{}, err
+			}
 		}
 		change := storage.InstanceChange{}
 		if len(bytes.TrimSpace(details.RawContext)) > 0 {

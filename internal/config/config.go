@@ -29,8 +29,16 @@ type Config struct {
 	DefaultRequestRegion string
 	EnabledPlans         []string
 	PlansFile            string
-	OperationTimeout     time.Duration
-	RetryAfter           time.Duration
+	// BlocklistFile is the operation blocklist (internal/guardrails), read
+	// again every BlocklistReload; "" blocks nothing.
+	BlocklistFile   string
+	BlocklistReload time.Duration
+	// RestrictToAllowedGlobalAccounts lets only AllowedGlobalAccounts
+	// provision.
+	RestrictToAllowedGlobalAccounts bool
+	AllowedGlobalAccounts           []string
+	OperationTimeout                time.Duration
+	RetryAfter                      time.Duration
 	// TrialDuration, when positive, replaces the trial plan's lifetime
 	// (plans.yaml's lifetimeDays): how long a trial lives before the expiry
 	// job suspends it.
@@ -174,6 +182,7 @@ var Defaults = Config{
 	MigrateOnStart:        true,
 	DefaultRequestRegion:  "cf-eu10",
 	EnabledPlans:          []string{"azure", "gcp", "azure_lite", "trial", "aws"},
+	BlocklistReload:       10 * time.Second,
 	OperationTimeout:      24 * time.Hour,
 	RetryAfter:            10 * time.Second,
 	RequestTimeout:        20 * time.Second,
@@ -357,6 +366,14 @@ func (c *Config) BindBroker(b *Binder) {
 	b.String(&c.DefaultRequestRegion, "default-request-region", "APP_BROKER_DEFAULT_REQUEST_REGION", d.DefaultRequestRegion,
 		"platform region of requests to /oauth/v2/... (without a region segment)")
 	b.List(&c.EnabledPlans, "enabled-plans", "APP_BROKER_ENABLED_PLANS", d.EnabledPlans, "plans offered in the catalog")
+	b.String(&c.BlocklistFile, "operation-blocklist-file", "APP_OPERATION_BLOCKLIST_FILE", "",
+		"YAML file of operation blocklist rules (provision, update, planUpgrade, deprovision); checked at start, re-read when it changes")
+	b.Duration(&c.BlocklistReload, "operation-blocklist-reload", "APP_OPERATION_BLOCKLIST_RELOAD", d.BlocklistReload,
+		"how often the operation blocklist file is looked at for changes (a ConfigMap volume is updated in place)")
+	b.Bool(&c.RestrictToAllowedGlobalAccounts, "restrict-to-allowed-global-accounts", "APP_BROKER_RESTRICT_TO_ALLOWED_GLOBAL_ACCOUNTS", false,
+		"only the global accounts APP_BROKER_ALLOWED_GLOBAL_ACCOUNTS lists may provision")
+	b.List(&c.AllowedGlobalAccounts, "allowed-global-accounts", "APP_BROKER_ALLOWED_GLOBAL_ACCOUNTS", nil,
+		"the global accounts that may provision when APP_BROKER_RESTRICT_TO_ALLOWED_GLOBAL_ACCOUNTS is set")
 	b.String(&c.PlansFile, "plans-file", "APP_BROKER_PLANS_FILE", "",
 		"plans/providers YAML replacing the embedded resources/plans.yaml")
 	b.Duration(&c.OperationTimeout, "operation-timeout", "APP_BROKER_OPERATION_TIMEOUT", d.OperationTimeout,
