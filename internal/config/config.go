@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kyma-keb/keb/internal/guardrails"
 	"github.com/kyma-keb/keb/internal/maintenance"
 )
 
@@ -529,6 +530,18 @@ func (c *Config) Validate() error {
 	}
 	if c.ReadinessInterval <= 0 {
 		errs = append(errs, errors.New("APP_READINESS_INTERVAL must be positive"))
+	}
+	if c.BlocklistFile != "" {
+		// Read here too, so that a malformed rule stops keb before it
+		// touches the database; the App reads it again to keep it.
+		if data, err := os.ReadFile(c.BlocklistFile); err != nil {
+			errs = append(errs, fmt.Errorf("APP_OPERATION_BLOCKLIST_FILE: %w", err))
+		} else if _, err := guardrails.Parse(data); err != nil {
+			errs = append(errs, fmt.Errorf("APP_OPERATION_BLOCKLIST_FILE %s: %w", c.BlocklistFile, err))
+		}
+		if c.BlocklistReload <= 0 {
+			errs = append(errs, errors.New("APP_OPERATION_BLOCKLIST_RELOAD must be positive"))
+		}
 	}
 	if c.RequestTimeout < 0 {
 		errs = append(errs, errors.New("APP_REQUEST_TIMEOUT must not be negative"))
