@@ -35,7 +35,7 @@ type Cleanup struct {
 
 // DefaultCleanup are the cleanup's defaults.
 var DefaultCleanup = Cleanup{
-	CISVersion:         "v2.0",
+	CISVersion:         "central-v2",
 	CISPageSize:        100,
 	SubaccountInterval: time.Hour,
 	MaxAge:             24 * time.Hour,
@@ -55,7 +55,7 @@ func (c *Config) BindCleanup(b *Binder) {
 	b.String(&k.CISClientSecret, "cis-client-secret", "APP_CIS_CLIENT_SECRET", "", "CIS OAuth2 client secret")
 	b.String(&k.CISClientSecretFile, "cis-client-secret-file", "APP_CIS_CLIENT_SECRET_FILE", "",
 		"file holding the CIS client secret (instead of APP_CIS_CLIENT_SECRET)")
-	b.String(&k.CISVersion, "cis-client-version", "APP_CLIENT_VERSION", d.CISVersion, "CIS events API version: v1.0 or v2.0")
+	b.String(&k.CISVersion, "cis-client-version", "APP_CLIENT_VERSION", d.CISVersion, "CIS events API: central-v2 (the central events API v2, cursor paging; APP_CIS_EVENT_SERVICE_URL is <cis>/events/v2/events/central), or the retired v1.0 or v2.0")
 	b.Int(&k.CISPageSize, "cis-page-size", "APP_CIS_PAGE_SIZE", d.CISPageSize, "events per CIS page")
 	b.Duration(&k.SubaccountInterval, "subaccount-cleanup-interval", "APP_SUBACCOUNT_CLEANUP_INTERVAL", d.SubaccountInterval,
 		"how often one replica deprovisions the instances of subaccounts deleted in CIS")
@@ -115,8 +115,8 @@ func (k Cleanup) Validate() error {
 		if k.CISAuthURL == "" {
 			errs = append(errs, errors.New("APP_CIS_EVENT_SERVICE_URL is set but APP_CIS_AUTH_URL is not"))
 		}
-		if k.CISVersion != "v1.0" && k.CISVersion != "v2.0" {
-			errs = append(errs, fmt.Errorf("APP_CLIENT_VERSION=%q: use v1.0 or v2.0", k.CISVersion))
+		if k.CISVersion != "central-v2" && k.CISVersion != "v1.0" && k.CISVersion != "v2.0" {
+			errs = append(errs, fmt.Errorf("APP_CLIENT_VERSION=%q: use central-v2, v1.0 or v2.0", k.CISVersion))
 		}
 		if k.SubaccountInterval <= 0 {
 			errs = append(errs, errors.New("APP_SUBACCOUNT_CLEANUP_INTERVAL must be positive"))

@@ -9,6 +9,10 @@
 //	POST /oauth/token   client credentials (basic auth or form) → {"access_token",...}
 //	GET  /v1.0/events   events in API v1.0's shape (pageNum from 0)
 //	GET  /v2.0/events   events in API v2.0's shape (pageNum from 1)
+//	GET  /events/v2/events/central  the central events API v2: the first page
+//	                    by filter (eventType, entityType, since=<n>D,
+//	                    pageSize, sortField=creationTime, sortOrder=ASC), the
+//	                    next ones by ?cursor=<nextCursor> alone
 //	POST /events        {"type":"SUBACCOUNT_DELETE","subaccount_id":"<id>"} → 201 with the event
 //
 // An event makes the subaccount cleanup deprovision runtimes, so whoever
@@ -42,7 +46,9 @@ const (
 	TokenPath    = "/oauth/token"
 	EventsV1Path = "/v1.0/events"
 	EventsV2Path = "/v2.0/events"
-	AddPath      = "/events"
+	// CentralEventsPath is the central events API v2.
+	CentralEventsPath = "/events/v2/events/central"
+	AddPath           = "/events"
 )
 
 // Bounds of what the stand-in keeps.
@@ -161,6 +167,7 @@ func (s *Server) Handler(guardAdd func(http.Handler) http.Handler) http.Handler 
 	mux.HandleFunc("POST "+TokenPath, s.token)
 	mux.HandleFunc("GET "+EventsV1Path, func(w http.ResponseWriter, r *http.Request) { s.list(w, r, cis.V1) })
 	mux.HandleFunc("GET "+EventsV2Path, func(w http.ResponseWriter, r *http.Request) { s.list(w, r, cis.V2) })
+	mux.HandleFunc("GET "+CentralEventsPath, s.central)
 	var add http.Handler = http.HandlerFunc(s.add)
 	if guardAdd != nil {
 		add = guardAdd(add)
@@ -214,7 +221,9 @@ func (s *Server) issue() (string, error) {
 	return tok, nil
 }
 
-func (s *Server) list(w http.ResponseWriter, r *http.Request, v cis.Version) {
+// admit counts an events request, plays the next fault, and checks its
+// token; false means it answered.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request) bool {
 	s.mu.Lock()
 	s.requests++
 	var f *fault
@@ -232,17 +241,24 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, v cis.Version) {
 		select {
 		case <-time.After(f.stall):
 		case <-r.Context().Done():
-			return
+			return false
 		}
 	} else if f != nil {
 		if f.status == http.StatusTooManyRequests {
 			w.Header().Set("Retry-After", "0")
 		}
 		writeError(w, f.status, http.StatusText(f.status), "a fault the test asked for")
-		return
+		return false
 	}
 	if !authorized {
 		writeError(w, http.StatusUnauthorized, "invalid_token", "no token of the stand-in's token endpoint, or an expired one")
+		return false
+	}
+	return true
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request, v cis.Version) {
+	if !s.admit(w, r) {
 		return
 	}
 	q := r.URL.Query()
