@@ -23,6 +23,7 @@ import (
 	"github.com/kyma-keb/keb/internal/binding"
 	"github.com/kyma-keb/keb/internal/broker"
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/cis"
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/console"
 	"github.com/kyma-keb/keb/internal/expiry"
@@ -141,6 +142,20 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 		BindablePlans:        cfg.Binding.BindablePlans,
 		AllowedGlobalAccounts: guardrails.AllowedGlobalAccounts{Restrict: cfg.RestrictToAllowedGlobalAccounts,
 			Accounts: cfg.AllowedGlobalAccounts},
+	}
+	if cfg.QuotaCheck {
+		id, secret, err := cfg.Cleanup.Credentials()
+		if err != nil {
+			pool.Close()
+			return nil, err
+		}
+		ent, err := cis.NewEntitlements(cis.EntitlementsConfig{BaseURL: cfg.CISEntitlementsURL, AuthURL: cfg.Cleanup.CISAuthURL,
+			ClientID: id, ClientSecret: secret, Timeout: cisTimeout})
+		if err != nil {
+			pool.Close()
+			return nil, err
+		}
+		brokerOpts.Quota = &guardrails.Quota{Entitlements: ent, Instances: store, SkipPlans: onePerGlobalAccountPlans(cat)}
 	}
 	if cfg.BlocklistFile != "" {
 		// A blocklist that does not parse stops the start: it would not

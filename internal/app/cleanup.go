@@ -8,6 +8,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/cis"
 	"github.com/kyma-keb/keb/internal/cleanup"
 	"github.com/kyma-keb/keb/internal/config"
@@ -80,4 +81,16 @@ func cleanupJobs(cfg config.Config, store *storage.Store, kcp client.Client, log
 			}})
 	}
 	return jobs, nil
+}
+
+// onePerGlobalAccountPlans names the plans a global account has one of
+// (trial, free): the entitlement quota does not apply to them.
+func onePerGlobalAccountPlans(cat *catalog.Catalog) []string {
+	var names []string
+	for _, p := range cat.Plans() {
+		if p.OnePerGlobalAccount {
+			names = append(names, p.Name)
+		}
+	}
+	return names
 }

@@ -2,8 +2,10 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"github.com/kyma-keb/keb/internal/app"
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/config"
+	"github.com/kyma-keb/keb/internal/devstack/cisstub"
 	"github.com/kyma-keb/keb/testing/pgtest"
 )
 
@@ -139,4 +142,55 @@ func TestAllowedGlobalAccounts(t *testing.T) {
 		t.Errorf("description %q, want %q", r.body["description"], want)
 	}
 	b.expect(b.do(http.MethodPut, provisionPath("ag-2"), provisionBody(azurePlanID, `{"name":"a"}`, gaCtx("ga-1"))), http.StatusAccepted)
+}
+
+// TestQuota: with APP_BROKER_CHECK_QUOTA_LIMIT, a provisioning beyond the
+// subaccount's entitlement (read from the CIS stand-in over HTTP) gets
+// upstream's 400, a subaccount CIS does not know too, and CIS being down a
+// 503 with nothing written; trial is not checked.
+func TestQuota(t *testing.T) {
+	t.Parallel()
+	stub := cisstub.New("quota-client", "quota-secret")
+	cisSrv := httptest.NewServer(stub.Handler(nil))
+	t.Cleanup(cisSrv.Close)
+	b := setupWith(t, func(c *config.Config) {
+		c.QuotaCheck, c.CISEntitlementsURL = true, cisSrv.URL
+		c.Cleanup.CISAuthURL, c.Cleanup.CISClientID, c.Cleanup.CISClientSecret = cisSrv.URL+cisstub.TokenPath, "quota-client", "quota-secret"
+	}, io.Discard)
+	if err := stub.SetEntitlement("sa-q", "azure", 2); err != nil {
+		t.Fatal(err)
+	}
+	ctx := func(sa string) string { return `"globalaccount_id":"ga-q","subaccount_id":"` + sa + `","user_id":"u"` }
+	put := func(id, plan, sa string) response {
+		return b.do(http.MethodPut, provisionPath(id), provisionBody(plan, `{"name":"`+id+`"}`, ctx(sa)))
+	}
+	b.expect(put("q-1", azurePlanID, "sa-q"), http.StatusAccepted)
+	b.expect(put("q-2", azurePlanID, "sa-q"), http.StatusAccepted)
+	// The same PUT again is not a third instance.
+	b.expect(put("q-2", azurePlanID, "sa-q"), http.StatusAccepted)
+	r := put("q-3", azurePlanID, "sa-q")
+	b.expectOSBError(r, http.StatusBadRequest, "BadRequest")
+	if want := "Kyma instances quota exceeded for plan azure. assignedQuota: 2, remainingQuota: 0. Contact your administrator."; r.body["description"] != want {
+		t.Errorf("description %q, want %q", r.body["description"], want)
+	}
+	// Another plan of the same subaccount has its own entitlement: none.
+	r = put("q-gcp", catalog.GCPPlanID, "sa-q")
+	if !strings.Contains(fmt.Sprint(r.body["description"]), "assignedQuota: 0") {
+		t.Errorf("gcp without entitlement: %s", r.raw)
+	}
+	// A subaccount CIS does not know.
+	r = put("q-4", azurePlanID, "sa-nobody")
+	b.expectOSBError(r, http.StatusBadRequest, "BadRequest")
+	if want := "Subaccount sa-nobody does not exist"; r.body["description"] != want {
+		t.Errorf("description %q, want %q", r.body["description"], want)
+	}
+	// Trial is one per global account anyway: not checked.
+	b.expect(put("q-trial", trialPlanID, "sa-nobody"), http.StatusAccepted)
+	// CIS down: retried, then 503, nothing written.
+	stub.FailNext(100, http.StatusServiceUnavailable)
+	r = put("q-5", azurePlanID, "sa-q")
+	b.expectOSBError(r, http.StatusServiceUnavailable, "ServiceUnavailable")
+	if n := b.count(`SELECT count(*) FROM instances WHERE instance_id IN ('q-3', 'q-gcp', 'q-4', 'q-5')`); n != 0 {
+		t.Errorf("%d refused instances written", n)
+	}
 }

@@ -47,6 +47,14 @@ type Options struct {
 	Blocklist blocklist
 	// AllowedGlobalAccounts restricts provisioning to some global accounts.
 	AllowedGlobalAccounts guardrails.AllowedGlobalAccounts
+	// Quota checks the subaccount's entitlement (CIS); nil checks none.
+	Quota quota
+}
+
+// quota refuses a provisioning beyond the subaccount's entitlement
+// (guardrails.Quota).
+type quota interface {
+	Refusal(ctx context.Context, planID, planName, subaccountID, instanceID string) (string, error)
 }
 
 // blocklist says whether an operation is blocked (guardrails.FileBlocklist).

@@ -106,6 +106,12 @@ func errBlocked(msg string) error {
 		WithErrorKey("BadRequest").Build()
 }
 
+// errQuotaUnavailable answers a provisioning whose quota CIS could not
+// tell: nothing was written, the platform may retry.
+var errQuotaUnavailable = apiresponses.NewFailureResponseBuilder(
+	errors.New("the subaccount's quota could not be checked (CIS is unavailable); nothing was changed, retry later"),
+	http.StatusServiceUnavailable, "quota-unavailable").WithErrorKey("ServiceUnavailable").Build()
+
 func errBadRequest(err error) error {
 	return apiresponses.NewFailureResponseBuilder(err, http.StatusBadRequest, "invalid-request").
 		WithErrorKey("BadRequest").Build()

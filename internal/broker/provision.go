@@ -49,6 +49,16 @@ func (b *Broker) Provision(ctx context.Context, instanceID string, details domai
 	if err := b.blocked(guardrails.Provision, plan.Name, pctx.GlobalAccountID); err != nil {
 		return domain.ProvisionedServiceSpec{}, err
 	}
+	if b.opts.Quota != nil {
+		msg, err := b.opts.Quota.Refusal(ctx, plan.ID, plan.Name, pctx.SubAccountID, instanceID)
+		switch {
+		case err != nil:
+			log().WithError(err).Warn("quota check failed")
+			return domain.ProvisionedServiceSpec{}, errQuotaUnavailable
+		case msg != "":
+			return domain.ProvisionedServiceSpec{}, errBlocked(msg)
+		}
+	}
 	inst := storage.Instance{
 		InstanceID:      instanceID,
 		GlobalAccountID: pctx.GlobalAccountID,

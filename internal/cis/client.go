@@ -222,6 +222,14 @@ func (c *Client) get(ctx context.Context, u string) ([]byte, error) {
 	return body, nil
 }
 
+// StatusError is CIS's answer other than 200.
+type StatusError struct {
+	Status int
+	msg    string
+}
+
+func (e *StatusError) Error() string { return e.msg }
+
 // classify turns a non-200 answer into an error: 401/403 ErrUnauthorized and
 // 4xx other than 429 permanent, the rest retried.
 func classify(status int, what, body string, h http.Header) error {
@@ -229,7 +237,7 @@ func classify(status int, what, body string, h http.Header) error {
 	if len(body) > 200 {
 		body = body[:200] + "…"
 	}
-	err := fmt.Errorf("CIS %s answered %d %s: %s", what, status, http.StatusText(status), body)
+	err := &StatusError{Status: status, msg: fmt.Sprintf("CIS %s answered %d %s: %s", what, status, http.StatusText(status), body)}
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		return backoff.Permanent(fmt.Errorf("%w (check APP_CIS_CLIENT_ID, the client secret and the client's scopes): %w", ErrUnauthorized, err))

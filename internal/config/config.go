@@ -38,8 +38,12 @@ type Config struct {
 	// provision.
 	RestrictToAllowedGlobalAccounts bool
 	AllowedGlobalAccounts           []string
-	OperationTimeout                time.Duration
-	RetryAfter                      time.Duration
+	// QuotaCheck refuses provisionings beyond the subaccount's entitlement,
+	// read from CIS at CISEntitlementsURL (with the APP_CIS_* credentials).
+	QuotaCheck         bool
+	CISEntitlementsURL string
+	OperationTimeout   time.Duration
+	RetryAfter         time.Duration
 	// TrialDuration, when positive, replaces the trial plan's lifetime
 	// (plans.yaml's lifetimeDays): how long a trial lives before the expiry
 	// job suspends it.
@@ -373,6 +377,10 @@ func (c *Config) BindBroker(b *Binder) {
 		"how often the operation blocklist file is looked at for changes (a ConfigMap volume is updated in place)")
 	b.Bool(&c.RestrictToAllowedGlobalAccounts, "restrict-to-allowed-global-accounts", "APP_BROKER_RESTRICT_TO_ALLOWED_GLOBAL_ACCOUNTS", false,
 		"only the global accounts APP_BROKER_ALLOWED_GLOBAL_ACCOUNTS lists may provision")
+	b.Bool(&c.QuotaCheck, "check-quota-limit", "APP_BROKER_CHECK_QUOTA_LIMIT", false,
+		"refuse a provisioning beyond the subaccount's entitlement of the plan (CIS entitlements; not for trial and free)")
+	b.String(&c.CISEntitlementsURL, "cis-entitlements-url", "APP_CIS_ENTITLEMENTS_URL", "",
+		"CIS's URL for the entitlements API (/entitlements/v1/... is appended); the token comes from APP_CIS_AUTH_URL with the APP_CIS_CLIENT_* credentials")
 	b.List(&c.AllowedGlobalAccounts, "allowed-global-accounts", "APP_BROKER_ALLOWED_GLOBAL_ACCOUNTS", nil,
 		"the global accounts that may provision when APP_BROKER_RESTRICT_TO_ALLOWED_GLOBAL_ACCOUNTS is set")
 	b.String(&c.PlansFile, "plans-file", "APP_BROKER_PLANS_FILE", "",
@@ -530,6 +538,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ReadinessInterval <= 0 {
 		errs = append(errs, errors.New("APP_READINESS_INTERVAL must be positive"))
+	}
+	if c.QuotaCheck && (c.CISEntitlementsURL == "" || c.Cleanup.CISAuthURL == "") {
+		errs = append(errs, errors.New("APP_BROKER_CHECK_QUOTA_LIMIT needs APP_CIS_ENTITLEMENTS_URL and APP_CIS_AUTH_URL"))
 	}
 	if c.BlocklistFile != "" {
 		// Read here too, so that a malformed rule stops keb before it

@@ -111,6 +111,9 @@ func devCIS(cfg *config.Config, ln net.Listener, guardAdd func(http.Handler) htt
 		}
 		k.CISEventsURL, k.CISAuthURL = base+path, base+cisstub.TokenPath
 		k.CISClientID, k.CISClientSecret, k.CISClientIDFile, k.CISClientSecretFile = id, secret, "", ""
+		if cfg.CISEntitlementsURL == "" {
+			cfg.CISEntitlementsURL = base
+		}
 	}
 	return CISMount(stub, guardAdd), nil
 }

@@ -14,6 +14,9 @@
 //	                    pageSize, sortField=creationTime, sortOrder=ASC), the
 //	                    next ones by ?cursor=<nextCursor> alone
 //	POST /events        {"type":"SUBACCOUNT_DELETE","subaccount_id":"<id>"} → 201 with the event
+//	GET  /entitlements/v1/services/kymaruntime/plans/<plan>/subaccounts/<id>/entitlements → {"amount"}
+//	                    (404 for a subaccount without entitlements)
+//	POST /entitlements  {"subaccount_id","plan","amount"} sets one (guarded as POST /events)
 //
 // An event makes the subaccount cleanup deprovision runtimes, so whoever
 // mounts the stand-in guards POST /events as keb guards a DELETE (Handler's
@@ -75,7 +78,9 @@ type Server struct {
 	tokens   map[string]time.Time
 	faults   []fault
 	requests int
-	now      func() time.Time
+	// entitlements are the subaccounts' amounts by plan.
+	entitlements map[entitlementKey]int
+	now          func() time.Time
 }
 
 // fault is how the next request of the events endpoint fails.
@@ -168,11 +173,17 @@ func (s *Server) Handler(guardAdd func(http.Handler) http.Handler) http.Handler 
 	mux.HandleFunc("GET "+EventsV1Path, func(w http.ResponseWriter, r *http.Request) { s.list(w, r, cis.V1) })
 	mux.HandleFunc("GET "+EventsV2Path, func(w http.ResponseWriter, r *http.Request) { s.list(w, r, cis.V2) })
 	mux.HandleFunc("GET "+CentralEventsPath, s.central)
+	mux.HandleFunc("GET "+EntitlementsPattern, s.entitlement)
 	var add http.Handler = http.HandlerFunc(s.add)
 	if guardAdd != nil {
 		add = guardAdd(add)
 	}
 	mux.Handle("POST "+AddPath, add)
+	var set http.Handler = http.HandlerFunc(s.setEntitlement)
+	if guardAdd != nil {
+		set = guardAdd(set)
+	}
+	mux.Handle("POST "+SetEntitlementPath, set)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "NotFound", fmt.Sprintf("the CIS stand-in has no route %s %.200s", r.Method, r.URL.Path))
 	})
@@ -332,26 +343,35 @@ var addRequest = reflect.TypeFor[AddRequest]()
 // maxAddBody bounds POST /events' body: an event is a hundred bytes.
 const maxAddBody = 4 << 10
 
-func (s *Server) add(w http.ResponseWriter, r *http.Request) {
+// decodeBody reads a small JSON body into v strictly (no unknown fields,
+// no nulls, nothing after it); false means it answered the problem.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any, typ reflect.Type) bool {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxAddBody))
 	if err != nil {
 		w.Header().Set("Connection", "close")
 		writeError(w, http.StatusRequestEntityTooLarge, "PayloadTooLarge", fmt.Sprintf("the body is larger than %d bytes", maxAddBody))
-		return
+		return false
 	}
-	var req AddRequest
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
+	if err := dec.Decode(v); err != nil {
 		writeError(w, http.StatusBadRequest, "BadRequest", "body: "+err.Error())
-		return
+		return false
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		writeError(w, http.StatusBadRequest, "BadRequest", "body: data after the JSON object")
-		return
+		return false
 	}
-	if p := strictjson.Check(body, strictjson.Rules{Type: addRequest, NoNulls: true}); p != nil {
+	if p := strictjson.Check(body, strictjson.Rules{Type: typ, NoNulls: true}); p != nil {
 		writeError(w, http.StatusBadRequest, "BadRequest", "body: "+p.Error())
+		return false
+	}
+	return true
+}
+
+func (s *Server) add(w http.ResponseWriter, r *http.Request) {
+	var req AddRequest
+	if !decodeBody(w, r, &req, addRequest) {
 		return
 	}
 	if req.Type != cis.EventTypeSubaccountDelete {
