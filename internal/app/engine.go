@@ -187,9 +187,9 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 	runtimes.WrapTransport = work.CountRequests("runtime")
 	deprov := deprovisioning.Deps{
 		Config: deprovisioning.Config{Namespace: ns, RemovalTimeout: ec.RemovalTimeout, RemovalPoll: ec.RemovalPoll,
-			SkipAfter:     ec.RemovalSkipAfter,
+			SkipAfter: ec.RemovalSkipAfter, FinalizerGrace: ec.FinalizerGrace,
 			SharedPlanIDs: sharedPlanIDs(cat)},
-		Store: store, KCP: kcp, Accounts: accounts, Runtimes: runtimes,
+		Store: store, KCP: kcp, Accounts: accounts, Runtimes: runtimes, RuntimeClients: runtimes,
 	}
 	if bindings != nil {
 		deprov.Bindings = bindings

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/kyma-keb/keb/internal/guardrails"
 	"github.com/kyma-keb/keb/internal/logging"
+	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -33,6 +35,19 @@ type DeprovisioningStore interface {
 func StartDeprovisioning(ctx context.Context, store DeprovisioningStore, instanceID string, deadline time.Time) (op storage.Operation, created bool, err error) {
 	return store.CreateDeprovisioning(ctx,
 		operationUntil(instanceID, storage.OperationTypeDeprovision, descriptionDeprovisionQueued, deadline))
+}
+
+// StartSubaccountDeprovisioning is StartDeprovisioning for an instance whose
+// subaccount was deleted (the subaccount cleanup): the deprovisioning also
+// soft-deletes the runtime's BTP service instances and bindings
+// (process.Record.SubaccountDeleted), whose finalizers nobody will remove
+// once the subaccount is gone.
+func StartSubaccountDeprovisioning(ctx context.Context, store DeprovisioningStore, instanceID string, deadline time.Time) (op storage.Operation, created bool, err error) {
+	o := operationUntil(instanceID, storage.OperationTypeDeprovision, descriptionDeprovisionQueued, deadline)
+	if o.Data, err = json.Marshal(process.Record{SubaccountDeleted: true}); err != nil {
+		return storage.Operation{}, false, err
+	}
+	return store.CreateDeprovisioning(ctx, o)
 }
 
 // Deprovision serves DELETE /v2/service_instances/{instance_id}. A DELETE

@@ -120,6 +120,12 @@ func TestSubaccountCleanup(t *testing.T) {
 					t.Errorf("%s: %d deprovisionings (queued %v), state %s; want one, queued, deprovisioning", id, n, queued, f.state(id))
 				}
 			}
+			// Their deprovisionings soft-delete the runtimes' BTP services.
+			var marked int
+			if err := f.store.Pool().QueryRow(f.ctx, `SELECT count(*) FROM operations WHERE type = 'deprovision'
+				AND data->>'subaccountDeleted' = 'true'`).Scan(&marked); err != nil || marked != len(wantTriggered) {
+				t.Errorf("%d deprovisionings marked subaccountDeleted (%v), want %d", marked, err, len(wantTriggered))
+			}
 			if n, _ := f.deprovisionings("inst-alive"); n != 0 || f.state("inst-alive") != storage.RuntimeSucceeded {
 				t.Errorf("inst-alive was touched: %d deprovisionings, state %s", n, f.state("inst-alive"))
 			}

@@ -130,6 +130,8 @@ type Engine struct {
 	// RemovalSkipAfter bounds the retries of deprovisioning steps that may
 	// be skipped (deprovisioning.Config.SkipAfter).
 	RemovalSkipAfter time.Duration
+	// FinalizerGrace: see deprovisioning.Config.FinalizerGrace.
+	FinalizerGrace time.Duration
 
 	// ShootDomain (above) is the domain runtimes' shoots live under: a
 	// runtime's domain is <shoot>.<ShootDomain> (its Kyma CR's skr-domain
@@ -221,6 +223,7 @@ var Defaults = Config{
 		BTPMgrPoll:       10 * time.Second,
 		RemovalPoll:      15 * time.Second,
 		RemovalSkipAfter: 5 * time.Minute,
+		FinalizerGrace:   time.Minute,
 		ExpiryInterval:   time.Hour,
 		BTPSecrets:       BTPSecrets{Interval: 24 * time.Hour, Rate: 10},
 		Orchestration:    Orchestration{Poll: time.Second, UpgradeTimeout: 3 * time.Hour},
@@ -469,6 +472,8 @@ func (c *Config) BindEngine(b *Binder) {
 		"how often the final step retries while the runtime lacks the BtpOperator kind")
 	b.Duration(&e.RemovalPoll, "removal-poll", "APP_DEPROVISIONING_POLL", d.RemovalPoll,
 		"how often a deprovisioning looks whether its CRs are gone (watches wake it sooner)")
+	b.Duration(&e.FinalizerGrace, "btp-finalizer-grace", "APP_DEPROVISIONING_BTP_FINALIZER_GRACE", d.FinalizerGrace,
+		"how long the BTP service bindings and instances in the runtime of a deleted subaccount may hold their finalizers before the deprovisioning strips them (keep it below APP_DEPROVISIONING_STEP_SKIP_AFTER)")
 	b.Duration(&e.RemovalSkipAfter, "removal-skip-after", "APP_DEPROVISIONING_STEP_SKIP_AFTER", d.RemovalSkipAfter,
 		"how long a deprovisioning retries removing bindings, the Kyma CR or the account's claim before it skips the step, reports what it left and deletes the cluster")
 	b.Duration(&e.BTPSecrets.Interval, "btp-secrets-interval", "APP_BTP_SECRETS_RECONCILE_INTERVAL", d.BTPSecrets.Interval,

@@ -67,6 +67,7 @@ var stepComponents = map[string]Category{
 	"await_upgrade":          CategoryInfrastructureManager,
 	// deprovisioning
 	"remove_bindings":            CategoryKEB,
+	"soft_delete_btp_services":   CategoryBTPManager,
 	"delete_kyma":                CategoryLifecycleManager,
 	"delete_runtime":             CategoryInfrastructureManager,
 	"release_hyperscaler_secret": CategoryAccountPool,

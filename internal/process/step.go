@@ -202,6 +202,10 @@ type Record struct {
 	// Upgrade is what an orchestration's upgrade applies; nil for other
 	// operations.
 	Upgrade *Upgrade `json:"upgrade,omitempty"`
+	// SubaccountDeleted marks a deprovisioning the subaccount cleanup
+	// started: it soft-deletes the runtime's BTP service instances and
+	// bindings (upstream's accountcleanup-job deprovisioning).
+	SubaccountDeleted bool `json:"subaccountDeleted,omitempty"`
 	// Leftovers are the skipped steps' remains (SkippableStep).
 	Leftovers []Leftover `json:"leftovers,omitempty"`
 	// ErrorCategory and ErrorReason say, for a failed operation, which

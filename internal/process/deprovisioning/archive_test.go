@@ -106,7 +106,7 @@ func TestArchiveSuspension(t *testing.T) {
 // operations' checkpoints.
 func TestPipelineStepNames(t *testing.T) {
 	t.Parallel()
-	want := []string{"initialization", "remove_bindings", "delete_kyma", "delete_runtime", "release_hyperscaler_secret", "archive"}
+	want := []string{"initialization", "remove_bindings", "soft_delete_btp_services", "delete_kyma", "delete_runtime", "release_hyperscaler_secret", "archive"}
 	pipe := deprovisioning.Pipeline(deprovisioning.Deps{})
 	if len(pipe.Steps) != len(want) {
 		t.Fatalf("%d steps, want %d", len(pipe.Steps), len(want))

@@ -27,6 +27,10 @@ type Config struct {
 	// cluster is deleted all the same (process.SkippableStep). Only the
 	// cluster's own deletion (RemovalTimeout) fails a deprovisioning.
 	SkipAfter time.Duration
+	// FinalizerGrace is how long BTP service objects of a deleted
+	// subaccount's runtime may hold their finalizers before they are
+	// stripped (SoftDeleteBTPServices).
+	FinalizerGrace time.Duration
 }
 
 // Store is the part of storage.Store the deprovisioning steps use.
@@ -48,6 +52,9 @@ type Deps struct {
 	// Bindings removes the instance's service bindings; nil when keb
 	// offers none.
 	Bindings bindingRemover
+	// RuntimeClients reach the runtime (the same cache as Runtimes); nil
+	// skips what needs the runtime.
+	RuntimeClients runtimeClients
 }
 
 // Pipeline returns the deprovisioning pipeline.
@@ -56,6 +63,7 @@ func Pipeline(d Deps) process.Pipeline {
 		Steps: []process.Step{
 			&Initialization{Store: d.Store},
 			&RemoveBindings{Bindings: d.Bindings, Config: d.Config},
+			&SoftDeleteBTPServices{Runtimes: d.RuntimeClients, Config: d.Config},
 			&DeleteKyma{KCP: d.KCP, Config: d.Config},
 			&DeleteRuntime{KCP: d.KCP, Config: d.Config, Runtimes: d.Runtimes},
 			&ReleaseHyperscalerSecret{Store: d.Store, Accounts: d.Accounts, SharedPlanIDs: d.Config.SharedPlanIDs, Config: d.Config},
