@@ -142,6 +142,7 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 		BindablePlans:        cfg.Binding.BindablePlans,
 		AllowedGlobalAccounts: guardrails.AllowedGlobalAccounts{Restrict: cfg.RestrictToAllowedGlobalAccounts,
 			Accounts: cfg.AllowedGlobalAccounts},
+		SubaccountMovement: cfg.SubaccountMovement,
 	}
 	if cfg.QuotaCheck {
 		id, secret, err := cfg.Cleanup.Credentials()

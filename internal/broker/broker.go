@@ -49,6 +49,9 @@ type Options struct {
 	AllowedGlobalAccounts guardrails.AllowedGlobalAccounts
 	// Quota checks the subaccount's entitlement (CIS); nil checks none.
 	Quota quota
+	// SubaccountMovement lets a PATCH move the instance's subaccount to
+	// another global account (a new globalaccount_id); false refuses it.
+	SubaccountMovement bool
 }
 
 // quota refuses a provisioning beyond the subaccount's entitlement

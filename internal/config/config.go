@@ -42,6 +42,9 @@ type Config struct {
 	// read from CIS at CISEntitlementsURL (with the APP_CIS_* credentials).
 	QuotaCheck         bool
 	CISEntitlementsURL string
+	// SubaccountMovement lets a PATCH move a subaccount to another global
+	// account.
+	SubaccountMovement bool
 	OperationTimeout   time.Duration
 	RetryAfter         time.Duration
 	// TrialDuration, when positive, replaces the trial plan's lifetime
@@ -380,6 +383,8 @@ func (c *Config) BindBroker(b *Binder) {
 		"how often the operation blocklist file is looked at for changes (a ConfigMap volume is updated in place)")
 	b.Bool(&c.RestrictToAllowedGlobalAccounts, "restrict-to-allowed-global-accounts", "APP_BROKER_RESTRICT_TO_ALLOWED_GLOBAL_ACCOUNTS", false,
 		"only the global accounts APP_BROKER_ALLOWED_GLOBAL_ACCOUNTS lists may provision")
+	b.Bool(&c.SubaccountMovement, "subaccount-movement-enabled", "APP_SUBACCOUNT_MOVEMENT_ENABLED", false,
+		"a PATCH with another globalaccount_id moves the instance's subaccount there (recorded, CRs relabelled); off: 422")
 	b.Bool(&c.QuotaCheck, "check-quota-limit", "APP_BROKER_CHECK_QUOTA_LIMIT", false,
 		"refuse a provisioning beyond the subaccount's entitlement of the plan (CIS entitlements; not for trial and free)")
 	b.String(&c.CISEntitlementsURL, "cis-entitlements-url", "APP_CIS_ENTITLEMENTS_URL", "",

@@ -59,6 +59,7 @@ var stepComponents = map[string]Category{
 	"check_runtime_update":           CategoryInfrastructureManager,
 	"update_kyma":                    CategoryLifecycleManager,
 	"update_btp_manager_credentials": CategoryBTPManager,
+	"relabel_global_account":         CategoryK8sClient,
 	// upgrades
 	"upgrade_initialisation": CategoryKEB,
 	"upgrade_overrides":      CategoryKEB,

@@ -218,7 +218,10 @@ func (s *Store) LastOperationOfType(ctx context.Context, instanceID string, opTy
 // hyperscaler account is released only when no instance needing it is left.
 func (s *Store) OtherInstancesOfTenant(ctx context.Context, globalAccountID, provider, exceptInstanceID string, sharedPlanIDs []string) (int, error) {
 	var n int
-	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM instances WHERE global_account_id = $1 AND provider = $2
+	// The tenant is the global account an instance was created in, also
+	// after its subaccount moved (Instance.PoolTenant).
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM instances
+		WHERE coalesce(nullif(subscription_global_account_id, ''), global_account_id) = $1 AND provider = $2
 		AND instance_id <> $3 AND NOT (plan_id = ANY(coalesce($4::text[], '{}')))`,
 		globalAccountID, provider, exceptInstanceID, sharedPlanIDs).Scan(&n)
 	if err != nil {
