@@ -225,7 +225,7 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 		_, err := expirer.ExpireDue(ctx)
 		return err
 	}}}
-	cleanups, err := cleanupJobs(cfg, store, kcp, log)
+	cleanups, err := cleanupJobs(cfg, store, kcp, observer, log)
 	if err != nil {
 		return nil, err
 	}

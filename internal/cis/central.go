@@ -68,13 +68,76 @@ func SinceDays(from, now time.Time) int {
 // centralDeletes walks the central API's cursor pages of
 // Subaccount_Deletion events created at or after from.
 func (c *Client) centralDeletes(ctx context.Context, from time.Time, fn func(Page) error) error {
+	return c.centralWalk(ctx, CentralSubaccountDeletion, from, func(n int, events []WireCentralEvent) error {
+		page := Page{Number: n}
+		for _, e := range events {
+			page.Events = append(page.Events, FromCentral(e))
+		}
+		if len(page.Events) == 0 {
+			return nil
+		}
+		return fn(page)
+	})
+}
+
+// SubaccountChange is a subaccount's attributes as a Subaccount_Creation or
+// Subaccount_Update event gives them.
+type SubaccountChange struct {
+	SubaccountID      string
+	BetaEnabled       bool
+	UsedForProduction string
+	// ActionTime is when the change was made: the newest wins.
+	ActionTime time.Time
+}
+
+// WireSubaccountDetails are the details of a Subaccount_Creation or
+// Subaccount_Update event keb reads.
+type WireSubaccountDetails struct {
+	BetaEnabled       bool   `json:"betaEnabled"`
+	UsedForProduction string `json:"usedForProduction"`
+}
+
+// SubaccountChanges calls fn with every page of Subaccount_Creation, then of
+// Subaccount_Update events created at or after from (central API only).
+func (c *Client) SubaccountChanges(ctx context.Context, from time.Time, fn func([]SubaccountChange) error) error {
+	if c.cfg.Version != Central {
+		return fmt.Errorf("subaccount changes need the central events API (APP_CLIENT_VERSION=%s)", Central)
+	}
+	for _, typ := range []string{CentralSubaccountCreation, CentralSubaccountUpdate} {
+		err := c.centralWalk(ctx, typ, from, func(_ int, events []WireCentralEvent) error {
+			var changes []SubaccountChange
+			for _, e := range events {
+				var d WireSubaccountDetails
+				if len(e.Details) > 0 {
+					if err := json.Unmarshal(e.Details, &d); err != nil {
+						return fmt.Errorf("decoding the details of a %s event of subaccount %s: %w", typ, e.EntityID, err)
+					}
+				}
+				changes = append(changes, SubaccountChange{SubaccountID: e.EntityID, BetaEnabled: d.BetaEnabled,
+					UsedForProduction: d.UsedForProduction, ActionTime: time.UnixMilli(e.ActionTime).UTC()})
+			}
+			if len(changes) == 0 {
+				return nil
+			}
+			return fn(changes)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// centralWalk walks the central API's cursor pages of eventType events
+// created at or after from, handing fn each page's events (numbered from 1).
+func (c *Client) centralWalk(ctx context.Context, eventType string, from time.Time, fn func(int, []WireCentralEvent) error) error {
 	base, err := url.Parse(c.cfg.EventsURL)
 	if err != nil {
 		return fmt.Errorf("parsing CIS events URL: %w", err)
 	}
 	first := *base
 	q := first.Query()
-	q.Set("eventType", CentralSubaccountDeletion)
+	q.Set("eventType", eventType)
 	q.Set("entityType", CentralEntitySubaccount)
 	q.Set("since", strconv.Itoa(SinceDays(from, time.Now()))+"D")
 	q.Set("pageSize", strconv.Itoa(c.cfg.PageSize))
@@ -90,17 +153,13 @@ func (c *Client) centralDeletes(ctx context.Context, from time.Time, fn func(Pag
 		}); err != nil {
 			return err
 		}
-		page := Page{Number: n}
 		for _, e := range wire.Events {
-			if e.EntityID == "" || e.EventType != CentralSubaccountDeletion {
-				return fmt.Errorf("CIS central event without subaccount or of type %q", e.EventType)
+			if e.EntityID == "" || e.EventType != eventType {
+				return fmt.Errorf("CIS central event without subaccount or of type %q (asked for %s)", e.EventType, eventType)
 			}
-			page.Events = append(page.Events, FromCentral(e))
 		}
-		if len(page.Events) > 0 {
-			if err := fn(page); err != nil {
-				return err
-			}
+		if err := fn(n, wire.Events); err != nil {
+			return err
 		}
 		if wire.NextCursor == "" {
 			return nil

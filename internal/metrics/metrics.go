@@ -39,6 +39,8 @@ type Operations struct {
 	leftovers  *prometheus.CounterVec
 	results    *results
 	secrets    *prometheus.CounterVec
+	syncEvents prometheus.Counter
+	syncLabels *prometheus.CounterVec
 }
 
 var _ process.Observer = (*Operations)(nil)
@@ -68,7 +70,15 @@ func NewOperations(reg prometheus.Registerer, rejectionReasons []string) *Operat
 		Name: "keb_btp_manager_secrets_reconciled_total",
 		Help: "Runtimes' sap-btp-manager Secrets the reconciler looked at, by what it did (unchanged, recreated, rewritten, skipped, no_credentials, failed) and dry_run.",
 	}, []string{"action", "dry_run"})
-	reg.MustRegister(m.steps, m.rejections, m.leftovers, m.results, m.secrets)
+	m.syncEvents = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "keb_subaccount_sync_events_total",
+		Help: "Subaccount_Creation and Subaccount_Update events the subaccount sync read from CIS.",
+	})
+	m.syncLabels = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "keb_subaccount_sync_label_changes_total",
+		Help: "Kyma and Runtime CRs the subaccount sync relabelled (or, with dry_run, would have).",
+	}, []string{"dry_run"})
+	reg.MustRegister(m.steps, m.rejections, m.leftovers, m.results, m.secrets, m.syncEvents, m.syncLabels)
 	for _, r := range rejectionReasons {
 		m.rejections.WithLabelValues(r)
 	}
@@ -130,6 +140,12 @@ func (m *Operations) OperationRunning(op storage.Operation, inst storage.Instanc
 // looked at (btpsecrets.Counter).
 func (m *Operations) Reconciled(action btpmanager.Action, dryRun bool) {
 	m.secrets.WithLabelValues(string(action), strconv.FormatBool(dryRun)).Inc()
+}
+
+// SubaccountSync counts a pass of the subaccount sync (subaccountsync.Counter).
+func (m *Operations) SubaccountSync(events, changedCRs int, dryRun bool) {
+	m.syncEvents.Add(float64(events))
+	m.syncLabels.WithLabelValues(strconv.FormatBool(dryRun)).Add(float64(changedCRs))
 }
 
 // TokenRejected counts a refused request.

@@ -56,23 +56,24 @@ func (s *Server) central(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.mu.Lock()
-	var match []cis.Event
+	var match []cis.WireCentralEvent
 	if c.EventType == cis.CentralSubaccountDeletion {
 		for _, e := range s.events {
-			if e.ActionTime.UnixMilli() >= c.Since {
-				match = append(match, e)
+			if ms := e.ActionTime.UnixMilli(); ms >= c.Since {
+				match = append(match, cis.WireCentralEvent{CreationTime: ms, ActionTime: ms, EntityID: e.SubaccountID,
+					EventType: cis.CentralSubaccountDeletion, Details: json.RawMessage(`{}`)})
 			}
+		}
+	}
+	for _, e := range s.changes {
+		if e.EventType == c.EventType && e.CreationTime >= c.Since {
+			match = append(match, e)
 		}
 	}
 	s.mu.Unlock()
 	lo := min(c.Offset, len(match))
 	hi := min(lo+c.PageSize, len(match))
-	out := cis.WireCentralPage{Events: []cis.WireCentralEvent{}}
-	for _, e := range match[lo:hi] {
-		ms := e.ActionTime.UnixMilli()
-		out.Events = append(out.Events, cis.WireCentralEvent{CreationTime: ms, ActionTime: ms, EntityID: e.SubaccountID,
-			EventType: cis.CentralSubaccountDeletion, Details: json.RawMessage(`{}`)})
-	}
+	out := cis.WireCentralPage{Events: append([]cis.WireCentralEvent{}, match[lo:hi]...)}
 	if hi < len(match) {
 		next := c
 		next.Offset = hi
@@ -130,4 +131,23 @@ func safeIndex(m []string, i int) string {
 		return m[i]
 	}
 	return ""
+}
+
+// AddSubaccountChange appends a Subaccount_Creation or Subaccount_Update
+// event (eventType) of the subaccount with its attributes, created now and
+// made at actionTime (which may be older than earlier events': CIS delivers
+// in creation order).
+func (s *Server) AddSubaccountChange(subaccountID, eventType string, betaEnabled bool, usedForProduction string, actionTime time.Time) {
+	details, _ := json.Marshal(cis.WireSubaccountDetails{BetaEnabled: betaEnabled, UsedForProduction: usedForProduction})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	created := s.now().UnixMilli()
+	if n := len(s.changes); n > 0 && created < s.changes[n-1].CreationTime {
+		created = s.changes[n-1].CreationTime
+	}
+	if len(s.changes) >= MaxEvents {
+		s.changes = append(make([]cis.WireCentralEvent, 0, MaxEvents), s.changes[len(s.changes)-MaxEvents+1:]...)
+	}
+	s.changes = append(s.changes, cis.WireCentralEvent{CreationTime: created, ActionTime: actionTime.UnixMilli(),
+		EntityID: subaccountID, EventType: eventType, Details: details})
 }

@@ -78,6 +78,9 @@ type Server struct {
 	tokens   map[string]time.Time
 	faults   []fault
 	requests int
+	// changes are Subaccount_Creation and Subaccount_Update events, in
+	// creation order.
+	changes []cis.WireCentralEvent
 	// entitlements are the subaccounts' amounts by plan.
 	entitlements map[entitlementKey]int
 	now          func() time.Time
