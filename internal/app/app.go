@@ -120,7 +120,7 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	orchestrations := storage.NewOrchestrations(pool, queue)
 	opsMetrics := metrics.NewOperations(reg, auth.RejectionReasons)
 	verifier.OnReject(opsMetrics.TokenRejected)
-	expirer := expiry.New(store, expiry.Lifetimes(cat.Plans(), cfg.TrialDuration), cfg.OperationTimeout,
+	expirer := expiry.New(store, expiry.Lifetimes(cat.Plans(), cfg.TrialDuration, cfg.FreeDuration), cfg.OperationTimeout,
 		log.WithField("component", "expiry"))
 	bindings, err := newBindings(cfg, store, cat, work, log)
 	if err != nil {

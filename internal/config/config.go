@@ -51,6 +51,9 @@ type Config struct {
 	// (plans.yaml's lifetimeDays): how long a trial lives before the expiry
 	// job suspends it.
 	TrialDuration time.Duration
+	// FreeDuration, when positive, replaces the free plan's lifetime (30
+	// days in plans.yaml).
+	FreeDuration time.Duration
 	// RequestTimeout bounds one API request's work, its database work
 	// included; past it the request is answered 503 with Retry-After.
 	RequestTimeout time.Duration
@@ -399,6 +402,8 @@ func (c *Config) BindBroker(b *Binder) {
 		"Retry-After sent with last_operation while an operation is in progress")
 	b.Duration(&c.TrialDuration, "trial-duration", "APP_TRIAL_DURATION", d.TrialDuration,
 		"how long a trial runtime lives before it is suspended; unset: the trial plan's lifetimeDays in plans.yaml")
+	b.Duration(&c.FreeDuration, "free-duration", "APP_FREE_DURATION", d.FreeDuration,
+		"how long a free runtime lives before it is suspended; unset: the free plan's lifetimeDays in plans.yaml (30)")
 	b.Duration(&c.RequestTimeout, "request-timeout", "APP_REQUEST_TIMEOUT", d.RequestTimeout,
 		"bound on one API request's work (database included); past it the answer is 503 with Retry-After (0: none)")
 	b.Duration(&c.ReadinessInterval, "readiness-interval", "APP_READINESS_INTERVAL", d.ReadinessInterval,
@@ -536,6 +541,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Engine.BTPSecrets.Interval < 0 || c.Engine.BTPSecrets.Rate <= 0 {
 		errs = append(errs, errors.New("APP_BTP_SECRETS_RECONCILE_INTERVAL must not be negative and APP_BTP_SECRETS_RECONCILE_RATE must be positive"))
+	}
+	if c.FreeDuration < 0 {
+		errs = append(errs, errors.New("APP_FREE_DURATION must not be negative"))
 	}
 	if c.TrialDuration < 0 {
 		errs = append(errs, errors.New("APP_TRIAL_DURATION must not be negative"))
