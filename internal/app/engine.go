@@ -232,6 +232,18 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 	if bindings != nil {
 		periodic = append(periodic, pruneBindings(cfg, bindings))
 	}
+	if ec.LeftoversInterval > 0 {
+		lo := &deprovisioning.Leftovers{Store: store, KCP: kcp, Accounts: accounts, Config: deprov.Config}
+		periodic = append(periodic, process.Periodic{Name: deprovisioning.LeftoversJob, Interval: ec.LeftoversInterval,
+			Run: func(ctx context.Context) error {
+				res, err := lo.Run(ctx)
+				if res.Instances > 0 {
+					log.WithFields(logrus.Fields{"component": deprovisioning.LeftoversJob, "instances": res.Instances,
+						"resolved": res.Resolved, "remaining": res.Remaining}).Info("deprovisioning leftovers retried")
+				}
+				return err
+			}})
+	}
 	if bs := ec.BTPSecrets; bs.Interval > 0 {
 		periodic = append(periodic, btpSecretsJob(cfg, store, runtimes, observer, log))
 	}

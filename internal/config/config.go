@@ -138,6 +138,9 @@ type Engine struct {
 	RemovalSkipAfter time.Duration
 	// FinalizerGrace: see deprovisioning.Config.FinalizerGrace.
 	FinalizerGrace time.Duration
+	// LeftoversInterval is how often the leader retries what skipped
+	// deprovisioning steps left behind (0: never).
+	LeftoversInterval time.Duration
 
 	// ShootDomain (above) is the domain runtimes' shoots live under: a
 	// runtime's domain is <shoot>.<ShootDomain> (its Kyma CR's skr-domain
@@ -212,27 +215,28 @@ var Defaults = Config{
 		FormReadTimeout: 5 * time.Second,
 	},
 	Engine: Engine{
-		Workers:          20,
-		JobTimeout:       time.Minute,
-		RescueAfter:      2 * time.Minute,
-		TakeoverAfter:    10 * time.Second,
-		GardenerProject:  "kyma-dev",
-		KymaVersion:      "2.20.0",
-		ShootDomain:      "kyma.example.com",
-		KymaTimeout:      20 * time.Minute,
-		RuntimeTimeout:   time.Hour,
-		AccountTimeout:   30 * time.Minute,
-		BTPMgrTimeout:    20 * time.Minute,
-		RemovalTimeout:   time.Hour,
-		RuntimePoll:      30 * time.Second,
-		RuntimeGrace:     time.Minute,
-		BTPMgrPoll:       10 * time.Second,
-		RemovalPoll:      15 * time.Second,
-		RemovalSkipAfter: 5 * time.Minute,
-		FinalizerGrace:   time.Minute,
-		ExpiryInterval:   time.Hour,
-		BTPSecrets:       BTPSecrets{Interval: 24 * time.Hour, Rate: 10},
-		Orchestration:    Orchestration{Poll: time.Second, UpgradeTimeout: 3 * time.Hour},
+		Workers:           20,
+		JobTimeout:        time.Minute,
+		RescueAfter:       2 * time.Minute,
+		TakeoverAfter:     10 * time.Second,
+		GardenerProject:   "kyma-dev",
+		KymaVersion:       "2.20.0",
+		ShootDomain:       "kyma.example.com",
+		KymaTimeout:       20 * time.Minute,
+		RuntimeTimeout:    time.Hour,
+		AccountTimeout:    30 * time.Minute,
+		BTPMgrTimeout:     20 * time.Minute,
+		RemovalTimeout:    time.Hour,
+		RuntimePoll:       30 * time.Second,
+		RuntimeGrace:      time.Minute,
+		BTPMgrPoll:        10 * time.Second,
+		RemovalPoll:       15 * time.Second,
+		RemovalSkipAfter:  5 * time.Minute,
+		FinalizerGrace:    time.Minute,
+		LeftoversInterval: time.Hour,
+		ExpiryInterval:    time.Hour,
+		BTPSecrets:        BTPSecrets{Interval: 24 * time.Hour, Rate: 10},
+		Orchestration:     Orchestration{Poll: time.Second, UpgradeTimeout: 3 * time.Hour},
 	},
 	Binding: DefaultBinding,
 }
@@ -482,6 +486,8 @@ func (c *Config) BindEngine(b *Binder) {
 		"how often the final step retries while the runtime lacks the BtpOperator kind")
 	b.Duration(&e.RemovalPoll, "removal-poll", "APP_DEPROVISIONING_POLL", d.RemovalPoll,
 		"how often a deprovisioning looks whether its CRs are gone (watches wake it sooner)")
+	b.Duration(&e.LeftoversInterval, "leftovers-retry-interval", "APP_DEPROVISIONING_LEFTOVERS_RETRY_INTERVAL", d.LeftoversInterval,
+		"how often the leader retries what skipped deprovisioning steps left behind (a Kyma CR, an unreleased account); 0: never")
 	b.Duration(&e.FinalizerGrace, "btp-finalizer-grace", "APP_DEPROVISIONING_BTP_FINALIZER_GRACE", d.FinalizerGrace,
 		"how long the BTP service bindings and instances in the runtime of a deleted subaccount may hold their finalizers before the deprovisioning strips them (keep it below APP_DEPROVISIONING_STEP_SKIP_AFTER)")
 	b.Duration(&e.RemovalSkipAfter, "removal-skip-after", "APP_DEPROVISIONING_STEP_SKIP_AFTER", d.RemovalSkipAfter,

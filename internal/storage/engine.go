@@ -420,3 +420,28 @@ func (s *Store) RunningInstances(ctx context.Context, after string, limit int) (
 	}
 	return out, nil
 }
+
+// ArchivedWithLeftovers returns up to limit archived instances whose
+// deprovisioning left something behind, the longest archived first.
+func (s *Store) ArchivedWithLeftovers(ctx context.Context, limit int) ([]ArchivedInstance, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT instance_id, runtime_id, global_account_id, subaccount_id, plan_id,
+		plan_name, platform_region, provider, provider_region, shoot_name, provisioning_state,
+		last_deprovisioning_id, instance_created_at, deprovisioning_started_at, archived_at,
+		deprovisioning_description, leftovers
+		FROM instances_archive WHERE leftovers IS NOT NULL ORDER BY archived_at, instance_id LIMIT $1`, limit)
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[ArchivedInstance])
+	if err != nil {
+		return nil, fmt.Errorf("listing archived instances with leftovers: %w", err)
+	}
+	return out, nil
+}
+
+// SetLeftovers replaces what an archived instance's deprovisioning left
+// behind; nil or empty: nothing is left.
+func (s *Store) SetLeftovers(ctx context.Context, instanceID string, leftovers json.RawMessage) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE instances_archive SET leftovers = $2 WHERE instance_id = $1`,
+		instanceID, jsonOrNull(leftovers)); err != nil {
+		return fmt.Errorf("recording the leftovers of instance %s: %w", instanceID, err)
+	}
+	return nil
+}

@@ -1,7 +1,9 @@
 package deprovisioning_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -185,5 +187,78 @@ func checkArchivedWithLeftover(t *testing.T, f *engineFixture, instanceID, opID,
 		if !strings.Contains(a.DeprovisioningDescription, want) {
 			t.Errorf("archived description %q lacks %q", a.DeprovisioningDescription, want)
 		}
+	}
+}
+
+// releases records MarkDirty calls (the account pool is exercised by its own
+// tests and the e2e suite).
+type releases struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (r *releases) MarkDirty(_ context.Context, hsType, tenant string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, hsType+"/"+tenant)
+	return nil
+}
+
+// TestLeftoversRetried: the leader's job retries what a deprovisioning left
+// behind: a Kyma CR still held stays a leftover until it is gone, an
+// unreleased account is released, and what was in the cluster is crossed
+// off (the cluster is deleted before an instance is archived).
+func TestLeftoversRetried(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	c := kcpClient(t)
+	f := newEngineFixture(t)
+	runtimeID := uuid.NewString()
+	k := &kyma.Kyma{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: kyma.Name(runtimeID),
+		Finalizers: []string{holdFinalizer}}, Spec: kyma.KymaSpec{Channel: "regular"}}
+	if err := c.Create(f.ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(f.ctx, k); err != nil { // as the skipped delete_kyma did
+		t.Fatal(err)
+	}
+	left := []process.Leftover{
+		{Step: "remove_bindings", What: "the service bindings' ServiceAccounts in the runtime"},
+		{Step: "delete_kyma", What: "the Kyma CR"},
+		{Step: "release_hyperscaler_secret", What: "the hyperscaler account"},
+	}
+	raw, _ := json.Marshal(left)
+	if err := f.store.ArchiveAndRemove(f.ctx, storage.ArchivedInstance{InstanceID: "inst-left", RuntimeID: runtimeID,
+		GlobalAccountID: "ga-left", SubAccountID: "sa-left", PlanID: "plan-azure", PlanName: "azure", Provider: "azure",
+		LastDeprovisioningID: "dep-left", InstanceCreatedAt: time.Now(), DeprovisioningStartedAt: time.Now(),
+		DeprovisioningDescription: "Operation succeeded: the runtime is deprovisioned; left behind: …", Leftovers: raw}); err != nil {
+		t.Fatal(err)
+	}
+	acc := &releases{}
+	job := &deprovisioning.Leftovers{Store: f.store, KCP: c, Accounts: acc, Config: testConfig(ns)}
+	res, err := job.Run(f.ctx)
+	if err != nil || res.Instances != 1 || res.Resolved != 2 || res.Remaining != 1 {
+		t.Fatalf("first run: %+v, %v; want the Kyma CR left, the rest resolved", res, err)
+	}
+	if fmt.Sprint(acc.calls) != "[azure/ga-left]" {
+		t.Errorf("accounts released %v, want azure/ga-left", acc.calls)
+	}
+	a, err := f.store.Archived(f.ctx, "inst-left")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var still []process.Leftover
+	if err := json.Unmarshal(a.Leftovers, &still); err != nil || len(still) != 1 || still[0].Step != "delete_kyma" {
+		t.Fatalf("leftovers after the first run: %s (%v)", a.Leftovers, err)
+	}
+	releaseFinalizers(t, k)
+	if res, err = job.Run(f.ctx); err != nil || res.Resolved != 1 || res.Remaining != 0 {
+		t.Fatalf("second run: %+v, %v", res, err)
+	}
+	if a, _ = f.store.Archived(f.ctx, "inst-left"); a.Leftovers != nil {
+		t.Errorf("leftovers %s after everything was gone, want none", a.Leftovers)
+	}
+	if res, err = job.Run(f.ctx); err != nil || res.Instances != 0 {
+		t.Errorf("third run: %+v, %v; want nothing to do", res, err)
 	}
 }
