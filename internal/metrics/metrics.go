@@ -39,8 +39,10 @@ type Operations struct {
 	leftovers  *prometheus.CounterVec
 	results    *results
 	secrets    *prometheus.CounterVec
-	syncEvents prometheus.Counter
-	syncLabels *prometheus.CounterVec
+	// upstreamSteps are upstream's kcp_keb_v2_<kind>_step_duration_seconds.
+	upstreamSteps map[storage.OperationType]*prometheus.HistogramVec
+	syncEvents    prometheus.Counter
+	syncLabels    *prometheus.CounterVec
 }
 
 var _ process.Observer = (*Operations)(nil)
@@ -66,6 +68,16 @@ func NewOperations(reg prometheus.Registerer, rejectionReasons []string) *Operat
 		Help: "Steps given up on after their bounded retries (deprovisioning goes on), by operation type, step and error_category: each left something behind.",
 	}, []string{"type", "step", "error_category"})
 	m.results = newResults(time.Now)
+	m.upstreamSteps = map[storage.OperationType]*prometheus.HistogramVec{}
+	for opType, kind := range operationKinds {
+		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "kcp_keb_v2_" + kind + "_step_duration_seconds",
+			Help:    "Duration of one run of a " + kind + " step, by plan and step (upstream's names; keb_step_duration_seconds has the outcome).",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"plan_id", "step_name"})
+		reg.MustRegister(h)
+		m.upstreamSteps[opType] = h
+	}
 	m.secrets = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "keb_btp_manager_secrets_reconciled_total",
 		Help: "Runtimes' sap-btp-manager Secrets the reconciler looked at, by what it did (unchanged, recreated, rewritten, skipped, no_credentials, failed) and dry_run.",
@@ -105,8 +117,11 @@ func NewOperations(reg prometheus.Registerer, rejectionReasons []string) *Operat
 }
 
 // StepRan observes one step run.
-func (m *Operations) StepRan(opType storage.OperationType, step, outcome string, took time.Duration) {
+func (m *Operations) StepRan(opType storage.OperationType, planID, step, outcome string, took time.Duration) {
 	m.steps.WithLabelValues(string(opType), step, outcome).Observe(took.Seconds())
+	if h, ok := m.upstreamSteps[opType]; ok {
+		h.WithLabelValues(planID, step).Observe(took.Seconds())
+	}
 }
 
 // OperationFinished counts a finished operation and, for a succeeded

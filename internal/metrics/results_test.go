@@ -81,3 +81,16 @@ func exposition(t *testing.T, reg *prometheus.Registry, name string) string {
 	}
 	return b.String()
 }
+
+// TestUpstreamStepHistograms: a step run is observed under upstream's name
+// and labels too.
+func TestUpstreamStepHistograms(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	m := NewOperations(reg, nil)
+	m.StepRan(storage.OperationTypeDeprovision, "plan-1", "delete_kyma", process.OutcomeWait, 10*time.Millisecond)
+	got := exposition(t, reg, "kcp_keb_v2_deprovisioning_step_duration_seconds")
+	if !strings.Contains(got, `kcp_keb_v2_deprovisioning_step_duration_seconds_count{plan_id="plan-1",step_name="delete_kyma"} 1`) {
+		t.Errorf("got\n%s", got)
+	}
+}

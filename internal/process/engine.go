@@ -181,7 +181,7 @@ func (e *Engine) runStep(ctx context.Context, step Step, o *Operation, log logru
 	// Whatever the step's packages log through the context carries the
 	// operation, instance and step.
 	res, stepErr := callStep(logging.WithLogger(ctx, log), step, o)
-	e.Observer.StepRan(o.Type, name, stepOutcome(res, stepErr), time.Since(began))
+	e.Observer.StepRan(o.Type, o.Instance.PlanID, name, stepOutcome(res, stepErr), time.Since(began))
 	if skip, ok := step.(SkippableStep); ok {
 		if left, give := e.giveUp(skip, o, res, stepErr); give {
 			return e.skip(ctx, o, left, log)

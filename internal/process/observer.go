@@ -18,8 +18,9 @@ const (
 // Observer is told what the engine does, for metrics. Its methods must be
 // quick and must not fail: they run on the worker's path.
 type Observer interface {
-	// StepRan reports one run of a step and how it ended.
-	StepRan(opType storage.OperationType, step, outcome string, took time.Duration)
+	// StepRan reports one run of a step of an operation on an instance of
+	// planID and how it ended.
+	StepRan(opType storage.OperationType, planID, step, outcome string, took time.Duration)
 	// StepSkipped reports a SkippableStep given up on, and what it left.
 	StepSkipped(opType storage.OperationType, left Leftover)
 	// OperationRunning reports an operation in progress that a worker took
@@ -45,7 +46,7 @@ type Finished struct {
 
 type noObserver struct{}
 
-func (noObserver) StepRan(storage.OperationType, string, string, time.Duration) {}
-func (noObserver) StepSkipped(storage.OperationType, Leftover)                  {}
-func (noObserver) OperationRunning(storage.Operation, storage.Instance)         {}
-func (noObserver) OperationFinished(Finished)                                   {}
+func (noObserver) StepRan(storage.OperationType, string, string, string, time.Duration) {}
+func (noObserver) StepSkipped(storage.OperationType, Leftover)                          {}
+func (noObserver) OperationRunning(storage.Operation, storage.Instance)                 {}
+func (noObserver) OperationFinished(Finished)                                           {}

@@ -28,8 +28,8 @@ type observed struct {
 	finished []process.Finished
 }
 
-func (o *observed) StepRan(storage.OperationType, string, string, time.Duration) {}
-func (o *observed) OperationRunning(storage.Operation, storage.Instance)         {}
+func (o *observed) StepRan(storage.OperationType, string, string, string, time.Duration) {}
+func (o *observed) OperationRunning(storage.Operation, storage.Instance)                 {}
 func (o *observed) StepSkipped(_ storage.OperationType, l process.Leftover) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
