@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -106,14 +107,17 @@ func TestDriftRepair(t *testing.T) {
 	kcp := env.Client(t, k8stest.Scheme(t))
 	const ns = "kcp-system"
 	k8stest.EnsureNamespace(t, kcp, ns)
-	runtimeID := "5d1f9a7e-1111-4a6b-9c1d-000000000001"
+	runtimeID := uuid.NewString() // -count reruns share the apiserver
+	// The runtime (this apiserver) starts without BTP Manager's Secret.
+	_ = client.IgnoreNotFound(kcp.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
+		Namespace: btpmanager.Namespace, Name: btpmanager.SecretName}}))
 	if err := kcp.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns,
 		Name: infrastructuremanager.KubeconfigSecretName(runtimeID)},
 		Data: map[string][]byte{infrastructuremanager.KubeconfigKey: kubeconfig(t, env.Config)}}); err != nil {
 		t.Fatal(err)
 	}
 	provisioned(t, ctx, store, "inst-a", runtimeID, true)
-	provisioned(t, ctx, store, "inst-b", "5d1f9a7e-1111-4a6b-9c1d-000000000002", false)
+	provisioned(t, ctx, store, "inst-b", uuid.NewString(), false)
 	log := logrus.New()
 	log.SetOutput(io.Discard)
 	counter := &counted{n: map[btpmanager.Action]int{}}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/sirupsen/logrus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,8 +61,11 @@ func TestSyncWritesLabelsNewestWins(t *testing.T) {
 		}
 		return k, rt
 	}
-	k1, rt1 := crs("11111111-aaaa-4bbb-8ccc-000000000001", "sa-sync")
-	k2, _ := crs("11111111-aaaa-4bbb-8ccc-000000000002", "sa-other")
+	// Names of this run alone: -count reruns share the apiserver.
+	run := uuid.NewString()[:8]
+	sub, other := "sa-sync-"+run, "sa-other-"+run
+	k1, rt1 := crs(uuid.NewString(), sub)
+	k2, _ := crs(uuid.NewString(), other)
 
 	stub := cisstub.New("sync-client", "sync-secret")
 	srv := httptest.NewServer(stub.Handler(nil))
@@ -76,9 +80,9 @@ func TestSyncWritesLabelsNewestWins(t *testing.T) {
 	log.SetOutput(io.Discard)
 	s := &subaccountsync.Syncer{Events: c, States: store, KCP: kcp, Namespace: ns, Log: log}
 	t0 := time.Now().Add(-2 * time.Hour).UTC().Truncate(time.Millisecond)
-	stub.AddSubaccountChange("sa-sync", cis.CentralSubaccountCreation, false, "NOT_USED_FOR_PRODUCTION", t0)
-	stub.AddSubaccountChange("sa-sync", cis.CentralSubaccountUpdate, true, "USED_FOR_PRODUCTION", t0.Add(time.Hour))
-	stub.AddSubaccountChange("sa-sync", cis.CentralSubaccountUpdate, false, "NOT_USED_FOR_PRODUCTION", t0.Add(10*time.Minute))
+	stub.AddSubaccountChange(sub, cis.CentralSubaccountCreation, false, "NOT_USED_FOR_PRODUCTION", t0)
+	stub.AddSubaccountChange(sub, cis.CentralSubaccountUpdate, true, "USED_FOR_PRODUCTION", t0.Add(time.Hour))
+	stub.AddSubaccountChange(sub, cis.CentralSubaccountUpdate, false, "NOT_USED_FOR_PRODUCTION", t0.Add(10*time.Minute))
 
 	labelsOf := func(o client.Object) map[string]string {
 		t.Helper()
@@ -113,7 +117,7 @@ func TestSyncWritesLabelsNewestWins(t *testing.T) {
 	}
 
 	// An older change arrives later: ignored.
-	stub.AddSubaccountChange("sa-sync", cis.CentralSubaccountUpdate, false, "NOT_USED_FOR_PRODUCTION", t0.Add(30*time.Minute))
+	stub.AddSubaccountChange(sub, cis.CentralSubaccountUpdate, false, "NOT_USED_FOR_PRODUCTION", t0.Add(30*time.Minute))
 	rep, err = s.Run(ctx)
 	if err != nil || rep.Older != 1 || rep.Applied != 0 || rep.CRs != 0 {
 		t.Fatalf("older change: %+v, %v; want it ignored", rep, err)
@@ -122,7 +126,7 @@ func TestSyncWritesLabelsNewestWins(t *testing.T) {
 		t.Errorf("an older change overwrote the newer: %v", l)
 	}
 	// A newer one wins.
-	stub.AddSubaccountChange("sa-sync", cis.CentralSubaccountUpdate, false, "", time.Now())
+	stub.AddSubaccountChange(sub, cis.CentralSubaccountUpdate, false, "", time.Now())
 	if rep, err = s.Run(ctx); err != nil || rep.Applied != 1 {
 		t.Fatalf("newer change: %+v, %v", rep, err)
 	}
