@@ -3,8 +3,12 @@ package app_test
 import (
 	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"strings"
 	"testing"
 
+	"github.com/kyma-keb/keb/internal/auth"
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/storage"
 )
@@ -40,6 +44,23 @@ func TestSubaccountMovement(t *testing.T) {
 	a := actions[0].(map[string]any)
 	if a["type"] != "subaccount_movement" || a["oldValue"] != "ga-1" || a["newValue"] != "ga-2" {
 		t.Errorf("action %v", a)
+	}
+	// The console's instance page shows the move in the instance's history.
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	res, err := c.PostForm(b.srv.URL+"/console/login", url.Values{"token": {b.mint(auth.ScopeCLDRead)}, "next": {"/console"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	res, err = c.Get(b.srv.URL + "/console/instances/mv-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if !strings.Contains(string(page), `data-action="subaccount_movement"`) || !strings.Contains(string(page), "moved from global account ga-1 to ga-2") {
+		t.Errorf("console instance page (%d) does not show the move", res.StatusCode)
 	}
 	// Moved on again (after the update finished): the original stays the pool's.
 	b.finish(opID, storage.OperationSucceeded)
