@@ -45,9 +45,14 @@ func TestFailoverKeepsCommittedRows(t *testing.T) {
 
 	c.Rejoin()
 	exec(t, c.URL(), `INSERT INTO t VALUES (3)`)
-	// Synchronous commit: the rejoined standby has the row once the insert returns.
-	if got := count(t, old.URL()); got != 3 {
-		t.Errorf("the rejoined standby holds %d rows, want 3", got)
+	// Synchronous commit: the rejoined standby has flushed the row once the
+	// insert returns; it shows it once it has replayed it.
+	deadline := time.Now().Add(time.Minute)
+	for got := count(t, old.URL()); got != 3; got = count(t, old.URL()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the rejoined standby holds %d rows a minute later, want 3", got)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	if _, err := connect(old.URL() + "&target_session_attrs=read-write"); err == nil {
 		t.Error("the rejoined old primary accepts writes")
