@@ -25,6 +25,7 @@ import (
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/console"
+	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/expiry"
 	"github.com/kyma-keb/keb/internal/httpapi"
 	"github.com/kyma-keb/keb/internal/metrics"
@@ -32,6 +33,7 @@ import (
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/runtimelisting"
 	"github.com/kyma-keb/keb/internal/storage"
+	"github.com/kyma-keb/keb/internal/userkubeconfig"
 )
 
 // DevOptions are what `keb dev` adds to a server: its own signing key is
@@ -120,7 +122,12 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	verifier.OnReject(opsMetrics.TokenRejected)
 	expirer := expiry.New(store, expiry.Lifetimes(cat.Plans(), cfg.TrialDuration), cfg.OperationTimeout,
 		log.WithField("component", "expiry"))
-	bindings, err := newBindings(cfg, store, cat, work, log)
+	cp, err := newControlPlane(cfg, work)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	bindings, err := newBindings(cfg, cp, store, cat, log)
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -132,12 +139,21 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 			return nil, err
 		}
 	}
+	kubeconfigs := userkubeconfig.New(store, nil, nil, controlplane.Namespace)
+	if cp != nil {
+		kubeconfigs = userkubeconfig.New(store, cp.kcp, cp.runtimes, controlplane.Namespace)
+	}
 	brokerOpts := broker.Options{
 		DefaultRequestRegion: cfg.DefaultRequestRegion,
 		EnabledPlans:         cfg.EnabledPlans,
 		OperationTimeout:     cfg.OperationTimeout,
 		RetryAfter:           cfg.RetryAfter,
 		BindablePlans:        cfg.Binding.BindablePlans,
+		Labels: broker.LabelOptions{BrokerURL: cfg.BrokerURL, Lifetimes: expiry.Lifetimes(cat.Plans(), cfg.TrialDuration),
+			TrialDocs: cfg.TrialDocsURL, FreeDocsURL: cfg.FreeDocsURL},
+	}
+	if cp != nil {
+		brokerOpts.Labels.Servers = kubeconfigs
 	}
 	if bindings != nil {
 		brokerOpts.Bindings = bindings // a nil *Service must not become a non-nil interface
@@ -162,6 +178,8 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 		Console: console.New(console.Options{Runtimes: runtimesHandler, Operations: store, Instances: store, Verifier: verifier,
 			DevLogin: dev != nil, Log: log.WithField("component", "console")})}
 	oc := cfg.Engine.Orchestration
+	opts.KubeconfigOrigins = cfg.KubeconfigAllowOrigins
+	opts.Kubeconfig = userkubeconfig.Handler(kubeconfigs, log.WithField("component", "kubeconfig"))
 	opts.Orchestrations = orchestration.NewHandler(orchestrations, orchestration.Defaults{KymaVersion: cfg.Engine.KymaVersion,
 		KubernetesVersion: oc.KubernetesVersion, MachineImage: oc.MachineImage, MachineImageVersion: oc.MachineImageVersion},
 		log.WithField("component", "orchestration"))

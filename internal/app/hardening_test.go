@@ -895,6 +895,24 @@ func hostileOperatorRequests(b *bundle, badIDs, badBodies []string) []hostileReq
 		reqs = append(reqs, req{method: http.MethodPost, path: path, body: login, opts: []reqOpt{form}, shape: shapeConsole})
 	}
 
+	// People's kubeconfigs: IDs, tokens without the scope, origins not
+	// allowed (the bundle allows https://cockpit.example).
+	kubeconfigToken := withHeader("Authorization", "Bearer "+b.mint(auth.ScopeKubeconfigRead))
+	for _, id := range append(badIDs, "..", "%2e%2e", "no-such-instance", "victim-1") {
+		reqs = append(reqs, req{method: http.MethodGet, path: "/kubeconfig/" + id, opts: []reqOpt{kubeconfigToken}},
+			req{method: http.MethodGet, path: "/kubeconfig/" + id, opts: []reqOpt{withHeader("Origin", "https://cockpit.example")}})
+	}
+	for _, opts := range [][]reqOpt{{withoutHeader("Authorization")}, {withHeader("Authorization", "Bearer "+b.mint(auth.ScopeCLDRead))},
+		{withoutHeader("Authorization"), withHeader("Origin", "https://evil.example")}, {withoutHeader("Authorization"), withHeader("Origin", "null")},
+		{withoutHeader("Authorization"), withHeader("Origin", "https://cockpit.example.evil.example")},
+		{withHeader("Authorization", "Bearer not-a-token"), withHeader("Origin", "https://evil.example")}} {
+		reqs = append(reqs, req{method: http.MethodGet, path: "/kubeconfig/victim-1", opts: opts},
+			req{method: http.MethodOptions, path: "/kubeconfig/victim-1", opts: opts})
+	}
+	for _, q := range []string{"x=%zz", "a;b", "name=" + strings.Repeat("n", 600)} {
+		reqs = append(reqs, req{method: http.MethodGet, path: "/kubeconfig/victim-1?" + q, opts: []reqOpt{kubeconfigToken}})
+	}
+
 	// Orchestrations: IDs, queries and bodies.
 	for _, id := range append(badIDs, "%c3%28", "%ed%a0%80", "..", "%2e") {
 		for _, rq := range []req{

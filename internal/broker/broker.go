@@ -41,6 +41,8 @@ type Options struct {
 	Bindings binder
 	// BindablePlans are the plans (by name) the catalog marks bindable.
 	BindablePlans []string
+	// Labels say what the instance labels link to.
+	Labels LabelOptions
 }
 
 // Broker is keb's domain.ServiceBroker.
