@@ -26,6 +26,7 @@ import (
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/console"
 	"github.com/kyma-keb/keb/internal/controlplane"
+	"github.com/kyma-keb/keb/internal/events"
 	"github.com/kyma-keb/keb/internal/expiry"
 	"github.com/kyma-keb/keb/internal/httpapi"
 	"github.com/kyma-keb/keb/internal/metrics"
@@ -172,13 +173,15 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	a := &App{cfg: cfg, pool: pool, log: log, engine: eng, bindings: bindings}
 	readiness := httpapi.NewReadiness(cfg.ReadinessInterval, httpapi.CheckTimeout, log.WithField("component", "readiness"), a.probes()...)
 	runtimesHandler := runtimelisting.NewHandler(store, catalog.ServiceID)
+	eventList := events.New(store, cfg.EventsRetention)
 	opts := httpapi.Options{Broker: brk, Auth: verifier, Log: log, Registry: reg, Ready: readiness,
 		RequestTimeout: cfg.RequestTimeout,
 		Runtimes:       runtimesHandler, Expire: expiry.Handler(expirer, log),
-		Console: console.New(console.Options{Runtimes: runtimesHandler, Operations: store, Instances: store, Verifier: verifier,
+		Console: console.New(console.Options{Runtimes: runtimesHandler, Events: eventList, Instances: store, Verifier: verifier,
 			DevLogin: dev != nil, Log: log.WithField("component", "console")})}
 	oc := cfg.Engine.Orchestration
 	opts.KubeconfigOrigins = cfg.KubeconfigAllowOrigins
+	opts.Events = events.Handler(eventList, log.WithField("component", "events"))
 	opts.Kubeconfig = userkubeconfig.Handler(kubeconfigs, log.WithField("component", "kubeconfig"))
 	opts.Orchestrations = orchestration.NewHandler(orchestrations, orchestration.Defaults{KymaVersion: cfg.Engine.KymaVersion,
 		KubernetesVersion: oc.KubernetesVersion, MachineImage: oc.MachineImage, MachineImageVersion: oc.MachineImageVersion},

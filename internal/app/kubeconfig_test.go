@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -98,4 +99,53 @@ func TestInstanceLabels(t *testing.T) {
 		!strings.Contains(l["Trial account expiration details"].(string), "has expired") {
 		t.Fatalf("an expired trial's labels: %v", l)
 	}
+}
+
+// TestEventsFilters: /events lists an instance's operations' acceptance
+// and end; every given filter must match, an unmatched one gives nothing.
+func TestEventsFilters(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.running("running-1")
+	b.running("running-2")
+	cld := withHeader("Authorization", "Bearer "+b.mint(auth.ScopeCLDRead))
+	list := func(q string) []any {
+		t.Helper()
+		r := b.expect(b.doRaw(http.MethodGet, "/events?"+q, "", cld), http.StatusOK) // an array, not an object
+		var out []any
+		if err := json.Unmarshal([]byte(r.raw), &out); err != nil {
+			t.Fatalf("%s: %v: %s", q, err, r.raw)
+		}
+		if r.header.Get("X-Total-Count") == "" {
+			t.Fatalf("%s: no X-Total-Count", q)
+		}
+		return out
+	}
+	one := list("instance_ids=running-1")
+	if len(one) != 2 {
+		t.Fatalf("running-1's events: %v", one)
+	}
+	first, last := one[0].(map[string]any), one[1].(map[string]any)
+	if first["Kind"] != "operation_accepted" || last["Kind"] != "operation_succeeded" || first["InstanceID"] != "running-1" ||
+		first["OperationID"] != last["OperationID"] || first["Level"] != "info" {
+		t.Fatalf("running-1's events: %v", one)
+	}
+	if both := list("instance_ids=running-1,running-2"); len(both) != 4 {
+		t.Errorf("both instances: %d events", len(both))
+	}
+	if both := list("instance_ids=running-1&instance_ids=running-2&page_size=3&page=2"); len(both) != 1 {
+		t.Errorf("the second page of 3: %d events", len(both))
+	}
+	for _, q := range []string{"instance_ids=no-such", "runtime_ids=no-such", "operation_ids=no-such",
+		"instance_ids=running-1&operation_ids=no-such", "instance_ids=running-1&runtime_ids=no-such"} {
+		if got := list(q); len(got) != 0 {
+			t.Errorf("%s: %d events, want none", q, len(got))
+		}
+	}
+	if got := list("operation_ids=" + first["OperationID"].(string)); len(got) != 2 {
+		t.Errorf("by operation: %v", got)
+	}
+	b.expectOSBError(b.do(http.MethodGet, "/events", "", cld), http.StatusBadRequest, "BadRequest")
+	b.expectOSBError(b.do(http.MethodGet, "/events?instance_ids=running-1", "", withHeader("Authorization", "Bearer "+b.mint(auth.ScopeBrokerWrite))),
+		http.StatusForbidden, "Forbidden")
 }

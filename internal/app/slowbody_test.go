@@ -40,6 +40,10 @@ var unauthenticatedRoutes = []struct{ method, path string }{
 	{http.MethodGet, "/dev/cis/v1.0/events"},
 	{http.MethodGet, "/dev/cis/v2.0/events"},
 	{http.MethodPost, "/dev/cis/events"},
+	// The kubeconfig answers an allowed origin without a token, and its
+	// preflight anyone.
+	{http.MethodGet, "/kubeconfig/x"},
+	{http.MethodOptions, "/kubeconfig/x"},
 	// What every other route answers without a token (401), and what
 	// answers unknown paths and methods.
 	{http.MethodPut, "/oauth/v2/service_instances/x"},

@@ -62,6 +62,8 @@ type Options struct {
 	// nil answers 501.
 	Kubeconfig        http.Handler
 	KubeconfigOrigins []string
+	// Events serves GET /events (scope cld:read); nil answers 501.
+	Events http.Handler
 	// RequestTimeout bounds each API request's work (database included);
 	// past it the request is answered 503. Zero means no bound.
 	RequestTimeout time.Duration
@@ -185,6 +187,11 @@ func NewRouter(opts Options) (http.Handler, error) {
 	requireCLDRead := opts.Auth.Require(auth.ScopeCLDRead)
 	r.Handle("/info/runtimes", requireCLDRead(bounded(runtimes))).Methods(http.MethodGet)
 	r.Handle("/runtimes", requireCLDRead(bounded(runtimes))).Methods(http.MethodGet)
+	events := opts.Events
+	if events == nil {
+		events = http.HandlerFunc(notYetServed)
+	}
+	r.Handle("/events", requireCLDRead(bounded(events))).Methods(http.MethodGet)
 
 	// Expiring an instance changes it as a PATCH would: broker:write.
 	expire := opts.Expire

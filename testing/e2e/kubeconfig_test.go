@@ -89,6 +89,7 @@ func TestPeoplesKubeconfig(t *testing.T) {
 		t.Fatalf("provisioning ended %s: %s", state, desc)
 	}
 	runtimeID := s.runtime("e2e-kc-1")["runtimeID"].(string)
+	s.checkProvisioningEvents("e2e-kc-1", good)
 
 	// Two OIDC providers, as KIM holds them: oidcConfig and
 	// additionalOidcConfig (which repeats the first, as a list written
@@ -155,4 +156,50 @@ func TestPeoplesKubeconfig(t *testing.T) {
 		t.Fatalf("suspension ended %s: %s", state, desc)
 	}
 	notFound("e2e-kc-1", "suspended")
+}
+
+// checkProvisioningEvents: GET /events for the instance lists its
+// provisioning, in order: accepted, each step started and done (a step
+// ends when the next starts), check_runtime's wait for the cluster, the
+// success last.
+func (s *stack) checkProvisioningEvents(instanceID, opID string) {
+	s.t.Helper()
+	code, _, raw := s.send(http.MethodGet, "/events?instance_ids="+instanceID, "")
+	var list []struct {
+		Kind, Step, OperationID, Message string
+		CreatedAt                        time.Time
+	}
+	if err := json.Unmarshal(raw, &list); code != http.StatusOK || err != nil || len(list) < 4 {
+		s.t.Fatalf("GET /events: %d %v %s", code, err, raw)
+	}
+	if list[0].Kind != "operation_accepted" || list[len(list)-1].Kind != "operation_succeeded" {
+		s.t.Fatalf("events do not run from acceptance to success: %s", raw)
+	}
+	var started []string
+	running, waited := "", false
+	for i, e := range list {
+		if e.OperationID != opID || (i > 0 && e.CreatedAt.Before(list[i-1].CreatedAt)) {
+			s.t.Fatalf("event %d out of place: %+v", i, e)
+		}
+		switch e.Kind {
+		case "step_started":
+			if running != "" {
+				s.t.Fatalf("step %s started while %s had not ended: %s", e.Step, running, raw)
+			}
+			running = e.Step
+			started = append(started, e.Step)
+		case "step_waiting":
+			waited = waited || e.Step == "check_runtime"
+		case "step_done":
+			if e.Step != running {
+				s.t.Fatalf("step %s ended while %s ran", e.Step, running)
+			}
+			running = ""
+		}
+	}
+	order := strings.Join(started, " ")
+	if !strings.Contains(order, "create_runtime check_runtime") || !waited {
+		s.t.Fatalf("steps %s (check_runtime waited: %v)", order, waited)
+	}
+	s.t.Logf("events of %s: %d, steps %s", instanceID, len(list), order)
 }
