@@ -15,6 +15,7 @@ import (
 	"github.com/sirupsen/logrus"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/kyma-keb/keb/internal/buildinfo"
 	"github.com/kyma-keb/keb/internal/logging"
 )
 
@@ -54,6 +55,7 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	buildinfo.Version = version
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stdout)
 		if len(args) == 0 {

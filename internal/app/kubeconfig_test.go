@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kyma-keb/keb/internal/auth"
+	"github.com/kyma-keb/keb/internal/buildinfo"
 )
 
 // TestKubeconfigAccess: who may fetch /kubeconfig/{id}, and the 404s
@@ -148,4 +149,17 @@ func TestEventsFilters(t *testing.T) {
 	b.expectOSBError(b.do(http.MethodGet, "/events", "", cld), http.StatusBadRequest, "BadRequest")
 	b.expectOSBError(b.do(http.MethodGet, "/events?instance_ids=running-1", "", withHeader("Authorization", "Bearer "+b.mint(auth.ScopeBrokerWrite))),
 		http.StatusForbidden, "Forbidden")
+}
+
+// TestVersionEndpoint: GET /version answers without a token with what
+// `keb version` prints.
+func TestVersionEndpoint(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.expect(b.do(http.MethodGet, "/version", "", withoutHeader("Authorization")), http.StatusOK)
+	info := buildinfo.Read()
+	if r.body["version"] != info.Version || r.body["commit"] != info.Commit || r.body["schemaVersion"] != float64(info.SchemaVersion) ||
+		info.SchemaVersion == 0 {
+		t.Fatalf("/version: %s, want %+v", r.raw, info)
+	}
 }

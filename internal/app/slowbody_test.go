@@ -28,6 +28,7 @@ import (
 var unauthenticatedRoutes = []struct{ method, path string }{
 	{http.MethodGet, "/healthz"},
 	{http.MethodGet, "/readyz"},
+	{http.MethodGet, "/version"},
 	{http.MethodGet, "/metrics"},
 	{http.MethodGet, "/openapi.yaml"},
 	{http.MethodGet, "/console"},

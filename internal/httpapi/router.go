@@ -149,6 +149,7 @@ func NewRouter(opts Options) (http.Handler, error) {
 	readForm := bufferBody(bodyLimits{max: maxFormBody, deadline: formDeadline, slots: make(chan struct{}, FormSlots)})
 
 	r.HandleFunc("/healthz", healthz).Methods(http.MethodGet)
+	r.HandleFunc("/version", versionHandler()).Methods(http.MethodGet)
 	r.Handle("/readyz", readyz(opts.Ready)).Methods(http.MethodGet)
 	if !opts.MetricsElsewhere {
 		r.Handle("/metrics", MetricsHandler(opts.Registry)).Methods(http.MethodGet)
