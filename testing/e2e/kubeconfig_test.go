@@ -1,9 +1,13 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -127,6 +131,24 @@ func TestPeoplesKubeconfig(t *testing.T) {
 		cfg.AuthInfos["kc-1-2"].Exec.Args[2] != "--oidc-client-id=client-b" {
 		t.Fatalf("kubeconfig: want users kc-1 (issuer a) and kc-1-2 (client b) on %s:\n%s", server, raw)
 	}
+	// keb kubeconfig finds the runtime by its shoot and writes the same file.
+	cliToken, err := s.key.Mint(testIssuer, testAud, "operator", []string{auth.ScopeCLDRead, auth.ScopeKubeconfigRead}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "kc-1.yaml")
+	shoot := s.runtime("e2e-kc-1")["shootName"].(string)
+	if out, err := exec.Command(buildKeb(t), "kubeconfig", "--url", s.url, "--token", cliToken, "-c", shoot, "-o", file).CombinedOutput(); err != nil {
+		t.Fatalf("keb kubeconfig -c %s: %v\n%s", shoot, err, out)
+	}
+	if written, err := os.ReadFile(file); err != nil || !bytes.Equal(written, raw) {
+		t.Fatalf("keb kubeconfig wrote %s (%v), the API served %s", written, err, raw)
+	}
+	if out, err := exec.Command(buildKeb(t), "kubeconfig", "--url", s.url, "--token", cliToken, "-g", "ga-no-such").CombinedOutput(); err == nil ||
+		!strings.Contains(string(out), "no runtime matches") {
+		t.Fatalf("keb kubeconfig of no runtime: %v %s", err, out)
+	}
+
 	// The cockpit's browser, without a token.
 	code, header, _ = s.kubeconfigGet("e2e-kc-1", map[string]string{"Origin": "https://cockpit.example"})
 	if code != http.StatusOK || header.Get("Access-Control-Allow-Origin") != "https://cockpit.example" {
