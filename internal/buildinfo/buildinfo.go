@@ -16,11 +16,16 @@ import (
 // Version is the release version; `keb` sets it from its -X main.version.
 var Version = "dev"
 
+// Commit is the commit built, set with -X (make and the Dockerfile do: the
+// builds run with -buildvcs=false or without .git); empty: what Go
+// recorded, if anything.
+var Commit = ""
+
 // Info is what GET /version answers.
 type Info struct {
 	Version string `json:"version"`
-	// Commit is the VCS revision Go recorded at build time; "unknown" for a
-	// build outside a checkout (an image built from a source copy).
+	// Commit is the commit built (-X …/buildinfo.Commit, else the VCS
+	// revision Go recorded); "unknown" when neither says.
 	Commit string `json:"commit"`
 	// Modified says the checkout had uncommitted changes.
 	Modified  bool   `json:"modified,omitempty"`
@@ -43,6 +48,9 @@ func Read() Info {
 				info.Modified = s.Value == "true"
 			}
 		}
+	}
+	if Commit != "" {
+		info.Commit = Commit
 	}
 	return info
 }
