@@ -1,7 +1,7 @@
 package main
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -147,20 +147,20 @@ func (o *taskrunOptions) runOne(ctx context.Context, kcp client.Reader, tmp stri
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+path, "RUNTIME_ID="+rt.RuntimeID, "SHOOT_NAME="+rt.ShootName,
 		"INSTANCE_ID="+rt.InstanceID, "GLOBALACCOUNT_ID="+rt.GlobalAccountID, "SUBACCOUNT_ID="+rt.SubAccountID,
 		"PLAN_NAME="+rt.ServicePlanName)
-	// Ctrl-C: the command is asked to stop (SIGTERM), and killed 5 s later.
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	// Ctrl-C: the command and whatever it started (its own process group)
+	// are asked to stop with SIGTERM; 5 s later Wait gives up on them.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = 5 * time.Second
-	stdout, _ := cmd.StdoutPipe()
-	stderr, _ := cmd.StderrPipe()
+	stdout, stderr := out.writer(false, prefix), out.writer(true, prefix)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	defer stdout.flush()
+	defer stderr.flush()
 	if err := cmd.Start(); err != nil {
 		res.err = err
 		out.line(true, prefix, err.Error())
 		return res
 	}
-	var copying sync.WaitGroup
-	copying.Go(func() { out.copy(false, prefix, stdout) })
-	copying.Go(func() { out.copy(true, prefix, stderr) })
-	copying.Wait()
 	err := cmd.Wait()
 	res.exitCode = cmd.ProcessState.ExitCode()
 	var exit *exec.ExitError
@@ -290,10 +290,38 @@ func (p *prefixedOutput) line(toStderr bool, prefix, text string) {
 	fmt.Fprintln(w, prefix+text)
 }
 
-func (p *prefixedOutput) copy(toStderr bool, prefix string, r io.Reader) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		p.line(toStderr, prefix, sc.Text())
+// writer is an io.Writer writing whole lines with the prefix; flush writes
+// a last line without its newline.
+func (p *prefixedOutput) writer(toStderr bool, prefix string) *lineWriter {
+	return &lineWriter{out: p, toStderr: toStderr, prefix: prefix}
+}
+
+type lineWriter struct {
+	out      *prefixedOutput
+	toStderr bool
+	prefix   string
+	partial  []byte
+}
+
+func (w *lineWriter) Write(b []byte) (int, error) {
+	w.partial = append(w.partial, b...)
+	for {
+		i := bytes.IndexByte(w.partial, '\n')
+		if i < 0 {
+			break
+		}
+		w.out.line(w.toStderr, w.prefix, string(w.partial[:i]))
+		w.partial = w.partial[i+1:]
+	}
+	if len(w.partial) > 1<<20 { // a line without end: written in pieces
+		w.flush()
+	}
+	return len(b), nil
+}
+
+func (w *lineWriter) flush() {
+	if len(w.partial) > 0 {
+		w.out.line(w.toStderr, w.prefix, string(w.partial))
+		w.partial = nil
 	}
 }
