@@ -29,6 +29,9 @@ const (
 const expiredText = "Your cluster has expired. It is not operational, and the links to its kubeconfig and API server " +
 	"are no longer valid. To continue using Kyma, create a new cluster."
 
+// labelTimeout bounds reading the API server's address for a label.
+const labelTimeout = 2 * time.Second
+
 // ServerURLs reads a runtime's API server address from its kubeconfig
 // Secret (*userkubeconfig.Service).
 type ServerURLs interface {
@@ -74,7 +77,11 @@ func (b *Broker) labels(ctx context.Context, inst storage.Instance) map[string]s
 	}
 	l[LabelKubeconfigURL] = b.brokerURL(ctx) + "/kubeconfig/" + inst.InstanceID
 	if b.opts.Labels.Servers != nil {
-		server, err := b.opts.Labels.Servers.ServerURL(ctx, inst.RuntimeID)
+		// A label is not worth a slow answer: with the control plane
+		// down, GET instance answers without it after labelTimeout.
+		lctx, cancel := context.WithTimeout(ctx, labelTimeout)
+		defer cancel()
+		server, err := b.opts.Labels.Servers.ServerURL(lctx, inst.RuntimeID)
 		if err != nil {
 			b.log.WithError(err).WithField("instance_id", inst.InstanceID).Warn("instance labels: no API server URL")
 		} else {

@@ -16,7 +16,11 @@ import (
 
 type serverURLs map[string]string
 
-func (s serverURLs) ServerURL(_ context.Context, runtimeID string) (string, error) {
+func (s serverURLs) ServerURL(ctx context.Context, runtimeID string) (string, error) {
+	if runtimeID == "rt-hangs" { // a control plane that does not answer
+		<-ctx.Done()
+		return "", ctx.Err()
+	}
 	if u, ok := s[runtimeID]; ok {
 		return u, nil
 	}
@@ -79,11 +83,20 @@ func TestLabels(t *testing.T) {
 			i.RuntimeID = "rt-2"
 			return i
 		}(), map[string]string{"Name": "c1", "KubeconfigURL": "https://broker.example:8443/kubeconfig/i-1"}},
+		{"control plane hangs: no APIServerURL after labelTimeout", func() storage.Instance {
+			i := running(catalog.AzurePlanName, 0)
+			i.RuntimeID = "rt-hangs"
+			return i
+		}(), map[string]string{"Name": "c1", "KubeconfigURL": "https://broker.example:8443/kubeconfig/i-1"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			began := time.Now()
 			if got := b.labels(ctx, tc.inst); !maps.Equal(got, tc.want) {
 				t.Errorf("labels\n got %v\nwant %v", got, tc.want)
+			}
+			if took := time.Since(began); took > labelTimeout+time.Second {
+				t.Errorf("labels took %s", took)
 			}
 		})
 	}
