@@ -74,7 +74,10 @@ FUZZ_TARGETS := \
 	./internal/catalog:FuzzValidateParameters \
 	./internal/runtimelisting:FuzzParseQuery \
 	./internal/runtimelisting:FuzzDecodeCursor \
-	./internal/auth:FuzzVerify
+	./internal/auth:FuzzVerify \
+	./internal/httpapi:FuzzKubeconfigAccess \
+	./internal/userkubeconfig:FuzzBuild \
+	./internal/events:FuzzParseQuery
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; echo ">> $$name ($$pkg, $(FUZZTIME))"; \

@@ -8,6 +8,7 @@ package userkubeconfig
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -56,9 +57,12 @@ const Plugin = "kubectl-oidc_login"
 // Build returns the kubeconfig YAML for a runtime named name (the instance's
 // name parameter): one cluster, and one user and context per provider, the
 // first provider's context current. The first user and context are called
-// name, the n-th name-n. Without providers it has the cluster and a context
+// name (its bytes that are not UTF-8 replaced by "-"), the n-th name-n. Without providers it has the cluster and a context
 // without a user.
 func Build(name string, ep runtimeclient.Endpoint, providers []Provider) ([]byte, error) {
+	// YAML holds UTF-8 only: a name with other bytes would be written
+	// changed, and its context would then name no cluster.
+	name = strings.ToValidUTF8(name, "-")
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: ep.Server, CertificateAuthorityData: ep.CAData, TLSServerName: ep.TLSServerName}
 	cfg.CurrentContext = name

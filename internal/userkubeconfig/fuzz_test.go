@@ -2,7 +2,9 @@ package userkubeconfig
 
 import (
 	"slices"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -19,11 +21,17 @@ func FuzzBuild(f *testing.F) {
 		if name == "" {
 			return // an instance always has a name (DisplayName falls back to the runtime ID)
 		}
+		for _, s := range []string{issuer1, client1, issuer2, client2} {
+			if !utf8.ValidString(s) {
+				return // decoded from the API server's JSON: always UTF-8
+			}
+		}
 		providers := []Provider{{issuer1, client1}, {issuer2, client2}}
 		out, err := Build(name, runtimeclient.Endpoint{Server: "https://api.example"}, providers)
 		if err != nil {
 			return // refused to encode, nothing served
 		}
+		name = strings.ToValidUTF8(name, "-")
 		cfg, err := clientcmd.Load(out)
 		if err != nil {
 			t.Fatalf("kubectl cannot read it: %v\n%s", err, out)
