@@ -74,7 +74,11 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	if err != nil {
 		return nil, err
 	}
-	cat, err := catalog.Load(cfg.PlansFile)
+	var loadOpts []catalog.LoadOption
+	if !cfg.RejectUnsupportedParameters {
+		loadOpts = append(loadOpts, catalog.IgnoreUnsupportedParameters())
+	}
+	cat, err := catalog.Load(cfg.PlansFile, loadOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("loading plans: %w", err)
 	}
@@ -145,11 +149,13 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 		kubeconfigs = userkubeconfig.New(store, cp.kcp, cp.runtimes, controlplane.Namespace)
 	}
 	brokerOpts := broker.Options{
-		DefaultRequestRegion: cfg.DefaultRequestRegion,
-		EnabledPlans:         cfg.EnabledPlans,
-		OperationTimeout:     cfg.OperationTimeout,
-		RetryAfter:           cfg.RetryAfter,
-		BindablePlans:        cfg.Binding.BindablePlans,
+		UnsupportedParameters: metrics.NewUnsupportedParameters(reg),
+		GVisorGlobalAccounts:  cfg.GVisorAllowedGlobalAccounts,
+		DefaultRequestRegion:  cfg.DefaultRequestRegion,
+		EnabledPlans:          cfg.EnabledPlans,
+		OperationTimeout:      cfg.OperationTimeout,
+		RetryAfter:            cfg.RetryAfter,
+		BindablePlans:         cfg.Binding.BindablePlans,
 		Labels: broker.LabelOptions{BrokerURL: cfg.BrokerURL, Lifetimes: expiry.Lifetimes(cat.Plans(), cfg.TrialDuration),
 			TrialDocs: cfg.TrialDocsURL, FreeDocsURL: cfg.FreeDocsURL},
 	}
