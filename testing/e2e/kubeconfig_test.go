@@ -61,6 +61,7 @@ func TestPeoplesKubeconfig(t *testing.T) {
 	})
 	freshAccount(t, s.kcp, "azure-kc-1")
 	freshAccount(t, s.kcp, "azure-kc-broken")
+	freshAccount(t, s.kcp, "azure-kc-list")
 	tok, err := s.key.Mint(testIssuer, testAud, "proxy", []string{auth.ScopeKubeconfigRead}, time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -83,6 +84,18 @@ func TestPeoplesKubeconfig(t *testing.T) {
 		return s.accepted("provision "+id, code, body)
 	}
 	good, broken := provision("e2e-kc-1", "kc-1"), provision("e2e-kc-broken", "kc-broken")
+	// The oidc parameter's list form: two providers, which provisioning
+	// writes into additionalOidcConfig.
+	provider := func(issuer, client string) string {
+		return `{"clientID": "` + client + `", "issuerURL": "` + issuer + `", "groupsClaim": "groups", "usernameClaim": "sub",
+			"usernamePrefix": "-", "groupsPrefix": "-", "signingAlgs": ["RS256"]}`
+	}
+	code, body := s.call(http.MethodPut, "/oauth/v2/service_instances/e2e-kc-list?accepts_incomplete=true",
+		`{"service_id": "`+serviceID+`", "plan_id": "`+azurePlanID+`",
+		"context": {"globalaccount_id": "ga-kc-list", "subaccount_id": "sa-kc-list", "user_id": "me@example.com"},
+		"parameters": {"name": "kc-list", "region": "westeurope", "oidc": {"list": [`+
+			provider("https://list-a.example", "list-a")+`, `+provider("https://list-b.example", "list-b")+`]}}}`)
+	listed := s.accepted("provision e2e-kc-list", code, body)
 	notFound("e2e-kc-1", "being provisioned")
 	notFound("e2e-kc-unknown", "does not exist")
 
@@ -93,6 +106,14 @@ func TestPeoplesKubeconfig(t *testing.T) {
 		t.Fatalf("provisioning ended %s: %s", state, desc)
 	}
 	runtimeID := s.runtime("e2e-kc-1")["runtimeID"].(string)
+	if state, desc := s.waitFor("e2e-kc-list", listed, 3*time.Minute); state != "succeeded" {
+		t.Fatalf("provisioning with the oidc list ended %s: %s", state, desc)
+	}
+	if code, _, raw := s.kubeconfigGet("e2e-kc-list", withToken); code != http.StatusOK ||
+		!bytes.Contains(raw, []byte("--oidc-issuer-url=https://list-a.example")) || !bytes.Contains(raw, []byte("--oidc-client-id=list-b")) ||
+		!bytes.Contains(raw, []byte("name: kc-list-2")) {
+		t.Fatalf("kubeconfig of a runtime provisioned with two OIDC providers: %d\n%s", code, raw)
+	}
 	s.checkProvisioningEvents("e2e-kc-1", good)
 
 	// Two OIDC providers, as KIM holds them: oidcConfig and
@@ -172,7 +193,7 @@ func TestPeoplesKubeconfig(t *testing.T) {
 	}
 	notFound("e2e-kc-broken", "failed")
 
-	code, body := s.call(http.MethodPatch, "/oauth/v2/service_instances/e2e-kc-1?accepts_incomplete=true",
+	code, body = s.call(http.MethodPatch, "/oauth/v2/service_instances/e2e-kc-1?accepts_incomplete=true",
 		`{"service_id": "`+serviceID+`", "context": {"active": false}}`)
 	if state, desc := s.waitFor("e2e-kc-1", s.accepted("suspend", code, body), 2*time.Minute); state != "succeeded" {
 		t.Fatalf("suspension ended %s: %s", state, desc)
