@@ -75,6 +75,7 @@ FUZZ_TARGETS := \
 	./internal/runtimelisting:FuzzParseQuery \
 	./internal/runtimelisting:FuzzDecodeCursor \
 	./internal/auth:FuzzVerify \
+	./internal/guardrails:FuzzParse \
 	./internal/httpapi:FuzzKubeconfigAccess \
 	./internal/userkubeconfig:FuzzBuild \
 	./internal/events:FuzzParseQuery

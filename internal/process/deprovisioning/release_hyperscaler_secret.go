@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/process"
@@ -30,6 +31,15 @@ type ReleaseHyperscalerSecret struct {
 	// SharedPlanIDs are plans on shared accounts: their instances never
 	// keep a tenant's dedicated account.
 	SharedPlanIDs []string
+	Config        Config
+}
+
+// SkipAfter implements process.SkippableStep.
+func (s *ReleaseHyperscalerSecret) SkipAfter() time.Duration { return s.Config.SkipAfter }
+
+// Leftover implements process.SkippableStep.
+func (s *ReleaseHyperscalerSecret) Leftover(op *process.Operation) string {
+	return fmt.Sprintf("the hyperscaler account of global account %s, not released for cleanup", op.Instance.PoolTenant())
 }
 
 // Name implements process.Step.
@@ -60,7 +70,7 @@ func (s *ReleaseHyperscalerSecret) Run(ctx context.Context, op *process.Operatio
 		hsType = t
 	}
 	op.Describe("Releasing the %s hyperscaler account", hsType)
-	others, err := s.Store.OtherInstancesOfTenant(ctx, op.Instance.GlobalAccountID, op.Record.Provider, op.InstanceID, s.SharedPlanIDs)
+	others, err := s.Store.OtherInstancesOfTenant(ctx, op.Instance.PoolTenant(), op.Record.Provider, op.InstanceID, s.SharedPlanIDs)
 	if err != nil {
 		return process.StepResult{}, err
 	}
@@ -68,7 +78,7 @@ func (s *ReleaseHyperscalerSecret) Run(ctx context.Context, op *process.Operatio
 		return process.Done() // still used by the tenant's other runtimes
 	}
 	// Idempotent, and a no-op for a tenant that holds no account.
-	if err := s.Accounts.MarkDirty(ctx, hsType, op.Instance.GlobalAccountID); err != nil {
+	if err := s.Accounts.MarkDirty(ctx, hsType, op.Instance.PoolTenant()); err != nil {
 		return process.StepResult{}, fmt.Errorf("releasing hyperscaler account: %w", err)
 	}
 	return process.Done()

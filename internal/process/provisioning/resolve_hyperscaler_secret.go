@@ -51,7 +51,7 @@ func (s *ResolveHyperscalerSecret) Run(ctx context.Context, op *process.Operatio
 	if plan.SharedPool {
 		acc, err = s.Accounts.ClaimShared(ctx, hsType)
 	} else {
-		acc, err = s.Accounts.Claim(ctx, hsType, op.Instance.GlobalAccountID)
+		acc, err = s.Accounts.Claim(ctx, hsType, op.Instance.PoolTenant())
 	}
 	if errors.Is(err, hyperscaler.ErrNoAccount) {
 		op.Describe("Waiting for a free %s hyperscaler account: none is available in the account pool", hsType)

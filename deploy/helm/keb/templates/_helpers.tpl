@@ -83,6 +83,10 @@ env:
   - name: APP_BROKER_PLANS_FILE
     value: /etc/keb/plans/plans.yaml
 {{- end }}
+{{- if .Values.blocklistConfigMap }}
+  - name: APP_OPERATION_BLOCKLIST_FILE
+    value: /etc/keb/blocklist/blocklist.yaml
+{{- end }}
 {{- end -}}
 
 {{/* The mounted public keys, comma-separated: every key of the Secret, as listed by lookup at install, or the
