@@ -56,7 +56,8 @@ browser-test: build k8s-bins
 screenshots:
 	@$(MAKE) --no-print-directory browser-test SCREENSHOTS=docs/images
 
-## faults: the fault suite with its long variants (the 1,000-cycle soak), one test at a time
+## faults: the fault suite with its long variants (the 1,000-cycle soak, the PostgreSQL failover scenarios,
+## the rolling restart, the restore of a base backup), one test at a time
 ## so that the timings it logs are keb's; its quick variants run in `make test` too, two at a time
 faults: postgres k8s-bins
 	KEB_FAULTS=long KUBEBUILDER_ASSETS=$(CURDIR)/bin/k8s $(GO) test -count=1 -timeout 60m -parallel 1 -v ./testing/faults/...

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -327,6 +328,19 @@ func TestMigrateAgainstDatabase(t *testing.T) {
 	}
 	if m := status.FindStringSubmatch(migrate("status")); m == nil || m[1] == head || m[3] != "false" {
 		t.Errorf("status after down: %v", m)
+	}
+	// --to replays one migration at a time: down once more, up to the one
+	// before head, and no further.
+	headNum, _ := strconv.Atoi(head)
+	prev := strconv.Itoa(headNum - 1)
+	if out := migrate("down"); !strings.Contains(out, "rolled back migration "+prev) {
+		t.Errorf("second `keb migrate down` printed %q", out)
+	}
+	if out := migrate("up", "--to", prev); !strings.Contains(out, "applied 1 migration(s): ["+prev+"]") {
+		t.Errorf("`keb migrate up --to %s` printed %q", prev, out)
+	}
+	if m := status.FindStringSubmatch(migrate("status")); m == nil || m[1] != prev {
+		t.Errorf("status after up --to %s: %v", prev, m)
 	}
 	if out := migrate("up"); !strings.Contains(out, "applied 1 migration(s): ["+head+"]") {
 		t.Errorf("`keb migrate up` printed %q", out)

@@ -15,12 +15,24 @@ func migrateCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) e
 	var cfg config.Config
 	b := config.NewBinder(fs)
 	cfg.BindDatabase(b)
+	var to int
+	b.Int(&to, "to", "KEB_MIGRATE_TO", 0, "with up: stop after this migration version (0: apply all); to replay one migration after another")
 	return func(ctx context.Context, args []string) error {
 		if err := b.Err(); err != nil {
 			return err
 		}
+		// Flags may follow the action too: keb migrate up --to 14.
+		if len(args) > 1 {
+			if err := fs.Parse(args[1:]); err != nil {
+				return err
+			}
+			args = append(args[:1], fs.Args()...)
+		}
 		if len(args) != 1 {
 			return errors.New("say what to do: keb migrate up|down|status")
+		}
+		if to != 0 && args[0] != "up" {
+			return errors.New("--to goes with up only")
 		}
 		if cfg.DatabaseURL == "" {
 			return errors.New("no database: set APP_DATABASE_URL (or DATABASE_URL) or pass --database-url")
@@ -32,7 +44,10 @@ func migrateCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) e
 		defer pool.Close()
 		switch args[0] {
 		case "up":
-			applied, err := storage.MigrateUp(ctx, pool)
+			applied, err := storage.MigrateUpWith(ctx, pool, storage.MigrateOptions{To: int64(to),
+				OnLockTimeout: func(err error) {
+					fmt.Fprintf(os.Stderr, "a migration gave up waiting for a lock (lock_timeout); trying again: %v\n", err)
+				}})
 			if err != nil {
 				return err
 			}

@@ -59,6 +59,8 @@ type App struct {
 	pool    *pgxpool.Pool
 	log     logrus.FieldLogger
 	engine  *engine
+	// readiness is /readyz's; Serve makes it fail when shutdown begins.
+	readiness *httpapi.Readiness
 	// stopReadiness stops the background readiness checks and waits for
 	// them.
 	stopReadiness func()
@@ -239,6 +241,7 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	var checking sync.WaitGroup
 	checking.Go(func() { readiness.Run(rctx) })
+	a.readiness = readiness
 	a.stopReadiness = func() { stop(); checking.Wait() }
 	return a, nil
 }
@@ -320,6 +323,13 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		return fmt.Errorf("serving HTTP: %w", err)
 	case <-ctx.Done():
+	}
+	// Load balancers see /readyz fail and stop sending; requests that
+	// still arrive meanwhile are answered as usual.
+	a.readiness.Drain()
+	if a.cfg.ShutdownDelay > 0 {
+		a.log.WithField("delay", a.cfg.ShutdownDelay.String()).Info("shutting down: /readyz fails; still serving until load balancers stop sending")
+		time.Sleep(a.cfg.ShutdownDelay)
 	}
 	a.log.Info("shutting down: draining requests and letting running steps finish")
 	// Requests drain and steps finish side by side, both within the

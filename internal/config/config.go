@@ -87,6 +87,10 @@ type Config struct {
 	TrustGateway    bool
 	JWKSRefresh     time.Duration
 	ShutdownTimeout time.Duration
+	// ShutdownDelay is how long a stopping replica keeps serving with
+	// /readyz failing before it stops accepting connections, so that load
+	// balancers take it out of rotation first (keb serve only).
+	ShutdownDelay time.Duration
 
 	LogFormat string
 	LogLevel  string
@@ -399,6 +403,8 @@ func (c *Config) BindServe(b *Binder) {
 	c.BindEngine(b)
 	c.BindCleanup(b)
 	// A production broker's logs go to a collector: JSON even on a terminal.
+	b.Duration(&c.ShutdownDelay, "shutdown-delay", "APP_SHUTDOWN_DELAY", ServeShutdownDelay,
+		"on SIGTERM, how long to keep serving with /readyz failing before closing the listener, so that load balancers stop sending first")
 	c.bindCommon(b, "json")
 }
 
@@ -552,6 +558,12 @@ func (c *Config) BindEngine(b *Binder) {
 	b.Duration(&o.UpgradeTimeout, "upgrade-timeout", "APP_UPGRADE_TIMEOUT", do.UpgradeTimeout,
 		"bound on one runtime's upgrade operation")
 }
+
+// ServeShutdownDelay is keb serve's APP_SHUTDOWN_DELAY: the time a
+// Kubernetes Service's endpoints and the load balancers behind it take to
+// drop a terminating pod (seconds). keb dev and in-process tests stop at
+// once (Defaults: 0).
+const ServeShutdownDelay = 5 * time.Second
 
 // BindCommon binds logging and shutdown settings.
 func (c *Config) BindCommon(b *Binder) { c.bindCommon(b, Defaults.LogFormat) }

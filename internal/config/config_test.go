@@ -343,6 +343,7 @@ func TestBindServeReadsItsVariables(t *testing.T) {
 		{name: "audience", env: "APP_AUTH_AUDIENCE", value: "keb", check: func(c config.Config) bool { return c.Audience == "keb" }},
 		{name: "trust gateway", env: "APP_AUTH_TRUST_GATEWAY", value: "true", check: func(c config.Config) bool { return c.TrustGateway }},
 		{name: "JWKS refresh", env: "APP_AUTH_JWKS_REFRESH", value: "1m", check: func(c config.Config) bool { return c.JWKSRefresh == time.Minute }},
+		{name: "shutdown delay", env: "APP_SHUTDOWN_DELAY", value: "2s", check: func(c config.Config) bool { return c.ShutdownDelay == 2*time.Second }},
 		{name: "shutdown timeout", env: "APP_SHUTDOWN_TIMEOUT", value: "5s", check: func(c config.Config) bool { return c.ShutdownTimeout == 5*time.Second }},
 		{name: "log format", env: "APP_LOG_FORMAT", value: "json", check: func(c config.Config) bool { return c.LogFormat == "json" }},
 		{name: "log level", env: "APP_LOG_LEVEL", value: "debug", check: func(c config.Config) bool { return c.LogLevel == "debug" }},

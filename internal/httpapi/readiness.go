@@ -33,6 +33,19 @@ type Readiness struct {
 	mu      sync.Mutex
 	latest  [][]Check            // by probe; nil until its first result
 	failing map[string]time.Time // check name → start of its current failure
+	// draining is when shutdown began; zero while serving.
+	draining time.Time
+}
+
+// Drain makes /readyz fail from now on with a required "shutdown" check: a
+// stopping replica asks load balancers to stop sending before it stops
+// accepting connections.
+func (r *Readiness) Drain() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.draining.IsZero() {
+		r.draining = r.now()
+	}
 }
 
 // NewReadiness returns readiness that runs probes every interval, each
@@ -115,6 +128,10 @@ func (r *Readiness) Report() []Check {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []Check
+	if !r.draining.IsZero() {
+		out = append(out, Check{Name: "shutdown", Required: true, Detail: "the replica is shutting down",
+			CheckedAt: r.draining, FailingSince: r.draining, AgeSeconds: now.Sub(r.draining).Round(100 * time.Millisecond).Seconds()})
+	}
 	for i, p := range r.probes {
 		if r.latest[i] == nil {
 			out = append(out, Check{Name: p.Name, Required: true, Detail: "not checked yet"})

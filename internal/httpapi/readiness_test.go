@@ -179,3 +179,28 @@ func TestReadyzDistrustsStaleResults(t *testing.T) {
 		t.Fatalf("/readyz with a 9 s old result: %d %+v", a.code, a)
 	}
 }
+
+// A draining replica (SIGTERM received) fails /readyz at once with a
+// required "shutdown" check, while its dependencies still pass: load
+// balancers stop sending before it stops accepting connections.
+func TestReadyzFailsWhileDraining(t *testing.T) {
+	t.Parallel()
+	log, _ := test.NewNullLogger()
+	dep := &dependency{ok: true}
+	r := NewReadiness(time.Millisecond, time.Hour, log, Probe{Name: "database", Check: dep.check})
+	h := readyz(r)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	waitReadyz(t, h, "ready", func(a readyzAnswer) bool { return a.code == http.StatusOK })
+
+	r.Drain()
+	a := getReadyz(t, h)
+	if s := a.check(t, "shutdown"); a.code != http.StatusServiceUnavailable || a.Status != "unavailable" || s.OK || !s.Required || s.FailingSince.IsZero() {
+		t.Fatalf("/readyz while draining: %d %+v", a.code, a)
+	}
+	if db := a.check(t, "database"); !db.OK {
+		t.Fatalf("the database check while draining: %+v", db)
+	}
+}

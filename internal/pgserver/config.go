@@ -17,7 +17,7 @@ const confFileName = "keb.conf"
 const includeLine = "include_if_exists = '" + confFileName + "'"
 
 // writeConfig writes keb.conf and makes sure postgresql.conf includes it.
-func writeConfig(r *runner, dataDir string, throwaway bool) error {
+func writeConfig(r *runner, dataDir string, throwaway bool, settings []string) error {
 	var b strings.Builder
 	b.WriteString("# Written by keb on every start; edits are lost. Use ALTER SYSTEM to override.\n")
 	// Only local TCP: with trust authentication anything that can connect
@@ -31,6 +31,10 @@ func writeConfig(r *runner, dataDir string, throwaway bool) error {
 		// A throwaway cluster is deleted after the run, so crash safety buys
 		// nothing and costs seconds of fsync across a test suite.
 		b.WriteString("fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n")
+	}
+	// Later lines win: the caller's settings override the ones above.
+	for _, line := range settings {
+		b.WriteString(line + "\n")
 	}
 	// Renamed into place: a postmaster someone else is starting by hand in
 	// the data directory never reads a half-written file.

@@ -42,6 +42,10 @@ type Options struct {
 	BinDir string
 	// Log receives progress and warnings; nil discards them.
 	Log logrus.FieldLogger
+	// Settings are extra postgresql.conf lines ("name = value") written
+	// after keb's own, which they override: a replicating cluster's
+	// synchronous_commit and synchronous_standby_names, say.
+	Settings []string
 }
 
 // Server is a running PostgreSQL.
@@ -64,12 +68,7 @@ type Server struct {
 // Start starts a PostgreSQL server in opts.DataDir, creating the cluster if
 // needed, or returns the server already running there.
 func Start(ctx context.Context, opts Options) (*Server, error) {
-	log := opts.Log
-	if log == nil {
-		l := logrus.New()
-		l.SetOutput(io.Discard)
-		log = l
-	}
+	log := orDiscard(opts.Log)
 	if opts.DataDir == "" {
 		return nil, errors.New("starting PostgreSQL: Options.DataDir is empty")
 	}
@@ -109,7 +108,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		}
 		return srv, err
 	}
-	if err := writeConfig(r, dataDir, opts.Throwaway); err != nil {
+	if err := writeConfig(r, dataDir, opts.Throwaway, opts.Settings); err != nil {
 		return nil, err
 	}
 	return startNew(ctx, r, dataDir, opts)
@@ -333,11 +332,7 @@ func (s *Server) Stop(ctx context.Context) error {
 // process did not start, e.g. one left behind by a killed process.
 // It is a no-op when none runs.
 func StopDataDir(ctx context.Context, dataDir string, log logrus.FieldLogger) error {
-	if log == nil {
-		l := logrus.New()
-		l.SetOutput(io.Discard)
-		log = l
-	}
+	log = orDiscard(log)
 	dataDir, err := filepath.Abs(dataDir)
 	if err != nil {
 		return fmt.Errorf("resolving data directory: %w", err)
@@ -367,4 +362,14 @@ func stopCluster(ctx context.Context, r *runner, dataDir, mode string) error {
 		return nil
 	}
 	return fmt.Errorf("stopping PostgreSQL in %s (pg_ctl stop -m %s): %w: %s", dataDir, mode, err, out)
+}
+
+// orDiscard is log, or a logger that discards everything when log is nil.
+func orDiscard(log logrus.FieldLogger) logrus.FieldLogger {
+	if log != nil {
+		return log
+	}
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	return l
 }

@@ -131,6 +131,11 @@ type SeenReader interface {
 	Seen(ctx context.Context, key client.ObjectKey, obj client.Object) bool
 }
 
+// SeenLister lists what the control-plane watch has seen (Watcher.SeenList).
+type SeenLister interface {
+	SeenList(ctx context.Context, list client.ObjectList, opts ...client.ListOption) bool
+}
+
 // GetAwaited reads the object under key into obj for a step waiting for it
 // to reach a state: from what the watch has seen when that is the awaited
 // state (awaited(obj) holds), and from the API server otherwise. A watch
@@ -157,6 +162,17 @@ func (w *Watcher) Seen(ctx context.Context, key client.ObjectKey, obj client.Obj
 	c := w.seen
 	w.mu.Unlock()
 	return c != nil && c.Get(ctx, key, obj) == nil
+}
+
+// SeenList lists into list what the running watch has seen of its kind
+// (Runtime CRs, Kyma CRs), and reports whether a watch runs: false while none
+// does. A watch lists everything when it starts, so an object that existed
+// then is in it.
+func (w *Watcher) SeenList(ctx context.Context, list client.ObjectList, opts ...client.ListOption) bool {
+	w.mu.Lock()
+	c := w.seen
+	w.mu.Unlock()
+	return c != nil && c.List(ctx, list, opts...) == nil
 }
 
 func (w *Watcher) setSeen(c cache.Cache) {

@@ -11,7 +11,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Open connects a pgx pool to databaseURL and checks it with a ping, because
+// Open connects a pgx pool to databaseURL (one host, or several of a highly
+// available PostgreSQL: the first that accepts writes is used, see
+// failover.go) and checks it with a ping, because
 // pgxpool connects lazily and would otherwise report a bad URL only on first use.
 //
 // tracer, if given, sees every statement (keb counts them per operation).
@@ -24,9 +26,9 @@ func Open(ctx context.Context, databaseURL string, maxConns int32, tracer ...pgx
 	if err != nil {
 		return nil, fmt.Errorf("parsing database URL: %w", err)
 	}
-	if len(tracer) > 0 {
-		cfg.ConnConfig.Tracer = tracer[0]
-	}
+	// A multi-host URL finds the primary, and connections to a server that
+	// turned read-only are dropped (failover.go).
+	readOnly := failoverDefaults(cfg, tracer)
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
 	}
@@ -43,6 +45,7 @@ func Open(ctx context.Context, databaseURL string, maxConns int32, tracer ...pgx
 	if err != nil {
 		return nil, fmt.Errorf("creating database pool: %w", err)
 	}
+	readOnly.setPool(pool)
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("connecting to database %s@%s:%d/%s: %w",

@@ -72,6 +72,7 @@ func Unavailable(err error) bool {
 		case pgErr.Code == "57014", // query_canceled: statement_timeout
 			pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", // shutting down, not yet up
 			pgErr.Code == "25P03", // idle_in_transaction_session_timeout
+			pgErr.Code == "25006", // read_only_sql_transaction: a standby, or a primary demoted by a failover
 			pgErr.Code == "53300": // too_many_connections
 			return true
 		}
@@ -82,5 +83,8 @@ func Unavailable(err error) bool {
 	return errors.As(err, &connectErr) || errors.As(err, &netErr) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		strings.Contains(err.Error(), "conn closed") // pgx's ErrConnClosed has no exported sentinel
+		errConnClosed(err)
 }
+
+// errConnClosed reports pgx's "conn closed", which has no exported sentinel.
+func errConnClosed(err error) bool { return strings.Contains(err.Error(), "conn closed") }

@@ -5,7 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -50,37 +53,117 @@ func newProvider(pool *pgxpool.Pool) (*goose.Provider, *sql.DB, error) {
 	return p, db, nil
 }
 
+// Migration session limits (MigrateOptions' defaults). lock_timeout is what
+// keeps a migration from stalling the replicas that serve meanwhile: a DDL
+// statement waiting for its lock behind a long transaction would queue every
+// later query on that table behind itself; with lock_timeout it gives up
+// instead, the migration's transaction rolls back, and it is tried again
+// after a pause. statement_timeout bounds a migration that runs away.
+const (
+	DefaultMigrationLockTimeout      = 5 * time.Second
+	DefaultMigrationStatementTimeout = 10 * time.Minute
+	// migrationAttempts bounds the tries of a migration refused its locks.
+	migrationAttempts = 20
+)
+
+// migrateLockKey names keb's migration advisory lock: one migrator at a time
+// across replicas (and their init containers).
+const migrateLockKey = "keb-migrate-up"
+
+// MigrateOptions shape MigrateUpWith.
+type MigrateOptions struct {
+	// To stops after this version (keb's own migrations; River's queue
+	// tables are always brought up to date); 0 applies all.
+	To int64
+	// LockTimeout and StatementTimeout are the migrations' session limits;
+	// 0 means the defaults above.
+	LockTimeout, StatementTimeout time.Duration
+	// OnLockTimeout, if set, hears of each try that gave up on a lock
+	// before the migration is tried again.
+	OnLockTimeout func(err error)
+}
+
 // MigrateUp applies every embedded migration not yet applied and returns the
 // versions it applied.
 func MigrateUp(ctx context.Context, pool *pgxpool.Pool) ([]int64, error) {
+	return MigrateUpWith(ctx, pool, MigrateOptions{})
+}
+
+// MigrateUpWith applies the embedded migrations not yet applied, up to
+// opts.To, under keb's migration lock and with lock_timeout and
+// statement_timeout, and returns the versions it applied.
+func MigrateUpWith(ctx context.Context, pool *pgxpool.Pool, opts MigrateOptions) ([]int64, error) {
+	if opts.LockTimeout <= 0 {
+		opts.LockTimeout = DefaultMigrationLockTimeout
+	}
+	if opts.StatementTimeout <= 0 {
+		opts.StatementTimeout = DefaultMigrationStatementTimeout
+	}
 	// goose locks its own migrations, River's migrator does not: one lock
 	// around both keeps replicas starting together from racing on either.
+	// Its wait is not bounded by lock_timeout (the lock connection has
+	// none): a second replica waits for the first one's migrations, which
+	// is the point.
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("acquiring connection for migration lock: %w", err)
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtext('keb-migrate-up'))`); err != nil {
+	if _, err := conn.Exec(ctx, `SELECT set_config('lock_timeout', '0', false), pg_advisory_lock(hashtext($1))`, migrateLockKey); err != nil {
 		return nil, fmt.Errorf("taking migration lock: %w", err)
 	}
 	defer func() {
-		_, _ = conn.Exec(context.Background(), `SELECT pg_advisory_unlock(hashtext('keb-migrate-up'))`)
+		_, _ = conn.Exec(context.Background(), `SELECT pg_advisory_unlock(hashtext($1))`, migrateLockKey)
 	}()
-	p, db, err := newProvider(pool)
+
+	// The migrations' own connections carry the session limits.
+	cfg := pool.Config().Copy()
+	cfg.MinConns, cfg.MaxConns = 0, 4
+	cfg.ConnConfig.RuntimeParams["lock_timeout"] = strconv.FormatInt(opts.LockTimeout.Milliseconds(), 10)
+	cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(opts.StatementTimeout.Milliseconds(), 10)
+	migPool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating migration pool: %w", err)
+	}
+	defer migPool.Close()
+
+	p, db, err := newProvider(migPool)
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
-	res, err := p.Up(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("applying migrations: %w", err)
-	}
-	applied := make([]int64, 0, len(res))
-	for _, r := range res {
-		applied = append(applied, r.Source.Version)
+	var applied []int64
+	for attempt := 1; ; attempt++ {
+		var res []*goose.MigrationResult
+		if opts.To > 0 {
+			res, err = p.UpTo(ctx, opts.To)
+		} else {
+			res, err = p.Up(ctx)
+		}
+		var partial *goose.PartialError
+		if errors.As(err, &partial) {
+			res = partial.Applied
+		}
+		for _, r := range res {
+			applied = append(applied, r.Source.Version)
+		}
+		if err == nil {
+			break
+		}
+		if !lockTimedOut(err) || attempt == migrationAttempts {
+			return applied, fmt.Errorf("applying migrations: %w", err)
+		}
+		if opts.OnLockTimeout != nil {
+			opts.OnLockTimeout(err)
+		}
+		select {
+		case <-ctx.Done():
+			return applied, fmt.Errorf("applying migrations: %w", errors.Join(err, ctx.Err()))
+		case <-time.After(min(time.Duration(attempt)*time.Second, 10*time.Second)):
+		}
 	}
 	// The work queue's tables are River's own; River versions them itself.
-	rm, err := rivermigrate.New(riverpgxv5.New(pool), nil)
+	rm, err := rivermigrate.New(riverpgxv5.New(migPool), nil)
 	if err != nil {
 		return nil, fmt.Errorf("loading queue migrations: %w", err)
 	}
@@ -88,6 +171,13 @@ func MigrateUp(ctx context.Context, pool *pgxpool.Pool) ([]int64, error) {
 		return nil, fmt.Errorf("applying queue migrations: %w", err)
 	}
 	return applied, nil
+}
+
+// lockTimedOut reports a statement that gave up waiting for a lock
+// (lock_not_available, what lock_timeout raises).
+func lockTimedOut(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
 }
 
 // MigrateDown rolls back the most recent migration.

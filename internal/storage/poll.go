@@ -38,13 +38,16 @@ const (
 func (s *Store) PollOperation(ctx context.Context, instanceID, operationID string) (OperationPoll, error) {
 	var p OperationPoll
 	var opType, state, description *string
-	var row pgx.Row
-	if operationID == "" {
-		row = s.pool.QueryRow(ctx, pollLastOperation, instanceID)
-	} else {
-		row = s.pool.QueryRow(ctx, pollOperation, instanceID, operationID)
-	}
-	if err := row.Scan(&opType, &state, &description); err != nil {
+	err := retryLost(ctx, func() error {
+		var row pgx.Row
+		if operationID == "" {
+			row = s.pool.QueryRow(ctx, pollLastOperation, instanceID)
+		} else {
+			row = s.pool.QueryRow(ctx, pollOperation, instanceID, operationID)
+		}
+		return row.Scan(&opType, &state, &description)
+	})
+	if err != nil {
 		return OperationPoll{}, interpretError(err)
 	}
 	if opType != nil {

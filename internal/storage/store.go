@@ -71,28 +71,34 @@ func (s *Store) open(row instanceRow) (Instance, error) {
 // and operation, nothing else, in two round trips: BEGIN with River's
 // insert (the job's ID goes into the operation), then the instance, the
 // operation and COMMIT (pipelinedtx.go).
+//
+// A connection lost on the way runs it again (retryLost): if the first run
+// committed, the second finds the instance (ErrAlreadyExists), which the
+// broker answers as it answers a re-sent PUT, from the stored instance.
 func (s *Store) createProvisioning(ctx context.Context, a *accept) error {
 	inst, op := a.inst, a.op
-	err := inPipelinedTx(ctx, s.pool, func(tx *pipelinedTx) error {
-		// The queue's job first: its ID is written with the operation.
-		jobID, err := s.enqueue(ctx, tx, op)
-		if err != nil {
-			return err
-		}
-		// Each insert still runs with its own snapshot; a failing one makes
-		// PostgreSQL skip the COMMIT behind it, and the whole transaction is
-		// rolled back. An archived ID writes no instance (the insert's
-		// snapshot sees the archive) and fails the operation's insert.
-		batch := &pgx.Batch{}
-		batch.Queue(insertInstanceSQL,
-			inst.InstanceID, inst.RuntimeID, inst.GlobalAccountID, inst.SubAccountID, inst.UserID, inst.ServiceID,
-			inst.PlanID, inst.PlanName, inst.OnePerGlobalAccountPlan, inst.PlatformRegion, inst.Provider, inst.ProviderRegion,
-			jsonOrEmpty(inst.Parameters), jsonOrEmpty(inst.Context), a.sealed)
-		batch.Queue(insertNewInstanceOperationSQL, append(operationArgs(op), jobID)...)
-		if err := tx.commitWith(ctx, batch); err != nil {
-			return fmt.Errorf("writing instance and operation: %w", err)
-		}
-		return nil
+	err := retryLost(ctx, func() error {
+		return inPipelinedTx(ctx, s.pool, func(tx *pipelinedTx) error {
+			// The queue's job first: its ID is written with the operation.
+			jobID, err := s.enqueue(ctx, tx, op)
+			if err != nil {
+				return err
+			}
+			// Each insert still runs with its own snapshot; a failing one makes
+			// PostgreSQL skip the COMMIT behind it, and the whole transaction is
+			// rolled back. An archived ID writes no instance (the insert's
+			// snapshot sees the archive) and fails the operation's insert.
+			batch := &pgx.Batch{}
+			batch.Queue(insertInstanceSQL,
+				inst.InstanceID, inst.RuntimeID, inst.GlobalAccountID, inst.SubAccountID, inst.UserID, inst.ServiceID,
+				inst.PlanID, inst.PlanName, inst.OnePerGlobalAccountPlan, inst.PlatformRegion, inst.Provider, inst.ProviderRegion,
+				jsonOrEmpty(inst.Parameters), jsonOrEmpty(inst.Context), a.sealed)
+			batch.Queue(insertNewInstanceOperationSQL, append(operationArgs(op), jobID)...)
+			if err := tx.commitWith(ctx, batch); err != nil {
+				return fmt.Errorf("writing instance and operation: %w", err)
+			}
+			return nil
+		})
 	})
 	return interpretError(err)
 }
@@ -171,8 +177,12 @@ func (s *Store) enqueue(ctx context.Context, tx pgx.Tx, op Operation) (*int64, e
 // Instance returns the live instance with that ID; ErrNotFound when there is
 // none (unknown, or deprovisioned and archived).
 func (s *Store) Instance(ctx context.Context, instanceID string) (Instance, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT `+instanceColumns+` FROM instances WHERE instance_id = $1`, instanceID)
-	row, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[instanceRow])
+	var row instanceRow
+	err := retryLost(ctx, func() (err error) {
+		rows, _ := s.pool.Query(ctx, `SELECT `+instanceColumns+` FROM instances WHERE instance_id = $1`, instanceID)
+		row, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[instanceRow])
+		return err
+	})
 	if err != nil {
 		return Instance{}, interpretError(err)
 	}
@@ -181,17 +191,25 @@ func (s *Store) Instance(ctx context.Context, instanceID string) (Instance, erro
 
 // LastOperation returns the newest operation of an instance.
 func (s *Store) LastOperation(ctx context.Context, instanceID string) (Operation, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT `+operationColumns+` FROM operations
-		WHERE instance_id = $1 ORDER BY created_at DESC, operation_id DESC LIMIT 1`, instanceID)
-	op, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Operation])
+	var op Operation
+	err := retryLost(ctx, func() (err error) {
+		rows, _ := s.pool.Query(ctx, `SELECT `+operationColumns+` FROM operations
+			WHERE instance_id = $1 ORDER BY created_at DESC, operation_id DESC LIMIT 1`, instanceID)
+		op, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Operation])
+		return err
+	})
 	return op, interpretError(err)
 }
 
 // Operation returns one operation of an instance.
 func (s *Store) Operation(ctx context.Context, instanceID, operationID string) (Operation, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT `+operationColumns+` FROM operations
-		WHERE instance_id = $1 AND operation_id = $2`, instanceID, operationID)
-	op, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Operation])
+	var op Operation
+	err := retryLost(ctx, func() (err error) {
+		rows, _ := s.pool.Query(ctx, `SELECT `+operationColumns+` FROM operations
+			WHERE instance_id = $1 AND operation_id = $2`, instanceID, operationID)
+		op, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Operation])
+		return err
+	})
 	return op, interpretError(err)
 }
 
@@ -203,47 +221,52 @@ const haltedByDeprovisioning = "Provisioning halted: the platform requested depr
 // (created false), so a re-sent DELETE gets the same operation. A provisioning
 // in progress is halted: the engine sees its state change at its next step
 // boundary. It returns ErrNotFound for an unknown or archived instance and
-// ErrOperationInProgress while an update runs.
+// ErrOperationInProgress while an update runs. A connection lost on the way
+// runs it again: a first run that committed is then found as the
+// deprovisioning in progress.
 func (s *Store) CreateDeprovisioning(ctx context.Context, op Operation) (Operation, bool, error) {
 	var result Operation
 	created := false
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		// The instance row, locked against concurrent changes; ErrNotFound
-		// when there is none (unknown or archived).
-		var locked int
-		if err := tx.QueryRow(ctx, `SELECT 1 FROM instances WHERE instance_id = $1 FOR UPDATE`, op.InstanceID).Scan(&locked); err != nil {
-			return interpretError(err)
-		}
-		active, err := runningOperations(ctx, tx, op.InstanceID)
-		if err != nil {
-			return err
-		}
-		for _, a := range active {
-			switch {
-			case a.Type == OperationTypeDeprovision && !a.Temporary:
-				result = a
-				return nil
-			case a.Type == OperationTypeDeprovision, a.Type == OperationTypeUpdate, a.Type.IsUpgrade():
-				// A suspension is not a deprovisioning: the platform
-				// retries its DELETE once the suspension ended.
-				return ErrOperationInProgress
-			case a.Type == OperationTypeProvision:
-				if _, err := tx.Exec(ctx, `UPDATE operations SET state = $2, description = $3, error_message = $3,
+	err := retryLost(ctx, func() error {
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			result, created = Operation{}, false
+			// The instance row, locked against concurrent changes; ErrNotFound
+			// when there is none (unknown or archived).
+			var locked int
+			if err := tx.QueryRow(ctx, `SELECT 1 FROM instances WHERE instance_id = $1 FOR UPDATE`, op.InstanceID).Scan(&locked); err != nil {
+				return interpretError(err)
+			}
+			active, err := runningOperations(ctx, tx, op.InstanceID)
+			if err != nil {
+				return err
+			}
+			for _, a := range active {
+				switch {
+				case a.Type == OperationTypeDeprovision && !a.Temporary:
+					result = a
+					return nil
+				case a.Type == OperationTypeDeprovision, a.Type == OperationTypeUpdate, a.Type.IsUpgrade():
+					// A suspension is not a deprovisioning: the platform
+					// retries its DELETE once the suspension ended.
+					return ErrOperationInProgress
+				case a.Type == OperationTypeProvision:
+					if _, err := tx.Exec(ctx, `UPDATE operations SET state = $2, description = $3, error_message = $3,
 					updated_at = now(), finished_at = now() WHERE operation_id = $1`,
-					a.ID, OperationFailed, haltedByDeprovisioning); err != nil {
-					return fmt.Errorf("halting provisioning %s: %w", a.ID, err)
+						a.ID, OperationFailed, haltedByDeprovisioning); err != nil {
+						return fmt.Errorf("halting provisioning %s: %w", a.ID, err)
+					}
 				}
 			}
-		}
-		if _, err := tx.Exec(ctx, `UPDATE instances SET state = $2, updated_at = now() WHERE instance_id = $1`,
-			op.InstanceID, RuntimeDeprovisioning); err != nil {
-			return fmt.Errorf("marking instance deprovisioning: %w", err)
-		}
-		if err := s.insertOperation(ctx, tx, op); err != nil {
-			return err
-		}
-		result, created = op, true
-		return nil
+			if _, err := tx.Exec(ctx, `UPDATE instances SET state = $2, updated_at = now() WHERE instance_id = $1`,
+				op.InstanceID, RuntimeDeprovisioning); err != nil {
+				return fmt.Errorf("marking instance deprovisioning: %w", err)
+			}
+			if err := s.insertOperation(ctx, tx, op); err != nil {
+				return err
+			}
+			result, created = op, true
+			return nil
+		})
 	})
 	if err != nil {
 		return Operation{}, false, interpretError(err)

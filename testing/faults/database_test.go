@@ -4,8 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -13,7 +11,7 @@ import (
 	"time"
 
 	"github.com/kyma-keb/keb/internal/pgserver"
-	"github.com/kyma-keb/keb/internal/procguard"
+	"github.com/kyma-keb/keb/testing/pgha"
 )
 
 // TestDatabaseStopAndStart stops PostgreSQL with operations in flight. While
@@ -155,41 +153,18 @@ func (s *stack) restartPG() {
 // machine's shared one.
 func (s *stack) signalPG(sig syscall.Signal) []int {
 	s.t.Helper()
-	b, err := os.ReadFile(filepath.Join(s.pgData, "postmaster.pid"))
-	if err != nil {
+	pids, err := pgha.Signal(s.pgData, sig)
+	if len(pids) == 0 {
 		s.t.Fatal(err)
 	}
-	postmaster, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
 	if err != nil {
-		s.t.Fatal(err)
+		s.t.Log(err)
 	}
-	// The postmaster first, so that it forks no backend after the scan below;
-	// then its children until a scan finds none not yet signalled (a backend
-	// forked between a scan and the postmaster's stop would otherwise answer
-	// queries through a "frozen" database, as happened under load).
-	pids := []int{postmaster}
-	s.signalPIDs(pids, sig)
-	signalled := map[int]bool{postmaster: true}
-	for {
-		var fresh []int
-		for _, pid := range procguard.Descendants(postmaster) {
-			if !signalled[pid] {
-				signalled[pid] = true
-				fresh = append(fresh, pid)
-			}
-		}
-		if len(fresh) == 0 {
-			return pids
-		}
-		s.signalPIDs(fresh, sig)
-		pids = append(pids, fresh...)
-	}
+	return pids
 }
 
 func (s *stack) signalPIDs(pids []int, sig syscall.Signal) {
-	for _, pid := range pids {
-		if err := syscall.Kill(pid, sig); err != nil {
-			s.t.Logf("signalling PostgreSQL process %d: %v", pid, err)
-		}
+	if err := pgha.SignalPIDs(pids, sig); err != nil {
+		s.t.Log(err)
 	}
 }

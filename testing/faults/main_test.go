@@ -8,6 +8,12 @@
 // hyperscaler account is left claimed without a live instance, and no
 // object is left behind.
 //
+// The failover scenarios run keb on a highly available PostgreSQL
+// (testing/pgha: a primary and a synchronous standby) and kill, stop, cut
+// off and promote its servers under load; with the rolling restart and the
+// restore of a base backup, only TestFailoverKillPrimary runs in `make
+// test`, the others in `make faults` (faultsOnly).
+//
 // `make test` runs the quick variants, two at a time (go test's -parallel is
 // the number of cores); `make faults` (KEB_FAULTS=long) runs the long soak as
 // well, one test after another (-parallel 1): each stack is several servers,
@@ -34,6 +40,16 @@ var kebBin string
 
 // long reports whether the long variants run (make faults).
 func long() bool { return os.Getenv("KEB_FAULTS") == "long" }
+
+// faultsOnly leaves a scenario to `make faults`: `make test` runs one quick
+// failover scenario (TestFailoverKillPrimary) and these only there, to stay
+// within CI's time.
+func faultsOnly(t *testing.T) {
+	t.Helper()
+	if !long() {
+		t.Skip("runs in `make faults` (KEB_FAULTS=long)")
+	}
+}
 
 func TestMain(m *testing.M) {
 	// Everything the tests start (PostgreSQL, apiservers, replicas) dies

@@ -38,6 +38,7 @@ import (
 	"github.com/kyma-keb/keb/internal/pgserver"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/testing/k8stest"
+	"github.com/kyma-keb/keb/testing/pgha"
 )
 
 const (
@@ -58,6 +59,9 @@ type stackOptions struct {
 	// noCRDs starts a control plane without keb's CRDs (and no simulated
 	// infrastructure manager); the replicas then start unready.
 	noCRDs bool
+	// ha runs a primary and a synchronous standby (testing/pgha) instead of
+	// one PostgreSQL; the replicas get the multi-host URL.
+	ha bool
 }
 
 // stack is one test's world: its own PostgreSQL, control plane, simulated
@@ -66,6 +70,7 @@ type stack struct {
 	t          *testing.T
 	dir        string
 	pg         *pgserver.Server
+	ha         *pgha.Cluster
 	pgData     string
 	dbURL      string
 	db         *pgxpool.Pool
@@ -88,14 +93,20 @@ func newStack(t *testing.T, opts stackOptions) *stack {
 	silent.SetOutput(io.Discard)
 
 	// A test-owned PostgreSQL: the tests stop and freeze it.
-	s.pgData = filepath.Join(s.dir, "pgdata")
-	pg, err := pgserver.Start(ctx, pgserver.Options{DataDir: s.pgData, Throwaway: true, Log: silent})
-	if err != nil {
-		t.Fatalf("starting PostgreSQL: %v", err)
+	var err error
+	if opts.ha {
+		s.ha = pgha.Start(t)
+		s.dbURL = s.ha.URL()
+	} else {
+		s.pgData = filepath.Join(s.dir, "pgdata")
+		pg, err := pgserver.Start(ctx, pgserver.Options{DataDir: s.pgData, Throwaway: true, Log: silent})
+		if err != nil {
+			t.Fatalf("starting PostgreSQL: %v", err)
+		}
+		s.pg = pg
+		t.Cleanup(func() { _ = s.pg.Stop(context.Background()) })
+		s.dbURL = pg.URL
 	}
-	s.pg = pg
-	t.Cleanup(func() { _ = s.pg.Stop(context.Background()) })
-	s.dbURL = pg.URL
 	if s.db, err = pgxpool.New(ctx, s.dbURL); err != nil {
 		t.Fatal(err)
 	}
@@ -184,6 +195,9 @@ func newStack(t *testing.T, opts stackOptions) *stack {
 		"APP_WORKER_JOB_TIMEOUT=10s",
 		"APP_PROVISIONING_RUNTIME_POLL=2s", "APP_PROVISIONING_BTP_MANAGER_POLL=1s", "APP_DEPROVISIONING_POLL=2s",
 		"APP_LOG_FORMAT=json", "APP_LOG_LEVEL=info",
+		// Nothing balances load before these replicas but in the rolling
+		// restart, which sets its own.
+		"APP_SHUTDOWN_DELAY=0s",
 	}, opts.env...)
 	for i := range max(opts.replicas, 1) {
 		name := fmt.Sprintf("replica-%c", 'a'+i)

@@ -10,6 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/controlplane"
+	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/storage"
@@ -30,7 +32,11 @@ type Initialization struct {
 	// VersionPins reads the Kyma version pins (kyma.NewVersionPins); nil
 	// reads them with KCP.
 	VersionPins client.Reader
-	Config      Config
+	// Seen lists the Runtime CRs the control-plane watch has seen, so that
+	// looking for the instance's existing one costs no request; nil, or no
+	// watch running, lists them with KCP.
+	Seen   process.SeenLister
+	Config Config
 }
 
 // Name implements process.Step.
@@ -63,6 +69,19 @@ func (s *Initialization) Run(ctx context.Context, op *process.Operation) (proces
 		op.Record.SetResolved(res)
 	}
 	runtimeID := uuid.NewString()
+	if op.Instance.RuntimeID == "" {
+		// A Runtime CR of this instance that the database does not know (it
+		// was restored from a backup taken before the CR's runtime ID was
+		// saved) is this runtime: adopting it keeps the instance at one
+		// runtime. A stored identity still wins (SetRuntimeIdentity).
+		existing, err := s.existingRuntimeID(ctx, op.InstanceID)
+		if err != nil {
+			return process.StepResult{}, err
+		}
+		if existing != "" {
+			runtimeID = existing
+		}
+	}
 	id, err := s.Store.SetRuntimeIdentity(ctx, op.InstanceID, storage.RuntimeIdentity{
 		RuntimeID: runtimeID, ClusterID: uuid.NewString(), ShootName: ShootName(runtimeID)})
 	if err != nil {
@@ -83,6 +102,25 @@ func (s *Initialization) Run(ctx context.Context, op *process.Operation) (proces
 	d := &op.Record
 	d.RuntimeID, d.ClusterID, d.ShootName, d.KymaVersion = id.RuntimeID, id.ClusterID, id.ShootName, version
 	return process.Done()
+}
+
+// existingRuntimeID is the runtime ID of the instance's Runtime CR that is
+// not being deleted, if there is one (a resumption's old runtime is gone or
+// going by the time it runs).
+func (s *Initialization) existingRuntimeID(ctx context.Context, instanceID string) (string, error) {
+	var rts infrastructuremanager.RuntimeList
+	opts := []client.ListOption{client.InNamespace(s.Config.Namespace), client.MatchingLabels{controlplane.LabelInstanceID: instanceID}}
+	if s.Seen == nil || !s.Seen.SeenList(ctx, &rts, opts...) {
+		if err := s.KCP.List(ctx, &rts, opts...); err != nil {
+			return "", fmt.Errorf("looking for a Runtime CR of the instance: %w", err)
+		}
+	}
+	for _, rt := range rts.Items {
+		if id := rt.Labels[controlplane.LabelRuntimeID]; rt.DeletionTimestamp == nil && id != "" {
+			return id, nil
+		}
+	}
+	return "", nil
 }
 
 // ShootName names a runtime's cluster: short and DNS-safe, derived from the

@@ -1,6 +1,7 @@
 package provisioning_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -13,11 +14,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/controlplane"
+	im "github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/process/processtest"
@@ -346,5 +349,85 @@ func TestInitializationKeepsWhatTheRequestResolved(t *testing.T) {
 				t.Errorf("runtime in %s, instance in %s", op.Record.ProviderRegion, op.Instance.ProviderRegion)
 			}
 		})
+	}
+}
+
+// A database restored from a backup taken before the runtime ID was saved
+// does not know the Runtime CR the provisioning already created: the re-run
+// adopts that CR's runtime ID instead of creating a second runtime.
+func TestInitializationAdoptsTheInstancesRuntimeCR(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	cfg := testConfig(ns)
+	earlier := newOp(t, catalog.AzurePlanID, "")
+	earlier.Instance.RuntimeID = uuid.NewString()
+	earlier.Instance.ShootName = provisioning.ShootName(earlier.Instance.RuntimeID)
+	params, err := provisioning.Parameters(earlier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	earlier.Record.SetResolved(resolvedFor(t, earlier, params))
+	if err := kcpClient(t).Create(t.Context(), provisioning.DesiredRuntime(earlier, params, processtest.Catalog(t), ns)); err != nil {
+		t.Fatal(err)
+	}
+
+	op := newOp(t, catalog.AzurePlanID, "")
+	op.InstanceID, op.Instance.InstanceID = earlier.InstanceID, earlier.InstanceID
+	step := &provisioning.Initialization{Catalog: processtest.Catalog(t), Store: newIdentityStore(), KCP: kcpClient(t), Config: cfg}
+	res, err := step.Run(t.Context(), op)
+	processtest.MustOutcome(t, "initialization", processtest.Done, res, err)
+	if op.Instance.RuntimeID != earlier.Instance.RuntimeID || op.Instance.ShootName != earlier.Instance.ShootName {
+		t.Errorf("runtime %s shoot %s, want the existing Runtime CR's %s %s", op.Instance.RuntimeID, op.Instance.ShootName,
+			earlier.Instance.RuntimeID, earlier.Instance.ShootName)
+	}
+
+	// Another instance gets a runtime of its own.
+	other := newOp(t, catalog.AzurePlanID, "")
+	res, err = step.Run(t.Context(), other)
+	processtest.MustOutcome(t, "initialization", processtest.Done, res, err)
+	if other.Instance.RuntimeID == earlier.Instance.RuntimeID {
+		t.Error("another instance adopted the Runtime CR")
+	}
+}
+
+// resolvedFor resolves op's plan defaults as the broker does at accept.
+func resolvedFor(t *testing.T, op *process.Operation, params catalog.ProvisioningParameters) catalog.Resolved {
+	t.Helper()
+	res, err := processtest.Catalog(t).Resolve(op.Instance.PlanID, op.Instance.PlatformRegion, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// seenRuntimes is a control-plane watch that has seen runtimes.
+type seenRuntimes []im.Runtime
+
+func (s seenRuntimes) SeenList(_ context.Context, list client.ObjectList, opts ...client.ListOption) bool {
+	var lo client.ListOptions
+	lo.ApplyOptions(opts)
+	out := list.(*im.RuntimeList)
+	for _, rt := range s {
+		if lo.LabelSelector.Matches(labels.Set(rt.Labels)) {
+			out.Items = append(out.Items, rt)
+		}
+	}
+	return true
+}
+
+// With the watch running, the instance's Runtime CR is found in what it has
+// seen, without a request.
+func TestInitializationAdoptsTheRuntimeCRTheWatchHasSeen(t *testing.T) {
+	t.Parallel()
+	op := newOp(t, catalog.AzurePlanID, "")
+	runtimeID := uuid.NewString()
+	seen := seenRuntimes{{ObjectMeta: metav1.ObjectMeta{Name: runtimeID, Labels: map[string]string{
+		controlplane.LabelInstanceID: op.InstanceID, controlplane.LabelRuntimeID: runtimeID}}}}
+	step := &provisioning.Initialization{Catalog: processtest.Catalog(t), Store: newIdentityStore(), KCP: kcpClient(t),
+		Seen: seen, Config: testConfig(newNamespace(t))}
+	res, err := step.Run(t.Context(), op)
+	processtest.MustOutcome(t, "initialization", processtest.Done, res, err)
+	if op.Instance.RuntimeID != runtimeID {
+		t.Errorf("runtime %s, want the seen Runtime CR's %s", op.Instance.RuntimeID, runtimeID)
 	}
 }

@@ -61,7 +61,7 @@ type Deps struct {
 func Pipeline(d Deps) process.Pipeline {
 	return process.Pipeline{
 		Steps: []process.Step{
-			&Initialization{Catalog: d.Catalog, Store: d.Store, KCP: d.KCP, VersionPins: d.VersionPins, Config: d.Config},
+			&Initialization{Catalog: d.Catalog, Store: d.Store, KCP: d.KCP, VersionPins: d.VersionPins, Seen: seenLister(d.Watch), Config: d.Config},
 			&ResolveHyperscalerSecret{Catalog: d.Catalog, Accounts: d.Accounts, Config: d.Config},
 			// The components first: the overrides Secret carries them.
 			&Components{Catalog: d.Catalog},
@@ -75,4 +75,10 @@ func Pipeline(d Deps) process.Pipeline {
 		Succeeded: recordProvisioned(d.Finisher, d.Config),
 		Done:      "Operation succeeded: the Kyma runtime is ready",
 	}
+}
+
+// seenLister is the watch's lister, when it has one (the engine's Watcher).
+func seenLister(w process.SeenReader) process.SeenLister {
+	l, _ := w.(process.SeenLister)
+	return l
 }

@@ -1,0 +1,194 @@
+package faults
+
+import (
+	"context"
+	"maps"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// failoverLoad sizes a failover scenario's load: the accepts before the
+// fault and after the recovery.
+func failoverLoad() (before, after int) {
+	if long() {
+		return 50, 50
+	}
+	return 8, 8
+}
+
+// detection is how long the scenarios' failover manager takes to decide
+// that the primary is gone before it promotes: Patroni's loop and TTL take
+// 10 to 30 s; a few seconds already outlast keb's own retries of a request,
+// so requests in the gap are answered 503.
+const detection = 3 * time.Second
+
+// TestFailoverKillPrimary kills the primary PostgreSQL (SIGKILL of all its
+// processes, as a machine's death) under load and promotes the synchronous
+// standby after the failover manager's detection time. Every 202 answered before the failover is on the new primary and
+// its operation finishes exactly once; requests during the gap get 503 with
+// Retry-After, never a 500; keb finds the new primary through the
+// multi-host URL by itself. The time from the promotion to the first 202 is
+// logged.
+func TestFailoverKillPrimary(t *testing.T) {
+	before, after := failoverLoad()
+	s := newStack(t, stackOptions{replicas: 2, accounts: 3*(before+after) + 10, ha: true})
+	// The long variant also runs a fleet-wide cluster upgrade across the
+	// failover.
+	var orchestration string
+	upgraded := map[string]string{}
+	if long() {
+		orchestration, upgraded = s.startClusterUpgrade()
+	}
+	load := s.startLoad("kill", 3*(before+after), 4, 50*time.Millisecond, nil)
+	waitFor(t, 2*time.Minute, "accepts before the failover", func() bool { return load.acceptedCount() >= before })
+
+	if orchestration != "" {
+		var done, running int
+		_ = s.db.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE state = 'succeeded'), count(*) FILTER (WHERE state = 'in progress')
+			FROM operations WHERE orchestration_id = $1`, orchestration).Scan(&done, &running)
+		t.Logf("at the fault the orchestration had %d upgrades done and %d running", done, running)
+	}
+	killed := time.Now()
+	s.ha.Kill(s.ha.Primary())
+	time.Sleep(detection)
+	s.ha.Promote()
+	promoted := time.Now()
+	ops := s.afterFailover(load, killed, promoted, after)
+
+	live := s.expectSucceeded(ops, 5*time.Minute)
+	s.expectOnce(ops)
+	if orchestration != "" {
+		s.expectOrchestrated(orchestration)
+	}
+	maps.Copy(live, upgraded)
+	s.checkInvariants(live)
+}
+
+// startClusterUpgrade provisions 10 runtimes and orchestrates a cluster
+// upgrade of every runtime, 2 at a time, so that it is still running when
+// the fault comes.
+func (s *stack) startClusterUpgrade() (string, map[string]string) {
+	s.t.Helper()
+	live := s.expectSucceeded(s.provisionMany("orch", 10), 5*time.Minute)
+	a, err := s.call(s.running()[0], http.MethodPost, "/upgrade/cluster", `{"targets": {"include": [{"target": "all"}]},
+		"kubernetes": {"version": "1.99.0"}, "strategy": {"type": "parallel", "schedule": "immediate", "parallel": {"workers": 2}}}`)
+	if err != nil || a.status != http.StatusAccepted {
+		s.t.Fatalf("POST /upgrade/cluster: %d %v %v", a.status, a.body, err)
+	}
+	return a.body["orchestrationID"].(string), live
+}
+
+// expectOrchestrated waits for the orchestration to succeed and checks that
+// each of its runtimes was upgraded exactly once.
+func (s *stack) expectOrchestrated(id string) {
+	s.t.Helper()
+	waitFor(s.t, 5*time.Minute, "the orchestration to end", func() bool {
+		a, err := s.call(s.running()[0], http.MethodGet, "/orchestrations/"+id, "")
+		if err != nil || a.status != http.StatusOK {
+			return false
+		}
+		switch a.body["state"] {
+		case "succeeded":
+			return true
+		case "failed", "canceled":
+			s.t.Fatalf("orchestration ended %v: %v", a.body["state"], a.body["description"])
+		}
+		return false
+	})
+	var targets, instances, succeeded int
+	if err := s.db.QueryRow(context.Background(), `SELECT count(*), count(DISTINCT instance_id), count(*) FILTER (WHERE state = 'succeeded')
+		FROM operations WHERE orchestration_id = $1`, id).Scan(&targets, &instances, &succeeded); err != nil {
+		s.t.Fatal(err)
+	}
+	if targets == 0 || targets != instances || succeeded != targets {
+		s.t.Errorf("orchestration %s: %d upgrade operations of %d runtimes, %d succeeded; want one per runtime, all succeeded",
+			id, targets, instances, succeeded)
+	}
+	s.t.Logf("orchestration across the failover: %d runtimes upgraded once each", targets)
+}
+
+// afterFailover waits for after accepts past the promotion, logs the time to
+// recover, stops the load and returns what it accepted.
+func (s *stack) afterFailover(load *workload, fault, promoted time.Time, after int) []accepted {
+	s.t.Helper()
+	waitFor(s.t, 2*time.Minute, "accepts after the promotion", func() bool {
+		n, _ := load.acceptedAfter(promoted)
+		return n >= after
+	})
+	_, first := load.acceptedAfter(promoted)
+	s.t.Logf("recovery: promotion %s after the fault; first 202 %s after the promotion (%s after the fault)",
+		promoted.Sub(fault).Round(time.Millisecond), first.Sub(promoted).Round(time.Millisecond), first.Sub(fault).Round(time.Millisecond))
+	ops := load.stop()
+	// The test's own pool still holds connections to the old primary.
+	s.db.Reset()
+	return ops
+}
+
+// expectOnce checks that each accepted instance has exactly one
+// provisioning operation, the accepted one, and that it succeeded.
+func (s *stack) expectOnce(ops []accepted) {
+	s.t.Helper()
+	for _, op := range ops {
+		var n int
+		var id, state string
+		err := s.db.QueryRow(context.Background(), `SELECT count(*) OVER (), operation_id, state FROM operations
+			WHERE instance_id = $1 AND type = 'provision'`, op.instanceID).Scan(&n, &id, &state)
+		switch {
+		case err != nil:
+			s.t.Errorf("provisioning of %s: %v", op.instanceID, err)
+		case n != 1 || id != op.operationID || state != "succeeded":
+			s.t.Errorf("instance %s: %d provisioning operations, %s %s; want the accepted %s, succeeded", op.instanceID, n, id, state, op.operationID)
+		}
+	}
+}
+
+// TestFailoverSwitchover is a planned switchover under load: the primary is
+// stopped cleanly, the standby promoted, and the old primary rejoins as the
+// new primary's synchronous standby, while the load goes on.
+func TestFailoverSwitchover(t *testing.T) {
+	faultsOnly(t)
+	before, after := failoverLoad()
+	s := newStack(t, stackOptions{replicas: 2, accounts: 3 * (before + after), ha: true})
+	load := s.startLoad("switch", 3*(before+after), 4, 50*time.Millisecond, nil)
+	waitFor(t, 2*time.Minute, "accepts before the switchover", func() bool { return load.acceptedCount() >= before })
+
+	stopped := time.Now()
+	s.ha.Stop(s.ha.Primary())
+	s.ha.Promote()
+	promoted := time.Now()
+	s.ha.Rejoin() // commits wait for the rejoined standby from here on
+	ops := s.afterFailover(load, stopped, promoted, after)
+
+	live := s.expectSucceeded(ops, 5*time.Minute)
+	s.expectOnce(ops)
+	s.checkInvariants(live)
+}
+
+// TestFailoverNetworkCut cuts the primary off (SIGSTOP of all its
+// processes: connections stay open and silent, new ones are accepted by the
+// kernel and never answered) under load. The failover manager fences it
+// (kills it, as STONITH would) and promotes the standby; keb's requests on
+// the silent connections end with 503 within the request deadline, and keb
+// reconnects to the new primary.
+func TestFailoverNetworkCut(t *testing.T) {
+	faultsOnly(t)
+	before, after := failoverLoad()
+	s := newStack(t, stackOptions{replicas: 2, accounts: 3 * (before + after), ha: true, env: []string{"APP_REQUEST_TIMEOUT=5s"}})
+	load := s.startLoad("cut", 3*(before+after), 4, 50*time.Millisecond, nil)
+	waitFor(t, 2*time.Minute, "accepts before the cut", func() bool { return load.acceptedCount() >= before })
+
+	cut := time.Now()
+	old := s.ha.Primary()
+	s.ha.Freeze(old)
+	time.Sleep(detection)
+	s.ha.Kill(old) // fencing: the cut-off primary must never take a write again
+	s.ha.Promote()
+	promoted := time.Now()
+	ops := s.afterFailover(load, cut, promoted, after)
+
+	live := s.expectSucceeded(ops, 5*time.Minute)
+	s.expectOnce(ops)
+	s.checkInvariants(live)
+	s.ha.Rejoin()
+}

@@ -1,0 +1,194 @@
+package faults
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// workload is a platform's traffic while a fault happens: workers PUT new
+// instances (each re-sent, as a platform does, until it is answered 202)
+// and poll each accepted operation once; once limit PUTs are accepted, they
+// poll on. Every answer must be 202 or 200,
+// or 503 with Retry-After while the database is away; anything else (a 500,
+// a connection keb refused or dropped) is a failure the test reports.
+type workload struct {
+	s      *stack
+	prefix string
+	limit  int
+	// targets are the replicas a request may go to (a load balancer's
+	// choice); nil means every running replica.
+	targets func() []*replica
+	// pace is each worker's pause between requests.
+	pace time.Duration
+
+	next     atomic.Int64
+	sent     atomic.Int64
+	stopping chan struct{}
+	wg       sync.WaitGroup
+
+	mu          sync.Mutex
+	accepted    []accepted
+	acceptedAt  []time.Time
+	answeredAt  []time.Time // every 202 and 200
+	unavailable int         // 503 answers with Retry-After
+	failures    []string
+}
+
+// startLoad starts workers sending at most limit PUTs of instances named
+// prefix-NNN.
+func (s *stack) startLoad(prefix string, limit, workers int, pace time.Duration, targets func() []*replica) *workload {
+	w := &workload{s: s, prefix: prefix, limit: limit, targets: targets, pace: pace, stopping: make(chan struct{})}
+	if w.targets == nil {
+		w.targets = s.running
+	}
+	for range workers {
+		w.wg.Go(w.work)
+	}
+	return w
+}
+
+func (w *workload) work() {
+	for {
+		select {
+		case <-w.stopping:
+			return
+		default:
+		}
+		i := int(w.next.Add(1)) - 1
+		if i >= w.limit {
+			// All PUTs sent: polls go on.
+			w.mu.Lock()
+			op := w.accepted[i%len(w.accepted)]
+			w.mu.Unlock()
+			w.poll(op)
+			time.Sleep(w.pace)
+			continue
+		}
+		id := fmt.Sprintf("%s-%03d", w.prefix, i)
+		// Re-sent until accepted, even after stop: an instance a 503
+		// answered may have been written, and the platform would re-send.
+		for giveUp := time.Now().Add(2 * time.Minute); ; {
+			op, ok := w.provision(id)
+			if ok {
+				w.poll(op)
+				break
+			}
+			if time.Now().After(giveUp) {
+				w.mu.Lock()
+				w.failures = append(w.failures, fmt.Sprintf("PUT %s: not accepted within 2 minutes", id))
+				w.mu.Unlock()
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		time.Sleep(w.pace)
+	}
+}
+
+func (w *workload) target() *replica {
+	up := w.targets()
+	for len(up) == 0 {
+		time.Sleep(50 * time.Millisecond)
+		up = w.targets()
+	}
+	return up[int(w.sent.Add(1))%len(up)]
+}
+
+// provision PUTs id once; ok when it was accepted.
+func (w *workload) provision(id string) (accepted, bool) {
+	r := w.target()
+	a, err := w.s.provision(r, id, "ga-"+id)
+	if !w.expected("PUT "+id, r, a, err, http.StatusAccepted) {
+		return accepted{}, false
+	}
+	op := accepted{id, a.body["operation"].(string), "provision"}
+	w.mu.Lock()
+	w.accepted = append(w.accepted, op)
+	w.acceptedAt = append(w.acceptedAt, time.Now())
+	w.mu.Unlock()
+	return op, true
+}
+
+func (w *workload) poll(op accepted) {
+	r := w.target()
+	a, err := w.s.call(r, http.MethodGet, fmt.Sprintf("/oauth/v2/service_instances/%s/last_operation?operation=%s",
+		op.instanceID, op.operationID), "")
+	w.expected("poll of "+op.instanceID, r, a, err, http.StatusOK)
+}
+
+// expected records one answer and reports whether it was want.
+func (w *workload) expected(what string, r *replica, a answer, err error, want int) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case err != nil:
+		w.failures = append(w.failures, fmt.Sprintf("%s to %s: %v", what, r.name, err))
+	case a.status == want:
+		w.answeredAt = append(w.answeredAt, time.Now())
+		return true
+	case a.status == http.StatusServiceUnavailable && a.header.Get("Retry-After") != "" && a.body["error"] == "ServiceUnavailable":
+		w.unavailable++
+	default:
+		w.failures = append(w.failures, fmt.Sprintf("%s to %s: %d %v", what, r.name, a.status, a.body))
+	}
+	return false
+}
+
+// acceptedCount is the number of 202s so far.
+func (w *workload) acceptedCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.accepted)
+}
+
+// acceptedAfter counts the 202s answered after t, and returns the first.
+func (w *workload) acceptedAfter(t time.Time) (int, time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, first := 0, time.Time{}
+	for _, at := range w.acceptedAt {
+		if at.After(t) {
+			if n == 0 {
+				first = at
+			}
+			n++
+		}
+	}
+	return n, first
+}
+
+// answeredAfter counts the 202s and 200s answered after t.
+func (w *workload) answeredAfter(t time.Time) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, at := range w.answeredAt {
+		if at.After(t) {
+			n++
+		}
+	}
+	return n
+}
+
+// stop ends the load once every worker's instance is accepted, fails the
+// test for every unexpected answer, and returns the accepted operations.
+func (w *workload) stop() []accepted {
+	w.s.t.Helper()
+	close(w.stopping)
+	w.wg.Wait()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, f := range w.failures {
+		if i == 10 {
+			w.s.t.Errorf("... and %d more unexpected answers", len(w.failures)-10)
+			break
+		}
+		w.s.t.Errorf("unexpected answer: %s", f)
+	}
+	w.s.t.Logf("load %s: %d requests: %d accepted, %d answered 202/200 in all, %d answered 503 with Retry-After, %d unexpected answers",
+		w.prefix, len(w.answeredAt)+w.unavailable+len(w.failures), len(w.accepted), len(w.answeredAt), w.unavailable, len(w.failures))
+	return w.accepted
+}
