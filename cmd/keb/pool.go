@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kyma-keb/keb/internal/gardener"
 	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/storage"
 )
@@ -39,7 +40,11 @@ func bindPool(fs *flag.FlagSet, out io.Writer, now func() time.Time) func(ctx co
 		if err != nil {
 			return err
 		}
-		pool := hyperscaler.NewAccountPool(c, "garden-"+e.cfg.Engine.GardenerProject, nil)
+		kind, err := hyperscaler.ParseKind(e.cfg.Engine.HAP.PoolKind)
+		if err != nil {
+			return fmt.Errorf("APP_HAP_POOL_KIND: %w", err)
+		}
+		pool := hyperscaler.NewAccountPool(c, kind, gardener.ProjectNamespace(e.cfg.Engine.GardenerProject), nil)
 		if release {
 			return releaseAccount(ctx, pool, store, args[1], out)
 		}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyma-keb/keb/internal/app"
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/storage"
@@ -25,7 +26,11 @@ func TestPoolReleaseRefusedWhileInUse(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	c, err := client.New(kcp.Config, client.Options{})
+	scheme, err := app.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(kcp.Config, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,12 +38,14 @@ func TestPoolReleaseRefusedWhileInUse(t *testing.T) {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	account := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "az-used", Namespace: ns, Labels: map[string]string{
-		hyperscaler.LabelHyperscalerType: hyperscaler.TypeAzure, hyperscaler.LabelTenantName: "ga-1", hyperscaler.LabelDirty: "true"}}}
-	if err := c.Create(ctx, account); err != nil {
-		t.Fatal(err)
+	for _, o := range hyperscaler.AccountObjects(hyperscaler.KindCredentialsBinding, ns, "az-used", "azure", map[string]string{
+		hyperscaler.LabelHyperscalerTypeUpstream: hyperscaler.TypeAzure, hyperscaler.LabelTenantNameUpstream: "ga-1",
+		hyperscaler.LabelDirty: "true"}, nil) {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
 	}
-	pool := hyperscaler.NewAccountPool(c, ns, nil)
+	pool := hyperscaler.NewAccountPool(c, hyperscaler.KindCredentialsBinding, ns, nil)
 
 	dbPool := pgtest.NewPool(t)
 	store := storage.NewStore(dbPool, nil, nil)

@@ -22,6 +22,9 @@ import (
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/expiry"
+	gardenerpkg "github.com/kyma-keb/keb/internal/gardener"
+	gardenercore "github.com/kyma-keb/keb/internal/gardener/core"
+	gardenersecurity "github.com/kyma-keb/keb/internal/gardener/security"
 	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/kube"
@@ -45,6 +48,7 @@ func Scheme() (*k8sruntime.Scheme, error) {
 	s := k8sruntime.NewScheme()
 	for _, add := range []func(*k8sruntime.Scheme) error{
 		clientgoscheme.AddToScheme, infrastructuremanager.AddToScheme, kyma.AddToScheme, btpmanager.AddToScheme,
+		gardenercore.AddToScheme, gardenersecurity.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("building scheme: %w", err)
@@ -156,7 +160,11 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 	// The control plane's namespace is fixed: the infrastructure manager and Lifecycle Manager
 	// look for keb's CRs there, and the runtime client cache reads kubeconfigs from it.
 	ns := controlplane.Namespace
-	accounts := hyperscaler.NewAccountPool(gardener, "garden-"+ec.GardenerProject, store.SharedAccountUsage)
+	poolKind, err := hyperscaler.ParseKind(ec.HAP.PoolKind)
+	if err != nil {
+		return nil, fmt.Errorf("APP_HAP_POOL_KIND: %w", err)
+	}
+	accounts := hyperscaler.NewAccountPool(gardener, poolKind, gardenerpkg.ProjectNamespace(ec.GardenerProject), store.SharedAccountUsage)
 	windows, err := maintenance.ParseConfig(ec.Orchestration.MaintenanceWindows)
 	if err != nil {
 		return nil, err

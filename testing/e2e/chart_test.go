@@ -293,9 +293,7 @@ func TestHelmChart(t *testing.T) {
 // plane.
 func freshAccount(t *testing.T, c client.Client, name string) {
 	t.Helper()
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: poolNS,
-		Labels: map[string]string{hyperscaler.LabelHyperscalerType: hyperscaler.TypeAzure}}}
-	if err := c.Create(t.Context(), s); client.IgnoreAlreadyExists(err) != nil {
+	if err := createAccount(t.Context(), c, name, hyperscaler.TypeAzure); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -91,12 +91,9 @@ func TestProvisionAndDeprovision(t *testing.T) {
 	}
 
 	// The pool: the tenant's account carries its label.
-	pool := &corev1.Secret{}
-	if err := s.kcp.Get(ctx, client.ObjectKey{Namespace: poolNS, Name: rt.Spec.Shoot.SecretBindingName}, pool); err != nil {
-		t.Fatal(err)
-	}
-	if pool.Labels["tenant-name"] != "ga-e2e" {
-		t.Fatalf("pool secret labels: %v", pool.Labels)
+	pool := poolAccount(t, s.kcp, rt.Spec.Shoot.SecretBindingName)
+	if pool.Labels["tenantName"] != "ga-e2e" {
+		t.Fatalf("pool binding labels: %v", pool.Labels)
 	}
 
 	// The runtime: the sap-btp-manager Secret as BTP Manager needs it, the
@@ -151,7 +148,7 @@ func TestProvisionAndDeprovision(t *testing.T) {
 		t.Fatalf("Kyma CR still there: %v", err)
 	}
 	if err := s.kcp.Get(ctx, client.ObjectKeyFromObject(pool), pool); err != nil || pool.Labels["dirty"] != "true" {
-		t.Fatalf("pool secret not dirty: %v %v", err, pool.Labels)
+		t.Fatalf("pool binding not dirty: %v %v", err, pool.Labels)
 	}
 	if code, _ := s.call(http.MethodGet, "/oauth/v2/service_instances/"+instanceID, ""); code != http.StatusNotFound {
 		t.Fatalf("GET after deprovisioning: %d", code)

@@ -14,6 +14,7 @@ import (
 	"github.com/kyma-keb/keb/internal/btpmanager"
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/controlplane"
+	"github.com/kyma-keb/keb/internal/gardener/security"
 	"github.com/kyma-keb/keb/internal/infrasim"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/runtimeclient"
@@ -125,10 +126,10 @@ func TestSuspendResumeAndRotateCredentials(t *testing.T) {
 	if code != http.StatusOK || inst["dashboard_url"] != nil && inst["dashboard_url"] != "" {
 		t.Fatalf("GET suspended instance: %d %v", code, inst)
 	}
-	var secrets corev1.SecretList
-	if err := s.kcp.List(ctx, &secrets, client.InNamespace(poolNS), client.MatchingLabels{"tenant-name": "ga-life"}); err != nil ||
-		len(secrets.Items) != 1 || secrets.Items[0].Labels["dirty"] == "true" {
-		t.Fatalf("tenant's account after suspension: %v %+v", err, secrets.Items)
+	var bindings security.CredentialsBindingList
+	if err := s.kcp.List(ctx, &bindings, client.InNamespace(poolNS), client.MatchingLabels{"tenantName": "ga-life"}); err != nil ||
+		len(bindings.Items) != 1 || bindings.Items[0].Labels["dirty"] == "true" {
+		t.Fatalf("tenant's account after suspension: %v %+v", err, bindings.Items)
 	}
 
 	// Resumption: a new runtime, the same cluster ID, the newest credentials.

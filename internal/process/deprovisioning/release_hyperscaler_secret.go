@@ -16,7 +16,7 @@ type tenantCounter interface {
 
 // accountReleaser marks a tenant's dedicated account for cleanup.
 type accountReleaser interface {
-	MarkDirty(ctx context.Context, hyperscalerType, tenant string) error
+	MarkDirty(ctx context.Context, pool hyperscaler.Pool, tenant string) error
 }
 
 // ReleaseHyperscalerSecret gives back a dedicated hyperscaler account once no
@@ -68,7 +68,7 @@ func (s *ReleaseHyperscalerSecret) Run(ctx context.Context, op *process.Operatio
 		return process.Done() // still used by the tenant's other runtimes
 	}
 	// Idempotent, and a no-op for a tenant that holds no account.
-	if err := s.Accounts.MarkDirty(ctx, hsType, op.Instance.GlobalAccountID); err != nil {
+	if err := s.Accounts.MarkDirty(ctx, hyperscaler.Pool{Type: hsType}, op.Instance.GlobalAccountID); err != nil {
 		return process.StepResult{}, fmt.Errorf("releasing hyperscaler account: %w", err)
 	}
 	return process.Done()

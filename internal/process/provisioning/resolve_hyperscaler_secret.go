@@ -12,8 +12,8 @@ import (
 
 // accountPool hands out hyperscaler accounts.
 type accountPool interface {
-	Claim(ctx context.Context, hyperscalerType, tenant string) (hyperscaler.Account, error)
-	ClaimShared(ctx context.Context, hyperscalerType string) (hyperscaler.Account, error)
+	Claim(ctx context.Context, pool hyperscaler.Pool, tenant string) (hyperscaler.Account, error)
+	ClaimShared(ctx context.Context, pool hyperscaler.Pool) (hyperscaler.Account, error)
 }
 
 // ResolveHyperscalerSecret picks the cloud account the runtime is created
@@ -48,10 +48,11 @@ func (s *ResolveHyperscalerSecret) Run(ctx context.Context, op *process.Operatio
 	plan, _ := s.Catalog.PlanByID(op.Instance.PlanID)
 	op.Describe("Choosing the %s hyperscaler account for the runtime", hsType)
 	var acc hyperscaler.Account
+	pool := hyperscaler.Pool{Type: hsType}
 	if plan.SharedPool {
-		acc, err = s.Accounts.ClaimShared(ctx, hsType)
+		acc, err = s.Accounts.ClaimShared(ctx, pool)
 	} else {
-		acc, err = s.Accounts.Claim(ctx, hsType, op.Instance.GlobalAccountID)
+		acc, err = s.Accounts.Claim(ctx, pool, op.Instance.GlobalAccountID)
 	}
 	if errors.Is(err, hyperscaler.ErrNoAccount) {
 		op.Describe("Waiting for a free %s hyperscaler account: none is available in the account pool", hsType)
@@ -60,6 +61,6 @@ func (s *ResolveHyperscalerSecret) Run(ctx context.Context, op *process.Operatio
 	if err != nil {
 		return process.StepResult{}, err
 	}
-	op.Record.HyperscalerType, op.Record.HyperscalerSecret, op.Record.HyperscalerShared = hsType, acc.SecretName, acc.Shared
+	op.Record.HyperscalerType, op.Record.HyperscalerSecret, op.Record.HyperscalerShared = hsType, acc.Name, acc.Shared
 	return process.Done()
 }

@@ -53,8 +53,8 @@ type runtimeClients interface {
 
 // accountPool hands out hyperscaler accounts; *hyperscaler.Pool is one.
 type accountPool interface {
-	Claim(ctx context.Context, hyperscalerType, tenant string) (hyperscaler.Account, error)
-	ClaimShared(ctx context.Context, hyperscalerType string) (hyperscaler.Account, error)
+	Claim(ctx context.Context, pool hyperscaler.Pool, tenant string) (hyperscaler.Account, error)
+	ClaimShared(ctx context.Context, pool hyperscaler.Pool) (hyperscaler.Account, error)
 }
 
 // updatedStore records a successful update; *storage.Store is one.
