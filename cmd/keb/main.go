@@ -40,7 +40,7 @@ func commands() []command {
 		{"orchestrations", "list orchestrations, show or watch one, list its operations, cancel or retry it (alias: o)", orchestrationsCommand},
 		{"upgrade", "orchestrate a Kyma or cluster upgrade of the runtimes --target selects (`keb upgrade kyma|cluster`)", upgradeCommand},
 		{"cleanup", "run one pass of the subaccount or environments cleanup (`keb cleanup subaccounts|environments [--dry-run]`)", cleanupCommand},
-		{"pool", "list the hyperscaler account pool, or return an account to it (`keb pool release NAME`)", poolCommand},
+		{"pool", "list the hyperscaler account pool, return an account to it (`keb pool release NAME`), or show the HAP rules (`keb pool rules [--plan P --platform-region R --region H]`)", poolCommand},
 		{"version", "print the version", versionCommand},
 	}
 }

@@ -595,6 +595,11 @@ func (c *Config) Validate() error {
 	if c.HTTP.FormReadTimeout <= 0 {
 		errs = append(errs, errors.New("APP_HTTP_FORM_READ_TIMEOUT must be positive"))
 	}
+	switch strings.ToLower(c.Engine.HAP.PoolKind) {
+	case "credentialsbinding", "secretbinding", "secret":
+	default:
+		errs = append(errs, fmt.Errorf("APP_HAP_POOL_KIND=%q: use CredentialsBinding, SecretBinding or Secret", c.Engine.HAP.PoolKind))
+	}
 	switch c.LogFormat {
 	case "auto", "json", "text":
 	default:

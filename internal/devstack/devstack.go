@@ -152,6 +152,8 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 		Namespace: controlplane.Namespace, Delay: opts.RuntimeDelay, Mode: opts.RuntimeMode,
 		BinDir: binDir, Log: log.WithField("component", "infrasim"), Faults: opts.RuntimeFaults,
 		RuntimeCRDs: []*apiextensionsv1.CustomResourceDefinition{},
+		Gardener: &infrasim.Gardener{Namespace: gardener.ProjectNamespace(cfg.Engine.GardenerProject),
+			Binding: poolKind.GroupVersionKind()},
 	})
 	if err != nil {
 		return fmt.Errorf("simulated infrastructure manager: %w", err)

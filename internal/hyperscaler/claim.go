@@ -112,7 +112,7 @@ func (p *AccountPool) claimFirstFree(ctx context.Context, candidates []account, 
 		switch {
 		case err == nil:
 			return nil, nil
-		case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+		case isLost(err):
 			lost = err
 		default:
 			return nil, fmt.Errorf("labelling %s %s/%s: %w", p.kind, o.Namespace, o.Name, err)
@@ -120,6 +120,9 @@ func (p *AccountPool) claimFirstFree(ctx context.Context, candidates []account, 
 	}
 	return lost, nil
 }
+
+// isLost tells a candidate lost to a concurrent writer (409 Conflict) or to deletion (404).
+func isLost(err error) bool { return apierrors.IsConflict(err) || apierrors.IsNotFound(err) }
 
 // tenantAccount returns the name of the tenant's live (neither shared nor dirty) account of pool.
 // If the tenant holds several, it keeps the lowest name and releases the others, so that every
@@ -132,7 +135,23 @@ func (p *AccountPool) tenantAccount(ctx context.Context, pool Pool, tenant strin
 	if len(owned) == 0 {
 		return "", false, nil
 	}
+	extras := make([]string, 0, len(owned)-1)
 	for _, extra := range owned[1:] {
+		extras = append(extras, extra.obj.Name)
+	}
+	// An extra account instances are recorded on is kept (a global account that held several
+	// accounts while allowlisted for it): releasing it would hand its clusters' account to
+	// another tenant.
+	used := map[string]int{}
+	if len(extras) > 0 {
+		if used, err = p.usage(ctx, extras); err != nil {
+			return "", false, fmt.Errorf("counting the instances on the accounts (%s) of tenant %s: %w", pool, tenant, err)
+		}
+	}
+	for _, extra := range owned[1:] {
+		if used[extra.obj.Name] > 0 {
+			continue
+		}
 		if err := p.release(ctx, extra.obj.Name, tenant); err != nil {
 			return "", false, fmt.Errorf("releasing duplicate account (%s) of tenant %s: %w", pool, tenant, err)
 		}

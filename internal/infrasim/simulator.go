@@ -71,6 +71,9 @@ type Options struct {
 	// Gardener error instead (ParseFaults builds one from `keb dev
 	// --runtime-faults`).
 	Faults func(rt *infrastructuremanager.Runtime) *Fault
+	// Gardener, when set, is the project whose bindings Runtimes must name and in which their
+	// Shoots are created (the scheme must know Gardener's Shoot).
+	Gardener *Gardener
 }
 
 // Fault is an injected failure of the infrastructure manager: a Gardener
@@ -138,6 +141,8 @@ func New(kcp *rest.Config, scheme *k8sruntime.Scheme, opts Options) (*Simulator,
 	pool := newClusterPool(opts.Mode, opts.BinDir, opts.RuntimeCRDs, opts.MaxConcurrentStarts, opts.Log)
 	r := &reconciler{
 		client:   mgr.GetClient(),
+		reader:   mgr.GetAPIReader(),
+		gardener: opts.Gardener,
 		clusters: pool,
 		delay:    opts.Delay,
 		faults:   opts.Faults,

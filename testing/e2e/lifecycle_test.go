@@ -126,9 +126,10 @@ func TestSuspendResumeAndRotateCredentials(t *testing.T) {
 	if code != http.StatusOK || inst["dashboard_url"] != nil && inst["dashboard_url"] != "" {
 		t.Fatalf("GET suspended instance: %d %v", code, inst)
 	}
+	// As upstream: a suspension releases the account once its Shoot is gone (no Shoot uses it).
 	var bindings security.CredentialsBindingList
 	if err := s.kcp.List(ctx, &bindings, client.InNamespace(poolNS), client.MatchingLabels{"tenantName": "ga-life"}); err != nil ||
-		len(bindings.Items) != 1 || bindings.Items[0].Labels["dirty"] == "true" {
+		len(bindings.Items) != 1 || bindings.Items[0].Labels["dirty"] != "true" {
 		t.Fatalf("tenant's account after suspension: %v %+v", err, bindings.Items)
 	}
 
@@ -141,6 +142,11 @@ func TestSuspendResumeAndRotateCredentials(t *testing.T) {
 	newID := resumed["runtimeID"].(string)
 	if newID == "" || newID == runtimeID || status(resumed)["state"] != "succeeded" {
 		t.Fatalf("resumed runtime %s (was %s), state %v", newID, runtimeID, status(resumed)["state"])
+	}
+	// The resumed runtime runs on a fresh account: the released one is never handed out again.
+	if err := s.kcp.List(ctx, &bindings, client.InNamespace(poolNS), client.MatchingLabels{"tenantName": "ga-life"}); err != nil ||
+		len(bindings.Items) != 2 {
+		t.Fatalf("tenant's accounts after resumption: %v %+v", err, bindings.Items)
 	}
 	sec = s.btpSecret(newID)
 	if string(sec.Data[btpmanager.KeyClusterID]) != clusterID || string(sec.Data["clientsecret"]) != "secret-3" {

@@ -100,6 +100,7 @@ func newStackLogging(t *testing.T, log *logrus.Logger, mode infrasim.Mode, accou
 	failing := &sync.Map{}
 	faults := simFaults
 	sim, err := infrasim.New(kcp.Config, scheme, infrasim.Options{Namespace: kcpNS, Mode: mode, BinDir: bin, Delay: time.Second, Log: simLog,
+		Gardener: &infrasim.Gardener{Namespace: poolNS},
 		Faults: func(rt *infrastructuremanager.Runtime) *infrasim.Fault {
 			if msg, ok := failing.Load(rt.RuntimeID()); ok {
 				return &infrasim.Fault{Message: msg.(string), Permanent: true}

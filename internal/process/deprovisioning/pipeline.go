@@ -21,6 +21,8 @@ type Config struct {
 	// often the wait looks (watches usually wake it sooner).
 	RemovalTimeout time.Duration
 	RemovalPoll    time.Duration
+	// ShootWait bounds how long the account release waits for the instance's Shoot to be gone.
+	ShootWait time.Duration
 }
 
 // Store is the part of storage.Store the deprovisioning steps use.
@@ -52,7 +54,8 @@ func Pipeline(d Deps) process.Pipeline {
 			&RemoveBindings{Bindings: d.Bindings},
 			&DeleteKyma{KCP: d.KCP, Config: d.Config},
 			&DeleteRuntime{KCP: d.KCP, Config: d.Config, Runtimes: d.Runtimes},
-			&ReleaseHyperscalerSecret{Store: d.Store, Accounts: d.Accounts, SharedPlanIDs: d.Config.SharedPlanIDs},
+			&ReleaseHyperscalerSecret{Store: d.Store, Accounts: d.Accounts, SharedPlanIDs: d.Config.SharedPlanIDs,
+				ShootWait: d.Config.ShootWait, Poll: d.Config.RemovalPoll},
 			&Archive{Store: d.Store},
 		},
 		Done: "Operation succeeded: the runtime is deprovisioned",

@@ -34,6 +34,14 @@ func (p *tenantAccounts) ClaimShared(_ context.Context, pool hyperscaler.Pool) (
 	return hyperscaler.Account{Name: pool.Type + "-shared", Shared: true}, nil
 }
 
+func (p *tenantAccounts) TenantAccounts(_ context.Context, pool hyperscaler.Pool, tenant string) ([]string, error) {
+	return []string{pool.Type + "-" + tenant}, nil
+}
+
+func (p *tenantAccounts) ClaimNew(ctx context.Context, pool hyperscaler.Pool, tenant string) (hyperscaler.Account, error) {
+	return p.Claim(ctx, pool, tenant)
+}
+
 // recorder keeps what the success hook records.
 type recorder struct{ updated []storage.Updated }
 
