@@ -96,7 +96,9 @@ func (s *fakeStore) OtherInstancesOnAccount(_ context.Context, binding, exceptIn
 
 // InstanceAccount answers like an instance recorded before keb kept accounts on instances: the
 // step falls back to the operation's record.
-func (s *fakeStore) InstanceAccount(context.Context, string) (string, bool, error) { return "", false, nil }
+func (s *fakeStore) InstanceAccount(context.Context, string) (string, bool, error) {
+	return "", false, nil
+}
 
 // ArchiveAndRemove records the archive row; removing the instance is part of
 // the same call, so the fake keeps no separate record of it.
