@@ -112,7 +112,9 @@ func seed(ctx context.Context, c client.Client, kind hyperscaler.Kind, namespace
 			account(fmt.Sprintf("%s-eu-%02d", hs, i), hs, hyperscaler.LabelEUAccess, "true")
 		}
 	}
-	account("openstack-eu-shared-01", "openstack", hyperscaler.LabelEUAccess, "true", hyperscaler.LabelShared, "true")
+	for _, hs := range []string{"aws", "azure", "openstack"} {
+		account(hs+"-eu-shared-01", hs, hyperscaler.LabelEUAccess, "true", hyperscaler.LabelShared, "true")
+	}
 	for i := 1; i <= 2; i++ {
 		account(fmt.Sprintf("gcp-sa30-%02d", i), "gcp_cf-sa30")
 	}

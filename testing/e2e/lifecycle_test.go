@@ -15,6 +15,7 @@ import (
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/gardener/security"
+	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/infrasim"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/runtimeclient"
@@ -54,6 +55,13 @@ func (s *stack) accepted(what string, code int, body map[string]any) string {
 // rotation, a suspension and a resumption on real parts.
 func TestSuspendResumeAndRotateCredentials(t *testing.T) {
 	s := newStack(t, infrasim.ModeDedicated, 2)
+	// Two accounts of its own: the suspension releases the first (dirty), the resumption claims
+	// the second.
+	for _, name := range []string{"azure-life-1", "azure-life-2"} {
+		if err := createAccount(t.Context(), s.kcp, name, hyperscaler.TypeAzure); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ctx := t.Context()
 	const id = "e2e-life-1"
 	path := "/oauth/v2/service_instances/" + id + "?accepts_incomplete=true"

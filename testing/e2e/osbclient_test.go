@@ -86,6 +86,11 @@ func TestOSBClientFlow(t *testing.T) {
 	if err := createAccount(ctx, s.kcp, "aws-osb-000", hyperscaler.TypeAWS); err != nil {
 		t.Fatal(err)
 	}
+	// And an azure account of its own: the stacks of earlier tests on this control plane may have
+	// left the seeded ones dirty (every deprovisioning and suspension releases its account).
+	if err := createAccount(ctx, s.kcp, "azure-osb-000", hyperscaler.TypeAzure); err != nil {
+		t.Fatal(err)
+	}
 	c := s.osbClient()
 	azure, trial, aws := azurePlanID, trialPlanID, awsPlanID
 
