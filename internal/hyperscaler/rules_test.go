@@ -180,3 +180,25 @@ func TestLoadRulesFromAFile(t *testing.T) {
 		t.Error("a missing rule file was accepted")
 	}
 }
+
+// The rule parser takes operators' text: it never panics, and what it accepts it prints back in a
+// form it reads as the same rule.
+func FuzzParseRule(f *testing.F) {
+	for _, seed := range append(DefaultRules(testPlans), "aws(PR=cf-eu11, HR=westeu) -> EU, S, PR, HR", "aws(", "->", "a(PR=x,HR=y,PR=z)", "") {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		r, err := ParseRule(1, text)
+		if err != nil {
+			return
+		}
+		again, err := ParseRule(1, r.Canonical())
+		if err != nil {
+			t.Fatalf("%q parsed, its canonical form %q does not: %v", text, r.Canonical(), err)
+		}
+		again.Text, r.Text = "", ""
+		if again != r {
+			t.Fatalf("%q: %+v, canonical %q: %+v", text, r, r.Canonical(), again)
+		}
+	})
+}
