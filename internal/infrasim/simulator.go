@@ -28,6 +28,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kyma-keb/keb/internal/controlplane"
+	"github.com/kyma-keb/keb/internal/gardener/core"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/logging"
 )
@@ -118,6 +119,9 @@ func New(kcp *rest.Config, scheme *k8sruntime.Scheme, opts Options) (*Simulator,
 	}
 	if !scheme.Recognizes(corev1.SchemeGroupVersion.WithKind("Secret")) {
 		return nil, errors.New("infrasim: the scheme does not know core/v1 Secret: add client-go's scheme to it")
+	}
+	if opts.Gardener != nil && !scheme.Recognizes(core.GroupVersion.WithKind("Shoot")) {
+		return nil, errors.New("infrasim: the scheme does not know Gardener's Shoot: call gardener/core.AddToScheme on it")
 	}
 
 	skipNameValidation := true
@@ -228,6 +232,9 @@ func newScheme() (*k8sruntime.Scheme, error) {
 		return nil, fmt.Errorf("infrasim: building scheme: %w", err)
 	}
 	if err := infrastructuremanager.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("infrasim: building scheme: %w", err)
+	}
+	if err := core.AddToScheme(s); err != nil {
 		return nil, fmt.Errorf("infrasim: building scheme: %w", err)
 	}
 	return s, nil
