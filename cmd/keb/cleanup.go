@@ -24,9 +24,10 @@ import (
 // share: keb serve's settings, or the running keb dev's when no database
 // is set.
 type operatorEnv struct {
-	cfg config.Config
-	dir string
-	b   *config.Binder
+	cfg     config.Config
+	dir     string
+	verbose bool
+	b       *config.Binder
 }
 
 // bindOperator binds keb serve's settings and --dir.
@@ -34,6 +35,7 @@ func bindOperator(fs *flag.FlagSet) *operatorEnv {
 	e := &operatorEnv{b: config.NewBinder(fs)}
 	e.cfg.BindServe(e.b)
 	e.b.String(&e.dir, "dir", "APP_DEV_DIR", ".keb", "dev state directory of the running keb dev, used when no database is set")
+	e.b.Bool(&e.verbose, "v", "KEB_VERBOSE", false, "log what the command does to stderr (--log-level, --log-format); without it only the result and errors are printed")
 	return e
 }
 
@@ -50,9 +52,16 @@ func (e *operatorEnv) open(ctx context.Context) (log logrus.FieldLogger, store *
 			return nil, nil, nil, err
 		}
 	}
-	if log, err = newLogger(e.cfg.LogFormat, e.cfg.LogLevel); err != nil {
+	l, err := newLogger(e.cfg.LogFormat, e.cfg.LogLevel)
+	if err != nil {
 		return nil, nil, nil, err
 	}
+	if !e.verbose {
+		// A command's result is its table and summary; the log lines
+		// beside them on a terminal only repeat them.
+		l.SetOutput(io.Discard)
+	}
+	log = l
 	cipher, err := storage.NewCipher(e.cfg.DatabaseSecretKey, e.cfg.DatabaseSecretKeysPrior...)
 	if err != nil {
 		return nil, nil, nil, err

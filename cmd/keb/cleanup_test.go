@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -77,6 +78,27 @@ func TestCleanupSubaccountsAgainstDevDir(t *testing.T) {
 		}
 		return out.String()
 	}
+	// As a process: on a terminal only the result, the log lines with -v.
+	for _, verbose := range []bool{false, true} {
+		args := []string{"cleanup", "subaccounts", "--dry-run", "--dir", dir}
+		if verbose {
+			args = append(args, "-v")
+		}
+		cmd := exec.CommandContext(ctx, os.Args[0], args...)
+		cmd.Env = append(os.Environ(), envRunAsKeb+"=1")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("keb %v: %v\n%s", args, err, stderr.String())
+		}
+		if !strings.Contains(stdout.String(), "would trigger") {
+			t.Errorf("keb %v printed:\n%s", args, stdout.String())
+		}
+		if logged := strings.Contains(stderr.String(), "subaccount cleanup"); logged != verbose {
+			t.Errorf("keb %v: stderr %q; want the log lines only with -v", args, stderr.String())
+		}
+	}
+
 	out := cleanupRun("subaccounts", "--dry-run")
 	if !strings.Contains(out, "inst-1") || !strings.Contains(out, "would trigger") || !strings.Contains(out, "1 events fetched") {
 		t.Fatalf("dry run printed:\n%s", out)

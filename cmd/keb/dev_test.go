@@ -2,11 +2,18 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/kyma-keb/keb/internal/devstack"
+	"github.com/kyma-keb/keb/testing/k8stest"
 )
 
 // keb dev with its port taken says so, names the flag and the variable that
@@ -30,5 +37,95 @@ func TestDevWithPortTaken(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "pgdata")); !os.IsNotExist(err) {
 		t.Errorf("keb dev started PostgreSQL although its port was taken: %v", err)
+	}
+}
+
+// startDev starts `keb dev` on dir as a process of its own and waits until
+// it holds the directory's lock.
+func startDev(t *testing.T, dir string, port int) *exec.Cmd {
+	t.Helper()
+	bins, err := k8stest.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "dev", "--dir", dir, "--port", fmt.Sprint(port), "--k8s-bin-dir", bins)
+	cmd.Env = append(os.Environ(), envRunAsKeb+"=1")
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
+	lock := filepath.Join(dir, devstack.LockFile)
+	for range 600 {
+		if b, _ := os.ReadFile(lock); strings.Contains(string(b), fmt.Sprintf(`"pid":%d`, cmd.Process.Pid)) {
+			return cmd
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("keb dev (PID %d) never took its directory's lock", cmd.Process.Pid)
+	return nil
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// A second keb dev on the same directory says at once which one runs there
+// and starts nothing; the first stops on SIGTERM while it is starting; one
+// killed with SIGKILL leaves nothing that keeps the next one out.
+func TestDevOwnsItsDirectory(t *testing.T) {
+	// Not t.TempDir: PostgreSQL, stopped by a killed run's watchdog, may
+	// still be writing into it when the test ends.
+	dir, err := os.MkdirTemp("", "keb-dev-lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+
+	port := freePort(t)
+	first := startDev(t, dir, port)
+	code, _, errOut := runKeb("dev", "--dir", dir, "--port", fmt.Sprint(freePort(t)))
+	if code != 1 {
+		t.Errorf("second keb dev: exit code %d, want 1", code)
+	}
+	for _, w := range []string{"another keb dev is running", fmt.Sprintf("PID %d", first.Process.Pid), fmt.Sprintf("127.0.0.1:%d", port)} {
+		if !strings.Contains(errOut, w) {
+			t.Errorf("second keb dev's error does not say %q:\n%s", w, errOut)
+		}
+	}
+
+	if err := first.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- first.Wait() }()
+	select {
+	case <-exited:
+	case <-time.After(time.Minute): // a bound against a hang, not a timing claim
+		t.Fatal("keb dev did not stop within a minute of SIGTERM during its start-up")
+	}
+
+	killed := startDev(t, dir, port)
+	if err := killed.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = killed.Wait()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	taken := ln.Addr().(*net.TCPAddr).Port
+	// The lock file still names the killed run; the next one gets past it
+	// to its own port check.
+	code, _, errOut = runKeb("dev", "--dir", dir, "--port", fmt.Sprint(taken))
+	if code != 1 || !strings.Contains(errOut, fmt.Sprintf("port %d", taken)) || strings.Contains(errOut, "another keb dev") {
+		t.Errorf("keb dev after a killed one: exit %d, stderr:\n%s\nwant the port refusal, not the lock's", code, errOut)
 	}
 }

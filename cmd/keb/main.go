@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/sirupsen/logrus"
@@ -72,17 +73,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		fs := flag.NewFlagSet("keb "+c.name, flag.ContinueOnError)
-		fs.SetOutput(stderr)
 		runFn := c.flags(fs)
-		fs.Usage = func() {
-			fmt.Fprintf(fs.Output(), "Usage: keb %s%s [flags]\n\n%s.\n\nFlags (each also read from its environment variable):\n", c.name, subcommands[c.name], c.summary)
-			fs.PrintDefaults()
-		}
+		// The flag package prints a parse error to the output, then calls
+		// Usage: the error goes to stderr with a pointer to the help, and
+		// the help itself, asked for, to stdout (as kubectl does).
+		fs.SetOutput(stderr)
+		fs.Usage = func() {}
 		positional, err := parseInterspersed(fs, args[1:])
 		if err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				commandHelp(stdout, c, fs)
 				return 0
 			}
+			fmt.Fprintf(stderr, "See 'keb %s --help' for usage.\n", c.name)
 			return 2
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -93,29 +96,82 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	fmt.Fprintf(stderr, "keb: unknown command %q\n\n", args[0])
-	usage(stderr)
+	fmt.Fprintf(stderr, "keb: unknown command %q\n", args[0])
+	if s := suggest(args[0]); len(s) > 0 {
+		fmt.Fprintf(stderr, "\nDid you mean this?\n")
+		for _, name := range s {
+			fmt.Fprintf(stderr, "\t%s\n", name)
+		}
+	}
+	fmt.Fprintf(stderr, "\nRun 'keb --help' for the list of commands.\n")
 	return 2
 }
 
-// usage lists every command with every flag and its environment variable.
+// usage lists every command with its one-line summary; each command's flags
+// are on its own help page.
 func usage(w io.Writer) {
 	fmt.Fprintf(w, "keb (version %s): the Kyma Environment Broker, an Open Service Broker for Kyma runtimes.\n\nUsage: keb <command> [flags]\n\nCommands:\n", version)
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-15s %s\n", c.name, c.summary)
 	}
+	fmt.Fprintf(w, "\nRun 'keb <command> --help' for a command's flags, each also read from its environment variable.\n")
+}
+
+// commandHelp is the help page of one command.
+func commandHelp(w io.Writer, c command, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "Usage: keb %s%s [flags]\n\n%s.\n", c.name, subcommands[c.name], c.summary)
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nFlags (each also read from its environment variable):\n")
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
+// suggest returns the commands (and aliases) an unknown one is probably a
+// typo of: a prefix either way, or at most two edits away.
+func suggest(word string) []string {
+	names := []string{"rt", "o", "orchestration"}
 	for _, c := range commands() {
-		fs := flag.NewFlagSet("keb "+c.name, flag.ContinueOnError)
-		c.flags(fs)
-		n := 0
-		fs.VisitAll(func(*flag.Flag) { n++ })
-		if n == 0 {
-			continue
-		}
-		fmt.Fprintf(w, "\nFlags of `keb %s`:\n", c.name)
-		fs.SetOutput(w)
-		fs.PrintDefaults()
+		names = append(names, c.name)
 	}
+	var out []string
+	for _, n := range names {
+		if len(n) < 3 || len(word) < 2 {
+			continue // aliases of one or two letters suggest nothing useful
+		}
+		maxEdits := 2
+		if len(n) <= 4 {
+			maxEdits = 1 // two edits turn any short name into another
+		}
+		if strings.HasPrefix(n, word) || strings.HasPrefix(word, n) || editDistance(word, n) <= maxEdits {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // newLogger builds the process logger from the common flags, and makes it

@@ -16,7 +16,16 @@ import (
 // kcp is a real control plane for the commands that read it (keb pool).
 var kcp *k8stest.Environment
 
-func TestMain(m *testing.M) { os.Exit(k8stest.Run(m, &kcp, pgtest.Run)) }
+// envRunAsKeb makes the test binary keb itself, for tests that need keb as
+// a process of its own (signals, locks held by another process).
+const envRunAsKeb = "KEB_TEST_RUN_AS_KEB"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envRunAsKeb) == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(k8stest.Run(m, &kcp, pgtest.Run))
+}
 
 // flagOnly lists, per command, the flags that deliberately have no
 // environment variable: they choose what a one-off invocation prints rather
@@ -90,30 +99,28 @@ func TestTopLevelHelp(t *testing.T) {
 	}
 }
 
-// helpSections splits the top-level help into each command's flag entries,
+// helpSections reads each command's help page into its flag entries,
 // keyed by command and flag name, each with its whole usage text.
-func helpSections(t *testing.T, help string) map[string]map[string]string {
+func helpSections(t *testing.T) map[string]map[string]string {
 	t.Helper()
 	sections := map[string]map[string]string{}
-	header := regexp.MustCompile("^Flags of `keb ([a-z]+)`:$")
 	entry := regexp.MustCompile(`^  -([a-z0-9-]+)`)
-	var cmd, name string
-	for _, line := range strings.Split(help, "\n") {
-		if m := header.FindStringSubmatch(line); m != nil {
-			cmd, name = m[1], ""
-			sections[cmd] = map[string]string{}
-			continue
+	for _, c := range commands() {
+		code, help, errOut := runKeb(c.name, "--help")
+		if code != 0 {
+			t.Fatalf("keb %s --help: exit code %d: %s", c.name, code, errOut)
 		}
-		if cmd == "" {
-			continue
-		}
-		if m := entry.FindStringSubmatch(line); m != nil {
-			name = m[1]
-			sections[cmd][name] = line
-			continue
-		}
-		if name != "" && strings.HasPrefix(line, "    ") {
-			sections[cmd][name] += "\n" + line
+		sections[c.name] = map[string]string{}
+		var name string
+		for _, line := range strings.Split(help, "\n") {
+			if m := entry.FindStringSubmatch(line); m != nil {
+				name = m[1]
+				sections[c.name][name] = line
+				continue
+			}
+			if name != "" && strings.HasPrefix(line, "    ") {
+				sections[c.name][name] += "\n" + line
+			}
 		}
 	}
 	return sections
@@ -123,11 +130,7 @@ var envMention = regexp.MustCompile(`\(env (APP|KEB)_[A-Z0-9_]+\)`)
 
 func TestHelpNamesTheVariableOfEveryFlag(t *testing.T) {
 	t.Parallel()
-	code, help, _ := runKeb("--help")
-	if code != 0 {
-		t.Fatalf("exit code %d", code)
-	}
-	sections := helpSections(t, help)
+	sections := helpSections(t)
 	for _, c := range commands() {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -165,16 +168,16 @@ func TestCommandHelp(t *testing.T) {
 			if code != 0 {
 				t.Errorf("`keb %s --help` exit code %d, want 0; stderr:\n%s", c.name, code, errOut)
 			}
-			if !strings.Contains(errOut, "Usage: keb "+c.name) || !strings.Contains(errOut, c.summary) {
-				t.Errorf("`keb %s --help` printed:\n%s", c.name, errOut)
+			if !strings.Contains(out, "Usage: keb "+c.name) || !strings.Contains(out, c.summary) {
+				t.Errorf("`keb %s --help` printed:\n%s", c.name, out)
 			}
-			if out != "" {
-				t.Errorf("`keb %s --help` wrote to stdout: %s", c.name, out)
+			if errOut != "" {
+				t.Errorf("`keb %s --help` wrote to stderr: %s", c.name, errOut)
 			}
 			fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 			c.flags(fs)
 			fs.VisitAll(func(f *flag.Flag) {
-				if !strings.Contains(errOut, "  -"+f.Name) {
+				if !strings.Contains(out, "  -"+f.Name) {
 					t.Errorf("flag --%s not in `keb %s --help`", f.Name, c.name)
 				}
 			})
@@ -190,10 +193,12 @@ func TestBadInvocations(t *testing.T) {
 		wantCode   int
 		wantStderr []string
 	}{
-		{name: "unknown command", args: []string{"bogus"}, wantCode: 2, wantStderr: []string{`unknown command "bogus"`, "Commands:", "serve", "migrate"}},
+		{name: "unknown command", args: []string{"bogus"}, wantCode: 2, wantStderr: []string{`unknown command "bogus"`, "keb --help"}},
+		{name: "a typo of a command", args: []string{"runtime"}, wantCode: 2, wantStderr: []string{`unknown command "runtime"`, "Did you mean this?\n\truntimes\n"}},
+		{name: "a typo of an alias", args: []string{"orchestraton"}, wantCode: 2, wantStderr: []string{"\torchestration\n", "\torchestrations\n"}},
 		{name: "flag as command", args: []string{"--port", "8080"}, wantCode: 2, wantStderr: []string{`unknown command "--port"`}},
-		{name: "unknown flag", args: []string{"serve", "--no-such-flag"}, wantCode: 2, wantStderr: []string{"no-such-flag", "Usage: keb serve"}},
-		{name: "malformed flag value", args: []string{"serve", "--port", "eighty"}, wantCode: 2, wantStderr: []string{"eighty", "-port"}},
+		{name: "unknown flag", args: []string{"serve", "--no-such-flag"}, wantCode: 2, wantStderr: []string{"no-such-flag", "See 'keb serve --help' for usage."}},
+		{name: "malformed flag value", args: []string{"serve", "--port", "eighty"}, wantCode: 2, wantStderr: []string{"eighty", "-port", "See 'keb serve --help'"}},
 		{name: "migrate without action", args: []string{"migrate"}, wantCode: 1, wantStderr: []string{"keb migrate:", "up|down|status"}},
 		{name: "migrate with two actions", args: []string{"migrate", "up", "down"}, wantCode: 1, wantStderr: []string{"up|down|status"}},
 	}
@@ -347,8 +352,30 @@ func TestVersion(t *testing.T) {
 
 func TestMigrateHelpNamesItsSubcommands(t *testing.T) {
 	t.Parallel()
-	code, _, errOut := runKeb("migrate", "--help")
-	if code != 0 || !strings.Contains(errOut, "Usage: keb migrate up|down|status [flags]") {
-		t.Errorf("exit %d, help:\n%s", code, errOut)
+	code, out, _ := runKeb("migrate", "--help")
+	if code != 0 || !strings.Contains(out, "Usage: keb migrate up|down|status [flags]") {
+		t.Errorf("exit %d, help:\n%s", code, out)
+	}
+}
+
+// The top-level help is one page: one line per command, no command's flags.
+func TestTopLevelHelpIsOnePage(t *testing.T) {
+	t.Parallel()
+	_, out, _ := runKeb("--help")
+	if lines := strings.Count(out, "\n"); lines > len(commands())+12 {
+		t.Errorf("top-level help is %d lines for %d commands:\n%s", lines, len(commands()), out)
+	}
+	if strings.Contains(out, "  -") {
+		t.Errorf("top-level help lists flags:\n%s", out)
+	}
+}
+
+func TestSuggest(t *testing.T) {
+	t.Parallel()
+	for word, want := range map[string]string{"runtime": "runtimes", "serv": "serve", "migrat": "migrate", "pol": "pool", "clenaup": "cleanup", "xyzzy": ""} {
+		got := strings.Join(suggest(word), ",")
+		if got != want {
+			t.Errorf("suggest(%q) = %q, want %q", word, got, want)
+		}
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/kyma-keb/keb/internal/auth"
@@ -21,16 +20,17 @@ import (
 
 // operatorClient calls keb's orchestration API.
 type operatorClient struct {
-	url, token, dir, output string
-	client                  *http.Client
-	stdout, stderr          io.Writer
+	url, token, dir string
+	output          listOutput
+	client          *http.Client
+	stdout, stderr  io.Writer
 }
 
-func (c *operatorClient) bind(b *config.Binder) {
-	b.String(&c.url, "url", "KEB_URL", "", "base URL of the broker (default: the running keb dev's, from <dir>/url, else http://127.0.0.1:8080)")
+func (c *operatorClient) bind(b *config.Binder, fs *flag.FlagSet) {
+	b.String(&c.url, "url", "KEB_URL", "", "base URL of the broker (default: the running keb dev's, from <dir>/dev-endpoints.json, else http://127.0.0.1:8080)")
 	b.String(&c.token, "token", "KEB_TOKEN", "", "bearer token with scopes broker-upgrade:read and broker-upgrade:write (default: one minted with the dev key in --dir)")
 	b.String(&c.dir, "dir", "APP_DEV_DIR", ".keb", "dev state directory of the running keb dev (for the default URL and token)")
-	b.String(&c.output, "o", "KEB_OUTPUT", "table", "output format: table or json")
+	bindListOutput(b, fs, &c.output)
 }
 
 // do sends a request and decodes a 2xx answer into out; any other answer
@@ -83,18 +83,8 @@ func (c *operatorClient) do(ctx context.Context, method, path string, body []byt
 	return nil
 }
 
-func (c *operatorClient) printJSON(v any) error {
-	enc := json.NewEncoder(c.stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-func (c *operatorClient) checkOutput() error {
-	if c.output != "table" && c.output != "json" {
-		return fmt.Errorf("bad -o %q: want table or json", c.output)
-	}
-	return nil
-}
+// printObject prints one answer as JSON or YAML.
+func (c *operatorClient) printObject(v any) error { return printObject(c.stdout, c.output.format, v) }
 
 func orchestrationsCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) error {
 	return bindOrchestrations(fs, os.Stdout, os.Stderr)
@@ -106,7 +96,7 @@ func orchestrationsCommand(fs *flag.FlagSet) func(ctx context.Context, args []st
 func bindOrchestrations(fs *flag.FlagSet, stdout, stderr io.Writer) func(ctx context.Context, args []string) error {
 	c := &operatorClient{stdout: stdout, stderr: stderr}
 	b := config.NewBinder(fs)
-	c.bind(b)
+	c.bind(b, fs)
 	var state string
 	var watch bool
 	var poll time.Duration
@@ -117,7 +107,7 @@ func bindOrchestrations(fs *flag.FlagSet, stdout, stderr io.Writer) func(ctx con
 		if err := b.Err(); err != nil {
 			return err
 		}
-		if err := c.checkOutput(); err != nil {
+		if err := c.output.check(); err != nil {
 			return err
 		}
 		sub := "list"
@@ -151,7 +141,10 @@ func bindOrchestrations(fs *flag.FlagSet, stdout, stderr io.Writer) func(ctx con
 				if err := c.do(ctx, http.MethodGet, "/orchestrations/"+url.PathEscape(args[0])+"/operations/"+url.PathEscape(args[1]), nil, &d); err != nil {
 					return err
 				}
-				return c.printJSON(d)
+				if !c.output.structured() {
+					return printObject(c.stdout, "yaml", d) // one operation's details: no table shows them
+				}
+				return c.printObject(d)
 			}
 			var page orchestration.PageResponse
 			if err := c.do(ctx, http.MethodGet, "/orchestrations/"+url.PathEscape(args[0])+"/operations"+q, nil, &page); err != nil {
@@ -170,8 +163,8 @@ func bindOrchestrations(fs *flag.FlagSet, stdout, stderr io.Writer) func(ctx con
 			if err := c.do(ctx, http.MethodPut, "/orchestrations/"+url.PathEscape(args[0])+"/retry", nil, &out); err != nil {
 				return err
 			}
-			if c.output == "json" {
-				return c.printJSON(out)
+			if c.output.structured() {
+				return c.printObject(out)
 			}
 			fmt.Fprintf(stdout, "orchestration %s: %s\n", out.OrchestrationID, out.Msg)
 			return nil
@@ -190,15 +183,15 @@ func (c *operatorClient) show(ctx context.Context, id string, watch bool, poll t
 		}
 		line := string(o.State) + "|" + o.Description
 		if !watch {
-			if c.output == "json" {
-				return c.printJSON(o)
+			if c.output.structured() {
+				return c.printObject(o)
 			}
 			return c.printOrchestrations([]orchestration.Response{o})
 		}
 		if line != last {
 			last = line
-			if c.output == "json" {
-				if err := c.printJSON(o); err != nil {
+			if c.output.structured() {
+				if err := c.printObject(o); err != nil {
 					return err
 				}
 			} else {
@@ -218,44 +211,48 @@ func (c *operatorClient) show(ctx context.Context, id string, watch bool, poll t
 }
 
 func (c *operatorClient) printOrchestrations(list []orchestration.Response) error {
-	if c.output == "json" {
-		return c.printJSON(list)
-	}
-	if len(list) == 0 {
-		fmt.Fprintln(c.stdout, "No orchestrations found")
+	if len(list) == 0 && !c.output.structured() {
+		fmt.Fprintln(c.stderr, "No orchestrations found")
 		return nil
 	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ORCHESTRATION ID\tTYPE\tSTATE\tCREATED\tDESCRIPTION")
-	for _, o := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", o.OrchestrationID, o.Type, o.State, o.CreatedAt.Format(time.RFC3339), o.Description)
-	}
-	return tw.Flush()
+	type o = orchestration.Response
+	now := time.Now()
+	id := col[o]{"ORCHESTRATION", func(o o) string { return o.OrchestrationID }}
+	typ := col[o]{"TYPE", func(o o) string { return string(o.Type) }}
+	state := col[o]{"STATE", func(o o) string { return string(o.State) }}
+	ageCol := col[o]{"AGE", func(o o) string { return age(now, o.CreatedAt) }}
+	created := col[o]{"CREATED", func(o o) string { return o.CreatedAt.UTC().Format(time.RFC3339) }}
+	desc := col[o]{"DESCRIPTION", func(o o) string { return o.Description }}
+	return printItems(c.stdout, c.output, pageOf(list), []col[o]{id, typ, state, ageCol, desc}, []col[o]{id, typ, state, ageCol, created, desc})
 }
 
-func (c *operatorClient) printOperations(page orchestration.PageResponse) error {
-	if c.output == "json" {
-		return c.printJSON(page)
-	}
-	if len(page.Data) == 0 {
-		fmt.Fprintln(c.stdout, "No operations found")
+func (c *operatorClient) printOperations(ops orchestration.PageResponse) error {
+	if len(ops.Data) == 0 && !c.output.structured() {
+		fmt.Fprintln(c.stderr, "No operations found")
 		return nil
 	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "OPERATION ID\tINSTANCE ID\tRUNTIME ID\tPLAN\tREGION\tWINDOW (UTC)\tSTATE\tDESCRIPTION")
-	for _, o := range page.Data {
-		window := "-"
+	type o = orchestration.OperationResponse
+	window := func(o o) string {
 		if len(o.MaintenanceWindowBegin) >= 16 && len(o.MaintenanceWindowEnd) >= 16 {
-			window = o.MaintenanceWindowBegin[11:16] + "-" + o.MaintenanceWindowEnd[11:16]
+			return o.MaintenanceWindowBegin[11:16] + "-" + o.MaintenanceWindowEnd[11:16]
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.OperationID, o.InstanceID, orDash(o.RuntimeID), o.ServicePlanName,
-			orDash(o.Region), window, o.State, o.Description)
+		return ""
 	}
-	if err := tw.Flush(); err != nil {
+	table := []col[o]{
+		{"OPERATION", func(o o) string { return o.OperationID }},
+		{"INSTANCE", func(o o) string { return o.InstanceID }},
+		{"RUNTIME", func(o o) string { return o.RuntimeID }},
+		{"PLAN", func(o o) string { return o.ServicePlanName }},
+		{"REGION", func(o o) string { return o.Region }},
+		{"WINDOW_UTC", window},
+		{"STATE", func(o o) string { return string(o.State) }},
+		{"DESCRIPTION", func(o o) string { return o.Description }},
+	}
+	if err := printItems(c.stdout, c.output, page[o]{Data: ops.Data, Count: ops.Count, TotalCount: ops.TotalCount}, table, nil); err != nil {
 		return err
 	}
-	if page.Count < page.TotalCount {
-		fmt.Fprintf(c.stderr, "%d of %d operations shown\n", page.Count, page.TotalCount)
+	if ops.Count < ops.TotalCount {
+		fmt.Fprintf(c.stderr, "%d of %d operations shown\n", ops.Count, ops.TotalCount)
 	}
 	return nil
 }
@@ -332,7 +329,7 @@ func upgradeCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) e
 func bindUpgrade(fs *flag.FlagSet, stdout, stderr io.Writer) func(ctx context.Context, args []string) error {
 	c := &operatorClient{stdout: stdout, stderr: stderr}
 	b := config.NewBinder(fs)
-	c.bind(b)
+	c.bind(b, fs)
 	include, exclude := &selectorList{env: "KEB_UPGRADE_TARGET"}, &selectorList{env: "KEB_UPGRADE_TARGET_EXCLUDE"}
 	fs.Var(include, "target", "runtimes to upgrade: all, or key=value[,key=value] (ANDed; keys account, subaccount, runtime-id, plan, region, shoot); repeatable, ORed; the variable separates selectors with ; (env KEB_UPGRADE_TARGET)")
 	fs.Var(exclude, "target-exclude", "runtimes to leave out, as --target; repeatable; wins over --target (env KEB_UPGRADE_TARGET_EXCLUDE)")
@@ -388,8 +385,8 @@ func bindUpgrade(fs *flag.FlagSet, stdout, stderr io.Writer) func(ctx context.Co
 		if err := c.do(ctx, http.MethodPost, "/upgrade/"+args[0], body, &out); err != nil {
 			return err
 		}
-		if c.output == "json" {
-			return c.printJSON(out)
+		if c.output.structured() {
+			return c.printObject(out)
 		}
 		fmt.Fprintf(stdout, "orchestration %s created; follow it with: keb orchestrations show %s --watch\n", out["orchestrationID"], out["orchestrationID"])
 		return nil

@@ -2,12 +2,17 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"flag"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
 )
 
 // TestUpgradeCommandBody checks the body `keb upgrade` sends for its flags:
@@ -44,5 +49,59 @@ func TestUpgradeCommandBody(t *testing.T) {
 		if code := run(append(bad, "--url", srv.URL, "--token", "tok"), &out, &errOut); code == 0 {
 			t.Errorf("%v: exit 0", bad)
 		}
+	}
+}
+
+// The listing commands share one output convention: UPPER_SNAKE headers
+// with AGE, --no-headers, and -o json/yaml as the page /runtimes answers.
+func TestOrchestrationsListOutputs(t *testing.T) {
+	created := time.Now().Add(-3*time.Hour - time.Minute)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode([]map[string]any{{"orchestrationID": "o-1", "type": "upgrade_kyma", "state": "succeeded",
+			"description": "Finished 3 operations", "createdAt": created}})
+	}))
+	defer srv.Close()
+	list := func(args ...string) (string, string) {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		fs := flag.NewFlagSet("orchestrations", flag.ContinueOnError)
+		runFn := bindOrchestrations(fs, &out, &errOut)
+		if err := fs.Parse(append([]string{"--url", srv.URL, "--token", "tok"}, args...)); err != nil {
+			t.Fatal(err)
+		}
+		if err := runFn(context.Background(), fs.Args()); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return out.String(), errOut.String()
+	}
+
+	out, errOut := list()
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != "ORCHESTRATION TYPE STATE AGE DESCRIPTION" ||
+		!strings.HasPrefix(lines[1], "o-1             upgrade_kyma   succeeded   3h    Finished 3 operations") {
+		t.Errorf("table:\n%s\nstderr: %s", out, errOut)
+	}
+	if out, _ := list("--no-headers"); strings.Contains(out, "ORCHESTRATION") || !strings.HasPrefix(out, "o-1") {
+		t.Errorf("--no-headers:\n%s", out)
+	}
+	if out, _ := list("-o", "wide"); !strings.Contains(out, "CREATED") || !strings.Contains(out, created.UTC().Format(time.RFC3339)) {
+		t.Errorf("-o wide:\n%s", out)
+	}
+	for _, format := range []string{"json", "yaml"} {
+		out, _ := list("--output", format)
+		var got struct {
+			Data []struct {
+				OrchestrationID string `json:"orchestrationID"`
+			} `json:"data"`
+			Count, TotalCount int
+		}
+		if err := yaml.Unmarshal([]byte(out), &got); err != nil || len(got.Data) != 1 || got.Data[0].OrchestrationID != "o-1" ||
+			got.Count != 1 || got.TotalCount != 1 {
+			t.Errorf("-o %s: %+v (%v):\n%s", format, got, err, out)
+		}
+	}
+	if out, _ := list("-o", "custom-columns=ID:.orchestrationID,STATE:.state"); strings.Join(strings.Fields(out), " ") != "ID STATE o-1 succeeded" {
+		t.Errorf("custom-columns:\n%s", out)
 	}
 }

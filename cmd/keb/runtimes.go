@@ -37,12 +37,13 @@ var runtimesFilters = []struct{ flag, short, param, env, help string }{
 
 // runtimesOptions is one `keb runtimes` invocation.
 type runtimesOptions struct {
-	url, token, dir, output string
-	pageSize                int
-	all, ops                bool
-	query                   url.Values
-	now                     func() time.Time
-	client                  *http.Client
+	url, token, dir string
+	output          listOutput
+	pageSize        int
+	all, ops        bool
+	query           url.Values
+	now             func() time.Time
+	client          *http.Client
 }
 
 func runtimesCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) error {
@@ -57,12 +58,12 @@ func runtimesCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) 
 func bindRuntimes(fs *flag.FlagSet, stdout, stderr io.Writer, now func() time.Time) func(ctx context.Context, args []string) error {
 	opts := runtimesOptions{query: url.Values{}, now: now}
 	b := config.NewBinder(fs)
-	b.String(&opts.url, "url", "KEB_URL", "", "base URL of the broker (default: the running keb dev's, from <dir>/url, else http://127.0.0.1:8080)")
+	b.String(&opts.url, "url", "KEB_URL", "", "base URL of the broker (default: the running keb dev's, from <dir>/dev-endpoints.json, else http://127.0.0.1:8080)")
 	b.String(&opts.token, "token", "KEB_TOKEN", "", "bearer token with scope cld:read (default: one minted with the dev key in --dir, as keb token does)")
 	b.String(&opts.dir, "dir", "APP_DEV_DIR", ".keb", "dev state directory of the running keb dev (for the default token)")
 	b.Int(&opts.pageSize, "page-size", "KEB_RUNTIMES_PAGE_SIZE", 0, fmt.Sprintf("runtimes per page, 1 to %d (0: the server's default)", runtimelisting.MaxPageSize))
 	b.Bool(&opts.all, "all", "KEB_RUNTIMES_ALL", false, "follow the next cursors and list every page")
-	b.String(&opts.output, "o", "KEB_OUTPUT", "table", "output format: table, wide (adds SUBACCOUNT, SHOOT and KYMA, the Kyma CR's state), json, or custom=HEADER:field,... (fields as in the JSON, e.g. custom=ID:instanceID,STATE:status.state)")
+	bindListOutput(b, fs, &opts.output)
 	b.Bool(&opts.ops, "ops", "KEB_RUNTIMES_OPS", false, "ask for every operation (op_detail=all) and list them under each runtime")
 	for _, f := range runtimesFilters {
 		bindRepeatable(fs, opts.query, f.param, f.flag, f.short, f.env,
@@ -117,8 +118,7 @@ func splitValues(s string) []string {
 
 // listRuntimes fetches one page (or every page with all) and prints it.
 func listRuntimes(ctx context.Context, opts runtimesOptions, stdout, stderr io.Writer) error {
-	columns, err := outputColumns(opts.output)
-	if err != nil {
+	if err := opts.output.check(); err != nil {
 		return err
 	}
 	if opts.url == "" {
@@ -191,16 +191,21 @@ func listRuntimes(ctx context.Context, opts runtimesOptions, stdout, stderr io.W
 		all.Count = len(all.Data)
 	}
 
-	if columns == nil {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(all)
-	}
-	if len(all.Data) == 0 {
-		fmt.Fprintln(stdout, "No runtimes found")
+	if len(all.Data) == 0 && !opts.output.structured() {
+		fmt.Fprintln(stderr, "No runtimes found")
 		return nil
 	}
-	if err := printTable(stdout, all.Data, columns, now(), opts.ops); err != nil {
+	table, wide := runtimeColumns(now())
+	if opts.ops && !opts.output.structured() && !strings.HasPrefix(opts.output.format, "custom-columns=") {
+		cols := table
+		if opts.output.format == "wide" {
+			cols = wide
+		}
+		if err := printTable(stdout, opts.output, all.Data, cols, operationLines(now())); err != nil {
+			return err
+		}
+	} else if err := printItems(stdout, opts.output, page[runtimelisting.RuntimeDTO]{Data: all.Data, Count: all.Count,
+		TotalCount: all.TotalCount, Next: all.Next}, table, wide); err != nil {
 		return err
 	}
 	if all.Next != "" {

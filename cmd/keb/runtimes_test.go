@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/kyma-keb/keb/internal/auth"
 	"github.com/kyma-keb/keb/internal/devstack"
 	"github.com/kyma-keb/keb/internal/runtimelisting"
@@ -162,17 +164,27 @@ func TestRuntimesJSON(t *testing.T) {
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 
-	out, _, err := runRuntimesAt(t, srv, "--token", "tok", "-o", "json")
-	if err != nil {
-		t.Fatalf("error: %v", err)
-	}
-	var got runtimelisting.Response
-	if err := json.Unmarshal([]byte(out), &got); err != nil {
-		t.Fatalf("output is not JSON: %v\n%s", err, out)
-	}
-	if got.Count != 1 || got.TotalCount != 7 || got.Next != "cursor-2" || len(got.Data) != 1 ||
-		got.Data[0].InstanceID != "inst-1" || !got.Data[0].Status.CreatedAt.Equal(page.Data[0].Status.CreatedAt) {
-		t.Errorf("JSON output %+v, want the server's page %+v", got, page)
+	for _, format := range []string{"json", "yaml"} {
+		out, errOut, err := runRuntimesAt(t, srv, "--token", "tok", "--output", format)
+		if err != nil {
+			t.Fatalf("error: %v", err)
+		}
+		// A list is the page the API answers, in every listing command;
+		// the hint that more are there goes to stderr.
+		var got runtimelisting.Response
+		if err := yaml.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatalf("-o %s output is not a page: %v\n%s", format, err, out)
+		}
+		if format == "json" && !json.Valid([]byte(out)) {
+			t.Errorf("-o json is not JSON:\n%s", out)
+		}
+		if got.Count != 1 || got.TotalCount != 7 || got.Next != "cursor-2" || len(got.Data) != 1 ||
+			got.Data[0].InstanceID != "inst-1" || !got.Data[0].Status.CreatedAt.Equal(page.Data[0].Status.CreatedAt) {
+			t.Errorf("-o %s output %+v, want the server's page %+v", format, got, page)
+		}
+		if !strings.Contains(errOut, "1 of 7 runtimes shown") {
+			t.Errorf("-o %s: stderr %q does not say more are there", format, errOut)
+		}
 	}
 	if q := f.requests()[0].URL.Query(); len(q) != 0 {
 		t.Errorf("query %v, want none without filters", q)
@@ -293,12 +305,12 @@ func TestRuntimesMintsDevToken(t *testing.T) {
 	f := &fakeBroker{t: t, pages: map[string]runtimelisting.Response{"": {Data: []runtimelisting.RuntimeDTO{}}}}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
-	out, _, err := runRuntimesAt(t, srv, "--dir", dir)
+	out, errOut, err := runRuntimesAt(t, srv, "--dir", dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.TrimSpace(out) != "No runtimes found" {
-		t.Errorf("empty listing printed %q", out)
+	if out != "" || strings.TrimSpace(errOut) != "No runtimes found" {
+		t.Errorf("empty listing printed %q, and %q to stderr", out, errOut)
 	}
 	h := f.requests()[0].Header.Get("Authorization")
 	parts := strings.Split(strings.TrimPrefix(h, "Bearer "), ".")
@@ -327,7 +339,8 @@ func TestRuntimesBadInvocations(t *testing.T) {
 		want string
 	}{
 		{"no token and no dev key", []string{"--dir", t.TempDir()}, "no dev signing key"},
-		{"bad output", []string{"--token", "x", "-o", "yaml"}, `unknown output format "yaml"`},
+		{"bad output", []string{"--token", "x", "-o", "xml"}, `unknown output format "xml"`},
+		{"bad custom columns", []string{"--token", "x", "-o", "custom-columns=nocolon"}, "HEADER:.field"},
 		{"bad page size", []string{"--token", "x", "--page-size", "101"}, "bad --page-size 101"},
 		{"positional argument", []string{"--token", "x", "inst-1"}, "unexpected arguments"},
 	}
@@ -355,7 +368,7 @@ func TestRuntimesFilterFromEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(strings.TrimSpace(out), "{") {
+	if !strings.HasPrefix(strings.TrimSpace(out), `{`) || !strings.Contains(out, `"data": []`) {
 		t.Errorf("KEB_OUTPUT=json ignored: %s", out)
 	}
 	if got := f.requests()[0].URL.Query()["plan"]; !reflect.DeepEqual(got, []string{"trial", "free"}) {
@@ -425,15 +438,19 @@ func TestRuntimesOutputsAndShortFlags(t *testing.T) {
 		t.Errorf("short flags sent %v, want %v", q, wantQ)
 	}
 
-	out, _, err = runRuntimesAt(t, srv, "--token", "t", "-o", "custom=ID:instanceID,state:status.state,SHOOT:.shootName")
+	out, _, err = runRuntimesAt(t, srv, "--token", "t", "-o", "custom-columns=ID:.instanceID,state:.status.state,SHOOT:.shootName")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := fields(out); !reflect.DeepEqual(got, [][]string{{"ID", "STATE", "SHOOT"}, {"inst-1", "suspended", "c-abc"}}) {
-		t.Errorf("-o custom: %q", got)
+		t.Errorf("-o custom-columns: %q", got)
 	}
-	if _, _, err := runRuntimesAt(t, srv, "--token", "t", "-o", "custom=nocolon"); err == nil || !strings.Contains(err.Error(), "HEADER:field") {
-		t.Errorf("bad custom spec: %v", err)
+	out, _, err = runRuntimesAt(t, srv, "--token", "t", "--output", "custom-columns=ID:.instanceID", "--no-headers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != "inst-1\n" {
+		t.Errorf("--no-headers -o custom-columns printed %q, want the one value", out)
 	}
 
 	out, _, err = runRuntimesAt(t, srv, "--token", "t", "--ops")
@@ -465,11 +482,11 @@ func TestRuntimesFindsDevBrokerAndAlias(t *testing.T) {
 	t.Setenv("KEB_URL", "")
 	os.Unsetenv("KEB_URL")
 	out := captureStdout(t, func() {
-		if code, _, errOut := runKeb("rt", "--dir", dir); code != 0 {
+		if code, _, errOut := runKeb("rt", "--dir", dir, "-o", "json"); code != 0 {
 			t.Errorf("keb rt: exit %d: %s", code, errOut)
 		}
 	})
-	if strings.TrimSpace(out) != "No runtimes found" || len(f.requests()) != 1 {
+	if !strings.Contains(out, `"data": []`) || len(f.requests()) != 1 {
 		t.Errorf("keb rt printed %q after %d requests", out, len(f.requests()))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -70,10 +71,50 @@ func TestConsole(t *testing.T) {
 		!strings.Contains(body, "waiting for a worker") {
 		t.Fatalf("instance page: %d\n%s", code, body)
 	}
-	if code, _, body := get("/console/instances/inst-c2?fragment=timeline"); code != http.StatusOK || strings.Contains(body, "<html") {
-		t.Fatalf("timeline fragment: %d\n%s", code, body)
+	// The live refresh re-reads the whole body: state, Kyma, modules, operations.
+	if code, _, body := get("/console/instances/inst-c2?fragment=instance"); code != http.StatusOK || strings.Contains(body, "<html") ||
+		!strings.Contains(body, `id="state"`) || !strings.Contains(body, `data-live="true"`) || !strings.Contains(body, `id="timeline"`) {
+		t.Fatalf("instance fragment: %d\n%s", code, body)
 	}
 	if code, _, _ := get("/console/instances/nope"); code != http.StatusNotFound {
 		t.Fatalf("unknown instance: %d", code)
+	}
+
+	// Once provisioned, nothing runs: the page stops refreshing, and its
+	// times say their zone.
+	ops := b.store
+	list, err := ops.InstanceOperations(b.ctx(), "inst-c1")
+	if err != nil || len(list) != 1 {
+		t.Fatalf("operations of inst-c1: %v %v", list, err)
+	}
+	b.provisioned("inst-c1", list[0].ID, "rt-c1", "")
+	code, _, body = get("/console/instances/inst-c1")
+	if code != http.StatusOK || !strings.Contains(body, `data-live="false"`) || !strings.Contains(body, ">succeeded<") ||
+		!regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC`).MatchString(body) {
+		t.Fatalf("provisioned instance page: %d\n%s", code, body)
+	}
+	if strings.Contains(body, `id="expired"`) || strings.Contains(body, `id="gone"`) {
+		t.Fatalf("a running instance's page says it expired or is gone:\n%s", body)
+	}
+
+	// An expired runtime's page says so.
+	b.exec(`UPDATE instances SET expired_at = now() WHERE instance_id = 'inst-c1'`)
+	if code, _, body := get("/console/instances/inst-c1"); code != http.StatusOK || !strings.Contains(body, `id="expired"`) ||
+		!strings.Contains(body, "suspended for good") {
+		t.Fatalf("expired instance page: %d\n%s", code, body)
+	}
+
+	// A deprovisioned one says it is gone and shows what the archive keeps
+	// of its operations (its deprovisioning).
+	b.exec(`INSERT INTO instances_archive (instance_id, runtime_id, global_account_id, subaccount_id, plan_id,
+		plan_name, platform_region, provider, provider_region, last_deprovisioning_id,
+		instance_created_at, deprovisioning_started_at) SELECT instance_id, runtime_id, global_account_id, subaccount_id,
+		plan_id, plan_name, platform_region, provider, provider_region, 'dep-c1', created_at, now()
+		FROM instances WHERE instance_id = 'inst-c1'`)
+	b.exec(`DELETE FROM instances WHERE instance_id = 'inst-c1'`)
+	code, _, body = get("/console/instances/inst-c1")
+	if code != http.StatusOK || !strings.Contains(body, `id="gone"`) || !strings.Contains(body, `id="archived"`) ||
+		!strings.Contains(body, `data-operation="dep-c1"`) || !strings.Contains(body, `data-live="false"`) || strings.Contains(body, `id="timeline"`) {
+		t.Fatalf("deprovisioned instance page: %d\n%s", code, body)
 	}
 }

@@ -295,8 +295,14 @@ func advance(w storage.Watermark, handled []cis.Event) storage.Watermark {
 func (c *SubaccountCleaner) summary(rep SubaccountReport, err error) {
 	log := c.log.WithFields(logrus.Fields{"events": rep.Events, "subaccounts": rep.Subaccounts, "instances": rep.Instances,
 		"triggered": rep.Triggered, "already_going": rep.AlreadyGoing, "busy": rep.Busy, "dry_run": rep.DryRun})
-	msg := fmt.Sprintf("subaccount cleanup: %d events fetched, %d instances found, %d triggered, %d already going, %d busy",
-		rep.Events, rep.Instances, rep.Triggered, rep.AlreadyGoing, rep.Busy)
+	// A dry run triggers nothing: it says what it would have done, as the
+	// command's table does.
+	verb, prefix := "triggered", "subaccount cleanup"
+	if rep.DryRun {
+		verb, prefix = "would trigger", "subaccount cleanup (dry run)"
+	}
+	msg := fmt.Sprintf("%s: %d events fetched, %d instances found, %d %s, %d already going, %d busy",
+		prefix, rep.Events, rep.Instances, rep.Triggered, verb, rep.AlreadyGoing, rep.Busy)
 	if rep.Stopped != "" {
 		msg += "; stopped early: " + rep.Stopped
 	}

@@ -261,6 +261,16 @@ func TestSubaccountBusyInstanceKeepsItsEvent(t *testing.T) {
 	if wm, _ := f.store.Watermark(f.ctx, cleanup.SubaccountJob); !wm.ActionTime.IsZero() {
 		t.Fatalf("the dry run moved the watermark to %+v", wm)
 	}
+	// Its log line says what it would do, not that it did it.
+	summary := ""
+	for _, e := range f.hook.AllEntries() {
+		if strings.HasPrefix(e.Message, "subaccount cleanup") {
+			summary = e.Message
+		}
+	}
+	if !strings.Contains(summary, "(dry run)") || !strings.Contains(summary, "2 would trigger") || strings.Contains(summary, " triggered") {
+		t.Fatalf("dry run logged %q", summary)
+	}
 
 	rep, err := c.Run(f.ctx, false)
 	if err != nil || rep.Triggered != 2 || rep.Busy != 1 || rep.Stopped == "" {

@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"sort"
 	"strings"
 	"time"
 	"unicode"
@@ -86,9 +87,12 @@ type Console struct {
 // New parses the templates.
 func New(opts Options) *Console {
 	funcs := template.FuncMap{
-		"ago":  func(t time.Time) string { return ago(time.Now(), t) },
-		"when": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") },
-		"join": strings.Join,
+		"ago": func(t time.Time) string { return ago(time.Now(), t) },
+		// Times carry their zone: an operator in another one must not
+		// read UTC as local time.
+		"when":     func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 MST") },
+		"archived": archivedOperations,
+		"join":     strings.Join,
 	}
 	c := &Console{opts: opts, tmpl: template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/*.html")),
 		crossOrigin: http.NewCrossOriginProtection()}
@@ -307,7 +311,9 @@ func (c *Console) instancePage(w http.ResponseWriter, r *http.Request, token str
 		for _, op := range tl {
 			live = live || op.InProgress
 		}
-		data["Live"] = live
+		// The runtime's own state counts too: a provisioning accepted but
+		// not yet picked up has no running step.
+		data["Live"] = live || rt.Status.State == "provisioning" || rt.Status.State == "deprovisioning"
 		modules, err := c.kymaModules(r.Context(), id)
 		if err != nil {
 			logging.FromContext(r.Context(), c.opts.Log).WithError(err).Error("console: reading the Kyma module states")
@@ -316,8 +322,8 @@ func (c *Console) instancePage(w http.ResponseWriter, r *http.Request, token str
 		data["Modules"] = modules
 	}
 	name := "instance.html"
-	if r.URL.Query().Get("fragment") == "timeline" {
-		name = "timeline"
+	if r.URL.Query().Get("fragment") == "instance" {
+		name = "instance-body" // the live refresh's
 	}
 	c.render(w, status, name, data)
 }
@@ -347,6 +353,20 @@ func (c *Console) render(w http.ResponseWriter, status int, name string, data an
 	if err := c.tmpl.ExecuteTemplate(w, name, data); err != nil && c.opts.Log != nil {
 		c.opts.Log.WithError(err).Error("console: rendering " + name)
 	}
+}
+
+// archivedOperations are what the archive keeps of a deprovisioned
+// instance's operations, oldest first.
+func archivedOperations(st runtimelisting.RuntimeStatus) []runtimelisting.OperationDTO {
+	var ops []runtimelisting.OperationDTO
+	for _, op := range []*runtimelisting.OperationDTO{st.Provisioning, st.Update, st.Suspension, st.Unsuspension,
+		st.UpgradingKyma, st.UpgradingCluster, st.Deprovisioning} {
+		if op != nil && op.OperationID != "" {
+			ops = append(ops, *op)
+		}
+	}
+	sort.SliceStable(ops, func(i, j int) bool { return ops[i].CreatedAt.Before(ops[j].CreatedAt) })
+	return ops
 }
 
 // ago renders how long ago t was.

@@ -29,7 +29,7 @@ type controlPlane struct {
 
 // startControlPlane starts the apiserver from the binaries in binDir and
 // writes its kubeconfig to <dir>/kcp.kubeconfig.
-func startControlPlane(dir, binDir string) (*controlPlane, error) {
+func startControlPlane(ctx context.Context, dir, binDir string) (*controlPlane, error) {
 	for _, bin := range []string{"kube-apiserver", "etcd"} {
 		if _, err := os.Stat(filepath.Join(binDir, bin)); err != nil {
 			return nil, fmt.Errorf("%s not found in %s: build it with `make k8s-bins` (`make run` does; the first build takes minutes)", bin, binDir)
@@ -53,8 +53,26 @@ func startControlPlane(dir, binDir string) (*controlPlane, error) {
 		ControlPlaneStopTimeout:  time.Minute,
 	}
 	env.ControlPlane.Etcd = &envtest.Etcd{DataDir: etcdDir}
-	if _, err := env.Start(); err != nil {
-		return nil, fmt.Errorf("starting the control-plane apiserver: %w", err)
+	// envtest's Start takes no context and waits up to its timeout: a
+	// SIGTERM must not wait for it. Given up on, the half-started
+	// processes are stopped once it returns (or by procguard, with us).
+	started := make(chan error, 1)
+	go func() {
+		_, err := env.Start()
+		started <- err
+	}()
+	select {
+	case err := <-started:
+		if err != nil {
+			return nil, fmt.Errorf("starting the control plane (etcd data in %s): %w", etcdDir, err)
+		}
+	case <-ctx.Done():
+		go func() {
+			if <-started == nil {
+				_ = env.Stop()
+			}
+		}()
+		return nil, fmt.Errorf("starting the control plane: %w", ctx.Err())
 	}
 	user, err := env.AddUser(envtest.User{Name: "keb-dev", Groups: []string{"system:masters"}}, nil)
 	if err == nil {

@@ -73,12 +73,17 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 		return fmt.Errorf("creating dev directory: %w", err)
 	}
+	cfg := opts.Config
+	unlock, err := lockDir(opts.Dir, net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port)))
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	// PostgreSQL, etcd and the apiservers die with keb dev, even with a
 	// SIGKILL; what an earlier, killed run left in this directory goes first.
 	if err := procguard.Start(opts.Dir); err != nil {
 		return err
 	}
-	cfg := opts.Config
 	// The port first: a taken one is found in a blink, not after PostgreSQL
 	// and a control plane were started for nothing.
 	ln, err := listen(cfg.Host, cfg.Port)
@@ -122,7 +127,7 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 		return err
 	}
 	log.Info("starting the local control plane (kube-apiserver + etcd)")
-	kcp, err := startControlPlane(opts.Dir, binDir)
+	kcp, err := startControlPlane(ctx, opts.Dir, binDir)
 	if err != nil {
 		return err
 	}

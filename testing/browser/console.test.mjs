@@ -90,6 +90,10 @@ try {
   // Its timeline: steps appear while the provisioning runs (live refresh, no reload).
   await page.click(`a[href="/console/instances/${instanceID}"]`);
   await page.waitForSelector('#timeline');
+  // A mark on this page: a reload would drop it.
+  await page.evaluate(() => { window.kebNoReload = true; });
+  const stateAtOpen = (await page.textContent('#state')).trim();
+  if (stateAtOpen !== 'provisioning') fail(`the instance page opened during provisioning says state ${stateAtOpen}`);
   await until('a step in the timeline', async () => (await page.locator('tr.step').count()) > 0, 60);
   await until('the waiting step', async () => (await page.locator('#timeline').textContent()).includes('running'), 60);
   await page.screenshot({ path: join(shots, 'console-timeline-running.png'), fullPage: true });
@@ -98,6 +102,10 @@ try {
     const t = await page.locator('#ops').getAttribute('data-live');
     return t === 'false' && (await page.locator('#timeline').textContent()).includes('succeeded');
   }, 120);
+  // The whole page follows, not only the timeline: the state turned too, without a reload.
+  await until('the state to say succeeded', async () => (await page.textContent('#state')).trim() === 'succeeded', 10);
+  if (!(await page.evaluate(() => window.kebNoReload === true))) fail('the instance page was reloaded to show the new state');
+  if (!/\d\d:\d\d:\d\d UTC/.test(await page.textContent('#instance'))) fail('the instance page shows times without their zone');
   const steps = await page.locator('tr.step').count();
   if (steps <= stepsWhileRunning) fail(`live refresh showed no new steps (${stepsWhileRunning} -> ${steps})`);
   for (const name of ['resolve_hyperscaler_secret', 'create_runtime', 'check_runtime', 'apply_kyma']) {

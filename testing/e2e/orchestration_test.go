@@ -156,10 +156,11 @@ func TestOrchestrations(t *testing.T) {
 	}
 	t.Cleanup(func() { simFaults = nil })
 	// A failing upgrade waits for the infrastructure manager to recover
-	// until its step's timeout: short here.
+	// until its step's timeout: short here, yet long enough for the
+	// provisionings it also bounds on a loaded 2-core machine.
 	s := newStack(t, infrasim.ModeShared, 3, func(c *config.Config) {
 		c.Engine.Orchestration.Poll = 200 * time.Millisecond
-		c.Engine.RuntimeTimeout = 20 * time.Second
+		c.Engine.RuntimeTimeout = time.Minute
 	})
 	ctx := context.Background()
 	db, err := pgxpool.New(ctx, s.dbURL)
@@ -438,7 +439,7 @@ func TestOrchestrations(t *testing.T) {
 		failing.Store(runtimeIDs["orch-2"])
 		id := op.orchestrate("cluster", `{"targets": {"include": [{"target": "all"}]}, "kubernetes": {"version": "1.99.0"},
 			"strategy": {"parallel": {"workers": 3}}}`)
-		got := op.wait(id, 2*time.Minute)
+		got := op.wait(id, 3*time.Minute) // the failing upgrade waits out its step's timeout (1 min)
 		if got.State != "failed" || !strings.Contains(got.Description, "2 succeeded, 1 failed") {
 			t.Fatalf("orchestration with a failing upgrade: %+v", got)
 		}

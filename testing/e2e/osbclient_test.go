@@ -79,8 +79,10 @@ func description(err error) string {
 // unbind) whose kubeconfig lists namespaces in it until the unbind.
 func TestOSBClientFlow(t *testing.T) {
 	// A change the infrastructure manager fails is waited through until the
-	// step's timeout: short here.
-	s := newStack(t, infrasim.ModeShared, 2, func(c *config.Config) { c.Engine.RuntimeTimeout = 20 * time.Second })
+	// step's timeout: short here, but the same timeout bounds the first
+	// cluster's creation, which on a loaded 2-core machine has taken over
+	// 20 s (the provisioning failed in CI with 20 s).
+	s := newStack(t, infrasim.ModeShared, 2, func(c *config.Config) { c.Engine.RuntimeTimeout = time.Minute })
 	ctx := t.Context()
 	// The tenant's own aws account the upgraded trial moves to.
 	if err := createAccount(ctx, s.kcp, "aws-osb-000", hyperscaler.TypeAWS); err != nil {
