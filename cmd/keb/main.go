@@ -48,7 +48,8 @@ func commands() []command {
 
 // subcommands are the positional words a command takes, for its usage line.
 var subcommands = map[string]string{"migrate": " up|down|status",
-	"orchestrations": " [list | show ID | operations ID [OPERATION_ID] | cancel ID | retry ID]", "upgrade": " kyma|cluster"}
+	"orchestrations": " [list | show ID | operations ID [OPERATION_ID] | cancel ID | retry ID]", "upgrade": " kyma|cluster",
+	"pool": " [release NAME | rules]"}
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
