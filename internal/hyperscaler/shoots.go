@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/gardener/core"
@@ -25,7 +26,13 @@ func (p *AccountPool) ShootsUsing(ctx context.Context, name string) ([]string, e
 // ShootUsage returns, per binding name, the project's Shoots referencing it (names sorted).
 func (p *AccountPool) ShootUsage(ctx context.Context) (map[string][]string, error) {
 	list := &core.ShootList{}
-	if err := p.c.List(ctx, list, client.InNamespace(p.namespace)); err != nil {
+	err := p.c.List(ctx, list, client.InNamespace(p.namespace))
+	if meta.IsNoMatchError(err) {
+		// No Gardener API behind the pool (a pool of labelled Secrets in a plain cluster): there
+		// are no Shoots to ask; keb's own records decide alone.
+		return map[string][]string{}, nil
+	}
+	if err != nil {
 		return nil, fmt.Errorf("listing the Shoots of %s: %w", p.namespace, err)
 	}
 	out := map[string][]string{}
@@ -44,7 +51,7 @@ func (p *AccountPool) ShootUsage(ctx context.Context) (map[string][]string, erro
 func (p *AccountPool) ShootExists(ctx context.Context, name string) (bool, error) {
 	err := p.c.Get(ctx, client.ObjectKey{Namespace: p.namespace, Name: name}, &core.Shoot{})
 	switch {
-	case apierrors.IsNotFound(err):
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
 		return false, nil
 	case err != nil:
 		return false, fmt.Errorf("reading Shoot %s/%s: %w", p.namespace, name, err)
