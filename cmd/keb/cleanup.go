@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"text/tabwriter"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -102,17 +102,28 @@ func (e *operatorEnv) controlPlane(kubeconfig string) (client.Client, error) {
 }
 
 func cleanupCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) error {
-	return bindCleanup(fs, os.Stdout)
+	return bindCleanup(fs, os.Stdout, os.Stderr)
 }
 
 // bindCleanup registers the flags of `keb cleanup subaccounts|environments`.
-func bindCleanup(fs *flag.FlagSet, out io.Writer) func(ctx context.Context, args []string) error {
+// With -o json or yaml the pass's items print as a page and its summary
+// goes to errOut; tables print both to out.
+func bindCleanup(fs *flag.FlagSet, out, errOut io.Writer) func(ctx context.Context, args []string) error {
 	e := bindOperator(fs)
 	var dryRun bool
+	var o listOutput
 	e.b.Bool(&dryRun, "dry-run", "KEB_CLEANUP_DRY_RUN", false, "print what the pass would do and change nothing")
+	bindListOutput(e.b, fs, &o)
 	return func(ctx context.Context, args []string) error {
 		if len(args) != 1 || (args[0] != "subaccounts" && args[0] != "environments") {
 			return errors.New("usage: keb cleanup subaccounts|environments [--dry-run] (environments also --max-age, --label-selector)")
+		}
+		if err := o.check(); err != nil {
+			return err
+		}
+		summary := out
+		if o.structured() {
+			summary = errOut
 		}
 		log, store, closeStore, err := e.open(ctx)
 		if err != nil {
@@ -120,13 +131,20 @@ func bindCleanup(fs *flag.FlagSet, out io.Writer) func(ctx context.Context, args
 		}
 		defer closeStore()
 		if args[0] == "subaccounts" {
-			return cleanSubaccounts(ctx, e, store, dryRun, log, out)
+			return cleanSubaccounts(ctx, e, store, dryRun, log, printer{out, summary, o})
 		}
-		return cleanEnvironments(ctx, e, store, dryRun, log, out)
+		return cleanEnvironments(ctx, e, store, dryRun, log, printer{out, summary, o})
 	}
 }
 
-func cleanSubaccounts(ctx context.Context, e *operatorEnv, store *storage.Store, dryRun bool, log logrus.FieldLogger, out io.Writer) error {
+// printer is where a pass's report goes: its items to out in the chosen
+// format, its summary lines to summary.
+type printer struct {
+	out, summary io.Writer
+	o            listOutput
+}
+
+func cleanSubaccounts(ctx context.Context, e *operatorEnv, store *storage.Store, dryRun bool, log logrus.FieldLogger, p printer) error {
 	if !e.cfg.Cleanup.SubaccountCleanupOn() {
 		return errors.New("no CIS: set APP_CIS_EVENT_SERVICE_URL, APP_CIS_AUTH_URL and the client credentials")
 	}
@@ -138,38 +156,57 @@ func cleanSubaccounts(ctx context.Context, e *operatorEnv, store *storage.Store,
 		return err
 	}
 	rep, err := sc.Run(ctx, dryRun)
-	printSubaccountReport(out, rep)
+	if perr := printSubaccountReport(p, rep); err == nil {
+		err = perr
+	}
 	return err
 }
 
-func printSubaccountReport(out io.Writer, rep cleanup.SubaccountReport) {
+// subaccountAction is one row of `keb cleanup subaccounts`.
+type subaccountAction struct {
+	InstanceID   string `json:"instanceID"`
+	SubaccountID string `json:"subaccountID"`
+	Outcome      string `json:"outcome"`
+	OperationID  string `json:"operationID,omitempty"`
+}
+
+func printSubaccountReport(p printer, rep cleanup.SubaccountReport) error {
 	verb := "triggered"
 	if rep.DryRun {
 		verb = "would trigger"
 	}
-	if len(rep.Actions) > 0 {
-		tw := tabwriter.NewWriter(out, 0, 4, 3, ' ', 0)
-		fmt.Fprintln(tw, "INSTANCE\tSUBACCOUNT\tOUTCOME\tOPERATION")
-		for _, a := range rep.Actions {
-			outcome := string(a.Outcome)
-			if rep.DryRun && a.Outcome == cleanup.OutcomeTriggered {
-				outcome = verb
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.InstanceID, a.SubaccountID, outcome, a.OperationID)
+	rows := make([]subaccountAction, 0, len(rep.Actions))
+	for _, a := range rep.Actions {
+		outcome := string(a.Outcome)
+		if rep.DryRun && a.Outcome == cleanup.OutcomeTriggered {
+			outcome = verb
 		}
-		_ = tw.Flush()
+		rows = append(rows, subaccountAction{a.InstanceID, a.SubaccountID, outcome, a.OperationID})
 	}
-	fmt.Fprintf(out, "%d events fetched, %d subaccounts, %d instances found, %d %s, %d already going, %d busy\n",
+	if len(rows) > 0 || p.o.structured() {
+		type a = subaccountAction
+		cols := []col[a]{
+			{"INSTANCE", func(a a) string { return a.InstanceID }},
+			{"SUBACCOUNT", func(a a) string { return a.SubaccountID }},
+			{"OUTCOME", func(a a) string { return a.Outcome }},
+			{"OPERATION", func(a a) string { return a.OperationID }},
+		}
+		if err := printItems(p.out, p.o, pageOf(rows), cols, nil); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(p.summary, "%d events fetched, %d subaccounts, %d instances found, %d %s, %d already going, %d busy\n",
 		rep.Events, rep.Subaccounts, rep.Instances, rep.Triggered, verb, rep.AlreadyGoing, rep.Busy)
 	if rep.Stopped != "" {
-		fmt.Fprintf(out, "stopped early: %s\n", rep.Stopped)
+		fmt.Fprintf(p.summary, "stopped early: %s\n", rep.Stopped)
 	}
 	if rep.DryRun {
-		fmt.Fprintln(out, "dry run: nothing changed, the watermark stays")
+		fmt.Fprintln(p.summary, "dry run: nothing changed, the watermark stays")
 	}
+	return nil
 }
 
-func cleanEnvironments(ctx context.Context, e *operatorEnv, store *storage.Store, dryRun bool, log logrus.FieldLogger, out io.Writer) error {
+func cleanEnvironments(ctx context.Context, e *operatorEnv, store *storage.Store, dryRun bool, log logrus.FieldLogger, p printer) error {
 	kcp, err := e.controlPlane(e.cfg.Engine.KCPKubeconfig)
 	if err != nil {
 		return err
@@ -179,27 +216,50 @@ func cleanEnvironments(ctx context.Context, e *operatorEnv, store *storage.Store
 		return err
 	}
 	rep, err := ec.Run(ctx, dryRun)
-	printEnvironmentsReport(out, rep)
+	if perr := printEnvironmentsReport(p, rep, time.Now()); err == nil {
+		err = perr
+	}
 	if err == nil && rep.Refused != "" {
 		err = errors.New("refused: " + rep.Refused)
 	}
 	return err
 }
 
-func printEnvironmentsReport(out io.Writer, rep cleanup.EnvironmentsReport) {
-	tw := tabwriter.NewWriter(out, 0, 4, 3, ' ', 0)
-	fmt.Fprintln(tw, "RUNTIME\tINSTANCE\tAGE\tACTION\tREASON")
+// environmentDecision is one row of `keb cleanup environments`.
+type environmentDecision struct {
+	RuntimeID   string    `json:"runtimeID"`
+	InstanceID  string    `json:"instanceID,omitempty"`
+	CreatedAt   time.Time `json:"createdAt"`
+	Action      string    `json:"action"`
+	Reason      string    `json:"reason"`
+	OperationID string    `json:"operationID,omitempty"`
+}
+
+func printEnvironmentsReport(p printer, rep cleanup.EnvironmentsReport, now time.Time) error {
+	rows := make([]environmentDecision, 0, len(rep.Decisions))
 	for _, d := range rep.Decisions {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.RuntimeID, d.InstanceID, d.Age, d.Action, d.Reason)
+		rows = append(rows, environmentDecision{d.RuntimeID, d.InstanceID, now.Add(-d.Age).UTC().Truncate(time.Second),
+			string(d.Action), d.Reason, d.OperationID})
 	}
-	_ = tw.Flush()
+	type d = environmentDecision
+	cols := []col[d]{
+		{"RUNTIME", func(d d) string { return d.RuntimeID }},
+		{"INSTANCE", func(d d) string { return d.InstanceID }},
+		{"AGE", func(d d) string { return age(now, d.CreatedAt) }},
+		{"ACTION", func(d d) string { return d.Action }},
+		{"REASON", func(d d) string { return d.Reason }},
+	}
+	if err := printItems(p.out, p.o, pageOf(rows), cols, nil); err != nil {
+		return err
+	}
 	n := len(rep.ToAct())
 	switch {
 	case rep.Refused != "":
-		fmt.Fprintf(out, "acted on none: %s\n", rep.Refused)
+		fmt.Fprintf(p.summary, "acted on none: %s\n", rep.Refused)
 	case rep.DryRun:
-		fmt.Fprintf(out, "dry run: %d runtimes would be cleaned up; nothing changed\n", n)
+		fmt.Fprintf(p.summary, "dry run: %d runtimes would be cleaned up; nothing changed\n", n)
 	default:
-		fmt.Fprintf(out, "%d of %d runtimes cleaned up\n", rep.Acted, n)
+		fmt.Fprintf(p.summary, "%d of %d runtimes cleaned up\n", rep.Acted, n)
 	}
+	return nil
 }

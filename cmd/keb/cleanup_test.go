@@ -14,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/cleanup"
 	"github.com/kyma-keb/keb/internal/devstack"
 	"github.com/kyma-keb/keb/internal/devstack/cisstub"
 	"github.com/kyma-keb/keb/internal/storage"
@@ -68,7 +71,7 @@ func TestCleanupSubaccountsAgainstDevDir(t *testing.T) {
 		var out bytes.Buffer
 		fs := flag.NewFlagSet("keb cleanup", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
-		runFn := bindCleanup(fs, &out)
+		runFn := bindCleanup(fs, &out, &out)
 		pos, err := parseInterspersed(fs, append(args, "--dir", dir, "--log-level", "error"))
 		if err != nil {
 			t.Fatal(err)
@@ -99,6 +102,31 @@ func TestCleanupSubaccountsAgainstDevDir(t *testing.T) {
 		}
 	}
 
+	// -o json: the items as a page on stdout, the summary on stderr.
+	{
+		var out, errOut bytes.Buffer
+		fs := flag.NewFlagSet("keb cleanup", flag.ContinueOnError)
+		runFn := bindCleanup(fs, &out, &errOut)
+		pos, err := parseInterspersed(fs, []string{"subaccounts", "--dry-run", "-o", "json", "--dir", dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := runFn(ctx, pos); err != nil {
+			t.Fatal(err)
+		}
+		var page struct {
+			Data  []struct{ InstanceID, SubaccountID, Outcome string }
+			Count int
+		}
+		if err := json.Unmarshal(out.Bytes(), &page); err != nil || page.Count != 1 || len(page.Data) != 1 ||
+			page.Data[0].InstanceID != "inst-1" || page.Data[0].Outcome != "would trigger" {
+			t.Fatalf("-o json printed %s (%v)", out.String(), err)
+		}
+		if !strings.Contains(errOut.String(), "1 would trigger") || !strings.Contains(errOut.String(), "dry run") {
+			t.Fatalf("-o json: summary on stderr %q", errOut.String())
+		}
+	}
+
 	out := cleanupRun("subaccounts", "--dry-run")
 	if !strings.Contains(out, "inst-1") || !strings.Contains(out, "would trigger") || !strings.Contains(out, "1 events fetched") {
 		t.Fatalf("dry run printed:\n%s", out)
@@ -113,5 +141,44 @@ func TestCleanupSubaccountsAgainstDevDir(t *testing.T) {
 	}
 	if out := cleanupRun("subaccounts"); !strings.Contains(out, "0 events fetched") {
 		t.Fatalf("second run printed:\n%s", out)
+	}
+}
+
+// keb cleanup environments prints its decisions in the listing commands'
+// conventions: AGE as kubectl writes it, -o yaml as a page, the summary
+// beside the table or on stderr.
+func TestEnvironmentsReportOutputs(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	rep := cleanup.EnvironmentsReport{DryRun: true, Decisions: []cleanup.Decision{
+		{RuntimeID: "rt-1", InstanceID: "inst-1", Age: 26 * time.Hour, Action: cleanup.ActionDeprovision, Reason: "older than 24h0m0s"},
+		{RuntimeID: "rt-2", Age: 90 * time.Second, Action: cleanup.ActionKeep, Reason: "younger than the maximum age 24h0m0s"},
+	}}
+	var out, summary bytes.Buffer
+	if err := printEnvironmentsReport(printer{&out, &out, listOutput{format: "table"}}, rep, now); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
+	if len(lines) != 4 || strings.Join(strings.Fields(lines[0]), " ") != "RUNTIME INSTANCE AGE ACTION REASON" ||
+		strings.Join(strings.Fields(lines[1])[:4], " ") != "rt-1 inst-1 26h deprovision" ||
+		strings.Join(strings.Fields(lines[2])[:4], " ") != "rt-2 - 1m keep" || !strings.HasPrefix(lines[3], "dry run:") {
+		t.Errorf("table:\n%s", out.String())
+	}
+	out.Reset()
+	if err := printEnvironmentsReport(printer{&out, &summary, listOutput{format: "yaml"}}, rep, now); err != nil {
+		t.Fatal(err)
+	}
+	var page struct {
+		Data []struct {
+			RuntimeID string    `json:"runtimeID"`
+			CreatedAt time.Time `json:"createdAt"`
+		} `json:"data"`
+		TotalCount int `json:"totalCount"`
+	}
+	if err := yaml.Unmarshal(out.Bytes(), &page); err != nil || page.TotalCount != 2 || page.Data[0].RuntimeID != "rt-1" ||
+		!page.Data[0].CreatedAt.Equal(now.Add(-26*time.Hour)) {
+		t.Errorf("-o yaml: %+v (%v)\n%s", page, err, out.String())
+	}
+	if !strings.HasPrefix(summary.String(), "dry run: 1 runtimes would be cleaned up") {
+		t.Errorf("summary %q", summary.String())
 	}
 }

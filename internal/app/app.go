@@ -71,7 +71,11 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	if err != nil {
 		return nil, err
 	}
-	cat, err := catalog.Load(cfg.PlansFile)
+	var loadOpts []catalog.LoadOption
+	if !cfg.RejectUnsupportedParameters {
+		loadOpts = append(loadOpts, catalog.IgnoreUnsupportedParameters())
+	}
+	cat, err := catalog.Load(cfg.PlansFile, loadOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("loading plans: %w", err)
 	}
@@ -139,11 +143,13 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 		}
 	}
 	brokerOpts := broker.Options{
-		DefaultRequestRegion: cfg.DefaultRequestRegion,
-		EnabledPlans:         cfg.EnabledPlans,
-		OperationTimeout:     cfg.OperationTimeout,
-		RetryAfter:           cfg.RetryAfter,
-		BindablePlans:        cfg.Binding.BindablePlans,
+		UnsupportedParameters: metrics.NewUnsupportedParameters(reg),
+		GVisorGlobalAccounts:  cfg.GVisorAllowedGlobalAccounts,
+		DefaultRequestRegion:  cfg.DefaultRequestRegion,
+		EnabledPlans:          cfg.EnabledPlans,
+		OperationTimeout:      cfg.OperationTimeout,
+		RetryAfter:            cfg.RetryAfter,
+		BindablePlans:         cfg.Binding.BindablePlans,
 	}
 	if bindings != nil {
 		brokerOpts.Bindings = bindings // a nil *Service must not become a non-nil interface

@@ -29,10 +29,10 @@ func TestCatalog(t *testing.T) {
 	for _, p := range svc["plans"].([]any) {
 		names = append(names, p.(map[string]any)["name"].(string))
 	}
-	if got := strings.Join(names, ","); len(names) != 5 {
-		t.Fatalf("want the 5 default plans, got %s", got)
+	if got := strings.Join(names, ","); got != "azure,gcp,azure_lite,trial,aws,build-runtime-aws,build-runtime-gcp,build-runtime-azure" {
+		t.Fatalf("want the 8 default plans, got %s", got)
 	}
-	// The same catalog is served under a region prefix.
+	// A catalog is served under a region prefix too (TestCatalogPerPlatformRegion: what differs).
 	b.expect(b.do(http.MethodGet, "/oauth/cf-us10/v2/catalog", ""), http.StatusOK)
 }
 

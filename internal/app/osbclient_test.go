@@ -42,7 +42,7 @@ func TestThirdPartyOSBClient(t *testing.T) {
 	if err != nil {
 		t.Fatalf("catalog: %v", err)
 	}
-	if len(cat.Services) != 1 || cat.Services[0].ID != serviceID || len(cat.Services[0].Plans) != 5 {
+	if len(cat.Services) != 1 || cat.Services[0].ID != serviceID || len(cat.Services[0].Plans) != 8 {
 		t.Fatalf("unexpected catalog: %+v", cat.Services)
 	}
 	if _, err := newClient("", osb.Version2_14()).GetCatalog(); statusOf(err) != 401 {

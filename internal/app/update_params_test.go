@@ -55,14 +55,14 @@ func TestUpdateParametersFrontDoor(t *testing.T) {
 		key                  string
 		inDescription        []string
 	}{
-		{name: "name", instance: "inst-1", body: updateBody("", `{"name":"other"}`), status: 400, key: "BadRequest",
-			inDescription: []string{"name cannot be changed on a running runtime"}},
+		{name: "colocated control plane", instance: "inst-1", body: updateBody("", `{"colocateControlPlane":true}`), status: 400, key: "BadRequest",
+			inDescription: []string{"colocateControlPlane cannot be changed on a running runtime"}},
 		{name: "region", instance: "inst-1", body: updateBody("", `{"region":"eastus"}`), status: 400, key: "BadRequest",
 			inDescription: []string{"region cannot be changed"}},
 		{name: "networking", instance: "inst-1", body: updateBody("", `{"networking":{"nodes":"10.250.0.0/16"}}`), status: 400, key: "BadRequest",
 			inDescription: []string{"networking cannot be changed"}},
-		{name: "above the plan's maximum", instance: "inst-1", body: updateBody("", `{"autoScalerMax":40}`), status: 400, key: "BadRequest",
-			inDescription: []string{"autoScalerMax must be at most 20"}},
+		{name: "above the plan's maximum", instance: "inst-1", body: updateBody("", `{"autoScalerMax":301}`), status: 400, key: "BadRequest",
+			inDescription: []string{"autoScalerMax must be at most 300"}},
 		{name: "min above max", instance: "inst-1", body: updateBody("", `{"autoScalerMin":12,"autoScalerMax":6}`), status: 400, key: "BadRequest",
 			inDescription: []string{"autoScalerMin must not be greater than autoScalerMax (12 > 6)"}},
 		{name: "max below the plan's default min", instance: "inst-1", body: updateBody("", `{"autoScalerMax":2}`), status: 400, key: "BadRequest",
@@ -175,13 +175,21 @@ func TestCatalogUpdateSchemas(t *testing.T) {
 			if plan["plan_updateable"] != true || !scalable {
 				t.Errorf("azure_lite: plan_updateable %v, update properties %v", plan["plan_updateable"], props)
 			}
+		case "aws", "azure", "gcp":
+			// They move to their build-runtime plans.
+			if plan["plan_updateable"] != true || !scalable {
+				t.Errorf("%s: plan_updateable %v, update properties %v", plan["name"], plan["plan_updateable"], props)
+			}
 		default:
 			if plan["plan_updateable"] != false || !scalable {
 				t.Errorf("%s: plan_updateable %v, update properties %v", plan["name"], plan["plan_updateable"], props)
 			}
 		}
-		if _, ok := props["name"]; ok {
-			t.Errorf("%s: the update schema offers name", plan["name"])
+		if _, ok := props["name"]; !ok {
+			t.Errorf("%s: the update schema does not offer name", plan["name"])
+		}
+		if _, ok := props["region"]; ok {
+			t.Errorf("%s: the update schema offers region", plan["name"])
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/pivotal-cf/brokerapi/v10/domain"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
 	"github.com/kyma-keb/keb/internal/catalog"
@@ -41,16 +42,26 @@ type Options struct {
 	Bindings binder
 	// BindablePlans are the plans (by name) the catalog marks bindable.
 	BindablePlans []string
+	// UnsupportedParameters counts parameters a catalog built with
+	// IgnoreUnsupportedParameters let through, by plan and parameter; nil
+	// counts nothing.
+	UnsupportedParameters *prometheus.CounterVec
+	// GVisorGlobalAccounts may use the gvisor parameter ("*": all).
+	GVisorGlobalAccounts []string
 }
 
 // Broker is keb's domain.ServiceBroker.
 type Broker struct {
 	catalog  *catalog.Catalog
 	services []domain.Service
-	store    instanceStore
-	opts     Options
-	log      logrus.FieldLogger
-	now      func() time.Time
+	// regional and otherRegions are the catalogs per platform region.
+	regional     map[string][]domain.Service
+	otherRegions []domain.Service
+	store        instanceStore
+	opts         Options
+	log          logrus.FieldLogger
+	now          func() time.Time
+	unsupported  unsupportedLabels
 }
 
 var _ domain.ServiceBroker = (*Broker)(nil)
@@ -61,10 +72,31 @@ func New(cat *catalog.Catalog, store instanceStore, opts Options, log logrus.Fie
 	if err != nil {
 		return nil, err
 	}
+	b := &Broker{catalog: cat, services: services, store: store, opts: opts, log: log, now: time.Now,
+		regional: map[string][]domain.Service{}}
+	for _, pr := range cat.CatalogRegions() {
+		if b.regional[pr], err = cat.ServicesFor(pr, opts.EnabledPlans); err != nil {
+			return nil, err
+		}
+	}
+	if b.otherRegions, err = cat.ServicesForOtherRegions(opts.EnabledPlans); err != nil {
+		return nil, err
+	}
 	if opts.Bindings != nil {
 		markBindable(services, opts.BindablePlans)
+		for _, s := range b.regional {
+			markBindable(s, opts.BindablePlans)
+		}
+		markBindable(b.otherRegions, opts.BindablePlans)
 	}
-	return &Broker{catalog: cat, services: services, store: store, opts: opts, log: log, now: time.Now}, nil
+	return b, nil
+}
+
+// Catalogs are the catalogs GET /v2/catalog serves, prepared once: per
+// platform region the plans file names, for every other platform region,
+// and the platform region of requests without one.
+func (b *Broker) Catalogs() (byRegion map[string][]domain.Service, others []domain.Service, defaultRegion string) {
+	return b.regional, b.otherRegions, b.opts.DefaultRequestRegion
 }
 
 // markBindable says in the catalog which plans can be bound (OSB: a plan's
@@ -81,7 +113,10 @@ func markBindable(services []domain.Service, plans []string) {
 	}
 }
 
-// Services serves GET /v2/catalog.
+// Services is every enabled plan, whatever the platform region: what
+// requests may name (a plan not offered in a request's platform region is
+// refused when its parameters are validated). GET /v2/catalog serves
+// Catalogs.
 func (b *Broker) Services(context.Context) ([]domain.Service, error) {
 	return b.services, nil
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 
 	"github.com/pivotal-cf/brokerapi/v10/domain"
 	"github.com/sirupsen/logrus"
@@ -42,6 +43,7 @@ func (b *Broker) Provision(ctx context.Context, instanceID string, details domai
 	if err != nil {
 		return b.refuseInvalid(ctx, log(), instanceID, details, region, err)
 	}
+	b.noteUnsupported(log, plan, region, details.RawParameters)
 	inst := storage.Instance{
 		InstanceID:      instanceID,
 		GlobalAccountID: pctx.GlobalAccountID,
@@ -101,6 +103,48 @@ func (b *Broker) Provision(ctx context.Context, instanceID string, details domai
 	}
 }
 
+// noteUnsupported logs and counts the parameters the plan's schema does not
+// name, which a lenient catalog (APP_BROKER_REJECT_UNSUPPORTED_PARAMETERS
+// false) lets through, so that operators see what platforms send.
+func (b *Broker) noteUnsupported(log func() logrus.FieldLogger, plan catalog.Plan, region string, raw json.RawMessage) {
+	names := b.catalog.UnsupportedParameters(plan.ID, region, raw)
+	if len(names) == 0 {
+		return
+	}
+	log().WithField("parameters", names).Warn("ignoring parameters the plan's schema does not name")
+	if c := b.opts.UnsupportedParameters; c != nil {
+		for _, n := range names {
+			top, _, _ := strings.Cut(n, ".")
+			top, _, _ = strings.Cut(top, "[")
+			c.WithLabelValues(plan.Name, b.unsupported.label(top)).Inc()
+		}
+	}
+}
+
+// maxUnsupportedLabels bounds the parameter names keb_unsupported_parameters_total
+// keeps apart: names come from requests, and each would be a series for good.
+const maxUnsupportedLabels = 100
+
+// unsupportedLabels hands out the first maxUnsupportedLabels parameter names
+// as labels, and "other" after them.
+type unsupportedLabels struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (u *unsupportedLabels) label(name string) string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.seen == nil {
+		u.seen = map[string]bool{}
+	}
+	if u.seen[name] || len(u.seen) < maxUnsupportedLabels && len(name) <= 64 {
+		u.seen[name] = true
+		return name
+	}
+	return "other"
+}
+
 // validateProvisioning checks a PUT's plan, context and parameters and
 // resolves the plan's defaults; its error is the client's mistake.
 func (b *Broker) validateProvisioning(details domain.ProvisionDetails, region string) (
@@ -114,6 +158,12 @@ func (b *Broker) validateProvisioning(details domain.ProvisionDetails, region st
 	}
 	params, err := b.catalog.ValidateParameters(plan.ID, region, details.RawParameters)
 	if err != nil {
+		return plan, pctx, resolved, nil, err
+	}
+	if err := catalog.LicenceProblems(params, pctx.LicenseType); err != nil {
+		return plan, pctx, resolved, nil, err
+	}
+	if err := catalog.GVisorProblems(params, pctx.GlobalAccountID, b.opts.GVisorGlobalAccounts); err != nil {
 		return plan, pctx, resolved, nil, err
 	}
 	if resolved, err = b.catalog.Resolve(plan.ID, region, params); err != nil {

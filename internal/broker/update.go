@@ -142,6 +142,16 @@ func (b *Broker) runtimeUpdate(inst storage.Instance, active *bool, details doma
 		FromPlanID: inst.PlanID, ToPlanID: details.PlanID, PlatformRegion: inst.PlatformRegion,
 		ProviderRegion: inst.ProviderRegion, Stored: stored, Raw: details.RawParameters,
 	})
+	if err == nil {
+		var licence struct {
+			LicenseType string `json:"license_type"`
+		}
+		_ = json.Unmarshal(inst.Context, &licence) // validated when stored
+		err = catalog.LicenceProblems(merged, licence.LicenseType)
+	}
+	if err == nil {
+		err = catalog.GVisorProblems(merged, inst.GlobalAccountID, b.opts.GVisorGlobalAccounts)
+	}
 	var verr *catalog.ValidationError
 	switch {
 	case errors.As(err, &verr), errors.Is(err, catalog.ErrPlanNotUpgradable), errors.Is(err, catalog.ErrUnknownPlan):

@@ -87,7 +87,7 @@ func TestUpdate(t *testing.T) {
 		{name: "parameters with a suspension are refused", inst: inst(storage.RuntimeSucceeded),
 			details: upd(`{"active":false}`, `{"autoScalerMax":5}`), wantStatus: http.StatusUnprocessableEntity, wantKey: "UpdateNotSupported"},
 		{name: "a fixed parameter is a 400", inst: inst(storage.RuntimeSucceeded),
-			details: upd(`{}`, `{"name":"other"}`), wantStatus: http.StatusBadRequest, wantKey: "BadRequest"},
+			details: upd(`{}`, `{"region":"westeurope"}`), wantStatus: http.StatusBadRequest, wantKey: "BadRequest"},
 		{name: "crossed autoscaler bounds are a 400", inst: inst(storage.RuntimeSucceeded),
 			details: upd(`{}`, `{"autoScalerMax":3,"autoScalerMin":4}`), wantStatus: http.StatusBadRequest, wantKey: "BadRequest"},
 		{name: "a plan not in upgradableToPlans is a 400", inst: inst(storage.RuntimeSucceeded),

@@ -48,6 +48,15 @@ type Catalog struct {
 	// providerDefaults holds each provider's default region and machine type, used where the
 	// provider is only known per request (free).
 	providerDefaults map[string]providerDefault
+	// regional holds each platform region's variant of every plan, by plan ID (nil: not offered
+	// there); otherPlatformRegions keys the variant of the regions the plans file does not name.
+	regional map[string]map[string]*planEntry
+	// concreteMachines maps, per provider, a version-agnostic machine type to the concrete one.
+	concreteMachines map[string]map[string]string
+	// forcedRegions holds, per provider and platform region, the region its trials run in.
+	forcedRegions map[string]map[string]string
+	// lenient schemas accept parameters they do not name (IgnoreUnsupportedParameters).
+	lenient bool
 }
 
 type providerDefault struct {
@@ -77,12 +86,17 @@ type planSchema struct {
 type offer struct {
 	regions      []Option
 	machineTypes []Option
+	// poolMachineTypes are what additional worker pools may use: machineTypes and the
+	// provider's additional families.
+	poolMachineTypes []Option
+	// seedRegions are the regions where the control plane may be colocated.
+	seedRegions []string
 }
 
 // Load reads the plans file at path, or the embedded resources/plans.yaml when path is "", checks
 // it and compiles every plan's parameter schema. Any mistake in the file is an error naming the
 // file and each offending entry.
-func Load(path string) (*Catalog, error) {
+func Load(path string, opts ...LoadOption) (*Catalog, error) {
 	source, data, err := readPlansFile(path)
 	if err != nil {
 		return nil, err
@@ -95,7 +109,7 @@ func Load(path string) (*Catalog, error) {
 	if err := f.check(); err != nil {
 		return nil, fmt.Errorf("plans file %s: %w", source, err)
 	}
-	c, err := build(source, &f)
+	c, err := build(source, &f, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("plans file %s: %w", source, err)
 	}
@@ -117,7 +131,7 @@ func readPlansFile(path string) (source string, data []byte, err error) {
 }
 
 // build turns a checked plans file into a catalog, compiling each plan's schema once.
-func build(source string, f *plansFile) (*Catalog, error) {
+func build(source string, f *plansFile, opts ...LoadOption) (*Catalog, error) {
 	c := &Catalog{
 		source:               source,
 		plans:                map[string]*planEntry{},
@@ -126,6 +140,9 @@ func build(source string, f *plansFile) (*Catalog, error) {
 		trialByPlatform:      map[string]string{},
 		providerTrialRegions: map[string]map[string]string{},
 		providerDefaults:     map[string]providerDefault{},
+	}
+	for _, o := range opts {
+		o(c)
 	}
 	for _, r := range f.TrialRegions.Regions {
 		c.trialRegions = append(c.trialRegions, Option{Code: r.Code, DisplayName: r.DisplayName})
@@ -136,6 +153,26 @@ func build(source string, f *plansFile) (*Catalog, error) {
 	for name, p := range f.Providers {
 		c.providerTrialRegions[name] = p.TrialRegions
 		c.providerDefaults[name] = providerDefault{region: p.DefaultRegion, machineType: p.DefaultMachineType, image: p.MachineImage}
+		for _, o := range slices.Concat(p.MachineTypes, p.AdditionalMachineTypes) {
+			if o.ResolvesTo != "" {
+				if c.concreteMachines == nil {
+					c.concreteMachines = map[string]map[string]string{}
+				}
+				if c.concreteMachines[name] == nil {
+					c.concreteMachines[name] = map[string]string{}
+				}
+				c.concreteMachines[name][o.Code] = o.ResolvesTo
+			}
+		}
+		for pr, regions := range p.PlatformRegions {
+			if c.forcedRegions == nil {
+				c.forcedRegions = map[string]map[string]string{}
+			}
+			if c.forcedRegions[name] == nil {
+				c.forcedRegions[name] = map[string]string{}
+			}
+			c.forcedRegions[name][pr] = regions[0]
+		}
 	}
 
 	compiler := newSchemaCompiler()
@@ -148,16 +185,22 @@ func build(source string, f *plansFile) (*Catalog, error) {
 		}
 		for _, prov := range providers {
 			ps := f.Providers[prov]
-			e.offers[prov] = offer{
+			o := offer{
 				regions:      narrow(ps.Regions, spec.Regions),
 				machineTypes: narrow(ps.MachineTypes, spec.MachineTypes),
+				seedRegions:  ps.SeedRegions,
 			}
+			o.poolMachineTypes = append(slices.Clone(o.machineTypes), narrow(ps.AdditionalMachineTypes, nil)...)
+			e.offers[prov] = o
 		}
-		if err := e.compile(compiler, c.createSchema(e), updateSchema(e)); err != nil {
+		if err := e.compile(compiler, name, c.schemaDoc(c.createSchema(e)), c.schemaDoc(updateSchema(e))); err != nil {
 			return nil, fmt.Errorf("plan %s: %w", name, err)
 		}
 		c.plans[e.plan.ID] = e
 		c.byName[name] = e
+	}
+	if err := c.buildRegional(f); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -166,6 +209,12 @@ func build(source string, f *plansFile) (*Catalog, error) {
 // given. A name that is not a known plan, or a plan the plans file does not describe, is an error
 // naming it, so that a typo in the configuration stops keb at start-up.
 func (c *Catalog) Services(enabledPlans []string) ([]domain.Service, error) {
+	return c.services(enabledPlans, func(e *planEntry) *planEntry { return e }, false)
+}
+
+// services lists the enabled plans as pick offers them (nil: left out).
+// A platform region offering none of them gets no service (regional).
+func (c *Catalog) services(enabledPlans []string, pick func(*planEntry) *planEntry, regional bool) ([]domain.Service, error) {
 	var plans []domain.ServicePlan
 	seen := map[string]bool{}
 	for _, raw := range enabledPlans {
@@ -178,6 +227,9 @@ func (c *Catalog) Services(enabledPlans []string) ([]domain.Service, error) {
 		if err != nil {
 			return nil, fmt.Errorf("enabled plans: %w", err)
 		}
+		if e = pick(e); e == nil {
+			continue
+		}
 		sp, err := e.servicePlan()
 		if err != nil {
 			return nil, fmt.Errorf("enabled plans: plan %s: %w", name, err)
@@ -186,6 +238,9 @@ func (c *Catalog) Services(enabledPlans []string) ([]domain.Service, error) {
 	}
 	if len(plans) == 0 {
 		// OSB requires at least one plan per service.
+		if regional && len(seen) > 0 {
+			return []domain.Service{}, nil
+		}
 		return nil, errors.New("enabled plans: none given")
 	}
 	return []domain.Service{{
@@ -301,6 +356,15 @@ func (c *Catalog) UpdateSchema(planID string) (json.RawMessage, error) {
 		return nil, fmt.Errorf("%w %q", ErrUnknownPlan, planID)
 	}
 	return slices.Clone(e.update.json), nil
+}
+
+// ConcreteMachineType is the machine type the Runtime CR names for a provider's machine type: a
+// version-agnostic name (mi.large) resolved as the plans file says, any other as it is.
+func (c *Catalog) ConcreteMachineType(provider, machineType string) string {
+	if concrete, ok := c.concreteMachines[provider][machineType]; ok {
+		return concrete
+	}
+	return machineType
 }
 
 // MachineImage returns the OS image the plans file configures for a

@@ -55,6 +55,10 @@ func TestServicesDefaultEnabledPlans(t *testing.T) {
 		"azure_lite": "8cb22518-aa26-44c5-91a0-e669ec9bf443",
 		"trial":      "7d55d31d-35ae-4438-bf13-6ffdfa107d9f",
 		"aws":        "361c511f-f939-4621-b228-d0fb79a1fe15",
+		// upstream-today.md section 4
+		"build-runtime-aws":   "6aae0ff3-89f7-4f12-86de-51466145422e",
+		"build-runtime-gcp":   "a310cd6b-6452-45a0-935d-d24ab53f9eba",
+		"build-runtime-azure": "499244b4-1bef-48c9-be68-495269899f8e",
 	}
 	got := map[string]string{}
 	for _, p := range s.Plans {
@@ -124,14 +128,14 @@ func TestPlanDefaults(t *testing.T) {
 		basicForm            bool
 		wantDefaultNodeCount int
 	}{
-		{name: "azure", planID: AzurePlanID, min: 3, max: 20, defaultRegion: "eastus", zones: 3, wantDefaultNodeCount: 3},
-		{name: "aws", planID: AWSPlanID, min: 3, max: 20, defaultRegion: "eu-central-1", zones: 3, wantDefaultNodeCount: 3},
-		{name: "gcp", planID: GCPPlanID, min: 3, max: 20, defaultRegion: "europe-west3", zones: 3, wantDefaultNodeCount: 3},
-		{name: "azure_lite", planID: AzureLitePlanID, min: 2, max: 10, defaultRegion: "eastus", zones: 1, lite: true, wantDefaultNodeCount: 3},
+		{name: "azure", planID: AzurePlanID, min: 3, max: 300, defaultRegion: "eastus", zones: 3, wantDefaultNodeCount: 3},
+		{name: "aws", planID: AWSPlanID, min: 3, max: 300, defaultRegion: "eu-central-1", zones: 3, wantDefaultNodeCount: 3},
+		{name: "gcp", planID: GCPPlanID, min: 3, max: 300, defaultRegion: "europe-west3", zones: 3, wantDefaultNodeCount: 3},
+		{name: "azure_lite", planID: AzureLitePlanID, min: 2, max: 40, defaultRegion: "eastus", zones: 1, lite: true, wantDefaultNodeCount: 3},
 		{name: "trial", planID: TrialPlanID, min: 1, max: 1, zones: 1, trial: true, shared: true, onePerGlobalAccount: true, lifetimeDays: 30, basicForm: true, wantDefaultNodeCount: 1},
 		{name: "free", planID: FreePlanID, min: 1, max: 1, zones: 1, onePerGlobalAccount: true, basicForm: true, wantDefaultNodeCount: 1},
-		{name: "preview", planID: PreviewPlanID, min: 3, max: 20, defaultRegion: "eu-central-1", zones: 3, wantDefaultNodeCount: 3},
-		{name: "sap-converged-cloud", planID: SapConvergedCloudPlanID, min: 3, max: 20, defaultRegion: "eu-de-1", zones: 3, shared: true, wantDefaultNodeCount: 3},
+		{name: "preview", planID: PreviewPlanID, min: 3, max: 300, defaultRegion: "eu-central-1", zones: 3, wantDefaultNodeCount: 3},
+		{name: "sap-converged-cloud", planID: SapConvergedCloudPlanID, min: 3, max: 300, defaultRegion: "eu-de-1", zones: 3, shared: true, wantDefaultNodeCount: 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -336,11 +340,15 @@ func TestPlanSchemaProperties(t *testing.T) {
 		wantRegion []string
 	}{
 		{name: "azure full form", planID: AzurePlanID,
-			wantProps: []string{"name", "region", "machineType", "autoScalerMin", "autoScalerMax", "nodeCount", "zonesCount", "components", "kymaVersion", "networking", "modules", "administrators", "oidc"}},
+			wantProps: []string{"name", "region", "machineType", "autoScalerMin", "autoScalerMax", "zonesCount", "components", "kymaVersion", "networking",
+				"zones", "maxSurge", "maxUnavailable", "volumeSizeGb", "additionalWorkerNodePools", "gvisor", "ingressFiltering", "colocateControlPlane",
+				"accessControlList", "additionalVolumeSizeGi", "modules", "administrators", "oidc"}},
 		{name: "lite has no zone choice", planID: AzureLitePlanID,
-			wantProps: []string{"name", "region", "machineType", "autoScalerMin", "autoScalerMax", "nodeCount", "components", "kymaVersion", "networking", "modules", "administrators", "oidc"}},
+			wantProps: []string{"name", "region", "machineType", "autoScalerMin", "autoScalerMax", "components", "kymaVersion", "networking",
+				"maxSurge", "maxUnavailable", "volumeSizeGb", "additionalWorkerNodePools", "gvisor", "ingressFiltering", "colocateControlPlane",
+				"additionalVolumeSizeGi", "modules", "administrators", "oidc"}},
 		{name: "trial basic form with trial regions", planID: TrialPlanID,
-			wantProps:  []string{"name", "region", "modules", "administrators", "oidc"},
+			wantProps:  []string{"name", "region", "provider", "modules", "administrators", "oidc"},
 			wantRegion: []string{"europe", "us", "asia"}},
 		{name: "free basic form with regions of aws and azure", planID: FreePlanID,
 			wantProps: []string{"name", "region", "modules", "administrators", "oidc"}},

@@ -136,8 +136,13 @@ func FuzzValidateParameters(f *testing.F) {
 		planIDs = append(planIDs, id)
 	}
 	slices.Sort(planIDs)
-	regions := []string{"cf-eu10", "cf-eu20", "cf-us30", "cf-eu01", "mars"}
+	regions := []string{"cf-eu10", "cf-eu20", "cf-us30", "cf-eu01", "mars", "cf-eu11", "cf-ch20", "cf-sa30", "cf-us10"}
 	f.Add(uint8(0), uint8(0), []byte(`{"name":"c1"}`))
+	f.Add(uint8(1), uint8(6), []byte(`{"name":"c1","additionalWorkerNodePools":[{"name":"p","machineType":"Standard_D4s_v5",`+
+		`"taints":[{"key":"k","effect":"NoSchedule"}],"labels":{"a":"b"}}],"oidc":{"list":[{"clientID":"c",`+
+		`"issuerURL":"https://i.example.com","signingAlgs":["RS256"],"requiredClaims":["a=b"]}]},"zones":["1"],"maxSurge":1}`))
+	f.Add(uint8(2), uint8(7), []byte(`{"name":"c1","networking":{"nodes":"10.180.0.0/16"},"accessControlList":{"allowedCIDRs":["10.0.0.0/8"]},`+
+		`"colocateControlPlane":true,"ingressFiltering":true,"additionalVolumeSizeGi":5}`))
 	f.Fuzz(func(t *testing.T, plan, region uint8, raw []byte) {
 		planID := planIDs[int(plan)%len(planIDs)]
 		r := regions[int(region)%len(regions)]
@@ -152,8 +157,30 @@ func FuzzValidateParameters(f *testing.F) {
 		if params.KymaVersion != "" && ValidateKymaVersion(params.KymaVersion) != nil {
 			t.Fatalf("accepted kymaVersion %q", params.KymaVersion)
 		}
-		if _, err := cat.Resolve(planID, r, params); err != nil {
+		res, err := cat.Resolve(planID, r, params)
+		if err != nil {
 			t.Fatalf("accepted parameters do not resolve: %v (%s)", err, raw)
+		}
+		if pools := params.AdditionalWorkerNodePools; pools != nil {
+			seen := map[string]bool{}
+			for _, p := range *pools {
+				if p.Name == KymaWorkerName || seen[p.Name] || len(validation.IsDNS1123Label(p.Name)) > 0 {
+					t.Fatalf("accepted pool name %q (%s)", p.Name, raw)
+				}
+				seen[p.Name] = true
+			}
+		}
+		for _, z := range params.Zones {
+			if !slices.Contains(ZoneNames(res.Provider, res.ProviderRegion, maxZones), z) {
+				t.Fatalf("accepted zone %q in %s (%s)", z, res.ProviderRegion, raw)
+			}
+		}
+		if _, list, listForm := params.OIDC.Providers(); listForm {
+			for _, p := range list {
+				if !strings.HasPrefix(p.IssuerURL, "https://") || len(p.SigningAlgs) == 0 {
+					t.Fatalf("accepted OIDC provider %+v", p)
+				}
+			}
 		}
 	})
 }

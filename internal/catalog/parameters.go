@@ -19,6 +19,69 @@ type ProvisioningParameters struct {
 	OIDC           *OIDC    `json:"oidc,omitempty"`
 	// Networking is fixed at creation; nil means the default CIDRs.
 	Networking *Networking `json:"networking,omitempty"`
+
+	// AdditionalWorkerNodePools are worker pools beside the Kyma one. nil means none (or, in a
+	// PATCH, keep the stored ones); an empty list means none (a PATCH removes them all).
+	AdditionalWorkerNodePools *[]WorkerPool `json:"additionalWorkerNodePools,omitempty"`
+	// IngressFiltering switches the runtime's ingress filter on (plans with ingressFiltering).
+	IngressFiltering *bool `json:"ingressFiltering,omitempty"`
+	// ColocateControlPlane places the control plane in the runtime's region (create only).
+	ColocateControlPlane *bool `json:"colocateControlPlane,omitempty"`
+	// AccessControlList limits who reaches the API server (plans with accessControlList).
+	AccessControlList *AccessControlList `json:"accessControlList,omitempty"`
+	// AdditionalVolumeSizeGi is added to each Kyma worker node's disk.
+	AdditionalVolumeSizeGi *int `json:"additionalVolumeSizeGi,omitempty"`
+	// GVisor runs the Kyma worker pool's containers in gVisor (allowed global accounts only).
+	GVisor *GVisor `json:"gvisor,omitempty"`
+
+	// Provider chooses a trial's hyperscaler (Azure, AWS, GCP; plans with trialProviders).
+	Provider *string `json:"provider,omitempty"`
+
+	// The seed's provider parameters for the Kyma worker pool (create only): the zones by name,
+	// the roll-out and the disk size.
+	Zones          []string `json:"zones,omitempty"`
+	MaxSurge       *int     `json:"maxSurge,omitempty"`
+	MaxUnavailable *int     `json:"maxUnavailable,omitempty"`
+	VolumeSizeGb   *int     `json:"volumeSizeGb,omitempty"`
+}
+
+// WorkerPool is one entry of additionalWorkerNodePools.
+type WorkerPool struct {
+	Name        string `json:"name"`
+	MachineType string `json:"machineType"`
+	// HAZones spreads the pool over three zones (default true); it cannot change later.
+	HAZones                *bool             `json:"haZones,omitempty"`
+	AutoScalerMin          *int              `json:"autoScalerMin,omitempty"`
+	AutoScalerMax          *int              `json:"autoScalerMax,omitempty"`
+	Labels                 map[string]string `json:"labels,omitempty"`
+	Annotations            map[string]string `json:"annotations,omitempty"`
+	Taints                 []Taint           `json:"taints,omitempty"`
+	AdditionalVolumeSizeGi *int              `json:"additionalVolumeSizeGi,omitempty"`
+	GVisor                 *GVisor           `json:"gvisor,omitempty"`
+}
+
+// GVisor is the gvisor parameter, of the runtime or of one pool.
+type GVisor struct {
+	Enabled bool `json:"enabled"`
+}
+
+// On reports whether g asks for gVisor.
+func (g *GVisor) On() bool { return g != nil && g.Enabled }
+
+// HA reports whether the pool spreads over several zones (haZones, default true).
+func (p WorkerPool) HA() bool { return p.HAZones == nil || *p.HAZones }
+
+// Taint is a Kubernetes node taint of an additional worker pool.
+type Taint struct {
+	Key    string `json:"key"`
+	Value  string `json:"value,omitempty"`
+	Effect string `json:"effect"`
+}
+
+// AccessControlList is the accessControlList parameter: the CIDRs allowed to reach the runtime's
+// API server. An empty list removes the restriction.
+type AccessControlList struct {
+	AllowedCIDRs []string `json:"allowedCIDRs"`
 }
 
 // Modules selects the Kyma modules of a runtime. Absent (nil) or {default: true} installs the
@@ -38,14 +101,41 @@ type Module struct {
 	Managed              *bool  `json:"managed,omitempty"`
 }
 
-// OIDC configures the runtime API server's OpenID Connect authenticator.
+// OIDC configures the runtime API server's OpenID Connect authenticators, in one of two forms:
+// the legacy single provider (the fields of OIDCProvider at the top) or a list of providers
+// (List; an empty list means no OIDC at all). Validation refuses both at once.
 type OIDC struct {
-	ClientID       string   `json:"clientID"`
-	IssuerURL      string   `json:"issuerURL"`
+	OIDCProvider
+	List *[]OIDCProvider `json:"list,omitempty"`
+}
+
+// OIDCProvider is one OpenID Connect provider the API server trusts.
+type OIDCProvider struct {
+	ClientID       string   `json:"clientID,omitempty"`
+	IssuerURL      string   `json:"issuerURL,omitempty"`
 	GroupsClaim    string   `json:"groupsClaim,omitempty"`
+	GroupsPrefix   string   `json:"groupsPrefix,omitempty"`
 	SigningAlgs    []string `json:"signingAlgs,omitempty"`
 	UsernameClaim  string   `json:"usernameClaim,omitempty"`
 	UsernamePrefix string   `json:"usernamePrefix,omitempty"`
+	// RequiredClaims are "key=value" pairs every token must carry.
+	RequiredClaims []string `json:"requiredClaims,omitempty"`
+	// EncodedJwksArray is the provider's JWKS, base64-encoded, for issuers the API server cannot
+	// reach.
+	EncodedJwksArray string `json:"encodedJwksArray,omitempty"`
+}
+
+// Providers returns the OIDC providers the runtime trusts and whether the parameter uses the
+// list form. A nil OIDC has none (the infrastructure manager's default applies).
+func (o *OIDC) Providers() (legacy *OIDCProvider, list []OIDCProvider, listForm bool) {
+	if o == nil {
+		return nil, nil, false
+	}
+	if o.List != nil {
+		return nil, *o.List, true
+	}
+	p := o.OIDCProvider
+	return &p, nil, false
 }
 
 // UsesDefaultModules reports whether the runtime gets the default module list (modules absent,

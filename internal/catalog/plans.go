@@ -13,6 +13,9 @@ const (
 	FreePlanID              = "b1a5764e-2ea1-4f95-94c0-2b4538b37b55"
 	PreviewPlanID           = "5cb3d976-b85c-42ea-a636-79cadda109a9"
 	SapConvergedCloudPlanID = "03b812ac-c991-4528-b5bd-08b303523a63"
+	BuildRuntimeAWSPlanID   = "6aae0ff3-89f7-4f12-86de-51466145422e"
+	BuildRuntimeGCPPlanID   = "a310cd6b-6452-45a0-935d-d24ab53f9eba"
+	BuildRuntimeAzurePlanID = "499244b4-1bef-48c9-be68-495269899f8e"
 )
 
 // Plan names, as they appear in the catalog, in the enabled-plans setting and in the plans file.
@@ -26,6 +29,9 @@ const (
 	FreePlanName              = "free"
 	PreviewPlanName           = "preview"
 	SapConvergedCloudPlanName = "sap-converged-cloud"
+	BuildRuntimeAWSPlanName   = "build-runtime-aws"
+	BuildRuntimeGCPPlanName   = "build-runtime-gcp"
+	BuildRuntimeAzurePlanName = "build-runtime-azure"
 )
 
 // planIDs maps every plan name keb knows to its ID. The plans file describes plans by name; only
@@ -39,12 +45,16 @@ var planIDs = map[string]string{
 	FreePlanName:              FreePlanID,
 	PreviewPlanName:           PreviewPlanID,
 	SapConvergedCloudPlanName: SapConvergedCloudPlanID,
+	BuildRuntimeAWSPlanName:   BuildRuntimeAWSPlanID,
+	BuildRuntimeGCPPlanName:   BuildRuntimeGCPPlanID,
+	BuildRuntimeAzurePlanName: BuildRuntimeAzurePlanID,
 }
 
 // DefaultEnabledPlans returns the plans offered when the operator does not configure a list.
 // A fresh slice each call, so callers may modify it.
 func DefaultEnabledPlans() []string {
-	return []string{AzurePlanName, GCPPlanName, AzureLitePlanName, TrialPlanName, AWSPlanName}
+	return []string{AzurePlanName, GCPPlanName, AzureLitePlanName, TrialPlanName, AWSPlanName,
+		BuildRuntimeAWSPlanName, BuildRuntimeGCPPlanName, BuildRuntimeAzurePlanName}
 }
 
 // Plan is one service plan with the limits and defaults the plans file gives it. Values are
@@ -107,7 +117,21 @@ type Plan struct {
 	Purpose string
 	// VolumeSizeGb is the size of each worker node's disk.
 	VolumeSizeGb int
+
+	// TrialProviders, on a trial plan, are the providers the provider parameter may choose,
+	// Provider (the default) first; empty: the trial runs on Provider only.
+	TrialProviders []string
+
+	// IngressFiltering and AccessControlList enable the parameters of those names;
+	// MaxAdditionalVolumeSizeGi bounds additionalVolumeSizeGi (0: not offered).
+	IngressFiltering          bool
+	AccessControlList         bool
+	MaxAdditionalVolumeSizeGi int
 }
+
+// AdditionalPools reports whether the plan offers additionalWorkerNodePools: paid plans with the
+// full form (not trial, not free).
+func (p Plan) AdditionalPools() bool { return !p.BasicForm && !p.Trial }
 
 // ByPlatformRegion reports whether the plan's provider is chosen per request from the
 // platform region rather than fixed.
@@ -117,5 +141,6 @@ func (p Plan) ByPlatformRegion() bool { return p.Provider == "" }
 func (p Plan) clone() Plan {
 	p.Providers = append([]string(nil), p.Providers...)
 	p.UpgradableTo = append([]string(nil), p.UpgradableTo...)
+	p.TrialProviders = append([]string(nil), p.TrialProviders...)
 	return p
 }

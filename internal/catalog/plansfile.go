@@ -32,6 +32,17 @@ type providerSpec struct {
 	Regions            []optionSpec      `json:"regions"`
 	MachineTypes       []optionSpec      `json:"machineTypes"`
 	TrialRegions       map[string]string `json:"trialRegions,omitempty"`
+	// AdditionalMachineTypes are machine families offered only to additional worker pools
+	// (compute-optimised, GPU).
+	AdditionalMachineTypes []optionSpec `json:"additionalMachineTypes,omitempty"`
+	// SeedRegions are the regions where Gardener has a seed for this provider: only there may
+	// a runtime's control plane be colocated (colocateControlPlane).
+	SeedRegions []string `json:"seedRegions,omitempty"`
+	// PlatformRegions narrows the regions offered in the platform regions it names (EU access,
+	// KSA); a trial on this provider there runs in the first one. PlatformRegionsOnly offers the
+	// provider's plans in those platform regions only.
+	PlatformRegions     map[string][]string `json:"platformRegions,omitempty"`
+	PlatformRegionsOnly bool                `json:"platformRegionsOnly,omitempty"`
 	// MachineImage, when set, is the worker nodes' OS image on this
 	// provider (the Runtime CR's machine.image); unset leaves Gardener's default.
 	MachineImage *machineImageSpec `json:"machineImage,omitempty"`
@@ -45,6 +56,9 @@ type machineImageSpec struct {
 type optionSpec struct {
 	Code        string `json:"code"`
 	DisplayName string `json:"displayName"`
+	// ResolvesTo, for a version-agnostic machine type (mi.large), is the concrete machine type
+	// written into the Runtime CR.
+	ResolvesTo string `json:"resolvesTo,omitempty"`
 }
 
 type trialRegionsSpec struct {
@@ -78,7 +92,17 @@ type planSpec struct {
 	LifetimeDays        int            `json:"lifetimeDays,omitempty"`
 	UpgradableToPlans   []string       `json:"upgradableToPlans,omitempty"`
 	Purpose             string         `json:"purpose,omitempty"`
-	VolumeSizeGb        int            `json:"volumeSizeGb,omitempty"`
+	// PlatformRegions narrows the plan's regions in the platform regions it names, over its
+	// provider's platformRegions.
+	PlatformRegions map[string][]string `json:"platformRegions,omitempty"`
+	// TrialProviders are the other providers a trial may run on, chosen with the provider
+	// parameter; provider is the default.
+	TrialProviders []string `json:"trialProviders,omitempty"`
+	VolumeSizeGb   int      `json:"volumeSizeGb,omitempty"`
+	// Optional features, each refused with a 400 on plans that do not enable it.
+	IngressFiltering          bool `json:"ingressFiltering,omitempty"`
+	AccessControlList         bool `json:"accessControlList,omitempty"`
+	MaxAdditionalVolumeSizeGi int  `json:"maxAdditionalVolumeSizeGi,omitempty"`
 }
 
 type autoScalerSpec struct {
@@ -162,6 +186,42 @@ func (p providerSpec) check(fc *fileChecker, name string) {
 	}
 	checkOptions(fc, "providers."+name+".regions", p.Regions)
 	checkOptions(fc, "providers."+name+".machineTypes", p.MachineTypes)
+	for i, o := range slices.Concat(p.MachineTypes, p.AdditionalMachineTypes) {
+		if o.ResolvesTo != "" && !hasOptionSpec(p.MachineTypes, o.ResolvesTo) && !hasOptionSpec(p.AdditionalMachineTypes, o.ResolvesTo) {
+			fc.addf("providers.%s.machineTypes[%d].resolvesTo: %q is not one of its machine types", name, i, o.ResolvesTo)
+		}
+	}
+	for _, r := range p.Regions {
+		if r.ResolvesTo != "" {
+			fc.addf("providers.%s.regions: %q: resolvesTo is for machine types only", name, r.Code)
+		}
+	}
+	for i, o := range p.AdditionalMachineTypes {
+		if o.Code == "" || hasOptionSpec(p.MachineTypes, o.Code) || hasOptionSpec(p.AdditionalMachineTypes[:i], o.Code) {
+			fc.addf("providers.%s.additionalMachineTypes[%d].code: %q is empty or listed twice", name, i, o.Code)
+		}
+	}
+	for _, pr := range sortedKeys(p.PlatformRegions) {
+		if err := ValidatePlatformRegion(pr); err != nil {
+			fc.addf("providers.%s.platformRegions: %v", name, err)
+		}
+		if len(p.PlatformRegions[pr]) == 0 {
+			fc.addf("providers.%s.platformRegions.%s: must list at least one region", name, pr)
+		}
+		for _, r := range p.PlatformRegions[pr] {
+			if !hasOptionSpec(p.Regions, r) {
+				fc.addf("providers.%s.platformRegions.%s: %q is not one of its regions", name, pr, r)
+			}
+		}
+	}
+	if p.PlatformRegionsOnly && len(p.PlatformRegions) == 0 {
+		fc.addf("providers.%s.platformRegionsOnly: needs platformRegions", name)
+	}
+	for _, r := range p.SeedRegions {
+		if !hasOptionSpec(p.Regions, r) {
+			fc.addf("providers.%s.seedRegions: %q is not one of its regions", name, r)
+		}
+	}
 	if !hasOptionSpec(p.Regions, p.DefaultRegion) {
 		fc.addf("providers.%s.defaultRegion: %q is not one of its regions", name, p.DefaultRegion)
 	}
@@ -249,18 +309,37 @@ func (f *plansFile) checkPlan(fc *fileChecker, name string, p planSpec) {
 			}
 		}
 		// Lists and defaults of one provider make no sense when the provider varies per request.
-		if len(p.Regions) > 0 || len(p.MachineTypes) > 0 || p.DefaultRegion != "" || p.DefaultMachineType != "" {
-			fc.addf("%s: regions, machineTypes, defaultRegion and defaultMachineType need a fixed provider", path)
+		if len(p.Regions) > 0 || len(p.MachineTypes) > 0 || p.DefaultRegion != "" || p.DefaultMachineType != "" || len(p.PlatformRegions) > 0 {
+			fc.addf("%s: regions, machineTypes, defaultRegion, defaultMachineType and platformRegions need a fixed provider", path)
 		}
 	} else {
 		if len(p.Providers) > 0 {
 			fc.addf("%s.providers: only allowed with provider %s", path, byPlatformRegion)
+		}
+		if p.Trial && len(p.PlatformRegions) > 0 {
+			fc.addf("%s.platformRegions: a trial's regions are trial regions; narrow its provider's platformRegions instead", path)
+		}
+		if len(p.TrialProviders) > 0 && !p.Trial {
+			fc.addf("%s.trialProviders: only allowed on a trial plan", path)
 		}
 		prov, ok := f.Providers[p.Provider]
 		if !ok {
 			fc.addf("%s.provider: %q is not described under providers (or use %s)", path, p.Provider, byPlatformRegion)
 		} else {
 			checkSubset(fc, path+".regions", p.Regions, prov.Regions)
+			for _, pr := range sortedKeys(p.PlatformRegions) {
+				if err := ValidatePlatformRegion(pr); err != nil {
+					fc.addf("%s.platformRegions: %v", path, err)
+				}
+				if len(p.PlatformRegions[pr]) == 0 {
+					fc.addf("%s.platformRegions.%s: must list at least one region", path, pr)
+				}
+				for _, r := range p.PlatformRegions[pr] {
+					if !offered(p.Regions, prov.Regions, r) {
+						fc.addf("%s.platformRegions.%s: %q is not offered by the plan", path, pr, r)
+					}
+				}
+			}
 			checkSubset(fc, path+".machineTypes", p.MachineTypes, prov.MachineTypes)
 			if p.DefaultRegion != "" && !offered(p.Regions, prov.Regions, p.DefaultRegion) {
 				fc.addf("%s.defaultRegion: %q is not offered by the plan", path, p.DefaultRegion)
@@ -276,9 +355,16 @@ func (f *plansFile) checkPlan(fc *fileChecker, name string, p planSpec) {
 				fc.addf("%s.defaultMachineType: needed, the provider's default %q is not among the plan's machine types", path, prov.DefaultMachineType)
 			}
 			if p.Trial {
-				for _, tr := range f.TrialRegions.Regions {
-					if _, ok := prov.TrialRegions[tr.Code]; !ok {
-						fc.addf("%s: trial plan on %s needs providers.%s.trialRegions.%s", path, p.Provider, p.Provider, tr.Code)
+				for _, name := range append([]string{p.Provider}, p.TrialProviders...) {
+					tp, ok := f.Providers[name]
+					if !ok || trialProviderLabels[name] == "" {
+						fc.addf("%s.trialProviders: %q is not a provider a trial can run on (%s, %s, %s)", path, name, ProviderAzure, ProviderAWS, ProviderGCP)
+						continue
+					}
+					for _, tr := range f.TrialRegions.Regions {
+						if _, ok := tp.TrialRegions[tr.Code]; !ok {
+							fc.addf("%s: trial plan on %s needs providers.%s.trialRegions.%s", path, name, name, tr.Code)
+						}
 					}
 				}
 			}
@@ -308,6 +394,9 @@ func (f *plansFile) checkPlan(fc *fileChecker, name string, p planSpec) {
 	default:
 		fc.addf("%s.purpose: %q must be one of %s, %s, %s, %s", path, p.Purpose,
 			PurposeEvaluation, PurposeTesting, PurposeDevelopment, PurposeProduction)
+	}
+	if p.MaxAdditionalVolumeSizeGi < 0 {
+		fc.addf("%s.maxAdditionalVolumeSizeGi: %d must not be negative", path, p.MaxAdditionalVolumeSizeGi)
 	}
 	if p.VolumeSizeGb < 0 {
 		fc.addf("%s.volumeSizeGb: %d must not be negative", path, p.VolumeSizeGb)
@@ -361,26 +450,32 @@ func narrow(all []optionSpec, subset []string) []Option {
 // toPlan converts a checked plan entry to its public form.
 func (p planSpec) toPlan(name string, providers map[string]providerSpec) Plan {
 	plan := Plan{
-		ID:                   planIDs[name],
-		Name:                 name,
-		DisplayName:          p.DisplayName,
-		Description:          p.Description,
-		Lite:                 p.Lite,
-		Trial:                p.Trial,
-		SharedPool:           p.SharedPool,
-		OnePerGlobalAccount:  p.OnePerGlobalAccount,
-		Lifetime:             time.Duration(p.LifetimeDays) * 24 * time.Hour,
-		AutoScalerMin:        p.AutoScaler.Min,
-		AutoScalerMax:        p.AutoScaler.Max,
-		DefaultAutoScalerMin: p.AutoScaler.DefaultMin,
-		DefaultAutoScalerMax: p.AutoScaler.DefaultMax,
-		DefaultNodeCount:     p.NodeCount,
-		MaxZonesCount:        p.Zones.Max,
-		DefaultZonesCount:    p.Zones.Default,
-		BasicForm:            p.Form == formBasic,
-		UpgradableTo:         append([]string(nil), p.UpgradableToPlans...),
-		Purpose:              firstNonEmpty(p.Purpose, defaultPurpose),
-		VolumeSizeGb:         p.VolumeSizeGb,
+		ID:                        planIDs[name],
+		Name:                      name,
+		DisplayName:               p.DisplayName,
+		Description:               p.Description,
+		Lite:                      p.Lite,
+		Trial:                     p.Trial,
+		SharedPool:                p.SharedPool,
+		OnePerGlobalAccount:       p.OnePerGlobalAccount,
+		Lifetime:                  time.Duration(p.LifetimeDays) * 24 * time.Hour,
+		AutoScalerMin:             p.AutoScaler.Min,
+		AutoScalerMax:             p.AutoScaler.Max,
+		DefaultAutoScalerMin:      p.AutoScaler.DefaultMin,
+		DefaultAutoScalerMax:      p.AutoScaler.DefaultMax,
+		DefaultNodeCount:          p.NodeCount,
+		MaxZonesCount:             p.Zones.Max,
+		DefaultZonesCount:         p.Zones.Default,
+		BasicForm:                 p.Form == formBasic,
+		UpgradableTo:              append([]string(nil), p.UpgradableToPlans...),
+		Purpose:                   firstNonEmpty(p.Purpose, defaultPurpose),
+		VolumeSizeGb:              p.VolumeSizeGb,
+		IngressFiltering:          p.IngressFiltering,
+		AccessControlList:         p.AccessControlList,
+		MaxAdditionalVolumeSizeGi: p.MaxAdditionalVolumeSizeGi,
+	}
+	if p.Trial && len(p.TrialProviders) > 0 {
+		plan.TrialProviders = append([]string{p.Provider}, p.TrialProviders...)
 	}
 	if plan.VolumeSizeGb == 0 {
 		plan.VolumeSizeGb = defaultVolumeSizeGb

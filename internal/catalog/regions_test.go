@@ -1,6 +1,10 @@
 package catalog
 
-import "testing"
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
 
 func TestProviderForPlatformRegion(t *testing.T) {
 	t.Parallel()
@@ -78,5 +82,49 @@ func TestProviderForPlan(t *testing.T) {
 				t.Errorf("ProviderForPlan = %q, %v; want %q", got, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestPlanPlatformRegions: a plan's own platformRegions narrow its regions
+// in the platform regions it names (the plan's list wins over its
+// provider's); elsewhere the plan keeps its list; a region its default is
+// not among gets the list's first as default; a mistake in the lists stops
+// the load.
+func TestPlanPlatformRegions(t *testing.T) {
+	t.Parallel()
+	file := minimalPlansFile + `    platformRegions:
+      cf-eu20: [swedencentral]
+`
+	c, err := Load(writeFile(t, strings.Replace(file, "      - {code: Standard_D4s_v5, displayName: \"Standard_D4s_v5 (4vCPU, 16GB RAM)\"}\n",
+		"      - {code: Standard_D4s_v5, displayName: \"Standard_D4s_v5 (4vCPU, 16GB RAM)\"}\n    platformRegions:\n      cf-eu20: [northeurope]\n      cf-eu21: [northeurope]\n", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	regions := func(pr string) []any {
+		s, err := c.ServicesFor(pr, []string{"azure"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s[0].Plans[0].Schemas.Instance.Create.Parameters["properties"].(map[string]any)["region"].(map[string]any)["enum"].([]any)
+	}
+	if got := fmt.Sprint(regions("cf-eu20")); got != "[swedencentral]" {
+		t.Errorf("cf-eu20 (the plan's list): %s", got)
+	}
+	if got := fmt.Sprint(regions("cf-eu21")); got != "[northeurope]" {
+		t.Errorf("cf-eu21 (the provider's list): %s", got)
+	}
+	if got := fmt.Sprint(regions("cf-us20")); got != "[northeurope swedencentral]" {
+		t.Errorf("cf-us20 (not named): %s", got)
+	}
+	res, err := c.Resolve(AzurePlanID, "cf-eu20", ProvisioningParameters{Name: "x"})
+	if err != nil || res.Region != "swedencentral" {
+		t.Errorf("default region on cf-eu20: %q, %v", res.Region, err)
+	}
+
+	_, err = Load(writeFile(t, minimalPlansFile+`    platformRegions:
+      cf-eu20: [westeurope]
+`))
+	if err == nil || !strings.Contains(err.Error(), `plans.azure.platformRegions.cf-eu20: "westeurope" is not offered by the plan`) {
+		t.Errorf("a region the plan does not offer: %v", err)
 	}
 }

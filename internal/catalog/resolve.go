@@ -25,12 +25,15 @@ type Resolved struct {
 // The region defaults to the plan's (trial: the platform region's trial region; free: the
 // provider's default); the machine type, autoscaler, node and zone counts to the plan's.
 func (c *Catalog) Resolve(planID, platformRegion string, p ProvisioningParameters) (Resolved, error) {
-	e, ok := c.plans[planID]
-	if !ok {
-		return Resolved{}, fmt.Errorf("resolve parameters: %w %q", ErrUnknownPlan, planID)
+	e, err := c.entryFor(planID, platformRegion)
+	if err != nil {
+		return Resolved{}, fmt.Errorf("resolve parameters: %w", err)
 	}
 	plan := e.plan
 	provider := e.providerFor(platformRegion)
+	if tp := TrialProvider(p.Provider); plan.Trial && tp != "" {
+		provider = tp
+	}
 	offer := e.offers[provider]
 	r := Resolved{
 		Plan:       plan.clone(),
@@ -38,15 +41,10 @@ func (c *Catalog) Resolve(planID, platformRegion string, p ProvisioningParameter
 		Parameters: p,
 	}
 
-	switch {
-	case p.Region != nil:
-		r.Region = *p.Region
-	case plan.Trial:
+	if plan.Trial && p.Region == nil {
 		r.Region = c.TrialRegion(platformRegion)
-	case plan.DefaultRegion != "":
-		r.Region = plan.DefaultRegion
-	default:
-		r.Region = c.providerDefaultRegion(provider, offer)
+	} else {
+		r.Region = c.regionFor(e, provider, p)
 	}
 	r.ProviderRegion = r.Region
 	if plan.Trial {
@@ -55,9 +53,17 @@ func (c *Catalog) Resolve(planID, platformRegion string, p ProvisioningParameter
 			return Resolved{}, fmt.Errorf("resolve parameters: trial region %q has no %s region in plans file %s", r.Region, provider, c.source)
 		}
 		r.ProviderRegion = hs
+		if forced, ok := c.forcedRegions[provider][platformRegion]; ok {
+			// EU access and KSA platform regions keep trials in their one region.
+			r.ProviderRegion = forced
+		}
 	}
 
 	r.MachineType = firstNonEmpty(deref(p.MachineType), plan.DefaultMachineType)
+	if plan.Trial && provider != plan.Provider {
+		// A trial on another provider than the plan's gets that provider's default machine.
+		r.MachineType = c.providerDefaults[provider].machineType
+	}
 	if r.MachineType == "" && len(offer.machineTypes) > 0 {
 		r.MachineType = c.providerDefaultMachineType(provider, offer)
 	}
@@ -65,7 +71,23 @@ func (c *Catalog) Resolve(planID, platformRegion string, p ProvisioningParameter
 	r.AutoScalerMax, _ = valueOr(p.AutoScalerMax, plan.DefaultAutoScalerMax)
 	r.NodeCount, _ = valueOr(p.NodeCount, plan.DefaultNodeCount)
 	r.ZonesCount, _ = valueOr(p.ZonesCount, plan.DefaultZonesCount)
+	if len(p.Zones) > 0 {
+		r.ZonesCount = len(p.Zones)
+	}
 	return r, nil
+}
+
+// regionFor is the region of a non-trial runtime: the parameter, else the plan's default, else
+// the provider's.
+func (c *Catalog) regionFor(e *planEntry, provider string, p ProvisioningParameters) string {
+	switch {
+	case p.Region != nil:
+		return *p.Region
+	case e.plan.DefaultRegion != "":
+		return e.plan.DefaultRegion
+	default:
+		return c.providerDefaultRegion(provider, e.offers[provider])
+	}
 }
 
 func deref(s *string) string {

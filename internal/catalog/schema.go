@@ -57,7 +57,9 @@ var patternMeanings = map[string]string{
 	httpsPattern:      "must be an https:// URL",
 	labelValuePattern: "must be a Kubernetes label value (it labels the runtime's resources): letters, digits, '-', '_' and '.', " +
 		"starting and ending with a letter or digit",
-	KymaVersionPattern: "must be a Kyma version: letters, digits, '-', '_', '.' and '+', starting and ending with a letter or digit",
+	poolNamePattern:      "must be a DNS label: lower-case letters, digits and '-', starting and ending with a letter or digit",
+	requiredClaimPattern: "must be key=value",
+	KymaVersionPattern:   "must be a Kyma version: letters, digits, '-', '_', '.' and '+', starting and ending with a letter or digit",
 }
 
 // Parameter names, also the keys of ProvisioningParameters' JSON.
@@ -75,6 +77,18 @@ const (
 	paramAdministrators = "administrators"
 	paramOIDC           = "oidc"
 	paramNetworking     = "networking"
+
+	paramProvider             = "provider"
+	paramGVisor               = "gvisor"
+	paramAdditionalPools      = "additionalWorkerNodePools"
+	paramIngressFiltering     = "ingressFiltering"
+	paramColocateControlPlane = "colocateControlPlane"
+	paramAccessControlList    = "accessControlList"
+	paramAdditionalVolume     = "additionalVolumeSizeGi"
+	paramZones                = "zones"
+	paramMaxSurge             = "maxSurge"
+	paramMaxUnavailable       = "maxUnavailable"
+	paramVolumeSizeGb         = "volumeSizeGb"
 )
 
 // Optional components a runtime may get on top of the default ones.
@@ -119,20 +133,15 @@ func (p *properties) object(extra map[string]any) map[string]any {
 func (c *Catalog) createSchema(e *planEntry) map[string]any {
 	plan := e.plan
 	var p properties
-	p.add(paramName, map[string]any{
-		"type":        "string",
-		"title":       "Cluster Name",
-		"description": "Name of the runtime: letters, digits and hyphens.",
-		"minLength":   1,
-		"maxLength":   nameMaxLength,
-		"pattern":     namePattern,
-	})
+	p.add(paramName, nameSchema())
 	p.add(paramRegion, c.regionSchema(e))
+	if len(plan.TrialProviders) > 1 {
+		p.add(paramProvider, trialProviderSchema(plan))
+	}
 	if !plan.BasicForm {
 		p.add(paramMachineType, withDefault(machineTypeSchema(e), plan.DefaultMachineType))
 		p.add(paramAutoScalerMin, withIntDefault(autoScalerMinSchema(plan), plan.DefaultAutoScalerMin))
 		p.add(paramAutoScalerMax, withIntDefault(autoScalerMaxSchema(plan), plan.DefaultAutoScalerMax))
-		p.add(paramNodeCount, withIntDefault(nodesSchema(plan, "Node count", "Number of worker nodes to start with."), plan.DefaultNodeCount))
 		// A plan with a single zone (lite) has nothing to choose, so no field.
 		if plan.MaxZonesCount > 1 {
 			p.add(paramZonesCount, map[string]any{
@@ -163,7 +172,9 @@ func (c *Catalog) createSchema(e *planEntry) map[string]any {
 			"pattern":     KymaVersionPattern,
 		})
 		p.add(paramNetworking, networkingSchema())
+		c.addWorkerSchemas(&p, e)
 	}
+	addFeatureSchemas(&p, e, true)
 	p.add(paramModules, modulesSchema())
 	p.add(paramAdministrators, administratorsSchema())
 	p.add(paramOIDC, oidcSchema())
@@ -173,6 +184,17 @@ func (c *Catalog) createSchema(e *planEntry) map[string]any {
 		"_show_form_view": true,
 		"required":        []string{paramName},
 	})
+}
+
+func nameSchema() map[string]any {
+	return map[string]any{
+		"type":        "string",
+		"title":       "Cluster Name",
+		"description": "Name of the runtime: letters, digits and hyphens.",
+		"minLength":   1,
+		"maxLength":   nameMaxLength,
+		"pattern":     namePattern,
+	}
 }
 
 // regionSchema offers the plan's regions: trial regions for trial plans, the union over its
@@ -186,6 +208,7 @@ func (c *Catalog) regionSchema(e *planEntry) map[string]any {
 	case e.plan.ByPlatformRegion():
 		var all []Option
 		for _, prov := range e.plan.Providers {
+			// A platform region's variant offers only its provider's regions.
 			for _, r := range e.offers[prov].regions {
 				if !hasOption(all, r.Code) {
 					all = append(all, r)
@@ -296,51 +319,24 @@ func modulesSchema() map[string]any {
 	}
 }
 
-func oidcSchema() map[string]any {
-	var p properties
-	p.add("clientID", map[string]any{
-		"type": "string", "title": "Client ID", "minLength": 1,
-		"description": "Client ID of the OpenID Connect client.",
-	})
-	p.add("issuerURL", map[string]any{
-		"type": "string", "title": "Issuer URL", "format": "uri", "pattern": httpsPattern,
-		"description": "URL of the OpenID issuer; only https is accepted.",
-	})
-	p.add("groupsClaim", map[string]any{
-		"type": "string", "title": "Groups claim",
-		"description": "JWT claim holding the user's groups.",
-	})
-	p.add("signingAlgs", map[string]any{
-		"type": "array", "title": "Signing algorithms", "uniqueItems": true,
-		"description": "Accepted signing algorithms.",
-		"items":       map[string]any{"type": "string", "enum": OIDCSigningAlgs},
-	})
-	p.add("usernameClaim", map[string]any{
-		"type": "string", "title": "Username claim",
-		"description": "JWT claim holding the user name.",
-	})
-	p.add("usernamePrefix", map[string]any{
-		"type": "string", "title": "Username prefix",
-		"description": "Prefix added to user names, to tell them from other authenticators' users.",
-	})
-	return p.object(map[string]any{
-		"title":       "OIDC",
-		"description": "OpenID Connect configuration of the cluster's API server.",
-		"required":    []string{"clientID", "issuerURL"},
-	})
-}
-
 // updateSchema builds the update-parameters schema of a plan: only what can change on a running
-// runtime, and no defaults, since a PATCH changes what it names and keeps everything else. name,
-// region and networking are left out on purpose; ValidateUpdate names them when a PATCH sends them.
+// runtime, and no defaults, since a PATCH changes what it names and keeps everything else. The
+// create-only parameters (fixedParameters) are left out on purpose; ValidateUpdate names them when
+// a PATCH sends them.
 func updateSchema(e *planEntry) map[string]any {
 	plan := e.plan
 	var p properties
+	p.add(paramName, nameSchema())
 	if !plan.BasicForm {
 		p.add(paramMachineType, machineTypeSchema(e))
 		p.add(paramAutoScalerMin, autoScalerMinSchema(plan))
 		p.add(paramAutoScalerMax, autoScalerMaxSchema(plan))
 	}
+	if plan.AdditionalPools() {
+		p.add(paramAdditionalPools, poolsSchema(e, false))
+		p.add(paramGVisor, gvisorSchema())
+	}
+	addFeatureSchemas(&p, e, false)
 	p.add(paramAdministrators, administratorsSchema())
 	p.add(paramOIDC, oidcSchema())
 	return p.object(map[string]any{
@@ -398,12 +394,12 @@ func newSchemaCompiler() *jsonschema.Compiler {
 
 // compile marshals the create and update schema documents and compiles those very bytes, so the
 // catalog serves exactly what validation enforces.
-func (e *planEntry) compile(c *jsonschema.Compiler, create, update map[string]any) error {
+func (e *planEntry) compile(c *jsonschema.Compiler, name string, create, update map[string]any) error {
 	var err error
-	if e.create, err = planSchemaOf(c, "keb:///plans/"+e.plan.Name+"/create.json", create); err != nil {
+	if e.create, err = planSchemaOf(c, "keb:///plans/"+name+"/create.json", create); err != nil {
 		return err
 	}
-	if e.update, err = planSchemaOf(c, "keb:///plans/"+e.plan.Name+"/update.json", update); err != nil {
+	if e.update, err = planSchemaOf(c, "keb:///plans/"+name+"/update.json", update); err != nil {
 		return err
 	}
 	return nil

@@ -8,10 +8,12 @@ import (
 	"strings"
 )
 
-// fixedParameters cannot change on a running runtime: the name is the shoot's and the Kyma CR's,
-// and moving the region or the network would mean a new cluster. The update schema leaves them
-// out; ValidateUpdate names them with a reason instead of "not allowed".
-var fixedParameters = []string{paramName, paramRegion, paramNetworking}
+// fixedParameters cannot change on a running runtime: moving the region, the network or the
+// control plane would mean a new cluster, and the Kyma worker pool's zones, roll-out and disk are
+// set once. The update schema leaves them out; ValidateUpdate names them with a reason instead of
+// "not allowed".
+var fixedParameters = []string{paramRegion, paramProvider, paramNetworking, paramColocateControlPlane, paramZones, paramMaxSurge,
+	paramMaxUnavailable, paramVolumeSizeGb}
 
 // UpdateRequest is a PATCH of a running instance's parameters, plan, or both.
 type UpdateRequest struct {
@@ -54,11 +56,17 @@ func (e *PlanChangeError) Unwrap() error { return ErrPlanNotUpgradable }
 
 // updateParameters are a PATCH's parameters as the update schema allows them; nil means "keep".
 type updateParameters struct {
-	MachineType    *string  `json:"machineType"`
-	AutoScalerMin  *int     `json:"autoScalerMin"`
-	AutoScalerMax  *int     `json:"autoScalerMax"`
-	Administrators []string `json:"administrators"`
-	OIDC           *OIDC    `json:"oidc"`
+	Name                      *string            `json:"name"`
+	AdditionalWorkerNodePools *[]WorkerPool      `json:"additionalWorkerNodePools"`
+	IngressFiltering          *bool              `json:"ingressFiltering"`
+	AccessControlList         *AccessControlList `json:"accessControlList"`
+	AdditionalVolumeSizeGi    *int               `json:"additionalVolumeSizeGi"`
+	GVisor                    *GVisor            `json:"gvisor"`
+	MachineType               *string            `json:"machineType"`
+	AutoScalerMin             *int               `json:"autoScalerMin"`
+	AutoScalerMax             *int               `json:"autoScalerMax"`
+	Administrators            []string           `json:"administrators"`
+	OIDC                      *OIDC              `json:"oidc"`
 }
 
 // ValidateUpdate checks a PATCH against the target plan's update schema (the one served in the
@@ -98,6 +106,9 @@ func (c *Catalog) ValidateUpdate(r UpdateRequest) (ProvisioningParameters, error
 			return ProvisioningParameters{}, newValidationError(subjectParameters, problems)
 		}
 	}
+	if problems := unavailableProblems(to.plan, doc, to.update.doc); len(problems) > 0 {
+		return ProvisioningParameters{}, newValidationError(subjectParameters, problems)
+	}
 	if err := to.update.compiled.Validate(doc); err != nil {
 		return ProvisioningParameters{}, asValidationError(subjectParameters, err, doc, to.update.doc)
 	}
@@ -107,6 +118,29 @@ func (c *Catalog) ValidateUpdate(r UpdateRequest) (ProvisioningParameters, error
 	}
 
 	merged := r.Stored
+	// nodeCount was never applied; runtimes provisioned with it keep their autoscaler bounds.
+	merged.NodeCount = nil
+	if patch.Name != nil {
+		merged.Name = *patch.Name
+	}
+	if patch.AdditionalWorkerNodePools != nil {
+		if problems := poolProblems(to.plan, patch.AdditionalWorkerNodePools, r.Stored.AdditionalWorkerNodePools); len(problems) > 0 {
+			return ProvisioningParameters{}, newValidationError(subjectParameters, problems)
+		}
+		merged.AdditionalWorkerNodePools = patch.AdditionalWorkerNodePools
+	}
+	if patch.IngressFiltering != nil {
+		merged.IngressFiltering = patch.IngressFiltering
+	}
+	if patch.AccessControlList != nil {
+		merged.AccessControlList = patch.AccessControlList
+	}
+	if patch.AdditionalVolumeSizeGi != nil {
+		merged.AdditionalVolumeSizeGi = patch.AdditionalVolumeSizeGi
+	}
+	if patch.GVisor != nil {
+		merged.GVisor = patch.GVisor
+	}
 	if patch.MachineType != nil {
 		merged.MachineType = patch.MachineType
 	}
@@ -121,6 +155,10 @@ func (c *Catalog) ValidateUpdate(r UpdateRequest) (ProvisioningParameters, error
 	}
 	if patch.OIDC != nil {
 		merged.OIDC = patch.OIDC
+	}
+	if !to.plan.Trial {
+		// A trial's provider parameter does not outlive the trial.
+		merged.Provider = nil
 	}
 	if to != from {
 		region, err := c.regionAfterPlanChange(from, to, r)
@@ -138,6 +176,11 @@ func (c *Catalog) ValidateUpdate(r UpdateRequest) (ProvisioningParameters, error
 	whole, err := json.Marshal(merged)
 	if err != nil {
 		return ProvisioningParameters{}, fmt.Errorf("validate update: encoding parameters: %w", err)
+	}
+	if to == from {
+		// The runtime stays where it is: a region its platform region no longer offers (the plans
+		// file narrowed it later) must not block its updates.
+		return c.validateParameters(to, r.PlatformRegion, whole)
 	}
 	return c.ValidateParameters(to.plan.ID, r.PlatformRegion, whole)
 }
@@ -159,7 +202,11 @@ func (c *Catalog) regionAfterPlanChange(from, to *planEntry, r UpdateRequest) (s
 		}
 		region = hs
 	}
-	if !hasOption(to.offers[to.plan.Provider].regions, region) {
+	regional, err := c.entryFor(to.plan.ID, r.PlatformRegion)
+	if err != nil {
+		return "", &PlanChangeError{From: from.plan.Name, To: to.plan.Name, Allowed: from.plan.UpgradableTo, Reason: err.Error()}
+	}
+	if !hasOption(regional.offers[to.plan.Provider].regions, region) {
 		return "", &PlanChangeError{From: from.plan.Name, To: to.plan.Name, Allowed: from.plan.UpgradableTo,
 			Reason: fmt.Sprintf("the runtime's region %s is not offered by plan %s", region, to.plan.Name)}
 	}

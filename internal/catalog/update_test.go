@@ -19,11 +19,12 @@ func TestUpdateSchemas(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantProps := map[string][]string{
-		TrialPlanName: {"administrators", "oidc"},
-		FreePlanName:  {"administrators", "oidc"},
-		AzurePlanName: {"machineType", "autoScalerMin", "autoScalerMax", "administrators", "oidc"},
+		TrialPlanName: {"name", "administrators", "oidc"},
+		FreePlanName:  {"name", "administrators", "oidc"},
+		AzurePlanName: {"name", "machineType", "autoScalerMin", "autoScalerMax", "additionalWorkerNodePools", "gvisor", "ingressFiltering",
+			"accessControlList", "additionalVolumeSizeGi", "administrators", "oidc"},
 	}
-	wantUpdatable := map[string]bool{TrialPlanName: true, AzureLitePlanName: true}
+	wantUpdatable := map[string]bool{TrialPlanName: true, AzureLitePlanName: true, AWSPlanName: true, AzurePlanName: true, GCPPlanName: true}
 	for _, sp := range services[0].Plans {
 		schema := sp.Schemas.Instance.Update.Parameters
 		if schema["$schema"] != draft04 || schema["additionalProperties"] != false || schema["_show_form_view"] != true {
@@ -70,13 +71,15 @@ func TestValidateUpdate(t *testing.T) {
 		from, to string
 		stored   string
 		region   string
+		// platform is the instance's platform region (default cf-eu10).
+		platform string
 		raw      string
 		// wantInError are substrings of the error; none means valid.
 		wantInError []string
 		wantPlanErr bool
 		check       func(t *testing.T, p ProvisioningParameters)
 	}{
-		{name: "scale up", raw: `{"autoScalerMax":30}`, wantInError: []string{"autoScalerMax must be at most 20"}},
+		{name: "scale up", raw: `{"autoScalerMax":301}`, wantInError: []string{"autoScalerMax must be at most 300"}},
 		{name: "machine type and max", stored: `{"name":"x","autoScalerMin":4}`, raw: `{"machineType":"Standard_D8s_v5","autoScalerMax":10}`,
 			check: func(t *testing.T, p ProvisioningParameters) {
 				if p.Name != "x" || *p.MachineType != "Standard_D8s_v5" || *p.AutoScalerMin != 4 || *p.AutoScalerMax != 10 {
@@ -89,7 +92,11 @@ func TestValidateUpdate(t *testing.T) {
 					t.Errorf("merged %+v", p)
 				}
 			}},
-		{name: "name", raw: `{"name":"y"}`, wantInError: []string{"name cannot be changed on a running runtime"}},
+		{name: "name", stored: `{"name":"x"}`, raw: `{"name":"y"}`, check: func(t *testing.T, p ProvisioningParameters) {
+			if p.Name != "y" {
+				t.Errorf("merged %+v", p)
+			}
+		}},
 		{name: "region", raw: `{"region":"westeurope"}`, wantInError: []string{"region cannot be changed"}},
 		{name: "networking", raw: `{"networking":{"nodes":"10.250.0.0/16"}}`, wantInError: []string{"networking cannot be changed"}},
 		{name: "create-only parameter", raw: `{"zonesCount":2}`, wantInError: []string{"zonesCount is not a supported parameter"}},
@@ -106,6 +113,21 @@ func TestValidateUpdate(t *testing.T) {
 		{name: "both sent, crossed", raw: `{"autoScalerMin":9,"autoScalerMax":4}`, wantInError: []string{"autoScalerMin must not be greater than autoScalerMax (9 > 4)"}},
 		{name: "trial has no autoscaler", from: TrialPlanID, stored: `{"name":"t"}`, raw: `{"autoScalerMax":2}`,
 			wantInError: []string{"autoScalerMax is not a supported parameter"}},
+		{name: "an AWS trial to aws drops the trial's provider", from: TrialPlanID, to: AWSPlanID, stored: `{"name":"t","provider":"AWS"}`,
+			check: func(t *testing.T, p ProvisioningParameters) {
+				if p.Provider != nil || p.Region == nil || *p.Region != "eu-central-1" {
+					t.Errorf("merged %+v", p)
+				}
+			}},
+		{name: "a trial's provider cannot change", from: TrialPlanID, stored: `{"name":"t"}`, raw: `{"provider":"GCP"}`,
+			wantInError: []string{"provider cannot be changed on a running runtime"}},
+		{name: "a runtime in a region its platform region no longer offers still updates", platform: "cf-eu11", region: "eu-west-2",
+			from: AWSPlanID, stored: `{"name":"x","region":"eu-west-2"}`, raw: `{"autoScalerMax":30}`,
+			check: func(t *testing.T, p ProvisioningParameters) {
+				if *p.Region != "eu-west-2" || *p.AutoScalerMax != 30 {
+					t.Errorf("merged %+v", p)
+				}
+			}},
 		{name: "trial administrators", from: TrialPlanID, stored: `{"name":"t"}`, raw: `{"administrators":["a@example.com"]}`,
 			check: func(t *testing.T, p ProvisioningParameters) {
 				if !slices.Equal(p.Administrators, []string{"a@example.com"}) || p.Region != nil {
@@ -143,7 +165,7 @@ func TestValidateUpdate(t *testing.T) {
 			stored: `{"name":"l","autoScalerMin":2}`, wantInError: []string{"autoScalerMin must be at least 3"}},
 		{name: "lite minimum raised with the plan change", from: AzureLitePlanID, to: AzurePlanID, region: "eastus",
 			stored: `{"name":"l","autoScalerMin":2}`, raw: `{"autoScalerMin":3}`},
-		{name: "azure to trial", to: TrialPlanID, wantPlanErr: true, wantInError: []string{"plan azure cannot change to trial: a azure instance cannot change its plan"}},
+		{name: "azure to trial", to: TrialPlanID, wantPlanErr: true, wantInError: []string{"plan azure cannot change to trial: a azure instance can change to build-runtime-azure"}},
 		{name: "trial to free", from: TrialPlanID, to: FreePlanID, stored: `{"name":"t"}`, wantPlanErr: true,
 			wantInError: []string{"plan trial cannot change to free: a trial instance can change to aws, azure, gcp"}},
 		{name: "lite to aws", from: AzureLitePlanID, to: AWSPlanID, wantPlanErr: true, wantInError: []string{"azure_lite", "aws"}},
@@ -163,7 +185,11 @@ func TestValidateUpdate(t *testing.T) {
 			if st == "" {
 				st = `{"name":"x"}`
 			}
-			p, err := c.ValidateUpdate(UpdateRequest{FromPlanID: from, ToPlanID: tt.to, PlatformRegion: "cf-eu10",
+			platform := tt.platform
+			if platform == "" {
+				platform = "cf-eu10"
+			}
+			p, err := c.ValidateUpdate(UpdateRequest{FromPlanID: from, ToPlanID: tt.to, PlatformRegion: platform,
 				ProviderRegion: region, Stored: stored(st), Raw: json.RawMessage(tt.raw)})
 			if len(tt.wantInError) == 0 {
 				if err != nil {

@@ -24,13 +24,21 @@ const subjectParameters = "parameters"
 // provider offers. Bad input gives a *ValidationError listing every offending field; an unknown
 // plan gives an error wrapping ErrUnknownPlan.
 func (c *Catalog) ValidateParameters(planID, platformRegion string, raw json.RawMessage) (ProvisioningParameters, error) {
-	e, ok := c.plans[planID]
-	if !ok {
-		return ProvisioningParameters{}, fmt.Errorf("validate parameters: %w %q", ErrUnknownPlan, planID)
+	e, err := c.entryFor(planID, platformRegion)
+	if err != nil {
+		return ProvisioningParameters{}, fmt.Errorf("validate parameters: %w", err)
 	}
+	return c.validateParameters(e, platformRegion, raw)
+}
+
+// validateParameters is ValidateParameters against one variant of a plan.
+func (c *Catalog) validateParameters(e *planEntry, platformRegion string, raw json.RawMessage) (ProvisioningParameters, error) {
 	doc, verr := decodeObject(subjectParameters, raw, MaxParametersSize)
 	if verr != nil {
 		return ProvisioningParameters{}, verr
+	}
+	if problems := unavailableProblems(e.plan, doc, e.create.doc); len(problems) > 0 {
+		return ProvisioningParameters{}, newValidationError(subjectParameters, problems)
 	}
 	if err := e.create.compiled.Validate(doc); err != nil {
 		return ProvisioningParameters{}, asValidationError(subjectParameters, err, doc, e.create.doc)
@@ -172,6 +180,14 @@ func (c *Catalog) crossFieldProblems(e *planEntry, platformRegion string, p Prov
 	}
 
 	problems = append(problems, p.Networking.problems()...)
+	problems = append(problems, oidcProblems(p.OIDC)...)
+	problems = append(problems, poolProblems(plan, p.AdditionalWorkerNodePools, nil)...)
+	if !plan.Trial {
+		provider := e.providerFor(platformRegion)
+		region := c.regionFor(e, provider, p)
+		problems = append(problems, workerProblems(plan, provider, region, p)...)
+		problems = append(problems, featureProblems(e.offers[provider], provider, region, p)...)
+	}
 
 	if list, ok := p.Modules.CustomList(); ok {
 		seen := map[string]int{}

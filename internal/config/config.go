@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/maintenance"
 )
 
@@ -29,8 +30,13 @@ type Config struct {
 	DefaultRequestRegion string
 	EnabledPlans         []string
 	PlansFile            string
-	OperationTimeout     time.Duration
-	RetryAfter           time.Duration
+	// RejectUnsupportedParameters refuses parameters no plan schema names
+	// (400); false ignores them, logging and counting each.
+	RejectUnsupportedParameters bool
+	// GVisorAllowedGlobalAccounts may use the gvisor parameter ("*": all).
+	GVisorAllowedGlobalAccounts []string
+	OperationTimeout            time.Duration
+	RetryAfter                  time.Duration
 	// TrialDuration, when positive, replaces the trial plan's lifetime
 	// (plans.yaml's lifetimeDays): how long a trial lives before the expiry
 	// job suspends it.
@@ -187,20 +193,22 @@ type Orchestration struct {
 
 // Defaults are the values used when neither flag nor environment says otherwise.
 var Defaults = Config{
-	Host:                  "0.0.0.0",
-	Port:                  8080,
-	MigrateOnStart:        true,
-	DefaultRequestRegion:  "cf-eu10",
-	EnabledPlans:          []string{"azure", "gcp", "azure_lite", "trial", "aws"},
-	OperationTimeout:      24 * time.Hour,
-	RetryAfter:            10 * time.Second,
-	RequestTimeout:        20 * time.Second,
-	ReadinessInterval:     2 * time.Second,
-	JWKSRefresh:           15 * time.Minute,
-	ShutdownTimeout:       30 * time.Second,
-	LogFormat:             "auto",
-	LogLevel:              "info",
-	MetricsCensusInterval: 30 * time.Second,
+	Host:                 "0.0.0.0",
+	Port:                 8080,
+	MigrateOnStart:       true,
+	DefaultRequestRegion: "cf-eu10",
+	EnabledPlans:         catalog.DefaultEnabledPlans(),
+	// keb's strictness from the start; upstream's default is false.
+	RejectUnsupportedParameters: true,
+	OperationTimeout:            24 * time.Hour,
+	RetryAfter:                  10 * time.Second,
+	RequestTimeout:              20 * time.Second,
+	ReadinessInterval:           2 * time.Second,
+	JWKSRefresh:                 15 * time.Minute,
+	ShutdownTimeout:             30 * time.Second,
+	LogFormat:                   "auto",
+	LogLevel:                    "info",
+	MetricsCensusInterval:       30 * time.Second,
 	HTTP: HTTP{
 		MaxBodyBytes:    1 << 20,
 		ReadTimeout:     30 * time.Second,
@@ -376,6 +384,10 @@ func (c *Config) BindBroker(b *Binder) {
 	b.List(&c.EnabledPlans, "enabled-plans", "APP_BROKER_ENABLED_PLANS", d.EnabledPlans, "plans offered in the catalog")
 	b.String(&c.PlansFile, "plans-file", "APP_BROKER_PLANS_FILE", "",
 		"plans/providers YAML replacing the embedded resources/plans.yaml")
+	b.Bool(&c.RejectUnsupportedParameters, "reject-unsupported-parameters", "APP_BROKER_REJECT_UNSUPPORTED_PARAMETERS",
+		d.RejectUnsupportedParameters, "refuse parameters the plan's schema does not name with a 400 (false: ignore, log and count them)")
+	b.List(&c.GVisorAllowedGlobalAccounts, "gvisor-allowed-global-accounts", "APP_GVISOR_ALLOWED_GLOBAL_ACCOUNTS", nil,
+		"global accounts whose runtimes may use the gvisor parameter (* for all)")
 	b.Duration(&c.OperationTimeout, "operation-timeout", "APP_BROKER_OPERATION_TIMEOUT", d.OperationTimeout,
 		"how long an operation may run before it fails")
 	b.Duration(&c.RetryAfter, "retry-after", "APP_BROKER_RETRY_AFTER", d.RetryAfter,

@@ -99,6 +99,46 @@ func MetricsHandler(reg *prometheus.Registry) http.Handler {
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{MaxRequestsInFlight: maxScrapes})
 }
 
+// regionalCatalogs is a broker whose catalog depends on the platform region;
+// *broker.Broker is one.
+type regionalCatalogs interface {
+	Catalogs() (byRegion map[string][]domain.Service, others []domain.Service, defaultRegion string)
+}
+
+// catalogHandlers serves each platform region its catalog, every variant
+// encoded and compressed once at start; a broker without regional catalogs
+// serves services everywhere.
+func catalogHandlers(b domain.ServiceBroker, services []domain.Service) (http.Handler, error) {
+	rc, ok := b.(regionalCatalogs)
+	if !ok {
+		return serveCatalog(services)
+	}
+	byRegion, others, defaultRegion := rc.Catalogs()
+	handlers := make(map[string]http.Handler, len(byRegion))
+	for pr, s := range byRegion {
+		h, err := serveCatalog(s)
+		if err != nil {
+			return nil, fmt.Errorf("platform region %s: %w", pr, err)
+		}
+		handlers[pr] = h
+	}
+	other, err := serveCatalog(others)
+	if err != nil {
+		return nil, err
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		region, ok := mux.Vars(req)["region"]
+		if !ok {
+			region = defaultRegion
+		}
+		if h, ok := handlers[region]; ok {
+			h.ServeHTTP(w, req)
+			return
+		}
+		other.ServeHTTP(w, req)
+	}), nil
+}
+
 // osbRoutes are brokerapi's routes, registered one by one so that metrics
 // and logs name the route template, not the raw path.
 var osbRoutes = []struct {
@@ -118,7 +158,7 @@ func NewRouter(opts Options) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the catalog: %w", err)
 	}
-	catalogHandler, err := serveCatalog(services)
+	catalogHandler, err := catalogHandlers(opts.Broker, services)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the catalog: %w", err)
 	}

@@ -52,6 +52,26 @@ func (f Fields) Set(value any, path ...string) error {
 	return nil
 }
 
+// whole marks a value of Fields that replaces the CR's value as a whole
+// when they differ, instead of merging into it: a list of named objects
+// that must lose the entries it does not list (SetWhole).
+type whole struct{ value any }
+
+// SetWhole is Set for a value that replaces the field as a whole when it
+// differs (Patch merges named lists by name and never removes entries).
+func (f Fields) SetWhole(value any, path ...string) error {
+	if err := f.Set(value, path...); err != nil {
+		return err
+	}
+	m := map[string]any(f)
+	for _, k := range path[:len(path)-1] {
+		m = m[k].(map[string]any)
+	}
+	last := path[len(path)-1]
+	m[last] = whole{m[last]}
+	return nil
+}
+
 // Patch changes the Runtime CR under key to carry fields, and nothing else:
 // it reads the CR, and writes a JSON patch (RFC 6902) of only the values
 // that differ, so that every field keb does not set (or does not know)
@@ -106,11 +126,22 @@ func diff(current, want map[string]any, at string) []patchOp {
 	for _, k := range sortedKeys(want) {
 		w, path := want[k], at+"/"+escape(k)
 		c, ok := current[k]
+		if wv, isWhole := w.(whole); isWhole {
+			switch {
+			case !ok:
+				ops = append(ops, patchOp{Op: "add", Path: path, Value: wv.value})
+			case !equal(c, wv.value):
+				ops = append(ops, patchOp{Op: "replace", Path: path, Value: wv.value})
+			}
+			continue
+		}
 		switch {
 		case w == nil:
 			if ok {
 				ops = append(ops, patchOp{Op: "remove", Path: path})
 			}
+		case !ok && onlyRemovals(w):
+			// Nothing to remove under a field that does not exist.
 		case !ok:
 			ops = append(ops, patchOp{Op: "add", Path: path, Value: withoutNils(w)})
 		case isMap(c) && isMap(w):
@@ -124,9 +155,27 @@ func diff(current, want map[string]any, at string) []patchOp {
 	return ops
 }
 
+// onlyRemovals reports a map all of whose values are removals (nil), at any
+// depth.
+func onlyRemovals(v any) bool {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return false
+	}
+	for _, x := range m {
+		if x != nil && !onlyRemovals(x) {
+			return false
+		}
+	}
+	return true
+}
+
 // withoutNils drops the removals (nil values) from a value that is added
 // whole: there is nothing to remove under a field that does not exist.
 func withoutNils(v any) any {
+	if wv, ok := v.(whole); ok {
+		return wv.value
+	}
 	m, ok := v.(map[string]any)
 	if !ok {
 		return v

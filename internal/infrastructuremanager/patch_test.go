@@ -148,3 +148,32 @@ func TestDiffEscapesLabelKeys(t *testing.T) {
 		t.Fatalf("ops %+v", ops)
 	}
 }
+
+// TestDiffAddsNothingOfOnlyRemovals: removing a field below one that does
+// not exist adds nothing (an empty object could break the CRD's required
+// fields: a cri without name).
+func TestDiffAddsNothingOfOnlyRemovals(t *testing.T) {
+	t.Parallel()
+	ops := diff(map[string]any{"spec": map[string]any{}},
+		map[string]any{"spec": map[string]any{"cri": map[string]any{"containerRuntimes": nil}}}, "")
+	if len(ops) != 0 {
+		t.Fatalf("ops %+v", ops)
+	}
+}
+
+// TestDiffReplacesWhole: a value set with SetWhole replaces a list of named
+// objects as a whole, dropping the entries it does not list.
+func TestDiffReplacesWhole(t *testing.T) {
+	t.Parallel()
+	f := Fields{}
+	if err := f.SetWhole([]map[string]any{{"name": "b"}}, "spec", "pools"); err != nil {
+		t.Fatal(err)
+	}
+	ops := diff(map[string]any{"spec": map[string]any{"pools": []any{map[string]any{"name": "a"}, map[string]any{"name": "b", "x": 1.0}}}}, f, "")
+	if len(ops) != 1 || ops[0].Op != "replace" || ops[0].Path != "/spec/pools" || mustJSON(t, ops[0].Value) != `[{"name":"b"}]` {
+		t.Fatalf("ops %+v", ops)
+	}
+	if ops := diff(map[string]any{"spec": map[string]any{"pools": []any{map[string]any{"name": "b"}}}}, f, ""); len(ops) != 0 {
+		t.Fatalf("an equal list was written again: %+v", ops)
+	}
+}

@@ -151,8 +151,20 @@ type APIServer struct {
 	// parameter); absent leaves the infrastructure manager's default.
 	// +optional
 	OIDCConfig *OIDCConfig `json:"oidcConfig,omitempty"`
+	// AdditionalOIDCConfig are the API server's OpenID Connect providers of
+	// the oidc parameter's list form; an empty list means none.
 	// +optional
 	AdditionalOIDCConfig *[]OIDCConfig `json:"additionalOidcConfig,omitempty"`
+	// ACL limits who reaches the API server (the accessControlList
+	// parameter).
+	// +optional
+	ACL *ACL `json:"acl,omitempty"`
+}
+
+// ACL is the API server's access control list.
+// +kubebuilder:object:generate=true
+type ACL struct {
+	AllowedCIDRs []string `json:"allowedCIDRs"`
 }
 
 // OIDCConfig is Gardener's OpenID Connect authenticator configuration.
@@ -271,11 +283,26 @@ type Taint struct {
 	Effect TaintEffect `json:"effect"`
 }
 
-// CRI is a worker's container runtime.
+// CRI is a worker's container runtime (Gardener's CRI).
 // +kubebuilder:object:generate=true
 type CRI struct {
 	Name string `json:"name"`
+	// ContainerRuntimes are further runtimes beside the CRI, such as
+	// gVisor (the gvisor parameter).
+	// +optional
+	ContainerRuntimes []ContainerRuntime `json:"containerRuntimes,omitempty"`
 }
+
+// ContainerRuntime is an additional container runtime of a worker pool.
+type ContainerRuntime struct {
+	Type string `json:"type"`
+}
+
+// Container runtime names keb writes for the gvisor parameter.
+const (
+	CRIContainerd = "containerd"
+	RuntimeGVisor = "gvisor"
+)
 
 // WorkerKubernetes is a worker pool's kubelet configuration.
 // +kubebuilder:object:generate=true

@@ -113,3 +113,17 @@ func inProgressName(opType storage.OperationType) (string, bool) {
 	}
 	return "kcp_keb_v2_operations_" + strings.ReplaceAll(kind, "-", "_") + "_in_progress_total", true
 }
+
+// NewUnsupportedParameters registers keb_unsupported_parameters_total on reg:
+// parameters a platform sent that no plan schema names, ignored because
+// APP_BROKER_REJECT_UNSUPPORTED_PARAMETERS is false, by plan and parameter
+// (the top-level name only, so that arbitrary nested keys cannot grow the
+// series without end).
+func NewUnsupportedParameters(reg prometheus.Registerer) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "keb_unsupported_parameters_total",
+		Help: "Parameters no plan schema names, ignored (APP_BROKER_REJECT_UNSUPPORTED_PARAMETERS=false), by plan and top-level parameter.",
+	}, []string{"plan", "parameter"})
+	reg.MustRegister(c)
+	return c
+}

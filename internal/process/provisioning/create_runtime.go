@@ -64,26 +64,31 @@ func DesiredRuntime(op *process.Operation, params catalog.ProvisioningParameters
 	d := op.Record
 	plan, _ := cat.PlanByID(op.Instance.PlanID)
 	nodes, pods, services := params.Networking.CIDRs()
+	oidc, additionalOIDC := OIDCConfigs(params.OIDC)
 	rt := &im.Runtime{
 		ObjectMeta: metav1.ObjectMeta{Name: kyma.Name(op.Instance.RuntimeID), Namespace: namespace, Labels: RuntimeLabels(op)},
 		Spec: im.RuntimeSpec{
 			Shoot: im.RuntimeShoot{
-				Name:              op.Instance.ShootName,
-				Purpose:           im.ShootPurpose(plan.Purpose),
-				PlatformRegion:    op.Instance.PlatformRegion,
-				Region:            d.ProviderRegion,
-				LicenceType:       licenceType(op),
-				SecretBindingName: d.HyperscalerSecret,
-				Kubernetes:        im.Kubernetes{KubeAPIServer: im.APIServer{OIDCConfig: OIDCConfig(params.OIDC)}},
+				Name:                op.Instance.ShootName,
+				Purpose:             im.ShootPurpose(plan.Purpose),
+				PlatformRegion:      op.Instance.PlatformRegion,
+				Region:              d.ProviderRegion,
+				LicenceType:         licenceType(op),
+				SecretBindingName:   d.HyperscalerSecret,
+				EnforceSeedLocation: params.ColocateControlPlane,
+				Kubernetes: im.Kubernetes{KubeAPIServer: im.APIServer{
+					OIDCConfig: oidc, AdditionalOIDCConfig: additionalOIDC, ACL: ACL(params.AccessControlList)}},
 				Provider: im.Provider{
-					Type:    d.Provider,
-					Workers: []im.Worker{KymaWorker(op, cat, plan)},
+					Type:              d.Provider,
+					Workers:           []im.Worker{KymaWorker(op, params, cat, plan)},
+					AdditionalWorkers: AdditionalWorkers(op, params, cat, plan),
 				},
 				Networking: im.Networking{Nodes: nodes, Pods: pods, Services: services},
 			},
 			Security: im.Security{
 				Administrators: Administrators(op, params),
-				Networking:     im.NetworkingSecurity{Filter: im.Filter{Egress: im.Egress{Enabled: !external(op)}}},
+				Networking: im.NetworkingSecurity{Filter: im.Filter{
+					Ingress: IngressFilter(params.IngressFiltering), Egress: im.Egress{Enabled: !external(op)}}},
 			},
 		},
 	}
@@ -91,28 +96,128 @@ func DesiredRuntime(op *process.Operation, params catalog.ProvisioningParameters
 }
 
 // KymaWorker is the runtime's Kyma worker pool as the record resolved it:
-// machine type and image, autoscaler bounds, zones, disk, and a roll-out
-// that adds a machine per zone and takes none away.
-func KymaWorker(op *process.Operation, cat *catalog.Catalog, plan catalog.Plan) im.Worker {
+// machine type and image, autoscaler bounds, zones (the zones parameter
+// names them, else the first zonesCount of the region), disk (volumeSizeGb,
+// else the plan's, plus additionalVolumeSizeGi), and a roll-out that adds a
+// machine per zone and takes none away unless maxSurge and maxUnavailable
+// say otherwise.
+func KymaWorker(op *process.Operation, params catalog.ProvisioningParameters, cat *catalog.Catalog, plan catalog.Plan) im.Worker {
 	d := op.Record
-	zones := Zones(d.Provider, d.ProviderRegion, d.ZonesCount)
+	zones := params.Zones
+	if len(zones) == 0 {
+		zones = Zones(d.Provider, d.ProviderRegion, d.ZonesCount)
+	}
+	surge, unavailable := len(zones), 0
+	if params.MaxSurge != nil {
+		surge = *params.MaxSurge
+	}
+	if params.MaxUnavailable != nil {
+		unavailable = *params.MaxUnavailable
+	}
+	volume := plan.VolumeSizeGb
+	if params.VolumeSizeGb != nil {
+		volume = *params.VolumeSizeGb
+	}
 	w := im.Worker{
 		Name:           im.KymaWorkerName,
-		Machine:        im.Machine{Type: d.MachineType},
+		Machine:        im.Machine{Type: cat.ConcreteMachineType(d.Provider, d.MachineType), Image: machineImage(cat, d.Provider)},
 		Minimum:        int32(d.AutoScalerMin),
 		Maximum:        int32(d.AutoScalerMax),
-		MaxSurge:       ptr(intstr.FromInt32(int32(len(zones)))),
-		MaxUnavailable: ptr(intstr.FromInt32(0)),
+		MaxSurge:       ptr(intstr.FromInt32(int32(surge))),
+		MaxUnavailable: ptr(intstr.FromInt32(int32(unavailable))),
 		Zones:          zones,
-		Volume:         &im.Volume{VolumeSize: fmt.Sprintf("%dGi", plan.VolumeSizeGb)},
-	}
-	if name, version, ok := cat.MachineImage(d.Provider); ok {
-		w.Machine.Image = &im.ShootMachineImage{Name: name}
-		if version != "" {
-			w.Machine.Image.Version = &version
-		}
+		Volume:         &im.Volume{VolumeSize: fmt.Sprintf("%dGi", volume+deref(params.AdditionalVolumeSizeGi))},
+		CRI:            CRI(params.GVisor),
 	}
 	return w
+}
+
+// CRI is a worker's container runtime for the gvisor parameter: containerd
+// with gVisor beside it; nil (Gardener's default) without gVisor.
+func CRI(g *catalog.GVisor) *im.CRI {
+	if !g.On() {
+		return nil
+	}
+	return &im.CRI{Name: im.CRIContainerd, ContainerRuntimes: []im.ContainerRuntime{{Type: im.RuntimeGVisor}}}
+}
+
+// AdditionalWorkers are the additionalWorkerNodePools parameter's pools as
+// worker pools: up to three zones with haZones (one without), a roll-out of
+// a machine per zone, the plan's disk plus the pool's additional size, and
+// the pool's labels, annotations and taints. nil when the parameter is
+// absent; an empty list when it lists none.
+func AdditionalWorkers(op *process.Operation, params catalog.ProvisioningParameters, cat *catalog.Catalog, plan catalog.Plan) *[]im.Worker {
+	if params.AdditionalWorkerNodePools == nil {
+		return nil
+	}
+	d := op.Record
+	workers := []im.Worker{}
+	for _, p := range *params.AdditionalWorkerNodePools {
+		zones := Zones(d.Provider, d.ProviderRegion, catalog.PoolZones(plan, p))
+		w := im.Worker{
+			Name:           p.Name,
+			Machine:        im.Machine{Type: cat.ConcreteMachineType(d.Provider, p.MachineType), Image: machineImage(cat, d.Provider)},
+			Minimum:        int32(valueOr(p.AutoScalerMin, plan.DefaultAutoScalerMin)),
+			Maximum:        int32(valueOr(p.AutoScalerMax, plan.DefaultAutoScalerMax)),
+			MaxSurge:       ptr(intstr.FromInt32(int32(len(zones)))),
+			MaxUnavailable: ptr(intstr.FromInt32(0)),
+			Zones:          zones,
+			Volume:         &im.Volume{VolumeSize: fmt.Sprintf("%dGi", plan.VolumeSizeGb+deref(p.AdditionalVolumeSizeGi))},
+			Labels:         p.Labels,
+			Annotations:    p.Annotations,
+			CRI:            CRI(p.GVisor),
+		}
+		for _, t := range p.Taints {
+			w.Taints = append(w.Taints, im.Taint{Key: t.Key, Value: t.Value, Effect: im.TaintEffect(t.Effect)})
+		}
+		workers = append(workers, w)
+	}
+	return &workers
+}
+
+// machineImage is the OS image the plans file configures for the provider's
+// worker nodes; nil leaves Gardener's default.
+func machineImage(cat *catalog.Catalog, provider string) *im.ShootMachineImage {
+	name, version, ok := cat.MachineImage(provider)
+	if !ok {
+		return nil
+	}
+	img := &im.ShootMachineImage{Name: name}
+	if version != "" {
+		img.Version = &version
+	}
+	return img
+}
+
+// ACL is the API server's access control list of the accessControlList
+// parameter; nil when absent or when it allows every network ([]).
+func ACL(p *catalog.AccessControlList) *im.ACL {
+	if p == nil || len(p.AllowedCIDRs) == 0 {
+		return nil
+	}
+	return &im.ACL{AllowedCIDRs: append([]string(nil), p.AllowedCIDRs...)}
+}
+
+// IngressFilter is the ingressFiltering parameter; nil when absent.
+func IngressFilter(on *bool) *im.Ingress {
+	if on == nil {
+		return nil
+	}
+	return &im.Ingress{Enabled: *on}
+}
+
+func valueOr(v *int, def int) int {
+	if v == nil {
+		return def
+	}
+	return *v
+}
+
+func deref(v *int) int {
+	if v == nil {
+		return 0
+	}
+	return *v
 }
 
 // RuntimeFields is the part of rt that keb sets, for im.Patch: its labels
@@ -137,10 +242,6 @@ func Administrators(op *process.Operation, params catalog.ProvisioningParameters
 	return []string{op.Instance.UserID}
 }
 
-// externalLicenceTypes are the context's license types of instances outside
-// SAP (customers, partners, trials), whose egress is not filtered.
-var externalLicenceTypes = []string{"CUSTOMER", "PARTNER", "TRIAL"}
-
 // requestContext is the part of the stored OSB context the Runtime CR uses.
 type requestContext struct {
 	LicenseType string `json:"license_type"`
@@ -161,29 +262,51 @@ func licenceType(op *process.Operation) *string {
 	return nil
 }
 
+// external reports an instance outside SAP, whose egress is not filtered.
 func external(op *process.Operation) bool {
-	lt := storedContext(op).LicenseType
-	for _, e := range externalLicenceTypes {
-		if strings.EqualFold(lt, e) {
-			return true
-		}
-	}
-	return false
+	return catalog.ExternalLicence(storedContext(op).LicenseType)
 }
 
-// OIDCConfig is the Runtime CR's form of the oidc parameter; nil for none.
-func OIDCConfig(p *catalog.OIDC) *im.OIDCConfig {
-	if p == nil {
-		return nil
+// OIDCConfigs is the Runtime CR's form of the oidc parameter: the legacy
+// single provider in oidcConfig, the list form in additionalOidcConfig (an
+// empty list: no OIDC at all); both nil when the parameter is absent.
+func OIDCConfigs(p *catalog.OIDC) (legacy *im.OIDCConfig, list *[]im.OIDCConfig) {
+	one, many, listForm := p.Providers()
+	if !listForm {
+		if one == nil {
+			return nil, nil
+		}
+		c := OIDCConfig(*one)
+		return &c, nil
 	}
+	out := make([]im.OIDCConfig, 0, len(many))
+	for _, m := range many {
+		out = append(out, OIDCConfig(m))
+	}
+	return nil, &out
+}
+
+// OIDCConfig is one OIDC provider in the Runtime CR's form. Its JWKS
+// (encodedJwksArray) has no field in the Runtime CR keb writes: the
+// contract names none, so it is kept with the instance's parameters only.
+func OIDCConfig(p catalog.OIDCProvider) im.OIDCConfig {
 	opt := func(s string) *string {
 		if s == "" {
 			return nil
 		}
 		return &s
 	}
-	return &im.OIDCConfig{ClientID: opt(p.ClientID), IssuerURL: opt(p.IssuerURL), GroupsClaim: opt(p.GroupsClaim),
-		SigningAlgs: append([]string(nil), p.SigningAlgs...), UsernameClaim: opt(p.UsernameClaim), UsernamePrefix: opt(p.UsernamePrefix)}
+	c := im.OIDCConfig{ClientID: opt(p.ClientID), IssuerURL: opt(p.IssuerURL), GroupsClaim: opt(p.GroupsClaim),
+		GroupsPrefix: opt(p.GroupsPrefix), SigningAlgs: append([]string(nil), p.SigningAlgs...),
+		UsernameClaim: opt(p.UsernameClaim), UsernamePrefix: opt(p.UsernamePrefix)}
+	for _, kv := range p.RequiredClaims {
+		k, v, _ := strings.Cut(kv, "=")
+		if c.RequiredClaims == nil {
+			c.RequiredClaims = map[string]string{}
+		}
+		c.RequiredClaims[k] = v
+	}
+	return c
 }
 
 // Labels are the labels of the control-plane CRs of an operation's runtime
@@ -224,19 +347,6 @@ func mergeLabels(have, want map[string]string) map[string]string {
 
 // Zones names the first n availability zones of a region the way each
 // provider does.
-func Zones(provider, region string, n int) []string {
-	zones := make([]string, 0, n)
-	for i := range n {
-		switch strings.ToLower(provider) {
-		case "azure":
-			zones = append(zones, fmt.Sprint(i+1))
-		case "gcp":
-			zones = append(zones, fmt.Sprintf("%s-%c", region, 'a'+i))
-		default:
-			zones = append(zones, fmt.Sprintf("%s%c", region, 'a'+i))
-		}
-	}
-	return zones
-}
+func Zones(provider, region string, n int) []string { return catalog.ZoneNames(provider, region, n) }
 
 func ptr[T any](v T) *T { return &v }

@@ -101,8 +101,8 @@ func TestInitializationAppliesPlanDefaults(t *testing.T) {
 				MachineType: "Standard_D2s_v5", AutoScalerMin: 1, AutoScalerMax: 1, ZonesCount: 1},
 		},
 		{
-			name: "sap-converged-cloud: openstack defaults", planID: catalog.SapConvergedCloudPlanID,
-			want: process.Record{Provider: "openstack", Region: "eu-de-1", ProviderRegion: "eu-de-1",
+			name: "sap-converged-cloud: openstack defaults (cf-eu10 offers eu-de-2)", planID: catalog.SapConvergedCloudPlanID,
+			want: process.Record{Provider: "openstack", Region: "eu-de-2", ProviderRegion: "eu-de-2",
 				MachineType: "g_c2_m8", AutoScalerMin: 3, AutoScalerMax: 20, ZonesCount: 3},
 		},
 		{

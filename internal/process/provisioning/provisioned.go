@@ -39,6 +39,18 @@ type ResolvedParameters struct {
 	// window, in upstream KEB's form ("0000-01-01T22:00:00Z").
 	MaintenanceWindowBegin string `json:"maintenanceWindowBegin,omitempty"`
 	MaintenanceWindowEnd   string `json:"maintenanceWindowEnd,omitempty"`
+
+	// Today's optional parameters, as given (absent when not given).
+	AdditionalWorkerNodePools *[]catalog.WorkerPool      `json:"additionalWorkerNodePools,omitempty"`
+	OIDC                      *catalog.OIDC              `json:"oidc,omitempty"`
+	Networking                *catalog.Networking        `json:"networking,omitempty"`
+	IngressFiltering          *bool                      `json:"ingressFiltering,omitempty"`
+	ColocateControlPlane      *bool                      `json:"colocateControlPlane,omitempty"`
+	AccessControlList         *catalog.AccessControlList `json:"accessControlList,omitempty"`
+	AdditionalVolumeSizeGi    *int                       `json:"additionalVolumeSizeGi,omitempty"`
+	MaxSurge                  *int                       `json:"maxSurge,omitempty"`
+	MaxUnavailable            *int                       `json:"maxUnavailable,omitempty"`
+	VolumeSizeGb              *int                       `json:"volumeSizeGb,omitempty"`
 }
 
 // recordProvisioned is the provisioning pipeline's success hook: it stores
@@ -70,12 +82,20 @@ func recordProvisioned(store provisionedStore, cfg Config) func(ctx context.Cont
 // runs with: params with the values the operation's steps resolved.
 func ResolvedJSON(op *process.Operation, params catalog.ProvisioningParameters, windowBegin, windowEnd string) (json.RawMessage, error) {
 	d := op.Record
+	zones := params.Zones
+	if len(zones) == 0 {
+		zones = Zones(d.Provider, d.ProviderRegion, d.ZonesCount)
+	}
 	resolved, err := json.Marshal(ResolvedParameters{
 		Name: params.Name, Region: d.Region, ProviderRegion: d.ProviderRegion, Provider: d.Provider,
 		MachineType: d.MachineType, AutoScalerMin: d.AutoScalerMin, AutoScalerMax: d.AutoScalerMax,
-		Zones: Zones(d.Provider, d.ProviderRegion, d.ZonesCount), TargetSecret: d.HyperscalerSecret, EUAccess: d.HyperscalerEUAccess,
+		Zones: zones, TargetSecret: d.HyperscalerSecret, EUAccess: d.HyperscalerEUAccess,
 		Components: append([]string{}, params.Components...), ShootName: op.Instance.ShootName,
 		MaintenanceWindowBegin: windowBegin, MaintenanceWindowEnd: windowEnd,
+		AdditionalWorkerNodePools: params.AdditionalWorkerNodePools, OIDC: params.OIDC, Networking: params.Networking,
+		IngressFiltering: params.IngressFiltering, ColocateControlPlane: params.ColocateControlPlane,
+		AccessControlList: params.AccessControlList, AdditionalVolumeSizeGi: params.AdditionalVolumeSizeGi,
+		MaxSurge: params.MaxSurge, MaxUnavailable: params.MaxUnavailable, VolumeSizeGb: params.VolumeSizeGb,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("encoding resolved parameters: %w", err)

@@ -92,7 +92,7 @@ func (s *UpdateRuntime) Run(ctx context.Context, op *process.Operation) (process
 func (s *UpdateRuntime) change(after *process.Operation, params catalog.ProvisioningParameters, newPlan bool) (im.Fields, error) {
 	d := after.Record
 	plan, _ := s.Catalog.PlanByID(after.Instance.PlanID)
-	worker := provisioning.KymaWorker(after, s.Catalog, plan)
+	worker := provisioning.KymaWorker(after, params, s.Catalog, plan)
 	f := im.Fields{}
 	type field struct {
 		value any
@@ -118,27 +118,87 @@ func (s *UpdateRuntime) change(after *process.Operation, params catalog.Provisio
 	pool := map[string]any{"name": worker.Name, "machine": map[string]any{"type": worker.Machine.Type},
 		"minimum": worker.Minimum, "maximum": worker.Maximum, "zones": worker.Zones, "maxSurge": worker.MaxSurge,
 		"maxUnavailable": worker.MaxUnavailable, "volume": map[string]any{"size": worker.Volume.VolumeSize}}
+	if g := params.GVisor; g != nil {
+		// gVisor on: containerd with gVisor beside it; off: gVisor goes, a
+		// container runtime set otherwise stays.
+		if g.Enabled {
+			pool["cri"] = worker.CRI
+		} else {
+			pool["cri"] = map[string]any{"containerRuntimes": nil}
+		}
+	}
 	if err := f.Set([]any{pool}, "spec", "shoot", "provider", "workers"); err != nil {
 		return nil, err
 	}
-	if o := params.OIDC; o != nil {
-		// The parameter replaces every field it models (one it leaves out
-		// is removed: nil); a field it does not model stays.
-		orNil := func(v string) any {
-			if v == "" {
-				return nil
-			}
-			return v
+	if err := setOIDC(f, params.OIDC); err != nil {
+		return nil, err
+	}
+	if pools := provisioning.AdditionalWorkers(after, params, s.Catalog, plan); pools != nil {
+		// The parameter's list replaces the pools: a pool it no longer
+		// lists is removed, labels, annotations and taints are overwritten.
+		if err := f.SetWhole(*pools, "spec", "shoot", "provider", "additionalWorkers"); err != nil {
+			return nil, err
 		}
-		var algs any
-		if len(o.SigningAlgs) > 0 {
-			algs = o.SigningAlgs
+	}
+	if on := params.IngressFiltering; on != nil {
+		if err := f.Set(map[string]any{"enabled": *on}, "spec", "security", "networking", "filter", "ingress"); err != nil {
+			return nil, err
 		}
-		oidc := map[string]any{"clientID": orNil(o.ClientID), "issuerURL": orNil(o.IssuerURL), "groupsClaim": orNil(o.GroupsClaim),
-			"signingAlgs": algs, "usernameClaim": orNil(o.UsernameClaim), "usernamePrefix": orNil(o.UsernamePrefix)}
-		if err := f.Set(oidc, "spec", "shoot", "kubernetes", "kubeAPIServer", "oidcConfig"); err != nil {
+	}
+	if params.AccessControlList != nil {
+		// An empty list lifts the restriction: the field goes.
+		var acl any
+		if a := provisioning.ACL(params.AccessControlList); a != nil {
+			acl = a
+		}
+		if err := f.Set(acl, "spec", "shoot", "kubernetes", "kubeAPIServer", "acl"); err != nil {
 			return nil, err
 		}
 	}
 	return f, nil
+}
+
+// setOIDC puts the oidc parameter into f: the legacy form replaces every
+// field of oidcConfig it models (one it leaves out is removed; a field it
+// does not model stays) and drops a list; the list form replaces
+// additionalOidcConfig and drops oidcConfig. Absent, nothing changes.
+func setOIDC(f im.Fields, o *catalog.OIDC) error {
+	legacy, list := provisioning.OIDCConfigs(o)
+	const (
+		oidcConfig     = "oidcConfig"
+		additionalOIDC = "additionalOidcConfig"
+	)
+	path := func(field string) []string {
+		return []string{"spec", "shoot", "kubernetes", "kubeAPIServer", field}
+	}
+	switch {
+	case list != nil:
+		if err := f.Set(*list, path(additionalOIDC)...); err != nil {
+			return err
+		}
+		return f.Set(nil, path(oidcConfig)...)
+	case legacy != nil:
+		orNil := func(v *string) any {
+			if v == nil {
+				return nil
+			}
+			return *v
+		}
+		var algs any
+		if len(legacy.SigningAlgs) > 0 {
+			algs = legacy.SigningAlgs
+		}
+		var claims any
+		if len(legacy.RequiredClaims) > 0 {
+			claims = legacy.RequiredClaims
+		}
+		oidc := map[string]any{"clientID": orNil(legacy.ClientID), "issuerURL": orNil(legacy.IssuerURL),
+			"groupsClaim": orNil(legacy.GroupsClaim), "groupsPrefix": orNil(legacy.GroupsPrefix), "signingAlgs": algs,
+			"usernameClaim": orNil(legacy.UsernameClaim), "usernamePrefix": orNil(legacy.UsernamePrefix), "requiredClaims": claims}
+		if err := f.Set(oidc, path(oidcConfig)...); err != nil {
+			return err
+		}
+		return f.Set(nil, path(additionalOIDC)...)
+	}
+	return nil
 }

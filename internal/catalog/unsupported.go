@@ -1,0 +1,94 @@
+package catalog
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+)
+
+// LoadOption changes how Load builds the catalog.
+type LoadOption func(*Catalog)
+
+// IgnoreUnsupportedParameters builds schemas that accept parameters they do not name (no
+// "additionalProperties": false), as upstream KEB does unless told to reject them; callers learn
+// of them with UnsupportedParameters.
+func IgnoreUnsupportedParameters() LoadOption {
+	return func(c *Catalog) { c.lenient = true }
+}
+
+// schemaDoc is a built schema as the catalog serves it: without "additionalProperties": false
+// when unsupported parameters are ignored.
+func (c *Catalog) schemaDoc(doc map[string]any) map[string]any {
+	if c.lenient {
+		dropClosedObjects(doc)
+	}
+	return doc
+}
+
+func dropClosedObjects(v any) {
+	switch t := v.(type) {
+	case map[string]any:
+		if t["additionalProperties"] == false {
+			delete(t, "additionalProperties")
+		}
+		for k, x := range t {
+			// The alternatives of a oneOf tell each other apart by the keys they allow.
+			if k != "oneOf" {
+				dropClosedObjects(x)
+			}
+		}
+	case []any:
+		for _, x := range t {
+			dropClosedObjects(x)
+		}
+	}
+}
+
+// UnsupportedParameters names the parameters of raw (dotted paths) that the plan's create schema
+// in the platform region does not name, sorted; nil when the catalog rejects them anyway or raw
+// is not an object.
+func (c *Catalog) UnsupportedParameters(planID, platformRegion string, raw json.RawMessage) []string {
+	if !c.lenient {
+		return nil
+	}
+	e, err := c.entryFor(planID, platformRegion)
+	if err != nil {
+		return nil
+	}
+	var doc any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil
+	}
+	var out []string
+	unknownKeys(doc, e.create.doc, "", &out)
+	sort.Strings(out)
+	return out
+}
+
+// unknownKeys collects the keys of doc that schema's properties do not name, recursing into the
+// properties and items it does name (alternatives, oneOf, are not followed).
+func unknownKeys(doc any, schema map[string]any, path string, out *[]string) {
+	switch d := doc.(type) {
+	case map[string]any:
+		props, ok := schema["properties"].(map[string]any)
+		if !ok {
+			return
+		}
+		for k, v := range d {
+			sub, named := props[k].(map[string]any)
+			if !named {
+				*out = append(*out, joinField(path, k))
+				continue
+			}
+			unknownKeys(v, sub, joinField(path, k), out)
+		}
+	case []any:
+		items, ok := schema["items"].(map[string]any)
+		if !ok {
+			return
+		}
+		for i, v := range d {
+			unknownKeys(v, items, fmt.Sprintf("%s[%d]", path, i), out)
+		}
+	}
+}
