@@ -73,7 +73,8 @@ FUZZ_TARGETS := \
 	./internal/catalog:FuzzValidateParameters \
 	./internal/runtimelisting:FuzzParseQuery \
 	./internal/runtimelisting:FuzzDecodeCursor \
-	./internal/auth:FuzzVerify
+	./internal/auth:FuzzVerify \
+	./internal/guardrails:FuzzParse
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; echo ">> $$name ($$pkg, $(FUZZTIME))"; \

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -50,19 +51,22 @@ func startDev(t *testing.T, dir string, port int) *exec.Cmd {
 	}
 	cmd := exec.Command(os.Args[0], "dev", "--dir", dir, "--port", fmt.Sprint(port), "--k8s-bin-dir", bins)
 	cmd.Env = append(os.Environ(), envRunAsKeb+"=1")
-	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
 	lock := filepath.Join(dir, devstack.LockFile)
-	for range 600 {
+	for range 2400 { // 2 min: a bound against a hang on a loaded machine, not a timing claim
 		if b, _ := os.ReadFile(lock); strings.Contains(string(b), fmt.Sprintf(`"pid":%d`, cmd.Process.Pid)) {
 			return cmd
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("keb dev (PID %d) never took its directory's lock", cmd.Process.Pid)
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait() // its output copied to the end
+	t.Fatalf("keb dev (PID %d) never took its directory's lock; its stderr:\n%s", cmd.Process.Pid, stderr.String())
 	return nil
 }
 

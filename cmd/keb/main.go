@@ -41,6 +41,7 @@ func commands() []command {
 		{"orchestrations", "list orchestrations, show or watch one, list its operations, cancel or retry it (alias: o)", orchestrationsCommand},
 		{"upgrade", "orchestrate a Kyma or cluster upgrade of the runtimes --target selects (`keb upgrade kyma|cluster`)", upgradeCommand},
 		{"cleanup", "run one pass of the subaccount or environments cleanup (`keb cleanup subaccounts|environments [--dry-run]`)", cleanupCommand},
+		{"reconcile", "repair drifted sap-btp-manager Secrets in every running runtime (`keb reconcile btp-secrets [--dry-run]`)", reconcileCommand},
 		{"pool", "list the hyperscaler account pool, return an account to it (`keb pool release NAME`), or show the HAP rules (`keb pool rules [--plan P --platform-region R --region H]`)", poolCommand},
 		{"version", "print the version", versionCommand},
 	}
@@ -49,7 +50,7 @@ func commands() []command {
 // subcommands are the positional words a command takes, for its usage line.
 var subcommands = map[string]string{"migrate": " up|down|status",
 	"orchestrations": " [list | show ID | operations ID [OPERATION_ID] | cancel ID | retry ID]", "upgrade": " kyma|cluster",
-	"pool": " [release NAME | rules]"}
+	"pool": " [release NAME | rules]", "reconcile": " btp-secrets"}
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))

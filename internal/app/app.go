@@ -23,9 +23,11 @@ import (
 	"github.com/kyma-keb/keb/internal/binding"
 	"github.com/kyma-keb/keb/internal/broker"
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/cis"
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/console"
 	"github.com/kyma-keb/keb/internal/expiry"
+	"github.com/kyma-keb/keb/internal/guardrails"
 	"github.com/kyma-keb/keb/internal/httpapi"
 	"github.com/kyma-keb/keb/internal/metrics"
 	"github.com/kyma-keb/keb/internal/orchestration"
@@ -128,7 +130,7 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	orchestrations := storage.NewOrchestrations(pool, queue)
 	opsMetrics := metrics.NewOperations(reg, auth.RejectionReasons)
 	verifier.OnReject(opsMetrics.TokenRejected)
-	expirer := expiry.New(store, expiry.Lifetimes(cat.Plans(), cfg.TrialDuration), cfg.OperationTimeout,
+	expirer := expiry.New(store, expiry.Lifetimes(cat.Plans(), cfg.TrialDuration, cfg.FreeDuration), cfg.OperationTimeout,
 		log.WithField("component", "expiry"))
 	bindings, err := newBindings(cfg, store, cat, work, log)
 	if err != nil {
@@ -150,6 +152,34 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 		OperationTimeout:      cfg.OperationTimeout,
 		RetryAfter:            cfg.RetryAfter,
 		BindablePlans:         cfg.Binding.BindablePlans,
+		AllowedGlobalAccounts: guardrails.AllowedGlobalAccounts{Restrict: cfg.RestrictToAllowedGlobalAccounts,
+			Accounts: cfg.AllowedGlobalAccounts},
+		SubaccountMovement: cfg.SubaccountMovement,
+	}
+	if cfg.QuotaCheck {
+		id, secret, err := cfg.Cleanup.Credentials()
+		if err != nil {
+			pool.Close()
+			return nil, err
+		}
+		ent, err := cis.NewEntitlements(cis.EntitlementsConfig{BaseURL: cfg.CISEntitlementsURL, AuthURL: cfg.Cleanup.CISAuthURL,
+			ClientID: id, ClientSecret: secret, Timeout: cisTimeout})
+		if err != nil {
+			pool.Close()
+			return nil, err
+		}
+		brokerOpts.Quota = &guardrails.Quota{Entitlements: ent, Instances: store, SkipPlans: onePerGlobalAccountPlans(cat)}
+	}
+	if cfg.BlocklistFile != "" {
+		// A blocklist that does not parse stops the start: it would not
+		// block what its author meant.
+		bl, err := guardrails.LoadFile(cfg.BlocklistFile, log.WithField("component", "blocklist"))
+		if err != nil {
+			pool.Close()
+			return nil, err
+		}
+		brokerOpts.Blocklist = bl
+		go bl.Watch(ctx, cfg.BlocklistReload) // ctx bounds the App's background work
 	}
 	if bindings != nil {
 		brokerOpts.Bindings = bindings // a nil *Service must not become a non-nil interface

@@ -8,12 +8,14 @@ import (
 	"github.com/sirupsen/logrus"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/cis"
 	"github.com/kyma-keb/keb/internal/cleanup"
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/storage"
+	"github.com/kyma-keb/keb/internal/subaccountsync"
 )
 
 // cisTimeout bounds one request to CIS.
@@ -55,7 +57,7 @@ func EnvironmentsCleaner(cfg config.Config, store *storage.Store, kcp client.Cli
 // cleanupJobs are the periodic cleanup jobs cfg switches on: the subaccount
 // cleanup when a CIS events URL is set, the environments cleanup when its
 // interval is.
-func cleanupJobs(cfg config.Config, store *storage.Store, kcp client.Client, log logrus.FieldLogger) ([]process.Periodic, error) {
+func cleanupJobs(cfg config.Config, store *storage.Store, kcp client.Client, counter subaccountsync.Counter, log logrus.FieldLogger) ([]process.Periodic, error) {
 	var jobs []process.Periodic
 	if cfg.Cleanup.SubaccountCleanupOn() {
 		sc, err := SubaccountCleaner(cfg, store, log.WithField("component", cleanup.SubaccountJob))
@@ -65,6 +67,17 @@ func cleanupJobs(cfg config.Config, store *storage.Store, kcp client.Client, log
 		jobs = append(jobs, process.Periodic{Name: cleanup.SubaccountJob, Interval: cfg.Cleanup.SubaccountInterval,
 			Run: func(ctx context.Context) error {
 				_, err := sc.Run(ctx, false)
+				return err
+			}})
+	}
+	if cfg.Cleanup.SyncInterval > 0 {
+		s, err := subaccountSyncer(cfg, store, kcp, counter, log.WithField("component", subaccountsync.Job))
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, process.Periodic{Name: subaccountsync.Job, Interval: cfg.Cleanup.SyncInterval,
+			Run: func(ctx context.Context) error {
+				_, err := s.Run(ctx)
 				return err
 			}})
 	}
@@ -80,4 +93,37 @@ func cleanupJobs(cfg config.Config, store *storage.Store, kcp client.Client, log
 			}})
 	}
 	return jobs, nil
+}
+
+// subaccountSyncer builds the subaccount sync from the APP_CIS_* settings
+// (the central events API).
+func subaccountSyncer(cfg config.Config, store *storage.Store, kcp client.Client, counter subaccountsync.Counter,
+	log logrus.FieldLogger) (*subaccountsync.Syncer, error) {
+	k := cfg.Cleanup
+	if !k.SubaccountCleanupOn() || k.CISVersion != string(cis.Central) {
+		return nil, fmt.Errorf("APP_SUBACCOUNT_SYNC_INTERVAL needs the CIS central events API: APP_CIS_EVENT_SERVICE_URL and APP_CLIENT_VERSION=%s", cis.Central)
+	}
+	id, secret, err := k.Credentials()
+	if err != nil {
+		return nil, err
+	}
+	c, err := cis.New(cis.Config{Version: cis.Central, EventsURL: k.CISEventsURL, AuthURL: k.CISAuthURL,
+		ClientID: id, ClientSecret: secret, PageSize: k.CISPageSize, Timeout: cisTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("CIS client: %w", err)
+	}
+	return &subaccountsync.Syncer{Events: c, States: store, KCP: kcp, Namespace: controlplane.Namespace,
+		DryRun: k.SyncDryRun, Counter: counter, Log: log}, nil
+}
+
+// onePerGlobalAccountPlans names the plans a global account has one of
+// (trial, free): the entitlement quota does not apply to them.
+func onePerGlobalAccountPlans(cat *catalog.Catalog) []string {
+	var names []string
+	for _, p := range cat.Plans() {
+		if p.OnePerGlobalAccount {
+			names = append(names, p.Name)
+		}
+	}
+	return names
 }

@@ -118,7 +118,7 @@ func queueConfig(cfg config.Config) process.QueueConfig {
 // the control-plane watch.
 func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, orchestrations *storage.Orchestrations,
 	cat *catalog.Catalog, rules *hyperscaler.Rules, expirer *expiry.Expirer,
-	bindings *binding.Service, work *metrics.Work, observer process.Observer, log logrus.FieldLogger) (*engine, error) {
+	bindings *binding.Service, work *metrics.Work, observer *metrics.Operations, log logrus.FieldLogger) (*engine, error) {
 	ec := cfg.Engine
 	if ec.KCPKubeconfig == "" && !InCluster() {
 		return nil, errors.New("no control plane: set APP_KCP_KUBECONFIG (or KUBECONFIG), or APP_WORKERS=0 to only accept requests")
@@ -197,8 +197,9 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 	runtimes.WrapTransport = work.CountRequests("runtime")
 	deprov := deprovisioning.Deps{
 		Config: deprovisioning.Config{Namespace: ns, RemovalTimeout: ec.RemovalTimeout, RemovalPoll: ec.RemovalPoll,
+			SkipAfter: ec.RemovalSkipAfter, FinalizerGrace: ec.FinalizerGrace,
 			SharedPlanIDs: sharedPlanIDs(cat), ShootWait: ec.HAP.ReleaseShootTimeout},
-		Store: store, KCP: kcp, Accounts: accounts, Runtimes: runtimes,
+		Store: store, KCP: kcp, Accounts: accounts, Runtimes: runtimes, RuntimeClients: runtimes,
 	}
 	if bindings != nil {
 		deprov.Bindings = bindings
@@ -234,12 +235,27 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 		_, err := expirer.ExpireDue(ctx)
 		return err
 	}}}
-	cleanups, err := cleanupJobs(cfg, store, kcp, log)
+	cleanups, err := cleanupJobs(cfg, store, kcp, observer, log)
 	if err != nil {
 		return nil, err
 	}
 	if bindings != nil {
 		periodic = append(periodic, pruneBindings(cfg, bindings))
+	}
+	if ec.LeftoversInterval > 0 {
+		lo := &deprovisioning.Leftovers{Store: store, KCP: kcp, Accounts: accounts, Config: deprov.Config}
+		periodic = append(periodic, process.Periodic{Name: deprovisioning.LeftoversJob, Interval: ec.LeftoversInterval,
+			Run: func(ctx context.Context) error {
+				res, err := lo.Run(ctx)
+				if res.Instances > 0 {
+					log.WithFields(logrus.Fields{"component": deprovisioning.LeftoversJob, "instances": res.Instances,
+						"resolved": res.Resolved, "remaining": res.Remaining}).Info("deprovisioning leftovers retried")
+				}
+				return err
+			}})
+	}
+	if bs := ec.BTPSecrets; bs.Interval > 0 {
+		periodic = append(periodic, btpSecretsJob(cfg, store, runtimes, observer, log))
 	}
 	if err := queue.Work(eng, append(periodic, cleanups...)...); err != nil {
 		return nil, err

@@ -39,6 +39,9 @@ var unauthenticatedRoutes = []struct{ method, path string }{
 	{http.MethodPost, "/dev/cis/oauth/token"},
 	{http.MethodGet, "/dev/cis/v1.0/events"},
 	{http.MethodGet, "/dev/cis/v2.0/events"},
+	{http.MethodGet, "/dev/cis/events/v2/events/central"},
+	{http.MethodGet, "/dev/cis/entitlements/v1/services/kymaruntime/plans/azure/subaccounts/sa-1/entitlements"},
+	{http.MethodPost, "/dev/cis/entitlements"},
 	{http.MethodPost, "/dev/cis/events"},
 	// What every other route answers without a token (401), and what
 	// answers unknown paths and methods.

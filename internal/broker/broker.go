@@ -15,6 +15,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/guardrails"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -48,6 +49,38 @@ type Options struct {
 	UnsupportedParameters *prometheus.CounterVec
 	// GVisorGlobalAccounts may use the gvisor parameter ("*": all).
 	GVisorGlobalAccounts []string
+	// Blocklist blocks operations by plan and global account; nil blocks
+	// none.
+	Blocklist blocklist
+	// AllowedGlobalAccounts restricts provisioning to some global accounts.
+	AllowedGlobalAccounts guardrails.AllowedGlobalAccounts
+	// Quota checks the subaccount's entitlement (CIS); nil checks none.
+	Quota quota
+	// SubaccountMovement lets a PATCH move the instance's subaccount to
+	// another global account (a new globalaccount_id); false refuses it.
+	SubaccountMovement bool
+}
+
+// quota refuses a provisioning beyond the subaccount's entitlement
+// (guardrails.Quota).
+type quota interface {
+	Refusal(ctx context.Context, planID, planName, subaccountID, instanceID string) (string, error)
+}
+
+// blocklist says whether an operation is blocked (guardrails.FileBlocklist).
+type blocklist interface {
+	Blocked(op guardrails.Operation, plan, globalAccount string) (string, bool)
+}
+
+// blocked returns the refusal of op by the blocklist, or nil.
+func (b *Broker) blocked(op guardrails.Operation, plan, globalAccount string) error {
+	if b.opts.Blocklist == nil {
+		return nil
+	}
+	if msg, ok := b.opts.Blocklist.Blocked(op, plan, globalAccount); ok {
+		return errBlocked(msg)
+	}
+	return nil
 }
 
 // Broker is keb's domain.ServiceBroker.

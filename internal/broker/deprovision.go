@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -9,7 +10,9 @@ import (
 	"github.com/pivotal-cf/brokerapi/v10/domain"
 	"github.com/sirupsen/logrus"
 
+	"github.com/kyma-keb/keb/internal/guardrails"
 	"github.com/kyma-keb/keb/internal/logging"
+	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -34,6 +37,19 @@ func StartDeprovisioning(ctx context.Context, store DeprovisioningStore, instanc
 		operationUntil(instanceID, storage.OperationTypeDeprovision, descriptionDeprovisionQueued, deadline))
 }
 
+// StartSubaccountDeprovisioning is StartDeprovisioning for an instance whose
+// subaccount was deleted (the subaccount cleanup): the deprovisioning also
+// soft-deletes the runtime's BTP service instances and bindings
+// (process.Record.SubaccountDeleted), whose finalizers nobody will remove
+// once the subaccount is gone.
+func StartSubaccountDeprovisioning(ctx context.Context, store DeprovisioningStore, instanceID string, deadline time.Time) (op storage.Operation, created bool, err error) {
+	o := operationUntil(instanceID, storage.OperationTypeDeprovision, descriptionDeprovisionQueued, deadline)
+	if o.Data, err = json.Marshal(process.Record{SubaccountDeleted: true}); err != nil {
+		return storage.Operation{}, false, err
+	}
+	return store.CreateDeprovisioning(ctx, o)
+}
+
 // Deprovision serves DELETE /v2/service_instances/{instance_id}. A DELETE
 // while provisioning runs is accepted and halts the provisioning; a re-sent
 // DELETE gets the operation already running.
@@ -56,6 +72,9 @@ func (b *Broker) Deprovision(ctx context.Context, instanceID string, details dom
 		return domain.DeprovisionServiceSpec{}, b.internal(log, "reading instance", err)
 	default:
 		if err := checkSamePlan(inst, details.ServiceID, details.PlanID); err != nil {
+			return domain.DeprovisionServiceSpec{}, err
+		}
+		if err := b.blocked(guardrails.Deprovision, inst.PlanName, inst.GlobalAccountID); err != nil {
 			return domain.DeprovisionServiceSpec{}, err
 		}
 	}

@@ -99,6 +99,19 @@ func errBinding(e *binding.Error) error {
 }
 
 // errBadRequest is a 400 whose description names the offending fields.
+// errBlocked refuses an operation a guardrail blocks (the operation
+// blocklist, the allowed global accounts) with the operator's message.
+func errBlocked(msg string) error {
+	return apiresponses.NewFailureResponseBuilder(errors.New(msg), http.StatusBadRequest, "operation-blocked").
+		WithErrorKey("BadRequest").Build()
+}
+
+// errQuotaUnavailable answers a provisioning whose quota CIS could not
+// tell: nothing was written, the platform may retry.
+var errQuotaUnavailable = apiresponses.NewFailureResponseBuilder(
+	errors.New("the subaccount's quota could not be checked (CIS is unavailable); nothing was changed, retry later"),
+	http.StatusServiceUnavailable, "quota-unavailable").WithErrorKey("ServiceUnavailable").Build()
+
 func errBadRequest(err error) error {
 	return apiresponses.NewFailureResponseBuilder(err, http.StatusBadRequest, "invalid-request").
 		WithErrorKey("BadRequest").Build()

@@ -55,7 +55,11 @@ func (b *Broker) goneOrArchived(ctx context.Context, log logrus.FieldLogger, ins
 	case err != nil:
 		return domain.LastOperation{}, b.internal(log, "reading archive", err)
 	case operationID == a.LastDeprovisioningID:
-		return domain.LastOperation{State: domain.Succeeded, Description: descriptionDeprovisioned}, nil
+		desc := a.DeprovisioningDescription
+		if desc == "" { // archived before the description was kept
+			desc = descriptionDeprovisioned
+		}
+		return domain.LastOperation{State: domain.Succeeded, Description: desc}, nil
 	case operationID == "":
 		return domain.LastOperation{}, errInstanceGone
 	default:

@@ -14,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/guardrails"
 	"github.com/kyma-keb/keb/internal/logging"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/storage"
@@ -42,6 +43,22 @@ func (b *Broker) Provision(ctx context.Context, instanceID string, details domai
 	plan, pctx, resolved, storedContext, err := b.validateProvisioning(details, region)
 	if err != nil {
 		return b.refuseInvalid(ctx, log(), instanceID, details, region, err)
+	}
+	if msg := b.opts.AllowedGlobalAccounts.Refusal(pctx.GlobalAccountID); msg != "" {
+		return domain.ProvisionedServiceSpec{}, errBlocked(msg)
+	}
+	if err := b.blocked(guardrails.Provision, plan.Name, pctx.GlobalAccountID); err != nil {
+		return domain.ProvisionedServiceSpec{}, err
+	}
+	if b.opts.Quota != nil {
+		msg, err := b.opts.Quota.Refusal(ctx, plan.ID, plan.Name, pctx.SubAccountID, instanceID)
+		switch {
+		case err != nil:
+			log().WithError(err).Warn("quota check failed")
+			return domain.ProvisionedServiceSpec{}, errQuotaUnavailable
+		case msg != "":
+			return domain.ProvisionedServiceSpec{}, errBlocked(msg)
+		}
 	}
 	b.noteUnsupported(log, plan, region, details.RawParameters)
 	inst := storage.Instance{

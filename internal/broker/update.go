@@ -12,6 +12,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/guardrails"
 	"github.com/kyma-keb/keb/internal/logging"
 	"github.com/kyma-keb/keb/internal/storage"
 )
@@ -23,7 +24,17 @@ const (
 	descriptionUpdateQueued  = "Update accepted: waiting for a worker to push the new Service Manager credentials"
 	descriptionParamsQueued  = "Update accepted: waiting for a worker to apply the new parameters to the runtime"
 	descriptionPlanQueued    = "Update accepted: waiting for a worker to move the runtime from plan %s to plan %s"
+	descriptionMoveQueued    = "Update accepted: waiting for a worker to relabel the runtime with its new global account"
 )
+
+// actionID is the operation an action belongs to, or a new ID when the
+// change runs none.
+func actionID(op *storage.Operation) string {
+	if op == nil {
+		return newOperationID()
+	}
+	return op.ID
+}
 
 // Update serves PATCH /v2/service_instances/{instance_id}. In the context,
 // `active: false` suspends the instance (its runtime is deprovisioned, the
@@ -57,12 +68,25 @@ func (b *Broker) Update(ctx context.Context, instanceID string, details domain.U
 	var started *storage.Operation
 	var dashboardURL string
 	err = b.store.ChangeInstance(ctx, instanceID, func(inst storage.Instance, running *storage.Operation) (storage.InstanceChange, error) {
-		if (uctx.GlobalAccountID != "" && uctx.GlobalAccountID != inst.GlobalAccountID) ||
-			(uctx.SubAccountID != "" && uctx.SubAccountID != inst.SubAccountID) {
+		moved := uctx.GlobalAccountID != "" && uctx.GlobalAccountID != inst.GlobalAccountID
+		if (moved && !b.opts.SubaccountMovement) || (uctx.SubAccountID != "" && uctx.SubAccountID != inst.SubAccountID) {
 			return storage.InstanceChange{}, errAccountMove
 		}
 		if running != nil {
 			return storage.InstanceChange{}, errConcurrentInstanceAccess
+		}
+		if err := b.blocked(guardrails.Update, inst.PlanName, inst.GlobalAccountID); err != nil {
+			return storage.InstanceChange{}, err
+		}
+		if details.PlanID != "" && details.PlanID != inst.PlanID {
+			// A plan upgrade is blocked by the plan it goes to.
+			target := details.PlanID
+			if p, ok := b.catalog.PlanByID(details.PlanID); ok {
+				target = p.Name
+			}
+			if err := b.blocked(guardrails.PlanUpgrade, target, inst.GlobalAccountID); err != nil {
+				return storage.InstanceChange{}, err
+			}
 		}
 		change := storage.InstanceChange{}
 		if len(bytes.TrimSpace(details.RawContext)) > 0 {
@@ -103,6 +127,24 @@ func (b *Broker) Update(ctx context.Context, instanceID string, details domain.U
 		case credsChanged && inst.State == storage.RuntimeSucceeded:
 			started = b.newOperation(instanceID, storage.OperationTypeUpdate, descriptionUpdateQueued)
 		}
+		if moved {
+			// The subaccount moved to another global account: stored now,
+			// and a running runtime's CRs are relabelled by an update.
+			change.GlobalAccountID = uctx.GlobalAccountID
+			if started == nil && inst.State == storage.RuntimeSucceeded {
+				started = b.newOperation(instanceID, storage.OperationTypeUpdate, descriptionMoveQueued)
+			}
+			if started != nil && started.Type == storage.OperationTypeUpdate {
+				if started.Request == nil {
+					started.Request = &storage.UpdateRequest{PlanID: inst.PlanID, PlanName: inst.PlanName, Credentials: credsChanged}
+				}
+				started.Request.GlobalAccountMoved = true
+			}
+			change.Action = &storage.Action{OperationID: actionID(started) + ":" + string(storage.ActionSubaccountMovement),
+				Type: storage.ActionSubaccountMovement, OldValue: inst.GlobalAccountID, NewValue: uctx.GlobalAccountID,
+				Message: fmt.Sprintf("subaccount %s moved from global account %s to %s", inst.SubAccountID,
+					inst.GlobalAccountID, uctx.GlobalAccountID)}
+		}
 		change.Operation = started
 		// The console exists only while the runtime runs and keeps running:
 		// a suspension deletes the cluster, and a resumption builds a new one
@@ -115,6 +157,8 @@ func (b *Broker) Update(ctx context.Context, instanceID string, details domain.U
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		return domain.UpdateServiceSpec{}, errInstanceNotFound
+	case errors.Is(err, storage.ErrOnePerGlobalAccount):
+		return domain.UpdateServiceSpec{}, errBadRequest(errors.New("the global account the subaccount moves to already has an instance of this plan, of which it may have one"))
 	case isOSBError(err):
 		return domain.UpdateServiceSpec{}, err
 	case err != nil:

@@ -1,6 +1,7 @@
-// Package cis reads SUBACCOUNT_DELETE events from the SAP Cloud Management
-// (CIS) events API, versions v1.0 and v2.0, with OAuth2 client credentials,
-// page by page, retrying what a retry can fix (timeouts, 5xx, 429) and
+// Package cis reads subaccount deletions from the SAP Cloud Management
+// (CIS) events API: the central events API v2 (cursor paging, the default)
+// or the retired page-number APIs v1.0 and v2.0, with OAuth2 client
+// credentials, page by page, retrying what a retry can fix (timeouts, 5xx, 429) and
 // failing at once with ErrUnauthorized on 401/403.
 package cis
 
@@ -91,8 +92,8 @@ type Client struct {
 
 // New returns a Client for cfg.
 func New(cfg Config) (*Client, error) {
-	if cfg.Version != V1 && cfg.Version != V2 {
-		return nil, fmt.Errorf("CIS client version %q: use %s or %s", cfg.Version, V1, V2)
+	if cfg.Version != V1 && cfg.Version != V2 && cfg.Version != Central {
+		return nil, fmt.Errorf("CIS client version %q: use %s, %s or %s", cfg.Version, Central, V1, V2)
 	}
 	if cfg.EventsURL == "" || cfg.AuthURL == "" {
 		return nil, errors.New("CIS client needs the events URL and the token URL")
@@ -133,6 +134,9 @@ func (c *Client) firstPage() int {
 // an action time at or after from, oldest first, following the page count
 // the API returns. An error of fn stops the walk and is returned.
 func (c *Client) SubaccountDeletes(ctx context.Context, from time.Time, fn func(Page) error) error {
+	if c.cfg.Version == Central {
+		return c.centralDeletes(ctx, from, fn)
+	}
 	for n := c.firstPage(); ; n++ {
 		page, err := c.Page(ctx, from, n)
 		if err != nil {
@@ -170,33 +174,13 @@ func (c *Client) Page(ctx context.Context, from time.Time, number int) (Page, er
 	}
 	u.RawQuery = q.Encode()
 
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval, b.MaxElapsedTime = c.cfg.RetryInitial, c.cfg.RetryFor
 	var page Page
-	op := func() error {
-		p, err := c.fetch(ctx, u.String())
-		var ra *retryAfter
-		if errors.As(err, &ra) {
-			// CIS said when to come back: wait that long before backoff's
-			// own interval.
-			t := time.NewTimer(min(ra.after, c.cfg.RetryFor))
-			defer t.Stop()
-			select {
-			case <-ctx.Done():
-				return backoff.Permanent(ctx.Err())
-			case <-t.C:
-			}
-		}
-		if err != nil {
-			return err
-		}
+	err = c.retrying(ctx, fmt.Sprintf("page %d", number), u.String(), func(body []byte) error {
+		p, err := decodePage(c.cfg.Version, body)
 		page = p
-		return nil
-	}
-	if err := backoff.Retry(op, backoff.WithContext(b, ctx)); err != nil {
-		return Page{}, fmt.Errorf("fetching CIS events page %d: %w", number, err)
-	}
-	return page, nil
+		return err
+	})
+	return page, err
 }
 
 // retryAfter is a failure CIS asked to retry after a while (429, 503).
@@ -208,39 +192,43 @@ type retryAfter struct {
 func (r *retryAfter) Error() string { return r.err.Error() }
 func (r *retryAfter) Unwrap() error { return r.err }
 
-// fetch makes one request. Errors worth a retry are returned as they are;
-// the others are backoff.Permanent.
-func (c *Client) fetch(ctx context.Context, u string) (Page, error) {
+// get makes one request and returns a 200's body. Errors worth a retry are
+// returned as they are; the others are backoff.Permanent.
+func (c *Client) get(ctx context.Context, u string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return Page{}, backoff.Permanent(err)
+		return nil, backoff.Permanent(err)
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.http.Do(req)
 	if err != nil {
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) && re.Response != nil {
-			return Page{}, classify(re.Response.StatusCode, "token endpoint", string(re.Body), re.Response.Header)
+			return nil, classify(re.Response.StatusCode, "token endpoint", string(re.Body), re.Response.Header)
 		}
 		if ctx.Err() != nil {
-			return Page{}, backoff.Permanent(ctx.Err())
+			return nil, backoff.Permanent(ctx.Err())
 		}
-		return Page{}, err // timeouts, refused connections: retried
+		return nil, err // timeouts, refused connections: retried
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return Page{}, fmt.Errorf("reading CIS answer: %w", err)
+		return nil, fmt.Errorf("reading CIS answer: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return Page{}, classify(resp.StatusCode, "events endpoint", string(body), resp.Header)
+		return nil, classify(resp.StatusCode, "events endpoint", string(body), resp.Header)
 	}
-	page, err := decodePage(c.cfg.Version, body)
-	if err != nil {
-		return Page{}, backoff.Permanent(err)
-	}
-	return page, nil
+	return body, nil
 }
+
+// StatusError is CIS's answer other than 200.
+type StatusError struct {
+	Status int
+	msg    string
+}
+
+func (e *StatusError) Error() string { return e.msg }
 
 // classify turns a non-200 answer into an error: 401/403 ErrUnauthorized and
 // 4xx other than 429 permanent, the rest retried.
@@ -249,7 +237,7 @@ func classify(status int, what, body string, h http.Header) error {
 	if len(body) > 200 {
 		body = body[:200] + "…"
 	}
-	err := fmt.Errorf("CIS %s answered %d %s: %s", what, status, http.StatusText(status), body)
+	err := &StatusError{Status: status, msg: fmt.Sprintf("CIS %s answered %d %s: %s", what, status, http.StatusText(status), body)}
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		return backoff.Permanent(fmt.Errorf("%w (check APP_CIS_CLIENT_ID, the client secret and the client's scopes): %w", ErrUnauthorized, err))

@@ -254,7 +254,7 @@ func (c *SubaccountCleaner) deprovision(ctx context.Context, inst storage.Cleanu
 		log.Infof("dry run: deprovisioning for instance %s (SubAccountID: %s) would be triggered", inst.InstanceID, inst.SubAccountID)
 		return a, nil
 	}
-	op, created, err := broker.StartDeprovisioning(ctx, c.store, inst.InstanceID, c.now().Add(c.operationTimeout))
+	op, created, err := broker.StartSubaccountDeprovisioning(ctx, c.store, inst.InstanceID, c.now().Add(c.operationTimeout))
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		a.Outcome = OutcomeGone

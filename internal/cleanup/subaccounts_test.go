@@ -30,8 +30,11 @@ func newCIS(t *testing.T) (*cisstub.Server, string) {
 func cisClient(t *testing.T, base string, v cis.Version, pageSize int) *cis.Client {
 	t.Helper()
 	path := cisstub.EventsV2Path
-	if v == cis.V1 {
+	switch v {
+	case cis.V1:
 		path = cisstub.EventsV1Path
+	case cis.Central:
+		path = cisstub.CentralEventsPath
 	}
 	c, err := cis.New(cis.Config{Version: v, EventsURL: base + path, AuthURL: base + cisstub.TokenPath,
 		ClientID: "id", ClientSecret: "secret", PageSize: pageSize, Timeout: 5 * time.Second,
@@ -58,9 +61,12 @@ func (s *countingStore) InstancesOfSubaccounts(ctx context.Context, ids []string
 	return out, err
 }
 
+// TestSubaccountCleanup runs a pass on PostgreSQL against the stand-in,
+// in every API version: 26 events in pages of 10 are three pages (central
+// events v2: the first by filter, two by cursor).
 func TestSubaccountCleanup(t *testing.T) {
 	t.Parallel()
-	for _, v := range []cis.Version{cis.V1, cis.V2} {
+	for _, v := range []cis.Version{cis.Central, cis.V1, cis.V2} {
 		t.Run(string(v), func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t)
@@ -113,6 +119,12 @@ func TestSubaccountCleanup(t *testing.T) {
 				if n, queued := f.deprovisionings(id); n != 1 || !queued || f.state(id) != storage.RuntimeDeprovisioning {
 					t.Errorf("%s: %d deprovisionings (queued %v), state %s; want one, queued, deprovisioning", id, n, queued, f.state(id))
 				}
+			}
+			// Their deprovisionings soft-delete the runtimes' BTP services.
+			var marked int
+			if err := f.store.Pool().QueryRow(f.ctx, `SELECT count(*) FROM operations WHERE type = 'deprovision'
+				AND data->>'subaccountDeleted' = 'true'`).Scan(&marked); err != nil || marked != len(wantTriggered) {
+				t.Errorf("%d deprovisionings marked subaccountDeleted (%v), want %d", marked, err, len(wantTriggered))
 			}
 			if n, _ := f.deprovisionings("inst-alive"); n != 0 || f.state("inst-alive") != storage.RuntimeSucceeded {
 				t.Errorf("inst-alive was touched: %d deprovisionings, state %s", n, f.state("inst-alive"))

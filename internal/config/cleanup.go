@@ -24,6 +24,10 @@ type Cleanup struct {
 	CISVersion          string
 	CISPageSize         int
 	SubaccountInterval  time.Duration
+	// SyncInterval is how often the subaccount sync carries CIS attributes
+	// to the CRs (0: off); SyncDryRun only reports.
+	SyncInterval time.Duration
+	SyncDryRun   bool
 
 	// EnvironmentsInterval is how often the environments cleanup runs; 0
 	// (the default) switches it off: it deletes runtimes.
@@ -35,7 +39,7 @@ type Cleanup struct {
 
 // DefaultCleanup are the cleanup's defaults.
 var DefaultCleanup = Cleanup{
-	CISVersion:         "v2.0",
+	CISVersion:         "central-v2",
 	CISPageSize:        100,
 	SubaccountInterval: time.Hour,
 	MaxAge:             24 * time.Hour,
@@ -55,8 +59,12 @@ func (c *Config) BindCleanup(b *Binder) {
 	b.String(&k.CISClientSecret, "cis-client-secret", "APP_CIS_CLIENT_SECRET", "", "CIS OAuth2 client secret")
 	b.String(&k.CISClientSecretFile, "cis-client-secret-file", "APP_CIS_CLIENT_SECRET_FILE", "",
 		"file holding the CIS client secret (instead of APP_CIS_CLIENT_SECRET)")
-	b.String(&k.CISVersion, "cis-client-version", "APP_CLIENT_VERSION", d.CISVersion, "CIS events API version: v1.0 or v2.0")
+	b.String(&k.CISVersion, "cis-client-version", "APP_CLIENT_VERSION", d.CISVersion, "CIS events API: central-v2 (the central events API v2, cursor paging; APP_CIS_EVENT_SERVICE_URL is <cis>/events/v2/events/central), or the retired v1.0 or v2.0")
 	b.Int(&k.CISPageSize, "cis-page-size", "APP_CIS_PAGE_SIZE", d.CISPageSize, "events per CIS page")
+	b.Duration(&k.SyncInterval, "subaccount-sync-interval", "APP_SUBACCOUNT_SYNC_INTERVAL", 0,
+		"how often the leader carries CIS subaccount attributes (beta, used for production) to the Kyma and Runtime CRs; 0: off (needs APP_CLIENT_VERSION=central-v2)")
+	b.Bool(&k.SyncDryRun, "subaccount-sync-dry-run", "APP_SUBACCOUNT_SYNC_DRY_RUN", false,
+		"the subaccount sync only logs and counts the labels it would write")
 	b.Duration(&k.SubaccountInterval, "subaccount-cleanup-interval", "APP_SUBACCOUNT_CLEANUP_INTERVAL", d.SubaccountInterval,
 		"how often one replica deprovisions the instances of subaccounts deleted in CIS")
 	b.Duration(&k.EnvironmentsInterval, "environments-cleanup-interval", "APP_ENVIRONMENTS_CLEANUP_INTERVAL", 0,
@@ -115,8 +123,8 @@ func (k Cleanup) Validate() error {
 		if k.CISAuthURL == "" {
 			errs = append(errs, errors.New("APP_CIS_EVENT_SERVICE_URL is set but APP_CIS_AUTH_URL is not"))
 		}
-		if k.CISVersion != "v1.0" && k.CISVersion != "v2.0" {
-			errs = append(errs, fmt.Errorf("APP_CLIENT_VERSION=%q: use v1.0 or v2.0", k.CISVersion))
+		if k.CISVersion != "central-v2" && k.CISVersion != "v1.0" && k.CISVersion != "v2.0" {
+			errs = append(errs, fmt.Errorf("APP_CLIENT_VERSION=%q: use central-v2, v1.0 or v2.0", k.CISVersion))
 		}
 		if k.SubaccountInterval <= 0 {
 			errs = append(errs, errors.New("APP_SUBACCOUNT_CLEANUP_INTERVAL must be positive"))

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/guardrails"
 	"github.com/kyma-keb/keb/internal/maintenance"
 )
 
@@ -35,12 +36,30 @@ type Config struct {
 	RejectUnsupportedParameters bool
 	// GVisorAllowedGlobalAccounts may use the gvisor parameter ("*": all).
 	GVisorAllowedGlobalAccounts []string
-	OperationTimeout            time.Duration
-	RetryAfter                  time.Duration
+	// BlocklistFile is the operation blocklist (internal/guardrails), read
+	// again every BlocklistReload; "" blocks nothing.
+	BlocklistFile   string
+	BlocklistReload time.Duration
+	// RestrictToAllowedGlobalAccounts lets only AllowedGlobalAccounts
+	// provision.
+	RestrictToAllowedGlobalAccounts bool
+	AllowedGlobalAccounts           []string
+	// QuotaCheck refuses provisionings beyond the subaccount's entitlement,
+	// read from CIS at CISEntitlementsURL (with the APP_CIS_* credentials).
+	QuotaCheck         bool
+	CISEntitlementsURL string
+	// SubaccountMovement lets a PATCH move a subaccount to another global
+	// account.
+	SubaccountMovement bool
+	OperationTimeout   time.Duration
+	RetryAfter         time.Duration
 	// TrialDuration, when positive, replaces the trial plan's lifetime
 	// (plans.yaml's lifetimeDays): how long a trial lives before the expiry
 	// job suspends it.
 	TrialDuration time.Duration
+	// FreeDuration, when positive, replaces the free plan's lifetime (30
+	// days in plans.yaml).
+	FreeDuration time.Duration
 	// RequestTimeout bounds one API request's work, its database work
 	// included; past it the request is answered 503 with Retry-After.
 	RequestTimeout time.Duration
@@ -120,6 +139,14 @@ type Engine struct {
 	RuntimeGrace time.Duration
 	BTPMgrPoll   time.Duration
 	RemovalPoll  time.Duration
+	// RemovalSkipAfter bounds the retries of deprovisioning steps that may
+	// be skipped (deprovisioning.Config.SkipAfter).
+	RemovalSkipAfter time.Duration
+	// FinalizerGrace: see deprovisioning.Config.FinalizerGrace.
+	FinalizerGrace time.Duration
+	// LeftoversInterval is how often the leader retries what skipped
+	// deprovisioning steps left behind (0: never).
+	LeftoversInterval time.Duration
 
 	// ShootDomain (above) is the domain runtimes' shoots live under: a
 	// runtime's domain is <shoot>.<ShootDomain> (its Kyma CR's skr-domain
@@ -134,6 +161,8 @@ type Engine struct {
 	// ExpiryInterval is how often the expiry job looks for trials to
 	// suspend.
 	ExpiryInterval time.Duration
+	// BTPSecrets: the drift repair of runtimes' sap-btp-manager Secrets.
+	BTPSecrets BTPSecrets
 	// Orchestrations: see internal/orchestration.
 	Orchestration Orchestration
 	// HAP: the hyperscaler account pool (internal/hyperscaler).
@@ -173,6 +202,18 @@ func (l MultiAccountLimits) For(provider string) int {
 	return n
 }
 
+// BTPSecrets holds the settings of the sap-btp-manager Secret reconciler
+// (internal/btpsecrets).
+type BTPSecrets struct {
+	// Interval is how often a pass over every running runtime starts; 0
+	// switches the reconciler off.
+	Interval time.Duration
+	// Rate is how many runtimes per second it looks at.
+	Rate int
+	// DryRun counts and logs what it would do without writing.
+	DryRun bool
+}
+
 // Audience selects runtimes by plan name or global account ID.
 type Audience struct {
 	Plans, GlobalAccounts []string
@@ -200,6 +241,7 @@ var Defaults = Config{
 	EnabledPlans:         catalog.DefaultEnabledPlans(),
 	// keb's strictness from the start; upstream's default is false.
 	RejectUnsupportedParameters: true,
+	BlocklistReload:             10 * time.Second,
 	OperationTimeout:            24 * time.Hour,
 	RetryAfter:                  10 * time.Second,
 	RequestTimeout:              20 * time.Second,
@@ -216,25 +258,29 @@ var Defaults = Config{
 		FormReadTimeout: 5 * time.Second,
 	},
 	Engine: Engine{
-		Workers:         20,
-		JobTimeout:      time.Minute,
-		RescueAfter:     2 * time.Minute,
-		TakeoverAfter:   10 * time.Second,
-		GardenerProject: "kyma-dev",
-		KymaVersion:     "2.20.0",
-		ShootDomain:     "kyma.example.com",
-		KymaTimeout:     20 * time.Minute,
-		RuntimeTimeout:  time.Hour,
-		AccountTimeout:  30 * time.Minute,
-		HAP:             HAP{PoolKind: "CredentialsBinding", ReleaseShootTimeout: time.Hour},
-		BTPMgrTimeout:   20 * time.Minute,
-		RemovalTimeout:  time.Hour,
-		RuntimePoll:     30 * time.Second,
-		RuntimeGrace:    time.Minute,
-		BTPMgrPoll:      10 * time.Second,
-		RemovalPoll:     15 * time.Second,
-		ExpiryInterval:  time.Hour,
-		Orchestration:   Orchestration{Poll: time.Second, UpgradeTimeout: 3 * time.Hour},
+		Workers:           20,
+		JobTimeout:        time.Minute,
+		RescueAfter:       2 * time.Minute,
+		TakeoverAfter:     10 * time.Second,
+		GardenerProject:   "kyma-dev",
+		KymaVersion:       "2.20.0",
+		ShootDomain:       "kyma.example.com",
+		KymaTimeout:       20 * time.Minute,
+		RuntimeTimeout:    time.Hour,
+		AccountTimeout:    30 * time.Minute,
+		HAP:               HAP{PoolKind: "CredentialsBinding", ReleaseShootTimeout: time.Hour},
+		BTPMgrTimeout:     20 * time.Minute,
+		RemovalTimeout:    time.Hour,
+		RuntimePoll:       30 * time.Second,
+		RuntimeGrace:      time.Minute,
+		BTPMgrPoll:        10 * time.Second,
+		RemovalPoll:       15 * time.Second,
+		RemovalSkipAfter:  5 * time.Minute,
+		FinalizerGrace:    time.Minute,
+		LeftoversInterval: time.Hour,
+		ExpiryInterval:    time.Hour,
+		BTPSecrets:        BTPSecrets{Interval: 24 * time.Hour, Rate: 10},
+		Orchestration:     Orchestration{Poll: time.Second, UpgradeTimeout: 3 * time.Hour},
 	},
 	Binding: DefaultBinding,
 }
@@ -382,6 +428,20 @@ func (c *Config) BindBroker(b *Binder) {
 	b.String(&c.DefaultRequestRegion, "default-request-region", "APP_BROKER_DEFAULT_REQUEST_REGION", d.DefaultRequestRegion,
 		"platform region of requests to /oauth/v2/... (without a region segment)")
 	b.List(&c.EnabledPlans, "enabled-plans", "APP_BROKER_ENABLED_PLANS", d.EnabledPlans, "plans offered in the catalog")
+	b.String(&c.BlocklistFile, "operation-blocklist-file", "APP_OPERATION_BLOCKLIST_FILE", "",
+		"YAML file of operation blocklist rules (provision, update, planUpgrade, deprovision); checked at start, re-read when it changes")
+	b.Duration(&c.BlocklistReload, "operation-blocklist-reload", "APP_OPERATION_BLOCKLIST_RELOAD", d.BlocklistReload,
+		"how often the operation blocklist file is looked at for changes (a ConfigMap volume is updated in place)")
+	b.Bool(&c.RestrictToAllowedGlobalAccounts, "restrict-to-allowed-global-accounts", "APP_BROKER_RESTRICT_TO_ALLOWED_GLOBAL_ACCOUNTS", false,
+		"only the global accounts APP_BROKER_ALLOWED_GLOBAL_ACCOUNTS lists may provision")
+	b.Bool(&c.SubaccountMovement, "subaccount-movement-enabled", "APP_SUBACCOUNT_MOVEMENT_ENABLED", false,
+		"a PATCH with another globalaccount_id moves the instance's subaccount there (recorded, CRs relabelled); off: 422")
+	b.Bool(&c.QuotaCheck, "check-quota-limit", "APP_BROKER_CHECK_QUOTA_LIMIT", false,
+		"refuse a provisioning beyond the subaccount's entitlement of the plan (CIS entitlements; not for trial and free)")
+	b.String(&c.CISEntitlementsURL, "cis-entitlements-url", "APP_CIS_ENTITLEMENTS_URL", "",
+		"CIS's URL for the entitlements API (/entitlements/v1/... is appended); the token comes from APP_CIS_AUTH_URL with the APP_CIS_CLIENT_* credentials")
+	b.List(&c.AllowedGlobalAccounts, "allowed-global-accounts", "APP_BROKER_ALLOWED_GLOBAL_ACCOUNTS", nil,
+		"the global accounts that may provision when APP_BROKER_RESTRICT_TO_ALLOWED_GLOBAL_ACCOUNTS is set")
 	b.String(&c.PlansFile, "plans-file", "APP_BROKER_PLANS_FILE", "",
 		"plans/providers YAML replacing the embedded resources/plans.yaml")
 	b.Bool(&c.RejectUnsupportedParameters, "reject-unsupported-parameters", "APP_BROKER_REJECT_UNSUPPORTED_PARAMETERS",
@@ -394,6 +454,8 @@ func (c *Config) BindBroker(b *Binder) {
 		"Retry-After sent with last_operation while an operation is in progress")
 	b.Duration(&c.TrialDuration, "trial-duration", "APP_TRIAL_DURATION", d.TrialDuration,
 		"how long a trial runtime lives before it is suspended; unset: the trial plan's lifetimeDays in plans.yaml")
+	b.Duration(&c.FreeDuration, "free-duration", "APP_FREE_DURATION", d.FreeDuration,
+		"how long a free runtime lives before it is suspended; unset: the free plan's lifetimeDays in plans.yaml (30)")
 	b.Duration(&c.RequestTimeout, "request-timeout", "APP_REQUEST_TIMEOUT", d.RequestTimeout,
 		"bound on one API request's work (database included); past it the answer is 503 with Retry-After (0: none)")
 	b.Duration(&c.ReadinessInterval, "readiness-interval", "APP_READINESS_INTERVAL", d.ReadinessInterval,
@@ -463,7 +525,7 @@ func (c *Config) BindEngine(b *Binder) {
 	b.Duration(&e.BTPMgrTimeout, "btp-manager-timeout", "APP_PROVISIONING_BTP_MANAGER_TIMEOUT", d.BTPMgrTimeout,
 		"how long provisioning waits for the runtime to serve the BtpOperator kind")
 	b.Duration(&e.RemovalTimeout, "removal-timeout", "APP_DEPROVISIONING_TIMEOUT", d.RemovalTimeout,
-		"how long deprovisioning waits for the Kyma and Runtime CRs to be gone")
+		"how long deprovisioning waits for the cluster (the Runtime CR) to be gone before it fails")
 	b.Duration(&e.RuntimePoll, "runtime-poll", "APP_PROVISIONING_RUNTIME_POLL", d.RuntimePoll,
 		"how often a waiting provisioning looks at its cluster (watches wake it sooner)")
 	b.Duration(&e.RuntimeGrace, "runtime-apply-grace", "APP_RUNTIME_APPLY_GRACE", d.RuntimeGrace,
@@ -472,6 +534,18 @@ func (c *Config) BindEngine(b *Binder) {
 		"how often the final step retries while the runtime lacks the BtpOperator kind")
 	b.Duration(&e.RemovalPoll, "removal-poll", "APP_DEPROVISIONING_POLL", d.RemovalPoll,
 		"how often a deprovisioning looks whether its CRs are gone (watches wake it sooner)")
+	b.Duration(&e.LeftoversInterval, "leftovers-retry-interval", "APP_DEPROVISIONING_LEFTOVERS_RETRY_INTERVAL", d.LeftoversInterval,
+		"how often the leader retries what skipped deprovisioning steps left behind (a Kyma CR, an unreleased account); 0: never")
+	b.Duration(&e.FinalizerGrace, "btp-finalizer-grace", "APP_DEPROVISIONING_BTP_FINALIZER_GRACE", d.FinalizerGrace,
+		"how long the BTP service bindings and instances in the runtime of a deleted subaccount may hold their finalizers before the deprovisioning strips them (keep it below APP_DEPROVISIONING_STEP_SKIP_AFTER)")
+	b.Duration(&e.RemovalSkipAfter, "removal-skip-after", "APP_DEPROVISIONING_STEP_SKIP_AFTER", d.RemovalSkipAfter,
+		"how long a deprovisioning retries removing bindings, the Kyma CR or the account's claim before it skips the step, reports what it left and deletes the cluster")
+	b.Duration(&e.BTPSecrets.Interval, "btp-secrets-interval", "APP_BTP_SECRETS_RECONCILE_INTERVAL", d.BTPSecrets.Interval,
+		"how often the leader starts a pass repairing every running runtime's sap-btp-manager Secret (0: never)")
+	b.Int(&e.BTPSecrets.Rate, "btp-secrets-rate", "APP_BTP_SECRETS_RECONCILE_RATE", d.BTPSecrets.Rate,
+		"runtimes per second the sap-btp-manager Secret reconciler looks at")
+	b.Bool(&e.BTPSecrets.DryRun, "btp-secrets-dry-run", "APP_BTP_SECRETS_RECONCILE_DRY_RUN", false,
+		"the sap-btp-manager Secret reconciler only counts and logs the drift it finds")
 	b.Duration(&e.ExpiryInterval, "expiry-interval", "APP_EXPIRY_INTERVAL", d.ExpiryInterval,
 		"how often one replica looks for instances older than their plan's lifetime and suspends them")
 	c.bindHAP(b)
@@ -559,6 +633,12 @@ func (c *Config) Validate() error {
 	if c.OperationTimeout <= 0 {
 		errs = append(errs, errors.New("APP_BROKER_OPERATION_TIMEOUT must be positive"))
 	}
+	if c.Engine.BTPSecrets.Interval < 0 || c.Engine.BTPSecrets.Rate <= 0 {
+		errs = append(errs, errors.New("APP_BTP_SECRETS_RECONCILE_INTERVAL must not be negative and APP_BTP_SECRETS_RECONCILE_RATE must be positive"))
+	}
+	if c.FreeDuration < 0 {
+		errs = append(errs, errors.New("APP_FREE_DURATION must not be negative"))
+	}
 	if c.TrialDuration < 0 {
 		errs = append(errs, errors.New("APP_TRIAL_DURATION must not be negative"))
 	}
@@ -570,6 +650,21 @@ func (c *Config) Validate() error {
 	}
 	if c.ReadinessInterval <= 0 {
 		errs = append(errs, errors.New("APP_READINESS_INTERVAL must be positive"))
+	}
+	if c.QuotaCheck && (c.CISEntitlementsURL == "" || c.Cleanup.CISAuthURL == "") {
+		errs = append(errs, errors.New("APP_BROKER_CHECK_QUOTA_LIMIT needs APP_CIS_ENTITLEMENTS_URL and APP_CIS_AUTH_URL"))
+	}
+	if c.BlocklistFile != "" {
+		// Read here too, so that a malformed rule stops keb before it
+		// touches the database; the App reads it again to keep it.
+		if data, err := os.ReadFile(c.BlocklistFile); err != nil {
+			errs = append(errs, fmt.Errorf("APP_OPERATION_BLOCKLIST_FILE: %w", err))
+		} else if _, err := guardrails.Parse(data); err != nil {
+			errs = append(errs, fmt.Errorf("APP_OPERATION_BLOCKLIST_FILE %s: %w", c.BlocklistFile, err))
+		}
+		if c.BlocklistReload <= 0 {
+			errs = append(errs, errors.New("APP_OPERATION_BLOCKLIST_RELOAD must be positive"))
+		}
 	}
 	if c.RequestTimeout < 0 {
 		errs = append(errs, errors.New("APP_REQUEST_TIMEOUT must not be negative"))

@@ -292,7 +292,7 @@ func (c *Console) listRuntimes(r *http.Request, q url.Values) (runtimelisting.Re
 
 func (c *Console) instancePage(w http.ResponseWriter, r *http.Request, token string) {
 	id := mux.Vars(r)["instance_id"]
-	page, status, errMsg := c.listRuntimes(r, url.Values{"instance_id": {id}, "state": {"all"}})
+	page, status, errMsg := c.listRuntimes(r, url.Values{"instance_id": {id}, "state": {"all"}, "actions": {"true"}})
 	if status == http.StatusOK && len(page.Data) == 0 {
 		status, errMsg = http.StatusNotFound, "no instance "+id
 	}

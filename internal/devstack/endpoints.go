@@ -102,12 +102,18 @@ func devCIS(cfg *config.Config, ln net.Listener, guardAdd func(http.Handler) htt
 	base := "http://" + net.JoinHostPort(host, port) + CISPrefix
 	k := &cfg.Cleanup
 	if k.CISEventsURL == "" {
-		path := cisstub.EventsV2Path
-		if k.CISVersion == "v1.0" {
+		path := cisstub.CentralEventsPath
+		switch k.CISVersion {
+		case "v1.0":
 			path = cisstub.EventsV1Path
+		case "v2.0":
+			path = cisstub.EventsV2Path
 		}
 		k.CISEventsURL, k.CISAuthURL = base+path, base+cisstub.TokenPath
 		k.CISClientID, k.CISClientSecret, k.CISClientIDFile, k.CISClientSecretFile = id, secret, "", ""
+		if cfg.CISEntitlementsURL == "" {
+			cfg.CISEntitlementsURL = base
+		}
 	}
 	return CISMount(stub, guardAdd), nil
 }

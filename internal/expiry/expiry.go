@@ -64,7 +64,7 @@ func New(s store, lifetimes map[string]time.Duration, operationTimeout time.Dura
 // Lifetimes are the plans' lifetimes (plans.yaml's lifetimeDays) by plan
 // name, for New; trialOverride, when positive, replaces the trial plan's
 // (APP_TRIAL_DURATION).
-func Lifetimes(plans []catalog.Plan, trialOverride time.Duration) map[string]time.Duration {
+func Lifetimes(plans []catalog.Plan, trialOverride, freeOverride time.Duration) map[string]time.Duration {
 	lifetimes := map[string]time.Duration{}
 	for _, p := range plans {
 		if p.Lifetime > 0 {
@@ -73,6 +73,9 @@ func Lifetimes(plans []catalog.Plan, trialOverride time.Duration) map[string]tim
 	}
 	if trialOverride > 0 {
 		lifetimes[catalog.TrialPlanName] = trialOverride
+	}
+	if freeOverride > 0 {
+		lifetimes[catalog.FreePlanName] = freeOverride
 	}
 	return lifetimes
 }

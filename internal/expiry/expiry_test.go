@@ -229,11 +229,12 @@ func TestLifetimes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := expiry.Lifetimes(cat.Plans(), 0), map[string]time.Duration{catalog.TrialPlanName: 30 * 24 * time.Hour}; !maps.Equal(got, want) {
+	month := 30 * 24 * time.Hour
+	if got, want := expiry.Lifetimes(cat.Plans(), 0, 0), map[string]time.Duration{catalog.TrialPlanName: month, catalog.FreePlanName: month}; !maps.Equal(got, want) {
 		t.Errorf("lifetimes from plans.yaml = %v, want %v", got, want)
 	}
-	if got, want := expiry.Lifetimes(cat.Plans(), time.Hour), map[string]time.Duration{catalog.TrialPlanName: time.Hour}; !maps.Equal(got, want) {
-		t.Errorf("lifetimes with APP_TRIAL_DURATION=1h = %v, want %v", got, want)
+	if got, want := expiry.Lifetimes(cat.Plans(), time.Hour, 2*time.Hour), map[string]time.Duration{catalog.TrialPlanName: time.Hour, catalog.FreePlanName: 2 * time.Hour}; !maps.Equal(got, want) {
+		t.Errorf("lifetimes with APP_TRIAL_DURATION=1h, APP_FREE_DURATION=2h = %v, want %v", got, want)
 	}
 }
 

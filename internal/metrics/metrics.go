@@ -9,11 +9,13 @@
 package metrics
 
 import (
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kyma-keb/keb/internal/btpmanager"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/storage"
 )
@@ -34,6 +36,13 @@ type Operations struct {
 	durations  map[string]*prometheus.HistogramVec
 	steps      *prometheus.HistogramVec
 	rejections *prometheus.CounterVec
+	leftovers  *prometheus.CounterVec
+	results    *results
+	secrets    *prometheus.CounterVec
+	// upstreamSteps are upstream's kcp_keb_v2_<kind>_step_duration_seconds.
+	upstreamSteps map[storage.OperationType]*prometheus.HistogramVec
+	syncEvents    prometheus.Counter
+	syncLabels    *prometheus.CounterVec
 }
 
 var _ process.Observer = (*Operations)(nil)
@@ -54,7 +63,34 @@ func NewOperations(reg prometheus.Registerer, rejectionReasons []string) *Operat
 			Help: "Requests refused by token verification, by reason.",
 		}, []string{"reason"}),
 	}
-	reg.MustRegister(m.steps, m.rejections)
+	m.leftovers = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "keb_steps_skipped_total",
+		Help: "Steps given up on after their bounded retries (deprovisioning goes on), by operation type, step and error_category: each left something behind.",
+	}, []string{"type", "step", "error_category"})
+	m.results = newResults(time.Now)
+	m.upstreamSteps = map[storage.OperationType]*prometheus.HistogramVec{}
+	for opType, kind := range operationKinds {
+		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "kcp_keb_v2_" + kind + "_step_duration_seconds",
+			Help:    "Duration of one run of a " + kind + " step, by plan and step (upstream's names; keb_step_duration_seconds has the outcome).",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"plan_id", "step_name"})
+		reg.MustRegister(h)
+		m.upstreamSteps[opType] = h
+	}
+	m.secrets = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "keb_btp_manager_secrets_reconciled_total",
+		Help: "Runtimes' sap-btp-manager Secrets the reconciler looked at, by what it did (unchanged, recreated, rewritten, skipped, no_credentials, failed) and dry_run.",
+	}, []string{"action", "dry_run"})
+	m.syncEvents = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "keb_subaccount_sync_events_total",
+		Help: "Subaccount_Creation and Subaccount_Update events the subaccount sync read from CIS.",
+	})
+	m.syncLabels = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "keb_subaccount_sync_label_changes_total",
+		Help: "Kyma and Runtime CRs the subaccount sync relabelled (or, with dry_run, would have).",
+	}, []string{"dry_run"})
+	reg.MustRegister(m.steps, m.rejections, m.leftovers, m.results, m.secrets, m.syncEvents, m.syncLabels)
 	for _, r := range rejectionReasons {
 		m.rejections.WithLabelValues(r)
 	}
@@ -81,13 +117,18 @@ func NewOperations(reg prometheus.Registerer, rejectionReasons []string) *Operat
 }
 
 // StepRan observes one step run.
-func (m *Operations) StepRan(opType storage.OperationType, step, outcome string, took time.Duration) {
+func (m *Operations) StepRan(opType storage.OperationType, planID, step, outcome string, took time.Duration) {
 	m.steps.WithLabelValues(string(opType), step, outcome).Observe(took.Seconds())
+	if h, ok := m.upstreamSteps[opType]; ok {
+		h.WithLabelValues(planID, step).Observe(took.Seconds())
+	}
 }
 
 // OperationFinished counts a finished operation and, for a succeeded
 // provisioning or deprovisioning, observes how long it took from accept.
-func (m *Operations) OperationFinished(op storage.Operation, planID string) {
+func (m *Operations) OperationFinished(f process.Finished) {
+	op, planID := f.Operation, f.Instance.PlanID
+	m.results.finished(f)
 	kind, ok := operationKinds[op.Type]
 	if !ok {
 		return
@@ -98,6 +139,28 @@ func (m *Operations) OperationFinished(op storage.Operation, planID string) {
 	if h, ok := m.durations[kind]; ok && op.State == storage.OperationSucceeded && op.FinishedAt != nil {
 		h.WithLabelValues(planID).Observe(op.FinishedAt.Sub(op.CreatedAt).Minutes())
 	}
+}
+
+// StepSkipped counts a step given up on.
+func (m *Operations) StepSkipped(opType storage.OperationType, left process.Leftover) {
+	m.leftovers.WithLabelValues(string(opType), left.Step, string(left.Category)).Inc()
+}
+
+// OperationRunning sets the operation's in-progress result.
+func (m *Operations) OperationRunning(op storage.Operation, inst storage.Instance) {
+	m.results.running(op, inst)
+}
+
+// Reconciled counts a runtime's sap-btp-manager Secret the reconciler
+// looked at (btpsecrets.Counter).
+func (m *Operations) Reconciled(action btpmanager.Action, dryRun bool) {
+	m.secrets.WithLabelValues(string(action), strconv.FormatBool(dryRun)).Inc()
+}
+
+// SubaccountSync counts a pass of the subaccount sync (subaccountsync.Counter).
+func (m *Operations) SubaccountSync(events, changedCRs int, dryRun bool) {
+	m.syncEvents.Add(float64(events))
+	m.syncLabels.WithLabelValues(strconv.FormatBool(dryRun)).Add(float64(changedCRs))
 }
 
 // TokenRejected counts a refused request.

@@ -136,8 +136,9 @@ type Observer struct {
 }
 
 // OperationFinished implements process.Observer.
-func (o Observer) OperationFinished(op storage.Operation, planID string) {
-	o.Observer.OperationFinished(op, planID)
+func (o Observer) OperationFinished(f process.Finished) {
+	o.Observer.OperationFinished(f)
+	op := f.Operation
 	if !op.Type.IsUpgrade() {
 		return
 	}

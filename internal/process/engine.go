@@ -80,12 +80,14 @@ func (e *Engine) Process(ctx context.Context, operationID string) (Outcome, erro
 	defer release()
 	pipe, ok := e.pipelines[o.Type]
 	if !ok {
-		return Outcome{}, e.fail(ctx, o, fmt.Sprintf("no pipeline for %s operations", o.Type))
+		return Outcome{}, e.fail(ctx, o, CategoryKEB, ReasonInternal, fmt.Sprintf("no pipeline for %s operations", o.Type))
 	}
 	if e.now().After(o.Deadline) {
-		return Outcome{}, e.fail(ctx, o, fmt.Sprintf("operation timed out at %s while: %s",
+		cat, _ := StepComponent(o.Stage)
+		return Outcome{}, e.fail(ctx, o, cat, ReasonTimeout, fmt.Sprintf("operation timed out at %s while: %s",
 			o.Deadline.UTC().Format(time.RFC3339), o.Description))
 	}
+	e.Observer.OperationRunning(o.Operation, o.Instance)
 	log := e.log.WithFields(logrus.Fields{"operation_id": o.ID, "instance_id": o.InstanceID, "type": o.Type})
 	if finished, out, err := e.runSteps(ctx, pipe, o, log); !finished {
 		return out, err
@@ -123,7 +125,8 @@ func (e *Engine) claim(ctx context.Context, operationID string) (o *Operation, r
 	data, err := decodeRecord(op.Data)
 	if err != nil {
 		defer unlock()
-		return nil, nil, Outcome{}, e.fail(ctx, &Operation{Operation: op, Instance: inst, now: e.now}, "corrupt operation data: "+err.Error())
+		return nil, nil, Outcome{}, e.fail(ctx, &Operation{Operation: op, Instance: inst, now: e.now}, CategoryKEB, ReasonInternal,
+			"corrupt operation data: "+err.Error())
 	}
 	return &Operation{Operation: op, Instance: inst, Record: data, now: e.now}, unlock, Outcome{}, nil
 }
@@ -178,18 +181,28 @@ func (e *Engine) runStep(ctx context.Context, step Step, o *Operation, log logru
 	// Whatever the step's packages log through the context carries the
 	// operation, instance and step.
 	res, stepErr := callStep(logging.WithLogger(ctx, log), step, o)
-	e.Observer.StepRan(o.Type, name, stepOutcome(res, stepErr), time.Since(began))
+	e.Observer.StepRan(o.Type, o.Instance.PlanID, name, stepOutcome(res, stepErr), time.Since(began))
+	if skip, ok := step.(SkippableStep); ok {
+		if left, give := e.giveUp(skip, o, res, stepErr); give {
+			return e.skip(ctx, o, left, log)
+		}
+	}
 	switch {
 	case stepErr != nil:
 		out, err = e.retryAfterError(ctx, step, o, stepErr, log)
 		return false, out, err
 	case res.Failure != nil:
 		log.WithError(res.Failure).Warn("step failed")
-		return false, Outcome{}, e.fail(ctx, o, res.Failure.Error())
+		cat, reason := classify(step, nil, ReasonStepFailed)
+		if errors.Is(res.Failure, errPanicked) {
+			cat, reason = CategoryKEB, ReasonInternal
+		}
+		return false, Outcome{}, e.fail(ctx, o, cat, reason, res.Failure.Error())
 	case res.RetryAfter > 0:
 		o.Record.Failures, o.Record.FailingSince = 0, nil
 		if exceeded, msg := e.stepTimedOut(step, o); exceeded {
-			return false, Outcome{}, e.fail(ctx, o, msg+": "+o.Description)
+			cat, _ := StepComponent(name)
+			return false, Outcome{}, e.fail(ctx, o, cat, ReasonTimeout, msg+": "+o.Description)
 		}
 		out, err = e.wait(ctx, o, res.RetryAfter)
 		return false, out, err
@@ -228,7 +241,8 @@ func (e *Engine) retryAfterError(ctx context.Context, step Step, o *Operation, s
 		o.Record.FailingSince = &since
 	}
 	if exceeded, msg := e.stepTimedOut(step, o); exceeded {
-		return Outcome{}, e.fail(ctx, o, msg+": "+stepErr.Error())
+		cat, reason := classify(step, stepErr, ReasonTimeout)
+		return Outcome{}, e.fail(ctx, o, cat, reason, msg+": "+stepErr.Error())
 	}
 	describeRetry(step, o, stepErr)
 	wait := backoff(o.Record.Failures, e.MaxBackoff)
@@ -248,6 +262,9 @@ func (e *Engine) succeed(ctx context.Context, pipe Pipeline, o *Operation, log l
 	o.Description = pipe.Done
 	if o.Record.Conclusion != "" {
 		o.Description = o.Record.Conclusion
+	}
+	if len(o.Record.Leftovers) > 0 {
+		o.Description += "; " + DescribeLeftovers(o.Record.Leftovers)
 	}
 	o.Stage = ""
 	if _, err := e.finish(ctx, o); err != nil {
@@ -270,7 +287,7 @@ func (e *Engine) removedWithInstance(ctx context.Context, o *Operation) {
 	done.State = storage.OperationSucceeded
 	now := e.now()
 	done.FinishedAt = &now
-	e.Observer.OperationFinished(done, o.Instance.PlanID)
+	e.Observer.OperationFinished(Finished{Operation: done, Instance: o.Instance, Leftovers: o.Record.Leftovers})
 	e.log.WithFields(logrus.Fields{"operation_id": o.ID, "instance_id": o.InstanceID, "type": o.Type,
 		"step": o.Stage}).Info("operation succeeded: instance archived")
 }
@@ -304,7 +321,7 @@ func lastStep(p Pipeline) string {
 func callStep(ctx context.Context, step Step, o *Operation) (res StepResult, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			res, err = StepResult{Failure: fmt.Errorf("internal error: step %s panicked: %v", step.Name(), r)}, nil
+			res, err = StepResult{Failure: panicFailure(fmt.Sprintf("internal error: step %s panicked: %v", step.Name(), r))}, nil
 		}
 	}()
 	return step.Run(ctx, o)
@@ -393,20 +410,24 @@ func (e *Engine) finish(ctx context.Context, o *Operation) (bool, error) {
 			now := e.now()
 			finished.FinishedAt = &now
 		}
-		e.Observer.OperationFinished(finished, o.Instance.PlanID)
+		e.Observer.OperationFinished(Finished{Operation: finished, Instance: o.Instance,
+			Category: o.Record.ErrorCategory, Reason: o.Record.ErrorReason, Leftovers: o.Record.Leftovers})
 	}
 	return ok, err
 }
 
-// fail ends the operation as failed with msg, which the platform user sees.
-func (e *Engine) fail(ctx context.Context, o *Operation, msg string) error {
+// fail ends the operation as failed with msg, which the platform user sees,
+// naming the component that failed it and a short reason code (the labels
+// operators alert on, kcp_keb_v2_operation_result).
+func (e *Engine) fail(ctx context.Context, o *Operation, cat Category, reason, msg string) error {
 	o.State = storage.OperationFailed
 	o.ErrorMessage = msg
-	o.Description = "Operation failed: " + msg
+	o.Record.ErrorCategory, o.Record.ErrorReason = cat, reason
+	o.Description = fmt.Sprintf("Operation failed: %s [%s: %s]", msg, cat, reason)
 	if _, err := e.finish(ctx, o); err != nil {
 		return err
 	}
 	e.log.WithFields(logrus.Fields{"operation_id": o.ID, "instance_id": o.InstanceID, "type": o.Type,
-		"step": o.Stage}).WithField("error", msg).Warn("operation failed")
+		"step": o.Stage, "error_category": cat, "error_reason": reason}).WithField("error", msg).Warn("operation failed")
 	return nil
 }

@@ -37,6 +37,33 @@ type TimedStep interface {
 	Timeout() time.Duration
 }
 
+// SkippableStep is a Step that removes something inside or around a runtime
+// (its bindings, its Kyma CR, its hyperscaler account's claim): no such step
+// may keep a deprovisioning from deleting the cluster. The engine retries it
+// (waits and errors alike) for SkipAfter from its first run; then, or at once
+// when it fails, the step is recorded as skipped with what it left behind
+// (Record.Leftovers) and the operation goes on.
+type SkippableStep interface {
+	Step
+	// SkipAfter bounds how long the step is retried before it is skipped.
+	SkipAfter() time.Duration
+	// Leftover says what a skip of the step leaves behind, in an operator's
+	// words (it is shown in last_operation and /info/runtimes).
+	Leftover(op *Operation) string
+}
+
+// Leftover is what a skipped step left behind.
+type Leftover struct {
+	Step     string   `json:"step"`
+	Category Category `json:"category"`
+	// Reason is a short code (ReasonTimeout, ...); What says what is left,
+	// Cause why the step gave up.
+	Reason    string    `json:"reason"`
+	What      string    `json:"what"`
+	Cause     string    `json:"cause"`
+	SkippedAt time.Time `json:"skippedAt"`
+}
+
 // SharedCheckpoint is a Step whose checkpoint, once it is done, is written by
 // the next save of the same run (the next step's checkpoint, a wait, the
 // operation's end, or the run yielding its worker) instead of by an UPDATE of
@@ -177,6 +204,16 @@ type Record struct {
 	// Upgrade is what an orchestration's upgrade applies; nil for other
 	// operations.
 	Upgrade *Upgrade `json:"upgrade,omitempty"`
+	// SubaccountDeleted marks a deprovisioning the subaccount cleanup
+	// started: it soft-deletes the runtime's BTP service instances and
+	// bindings (upstream's accountcleanup-job deprovisioning).
+	SubaccountDeleted bool `json:"subaccountDeleted,omitempty"`
+	// Leftovers are the skipped steps' remains (SkippableStep).
+	Leftovers []Leftover `json:"leftovers,omitempty"`
+	// ErrorCategory and ErrorReason say, for a failed operation, which
+	// component failed it and why, as a short code.
+	ErrorCategory Category `json:"errorCategory,omitempty"`
+	ErrorReason   string   `json:"errorReason,omitempty"`
 }
 
 // Upgrade is the target of an upgrade operation, written by the

@@ -99,6 +99,11 @@ type RuntimeDTO struct {
 	MaintenanceWindowBegin string        `json:"maintenanceWindowBegin,omitempty"`
 	MaintenanceWindowEnd   string        `json:"maintenanceWindowEnd,omitempty"`
 	Status                 RuntimeStatus `json:"status"`
+	// Leftovers are what the deprovisioning of a deprovisioned runtime left
+	// behind, its skipped steps ([{step, category, reason, what, cause,
+	// skippedAt}]); omitted when it left nothing, and once the leader's
+	// leftovers job removed them.
+	Leftovers json.RawMessage `json:"leftovers,omitempty"`
 	// Bindings lists the instance's service bindings (never their
 	// credentials); only with bindings=true (then [] when it has none).
 	Bindings *[]BindingDTO `json:"bindings,omitempty"`
@@ -424,7 +429,7 @@ func (h *Handler) dto(r storage.Runtime, q storage.RuntimeQuery) RuntimeDTO {
 		SubAccountID: r.SubAccountID, ProviderRegion: r.ProviderRegion, SubAccountRegion: r.PlatformRegion,
 		ShootName: r.ShootName, ServiceClassID: serviceID, ServiceClassName: serviceClassName,
 		ServicePlanID: r.PlanID, ServicePlanName: r.PlanName, Provider: r.Provider, Parameters: params,
-		UserID: r.UserID, KymaState: r.KymaState, EUAccess: r.EUAccess,
+		UserID: r.UserID, KymaState: r.KymaState, EUAccess: r.EUAccess, Leftovers: r.Leftovers,
 		Status: RuntimeStatus{
 			CreatedAt: r.CreatedAt, ModifiedAt: r.UpdatedAt, DeletedAt: r.DeletedAt, ExpiredAt: r.ExpiredAt,
 			State: string(r.State), Provisioning: operationDTO(r.Provisioning),

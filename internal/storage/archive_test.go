@@ -2,6 +2,7 @@ package storage_test
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -68,7 +69,7 @@ func TestArchiveAndRemove(t *testing.T) {
 	got.ArchivedAt = time.Time{}
 	got.InstanceCreatedAt, want.InstanceCreatedAt = got.InstanceCreatedAt.UTC(), want.InstanceCreatedAt.UTC()
 	got.DeprovisioningStartedAt, want.DeprovisioningStartedAt = got.DeprovisioningStartedAt.UTC(), want.DeprovisioningStartedAt.UTC()
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("archive row:\n got %+v\nwant %+v", got, want)
 	}
 	// Another instance is untouched.

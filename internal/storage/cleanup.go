@@ -97,3 +97,15 @@ func (s *Store) InstancesOfRuntimes(ctx context.Context, runtimeIDs, instanceIDs
 	}
 	return out, nil
 }
+
+// InstancesOfSubaccountPlan counts the live instances of a subaccount on a
+// plan other than exceptInstanceID, for the entitlement quota.
+func (s *Store) InstancesOfSubaccountPlan(ctx context.Context, subaccountID, planID, exceptInstanceID string) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM instances WHERE subaccount_id = $1 AND plan_id = $2
+		AND instance_id <> $3`, subaccountID, planID, exceptInstanceID).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("counting instances of subaccount %s: %w", subaccountID, err)
+	}
+	return n, nil
+}

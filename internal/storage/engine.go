@@ -218,7 +218,10 @@ func (s *Store) LastOperationOfType(ctx context.Context, instanceID string, opTy
 // hyperscaler account is released only when no instance needing it is left.
 func (s *Store) OtherInstancesOfTenant(ctx context.Context, globalAccountID, provider, exceptInstanceID string, sharedPlanIDs []string) (int, error) {
 	var n int
-	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM instances WHERE global_account_id = $1 AND provider = $2
+	// The tenant is the global account an instance was created in, also
+	// after its subaccount moved (Instance.PoolTenant).
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM instances
+		WHERE coalesce(nullif(subscription_global_account_id, ''), global_account_id) = $1 AND provider = $2
 		AND instance_id <> $3 AND NOT (plan_id = ANY(coalesce($4::text[], '{}')))`,
 		globalAccountID, provider, exceptInstanceID, sharedPlanIDs).Scan(&n)
 	if err != nil {
@@ -242,12 +245,13 @@ func (s *Store) ArchiveAndRemove(ctx context.Context, a ArchivedInstance) error 
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO instances_archive (instance_id, runtime_id, global_account_id,
 			subaccount_id, plan_id, plan_name, platform_region, provider, provider_region, shoot_name,
-			provisioning_state, last_deprovisioning_id, instance_created_at, deprovisioning_started_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+			provisioning_state, last_deprovisioning_id, instance_created_at, deprovisioning_started_at,
+			deprovisioning_description, leftovers)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
 			ON CONFLICT (instance_id) DO NOTHING`,
 			a.InstanceID, a.RuntimeID, a.GlobalAccountID, a.SubAccountID, a.PlanID, a.PlanName, a.PlatformRegion,
 			a.Provider, a.ProviderRegion, a.ShootName, a.ProvisioningState, a.LastDeprovisioningID,
-			a.InstanceCreatedAt, a.DeprovisioningStartedAt); err != nil {
+			a.InstanceCreatedAt, a.DeprovisioningStartedAt, a.DeprovisioningDescription, jsonOrNull(a.Leftovers)); err != nil {
 			return fmt.Errorf("archiving instance %s: %w", a.InstanceID, err)
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM instances WHERE instance_id = $1`, a.InstanceID); err != nil {
@@ -261,7 +265,8 @@ func (s *Store) ArchiveAndRemove(ctx context.Context, a ArchivedInstance) error 
 func (s *Store) Archived(ctx context.Context, instanceID string) (ArchivedInstance, error) {
 	rows, _ := s.pool.Query(ctx, `SELECT instance_id, runtime_id, global_account_id, subaccount_id, plan_id,
 		plan_name, platform_region, provider, provider_region, shoot_name, provisioning_state,
-		last_deprovisioning_id, instance_created_at, deprovisioning_started_at, archived_at
+		last_deprovisioning_id, instance_created_at, deprovisioning_started_at, archived_at,
+		deprovisioning_description, leftovers
 		FROM instances_archive WHERE instance_id = $1`, instanceID)
 	a, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[ArchivedInstance])
 	return a, interpretError(err)
@@ -391,4 +396,52 @@ func nonNil(l []string) []string {
 		return []string{}
 	}
 	return l
+}
+
+// RunningInstances returns up to limit instances whose runtime is running
+// (state succeeded, a runtime ID recorded), in instance ID order after
+// after, with their credentials opened: a walk of the fleet (the BTP Manager
+// Secret reconciler) reads it page by page, one indexed range each.
+func (s *Store) RunningInstances(ctx context.Context, after string, limit int) ([]Instance, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT `+instanceColumns+` FROM instances
+		WHERE instance_id > $1 AND state = $2 AND runtime_id <> ''
+		ORDER BY instance_id LIMIT $3`, after, RuntimeSucceeded, limit)
+	raw, err := pgx.CollectRows(rows, pgx.RowToStructByName[instanceRow])
+	if err != nil {
+		return nil, fmt.Errorf("listing running instances: %w", err)
+	}
+	out := make([]Instance, 0, len(raw))
+	for _, r := range raw {
+		inst, err := s.open(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, inst)
+	}
+	return out, nil
+}
+
+// ArchivedWithLeftovers returns up to limit archived instances whose
+// deprovisioning left something behind, the longest archived first.
+func (s *Store) ArchivedWithLeftovers(ctx context.Context, limit int) ([]ArchivedInstance, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT instance_id, runtime_id, global_account_id, subaccount_id, plan_id,
+		plan_name, platform_region, provider, provider_region, shoot_name, provisioning_state,
+		last_deprovisioning_id, instance_created_at, deprovisioning_started_at, archived_at,
+		deprovisioning_description, leftovers
+		FROM instances_archive WHERE leftovers IS NOT NULL ORDER BY archived_at, instance_id LIMIT $1`, limit)
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[ArchivedInstance])
+	if err != nil {
+		return nil, fmt.Errorf("listing archived instances with leftovers: %w", err)
+	}
+	return out, nil
+}
+
+// SetLeftovers replaces what an archived instance's deprovisioning left
+// behind; nil or empty: nothing is left.
+func (s *Store) SetLeftovers(ctx context.Context, instanceID string, leftovers json.RawMessage) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE instances_archive SET leftovers = $2 WHERE instance_id = $1`,
+		instanceID, jsonOrNull(leftovers)); err != nil {
+		return fmt.Errorf("recording the leftovers of instance %s: %w", instanceID, err)
+	}
+	return nil
 }

@@ -18,6 +18,13 @@ type InstanceChange struct {
 	Credentials []byte
 	// ExpiredAt marks the instance expired; nil keeps the current value.
 	ExpiredAt *time.Time
+	// GlobalAccountID moves the instance's subaccount to that global
+	// account, keeping the first one as SubscriptionGlobalAccountID; ""
+	// keeps it.
+	GlobalAccountID string
+	// Action is recorded in the instance's history with the change; nil
+	// records none.
+	Action *Action
 	// Operation is queued with the change. A provisioning resumes a
 	// suspended instance (it gets a new runtime ID, keeps its cluster ID); a
 	// temporary deprovisioning suspends it; an update changes the running
@@ -107,9 +114,19 @@ func (s *Store) applyChange(ctx context.Context, tx pgx.Tx, inst Instance, c Ins
 			kyma_state = CASE WHEN $6 THEN NULL ELSE kyma_state END,
 			kyma_modules = CASE WHEN $6 THEN NULL ELSE kyma_modules END,
 			kyma_state_version = CASE WHEN $6 THEN NULL ELSE kyma_state_version END,
+			subscription_global_account_id = CASE WHEN $7 <> '' AND subscription_global_account_id = ''
+				THEN global_account_id ELSE subscription_global_account_id END,
+			global_account_id = CASE WHEN $7 <> '' THEN $7 ELSE global_account_id END,
 			updated_at = now()
-		WHERE instance_id = $1`, inst.InstanceID, contextJSON, sealed, c.ExpiredAt, state, resume); err != nil {
-		return fmt.Errorf("changing instance %s: %w", inst.InstanceID, err)
+		WHERE instance_id = $1`, inst.InstanceID, contextJSON, sealed, c.ExpiredAt, state, resume, c.GlobalAccountID); err != nil {
+		return fmt.Errorf("changing instance %s: %w", inst.InstanceID, interpretError(err))
+	}
+	if a := c.Action; a != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO instance_actions (instance_id, operation_id, type, message, old_value, new_value)
+			VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (operation_id) DO NOTHING`,
+			inst.InstanceID, a.OperationID, a.Type, a.Message, a.OldValue, a.NewValue); err != nil {
+			return fmt.Errorf("recording action of instance %s: %w", inst.InstanceID, err)
+		}
 	}
 	if op == nil {
 		return nil

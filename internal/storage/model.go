@@ -76,8 +76,22 @@ type Instance struct {
 	// KymaRecord is what the runtime runs of Kyma, keb's own record (no
 	// control-plane object holds it); empty until a provisioning succeeded.
 	KymaRecord
-	CreatedAt time.Time `db:"created_at"`
-	UpdatedAt time.Time `db:"updated_at"`
+	// SubscriptionGlobalAccountID is the global account the instance was
+	// created in, once its subaccount moved to another (GlobalAccountID);
+	// "" when it never moved. The hyperscaler account pool's claim is this
+	// account's (PoolTenant).
+	SubscriptionGlobalAccountID string    `db:"subscription_global_account_id"`
+	CreatedAt                   time.Time `db:"created_at"`
+	UpdatedAt                   time.Time `db:"updated_at"`
+}
+
+// PoolTenant is the global account whose hyperscaler account the instance
+// uses: the one it was created in, even after its subaccount moved.
+func (i Instance) PoolTenant() string {
+	if i.SubscriptionGlobalAccountID != "" {
+		return i.SubscriptionGlobalAccountID
+	}
+	return i.GlobalAccountID
 }
 
 // KymaRecord is keb's record of a runtime's Kyma: the version, the
@@ -135,6 +149,10 @@ type UpdateRequest struct {
 	// Credentials says that the PATCH brought new sm_operator_credentials
 	// (already stored) to push into the runtime.
 	Credentials bool `json:"credentials,omitempty"`
+	// GlobalAccountMoved says that the PATCH moved the subaccount to
+	// another global account (already stored): the runtime's CRs are
+	// relabelled.
+	GlobalAccountMoved bool `json:"globalAccountMoved,omitempty"`
 }
 
 // ChangesRuntime reports whether the update changes the runtime's plan or
@@ -148,6 +166,9 @@ type ActionType string
 const (
 	// ActionPlanUpdate records a plan change: old and new plan name.
 	ActionPlanUpdate ActionType = "PlanUpdate"
+	// ActionSubaccountMovement records a subaccount moved to another global
+	// account: old and new global account.
+	ActionSubaccountMovement ActionType = "subaccount_movement"
 )
 
 // Action is one entry of an instance's history of changes.
@@ -179,4 +200,10 @@ type ArchivedInstance struct {
 	InstanceCreatedAt       time.Time      `db:"instance_created_at"`
 	DeprovisioningStartedAt time.Time      `db:"deprovisioning_started_at"`
 	ArchivedAt              time.Time      `db:"archived_at"`
+	// DeprovisioningDescription is what the deprovisioning said when it
+	// ended; "" for instances archived before it was kept.
+	DeprovisioningDescription string `db:"deprovisioning_description"`
+	// Leftovers are what the deprovisioning's skipped steps left behind
+	// (a JSON array of process.Leftover); nil when nothing was left.
+	Leftovers json.RawMessage `db:"leftovers"`
 }

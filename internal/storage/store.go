@@ -43,7 +43,8 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 const instanceColumns = `instance_id, runtime_id, global_account_id, subaccount_id, user_id, service_id,
 	plan_id, plan_name, one_per_global_account_plan, platform_region, provider, provider_region, parameters, context,
 	encrypted_credentials, dashboard_url, cluster_id, state, shoot_name, resolved_parameters, expired_at,
-	kyma_state, kyma_modules, kyma_version, kyma_components, kyma_overrides_secret, created_at, updated_at`
+	kyma_state, kyma_modules, kyma_version, kyma_components, kyma_overrides_secret, subscription_global_account_id,
+	created_at, updated_at`
 
 const operationColumns = `operation_id, instance_id, type, state, description, stage, finished_stages,
 	error_message, deadline, data, temporary, update_request, job_id, woken_at, created_at, updated_at, finished_at`
@@ -248,6 +249,14 @@ func (s *Store) CreateDeprovisioning(ctx context.Context, op Operation) (Operati
 		return Operation{}, false, interpretError(err)
 	}
 	return result, created, nil
+}
+
+// jsonOrNull is b, or SQL NULL when b is empty.
+func jsonOrNull(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
 }
 
 func jsonOrEmpty(b []byte) []byte {

@@ -9,7 +9,14 @@
 //	POST /oauth/token   client credentials (basic auth or form) → {"access_token",...}
 //	GET  /v1.0/events   events in API v1.0's shape (pageNum from 0)
 //	GET  /v2.0/events   events in API v2.0's shape (pageNum from 1)
+//	GET  /events/v2/events/central  the central events API v2: the first page
+//	                    by filter (eventType, entityType, since=<n>D,
+//	                    pageSize, sortField=creationTime, sortOrder=ASC), the
+//	                    next ones by ?cursor=<nextCursor> alone
 //	POST /events        {"type":"SUBACCOUNT_DELETE","subaccount_id":"<id>"} → 201 with the event
+//	GET  /entitlements/v1/services/kymaruntime/plans/<plan>/subaccounts/<id>/entitlements → {"amount"}
+//	                    (404 for a subaccount without entitlements)
+//	POST /entitlements  {"subaccount_id","plan","amount"} sets one (guarded as POST /events)
 //
 // An event makes the subaccount cleanup deprovision runtimes, so whoever
 // mounts the stand-in guards POST /events as keb guards a DELETE (Handler's
@@ -42,7 +49,9 @@ const (
 	TokenPath    = "/oauth/token"
 	EventsV1Path = "/v1.0/events"
 	EventsV2Path = "/v2.0/events"
-	AddPath      = "/events"
+	// CentralEventsPath is the central events API v2.
+	CentralEventsPath = "/events/v2/events/central"
+	AddPath           = "/events"
 )
 
 // Bounds of what the stand-in keeps.
@@ -69,7 +78,12 @@ type Server struct {
 	tokens   map[string]time.Time
 	faults   []fault
 	requests int
-	now      func() time.Time
+	// changes are Subaccount_Creation and Subaccount_Update events, in
+	// creation order.
+	changes []cis.WireCentralEvent
+	// entitlements are the subaccounts' amounts by plan.
+	entitlements map[entitlementKey]int
+	now          func() time.Time
 }
 
 // fault is how the next request of the events endpoint fails.
@@ -161,11 +175,18 @@ func (s *Server) Handler(guardAdd func(http.Handler) http.Handler) http.Handler 
 	mux.HandleFunc("POST "+TokenPath, s.token)
 	mux.HandleFunc("GET "+EventsV1Path, func(w http.ResponseWriter, r *http.Request) { s.list(w, r, cis.V1) })
 	mux.HandleFunc("GET "+EventsV2Path, func(w http.ResponseWriter, r *http.Request) { s.list(w, r, cis.V2) })
+	mux.HandleFunc("GET "+CentralEventsPath, s.central)
+	mux.HandleFunc("GET "+EntitlementsPattern, s.entitlement)
 	var add http.Handler = http.HandlerFunc(s.add)
 	if guardAdd != nil {
 		add = guardAdd(add)
 	}
 	mux.Handle("POST "+AddPath, add)
+	var set http.Handler = http.HandlerFunc(s.setEntitlement)
+	if guardAdd != nil {
+		set = guardAdd(set)
+	}
+	mux.Handle("POST "+SetEntitlementPath, set)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "NotFound", fmt.Sprintf("the CIS stand-in has no route %s %.200s", r.Method, r.URL.Path))
 	})
@@ -214,7 +235,9 @@ func (s *Server) issue() (string, error) {
 	return tok, nil
 }
 
-func (s *Server) list(w http.ResponseWriter, r *http.Request, v cis.Version) {
+// admit counts an events request, plays the next fault, and checks its
+// token; false means it answered.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request) bool {
 	s.mu.Lock()
 	s.requests++
 	var f *fault
@@ -232,17 +255,24 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, v cis.Version) {
 		select {
 		case <-time.After(f.stall):
 		case <-r.Context().Done():
-			return
+			return false
 		}
 	} else if f != nil {
 		if f.status == http.StatusTooManyRequests {
 			w.Header().Set("Retry-After", "0")
 		}
 		writeError(w, f.status, http.StatusText(f.status), "a fault the test asked for")
-		return
+		return false
 	}
 	if !authorized {
 		writeError(w, http.StatusUnauthorized, "invalid_token", "no token of the stand-in's token endpoint, or an expired one")
+		return false
+	}
+	return true
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request, v cis.Version) {
+	if !s.admit(w, r) {
 		return
 	}
 	q := r.URL.Query()
@@ -316,26 +346,35 @@ var addRequest = reflect.TypeFor[AddRequest]()
 // maxAddBody bounds POST /events' body: an event is a hundred bytes.
 const maxAddBody = 4 << 10
 
-func (s *Server) add(w http.ResponseWriter, r *http.Request) {
+// decodeBody reads a small JSON body into v strictly (no unknown fields,
+// no nulls, nothing after it); false means it answered the problem.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any, typ reflect.Type) bool {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxAddBody))
 	if err != nil {
 		w.Header().Set("Connection", "close")
 		writeError(w, http.StatusRequestEntityTooLarge, "PayloadTooLarge", fmt.Sprintf("the body is larger than %d bytes", maxAddBody))
-		return
+		return false
 	}
-	var req AddRequest
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
+	if err := dec.Decode(v); err != nil {
 		writeError(w, http.StatusBadRequest, "BadRequest", "body: "+err.Error())
-		return
+		return false
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		writeError(w, http.StatusBadRequest, "BadRequest", "body: data after the JSON object")
-		return
+		return false
 	}
-	if p := strictjson.Check(body, strictjson.Rules{Type: addRequest, NoNulls: true}); p != nil {
+	if p := strictjson.Check(body, strictjson.Rules{Type: typ, NoNulls: true}); p != nil {
 		writeError(w, http.StatusBadRequest, "BadRequest", "body: "+p.Error())
+		return false
+	}
+	return true
+}
+
+func (s *Server) add(w http.ResponseWriter, r *http.Request) {
+	var req AddRequest
+	if !decodeBody(w, r, &req, addRequest) {
 		return
 	}
 	if req.Type != cis.EventTypeSubaccountDelete {

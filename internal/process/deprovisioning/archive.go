@@ -2,7 +2,9 @@ package deprovisioning
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/storage"
@@ -31,6 +33,19 @@ type Archive struct {
 	}
 }
 
+// Done is what a deprovisioning says when it succeeded.
+const Done = "Operation succeeded: the runtime is deprovisioned"
+
+// description is what the deprovisioning says once the instance is
+// archived: no later save of the operation happens (it went with the
+// instance), so last_operation answers this from the archive.
+func description(op *process.Operation) string {
+	if len(op.Record.Leftovers) == 0 {
+		return Done
+	}
+	return Done + "; " + process.DescribeLeftovers(op.Record.Leftovers)
+}
+
 // Name implements process.Step. The name is kept from the time this step
 // only archived: it is persisted in operations' checkpoints.
 func (s *Archive) Name() string { return "archive" }
@@ -45,6 +60,14 @@ func (s *Archive) Run(ctx context.Context, op *process.Operation) (process.StepR
 		return process.Done()
 	}
 	op.Describe("Archiving and removing the instance")
+	var leftovers json.RawMessage
+	if len(op.Record.Leftovers) > 0 {
+		raw, err := json.Marshal(op.Record.Leftovers)
+		if err != nil {
+			return process.StepResult{}, fmt.Errorf("encoding leftovers: %w", err)
+		}
+		leftovers = raw
+	}
 	i := op.Instance
 	var provState storage.OperationState
 	prov, err := s.Store.LastOperationOfType(ctx, op.InstanceID, storage.OperationTypeProvision)
@@ -60,6 +83,7 @@ func (s *Archive) Run(ctx context.Context, op *process.Operation) (process.StepR
 		Provider: i.Provider, ProviderRegion: i.ProviderRegion, ShootName: op.Instance.ShootName,
 		ProvisioningState: provState, LastDeprovisioningID: op.ID,
 		InstanceCreatedAt: i.CreatedAt, DeprovisioningStartedAt: op.CreatedAt,
+		DeprovisioningDescription: description(op), Leftovers: leftovers,
 	})
 	if err != nil {
 		return process.StepResult{}, err

@@ -61,6 +61,7 @@ func TestArchive(t *testing.T) {
 				Provider: "azure", ProviderRegion: "westeurope", ShootName: "c-abc1234",
 				ProvisioningState: tc.wantState, LastDeprovisioningID: op.ID,
 				InstanceCreatedAt: i.CreatedAt, DeprovisioningStartedAt: op.CreatedAt,
+				DeprovisioningDescription: deprovisioning.Done,
 			}
 			if g, w := processtest.MustJSON(t, store.archived[0]), processtest.MustJSON(t, want); g != w {
 				t.Errorf("archived:\n got %s\nwant %s", g, w)
@@ -105,7 +106,7 @@ func TestArchiveSuspension(t *testing.T) {
 // operations' checkpoints.
 func TestPipelineStepNames(t *testing.T) {
 	t.Parallel()
-	want := []string{"initialization", "remove_bindings", "delete_kyma", "delete_runtime", "release_hyperscaler_secret", "archive"}
+	want := []string{"initialization", "remove_bindings", "soft_delete_btp_services", "delete_kyma", "delete_runtime", "release_hyperscaler_secret", "archive"}
 	pipe := deprovisioning.Pipeline(deprovisioning.Deps{})
 	if len(pipe.Steps) != len(want) {
 		t.Fatalf("%d steps, want %d", len(pipe.Steps), len(want))

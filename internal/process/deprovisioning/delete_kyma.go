@@ -22,8 +22,14 @@ type DeleteKyma struct {
 // Name implements process.Step.
 func (s *DeleteKyma) Name() string { return "delete_kyma" }
 
-// Timeout implements process.TimedStep.
-func (s *DeleteKyma) Timeout() time.Duration { return s.Config.RemovalTimeout }
+// SkipAfter implements process.SkippableStep: a Kyma CR Lifecycle Manager
+// does not let go must not keep the cluster.
+func (s *DeleteKyma) SkipAfter() time.Duration { return s.Config.SkipAfter }
+
+// Leftover implements process.SkippableStep.
+func (s *DeleteKyma) Leftover(op *process.Operation) string {
+	return fmt.Sprintf("the Kyma CR %s/%s", s.Config.Namespace, kyma.Name(op.Instance.RuntimeID))
+}
 
 // Run implements process.Step.
 func (s *DeleteKyma) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {

@@ -21,6 +21,16 @@ type Config struct {
 	// often the wait looks (watches usually wake it sooner).
 	RemovalTimeout time.Duration
 	RemovalPoll    time.Duration
+	// SkipAfter bounds the retries of the steps that remove things inside
+	// or around the runtime (bindings, the Kyma CR, the account's claim):
+	// after it they are skipped and their remains reported, so that the
+	// cluster is deleted all the same (process.SkippableStep). Only the
+	// cluster's own deletion (RemovalTimeout) fails a deprovisioning.
+	SkipAfter time.Duration
+	// FinalizerGrace is how long BTP service objects of a deleted
+	// subaccount's runtime may hold their finalizers before they are
+	// stripped (SoftDeleteBTPServices).
+	FinalizerGrace time.Duration
 	// ShootWait bounds how long the account release waits for the instance's Shoot to be gone.
 	ShootWait time.Duration
 }
@@ -44,6 +54,9 @@ type Deps struct {
 	// Bindings removes the instance's service bindings; nil when keb
 	// offers none.
 	Bindings bindingRemover
+	// RuntimeClients reach the runtime (the same cache as Runtimes); nil
+	// skips what needs the runtime.
+	RuntimeClients runtimeClients
 }
 
 // Pipeline returns the deprovisioning pipeline.
@@ -51,13 +64,13 @@ func Pipeline(d Deps) process.Pipeline {
 	return process.Pipeline{
 		Steps: []process.Step{
 			&Initialization{Store: d.Store},
-			&RemoveBindings{Bindings: d.Bindings},
+			&RemoveBindings{Bindings: d.Bindings, Config: d.Config},
+			&SoftDeleteBTPServices{Runtimes: d.RuntimeClients, Config: d.Config},
 			&DeleteKyma{KCP: d.KCP, Config: d.Config},
 			&DeleteRuntime{KCP: d.KCP, Config: d.Config, Runtimes: d.Runtimes},
-			&ReleaseHyperscalerSecret{Store: d.Store, Accounts: d.Accounts, SharedPlanIDs: d.Config.SharedPlanIDs,
-				ShootWait: d.Config.ShootWait, Poll: d.Config.RemovalPoll},
+			&ReleaseHyperscalerSecret{Store: d.Store, Accounts: d.Accounts, SharedPlanIDs: d.Config.SharedPlanIDs, Config: d.Config},
 			&Archive{Store: d.Store},
 		},
-		Done: "Operation succeeded: the runtime is deprovisioned",
+		Done: Done,
 	}
 }

@@ -44,9 +44,15 @@ type ReleaseHyperscalerSecret struct {
 	// SharedPlanIDs are plans on shared accounts: their instances never
 	// keep a tenant's dedicated account.
 	SharedPlanIDs []string
-	// ShootWait bounds the wait for the instance's own Shoot to be gone; Poll is how often it
-	// looks.
-	ShootWait, Poll time.Duration
+	Config        Config
+}
+
+// SkipAfter implements process.SkippableStep.
+func (s *ReleaseHyperscalerSecret) SkipAfter() time.Duration { return s.Config.SkipAfter }
+
+// Leftover implements process.SkippableStep.
+func (s *ReleaseHyperscalerSecret) Leftover(op *process.Operation) string {
+	return fmt.Sprintf("the hyperscaler account of global account %s, not released for cleanup", op.Instance.PoolTenant())
 }
 
 // Name implements process.Step.
@@ -76,11 +82,11 @@ func (s *ReleaseHyperscalerSecret) Run(ctx context.Context, op *process.Operatio
 			return process.StepResult{}, err
 		}
 		if exists {
-			if started, ok := op.Record.StepStartedAt[s.Name()]; !ok || time.Since(started) < s.ShootWait {
+			if started, ok := op.Record.StepStartedAt[s.Name()]; !ok || time.Since(started) < s.Config.ShootWait {
 				op.Describe("Waiting for Shoot %s to be deleted before releasing its hyperscaler account", op.Instance.ShootName)
-				return process.RetryAfter(s.Poll)
+				return process.RetryAfter(s.Config.RemovalPoll)
 			}
-			op.Describe("Keeping the hyperscaler account: Shoot %s still exists after %s", op.Instance.ShootName, s.ShootWait)
+			op.Describe("Keeping the hyperscaler account: Shoot %s still exists after %s", op.Instance.ShootName, s.Config.ShootWait)
 			return process.Done()
 		}
 	}
@@ -105,7 +111,7 @@ func (s *ReleaseHyperscalerSecret) Run(ctx context.Context, op *process.Operatio
 	}
 	// MarkDirtyByName leaves shared, internal, dirty and other tenants' accounts alone (a shared
 	// account is never labelled with a tenant).
-	if err := s.Accounts.MarkDirtyByName(ctx, binding, op.Instance.GlobalAccountID); err != nil {
+	if err := s.Accounts.MarkDirtyByName(ctx, binding, op.Instance.PoolTenant()); err != nil {
 		return process.StepResult{}, fmt.Errorf("releasing hyperscaler account %s: %w", binding, err)
 	}
 	return process.Done()
@@ -123,7 +129,7 @@ func (s *ReleaseHyperscalerSecret) releaseUnrecorded(ctx context.Context, op *pr
 		}
 		hsType = t
 	}
-	others, err := s.Store.OtherInstancesOfTenant(ctx, op.Instance.GlobalAccountID, op.Record.Provider, op.InstanceID, s.SharedPlanIDs)
+	others, err := s.Store.OtherInstancesOfTenant(ctx, op.Instance.PoolTenant(), op.Record.Provider, op.InstanceID, s.SharedPlanIDs)
 	if err != nil {
 		return process.StepResult{}, err
 	}
@@ -131,7 +137,7 @@ func (s *ReleaseHyperscalerSecret) releaseUnrecorded(ctx context.Context, op *pr
 		return process.Done()
 	}
 	pool := hyperscaler.Pool{Type: hsType, EUAccess: op.Record.HyperscalerEUAccess}
-	if err := s.Accounts.MarkDirty(ctx, pool, op.Instance.GlobalAccountID); err != nil {
+	if err := s.Accounts.MarkDirty(ctx, pool, op.Instance.PoolTenant()); err != nil {
 		return process.StepResult{}, fmt.Errorf("releasing hyperscaler account: %w", err)
 	}
 	return process.Done()

@@ -138,10 +138,11 @@ func TestReleaseHyperscalerSecret(t *testing.T) {
 				}
 			}
 			store := &fakeStore{others: tc.others, countErr: tc.countErr}
-			step := &deprovisioning.ReleaseHyperscalerSecret{Store: store, Accounts: p, ShootWait: time.Hour, Poll: 7 * time.Second}
+			step := &deprovisioning.ReleaseHyperscalerSecret{Store: store, Accounts: p,
+				Config: deprovisioning.Config{ShootWait: time.Hour, RemovalPoll: 7 * time.Second}}
 			res, err := step.Run(t.Context(), op)
 			processtest.MustOutcome(t, "release_hyperscaler_secret", tc.want, res, err)
-			if tc.want == processtest.Retry && (res.RetryAfter != step.Poll || !strings.Contains(op.Description, op.Instance.ShootName)) {
+			if tc.want == processtest.Retry && (res.RetryAfter != step.Config.RemovalPoll || !strings.Contains(op.Description, op.Instance.ShootName)) {
 				t.Errorf("waiting %s with %q, want the poll and the Shoot named", res.RetryAfter, op.Description)
 			}
 

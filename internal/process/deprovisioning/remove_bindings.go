@@ -3,6 +3,7 @@ package deprovisioning
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -22,6 +23,16 @@ type bindingRemover interface {
 // suspended instance keeps its row.
 type RemoveBindings struct {
 	Bindings bindingRemover
+	Config   Config
+}
+
+// SkipAfter implements process.SkippableStep.
+func (s *RemoveBindings) SkipAfter() time.Duration { return s.Config.SkipAfter }
+
+// Leftover implements process.SkippableStep: the rows go with the archived
+// instance, the ServiceAccounts with the cluster.
+func (s *RemoveBindings) Leftover(*process.Operation) string {
+	return "the service bindings' ServiceAccounts in the runtime"
 }
 
 // Name implements process.Step.

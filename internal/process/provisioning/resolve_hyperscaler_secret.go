@@ -111,7 +111,7 @@ func (s *ResolveHyperscalerSecret) Run(ctx context.Context, op *process.Operatio
 	}
 	pool, selector := rule.Pool(provider, pr, hr), rule.Selector(provider, pr, hr)
 	op.Describe("Choosing the hyperscaler account for the runtime (%s)", selector)
-	tenant := op.Instance.GlobalAccountID
+	tenant := op.Instance.PoolTenant()
 	var acc hyperscaler.Account
 	multi := !rule.Shared && s.Store != nil && s.Config.HAP.multiAccount(tenant)
 	switch {
@@ -147,7 +147,7 @@ func (s *ResolveHyperscalerSecret) Run(ctx context.Context, op *process.Operatio
 // and the choice are made under a database lock of the global account and pool, so concurrent
 // provisionings (in any replica) never put more instances on an account than the limit.
 func (s *ResolveHyperscalerSecret) claimMulti(ctx context.Context, op *process.Operation, pool hyperscaler.Pool, provider string) (hyperscaler.Account, error) {
-	tenant := op.Instance.GlobalAccountID
+	tenant := op.Instance.PoolTenant()
 	limit := 0
 	if s.Config.HAP.Limit != nil {
 		limit = s.Config.HAP.Limit(provider)

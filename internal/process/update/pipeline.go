@@ -88,6 +88,7 @@ func Pipeline(d Deps) process.Pipeline {
 			&UpdateRuntime{KCP: d.KCP, Catalog: d.Catalog, Config: d.Config},
 			&CheckRuntimeUpdate{KCP: d.KCP, Watch: d.Watch, Config: d.Config},
 			&UpdateKyma{KCP: d.KCP, Config: d.Config},
+			&RelabelGlobalAccount{KCP: d.KCP, Config: d.Config},
 			&UpdateBTPManagerCredentials{Runtimes: d.Runtimes, Config: d.Config},
 		},
 		Succeeded: recordUpdate(d.Store, d.Catalog),

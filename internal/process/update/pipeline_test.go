@@ -13,7 +13,7 @@ import (
 func TestPipelineStepNames(t *testing.T) {
 	t.Parallel()
 	want := []string{"update_initialization", "update_hyperscaler_account", "update_runtime", "check_runtime_update",
-		"update_kyma", "update_btp_manager_credentials"}
+		"update_kyma", "relabel_global_account", "update_btp_manager_credentials"}
 	cfg := testConfig()
 	pipe := update.Pipeline(update.Deps{Config: cfg})
 	if len(pipe.Steps) != len(want) {

@@ -42,8 +42,8 @@ func (s *UpdateBTPManagerCredentials) Timeout() time.Duration { return s.Config.
 
 // Run implements process.Step.
 func (s *UpdateBTPManagerCredentials) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
-	if op.Request.ChangesRuntime() && !op.Request.Credentials {
-		return process.Done() // a change of parameters or plan only
+	if (op.Request.ChangesRuntime() || (op.Request != nil && op.Request.GlobalAccountMoved)) && !op.Request.Credentials {
+		return process.Done() // a change of parameters, plan or global account only
 	}
 	if op.Instance.Credentials == nil {
 		op.Describe("Nothing to push into the runtime: the instance has no sm_operator_credentials")

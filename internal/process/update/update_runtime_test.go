@@ -205,6 +205,9 @@ func TestUpdateFailures(t *testing.T) {
 	t.Parallel()
 	c := kcpClient(t)
 	ns := processtest.Namespace(t, c, "upd-fail")
+	// trialRuntime applies the Kyma CR in kcp-system: the test must not
+	// depend on another test having created it first.
+	processtest.EnsureNamespace(t, c, controlplane.Namespace)
 	cfg := testConfig()
 	cfg.Namespace = ns
 	rec := &recorder{}

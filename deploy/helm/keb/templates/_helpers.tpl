@@ -83,6 +83,10 @@ env:
   - name: APP_BROKER_PLANS_FILE
     value: /etc/keb/plans/plans.yaml
 {{- end }}
+{{- if .Values.blocklistConfigMap }}
+  - name: APP_OPERATION_BLOCKLIST_FILE
+    value: /etc/keb/blocklist/blocklist.yaml
+{{- end }}
 {{- if .Values.hap.rule }}
   - name: APP_HAP_RULE_FILE_PATH
     value: /etc/keb/hap/rules.yaml
