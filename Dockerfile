@@ -7,7 +7,8 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 ARG VERSION=dev
-RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/keb ./cmd/keb
+ARG COMMIT=unknown
+RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION} -X github.com/kyma-keb/keb/internal/buildinfo.Commit=${COMMIT}" -o /out/keb ./cmd/keb
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/keb /usr/local/bin/keb

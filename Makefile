@@ -3,7 +3,8 @@
 # missing first.
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X main.version=$(VERSION)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -s -w -X main.version=$(VERSION) -X github.com/kyma-keb/keb/internal/buildinfo.Commit=$(COMMIT)
 
 # One build configuration for everything make builds and tests: static (no cgo) and without local paths, as the
 # released binary. vet, the tests and the keb binaries tests build (the image test's, the fault suite's) then
@@ -74,7 +75,10 @@ FUZZ_TARGETS := \
 	./internal/runtimelisting:FuzzParseQuery \
 	./internal/runtimelisting:FuzzDecodeCursor \
 	./internal/auth:FuzzVerify \
-	./internal/guardrails:FuzzParse
+	./internal/guardrails:FuzzParse \
+	./internal/httpapi:FuzzKubeconfigAccess \
+	./internal/userkubeconfig:FuzzBuild \
+	./internal/events:FuzzParseQuery
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; echo ">> $$name ($$pkg, $(FUZZTIME))"; \

@@ -10,12 +10,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
 	"github.com/sirupsen/logrus"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/kyma-keb/keb/internal/buildinfo"
 	"github.com/kyma-keb/keb/internal/logging"
 )
 
@@ -43,20 +45,25 @@ func commands() []command {
 		{"cleanup", "run one pass of the subaccount or environments cleanup (`keb cleanup subaccounts|environments [--dry-run]`)", cleanupCommand},
 		{"reconcile", "repair drifted sap-btp-manager Secrets in every running runtime (`keb reconcile btp-secrets [--dry-run]`)", reconcileCommand},
 		{"pool", "list the hyperscaler account pool, return an account to it (`keb pool release NAME`), or show the HAP rules (`keb pool rules [--plan P --platform-region R --region H]`)", poolCommand},
-		{"version", "print the version", versionCommand},
+		{"kubeconfig", "print or write the kubeconfig people use for one runtime (GET /kubeconfig/{instance_id})", kubeconfigCommand},
+		{"taskrun", "run a local command once per runtime --target selects, with KUBECONFIG set to its admin kubeconfig (`keb taskrun --target all -- kubectl get ns`)", taskrunCommand},
+		{"version", "print the version, commit and schema version", versionCommand},
 	}
 }
 
 // subcommands are the positional words a command takes, for its usage line.
 var subcommands = map[string]string{"migrate": " up|down|status",
 	"orchestrations": " [list | show ID | operations ID [OPERATION_ID] | cancel ID | retry ID]", "upgrade": " kyma|cluster",
-	"pool": " [release NAME | rules]", "reconcile": " btp-secrets"}
+	"pool": " [release NAME | rules]", "reconcile": " btp-secrets",
+
+	"taskrun": " --target SELECTOR -- COMMAND [ARGS]"}
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	buildinfo.Version = version
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stdout)
 		if len(args) == 0 {
@@ -191,13 +198,19 @@ func newLogger(format, level string) (*logrus.Logger, error) {
 // that `keb migrate status --database-url X` works like
 // `keb migrate --database-url X status`.
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	// Everything after "--" is positional as it is (`keb taskrun -- kubectl
+	// get ns -o name`: the command's flags are not keb's).
+	var rest []string
+	if i := slices.Index(args, "--"); i >= 0 {
+		args, rest = args[:i], args[i+1:]
+	}
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			return nil, err
 		}
 		if fs.NArg() == 0 {
-			return positional, nil
+			return append(positional, rest...), nil
 		}
 		positional = append(positional, fs.Arg(0))
 		args = fs.Args()[1:]

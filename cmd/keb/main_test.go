@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/kyma-keb/keb/internal/buildinfo"
 	"github.com/kyma-keb/keb/testing/k8stest"
 	"github.com/kyma-keb/keb/testing/pgtest"
 )
@@ -347,8 +349,11 @@ func TestMigrateAgainstDatabase(t *testing.T) {
 func TestVersion(t *testing.T) {
 	var code int
 	out := captureStdout(t, func() { code, _, _ = runKeb("version") })
-	if code != 0 || strings.TrimSpace(out) != version {
-		t.Errorf("`keb version`: exit %d, printed %q, want %q", code, out, version)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	info := buildinfo.Read()
+	if code != 0 || len(lines) != 4 || lines[0] != version || !strings.HasPrefix(lines[1], "commit "+info.Commit) ||
+		lines[2] != fmt.Sprintf("schema version %d", info.SchemaVersion) || info.SchemaVersion == 0 {
+		t.Errorf("`keb version`: exit %d, printed %q, want %q, its commit and schema version", code, out, version)
 	}
 }
 

@@ -149,40 +149,9 @@ func listRuntimes(ctx context.Context, opts runtimesOptions, stdout, stderr io.W
 		now = time.Now
 	}
 
-	var all runtimelisting.Response
-	seen := map[string]bool{}
-	next := ""
-	for {
-		q := url.Values{}
-		for k, v := range opts.query {
-			q[k] = v
-		}
-		if opts.pageSize > 0 {
-			q.Set("page_size", strconv.Itoa(opts.pageSize))
-		}
-		if next != "" {
-			q.Set("next", next)
-		}
-		u := *base
-		u.RawQuery = q.Encode()
-		page, err := fetchRuntimes(ctx, client, u.String(), token)
-		if err != nil {
-			return err
-		}
-		if !opts.all {
-			all = page
-			break
-		}
-		all.Data = append(all.Data, page.Data...)
-		all.TotalCount = page.TotalCount
-		if page.Next == "" {
-			break
-		}
-		if seen[page.Next] {
-			return fmt.Errorf("the server returned the cursor %q twice; stopping", page.Next)
-		}
-		seen[page.Next] = true
-		next = page.Next
+	all, err := fetchPages(ctx, client, *base, token, opts.query, opts.pageSize, opts.all)
+	if err != nil {
+		return err
 	}
 	if all.Data == nil {
 		all.Data = []runtimelisting.RuntimeDTO{}
@@ -214,6 +183,45 @@ func listRuntimes(ctx context.Context, opts runtimesOptions, stdout, stderr io.W
 	return nil
 }
 
+// fetchPages reads GET /info/runtimes with query: one page, or with all
+// every page, following the next cursors.
+func fetchPages(ctx context.Context, client *http.Client, base url.URL, token string, query url.Values, pageSize int, all bool) (runtimelisting.Response, error) {
+	var out runtimelisting.Response
+	seen := map[string]bool{}
+	next := ""
+	for {
+		q := url.Values{}
+		for k, v := range query {
+			q[k] = v
+		}
+		if pageSize > 0 {
+			q.Set("page_size", strconv.Itoa(pageSize))
+		}
+		if next != "" {
+			q.Set("next", next)
+		}
+		u := base
+		u.RawQuery = q.Encode()
+		page, err := fetchRuntimes(ctx, client, u.String(), token)
+		if err != nil {
+			return out, err
+		}
+		if !all {
+			return page, nil
+		}
+		out.Data = append(out.Data, page.Data...)
+		out.TotalCount = page.TotalCount
+		if page.Next == "" {
+			return out, nil
+		}
+		if seen[page.Next] {
+			return out, fmt.Errorf("the server returned the cursor %q twice; stopping", page.Next)
+		}
+		seen[page.Next] = true
+		next = page.Next
+	}
+}
+
 // fetchRuntimes makes one request; any answer but 200 is an error carrying
 // the server's description.
 func fetchRuntimes(ctx context.Context, client *http.Client, u, token string) (runtimelisting.Response, error) {
@@ -233,30 +241,36 @@ func fetchRuntimes(ctx context.Context, client *http.Client, u, token string) (r
 		return runtimelisting.Response{}, fmt.Errorf("reading the answer of %s: %w", u, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Error       string `json:"error"`
-			Description string `json:"description"`
-		}
-		msg := strings.TrimSpace(string(body))
-		if json.Unmarshal(body, &e) == nil && (e.Description != "" || e.Error != "") {
-			msg = e.Description
-			if msg == "" {
-				msg = e.Error
-			}
-		}
-		if len(msg) > 500 {
-			msg = msg[:500] + "..."
-		}
-		if msg == "" {
-			msg = http.StatusText(resp.StatusCode)
-		}
-		return runtimelisting.Response{}, fmt.Errorf("the broker answered %s: %s", resp.Status, msg)
+		return runtimelisting.Response{}, fmt.Errorf("the broker answered %s: %s", resp.Status, describeError(body))
 	}
 	var page runtimelisting.Response
 	if err := json.Unmarshal(body, &page); err != nil {
 		return runtimelisting.Response{}, fmt.Errorf("decoding the answer of %s: %w", u, err)
 	}
 	return page, nil
+}
+
+// describeError is what an error answer says: its OSB description (or
+// error), else its text, cut at 500 bytes.
+func describeError(body []byte) string {
+	var e struct {
+		Error       string `json:"error"`
+		Description string `json:"description"`
+	}
+	msg := strings.TrimSpace(string(body))
+	if json.Unmarshal(body, &e) == nil && (e.Description != "" || e.Error != "") {
+		msg = e.Description
+		if msg == "" {
+			msg = e.Error
+		}
+	}
+	if len(msg) > 500 {
+		msg = msg[:500] + "..."
+	}
+	if msg == "" {
+		msg = "no description"
+	}
+	return msg
 }
 
 // devToken mints a cld:read token with the dev key in dir, as `keb token`

@@ -26,6 +26,8 @@ import (
 	"github.com/kyma-keb/keb/internal/cis"
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/console"
+	"github.com/kyma-keb/keb/internal/controlplane"
+	"github.com/kyma-keb/keb/internal/events"
 	"github.com/kyma-keb/keb/internal/expiry"
 	"github.com/kyma-keb/keb/internal/guardrails"
 	"github.com/kyma-keb/keb/internal/httpapi"
@@ -34,6 +36,7 @@ import (
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/runtimelisting"
 	"github.com/kyma-keb/keb/internal/storage"
+	"github.com/kyma-keb/keb/internal/userkubeconfig"
 )
 
 // DevOptions are what `keb dev` adds to a server: its own signing key is
@@ -132,7 +135,12 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	verifier.OnReject(opsMetrics.TokenRejected)
 	expirer := expiry.New(store, expiry.Lifetimes(cat.Plans(), cfg.TrialDuration, cfg.FreeDuration), cfg.OperationTimeout,
 		log.WithField("component", "expiry"))
-	bindings, err := newBindings(cfg, store, cat, work, log)
+	cp, err := newControlPlane(cfg, work)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	bindings, err := newBindings(cfg, cp, store, cat, log)
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -143,6 +151,10 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 			pool.Close()
 			return nil, err
 		}
+	}
+	kubeconfigs := userkubeconfig.New(store, nil, nil, controlplane.Namespace)
+	if cp != nil {
+		kubeconfigs = userkubeconfig.New(store, cp.kcp, cp.runtimes, controlplane.Namespace)
 	}
 	brokerOpts := broker.Options{
 		UnsupportedParameters: metrics.NewUnsupportedParameters(reg),
@@ -155,6 +167,11 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 		AllowedGlobalAccounts: guardrails.AllowedGlobalAccounts{Restrict: cfg.RestrictToAllowedGlobalAccounts,
 			Accounts: cfg.AllowedGlobalAccounts},
 		SubaccountMovement: cfg.SubaccountMovement,
+		Labels: broker.LabelOptions{BrokerURL: cfg.BrokerURL, Lifetimes: expiry.Lifetimes(cat.Plans(), cfg.TrialDuration, cfg.FreeDuration),
+			TrialDocs: cfg.TrialDocsURL, FreeDocsURL: cfg.FreeDocsURL},
+	}
+	if cp != nil {
+		brokerOpts.Labels.Servers = kubeconfigs
 	}
 	if cfg.QuotaCheck {
 		id, secret, err := cfg.Cleanup.Credentials()
@@ -198,12 +215,16 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	a := &App{cfg: cfg, pool: pool, log: log, engine: eng, bindings: bindings}
 	readiness := httpapi.NewReadiness(cfg.ReadinessInterval, httpapi.CheckTimeout, log.WithField("component", "readiness"), a.probes()...)
 	runtimesHandler := runtimelisting.NewHandler(store, catalog.ServiceID)
+	eventList := events.New(store, cfg.EventsRetention)
 	opts := httpapi.Options{Broker: brk, Auth: verifier, Log: log, Registry: reg, Ready: readiness,
 		RequestTimeout: cfg.RequestTimeout,
 		Runtimes:       runtimesHandler, Expire: expiry.Handler(expirer, log),
-		Console: console.New(console.Options{Runtimes: runtimesHandler, Operations: store, Instances: store, Verifier: verifier,
+		Console: console.New(console.Options{Runtimes: runtimesHandler, Events: eventList, Instances: store, Verifier: verifier,
 			DevLogin: dev != nil, Log: log.WithField("component", "console")})}
 	oc := cfg.Engine.Orchestration
+	opts.KubeconfigOrigins = cfg.KubeconfigAllowOrigins
+	opts.Events = events.Handler(eventList, log.WithField("component", "events"))
+	opts.Kubeconfig = userkubeconfig.Handler(kubeconfigs, log.WithField("component", "kubeconfig"))
 	opts.Orchestrations = orchestration.NewHandler(orchestrations, orchestration.Defaults{KymaVersion: cfg.Engine.KymaVersion,
 		KubernetesVersion: oc.KubernetesVersion, MachineImage: oc.MachineImage, MachineImageVersion: oc.MachineImageVersion},
 		log.WithField("component", "orchestration"))

@@ -17,12 +17,48 @@ import (
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
-// newBindings builds the binding service when keb has a control plane to
-// find runtimes' kubeconfigs in; without one (nil, nil) bindings are not
-// offered. Binds run on the request path, so every replica builds it,
-// workers or not.
-func newBindings(cfg config.Config, store *storage.Store, cat *catalog.Catalog, work *metrics.Work, log logrus.FieldLogger) (*binding.Service, error) {
+// controlPlane is what the request path reads of the control plane:
+// Runtime CRs and runtimes' kubeconfig Secrets (binds, people's kubeconfigs,
+// instance labels).
+type controlPlane struct {
+	kcp      client.Client
+	runtimes *runtimeclient.Cache
+}
+
+// newControlPlane connects to the control plane when keb has one; nil
+// without (bindings, kubeconfigs and API server labels are then not offered).
+// Every replica builds it, workers or not.
+func newControlPlane(cfg config.Config, work *metrics.Work) (*controlPlane, error) {
 	if cfg.Engine.KCPKubeconfig == "" && !InCluster() {
+		return nil, nil
+	}
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	kcpCfg, err := LoadKubeconfig(cfg.Engine.KCPKubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	kcpCfg.WrapTransport = work.CountRequests("control_plane")
+	// client-go's default (5 requests per second) made every GET instance
+	// wait 200 ms for its labels' Secret read under a steady stream of
+	// requests (measured on keb dev); each read is one GET, bounded by
+	// APP_REQUEST_TIMEOUT.
+	kcpCfg.QPS, kcpCfg.Burst = 200, 400
+	kcp, err := client.New(kcpCfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("control-plane client for the request path: %w", err)
+	}
+	runtimes := runtimeclient.NewCache(kcp, controlplane.Namespace, scheme, runtimeclient.Bounds{})
+	runtimes.WrapTransport = work.CountRequests("runtime")
+	return &controlPlane{kcp: kcp, runtimes: runtimes}, nil
+}
+
+// newBindings builds the binding service on the control plane; without one
+// (nil, nil) bindings are not offered.
+func newBindings(cfg config.Config, cp *controlPlane, store *storage.Store, cat *catalog.Catalog, log logrus.FieldLogger) (*binding.Service, error) {
+	if cp == nil {
 		return nil, nil
 	}
 	k := cfg.Binding
@@ -34,22 +70,7 @@ func newBindings(cfg config.Config, store *storage.Store, cat *catalog.Catalog, 
 		}
 		planIDs = append(planIDs, p.ID)
 	}
-	scheme, err := Scheme()
-	if err != nil {
-		return nil, err
-	}
-	kcpCfg, err := LoadKubeconfig(cfg.Engine.KCPKubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	kcpCfg.WrapTransport = work.CountRequests("control_plane")
-	kcp, err := client.New(kcpCfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, fmt.Errorf("control-plane client for bindings: %w", err)
-	}
-	runtimes := runtimeclient.NewCache(kcp, controlplane.Namespace, scheme, runtimeclient.Bounds{})
-	runtimes.WrapTransport = work.CountRequests("runtime")
-	return binding.New(store, runtimes, binding.Config{
+	return binding.New(store, cp.runtimes, binding.Config{
 		BindablePlanIDs: planIDs, MaxPerInstance: k.MaxPerInstance, DefaultExpiration: k.DefaultExpiration,
 		MinExpiration: k.MinExpiration, MaxExpiration: k.MaxExpiration, Role: k.Role, Timeout: k.Timeout,
 		AsyncTimeout: k.AsyncTimeout,

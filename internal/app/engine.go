@@ -242,6 +242,12 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 	if bindings != nil {
 		periodic = append(periodic, pruneBindings(cfg, bindings))
 	}
+	// The step history of operations past the events' retention: what
+	// GET /events no longer shows is not kept either.
+	periodic = append(periodic, process.Periodic{Name: "prune_events", Interval: time.Hour, Run: func(ctx context.Context) error {
+		_, err := store.PruneEventHistory(ctx, time.Now().Add(-cfg.EventsRetention), 1000)
+		return err
+	}})
 	if ec.LeftoversInterval > 0 {
 		lo := &deprovisioning.Leftovers{Store: store, KCP: kcp, Accounts: accounts, Config: deprov.Config}
 		periodic = append(periodic, process.Periodic{Name: deprovisioning.LeftoversJob, Interval: ec.LeftoversInterval,

@@ -895,6 +895,34 @@ func hostileOperatorRequests(b *bundle, badIDs, badBodies []string) []hostileReq
 		reqs = append(reqs, req{method: http.MethodPost, path: path, body: login, opts: []reqOpt{form}, shape: shapeConsole})
 	}
 
+	// People's kubeconfigs: IDs, tokens without the scope, origins not
+	// allowed (the bundle allows https://cockpit.example).
+	kubeconfigToken := withHeader("Authorization", "Bearer "+b.mint(auth.ScopeKubeconfigRead))
+	for _, id := range append(badIDs, "..", "%2e%2e", "no-such-instance", "victim-1") {
+		reqs = append(reqs, req{method: http.MethodGet, path: "/kubeconfig/" + id, opts: []reqOpt{kubeconfigToken}},
+			req{method: http.MethodGet, path: "/kubeconfig/" + id, opts: []reqOpt{withHeader("Origin", "https://cockpit.example")}})
+	}
+	for _, opts := range [][]reqOpt{{withoutHeader("Authorization")}, {withHeader("Authorization", "Bearer "+b.mint(auth.ScopeCLDRead))},
+		{withoutHeader("Authorization"), withHeader("Origin", "https://evil.example")}, {withoutHeader("Authorization"), withHeader("Origin", "null")},
+		{withoutHeader("Authorization"), withHeader("Origin", "https://cockpit.example.evil.example")},
+		{withHeader("Authorization", "Bearer not-a-token"), withHeader("Origin", "https://evil.example")}} {
+		reqs = append(reqs, req{method: http.MethodGet, path: "/kubeconfig/victim-1", opts: opts},
+			req{method: http.MethodOptions, path: "/kubeconfig/victim-1", opts: opts})
+	}
+	for _, q := range []string{"x=%zz", "a;b", "name=" + strings.Repeat("n", 600)} {
+		reqs = append(reqs, req{method: http.MethodGet, path: "/kubeconfig/victim-1?" + q, opts: []reqOpt{kubeconfigToken}})
+	}
+
+	// Events: filters, IDs, pages.
+	for _, q := range []string{"", "bogus=1", "instance_ids=", "instance_ids=a,,b", "instance_ids=%00", "runtime_ids=a%0Ab",
+		"operation_ids=" + strings.Repeat("o", 300), "instance_ids=" + strings.Repeat("i,", 100) + "i", "instance_ids=a&page=0",
+		"instance_ids=a&page=x", "instance_ids=a&page_size=1001", "instance_ids=a&page_size=1&page_size=2", "instance_ids=a;b",
+		"Instance_ids=a", "instance_ids=%FF", "page=1", "instance_ids=a&page=99999999999"} {
+		reqs = append(reqs, req{method: http.MethodGet, path: "/events?" + q, opts: []reqOpt{withHeader("Authorization", "Bearer "+b.mint(auth.ScopeCLDRead))}})
+	}
+	reqs = append(reqs, req{method: http.MethodGet, path: "/events?instance_ids=victim-1", opts: []reqOpt{withoutHeader("Authorization")}},
+		req{method: http.MethodGet, path: "/events?instance_ids=victim-1", opts: []reqOpt{upgrade}})
+
 	// Orchestrations: IDs, queries and bodies.
 	for _, id := range append(badIDs, "%c3%28", "%ed%a0%80", "..", "%2e") {
 		for _, rq := range []req{

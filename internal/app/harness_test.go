@@ -111,6 +111,7 @@ func setupWithLogger(t *testing.T, tune func(*config.Config), log logrus.FieldLo
 	cfg.Issuer, cfg.Audience = testIssuer, testAud
 	cfg.RetryAfter = 7 * time.Second
 	cfg.Engine.Workers = 0 // these tests look at the front door only
+	cfg.KubeconfigAllowOrigins = []string{"https://cockpit.example"}
 	if tune != nil {
 		tune(&cfg)
 	}

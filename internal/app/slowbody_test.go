@@ -28,6 +28,7 @@ import (
 var unauthenticatedRoutes = []struct{ method, path string }{
 	{http.MethodGet, "/healthz"},
 	{http.MethodGet, "/readyz"},
+	{http.MethodGet, "/version"},
 	{http.MethodGet, "/metrics"},
 	{http.MethodGet, "/openapi.yaml"},
 	{http.MethodGet, "/console"},
@@ -43,6 +44,10 @@ var unauthenticatedRoutes = []struct{ method, path string }{
 	{http.MethodGet, "/dev/cis/entitlements/v1/services/kymaruntime/plans/azure/subaccounts/sa-1/entitlements"},
 	{http.MethodPost, "/dev/cis/entitlements"},
 	{http.MethodPost, "/dev/cis/events"},
+	// The kubeconfig answers an allowed origin without a token, and its
+	// preflight anyone.
+	{http.MethodGet, "/kubeconfig/x"},
+	{http.MethodOptions, "/kubeconfig/x"},
 	// What every other route answers without a token (401), and what
 	// answers unknown paths and methods.
 	{http.MethodPut, "/oauth/v2/service_instances/x"},

@@ -19,10 +19,13 @@ const (
 	ScopeCLDRead      = "cld:read"
 	ScopeUpgradeRead  = "broker-upgrade:read"
 	ScopeUpgradeWrite = "broker-upgrade:write"
+	// ScopeKubeconfigRead lets a caller fetch people's kubeconfigs
+	// (GET /kubeconfig/{instance_id}): the platform's proxy holds it.
+	ScopeKubeconfigRead = "kubeconfig:read"
 )
 
 // allScopes is what the dev token endpoint grants when no scope is requested.
-var allScopes = []string{ScopeBrokerWrite, ScopeCLDRead, ScopeUpgradeRead, ScopeUpgradeWrite}
+var allScopes = []string{ScopeBrokerWrite, ScopeCLDRead, ScopeUpgradeRead, ScopeUpgradeWrite, ScopeKubeconfigRead}
 
 // Claims are the claims keb reads from an access token.
 //

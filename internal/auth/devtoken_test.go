@@ -74,7 +74,7 @@ func TestDevTokenHandler(t *testing.T) {
 	v := newVerifier(t, Config{PublicKeys: []crypto.PublicKey{key.Public()}, Issuer: testIssuer, Audience: testAudience})
 	creds := &[2]string{client.ID, client.Secret}
 	grant := [2]string{"grant_type", "client_credentials"}
-	allFour := "broker:write cld:read broker-upgrade:read broker-upgrade:write"
+	allGranted := "broker:write cld:read broker-upgrade:read broker-upgrade:write kubeconfig:read"
 
 	tests := []struct {
 		name       string
@@ -83,7 +83,7 @@ func TestDevTokenHandler(t *testing.T) {
 		wantError  string // OAuth2 error code
 		wantScope  string
 	}{
-		{name: "urlencoded, no scope grants all", req: tokenRequest{basic: creds, fields: [][2]string{grant}}, wantStatus: 200, wantScope: allFour},
+		{name: "urlencoded, no scope grants all", req: tokenRequest{basic: creds, fields: [][2]string{grant}}, wantStatus: 200, wantScope: allGranted},
 		{
 			name:       "multipart as in the tutorial",
 			req:        tokenRequest{multipart: true, basic: creds, fields: [][2]string{grant, {"scope", "broker:write"}}},
@@ -97,12 +97,12 @@ func TestDevTokenHandler(t *testing.T) {
 		{
 			name:       "credentials in form fields",
 			req:        tokenRequest{fields: [][2]string{grant, {"client_id", client.ID}, {"client_secret", client.Secret}}},
-			wantStatus: 200, wantScope: allFour,
+			wantStatus: 200, wantScope: allGranted,
 		},
 		{
 			name:       "credentials in multipart fields",
 			req:        tokenRequest{multipart: true, fields: [][2]string{grant, {"client_id", client.ID}, {"client_secret", client.Secret}}},
-			wantStatus: 200, wantScope: allFour,
+			wantStatus: 200, wantScope: allGranted,
 		},
 		{name: "wrong secret", req: tokenRequest{basic: &[2]string{client.ID, "nope"}, fields: [][2]string{grant}}, wantStatus: 401, wantError: "invalid_client"},
 		{name: "wrong client id", req: tokenRequest{basic: &[2]string{"other", client.Secret}, fields: [][2]string{grant}}, wantStatus: 401, wantError: "invalid_client"},

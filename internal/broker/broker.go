@@ -49,6 +49,8 @@ type Options struct {
 	UnsupportedParameters *prometheus.CounterVec
 	// GVisorGlobalAccounts may use the gvisor parameter ("*": all).
 	GVisorGlobalAccounts []string
+	// Labels say what the instance labels link to.
+	Labels LabelOptions
 	// Blocklist blocks operations by plan and global account; nil blocks
 	// none.
 	Blocklist blocklist

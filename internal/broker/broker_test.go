@@ -368,11 +368,12 @@ func TestProvisionOfAnExistingInstance(t *testing.T) {
 			wantSpec: domain.ProvisionedServiceSpec{IsAsync: true, OperationData: "op-running"},
 		},
 		{
-			name:     "identical, provisioned",
-			details:  azureDetails(),
-			have:     func() storage.Instance { i := storedAzure(); i.DashboardURL = "https://dash"; return i },
-			last:     opOf("op-done", storage.OperationTypeProvision, storage.OperationSucceeded),
-			wantSpec: domain.ProvisionedServiceSpec{AlreadyExists: true, DashboardURL: "https://dash"},
+			name:    "identical, provisioned",
+			details: azureDetails(),
+			have:    func() storage.Instance { i := storedAzure(); i.DashboardURL = "https://dash"; return i },
+			last:    opOf("op-done", storage.OperationTypeProvision, storage.OperationSucceeded),
+			wantSpec: domain.ProvisionedServiceSpec{AlreadyExists: true, DashboardURL: "https://dash",
+				Metadata: domain.InstanceMetadata{Labels: map[string]string{"Name": "c1"}}},
 		},
 		{
 			name:       "different parameters",
@@ -454,7 +455,7 @@ func TestProvisionOfAnExistingInstance(t *testing.T) {
 				o.Temporary = true
 				return o
 			}(),
-			wantSpec: domain.ProvisionedServiceSpec{AlreadyExists: true},
+			wantSpec: domain.ProvisionedServiceSpec{AlreadyExists: true, Metadata: domain.InstanceMetadata{Labels: map[string]string{"Name": "c1"}}},
 		},
 	}
 	for _, tc := range tests {

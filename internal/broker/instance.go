@@ -83,6 +83,7 @@ func (b *Broker) GetInstance(ctx context.Context, instanceID string, _ domain.Fe
 	if len(attrs) > 0 {
 		spec.Metadata.Attributes = attrs
 	}
+	spec.Metadata.Labels = b.labels(ctx, inst)
 	// A suspended instance, or one being torn down, has no console to link to.
 	if inst.State != storage.RuntimeSuspended && inst.State != storage.RuntimeDeprovisioning {
 		spec.DashboardURL = inst.DashboardURL

@@ -244,7 +244,8 @@ func (b *Broker) provisionExisting(ctx context.Context, log logrus.FieldLogger, 
 	case op.Type == storage.OperationTypeDeprovision && !op.Temporary:
 		return domain.ProvisionedServiceSpec{}, errConflict("the instance is deprovisioned")
 	default:
-		return domain.ProvisionedServiceSpec{AlreadyExists: true, DashboardURL: have.DashboardURL}, nil
+		return domain.ProvisionedServiceSpec{AlreadyExists: true, DashboardURL: have.DashboardURL,
+			Metadata: domain.InstanceMetadata{Labels: b.labels(ctx, have)}}, nil
 	}
 }
 

@@ -67,6 +67,8 @@ func (b *Broker) Update(ctx context.Context, instanceID string, details domain.U
 
 	var started *storage.Operation
 	var dashboardURL string
+	// changed is the instance as the update found it, for its labels.
+	var changed storage.Instance
 	err = b.store.ChangeInstance(ctx, instanceID, func(inst storage.Instance, running *storage.Operation) (storage.InstanceChange, error) {
 		moved := uctx.GlobalAccountID != "" && uctx.GlobalAccountID != inst.GlobalAccountID
 		if (moved && !b.opts.SubaccountMovement) || (uctx.SubAccountID != "" && uctx.SubAccountID != inst.SubAccountID) {
@@ -146,6 +148,11 @@ func (b *Broker) Update(ctx context.Context, instanceID string, details domain.U
 					inst.GlobalAccountID, uctx.GlobalAccountID)}
 		}
 		change.Operation = started
+		changed = inst
+		if started != nil && started.Type != storage.OperationTypeUpdate {
+			// A suspension or resumption: no runtime to link to meanwhile.
+			changed.State = storage.RuntimeProvisioning
+		}
 		// The console exists only while the runtime runs and keeps running:
 		// a suspension deletes the cluster, and a resumption builds a new one
 		// whose URL is not known yet.
@@ -164,13 +171,14 @@ func (b *Broker) Update(ctx context.Context, instanceID string, details domain.U
 	case err != nil:
 		return domain.UpdateServiceSpec{}, b.internal(log, "storing update", err)
 	}
+	meta := domain.InstanceMetadata{Labels: b.labels(ctx, changed)}
 	if started == nil {
 		log.Info("update stored; nothing to run")
-		return domain.UpdateServiceSpec{DashboardURL: dashboardURL}, nil
+		return domain.UpdateServiceSpec{DashboardURL: dashboardURL, Metadata: meta}, nil
 	}
 	log.WithFields(logrus.Fields{"operation_id": started.ID, "type": started.Type, "temporary": started.Temporary}).
 		Info("update accepted")
-	return domain.UpdateServiceSpec{IsAsync: true, OperationData: started.ID, DashboardURL: dashboardURL}, nil
+	return domain.UpdateServiceSpec{IsAsync: true, OperationData: started.ID, DashboardURL: dashboardURL, Metadata: meta}, nil
 }
 
 // runtimeUpdate decides a PATCH's parameters and plan on the locked

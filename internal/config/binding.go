@@ -31,7 +31,8 @@ type Binding struct {
 // DefaultBinding are the binding settings' defaults: every paid plan is
 // bindable.
 var DefaultBinding = Binding{
-	BindablePlans:     []string{"aws", "azure", "azure_lite", "gcp", "preview", "sap-converged-cloud"},
+	BindablePlans: []string{"aws", "azure", "azure_lite", "gcp", "preview", "sap-converged-cloud",
+		"build-runtime-aws", "build-runtime-gcp", "build-runtime-azure"},
 	MaxPerInstance:    10,
 	DefaultExpiration: 600 * time.Second,
 	MinExpiration:     600 * time.Second,

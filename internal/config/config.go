@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -66,6 +67,18 @@ type Config struct {
 	// ReadinessInterval is how often the readiness checks run in the
 	// background; /readyz answers from their latest results.
 	ReadinessInterval time.Duration
+	// BrokerURL is the broker's public base URL, which the KubeconfigURL
+	// instance label links to; empty: https://<the OSB request's Host>.
+	BrokerURL string
+	// KubeconfigAllowOrigins are the origins allowed to fetch
+	// /kubeconfig/{instance_id} without a token, with CORS headers.
+	KubeconfigAllowOrigins []string
+	// TrialDocsURL and FreeDocsURL are the documentation an expired trial's
+	// or free instance's labels link to instead of its runtime.
+	TrialDocsURL, FreeDocsURL string
+	// EventsRetention is how long /events keeps an operation's events after
+	// it ended.
+	EventsRetention time.Duration
 
 	JWKSURLs        []string
 	PublicKeyFiles  []string
@@ -238,6 +251,9 @@ var Defaults = Config{
 	Port:                 8080,
 	MigrateOnStart:       true,
 	DefaultRequestRegion: "cf-eu10",
+	TrialDocsURL:         "https://help.sap.com/docs/btp/sap-business-technology-platform/trial-accounts-and-free-tier",
+	FreeDocsURL:          "https://help.sap.com/docs/btp/sap-business-technology-platform/available-plans-in-kyma-environment",
+	EventsRetention:      14 * 24 * time.Hour,
 	EnabledPlans:         catalog.DefaultEnabledPlans(),
 	// keb's strictness from the start; upstream's default is false.
 	RejectUnsupportedParameters: true,
@@ -454,6 +470,16 @@ func (c *Config) BindBroker(b *Binder) {
 		"Retry-After sent with last_operation while an operation is in progress")
 	b.Duration(&c.TrialDuration, "trial-duration", "APP_TRIAL_DURATION", d.TrialDuration,
 		"how long a trial runtime lives before it is suspended; unset: the trial plan's lifetimeDays in plans.yaml")
+	b.String(&c.BrokerURL, "broker-url", "APP_BROKER_URL", "",
+		"the broker's public base URL, for the KubeconfigURL instance label (empty: https://<the request's Host>)")
+	b.List(&c.KubeconfigAllowOrigins, "kubeconfig-allow-origins", "APP_KUBECONFIG_ALLOW_ORIGINS", nil,
+		"origins whose browsers may fetch /kubeconfig/{instance_id} without a token (CORS); '*' allows any")
+	b.String(&c.TrialDocsURL, "trial-docs-url", "APP_TRIAL_DOCS_URL", d.TrialDocsURL,
+		"documentation an expired trial's instance labels link to")
+	b.String(&c.FreeDocsURL, "free-docs-url", "APP_FREE_DOCS_URL", d.FreeDocsURL,
+		"documentation an expired free instance's labels link to")
+	b.Duration(&c.EventsRetention, "events-retention", "APP_EVENTS_RETENTION", d.EventsRetention,
+		"how long /events keeps a finished operation's events")
 	b.Duration(&c.FreeDuration, "free-duration", "APP_FREE_DURATION", d.FreeDuration,
 		"how long a free runtime lives before it is suspended; unset: the free plan's lifetimeDays in plans.yaml (30)")
 	b.Duration(&c.RequestTimeout, "request-timeout", "APP_REQUEST_TIMEOUT", d.RequestTimeout,
@@ -633,6 +659,17 @@ func (c *Config) Validate() error {
 	if c.OperationTimeout <= 0 {
 		errs = append(errs, errors.New("APP_BROKER_OPERATION_TIMEOUT must be positive"))
 	}
+	if c.BrokerURL != "" && !isOrigin(strings.TrimRight(c.BrokerURL, "/"), true) {
+		errs = append(errs, fmt.Errorf("APP_BROKER_URL=%q: want http(s)://host[:port][/path]", c.BrokerURL))
+	}
+	for _, o := range c.KubeconfigAllowOrigins {
+		if o != "*" && !isOrigin(o, false) {
+			errs = append(errs, fmt.Errorf("APP_KUBECONFIG_ALLOW_ORIGINS: %q is not an origin (scheme://host[:port], or *)", o))
+		}
+	}
+	if c.EventsRetention <= 0 {
+		errs = append(errs, errors.New("APP_EVENTS_RETENTION must be positive"))
+	}
 	if c.Engine.BTPSecrets.Interval < 0 || c.Engine.BTPSecrets.Rate <= 0 {
 		errs = append(errs, errors.New("APP_BTP_SECRETS_RECONCILE_INTERVAL must not be negative and APP_BTP_SECRETS_RECONCILE_RATE must be positive"))
 	}
@@ -723,4 +760,15 @@ func (c *Config) PoolSize() int32 {
 	// Each worker may hold an instance lock on one connection while its
 	// step queries on another; the queue and the HTTP side need more.
 	return int32(2*c.Engine.Workers + 10)
+}
+
+// isOrigin reports whether s is an http(s) origin (scheme://host[:port]),
+// with a path when withPath.
+func isOrigin(s string, withPath bool) bool {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		u.RawQuery != "" || u.Fragment != "" {
+		return false
+	}
+	return withPath || u.Path == ""
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/kyma-keb/keb/internal/auth"
+	"github.com/kyma-keb/keb/internal/events"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/logging"
 	"github.com/kyma-keb/keb/internal/runtimelisting"
@@ -49,10 +50,10 @@ type Verifier interface {
 	Verify(ctx context.Context, rawToken string) (*auth.Claims, error)
 }
 
-// OperationReader reads an instance's operations with their data
-// (storage.Store).
-type OperationReader interface {
-	InstanceOperations(ctx context.Context, instanceID string) ([]storage.Operation, error)
+// EventLister lists events as GET /events does (*events.Service): the
+// timeline is built from them.
+type EventLister interface {
+	List(ctx context.Context, f events.Filter) ([]events.Event, error)
 }
 
 // InstanceReader reads a live instance, with what the control-plane watch
@@ -65,10 +66,10 @@ type InstanceReader interface {
 type Options struct {
 	// Runtimes is the GET /info/runtimes handler (without its auth: the
 	// console checks the token itself).
-	Runtimes   http.Handler
-	Operations OperationReader
-	Instances  InstanceReader
-	Verifier   Verifier
+	Runtimes  http.Handler
+	Events    EventLister
+	Instances InstanceReader
+	Verifier  Verifier
 	// DevLogin says how to get a token in `keb dev`, shown on the login page.
 	DevLogin bool
 	Log      logrus.FieldLogger
@@ -300,12 +301,13 @@ func (c *Console) instancePage(w http.ResponseWriter, r *http.Request, token str
 	if status == http.StatusOK {
 		rt := page.Data[0]
 		data["Runtime"] = rt
-		ops, err := c.opts.Operations.InstanceOperations(r.Context(), id)
+		// The timeline is GET /events' list of the instance.
+		list, err := c.opts.Events.List(r.Context(), events.Filter{InstanceIDs: []string{id}})
 		if err != nil {
-			logging.FromContext(r.Context(), c.opts.Log).WithError(err).Error("console: reading operations")
+			logging.FromContext(r.Context(), c.opts.Log).WithError(err).Error("console: reading events")
 			status, data["Error"] = http.StatusInternalServerError, "the operations could not be read"
 		}
-		tl := timeline(ops, time.Now())
+		tl := timeline(list)
 		data["Operations"] = tl
 		live := false
 		for _, op := range tl {

@@ -1,19 +1,19 @@
 package console
 
 import (
-	"encoding/json"
 	"slices"
+	"strings"
 	"time"
 
-	"github.com/kyma-keb/keb/internal/storage"
+	"github.com/kyma-keb/keb/internal/events"
 )
 
 // Operation is one operation on the instance page.
 type Operation struct {
 	ID, Type, State, Description, Error string
-	Created, Updated                    time.Time
+	Created                             time.Time
 	Finished                            *time.Time
-	InProgress, Temporary               bool
+	InProgress                          bool
 	Steps                               []Step
 }
 
@@ -25,59 +25,68 @@ type Step struct {
 	Start, End time.Time
 	Done       bool
 	// Running marks the step the operation is at now; Waiting is what it
-	// waits for (the operation's description) and Failures its consecutive
-	// unexpected errors, retried with backoff.
-	Running  bool
-	Waiting  string
-	Failures int
+	// last waited for or failed with.
+	Running bool
+	Waiting string
+	// History is the step's waits and errors, oldest first.
+	History []events.Event
 	// Attempts is how often the step ran (each look while waiting counts).
 	Attempts int
 }
 
-// stepData is what the engine records per operation (process.Data's fields
-// the timeline needs; the JSON names are persisted, so they do not change).
-type stepData struct {
-	StepStartedAt map[string]time.Time `json:"stepStartedAt"`
-	StepRuns      map[string]int       `json:"stepRuns"`
-	Failures      int                  `json:"failures"`
-}
-
-// timeline turns stored operations into the instance page's, newest first.
-func timeline(ops []storage.Operation, now time.Time) []Operation {
-	out := make([]Operation, 0, len(ops))
-	for _, op := range ops {
-		var d stepData
-		_ = json.Unmarshal(op.Data, &d) // an undecodable record shows no steps, not an error page
-		o := Operation{ID: op.ID, Type: string(op.Type), State: string(op.State), Description: op.Description, Error: op.ErrorMessage,
-			Created: op.CreatedAt, Updated: op.UpdatedAt, Finished: op.FinishedAt, InProgress: op.InProgress(),
-			Temporary: op.Temporary}
-		for i, name := range op.FinishedStages {
-			s := Step{Name: name, Start: d.StepStartedAt[name], Done: true, Attempts: d.StepRuns[name]}
-			switch {
-			case i+1 < len(op.FinishedStages):
-				s.End = d.StepStartedAt[op.FinishedStages[i+1]]
-			case op.Stage != "":
-				s.End = d.StepStartedAt[op.Stage]
-			case op.FinishedAt != nil:
-				s.End = *op.FinishedAt
-			default:
-				s.End = op.UpdatedAt
-			}
-			o.Steps = append(o.Steps, s)
+// timeline turns an instance's events (GET /events' list, ordered by time)
+// into the instance page's operations, newest first.
+func timeline(list []events.Event) []Operation {
+	var ops []Operation
+	index := map[string]int{}
+	for _, e := range list {
+		i, ok := index[e.OperationID]
+		if !ok {
+			i = len(ops)
+			index[e.OperationID] = i
+			ops = append(ops, Operation{ID: e.OperationID, Type: e.OperationType, State: "in progress", InProgress: true,
+				Created: e.CreatedAt, Description: "waiting for a worker"})
 		}
-		if op.Stage != "" && !slices.Contains(op.FinishedStages, op.Stage) {
-			s := Step{Name: op.Stage, Start: d.StepStartedAt[op.Stage], Running: op.InProgress(), Attempts: d.StepRuns[op.Stage]}
-			if op.InProgress() {
-				s.Waiting, s.Failures = op.Description, d.Failures
-			} else if op.FinishedAt != nil {
-				s.End = *op.FinishedAt // the step the operation failed in
+		op := &ops[i]
+		step := func() *Step {
+			for j := range op.Steps {
+				if op.Steps[j].Name == e.Step {
+					return &op.Steps[j]
+				}
 			}
-			o.Steps = append(o.Steps, s)
+			op.Steps = append(op.Steps, Step{Name: e.Step})
+			return &op.Steps[len(op.Steps)-1]
 		}
-		out = append(out, o)
+		switch e.Kind {
+		case events.OperationAccepted:
+			op.Created = e.CreatedAt
+			if strings.HasSuffix(e.Message, events.SuspensionNote) {
+				op.Type += " (suspension)"
+			}
+		case events.StepStarted:
+			s := step()
+			s.Start, s.Running, s.Attempts = e.CreatedAt, true, e.Runs
+		case events.StepWaiting, events.StepError:
+			s := step()
+			s.History = append(s.History, e)
+			s.Waiting, op.Description = e.Reason, e.Reason
+		case events.StepDone:
+			s := step()
+			s.End, s.Done, s.Running, s.Attempts = e.CreatedAt, true, false, e.Runs
+		case events.OperationSucceeded, events.OperationFailed:
+			at := e.CreatedAt
+			op.Finished, op.InProgress = &at, false
+			op.State, op.Description = "succeeded", e.Reason
+			if e.Kind == events.OperationFailed {
+				op.State, op.Error, op.Description = "failed", e.Reason, e.Message
+			}
+			for j := range op.Steps {
+				if s := &op.Steps[j]; s.Running {
+					s.Running, s.End = false, at // the step the operation failed in
+				}
+			}
+		}
 	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
-	}
-	return out
+	slices.Reverse(ops)
+	return ops
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"time"
+
+	"github.com/kyma-keb/keb/internal/buildinfo"
 )
 
 // Check is one part of a replica's readiness as /readyz reports it. Detail
@@ -32,6 +34,19 @@ const CheckTimeout = 3 * time.Second
 // healthz answers while the process runs and serves HTTP: a liveness probe.
 // It checks no dependency, so a database outage never gets a replica
 // restarted.
+// versionHandler serves GET /version: the build's version, commit and the
+// schema version it needs, encoded once (they never change while it runs).
+// It is served without a token, like /openapi.yaml: it names software
+// versions only.
+func versionHandler() http.HandlerFunc {
+	body, _ := json.Marshal(buildinfo.Read()) // strings and numbers: never fails
+	body = append(body, '\n')
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body)
+	}
+}
+
 func healthz(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))

@@ -57,6 +57,13 @@ type Options struct {
 	// Orchestrations serves POST /upgrade/** and /orchestrations/**; nil
 	// answers 501.
 	Orchestrations OrchestrationAPI
+	// Kubeconfig serves GET /kubeconfig/{instance_id} to callers with the
+	// kubeconfig:read scope or from KubeconfigOrigins (kubeconfigAccess);
+	// nil answers 501.
+	Kubeconfig        http.Handler
+	KubeconfigOrigins []string
+	// Events serves GET /events (scope cld:read); nil answers 501.
+	Events http.Handler
 	// RequestTimeout bounds each API request's work (database included);
 	// past it the request is answered 503. Zero means no bound.
 	RequestTimeout time.Duration
@@ -182,6 +189,7 @@ func NewRouter(opts Options) (http.Handler, error) {
 	readForm := bufferBody(bodyLimits{max: maxFormBody, deadline: formDeadline, slots: make(chan struct{}, FormSlots)})
 
 	r.HandleFunc("/healthz", healthz).Methods(http.MethodGet)
+	r.HandleFunc("/version", versionHandler()).Methods(http.MethodGet)
 	r.Handle("/readyz", readyz(opts.Ready)).Methods(http.MethodGet)
 	if !opts.MetricsElsewhere {
 		r.Handle("/metrics", MetricsHandler(opts.Registry)).Methods(http.MethodGet)
@@ -220,6 +228,11 @@ func NewRouter(opts Options) (http.Handler, error) {
 	requireCLDRead := opts.Auth.Require(auth.ScopeCLDRead)
 	r.Handle("/info/runtimes", requireCLDRead(bounded(runtimes))).Methods(http.MethodGet)
 	r.Handle("/runtimes", requireCLDRead(bounded(runtimes))).Methods(http.MethodGet)
+	events := opts.Events
+	if events == nil {
+		events = http.HandlerFunc(notYetServed)
+	}
+	r.Handle("/events", requireCLDRead(bounded(events))).Methods(http.MethodGet)
 
 	// Expiring an instance changes it as a PATCH would: broker:write.
 	expire := opts.Expire
@@ -227,6 +240,13 @@ func NewRouter(opts Options) (http.Handler, error) {
 		expire = http.HandlerFunc(notYetServed)
 	}
 	r.Handle("/expire/service_instance/{instance_id}", requireWrite(bounded(expire))).Methods(http.MethodPut)
+
+	kubeconfig := opts.Kubeconfig
+	if kubeconfig == nil {
+		kubeconfig = http.HandlerFunc(notYetServed)
+	}
+	r.Handle("/kubeconfig/{instance_id}", kubeconfigAccess(opts.KubeconfigOrigins, opts.Auth.Require(auth.ScopeKubeconfigRead))(bounded(kubeconfig))).
+		Methods(http.MethodGet, http.MethodOptions)
 
 	// The console checks its own token (a cookie, scope cld:read).
 	if opts.Console != nil {
@@ -286,9 +306,11 @@ func stripToV2(next http.Handler) http.Handler {
 }
 
 // withRegion records the {region} path segment as the platform region, and
-// refuses one keb cannot place runtimes for on every OSB route alike.
+// refuses one keb cannot place runtimes for on every OSB route alike. It
+// records the Host the platform addressed too (the instance labels' link).
 func withRegion(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		req = req.WithContext(broker.ContextWithRequestHost(req.Context(), req.Host))
 		if region, ok := mux.Vars(req)["region"]; ok {
 			if err := catalog.ValidatePlatformRegion(region); err != nil {
 				writeError(w, http.StatusBadRequest, "BadRequest", err.Error())

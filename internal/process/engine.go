@@ -204,6 +204,7 @@ func (e *Engine) runStep(ctx context.Context, step Step, o *Operation, log logru
 			cat, _ := StepComponent(name)
 			return false, Outcome{}, e.fail(ctx, o, cat, ReasonTimeout, msg+": "+o.Description)
 		}
+		o.Record.note(name, HistoryWait, o.Description, e.now())
 		out, err = e.wait(ctx, o, res.RetryAfter)
 		return false, out, err
 	}
@@ -245,6 +246,9 @@ func (e *Engine) retryAfterError(ctx context.Context, step Step, o *Operation, s
 		return Outcome{}, e.fail(ctx, o, cat, reason, msg+": "+stepErr.Error())
 	}
 	describeRetry(step, o, stepErr)
+	if o.Record.Failures == 1 {
+		o.Record.note(step.Name(), HistoryError, o.Description, e.now())
+	}
 	wait := backoff(o.Record.Failures, e.MaxBackoff)
 	log.WithError(stepErr).WithField("retry_in", wait).Warn("step error; retrying")
 	return e.wait(ctx, o, wait)

@@ -193,6 +193,10 @@ type Record struct {
 	// StepRuns counts each step's runs (waits and retries included), for
 	// the operations console.
 	StepRuns map[string]int `json:"stepRuns,omitempty"`
+	// History is what a step went through besides its start: each wait with
+	// a new reason and the first of each run of errors (GET /events). It is
+	// saved with the wait it records, never on its own.
+	History []HistoryEntry `json:"history,omitempty"`
 	// Conclusion replaces the pipeline's Done text; see Operation.Conclude.
 	Conclusion string `json:"conclusion,omitempty"`
 	// Failures counts consecutive unexpected errors of the current step, for

@@ -104,6 +104,24 @@ type KymaRecord struct {
 	OverridesSecret string   `db:"kyma_overrides_secret"`
 }
 
+// DisplayName is what people call the instance: its name parameter, else
+// its shoot's name (the parameter is optional on some plans), else its
+// runtime ID. It names the Name label and the people's kubeconfig's cluster,
+// context and user.
+func (i Instance) DisplayName() string {
+	var p struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(i.Parameters, &p) // stored parameters are validated JSON; a failure leaves the fallback
+	switch {
+	case p.Name != "":
+		return p.Name
+	case i.ShootName != "":
+		return i.ShootName
+	}
+	return i.RuntimeID
+}
+
 // Suspended reports whether the instance is suspended: its runtime is gone,
 // the instance stays.
 func (i Instance) Suspended() bool { return i.State == RuntimeSuspended }

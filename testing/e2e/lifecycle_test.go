@@ -213,6 +213,14 @@ func TestTrialExpiry(t *testing.T) {
 	if code != http.StatusOK || inst["dashboard_url"] != nil && inst["dashboard_url"] != "" {
 		t.Fatalf("GET expired trial: %d %v", code, inst)
 	}
+	// Its labels say it expired and link to the documentation, not to a
+	// runtime that is gone.
+	labels, _ := inst["metadata"].(map[string]any)["labels"].(map[string]any)
+	expiry, _ := labels["Trial account expiration details"].(string)
+	if labels["Name"] != "e2e-trial-1" || !strings.Contains(expiry, "has expired") || labels["Trial documentation"] == nil ||
+		labels["KubeconfigURL"] != nil || labels["APIServerURL"] != nil {
+		t.Fatalf("labels of an expired trial: %v", labels)
+	}
 	// Expired is for good: no resumption, no second trial for the account.
 	code, body := s.call(http.MethodPatch, "/oauth/v2/service_instances/e2e-trial-1?accepts_incomplete=true",
 		`{"service_id": "`+serviceID+`", "context": {"active": true}}`)

@@ -1,0 +1,159 @@
+// Package events turns what keb records per operation (acceptance, each
+// step's first run, the waits and errors of its history, the end) into the
+// event list of GET /events and the operations console's timeline. Nothing
+// is written for an event: the step history is the operation's own record,
+// saved with the checkpoints and waits the engine saves anyway.
+package events
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/kyma-keb/keb/internal/process"
+	"github.com/kyma-keb/keb/internal/storage"
+)
+
+// Level is an event's severity, in upstream KEB's words.
+type Level string
+
+// Levels.
+const (
+	LevelInfo  Level = "info"
+	LevelError Level = "error"
+)
+
+// Kind says what happened.
+type Kind string
+
+// Kinds of events.
+const (
+	OperationAccepted  Kind = "operation_accepted"
+	StepStarted        Kind = "step_started"
+	StepWaiting        Kind = "step_waiting"
+	StepError          Kind = "step_error"
+	StepDone           Kind = "step_done"
+	OperationSucceeded Kind = "operation_succeeded"
+	OperationFailed    Kind = "operation_failed"
+)
+
+// SuspensionNote ends the acceptance message of a deprovisioning that
+// suspends the instance.
+const SuspensionNote = " (a suspension: the instance stays)"
+
+// Event is one entry of GET /events: upstream KEB's fields (ID, Level,
+// InstanceID, OperationID, Message, CreatedAt) and keb's (RuntimeID,
+// OperationType, Kind, Step).
+type Event struct {
+	ID            string    `json:"ID"`
+	Level         Level     `json:"Level"`
+	InstanceID    string    `json:"InstanceID"`
+	RuntimeID     string    `json:"RuntimeID,omitempty"`
+	OperationID   string    `json:"OperationID"`
+	OperationType string    `json:"OperationType"`
+	Kind          Kind      `json:"Kind"`
+	Step          string    `json:"Step,omitempty"`
+	Message       string    `json:"Message"`
+	CreatedAt     time.Time `json:"CreatedAt"`
+	// Reason is a wait's, an error's or a failure's reason, or a
+	// succeeded operation's last description: the Message without its
+	// framing.
+	Reason string `json:"Reason,omitempty"`
+	// Runs is how often the step ran (each look while waiting counts), on
+	// step_done, and on step_started of the step the operation is at.
+	Runs int `json:"Runs,omitempty"`
+	// seq orders events of one operation that share a time.
+	seq int
+}
+
+// record is the part of process.Record events read.
+type record struct {
+	StepStartedAt map[string]time.Time   `json:"stepStartedAt"`
+	StepRuns      map[string]int         `json:"stepRuns"`
+	History       []process.HistoryEntry `json:"history"`
+}
+
+// FromOperation lists an operation's events in the order they happened. A
+// step's end is the next step's start (or the operation's end): the engine
+// records starts only.
+func FromOperation(op storage.EventOperation) []Event {
+	var rec record
+	_ = json.Unmarshal(op.Data, &rec) // an undecodable record shows acceptance and end only
+	var out []Event
+	add := func(kind Kind, level Level, step string, at time.Time, msg, reason string, runs int) {
+		if at.IsZero() {
+			return // a step recorded before its start was: no time to place it at
+		}
+		out = append(out, Event{ID: fmt.Sprintf("%s-%d", op.ID, len(out)), Level: level, InstanceID: op.InstanceID,
+			RuntimeID: op.RuntimeID, OperationID: op.ID, OperationType: string(op.Type), Kind: kind, Step: step,
+			Message: msg + reason, Reason: reason, CreatedAt: at.UTC(), Runs: runs, seq: len(out)})
+	}
+	accepted := string(op.Type) + " accepted"
+	if op.Temporary {
+		accepted += SuspensionNote
+	}
+	add(OperationAccepted, LevelInfo, "", op.CreatedAt, accepted, "", 0)
+	steps := slices.Clone(op.FinishedStages)
+	current := op.Stage != "" && !slices.Contains(steps, op.Stage)
+	if current {
+		steps = append(steps, op.Stage)
+	}
+	for i, name := range steps {
+		at := current && i == len(steps)-1 // the step the operation is at (or failed in)
+		runsSoFar := 0
+		if at {
+			runsSoFar = rec.StepRuns[name]
+		}
+		add(StepStarted, LevelInfo, name, rec.StepStartedAt[name], "step "+name+" started", "", runsSoFar)
+		for _, h := range rec.History {
+			if h.Step != name {
+				continue
+			}
+			if h.Kind == process.HistoryError {
+				add(StepError, LevelError, name, h.At, "step "+name+" failed, retrying: ", h.Reason, 0)
+			} else {
+				add(StepWaiting, LevelInfo, name, h.At, "step "+name+" waits: ", h.Reason, 0)
+			}
+		}
+		if at {
+			continue
+		}
+		end := op.UpdatedAt
+		switch {
+		case i+1 < len(steps):
+			end = rec.StepStartedAt[steps[i+1]]
+		case op.FinishedAt != nil:
+			end = *op.FinishedAt
+		}
+		add(StepDone, LevelInfo, name, end, "step "+name+" done", "", rec.StepRuns[name])
+	}
+	if op.FinishedAt != nil {
+		switch op.State {
+		case storage.OperationFailed:
+			add(OperationFailed, LevelError, op.Stage, *op.FinishedAt, string(op.Type)+" failed: ", op.ErrorMessage, 0)
+		default:
+			add(OperationSucceeded, LevelInfo, "", *op.FinishedAt, string(op.Type)+" succeeded: ", op.Description, 0)
+		}
+	}
+	return out
+}
+
+// FromOperations lists the events of ops ordered by time (events of one
+// operation at the same time in the order they happened), leaving out those
+// before since.
+func FromOperations(ops []storage.EventOperation, since time.Time) []Event {
+	var out []Event
+	for _, op := range ops {
+		for _, e := range FromOperation(op) {
+			if !e.CreatedAt.Before(since) {
+				out = append(out, e)
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Event) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.OperationID, b.OperationID), cmp.Compare(a.seq, b.seq))
+	})
+	return out
+}
