@@ -35,6 +35,8 @@ func TestMain(m *testing.M) {
 // than configure keb.
 var flagOnly = map[string]map[string]bool{
 	"token": {"client-secret": true},
+	// The question `keb pool rules` answers, per invocation.
+	"pool": {"plan": true, "platform-region": true, "region": true, "provider": true},
 }
 
 func runKeb(args ...string) (code int, stdout, stderr string) {

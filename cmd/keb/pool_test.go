@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyma-keb/keb/internal/app"
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/storage"
 	"github.com/kyma-keb/keb/testing/pgtest"
@@ -25,7 +28,11 @@ func TestPoolReleaseRefusedWhileInUse(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	c, err := client.New(kcp.Config, client.Options{})
+	scheme, err := app.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(kcp.Config, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,12 +40,14 @@ func TestPoolReleaseRefusedWhileInUse(t *testing.T) {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	account := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "az-used", Namespace: ns, Labels: map[string]string{
-		hyperscaler.LabelHyperscalerType: hyperscaler.TypeAzure, hyperscaler.LabelTenantName: "ga-1", hyperscaler.LabelDirty: "true"}}}
-	if err := c.Create(ctx, account); err != nil {
-		t.Fatal(err)
+	for _, o := range hyperscaler.AccountObjects(hyperscaler.KindCredentialsBinding, ns, "az-used", "azure", map[string]string{
+		hyperscaler.LabelHyperscalerTypeUpstream: hyperscaler.TypeAzure, hyperscaler.LabelTenantNameUpstream: "ga-1",
+		hyperscaler.LabelDirty: "true"}, nil) {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
 	}
-	pool := hyperscaler.NewAccountPool(c, ns, nil)
+	pool := hyperscaler.NewAccountPool(c, hyperscaler.KindCredentialsBinding, ns, nil)
 
 	dbPool := pgtest.NewPool(t)
 	store := storage.NewStore(dbPool, nil, nil)
@@ -76,5 +85,37 @@ func TestPoolReleaseRefusedWhileInUse(t *testing.T) {
 	}
 	if a, err := pool.Account(ctx, "az-used"); err != nil || a.State != hyperscaler.StateFree {
 		t.Fatalf("after the release the account is %+v, %v; want free", a, err)
+	}
+}
+
+// `keb pool rules` prints the rule a provisioning matches and the selector of its pool, and the
+// rules in force without --plan.
+func TestPoolRules(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		q    ruleQuery
+		want []string
+	}{
+		{ruleQuery{plan: "aws", platformRegion: "cf-eu11", region: "eu-central-1"},
+			[]string{"rule 4: aws(PR=cf-eu11) -> EU", "selector: hyperscalerType=aws,euAccess=true"}},
+		{ruleQuery{plan: "trial", platformRegion: "cf-eu10", region: "westeurope"},
+			[]string{"trial -> S", "selector: hyperscalerType=azure,!euAccess,shared=true", "shared: yes"}},
+		{ruleQuery{platformRegion: "cf-eu10"}, []string{"  1  azure\n", " 6  gcp(PR=cf-sa30) -> PR\n"}},
+	} {
+		var out bytes.Buffer
+		if err := poolRules(config.Defaults, tc.q, &out); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("%+v: output %q lacks %q", tc.q, out.String(), w)
+			}
+		}
+	}
+	cfg := config.Defaults
+	cfg.Engine.HAP.Rules = []string{"aws", "azure"}
+	if err := poolRules(cfg, ruleQuery{plan: "gcp", platformRegion: "cf-us30", region: "us-central1"}, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "no rule names it") {
+		t.Errorf("rules without one for an enabled plan: %v", err)
 	}
 }

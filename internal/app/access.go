@@ -33,6 +33,9 @@ var KubernetesAccess = []Access{
 		"runtimeclient.Cache (the engine's and binding.Service's) and check_runtime (get kubeconfig-<runtimeID>), overrides.Resolve (list), overrides.NewSources (list, watch the labelled ones), overrides.Store (CreateOrUpdate), overrides.SetKyma (merge patch of the Kyma keys, update/update_runtime), deprovisioning/delete_runtime (delete the overrides Secret), cleanup.EnvironmentsCleaner (delete an orphan's kubeconfig), process.Watcher (list, watch metadata)"},
 	{ScopeControl, "", "configmaps", []string{"get", "list", "watch"},
 		"kyma.VersionResolver (get kyma-versions), kyma.NewVersionPins (list, watch kyma-versions), overrides.Resolve (list), overrides.NewSources (list, watch the labelled ones)"},
-	{ScopePool, "", "secrets", []string{"get", "list", "update"},
-		"hyperscaler.AccountPool: Claim, ClaimShared, MarkDirty, release, Release (get, list, update labels), Accounts, Census (list)"},
+	// With APP_HAP_POOL_KIND=SecretBinding: core.gardener.cloud secretbindings; =Secret: secrets (the chart follows).
+	{ScopePool, "security.gardener.cloud", "credentialsbindings", []string{"get", "list", "patch"},
+		"hyperscaler.AccountPool: Claim, ClaimShared, MarkDirty, release, Release (get, list, merge patch of labels), Accounts, Census (list metadata)"},
+	{ScopePool, "core.gardener.cloud", "shoots", []string{"get", "list"},
+		"hyperscaler.AccountPool.ShootsUsing (deprovisioning/release_hyperscaler_secret: list; get the instance's own)"},
 }

@@ -86,6 +86,12 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	if err != nil {
 		return nil, fmt.Errorf("loading plans: %w", err)
 	}
+	// Validated at start-up, every error listed, as upstream does: a broker with a bad rule set
+	// would fail provisionings one by one instead.
+	rules, err := loadRules(cfg, cat)
+	if err != nil {
+		return nil, err
+	}
 	authCfg := auth.Config{
 		JWKSURLs:            cfg.JWKSURLs,
 		PublicKeyFiles:      cfg.PublicKeyFiles,
@@ -143,7 +149,7 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	}
 	var eng *engine
 	if cfg.Engine.Workers > 0 {
-		if eng, err = newEngine(cfg, queue, store, orchestrations, cat, expirer, bindings, work, opsMetrics, log); err != nil {
+		if eng, err = newEngine(cfg, queue, store, orchestrations, cat, rules, expirer, bindings, work, opsMetrics, log); err != nil {
 			pool.Close()
 			return nil, err
 		}

@@ -22,6 +22,9 @@ import (
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/expiry"
+	gardenerpkg "github.com/kyma-keb/keb/internal/gardener"
+	gardenercore "github.com/kyma-keb/keb/internal/gardener/core"
+	gardenersecurity "github.com/kyma-keb/keb/internal/gardener/security"
 	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/kube"
@@ -45,6 +48,7 @@ func Scheme() (*k8sruntime.Scheme, error) {
 	s := k8sruntime.NewScheme()
 	for _, add := range []func(*k8sruntime.Scheme) error{
 		clientgoscheme.AddToScheme, infrastructuremanager.AddToScheme, kyma.AddToScheme, btpmanager.AddToScheme,
+		gardenercore.AddToScheme, gardenersecurity.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("building scheme: %w", err)
@@ -113,7 +117,7 @@ func queueConfig(cfg config.Config) process.QueueConfig {
 // newEngine builds the pipelines, hands them to queue's workers, and builds
 // the control-plane watch.
 func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, orchestrations *storage.Orchestrations,
-	cat *catalog.Catalog, expirer *expiry.Expirer,
+	cat *catalog.Catalog, rules *hyperscaler.Rules, expirer *expiry.Expirer,
 	bindings *binding.Service, work *metrics.Work, observer *metrics.Operations, log logrus.FieldLogger) (*engine, error) {
 	ec := cfg.Engine
 	if ec.KCPKubeconfig == "" && !InCluster() {
@@ -156,7 +160,11 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 	// The control plane's namespace is fixed: the infrastructure manager and Lifecycle Manager
 	// look for keb's CRs there, and the runtime client cache reads kubeconfigs from it.
 	ns := controlplane.Namespace
-	accounts := hyperscaler.NewAccountPool(gardener, "garden-"+ec.GardenerProject, store.SharedAccountUsage)
+	poolKind, err := hyperscaler.ParseKind(ec.HAP.PoolKind)
+	if err != nil {
+		return nil, fmt.Errorf("APP_HAP_POOL_KIND: %w", err)
+	}
+	accounts := hyperscaler.NewAccountPool(gardener, poolKind, gardenerpkg.ProjectNamespace(ec.GardenerProject), store.SharedAccountUsage)
 	windows, err := maintenance.ParseConfig(ec.Orchestration.MaintenanceWindows)
 	if err != nil {
 		return nil, err
@@ -172,6 +180,8 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 		AccountTimeout: ec.AccountTimeout, RuntimeTimeout: ec.RuntimeTimeout,
 		BTPManagerTimeout: ec.BTPMgrTimeout, AccountPoll: accountPoll, RuntimePoll: ec.RuntimePoll,
 		BTPManagerPoll: ec.BTPMgrPoll,
+		HAP: provisioning.HAP{Rules: rules, MultiAccountGlobalAccounts: ec.HAP.MultiAccountGlobalAccounts,
+			Limit: ec.HAP.MultiAccountLimits.For},
 	}
 	// One runtime client cache for every pipeline: a runtime's client (and
 	// its connections) is built once, whichever operation reaches it.
@@ -188,7 +198,7 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 	deprov := deprovisioning.Deps{
 		Config: deprovisioning.Config{Namespace: ns, RemovalTimeout: ec.RemovalTimeout, RemovalPoll: ec.RemovalPoll,
 			SkipAfter: ec.RemovalSkipAfter, FinalizerGrace: ec.FinalizerGrace,
-			SharedPlanIDs: sharedPlanIDs(cat)},
+			SharedPlanIDs: sharedPlanIDs(cat), ShootWait: ec.HAP.ReleaseShootTimeout},
 		Store: store, KCP: kcp, Accounts: accounts, Runtimes: runtimes, RuntimeClients: runtimes,
 	}
 	if bindings != nil {
@@ -200,15 +210,15 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 	watcher.Kyma, watcher.WakeOnKyma = kymaStates, ec.AwaitKymaReady
 	pipelines := map[storage.OperationType]process.Pipeline{
 		storage.OperationTypeProvision: provisioning.Pipeline(provisioning.Deps{
-			Config: provCfg, Catalog: cat, Store: store, Finisher: store, KCP: kcp, Accounts: accounts,
+			Config: provCfg, Catalog: cat, Store: store, Finisher: store, KCP: kcp, Accounts: accounts, AccountStore: store,
 			Runtimes: runtimes, OverrideSources: sources, VersionPins: pins, Watch: watcher,
 		}),
 		storage.OperationTypeDeprovision: deprovisioning.Pipeline(deprov),
 		storage.OperationTypeUpdate: update.Pipeline(update.Deps{
 			Config: update.Config{Namespace: ns, BTPManagerTimeout: ec.BTPMgrTimeout, BTPManagerPoll: ec.BTPMgrPoll,
 				RuntimeTimeout: ec.RuntimeTimeout, RuntimePoll: ec.RuntimePoll, RuntimeGrace: ec.RuntimeGrace,
-				AccountTimeout: ec.AccountTimeout, AccountPoll: accountPoll, Kyma: kymaSettings},
-			Catalog: cat, KCP: kcp, Accounts: accounts, Store: store, Runtimes: runtimes, Watch: watcher,
+				AccountTimeout: ec.AccountTimeout, AccountPoll: accountPoll, Kyma: kymaSettings, HAP: provCfg.HAP},
+			Catalog: cat, KCP: kcp, Accounts: accounts, AccountStore: store, Store: store, Runtimes: runtimes, Watch: watcher,
 		}),
 	}
 	upgrades := upgrade.Deps{Config: upgrade.Config{Namespace: ns, RuntimeTimeout: ec.RuntimeTimeout, RuntimePoll: ec.RuntimePoll,
@@ -286,6 +296,16 @@ func kymaSettings(ec config.Engine, cat *catalog.Catalog) (kyma.Settings, error)
 		Internal:    kyma.Audience(ec.KymaInternal),
 		Beta:        kyma.Audience(ec.KymaBeta),
 	}, nil
+}
+
+// loadRules loads and validates the HAP rules (APP_HAP_RULE, APP_HAP_RULE_FILE_PATH, else keb's
+// defaults) against the catalog's plans and the enabled ones.
+func loadRules(cfg config.Config, cat *catalog.Catalog) (*hyperscaler.Rules, error) {
+	var names []string
+	for _, p := range cat.Plans() {
+		names = append(names, p.Name)
+	}
+	return hyperscaler.LoadRules(cfg.Engine.HAP.Rules, cfg.Engine.HAP.RuleFile, names, cfg.EnabledPlans)
 }
 
 // sharedPlanIDs lists the plans whose runtimes use shared hyperscaler accounts.

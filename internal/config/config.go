@@ -182,6 +182,41 @@ type Engine struct {
 	BTPSecrets BTPSecrets
 	// Orchestrations: see internal/orchestration.
 	Orchestration Orchestration
+	// HAP: the hyperscaler account pool (internal/hyperscaler).
+	HAP HAP
+}
+
+// HAP is the hyperscaler account pool's configuration, in upstream's terms where upstream has them.
+type HAP struct {
+	// PoolKind is what the pool is made of: CredentialsBinding (default), SecretBinding, or the
+	// labelled Secrets of keb installs before bindings (Secret).
+	PoolKind string
+	// Rules are the HAP rules choosing each provisioning's pool (internal/hyperscaler/rules.go),
+	// RuleFile a file of more of them, one a line; with neither, keb's default rule set.
+	Rules    []string
+	RuleFile string
+	// MultiAccountGlobalAccounts may hold several accounts of a pool ("*": every global account);
+	// each account then takes at most MultiAccountLimits[provider] (or ["default"]) instances.
+	MultiAccountGlobalAccounts []string
+	MultiAccountLimits         MultiAccountLimits
+	// ReleaseShootTimeout bounds how long a deprovisioning waits for its own Shoot to be gone
+	// before deciding whether the account is dirty.
+	ReleaseShootTimeout time.Duration
+}
+
+// MultiAccountLimits are the instances one account of a multi-account global account takes, by
+// provider; 0 takes Default's, and a Default of 0 means no limit.
+type MultiAccountLimits struct {
+	Default, AWS, GCP, Azure, OpenStack, AliCloud int
+}
+
+// For is the limit of provider's accounts (0: none).
+func (l MultiAccountLimits) For(provider string) int {
+	n := map[string]int{"aws": l.AWS, "gcp": l.GCP, "azure": l.Azure, "openstack": l.OpenStack, "alicloud": l.AliCloud}[provider]
+	if n == 0 {
+		return l.Default
+	}
+	return n
 }
 
 // BTPSecrets holds the settings of the sap-btp-manager Secret reconciler
@@ -253,6 +288,7 @@ var Defaults = Config{
 		KymaTimeout:       20 * time.Minute,
 		RuntimeTimeout:    time.Hour,
 		AccountTimeout:    30 * time.Minute,
+		HAP:               HAP{PoolKind: "CredentialsBinding", ReleaseShootTimeout: time.Hour},
 		BTPMgrTimeout:     20 * time.Minute,
 		RemovalTimeout:    time.Hour,
 		RuntimePoll:       30 * time.Second,
@@ -544,6 +580,7 @@ func (c *Config) BindEngine(b *Binder) {
 		"the sap-btp-manager Secret reconciler only counts and logs the drift it finds")
 	b.Duration(&e.ExpiryInterval, "expiry-interval", "APP_EXPIRY_INTERVAL", d.ExpiryInterval,
 		"how often one replica looks for instances older than their plan's lifetime and suspends them")
+	c.bindHAP(b)
 	o, do := &e.Orchestration, d.Orchestration
 	b.String(&o.MaintenanceWindows, "maintenance-windows", "APP_MAINTENANCE_WINDOWS", "",
 		"runtimes' daily maintenance windows (UTC): default=22:00-02:00,<region>=HH:MM-HH:MM,plan:<plan>=HH:MM-HH:MM")
@@ -564,6 +601,45 @@ func (c *Config) BindEngine(b *Binder) {
 // drop a terminating pod (seconds). keb dev and in-process tests stop at
 // once (Defaults: 0).
 const ServeShutdownDelay = 5 * time.Second
+
+// bindHAP binds the account pool's settings, with upstream's variable names where upstream has
+// them.
+func (c *Config) bindHAP(b *Binder) {
+	h, d := &c.Engine.HAP, Defaults.Engine.HAP
+	b.String(&h.PoolKind, "hap-pool-kind", "APP_HAP_POOL_KIND", d.PoolKind,
+		"what the account pool is made of: CredentialsBinding, SecretBinding, or Secret (labelled Secrets of keb installs before bindings; see docs/deploying.md)")
+	h.Rules = nil
+	if v, ok := os.LookupEnv("APP_HAP_RULE"); ok {
+		h.Rules = SplitRules(v)
+	}
+	b.fs.Func("hap-rule", b.usage("HAP rules, separated by ';' or new lines (default: keb's rule set, see docs/deploying.md)", "APP_HAP_RULE"),
+		func(v string) error { h.Rules = SplitRules(v); return nil })
+	b.String(&h.RuleFile, "hap-rule-file", "APP_HAP_RULE_FILE_PATH", "",
+		"file of HAP rules, one a line (# comments), added to APP_HAP_RULE")
+	b.List(&h.MultiAccountGlobalAccounts, "hap-multi-account-global-accounts", "APP_HAP_MULTI_HYPERSCALER_ACCOUNT_ALLOWED_GLOBAL_ACCOUNTS", nil,
+		"global accounts that may hold several accounts of a pool (* for all)")
+	l := &h.MultiAccountLimits
+	for _, lim := range []struct {
+		p    *int
+		name string
+	}{{&l.Default, "default"}, {&l.AWS, "aws"}, {&l.GCP, "gcp"}, {&l.Azure, "azure"}, {&l.OpenStack, "openstack"}, {&l.AliCloud, "alicloud"}} {
+		b.Int(lim.p, "hap-multi-account-limit-"+lim.name, "APP_HAP_MULTI_HYPERSCALER_ACCOUNT_LIMITS_"+strings.ToUpper(lim.name), 0,
+			"instances per account of a multi-account global account on "+lim.name+" (0: the default's; a default of 0: no limit)")
+	}
+	b.Duration(&h.ReleaseShootTimeout, "hap-release-shoot-timeout", "APP_HAP_RELEASE_SHOOT_TIMEOUT", d.ReleaseShootTimeout,
+		"how long a deprovisioning waits for its Shoot to be gone before deciding whether its account is dirty")
+}
+
+// SplitRules splits a rule list on ';' and new lines, dropping blanks and # comments.
+func SplitRules(s string) []string {
+	var out []string
+	for _, line := range strings.FieldsFunc(s, func(r rune) bool { return r == ';' || r == '\n' }) {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			out = append(out, line)
+		}
+	}
+	return out
+}
 
 // BindCommon binds logging and shutdown settings.
 func (c *Config) BindCommon(b *Binder) { c.bindCommon(b, Defaults.LogFormat) }
@@ -674,6 +750,11 @@ func (c *Config) Validate() error {
 	}
 	if c.HTTP.FormReadTimeout <= 0 {
 		errs = append(errs, errors.New("APP_HTTP_FORM_READ_TIMEOUT must be positive"))
+	}
+	switch strings.ToLower(c.Engine.HAP.PoolKind) {
+	case "credentialsbinding", "secretbinding", "secret":
+	default:
+		errs = append(errs, fmt.Errorf("APP_HAP_POOL_KIND=%q: use CredentialsBinding, SecretBinding or Secret", c.Engine.HAP.PoolKind))
 	}
 	switch c.LogFormat {
 	case "auto", "json", "text":

@@ -91,10 +91,12 @@ func startControlPlane(ctx context.Context, dir, binDir string) (*controlPlane, 
 
 func (c *controlPlane) stop() error { return c.env.Stop() }
 
-// seed creates what a fresh control plane needs to provision: its
-// namespaces, a dev account pool with dedicated accounts per hyperscaler and
-// a shared one each, and sample overrides. Existing objects are left alone.
-func seed(ctx context.Context, c client.Client, namespace, poolNamespace string) error {
+// seed creates what a fresh control plane needs to provision: its namespaces, a dev account pool
+// of kind (CredentialsBindings with a Secret behind each, unless configured otherwise) with
+// dedicated accounts per hyperscaler and a shared one each, EU-access accounts for the EU
+// platform regions and the KSA pool (gcp_cf-sa30) that keb's default HAP rules draw from, and
+// sample overrides. Existing objects are left alone.
+func seed(ctx context.Context, c client.Client, kind hyperscaler.Kind, namespace, poolNamespace string) error {
 	objs := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: poolNamespace}},
@@ -109,27 +111,35 @@ func seed(ctx context.Context, c client.Client, namespace, poolNamespace string)
 			StringData: map[string]string{"database.password": "dev-only-password"},
 		},
 	}
+	account := func(name, hsType string, kv ...string) {
+		labels := map[string]string{hyperscaler.LabelHyperscalerTypeUpstream: hsType}
+		for i := 0; i+1 < len(kv); i += 2 {
+			labels[kv[i]] = kv[i+1]
+		}
+		objs = append(objs, hyperscaler.AccountObjects(kind, poolNamespace, name, hyperscaler.ProviderOf(hsType), labels,
+			map[string]string{"credentials": "dev-only: not a real " + hsType + " account"})...)
+	}
 	for _, hs := range []string{"azure", "aws", "gcp", "openstack"} {
 		for i := 1; i <= 5; i++ {
-			objs = append(objs, poolSecret(poolNamespace, fmt.Sprintf("%s-dev-%02d", hs, i), hs, false))
+			account(fmt.Sprintf("%s-dev-%02d", hs, i), hs)
 		}
-		objs = append(objs, poolSecret(poolNamespace, hs+"-shared-01", hs, true))
+		account(hs+"-shared-01", hs, hyperscaler.LabelShared, "true")
+	}
+	for _, hs := range []string{"aws", "azure", "openstack"} {
+		for i := 1; i <= 2; i++ {
+			account(fmt.Sprintf("%s-eu-%02d", hs, i), hs, hyperscaler.LabelEUAccess, "true")
+		}
+	}
+	for _, hs := range []string{"aws", "azure", "openstack"} {
+		account(hs+"-eu-shared-01", hs, hyperscaler.LabelEUAccess, "true", hyperscaler.LabelShared, "true")
+	}
+	for i := 1; i <= 2; i++ {
+		account(fmt.Sprintf("gcp-sa30-%02d", i), "gcp_cf-sa30")
 	}
 	for _, o := range objs {
 		if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("seeding %s %s: %w", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), err)
+			return fmt.Errorf("seeding %T %s: %w", o, o.GetName(), err)
 		}
 	}
 	return nil
-}
-
-func poolSecret(namespace, name, hsType string, shared bool) *corev1.Secret {
-	labels := map[string]string{hyperscaler.LabelHyperscalerType: hsType}
-	if shared {
-		labels[hyperscaler.LabelShared] = "true"
-	}
-	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels},
-		StringData: map[string]string{"credentials": "dev-only: not a real " + hsType + " account"},
-	}
 }

@@ -29,6 +29,8 @@ import (
 	"github.com/kyma-keb/keb/internal/auth"
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/controlplane"
+	"github.com/kyma-keb/keb/internal/gardener"
+	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/infrasim"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/lmsim"
@@ -142,7 +144,11 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 	if err != nil {
 		return fmt.Errorf("control-plane client: %w", err)
 	}
-	if err := seed(ctx, kc, controlplane.Namespace, "garden-"+cfg.Engine.GardenerProject); err != nil {
+	poolKind, err := hyperscaler.ParseKind(cfg.Engine.HAP.PoolKind)
+	if err != nil {
+		return fmt.Errorf("APP_HAP_POOL_KIND: %w", err)
+	}
+	if err := seed(ctx, kc, poolKind, controlplane.Namespace, gardener.ProjectNamespace(cfg.Engine.GardenerProject)); err != nil {
 		return err
 	}
 	// Runtimes start without CRDs, as real ones do: Lifecycle Manager
@@ -151,6 +157,8 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 		Namespace: controlplane.Namespace, Delay: opts.RuntimeDelay, Mode: opts.RuntimeMode,
 		BinDir: binDir, Log: log.WithField("component", "infrasim"), Faults: opts.RuntimeFaults,
 		RuntimeCRDs: []*apiextensionsv1.CustomResourceDefinition{},
+		Gardener: &infrasim.Gardener{Namespace: gardener.ProjectNamespace(cfg.Engine.GardenerProject),
+			Binding: poolKind.GroupVersionKind()},
 	})
 	if err != nil {
 		return fmt.Errorf("simulated infrastructure manager: %w", err)

@@ -14,11 +14,11 @@ func TestAccountsAndRelease(t *testing.T) {
 		azureSecret("az-claimed", LabelTenantName, "ga-1"),
 		azureSecret("az-shared", LabelShared, "true"),
 		secretOf(TypeAWS, "aws-old-dirty", LabelTenantName, "ga-3", LabelDirty, "true"))
-	if _, err := b.pool.Claim(ctx, TypeAzure, "ga-2"); err != nil { // takes az-free
+	if _, err := b.pool.Claim(ctx, azure, "ga-2"); err != nil { // takes az-free
 		t.Fatal(err)
 	}
 	before := time.Now().Add(-time.Second)
-	if err := b.pool.MarkDirty(ctx, TypeAzure, "ga-2"); err != nil {
+	if err := b.pool.MarkDirty(ctx, azure, "ga-2"); err != nil {
 		t.Fatal(err)
 	}
 	accounts, err := b.pool.Accounts(ctx)
@@ -51,11 +51,11 @@ func TestAccountsAndRelease(t *testing.T) {
 	if err := b.pool.Release(ctx, "az-free"); err != nil {
 		t.Fatal(err)
 	}
-	s := b.secret(t, "az-free")
+	s := b.object(t, "az-free")
 	if _, ok := s.Labels[LabelTenantName]; ok || s.Labels[LabelDirty] != "" || s.Annotations[AnnotationDirtySince] != "" {
 		t.Fatalf("released secret keeps labels %v annotations %v", s.Labels, s.Annotations)
 	}
-	if acc, err := b.pool.Claim(ctx, TypeAzure, "ga-4"); err != nil || acc.SecretName != "az-free" {
+	if acc, err := b.pool.Claim(ctx, azure, "ga-4"); err != nil || acc.Name != "az-free" {
 		t.Fatalf("claim after release: %+v, %v; want az-free", acc, err)
 	}
 	if err := b.pool.Release(ctx, "az-shared"); !errors.Is(err, ErrNotReleasable) {

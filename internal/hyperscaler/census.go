@@ -8,18 +8,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Census counts the pool's Secrets by hyperscaler type and AccountState. It reads labels only (metadata list): the credentials never leave the API server.
+// Census counts the pool's accounts by hyperscaler type and AccountState. It reads labels only
+// (metadata list).
 func (p *AccountPool) Census(ctx context.Context) (map[string]map[string]int, error) {
 	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(secretListGVK)
+	list.SetGroupVersionKind(p.kind.listGVK())
 	if err := p.c.List(ctx, list, client.InNamespace(p.namespace)); err != nil {
-		return nil, fmt.Errorf("listing secrets in %s: %w", p.namespace, err)
+		return nil, fmt.Errorf("listing %ss in %s: %w", p.kind, p.namespace, err)
 	}
 	out := map[string]map[string]int{}
-	for _, s := range list.Items {
-		a := accountInfoOf(s.Name, s.Labels, s.Annotations)
+	for _, o := range list.Items {
+		a := accountInfoOf(o.Name, o.Labels, o.Annotations)
 		if a.Type == "" {
-			continue // not a pool Secret
+			continue // not a pool account
 		}
 		if out[a.Type] == nil {
 			out[a.Type] = map[string]int{}

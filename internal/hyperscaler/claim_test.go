@@ -132,7 +132,7 @@ func TestClaim(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, nil, tt.secrets...)
-			got, err := b.pool.Claim(t.Context(), tt.typ, tt.tenant)
+			got, err := b.pool.Claim(t.Context(), Pool{Type: tt.typ}, tt.tenant)
 			switch {
 			case tt.wantAnyErr:
 				if err == nil || errors.Is(err, ErrNoAccount) {
@@ -145,7 +145,7 @@ func TestClaim(t *testing.T) {
 			case err != nil:
 				t.Fatalf("Claim: %v", err)
 			}
-			if want := (Account{SecretName: tt.want}); got != want {
+			if want := (Account{Name: tt.want}); got != want {
 				t.Errorf("Claim = %+v, want %+v", got, want)
 			}
 			labels := b.labelsOf(t)
@@ -165,19 +165,19 @@ func TestClaimTwiceForOneTenantReturnsTheSameSecret(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, azureSecret("a-1"), azureSecret("a-2"))
 	ctx := t.Context()
-	first, err := b.pool.Claim(ctx, TypeAzure, "ga-1")
+	first, err := b.pool.Claim(ctx, azure, "ga-1")
 	if err != nil {
 		t.Fatalf("first Claim: %v", err)
 	}
-	rv := b.secret(t, first.SecretName).ResourceVersion
-	second, err := b.pool.Claim(ctx, TypeAzure, "ga-1")
+	rv := b.object(t, first.Name).ResourceVersion
+	second, err := b.pool.Claim(ctx, azure, "ga-1")
 	if err != nil {
 		t.Fatalf("second Claim: %v", err)
 	}
 	if second != first {
 		t.Errorf("second Claim = %+v, want %+v", second, first)
 	}
-	if got := b.secret(t, first.SecretName).ResourceVersion; got != rv {
+	if got := b.object(t, first.Name).ResourceVersion; got != rv {
 		t.Errorf("second Claim rewrote the secret: resourceVersion %s, was %s", got, rv)
 	}
 	if got := b.labelsOf(t)["a-2"][LabelTenantName]; got != "" {
@@ -189,17 +189,17 @@ func TestClaimAfterReleaseTakesAnotherSecret(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, azureSecret("a-1"), azureSecret("a-2"))
 	ctx := t.Context()
-	first, err := b.pool.Claim(ctx, TypeAzure, "ga-1")
-	if err != nil || first.SecretName != "a-1" {
+	first, err := b.pool.Claim(ctx, azure, "ga-1")
+	if err != nil || first.Name != "a-1" {
 		t.Fatalf("first Claim = %+v, %v; want a-1", first, err)
 	}
 	// The tenant's last runtime is gone: its account is marked for cleanup, and the pool
 	// must not hand it out again although it handed it to this tenant before.
-	if err := b.pool.MarkDirty(ctx, TypeAzure, "ga-1"); err != nil {
+	if err := b.pool.MarkDirty(ctx, azure, "ga-1"); err != nil {
 		t.Fatalf("MarkDirty: %v", err)
 	}
-	second, err := b.pool.Claim(ctx, TypeAzure, "ga-1")
-	if err != nil || second.SecretName != "a-2" {
+	second, err := b.pool.Claim(ctx, azure, "ga-1")
+	if err != nil || second.Name != "a-2" {
 		t.Fatalf("Claim after release = %+v, %v; want a-2", second, err)
 	}
 	if got := b.labelsOf(t)["a-2"][LabelTenantName]; got != "ga-1" {
@@ -217,7 +217,7 @@ func claimConcurrently(t *testing.T, pool *AccountPool, tenants []string) []Acco
 	for i, tenant := range tenants {
 		wg.Go(func() {
 			<-start // release all at once to maximise the race
-			got[i], errs[i] = pool.Claim(t.Context(), TypeAzure, tenant)
+			got[i], errs[i] = pool.Claim(t.Context(), azure, tenant)
 		})
 	}
 	close(start)
@@ -245,12 +245,12 @@ func TestClaimConcurrentTenantsGetDistinctSecrets(t *testing.T) {
 	labels := b.labelsOf(t)
 	owner := map[string]string{} // secret -> tenant returned
 	for i, acc := range got {
-		if prev, ok := owner[acc.SecretName]; ok {
-			t.Errorf("secret %s handed to %s and %s", acc.SecretName, prev, tenants[i])
+		if prev, ok := owner[acc.Name]; ok {
+			t.Errorf("secret %s handed to %s and %s", acc.Name, prev, tenants[i])
 		}
-		owner[acc.SecretName] = tenants[i]
-		if l := labels[acc.SecretName][LabelTenantName]; l != tenants[i] {
-			t.Errorf("secret %s returned to %s is labelled tenant-name=%q", acc.SecretName, tenants[i], l)
+		owner[acc.Name] = tenants[i]
+		if l := labels[acc.Name][LabelTenantName]; l != tenants[i] {
+			t.Errorf("secret %s returned to %s is labelled tenant-name=%q", acc.Name, tenants[i], l)
 		}
 	}
 	perTenant := map[string]int{}
@@ -293,8 +293,8 @@ func TestClaimConcurrentForOneTenantSettlesOnOneSecret(t *testing.T) {
 				t.Fatalf("secrets labelled for ga-1: %v, want exactly one", labelled)
 			}
 			for i, acc := range got {
-				if acc.SecretName != labelled[0] {
-					t.Errorf("call %d got %s, want %s", i, acc.SecretName, labelled[0])
+				if acc.Name != labelled[0] {
+					t.Errorf("call %d got %s, want %s", i, acc.Name, labelled[0])
 				}
 			}
 		})

@@ -36,7 +36,7 @@ func TestMarkDirty(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, nil, tt.secrets...)
-			if err := b.pool.MarkDirty(t.Context(), TypeAzure, "ga-1"); err != nil {
+			if err := b.pool.MarkDirty(t.Context(), azure, "ga-1"); err != nil {
 				t.Fatalf("MarkDirty: %v", err)
 			}
 			labels := b.labelsOf(t)
@@ -53,37 +53,37 @@ func TestMarkDirtyIsIdempotentAndTheTenantGetsAFreshSecret(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, azureSecret("a-1"), azureSecret("a-2"))
 	ctx := t.Context()
-	first, err := b.pool.Claim(ctx, TypeAzure, "ga-1")
+	first, err := b.pool.Claim(ctx, azure, "ga-1")
 	if err != nil {
 		t.Fatalf("Claim: %v", err)
 	}
-	if err := b.pool.MarkDirty(ctx, TypeAzure, "ga-1"); err != nil {
+	if err := b.pool.MarkDirty(ctx, azure, "ga-1"); err != nil {
 		t.Fatalf("MarkDirty: %v", err)
 	}
-	s := b.secret(t, first.SecretName)
+	s := b.object(t, first.Name)
 	if s.Labels[LabelDirty] != "true" || s.Labels[LabelTenantName] != "ga-1" {
 		t.Fatalf("after MarkDirty labels = %v, want dirty and still the tenant's", s.Labels)
 	}
 	// A step may run twice: the second call writes nothing.
-	if err := b.pool.MarkDirty(ctx, TypeAzure, "ga-1"); err != nil {
+	if err := b.pool.MarkDirty(ctx, azure, "ga-1"); err != nil {
 		t.Fatalf("second MarkDirty: %v", err)
 	}
-	if rv := b.secret(t, first.SecretName).ResourceVersion; rv != s.ResourceVersion {
+	if rv := b.object(t, first.Name).ResourceVersion; rv != s.ResourceVersion {
 		t.Errorf("second MarkDirty rewrote the secret: resourceVersion %s, was %s", rv, s.ResourceVersion)
 	}
-	next, err := b.pool.Claim(ctx, TypeAzure, "ga-1")
+	next, err := b.pool.Claim(ctx, azure, "ga-1")
 	if err != nil {
 		t.Fatalf("Claim after MarkDirty: %v", err)
 	}
-	if next.SecretName == first.SecretName {
-		t.Errorf("Claim after MarkDirty handed out the dirty secret %s again", next.SecretName)
+	if next.Name == first.Name {
+		t.Errorf("Claim after MarkDirty handed out the dirty secret %s again", next.Name)
 	}
 }
 
 func TestMarkDirtyNeedsTypeAndTenant(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
-	if err := b.pool.MarkDirty(t.Context(), TypeAzure, ""); err == nil {
+	if err := b.pool.MarkDirty(t.Context(), azure, ""); err == nil {
 		t.Error("MarkDirty with an empty tenant succeeded")
 	}
 }

@@ -23,7 +23,7 @@ func TestPoolErrors(t *testing.T) {
 		return errBoom
 	}}
 	failUpdate := func(err error) interceptor.Funcs {
-		return interceptor.Funcs{Update: func(context.Context, client.WithWatch, client.Object, ...client.UpdateOption) error {
+		return interceptor.Funcs{Patch: func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error {
 			return err
 		}}
 	}
@@ -70,7 +70,7 @@ func TestPoolErrors(t *testing.T) {
 			name:  "claim shared: listing fails",
 			funcs: failList,
 			call: func(ctx context.Context, p *AccountPool) error {
-				_, err := p.ClaimShared(ctx, TypeAzure)
+				_, err := p.ClaimShared(ctx, azure)
 				return err
 			},
 			wantErr: errBoom,
@@ -97,7 +97,7 @@ func TestPoolErrors(t *testing.T) {
 				objs = append(objs, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: s.name, Namespace: "garden-test", Labels: s.labels}})
 			}
 			c := fake.NewClientBuilder().WithObjects(objs...).WithInterceptorFuncs(tt.funcs).Build()
-			err := tt.call(t.Context(), NewAccountPool(c, "garden-test", nil))
+			err := tt.call(t.Context(), NewAccountPool(c, KindSecret, "garden-test", nil))
 			if tt.wantConflict {
 				if !apierrors.IsConflict(err) {
 					t.Fatalf("err = %v, want a conflict", err)
@@ -112,10 +112,10 @@ func TestPoolErrors(t *testing.T) {
 }
 
 func claimAzure(ctx context.Context, p *AccountPool) error {
-	_, err := p.Claim(ctx, TypeAzure, "ga-1")
+	_, err := p.Claim(ctx, azure, "ga-1")
 	return err
 }
 
 func markAzureDirty(ctx context.Context, p *AccountPool) error {
-	return p.MarkDirty(ctx, TypeAzure, "ga-1")
+	return p.MarkDirty(ctx, azure, "ga-1")
 }

@@ -1,20 +1,19 @@
 package hyperscaler
 
-import "k8s.io/apimachinery/pkg/runtime/schema"
-
 // Label keys current upstream pools use for the same facts as LabelHyperscalerType and
-// LabelTenantName, plus the EU-access marker. A pool may mix both spellings: keb reads either and
-// writes a claim in the spelling of the Secret's type label.
+// LabelTenantName, plus the EU-access and internal markers. A pool may mix both spellings: keb
+// reads either and writes a claim in the spelling of the object's type label.
 const (
 	LabelHyperscalerTypeUpstream = "hyperscalerType"
 	LabelTenantNameUpstream      = "tenantName"
-	// LabelEUAccess set to "true" reserves the Secret for runtimes of EU-access platform regions.
+	// LabelEUAccess set to "true" reserves the account for runtimes of EU-access platform regions
+	// (drawn by HAP rules with the EU output, and only by them).
 	LabelEUAccess = "euAccess"
+	// LabelInternal set to "true" marks an account keb never releases: it is never marked dirty.
+	LabelInternal = "internal"
 )
 
-var secretListGVK = schema.GroupVersionKind{Version: "v1", Kind: "SecretList"}
-
-// accountLabels is what a pool Secret's labels say, whichever spelling they use.
+// accountLabels is what a pool object's labels say, whichever spelling they use.
 type accountLabels struct {
 	hyperscalerType string
 	tenant          string
@@ -23,6 +22,7 @@ type accountLabels struct {
 	shared    bool
 	dirty     bool
 	euAccess  bool
+	internal  bool
 }
 
 func poolLabels(m map[string]string) accountLabels {
@@ -33,6 +33,7 @@ func poolLabels(m map[string]string) accountLabels {
 		shared:          m[LabelShared] == labelTrue,
 		dirty:           m[LabelDirty] == labelTrue,
 		euAccess:        m[LabelEUAccess] == labelTrue,
+		internal:        m[LabelInternal] == labelTrue,
 	}
 	if l.hyperscalerType == "" && m[LabelHyperscalerTypeUpstream] != "" {
 		l.hyperscalerType = m[LabelHyperscalerTypeUpstream]

@@ -27,27 +27,27 @@ func TestUpstreamLabelNames(t *testing.T) {
 		upstreamSecret(TypeAzure, "a-4", LabelTenantNameUpstream, "ga-owner"),
 		upstreamSecret(TypeAzure, "a-5", LabelShared, "true"),
 	)
-	got, err := b.pool.Claim(ctx, TypeAzure, "ga-1")
-	if err != nil || got.SecretName != "a-2" {
+	got, err := b.pool.Claim(ctx, azure, "ga-1")
+	if err != nil || got.Name != "a-2" {
 		t.Fatalf("Claim = %+v, %v; want a-2 (a-1 is EU-access only)", got, err)
 	}
 	if l := b.labelsOf(t)["a-2"]; l[LabelTenantNameUpstream] != "ga-1" || l[LabelTenantName] != "" {
 		t.Errorf("a-2 labels after the claim: %v, want tenantName=ga-1", l)
 	}
 	// An account claimed under upstream's label is the tenant's, in both directions.
-	if got, err := b.pool.Claim(ctx, TypeAzure, "ga-owner"); err != nil || got.SecretName != "a-4" {
+	if got, err := b.pool.Claim(ctx, azure, "ga-owner"); err != nil || got.Name != "a-4" {
 		t.Errorf("Claim for the owner of a-4 = %+v, %v", got, err)
 	}
-	if got, err := b.pool.Claim(ctx, TypeAzure, "ga-2"); err != nil || got.SecretName != "a-3" {
+	if got, err := b.pool.Claim(ctx, azure, "ga-2"); err != nil || got.Name != "a-3" {
 		t.Errorf("Claim for a new tenant = %+v, %v; want a-3", got, err)
 	}
-	if _, err := b.pool.Claim(ctx, TypeAzure, "ga-3"); !errors.Is(err, ErrNoAccount) {
+	if _, err := b.pool.Claim(ctx, azure, "ga-3"); !errors.Is(err, ErrNoAccount) {
 		t.Errorf("Claim with only an EU-access account left: %v, want ErrNoAccount", err)
 	}
-	if got, err := b.pool.ClaimShared(ctx, TypeAzure); err != nil || got.SecretName != "a-5" {
+	if got, err := b.pool.ClaimShared(ctx, azure); err != nil || got.Name != "a-5" {
 		t.Errorf("ClaimShared = %+v, %v; want a-5", got, err)
 	}
-	if err := b.pool.MarkDirty(ctx, TypeAzure, "ga-1"); err != nil {
+	if err := b.pool.MarkDirty(ctx, azure, "ga-1"); err != nil {
 		t.Fatal(err)
 	}
 	if l := b.labelsOf(t)["a-2"]; l[LabelDirty] != "true" || l[LabelTenantNameUpstream] != "ga-1" {

@@ -5,30 +5,30 @@ import (
 	"fmt"
 )
 
-// ClaimShared returns the least used shared Secret of hyperscalerType (ties: lowest name), as
-// counted by the pool's UsageCounter. Shared Secrets are never labelled with a tenant, so this
-// writes nothing: calling it again may pick another Secret once usage changes, and the caller
-// persists its choice. ErrNoAccount (wrapped) means there is no shared Secret of that type.
-func (p *AccountPool) ClaimShared(ctx context.Context, hyperscalerType string) (Account, error) {
-	if hyperscalerType == "" {
+// ClaimShared returns the least used shared account of pool (ties: lowest name), as counted by
+// the pool's UsageCounter. Shared accounts are never labelled with a tenant, so this writes
+// nothing: calling it again may pick another account once usage changes, and the caller persists
+// its choice. ErrNoAccount (wrapped) means there is no shared account in that pool.
+func (p *AccountPool) ClaimShared(ctx context.Context, pool Pool) (Account, error) {
+	if pool.Type == "" {
 		return Account{}, fmt.Errorf("claiming a shared hyperscaler account needs a type")
 	}
-	shared, err := p.accounts(ctx, hyperscalerType, func(l accountLabels) bool { return l.shared && !l.dirty })
+	shared, err := p.accounts(ctx, pool, func(l accountLabels) bool { return l.shared && !l.dirty })
 	if err != nil {
-		return Account{}, fmt.Errorf("claiming a shared %s account: %w", hyperscalerType, err)
+		return Account{}, fmt.Errorf("claiming a shared account (%s): %w", pool, err)
 	}
 	if len(shared) == 0 {
-		return Account{}, fmt.Errorf("no shared %s account in %s: %w", hyperscalerType, p.namespace, ErrNoAccount)
+		return Account{}, fmt.Errorf("no shared account (%s,shared=true) in %s: %w", pool, p.namespace, ErrNoAccount)
 	}
 	names := make([]string, len(shared))
 	for i := range shared {
-		names[i] = shared[i].secret.Name
+		names[i] = shared[i].obj.Name
 	}
-	// One count for all of them: a count per Secret multiplied the cost of a claim by the
+	// One count for all of them: a count per account multiplied the cost of a claim by the
 	// size of the shared pool.
 	usage, err := p.usage(ctx, names)
 	if err != nil {
-		return Account{}, fmt.Errorf("counting runtimes on the shared %s secrets: %w", hyperscalerType, err)
+		return Account{}, fmt.Errorf("counting runtimes on the shared accounts (%s): %w", pool, err)
 	}
 	best, bestUsage := "", 0
 	for _, name := range names {
@@ -37,5 +37,5 @@ func (p *AccountPool) ClaimShared(ctx context.Context, hyperscalerType string) (
 			best, bestUsage = name, n
 		}
 	}
-	return Account{SecretName: best, Shared: true}, nil
+	return Account{Name: best, Shared: true}, nil
 }

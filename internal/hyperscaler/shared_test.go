@@ -73,7 +73,7 @@ func TestClaimShared(t *testing.T) {
 			}
 			b := setup(t, usage, tt.secrets...)
 			before := b.labelsOf(t)
-			got, err := b.pool.ClaimShared(t.Context(), TypeAzure)
+			got, err := b.pool.ClaimShared(t.Context(), azure)
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) {
 					t.Fatalf("err = %v, want %v", err, tt.wantErr)
@@ -83,7 +83,7 @@ func TestClaimShared(t *testing.T) {
 			if err != nil {
 				t.Fatalf("ClaimShared: %v", err)
 			}
-			if want := (Account{SecretName: tt.want, Shared: true}); got != want {
+			if want := (Account{Name: tt.want, Shared: true}); got != want {
 				t.Errorf("ClaimShared = %+v, want %+v", got, want)
 			}
 			// Shared secrets are never claimed: nothing is labelled.
@@ -100,11 +100,11 @@ func TestClaimShared(t *testing.T) {
 func TestClaimSharedWithoutCounterPicksLowestName(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil, azureSecret("s-2", LabelShared, "true"), azureSecret("s-1", LabelShared, "true"))
-	got, err := b.pool.ClaimShared(t.Context(), TypeAzure)
+	got, err := b.pool.ClaimShared(t.Context(), azure)
 	if err != nil {
 		t.Fatalf("ClaimShared: %v", err)
 	}
-	if want := (Account{SecretName: "s-1", Shared: true}); got != want {
+	if want := (Account{Name: "s-1", Shared: true}); got != want {
 		t.Errorf("ClaimShared = %+v, want %+v", got, want)
 	}
 }
@@ -120,12 +120,12 @@ func TestClaimSharedCountsUsageOnceForAllSharedSecrets(t *testing.T) {
 	}
 	b := setup(t, usage, azureSecret("s-3", LabelShared, "true"), azureSecret("s-1", LabelShared, "true"),
 		azureSecret("s-2", LabelShared, "true"), azureSecret("a-1"))
-	got, err := b.pool.ClaimShared(t.Context(), TypeAzure)
+	got, err := b.pool.ClaimShared(t.Context(), azure)
 	if err != nil {
 		t.Fatalf("ClaimShared: %v", err)
 	}
 	// s-2 is absent from the counts: nobody uses it.
-	if want := (Account{SecretName: "s-2", Shared: true}); got != want {
+	if want := (Account{Name: "s-2", Shared: true}); got != want {
 		t.Errorf("ClaimShared = %+v, want %+v", got, want)
 	}
 	if want := [][]string{{"s-1", "s-2", "s-3"}}; !reflect.DeepEqual(calls, want) {

@@ -12,6 +12,8 @@ const (
 	TypeAWS       = "aws"
 	TypeGCP       = "gcp"
 	TypeOpenStack = "openstack"
+	TypeAliCloud  = "alicloud"
+	TypeGDCH      = "gdch"
 )
 
 // providerTypes maps a provider name (as the catalog spells it) to its hyperscaler-type label value.
@@ -21,10 +23,12 @@ var providerTypes = map[string]string{
 	"aws":       TypeAWS,
 	"gcp":       TypeGCP,
 	"openstack": TypeOpenStack,
+	"alicloud":  TypeAliCloud,
+	"gdch":      TypeGDCH,
 }
 
-// HyperscalerType returns the hyperscaler-type label value of the pool serving provider ("azure",
-// "aws", "gcp" or "openstack", case-insensitive). Any other provider is an error, so a typo in a
+// HyperscalerType returns the hyperscalerType label value of the pool serving provider ("azure",
+// "aws", "gcp", "openstack", and upstream's "alicloud" and "gdch", case-insensitive). Any other provider is an error, so a typo in a
 // plan fails the operation instead of searching an empty pool forever.
 func HyperscalerType(provider string) (string, error) {
 	t, ok := providerTypes[strings.ToLower(strings.TrimSpace(provider))]

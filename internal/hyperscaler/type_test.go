@@ -15,7 +15,9 @@ func TestHyperscalerType(t *testing.T) {
 		{name: "gcp", provider: "gcp", want: TypeGCP},
 		{name: "openstack", provider: "openstack", want: TypeOpenStack},
 		{name: "case and spaces ignored", provider: " Azure ", want: TypeAzure},
-		{name: "unknown", provider: "alicloud", wantErr: true},
+		{name: "alicloud", provider: "alicloud", want: TypeAliCloud},
+		{name: "gdch", provider: "gdch", want: TypeGDCH},
+		{name: "unknown", provider: "alibaba", wantErr: true},
 		{name: "empty", provider: "", wantErr: true},
 	}
 	for _, tt := range tests {

@@ -60,7 +60,11 @@ type progress struct {
 
 // reconciler plays the infrastructure manager for Runtime CRs.
 type reconciler struct {
-	client   client.Client
+	client client.Client
+	// reader reads the Gardener project uncached (the cache holds Runtimes only); gardener is nil
+	// without a project (no binding check, no Shoots).
+	reader   client.Reader
+	gardener *Gardener
 	clusters clusterProvider
 	delay    time.Duration
 	faults   func(rt *im.Runtime) *Fault
@@ -120,6 +124,16 @@ func (r *reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		log.WithField("message", msg).Info("Runtime refused")
 		return reconcile.Result{}, r.setStatus(ctx, rt, im.StateFailed, im.ConditionProvisioned, metav1.ConditionFalse,
 			im.ReasonConfigurationError, msg)
+	}
+	if msg, err := r.bindingMissing(ctx, rt, p); err != nil || msg != "" {
+		// Gardener refuses the Shoot: the infrastructure manager reports it and tries again later
+		// (the binding may be created, or the Runtime corrected).
+		if err != nil || failedWith(rt, im.ReasonGardenerError, msg) {
+			return reconcile.Result{RequeueAfter: max(r.delay, time.Second)}, err
+		}
+		log.WithField("message", msg).Info("Runtime failed: no such binding")
+		return reconcile.Result{RequeueAfter: max(r.delay, time.Second)}, r.setStatus(ctx, rt, im.StateFailed, im.ConditionProvisioned,
+			metav1.ConditionFalse, im.ReasonGardenerError, msg)
 	}
 	if p.applied == rt.Generation && rt.Status.State == im.StateReady {
 		if r.clusters.Owns(id) {
@@ -270,6 +284,9 @@ func refusal(rt *im.Runtime) string {
 // it Ready: shoot created (or the change applied), kubeconfig written, OIDC
 // and administrators configured.
 func (r *reconciler) provision(ctx context.Context, rt *im.Runtime, p *progress, id string, log logrus.FieldLogger) error {
+	if err := r.ensureShoot(ctx, rt); err != nil {
+		return err
+	}
 	kubeconfig, err := r.clusters.Ensure(ctx, id)
 	if err != nil {
 		return fmt.Errorf("giving runtime %s a cluster: %w", id, err)
@@ -321,6 +338,9 @@ func (r *reconciler) tearDown(ctx context.Context, rt *im.Runtime, id string, lo
 	}
 	if err := r.clusters.Release(id); err != nil {
 		return fmt.Errorf("tearing down runtime %s: %w", id, err)
+	}
+	if err := r.deleteShoot(ctx, rt); err != nil {
+		return err
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: rt.Namespace, Name: im.KubeconfigSecretName(id)}}
 	if err := client.IgnoreNotFound(r.client.Delete(ctx, secret)); err != nil {

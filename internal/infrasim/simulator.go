@@ -28,6 +28,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kyma-keb/keb/internal/controlplane"
+	"github.com/kyma-keb/keb/internal/gardener/core"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/logging"
 )
@@ -71,6 +72,9 @@ type Options struct {
 	// Gardener error instead (ParseFaults builds one from `keb dev
 	// --runtime-faults`).
 	Faults func(rt *infrastructuremanager.Runtime) *Fault
+	// Gardener, when set, is the project whose bindings Runtimes must name and in which their
+	// Shoots are created (the scheme must know Gardener's Shoot).
+	Gardener *Gardener
 }
 
 // Fault is an injected failure of the infrastructure manager: a Gardener
@@ -116,6 +120,9 @@ func New(kcp *rest.Config, scheme *k8sruntime.Scheme, opts Options) (*Simulator,
 	if !scheme.Recognizes(corev1.SchemeGroupVersion.WithKind("Secret")) {
 		return nil, errors.New("infrasim: the scheme does not know core/v1 Secret: add client-go's scheme to it")
 	}
+	if opts.Gardener != nil && !scheme.Recognizes(core.GroupVersion.WithKind("Shoot")) {
+		return nil, errors.New("infrasim: the scheme does not know Gardener's Shoot: call gardener/core.AddToScheme on it")
+	}
 
 	skipNameValidation := true
 	// client-go's default rate limit (5 requests/s) would make a few hundred
@@ -138,6 +145,8 @@ func New(kcp *rest.Config, scheme *k8sruntime.Scheme, opts Options) (*Simulator,
 	pool := newClusterPool(opts.Mode, opts.BinDir, opts.RuntimeCRDs, opts.MaxConcurrentStarts, opts.Log)
 	r := &reconciler{
 		client:   mgr.GetClient(),
+		reader:   mgr.GetAPIReader(),
+		gardener: opts.Gardener,
 		clusters: pool,
 		delay:    opts.Delay,
 		faults:   opts.Faults,
@@ -223,6 +232,9 @@ func newScheme() (*k8sruntime.Scheme, error) {
 		return nil, fmt.Errorf("infrasim: building scheme: %w", err)
 	}
 	if err := infrastructuremanager.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("infrasim: building scheme: %w", err)
+	}
+	if err := core.AddToScheme(s); err != nil {
 		return nil, fmt.Errorf("infrasim: building scheme: %w", err)
 	}
 	return s, nil

@@ -37,12 +37,20 @@ var (
 	queueOldestDesc = prometheus.NewDesc("keb_queue_oldest_available_job_age_seconds",
 		"How long the oldest job a worker could take has waited for one; 0 when none waits.", nil, nil)
 	poolDesc = prometheus.NewDesc("keb_account_pool_secrets",
-		"Hyperscaler account Secrets by hyperscaler type and status (free, claimed, dirty, shared).",
+		"Hyperscaler accounts (the pool's bindings, or Secrets) by hyperscaler type and status (free, claimed, dirty, shared).",
 		[]string{"hyperscaler_type", "status"}, nil)
-	inProgressDescs = map[storage.OperationType]*prometheus.Desc{}
+	// upstreamPoolDescs are upstream's names of the same census (kcp_keb_v2_<status>_credentials_bindings),
+	// by keb's status: operators' alerts written for upstream keep working.
+	upstreamPoolDescs = map[string]*prometheus.Desc{}
+	inProgressDescs   = map[storage.OperationType]*prometheus.Desc{}
 )
 
 func init() {
+	for status, name := range map[string]string{"free": "available", "claimed": "claimed", "dirty": "dirty", "shared": "shared"} {
+		upstreamPoolDescs[status] = prometheus.NewDesc("kcp_keb_v2_"+name+"_credentials_bindings",
+			"Hyperscaler accounts (bindings) "+name+", by hyperscaler type: upstream's name of keb_account_pool_secrets{status=\""+status+"\"}.",
+			[]string{"hyperscaler_type"}, nil)
+	}
 	for opType := range operationKinds {
 		name, _ := inProgressName(opType)
 		inProgressDescs[opType] = prometheus.NewDesc(name, "Operations in progress, by plan.", []string{"plan_id"}, nil)
@@ -107,6 +115,9 @@ func (c *Census) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range inProgressDescs {
 		ch <- d
 	}
+	for _, d := range upstreamPoolDescs {
+		ch <- d
+	}
 }
 
 // Collect reads (or reuses) the census and emits the gauges.
@@ -138,6 +149,9 @@ func (c *Census) Collect(ch chan<- prometheus.Metric) {
 		for typ, byStatus := range p {
 			for status, n := range byStatus {
 				ch <- prometheus.MustNewConstMetric(poolDesc, prometheus.GaugeValue, float64(n), typ, status)
+				if d, ok := upstreamPoolDescs[status]; ok {
+					ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(n), typ)
+				}
 			}
 		}
 	}

@@ -90,6 +90,9 @@ type RuntimeDTO struct {
 	// control-plane watch last saw it; omitted without one (archived
 	// runtimes, a Kyma CR not created or not reported on yet).
 	KymaState string `json:"kymaState,omitempty"`
+	// EUAccess is true for a runtime on an EU-access hyperscaler account (a HAP rule with the EU
+	// output chose its pool); omitted otherwise.
+	EUAccess bool `json:"euAccess,omitempty"`
 	// MaintenanceWindowBegin and End are the runtime's daily maintenance
 	// window in upstream's form ("0000-01-01T22:00:00Z"); omitted when keb
 	// resolved none (archived runtimes, runtimes provisioned before).
@@ -426,7 +429,7 @@ func (h *Handler) dto(r storage.Runtime, q storage.RuntimeQuery) RuntimeDTO {
 		SubAccountID: r.SubAccountID, ProviderRegion: r.ProviderRegion, SubAccountRegion: r.PlatformRegion,
 		ShootName: r.ShootName, ServiceClassID: serviceID, ServiceClassName: serviceClassName,
 		ServicePlanID: r.PlanID, ServicePlanName: r.PlanName, Provider: r.Provider, Parameters: params,
-		UserID: r.UserID, KymaState: r.KymaState, Leftovers: r.Leftovers,
+		UserID: r.UserID, KymaState: r.KymaState, EUAccess: r.EUAccess, Leftovers: r.Leftovers,
 		Status: RuntimeStatus{
 			CreatedAt: r.CreatedAt, ModifiedAt: r.UpdatedAt, DeletedAt: r.DeletedAt, ExpiredAt: r.ExpiredAt,
 			State: string(r.State), Provisioning: operationDTO(r.Provisioning),

@@ -110,6 +110,8 @@ type Runtime struct {
 	// behind (ArchivedInstance.Leftovers); nil for live instances and
 	// archived ones without leftovers.
 	Leftovers json.RawMessage
+	// EUAccess: the runtime's hyperscaler account is an EU-access one.
+	EUAccess  bool
 	CreatedAt time.Time
 	UpdatedAt time.Time
 	// DeletedAt is when a deprovisioned instance was archived; nil for live ones.
@@ -191,6 +193,7 @@ type runtimeRow struct {
 	MWBegin         string          `db:"maintenance_window_begin"`
 	MWEnd           string          `db:"maintenance_window_end"`
 	Leftovers       json.RawMessage `db:"leftovers"`
+	EUAccess        bool            `db:"eu_access"`
 
 	POperationID    *string    `db:"p_operation_id"`
 	PState          *string    `db:"p_state"`
@@ -285,6 +288,7 @@ func (r runtimeRow) listed() Runtime {
 		PlanName: r.PlanName, PlatformRegion: r.PlatformRegion, Provider: r.Provider,
 		ProviderRegion: r.ProviderRegion, ShootName: r.ShootName, Parameters: r.Parameters, State: r.State,
 		KymaState: deref(r.KymaState), Leftovers: r.Leftovers, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, DeletedAt: r.DeletedAt, ExpiredAt: r.ExpiredAt,
+		EUAccess: r.EUAccess,
 		Provisioning: rowOperation(r.InstanceID, OperationTypeProvision, r.POperationID, r.PState, r.PDescription,
 			r.PErrorMessage, r.PFinishedStages, r.PCreatedAt, r.PUpdatedAt),
 		Deprovisioning: rowOperation(r.InstanceID, OperationTypeDeprovision, r.DOperationID, r.DState, r.DDescription,
@@ -299,7 +303,7 @@ func (r runtimeRow) listed() Runtime {
 const liveRows = `SELECT i.instance_id, i.runtime_id, i.global_account_id, i.subaccount_id, i.user_id,
 	i.service_id, i.plan_id, i.plan_name, i.platform_region, i.provider, i.provider_region, i.shoot_name,
 	i.parameters, i.state, i.kyma_state, i.created_at, i.updated_at, NULL::timestamptz AS deleted_at, i.expired_at,
-	i.maintenance_window_begin, i.maintenance_window_end, false AS archived,
+	i.maintenance_window_begin, i.maintenance_window_end, i.eu_access, false AS archived,
 	NULL::text AS a_deprovisioning_id, NULL::timestamptz AS a_deprovisioning_started_at,
 	NULL::text AS a_deprovisioning_description, NULL::jsonb AS leftovers
 FROM instances i`
@@ -315,7 +319,7 @@ const archivedRows = `SELECT a.instance_id, a.runtime_id, a.global_account_id, a
 	'' AS service_id, a.plan_id, a.plan_name, a.platform_region, a.provider, a.provider_region, a.shoot_name,
 	'{}'::jsonb AS parameters, 'deprovisioned' AS state, NULL::text AS kyma_state, a.instance_created_at AS created_at,
 	a.archived_at AS updated_at, a.archived_at AS deleted_at, NULL::timestamptz AS expired_at,
-	'' AS maintenance_window_begin, '' AS maintenance_window_end, true AS archived,
+	'' AS maintenance_window_begin, '' AS maintenance_window_end, false AS eu_access, true AS archived,
 	a.last_deprovisioning_id AS a_deprovisioning_id, a.deprovisioning_started_at AS a_deprovisioning_started_at,
 	a.deprovisioning_description AS a_deprovisioning_description, a.leftovers
 FROM instances_archive a`
@@ -331,7 +335,7 @@ FROM instances_archive a`
 const pageWithOperations = `SELECT r.instance_id, r.runtime_id, r.global_account_id, r.subaccount_id, r.user_id,
 	r.service_id, r.plan_id, r.plan_name, r.platform_region, r.provider, r.provider_region, r.shoot_name,
 	r.parameters, r.state, r.kyma_state, r.created_at, r.updated_at, r.deleted_at, r.expired_at,
-	r.maintenance_window_begin, r.maintenance_window_end, r.leftovers,
+	r.maintenance_window_begin, r.maintenance_window_end, r.leftovers, r.eu_access,
 	p.operation_id AS p_operation_id, p.state AS p_state, p.description AS p_description,
 	p.finished_stages AS p_finished_stages, p.error_message AS p_error_message,
 	p.created_at AS p_created_at, p.updated_at AS p_updated_at,

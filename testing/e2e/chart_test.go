@@ -106,7 +106,7 @@ func serveEnvs() []string {
 // everything turns on every optional part of the chart.
 var everything = []string{"serviceMonitor.enabled=true", "kcp.kubeconfigSecret=kcp-kubeconfig",
 	"gardener.kubeconfigSecret=gardener-kubeconfig", "auth.publicKeysSecret=issuer-keys", "plansConfigMap=keb-plans", "blocklistConfigMap=keb-blocklist",
-	"cis.secretName=cis-credentials"}
+	"cis.secretName=cis-credentials", "hap.rule={azure,aws,gcp,azure_lite,trial}"}
 
 // secretOnly are settings the chart sets from Secrets in another form: the
 // CIS credentials as files (APP_CIS_CLIENT_*_FILE); their plain forms can come
@@ -293,9 +293,7 @@ func TestHelmChart(t *testing.T) {
 // plane.
 func freshAccount(t *testing.T, c client.Client, name string) {
 	t.Helper()
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: poolNS,
-		Labels: map[string]string{hyperscaler.LabelHyperscalerType: hyperscaler.TypeAzure}}}
-	if err := c.Create(t.Context(), s); client.IgnoreAlreadyExists(err) != nil {
+	if err := createAccount(t.Context(), c, name, hyperscaler.TypeAzure); err != nil {
 		t.Fatal(err)
 	}
 }

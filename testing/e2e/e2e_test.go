@@ -16,6 +16,7 @@ import (
 	"github.com/kyma-keb/keb/internal/btpmanager"
 	btpstandin "github.com/kyma-keb/keb/internal/btpmanagersim"
 	"github.com/kyma-keb/keb/internal/controlplane"
+	"github.com/kyma-keb/keb/internal/gardener/core"
 	"github.com/kyma-keb/keb/internal/infrasim"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/kyma"
@@ -92,12 +93,14 @@ func TestProvisionAndDeprovision(t *testing.T) {
 	}
 
 	// The pool: the tenant's account carries its label.
-	pool := &corev1.Secret{}
-	if err := s.kcp.Get(ctx, client.ObjectKey{Namespace: poolNS, Name: rt.Spec.Shoot.SecretBindingName}, pool); err != nil {
-		t.Fatal(err)
+	pool := poolAccount(t, s.kcp, rt.Spec.Shoot.SecretBindingName)
+	if pool.Labels["tenantName"] != "ga-e2e" {
+		t.Fatalf("pool binding labels: %v", pool.Labels)
 	}
-	if pool.Labels["tenant-name"] != "ga-e2e" {
-		t.Fatalf("pool secret labels: %v", pool.Labels)
+	// The infrastructure manager's Shoot uses the binding.
+	shoot := &core.Shoot{}
+	if err := s.kcp.Get(ctx, client.ObjectKey{Namespace: poolNS, Name: rt.Spec.Shoot.Name}, shoot); err != nil || shoot.BindingName() != pool.Name {
+		t.Fatalf("Shoot %s: %v, binding %q; want %s", rt.Spec.Shoot.Name, err, shoot.BindingName(), pool.Name)
 	}
 
 	// The runtime: the sap-btp-manager Secret as BTP Manager needs it, the
@@ -155,7 +158,10 @@ func TestProvisionAndDeprovision(t *testing.T) {
 		t.Fatalf("Kyma CR still there: %v", err)
 	}
 	if err := s.kcp.Get(ctx, client.ObjectKeyFromObject(pool), pool); err != nil || pool.Labels["dirty"] != "true" {
-		t.Fatalf("pool secret not dirty: %v %v", err, pool.Labels)
+		t.Fatalf("pool binding not dirty: %v %v", err, pool.Labels)
+	}
+	if err := s.kcp.Get(ctx, client.ObjectKeyFromObject(shoot), &core.Shoot{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("Shoot still there: %v", err)
 	}
 	if code, _ := s.call(http.MethodGet, "/oauth/v2/service_instances/"+instanceID, ""); code != http.StatusNotFound {
 		t.Fatalf("GET after deprovisioning: %d", code)

@@ -14,6 +14,8 @@ import (
 	"github.com/kyma-keb/keb/internal/btpmanager"
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/controlplane"
+	"github.com/kyma-keb/keb/internal/gardener/security"
+	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/infrasim"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/runtimeclient"
@@ -53,6 +55,13 @@ func (s *stack) accepted(what string, code int, body map[string]any) string {
 // rotation, a suspension and a resumption on real parts.
 func TestSuspendResumeAndRotateCredentials(t *testing.T) {
 	s := newStack(t, infrasim.ModeDedicated, 2)
+	// Two accounts of its own: the suspension releases the first (dirty), the resumption claims
+	// the second.
+	for _, name := range []string{"azure-life-1", "azure-life-2"} {
+		if err := createAccount(t.Context(), s.kcp, name, hyperscaler.TypeAzure); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ctx := t.Context()
 	const id = "e2e-life-1"
 	path := "/oauth/v2/service_instances/" + id + "?accepts_incomplete=true"
@@ -125,10 +134,11 @@ func TestSuspendResumeAndRotateCredentials(t *testing.T) {
 	if code != http.StatusOK || inst["dashboard_url"] != nil && inst["dashboard_url"] != "" {
 		t.Fatalf("GET suspended instance: %d %v", code, inst)
 	}
-	var secrets corev1.SecretList
-	if err := s.kcp.List(ctx, &secrets, client.InNamespace(poolNS), client.MatchingLabels{"tenant-name": "ga-life"}); err != nil ||
-		len(secrets.Items) != 1 || secrets.Items[0].Labels["dirty"] == "true" {
-		t.Fatalf("tenant's account after suspension: %v %+v", err, secrets.Items)
+	// As upstream: a suspension releases the account once its Shoot is gone (no Shoot uses it).
+	var bindings security.CredentialsBindingList
+	if err := s.kcp.List(ctx, &bindings, client.InNamespace(poolNS), client.MatchingLabels{"tenantName": "ga-life"}); err != nil ||
+		len(bindings.Items) != 1 || bindings.Items[0].Labels["dirty"] != "true" {
+		t.Fatalf("tenant's account after suspension: %v %+v", err, bindings.Items)
 	}
 
 	// Resumption: a new runtime, the same cluster ID, the newest credentials.
@@ -140,6 +150,11 @@ func TestSuspendResumeAndRotateCredentials(t *testing.T) {
 	newID := resumed["runtimeID"].(string)
 	if newID == "" || newID == runtimeID || status(resumed)["state"] != "succeeded" {
 		t.Fatalf("resumed runtime %s (was %s), state %v", newID, runtimeID, status(resumed)["state"])
+	}
+	// The resumed runtime runs on a fresh account: the released one is never handed out again.
+	if err := s.kcp.List(ctx, &bindings, client.InNamespace(poolNS), client.MatchingLabels{"tenantName": "ga-life"}); err != nil ||
+		len(bindings.Items) != 2 {
+		t.Fatalf("tenant's accounts after resumption: %v %+v", err, bindings.Items)
 	}
 	sec = s.btpSecret(newID)
 	if string(sec.Data[btpmanager.KeyClusterID]) != clusterID || string(sec.Data["clientsecret"]) != "secret-3" {

@@ -51,6 +51,10 @@ func TestOperationMetricsAndLogs(t *testing.T) {
 	if n := page.Must(t, "keb_account_pool_secrets", map[string]string{"hyperscaler_type": "azure", "status": "claimed"}); n < 1 {
 		t.Errorf("claimed azure accounts: %v", n)
 	}
+	// Upstream's name of the same census.
+	if n := page.Must(t, "kcp_keb_v2_claimed_credentials_bindings", map[string]string{"hyperscaler_type": "azure"}); n < 1 {
+		t.Errorf("kcp_keb_v2_claimed_credentials_bindings for azure: %v", n)
+	}
 
 	deprovOp := s.deprovisionAzure(instanceID)
 	page = promtest.ScrapeUntil(t, s.url+"/metrics", "kcp_keb_v2_operations_deprovisioning_succeeded_total", plan)

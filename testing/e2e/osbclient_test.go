@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	osb "sigs.k8s.io/go-open-service-broker-client/v2"
 
@@ -87,8 +85,12 @@ func TestOSBClientFlow(t *testing.T) {
 	s := newStack(t, infrasim.ModeShared, 2, func(c *config.Config) { c.Engine.RuntimeTimeout = time.Minute })
 	ctx := t.Context()
 	// The tenant's own aws account the upgraded trial moves to.
-	if err := s.kcp.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws-osb-000", Namespace: poolNS,
-		Labels: map[string]string{hyperscaler.LabelHyperscalerType: "aws"}}}); client.IgnoreAlreadyExists(err) != nil {
+	if err := createAccount(ctx, s.kcp, "aws-osb-000", hyperscaler.TypeAWS); err != nil {
+		t.Fatal(err)
+	}
+	// And an azure account of its own: the stacks of earlier tests on this control plane may have
+	// left the seeded ones dirty (every deprovisioning and suspension releases its account).
+	if err := createAccount(ctx, s.kcp, "azure-osb-000", hyperscaler.TypeAzure); err != nil {
 		t.Fatal(err)
 	}
 	c := s.osbClient()

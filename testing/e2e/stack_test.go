@@ -25,6 +25,7 @@ import (
 	"github.com/kyma-keb/keb/internal/app"
 	"github.com/kyma-keb/keb/internal/auth"
 	"github.com/kyma-keb/keb/internal/config"
+	"github.com/kyma-keb/keb/internal/gardener/security"
 	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/infrasim"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
@@ -99,6 +100,7 @@ func newStackLogging(t *testing.T, log *logrus.Logger, mode infrasim.Mode, accou
 	failing := &sync.Map{}
 	faults := simFaults
 	sim, err := infrasim.New(kcp.Config, scheme, infrasim.Options{Namespace: kcpNS, Mode: mode, BinDir: bin, Delay: time.Second, Log: simLog,
+		Gardener: &infrasim.Gardener{Namespace: poolNS},
 		Faults: func(rt *infrastructuremanager.Runtime) *infrasim.Fault {
 			if msg, ok := failing.Load(rt.RuntimeID()); ok {
 				return &infrasim.Fault{Message: msg.(string), Permanent: true}
@@ -169,13 +171,36 @@ func seedPool(t *testing.T, c client.Client, accounts int) {
 		_ = c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
 	for i := range accounts {
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("azure-%03d", i), Namespace: poolNS,
-			Labels: map[string]string{hyperscaler.LabelHyperscalerType: "azure"}}}
-		_ = c.Create(ctx, s)
+		createAccount(ctx, c, fmt.Sprintf("azure-%03d", i), hyperscaler.TypeAzure)
 	}
 	// Trials run in a shared account, never claimed by a tenant.
-	_ = c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "azure-shared-000", Namespace: poolNS,
-		Labels: map[string]string{hyperscaler.LabelHyperscalerType: "azure", hyperscaler.LabelShared: "true"}}})
+	createAccount(ctx, c, "azure-shared-000", hyperscaler.TypeAzure, hyperscaler.LabelShared, "true")
+}
+
+// createAccount creates a pool account (a CredentialsBinding with its Secret) of hyperscaler type
+// typ and extra labels as key, value pairs; an existing one is left alone.
+func createAccount(ctx context.Context, c client.Client, name, typ string, kv ...string) error {
+	labels := map[string]string{hyperscaler.LabelHyperscalerTypeUpstream: typ}
+	for i := 0; i+1 < len(kv); i += 2 {
+		labels[kv[i]] = kv[i+1]
+	}
+	for _, o := range hyperscaler.AccountObjects(hyperscaler.KindCredentialsBinding, poolNS, name, hyperscaler.ProviderOf(typ), labels,
+		map[string]string{"credentials": "e2e"}) {
+		if err := c.Create(ctx, o); client.IgnoreAlreadyExists(err) != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// poolAccount reads a pool account's metadata.
+func poolAccount(t *testing.T, c client.Client, name string) *security.CredentialsBinding {
+	t.Helper()
+	b := &security.CredentialsBinding{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: poolNS, Name: name}, b); err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // call sends an OSB request and decodes the JSON answer.

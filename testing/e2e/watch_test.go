@@ -6,9 +6,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/infrasim"
@@ -23,8 +20,7 @@ func TestWatchWakesWaitingProvisionings(t *testing.T) {
 	s := newStack(t, infrasim.ModeShared, 0, func(c *config.Config) { c.Engine.RuntimePoll = time.Hour })
 	// One global account, so one pool account of this test's own: the
 	// stacks of earlier tests may hold the seeded ones.
-	if err := s.kcp.Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "azure-wake", Namespace: poolNS,
-		Labels: map[string]string{hyperscaler.LabelHyperscalerType: "azure"}}}); err != nil {
+	if err := createAccount(t.Context(), s.kcp, "azure-wake", hyperscaler.TypeAzure); err != nil {
 		t.Fatal(err)
 	}
 	const n = 6

@@ -30,6 +30,7 @@ import (
 	"github.com/kyma-keb/keb/internal/app"
 	"github.com/kyma-keb/keb/internal/auth"
 	"github.com/kyma-keb/keb/internal/controlplane"
+	"github.com/kyma-keb/keb/internal/gardener/security"
 	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/infrasim"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
@@ -133,9 +134,12 @@ func newStack(t *testing.T, opts stackOptions) *stack {
 		}
 	}
 	for i := range opts.accounts {
-		if err := s.kc.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("azure-%04d", i), Namespace: poolNS,
-			Labels: map[string]string{hyperscaler.LabelHyperscalerType: "azure"}}}); err != nil {
-			t.Fatal(err)
+		name := fmt.Sprintf("azure-%04d", i)
+		for _, o := range hyperscaler.AccountObjects(hyperscaler.KindCredentialsBinding, poolNS, name, "azure",
+			map[string]string{hyperscaler.LabelHyperscalerTypeUpstream: hyperscaler.TypeAzure}, nil) {
+			if err := s.kc.Create(ctx, o); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 
@@ -572,13 +576,13 @@ func labelsOf[T any, P interface {
 // claimedAccounts counts the claimed, not dirty, pool accounts per tenant.
 func (s *stack) claimedAccounts() map[string]int {
 	s.t.Helper()
-	var pool corev1.SecretList
+	var pool security.CredentialsBindingList
 	if err := s.kc.List(context.Background(), &pool, client.InNamespace(poolNS)); err != nil {
 		s.t.Fatal(err)
 	}
 	held := map[string]int{}
-	for _, sec := range pool.Items {
-		if tenant := sec.Labels[hyperscaler.LabelTenantName]; tenant != "" && sec.Labels[hyperscaler.LabelDirty] != "true" {
+	for _, b := range pool.Items {
+		if tenant := b.Labels[hyperscaler.LabelTenantNameUpstream]; tenant != "" && b.Labels[hyperscaler.LabelDirty] != "true" {
 			held[tenant]++
 		}
 	}

@@ -38,6 +38,7 @@ func (s *Initialization) Run(ctx context.Context, op *process.Operation) (proces
 		}
 		op.Record.Provider, op.Record.Region = pd.Provider, pd.Region
 		op.Record.HyperscalerType, op.Record.HyperscalerSecret, op.Record.HyperscalerShared = pd.HyperscalerType, pd.HyperscalerSecret, pd.HyperscalerShared
+		op.Record.HyperscalerEUAccess = pd.HyperscalerEUAccess
 		op.Record.OverridesSecret = pd.OverridesSecret
 	}
 	// Later steps read the runtime's identity from the instance (see

@@ -32,7 +32,7 @@ type leftoverStore interface {
 type Leftovers struct {
 	Store    leftoverStore
 	KCP      client.Client
-	Accounts accountReleaser
+	Accounts accountMarker
 	Config   Config
 	// Batch is how many archived instances one run looks at (default 100).
 	Batch int
@@ -119,11 +119,17 @@ func (l *Leftovers) retry(ctx context.Context, a storage.ArchivedInstance, lo pr
 		if others > 0 {
 			return true, nil // the tenant's other runtimes still use it
 		}
-		err = l.Accounts.MarkDirty(ctx, hsType, a.GlobalAccountID)
+		// The plain pool: the archive does not keep whether the account was an EU-access one.
+		err = l.Accounts.MarkDirty(ctx, hyperscaler.Pool{Type: hsType}, a.GlobalAccountID)
 		return err == nil, err
 	default:
 		// remove_bindings, soft_delete_btp_services: what they left was in
 		// the cluster, which the deprovisioning deleted before archiving.
 		return true, nil
 	}
+}
+
+// accountMarker marks a tenant's account of a pool dirty (*hyperscaler.AccountPool is one).
+type accountMarker interface {
+	MarkDirty(ctx context.Context, pool hyperscaler.Pool, tenant string) error
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager/runtimetest"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process"
@@ -197,10 +198,10 @@ type releases struct {
 	calls []string
 }
 
-func (r *releases) MarkDirty(_ context.Context, hsType, tenant string) error {
+func (r *releases) MarkDirty(_ context.Context, pool hyperscaler.Pool, tenant string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.calls = append(r.calls, hsType+"/"+tenant)
+	r.calls = append(r.calls, pool.Type+"/"+tenant)
 	return nil
 }
 

@@ -87,6 +87,19 @@ func (s *fakeStore) OtherInstancesOfTenant(_ context.Context, globalAccountID, p
 	return s.others, s.countErr
 }
 
+func (s *fakeStore) OtherInstancesOnAccount(_ context.Context, binding, exceptInstanceID string) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.countedCalls = append(s.countedCalls, [3]string{"account", binding, exceptInstanceID})
+	return s.others, s.countErr
+}
+
+// InstanceAccount answers like an instance recorded before keb kept accounts on instances: the
+// step falls back to the operation's record.
+func (s *fakeStore) InstanceAccount(context.Context, string) (string, bool, error) {
+	return "", false, nil
+}
+
 // ArchiveAndRemove records the archive row; removing the instance is part of
 // the same call, so the fake keeps no separate record of it.
 func (s *fakeStore) ArchiveAndRemove(_ context.Context, a storage.ArchivedInstance) error {

@@ -31,6 +31,8 @@ type Config struct {
 	// subaccount's runtime may hold their finalizers before they are
 	// stripped (SoftDeleteBTPServices).
 	FinalizerGrace time.Duration
+	// ShootWait bounds how long the account release waits for the instance's Shoot to be gone.
+	ShootWait time.Duration
 }
 
 // Store is the part of storage.Store the deprovisioning steps use.

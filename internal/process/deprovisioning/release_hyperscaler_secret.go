@@ -4,27 +4,40 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/process"
 )
 
-// tenantCounter counts a global account's other instances on a provider.
+// tenantCounter counts the instances still holding an account.
 type tenantCounter interface {
+	// OtherInstancesOfTenant counts a global account's other instances on a provider (for a claim
+	// the provisioning never recorded).
 	OtherInstancesOfTenant(ctx context.Context, globalAccountID, provider, exceptInstanceID string, sharedPlanIDs []string) (int, error)
+	// OtherInstancesOnAccount counts the other instances recorded on a binding.
+	OtherInstancesOnAccount(ctx context.Context, binding, exceptInstanceID string) (int, error)
+	// InstanceAccount is the binding recorded on the instance (its latest claim: an update that
+	// moved the runtime to another plan's pool recorded the new one).
+	InstanceAccount(ctx context.Context, instanceID string) (string, bool, error)
 }
 
-// accountReleaser marks a tenant's dedicated account for cleanup.
+// accountReleaser marks a tenant's dedicated account for cleanup, once no cluster uses it.
 type accountReleaser interface {
-	MarkDirty(ctx context.Context, hyperscalerType, tenant string) error
+	Account(ctx context.Context, name string) (hyperscaler.AccountInfo, error)
+	ShootExists(ctx context.Context, name string) (bool, error)
+	ShootsUsing(ctx context.Context, binding string) ([]string, error)
+	MarkDirtyByName(ctx context.Context, name, tenant string) error
+	MarkDirty(ctx context.Context, pool hyperscaler.Pool, tenant string) error
 }
 
-// ReleaseHyperscalerSecret gives back a dedicated hyperscaler account once no
-// other runtime of the tenant uses it: the account is labelled dirty and
-// waits for cleanup. Shared accounts are never released, and neither is the
-// account of a suspension: the suspended instance still belongs to the tenant
-// and its resumed runtime goes back to the same account.
+// ReleaseHyperscalerSecret gives back a dedicated hyperscaler account (binding) on every
+// deprovisioning, suspension included, as upstream does, but never from under a cluster: shared,
+// internal and already dirty accounts are skipped; while the instance's own Shoot still exists
+// the step waits (at most ShootWait); and the account is labelled dirty only when no Shoot of
+// the project references it any more and no other instance of keb's is recorded on it (a
+// suspended one's runtime comes back to it).
 type ReleaseHyperscalerSecret struct {
 	Store    tenantCounter
 	Accounts accountReleaser
@@ -46,21 +59,68 @@ func (s *ReleaseHyperscalerSecret) Leftover(op *process.Operation) string {
 func (s *ReleaseHyperscalerSecret) Name() string { return "release_hyperscaler_secret" }
 
 // Run implements process.Step.
-//
-// The account is found by the tenant's claim label, not by what the
-// provisioning recorded: a DELETE that halts a provisioning between its claim
-// and its checkpoint leaves the claim unrecorded, and releasing only recorded
-// accounts leaked it for good.
 func (s *ReleaseHyperscalerSecret) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
-	if op.Temporary {
-		// Marking the account dirty would have it cleaned up (everything in
-		// it deleted) and handed to another tenant while this one may resume.
-		op.Describe("Keeping the hyperscaler account: the instance is suspended, not deleted")
+	if slices.Contains(s.SharedPlanIDs, op.Instance.PlanID) {
 		return process.Done()
 	}
-	if op.Record.HyperscalerShared || slices.Contains(s.SharedPlanIDs, op.Instance.PlanID) {
+	binding, eu, err := s.Store.InstanceAccount(ctx, op.InstanceID)
+	if err != nil {
+		return process.StepResult{}, err
+	}
+	if binding == "" {
+		// Recorded by a keb before instances kept their account: the provisioning's record.
+		if op.Record.HyperscalerShared {
+			return process.Done()
+		}
+		binding = op.Record.HyperscalerSecret
+	} else {
+		op.Record.HyperscalerSecret, op.Record.HyperscalerEUAccess = binding, eu
+	}
+	if op.Instance.ShootName != "" {
+		exists, err := s.Accounts.ShootExists(ctx, op.Instance.ShootName)
+		if err != nil {
+			return process.StepResult{}, err
+		}
+		if exists {
+			if started, ok := op.Record.StepStartedAt[s.Name()]; !ok || time.Since(started) < s.Config.ShootWait {
+				op.Describe("Waiting for Shoot %s to be deleted before releasing its hyperscaler account", op.Instance.ShootName)
+				return process.RetryAfter(s.Config.RemovalPoll)
+			}
+			op.Describe("Keeping the hyperscaler account: Shoot %s still exists after %s", op.Instance.ShootName, s.Config.ShootWait)
+			return process.Done()
+		}
+	}
+	if binding == "" {
+		return s.releaseUnrecorded(ctx, op)
+	}
+	op.Describe("Releasing the hyperscaler account %s", binding)
+	others, err := s.Store.OtherInstancesOnAccount(ctx, binding, op.InstanceID)
+	if err != nil {
+		return process.StepResult{}, err
+	}
+	if others > 0 {
+		return process.Done() // still the account of the tenant's other runtimes
+	}
+	shoots, err := s.Accounts.ShootsUsing(ctx, binding)
+	if err != nil {
+		return process.StepResult{}, err
+	}
+	if len(shoots) > 0 {
+		op.Describe("Keeping the hyperscaler account %s: Shoots %s use it", binding, strings.Join(shoots, ", "))
 		return process.Done()
 	}
+	// MarkDirtyByName leaves shared, internal, dirty and other tenants' accounts alone (a shared
+	// account is never labelled with a tenant).
+	if err := s.Accounts.MarkDirtyByName(ctx, binding, op.Instance.PoolTenant()); err != nil {
+		return process.StepResult{}, fmt.Errorf("releasing hyperscaler account %s: %w", binding, err)
+	}
+	return process.Done()
+}
+
+// releaseUnrecorded releases the account of a provisioning halted between its claim and its
+// checkpoint (the claim is known by the tenant's label only): the tenant's account of the
+// provider's plain pool, when no other instance of the tenant's runs on the provider.
+func (s *ReleaseHyperscalerSecret) releaseUnrecorded(ctx context.Context, op *process.Operation) (process.StepResult, error) {
 	hsType := op.Record.HyperscalerType
 	if hsType == "" {
 		t, err := hyperscaler.HyperscalerType(op.Record.Provider)
@@ -69,16 +129,15 @@ func (s *ReleaseHyperscalerSecret) Run(ctx context.Context, op *process.Operatio
 		}
 		hsType = t
 	}
-	op.Describe("Releasing the %s hyperscaler account", hsType)
 	others, err := s.Store.OtherInstancesOfTenant(ctx, op.Instance.PoolTenant(), op.Record.Provider, op.InstanceID, s.SharedPlanIDs)
 	if err != nil {
 		return process.StepResult{}, err
 	}
 	if others > 0 {
-		return process.Done() // still used by the tenant's other runtimes
+		return process.Done()
 	}
-	// Idempotent, and a no-op for a tenant that holds no account.
-	if err := s.Accounts.MarkDirty(ctx, hsType, op.Instance.PoolTenant()); err != nil {
+	pool := hyperscaler.Pool{Type: hsType, EUAccess: op.Record.HyperscalerEUAccess}
+	if err := s.Accounts.MarkDirty(ctx, pool, op.Instance.PoolTenant()); err != nil {
 		return process.StepResult{}, fmt.Errorf("releasing hyperscaler account: %w", err)
 	}
 	return process.Done()

@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/app"
+	"github.com/kyma-keb/keb/internal/gardener/security"
+	"github.com/kyma-keb/keb/internal/hyperscaler"
 )
 
 // clients holds one uncached client per apiserver config: a test package asks for its
@@ -57,4 +59,32 @@ func EnsureNamespace(t testing.TB, c client.Client, ns string) {
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("creating namespace %s: %v", ns, err)
 	}
+}
+
+// PoolAccount creates one account of a CredentialsBinding pool in ns (the binding with labels,
+// and its Secret).
+func PoolAccount(t testing.TB, c client.Client, ns, name string, labels map[string]string) {
+	t.Helper()
+	typ := labels[hyperscaler.LabelHyperscalerTypeUpstream] + labels[hyperscaler.LabelHyperscalerType]
+	for _, o := range hyperscaler.AccountObjects(hyperscaler.KindCredentialsBinding, ns, name, hyperscaler.ProviderOf(typ), labels,
+		map[string]string{"credentials": "of " + name}) {
+		if err := c.Create(t.Context(), o); err != nil {
+			t.Fatalf("creating pool account %s: %v", name, err)
+		}
+	}
+}
+
+// PoolLabels returns the labels of every CredentialsBinding in ns, by name.
+func PoolLabels(t testing.TB, c client.Client, ns string) map[string]map[string]string {
+	t.Helper()
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(security.GroupVersion.WithKind("CredentialsBindingList"))
+	if err := c.List(t.Context(), list, client.InNamespace(ns)); err != nil {
+		t.Fatalf("listing the pool: %v", err)
+	}
+	out := map[string]map[string]string{}
+	for _, o := range list.Items {
+		out[o.Name] = o.Labels
+	}
+	return out
 }

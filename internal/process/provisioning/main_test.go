@@ -3,6 +3,7 @@ package provisioning_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -15,13 +16,14 @@ import (
 	"github.com/kyma-keb/keb/internal/process/provisioning"
 	"github.com/kyma-keb/keb/internal/storage"
 	"github.com/kyma-keb/keb/testing/k8stest"
+	"github.com/kyma-keb/keb/testing/pgtest"
 )
 
 // env is the package's kube-apiserver, with keb's CRDs. Every test works in a namespace of its
 // own (except where the product hard-codes kcp-system), so tests run in parallel on it.
 var env *k8stest.Environment
 
-func TestMain(m *testing.M) { k8stest.Main(m, &env) }
+func TestMain(m *testing.M) { os.Exit(k8stest.Run(m, &env, pgtest.Run)) }
 
 // kcpClient is the package's one uncached client on keb's scheme.
 func kcpClient(t *testing.T) client.Client { return processtest.Client(t, env.Config) }

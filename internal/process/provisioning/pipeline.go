@@ -38,6 +38,8 @@ type Config struct {
 	AccountPoll, RuntimePoll, BTPManagerPoll time.Duration
 	// MaintenanceWindows resolves each runtime's maintenance window.
 	MaintenanceWindows maintenance.Config
+	// HAP chooses each runtime's account pool.
+	HAP HAP
 }
 
 // Deps are the parts the steps use.
@@ -48,7 +50,9 @@ type Deps struct {
 	Finisher provisionedStore
 	KCP      client.Client
 	Accounts *hyperscaler.AccountPool
-	Runtimes *runtimeclient.Cache
+	// AccountStore records each instance's account.
+	AccountStore AccountStore
+	Runtimes     *runtimeclient.Cache
 	// OverrideSources reads the override ConfigMaps and Secrets, and
 	// VersionPins the Kyma version pins; nil: KCP.
 	OverrideSources, VersionPins client.Reader
@@ -62,7 +66,7 @@ func Pipeline(d Deps) process.Pipeline {
 	return process.Pipeline{
 		Steps: []process.Step{
 			&Initialization{Catalog: d.Catalog, Store: d.Store, KCP: d.KCP, VersionPins: d.VersionPins, Seen: seenLister(d.Watch), Config: d.Config},
-			&ResolveHyperscalerSecret{Catalog: d.Catalog, Accounts: d.Accounts, Config: d.Config},
+			&ResolveHyperscalerSecret{Catalog: d.Catalog, Accounts: d.Accounts, Store: d.AccountStore, Config: d.Config},
 			// The components first: the overrides Secret carries them.
 			&Components{Catalog: d.Catalog},
 			&Overrides{Catalog: d.Catalog, KCP: d.KCP, Sources: d.OverrideSources, Config: d.Config},

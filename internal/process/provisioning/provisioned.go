@@ -31,8 +31,10 @@ type ResolvedParameters struct {
 	AutoScalerMax  int      `json:"autoScalerMax"`
 	Zones          []string `json:"zones"`
 	TargetSecret   string   `json:"targetSecret,omitempty"`
-	Components     []string `json:"components"`
-	ShootName      string   `json:"shootName"`
+	// EUAccess: the account (TargetSecret) is an EU-access one.
+	EUAccess   bool     `json:"euAccess,omitempty"`
+	Components []string `json:"components"`
+	ShootName  string   `json:"shootName"`
 	// MaintenanceWindowBegin and End are the runtime's daily maintenance
 	// window, in upstream KEB's form ("0000-01-01T22:00:00Z").
 	MaintenanceWindowBegin string `json:"maintenanceWindowBegin,omitempty"`
@@ -87,7 +89,7 @@ func ResolvedJSON(op *process.Operation, params catalog.ProvisioningParameters, 
 	resolved, err := json.Marshal(ResolvedParameters{
 		Name: params.Name, Region: d.Region, ProviderRegion: d.ProviderRegion, Provider: d.Provider,
 		MachineType: d.MachineType, AutoScalerMin: d.AutoScalerMin, AutoScalerMax: d.AutoScalerMax,
-		Zones: zones, TargetSecret: d.HyperscalerSecret,
+		Zones: zones, TargetSecret: d.HyperscalerSecret, EUAccess: d.HyperscalerEUAccess,
 		Components: append([]string{}, params.Components...), ShootName: op.Instance.ShootName,
 		MaintenanceWindowBegin: windowBegin, MaintenanceWindowEnd: windowEnd,
 		AdditionalWorkerNodePools: params.AdditionalWorkerNodePools, OIDC: params.OIDC, Networking: params.Networking,

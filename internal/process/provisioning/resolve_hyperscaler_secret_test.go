@@ -4,10 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/process/processtest"
@@ -27,13 +23,13 @@ func newPool(t *testing.T, tenant string, secrets ...poolSecret) (*hyperscaler.A
 	c := kcpClient(t)
 	ns := newNamespace(t)
 	for _, s := range secrets {
-		l := map[string]string{hyperscaler.LabelHyperscalerType: s.typ}
+		l := map[string]string{hyperscaler.LabelHyperscalerTypeUpstream: s.typ}
 		switch s.tenant {
 		case "":
 		case "self":
-			l[hyperscaler.LabelTenantName] = tenant
+			l[hyperscaler.LabelTenantNameUpstream] = tenant
 		default:
-			l[hyperscaler.LabelTenantName] = s.tenant
+			l[hyperscaler.LabelTenantNameUpstream] = s.tenant
 		}
 		if s.shared {
 			l[hyperscaler.LabelShared] = "true"
@@ -41,25 +37,17 @@ func newPool(t *testing.T, tenant string, secrets ...poolSecret) (*hyperscaler.A
 		if s.dirty {
 			l[hyperscaler.LabelDirty] = "true"
 		}
-		obj := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: s.name, Labels: l},
-			Data: map[string][]byte{"credentials": []byte("of " + s.name)}}
-		if err := c.Create(t.Context(), obj); err != nil {
-			t.Fatalf("creating pool secret %s: %v", s.name, err)
-		}
+		processtest.PoolAccount(t, c, ns, s.name, l)
 	}
-	return hyperscaler.NewAccountPool(c, ns, nil), ns
+	return hyperscaler.NewAccountPool(c, hyperscaler.KindCredentialsBinding, ns, nil), ns
 }
 
 // poolTenants returns each pool Secret's tenant-name label.
 func poolTenants(t *testing.T, ns string) map[string]string {
 	t.Helper()
-	list := &corev1.SecretList{}
-	if err := kcpClient(t).List(t.Context(), list, client.InNamespace(ns)); err != nil {
-		t.Fatalf("listing pool: %v", err)
-	}
 	out := map[string]string{}
-	for _, s := range list.Items {
-		out[s.Name] = s.Labels[hyperscaler.LabelTenantName]
+	for name, l := range processtest.PoolLabels(t, kcpClient(t), ns) {
+		out[name] = l[hyperscaler.LabelTenantNameUpstream]
 	}
 	return out
 }

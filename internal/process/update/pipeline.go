@@ -13,9 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/catalog"
-	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process"
+	"github.com/kyma-keb/keb/internal/process/provisioning"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -39,7 +39,9 @@ type Config struct {
 	// AccountTimeout bounds update_hyperscaler_account, waiting for a free
 	// account of the new plan's pool; AccountPoll is how often it looks.
 	AccountTimeout time.Duration
-	AccountPoll    time.Duration
+	// HAP chooses the account pool of a runtime changing plan.
+	HAP         provisioning.HAP
+	AccountPoll time.Duration
 	// Kyma are the installation's choices for Kyma CRs: a plan change
 	// rewrites the labels they make.
 	Kyma kyma.Settings
@@ -51,11 +53,8 @@ type runtimeClients interface {
 	Client(ctx context.Context, runtimeID string) (client.Client, error)
 }
 
-// accountPool hands out hyperscaler accounts; *hyperscaler.Pool is one.
-type accountPool interface {
-	Claim(ctx context.Context, hyperscalerType, tenant string) (hyperscaler.Account, error)
-	ClaimShared(ctx context.Context, hyperscalerType string) (hyperscaler.Account, error)
-}
+// accountPool hands out hyperscaler accounts; *hyperscaler.AccountPool is one.
+type accountPool = provisioning.AccountPool
 
 // updatedStore records a successful update; *storage.Store is one.
 type updatedStore interface {
@@ -68,8 +67,10 @@ type Deps struct {
 	Catalog  *catalog.Catalog
 	KCP      client.Client
 	Accounts accountPool
-	Store    updatedStore
-	Runtimes runtimeClients
+	// AccountStore records the instance's new account; nil records nothing.
+	AccountStore provisioning.AccountStore
+	Store        updatedStore
+	Runtimes     runtimeClients
 	// Watch is what the control-plane watch has seen of Runtime CRs; nil:
 	// everything is read from KCP.
 	Watch process.SeenReader
@@ -83,7 +84,7 @@ func Pipeline(d Deps) process.Pipeline {
 	return process.Pipeline{
 		Steps: []process.Step{
 			&Initialization{Catalog: d.Catalog, KCP: d.KCP, Config: d.Config},
-			&UpdateHyperscalerAccount{Catalog: d.Catalog, Accounts: d.Accounts, Config: d.Config},
+			&UpdateHyperscalerAccount{Catalog: d.Catalog, Accounts: d.Accounts, Store: d.AccountStore, Config: d.Config},
 			&UpdateRuntime{KCP: d.KCP, Catalog: d.Catalog, Config: d.Config},
 			&CheckRuntimeUpdate{KCP: d.KCP, Watch: d.Watch, Config: d.Config},
 			&UpdateKyma{KCP: d.KCP, Config: d.Config},

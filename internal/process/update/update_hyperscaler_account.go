@@ -17,6 +17,7 @@ import (
 type UpdateHyperscalerAccount struct {
 	Catalog  *catalog.Catalog
 	Accounts accountPool
+	Store    provisioning.AccountStore
 	Config   Config
 }
 
@@ -35,8 +36,8 @@ func (s *UpdateHyperscalerAccount) Run(ctx context.Context, op *process.Operatio
 	if err != nil {
 		return process.Fail("%v", err)
 	}
-	claim := &provisioning.ResolveHyperscalerSecret{Catalog: s.Catalog, Accounts: s.Accounts,
-		Config: provisioning.Config{AccountPoll: s.Config.AccountPoll}}
+	claim := &provisioning.ResolveHyperscalerSecret{Catalog: s.Catalog, Accounts: s.Accounts, Store: s.Store,
+		Config: provisioning.Config{AccountPoll: s.Config.AccountPoll, AccountTimeout: s.Config.AccountTimeout, HAP: s.Config.HAP}}
 	res, err := claim.Run(ctx, after)
 	op.Record, op.Description = after.Record, after.Description
 	return res, err

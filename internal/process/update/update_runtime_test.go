@@ -24,14 +24,22 @@ import (
 // tenantAccounts hands every tenant its own account of a type, named after both.
 type tenantAccounts struct{ claims []string }
 
-func (p *tenantAccounts) Claim(_ context.Context, hsType, tenant string) (hyperscaler.Account, error) {
-	p.claims = append(p.claims, hsType+"/"+tenant)
-	return hyperscaler.Account{SecretName: hsType + "-" + tenant}, nil
+func (p *tenantAccounts) Claim(_ context.Context, pool hyperscaler.Pool, tenant string) (hyperscaler.Account, error) {
+	p.claims = append(p.claims, pool.Type+"/"+tenant)
+	return hyperscaler.Account{Name: pool.Type + "-" + tenant}, nil
 }
 
-func (p *tenantAccounts) ClaimShared(_ context.Context, hsType string) (hyperscaler.Account, error) {
-	p.claims = append(p.claims, hsType+"/shared")
-	return hyperscaler.Account{SecretName: hsType + "-shared", Shared: true}, nil
+func (p *tenantAccounts) ClaimShared(_ context.Context, pool hyperscaler.Pool) (hyperscaler.Account, error) {
+	p.claims = append(p.claims, pool.Type+"/shared")
+	return hyperscaler.Account{Name: pool.Type + "-shared", Shared: true}, nil
+}
+
+func (p *tenantAccounts) TenantAccounts(_ context.Context, pool hyperscaler.Pool, tenant string) ([]string, error) {
+	return []string{pool.Type + "-" + tenant}, nil
+}
+
+func (p *tenantAccounts) ClaimNew(ctx context.Context, pool hyperscaler.Pool, tenant string) (hyperscaler.Account, error) {
+	return p.Claim(ctx, pool, tenant)
 }
 
 // recorder keeps what the success hook records.

@@ -87,6 +87,10 @@ env:
   - name: APP_OPERATION_BLOCKLIST_FILE
     value: /etc/keb/blocklist/blocklist.yaml
 {{- end }}
+{{- if .Values.hap.rule }}
+  - name: APP_HAP_RULE_FILE_PATH
+    value: /etc/keb/hap/rules.yaml
+{{- end }}
 {{- end -}}
 
 {{/* The mounted public keys, comma-separated: every key of the Secret, as listed by lookup at install, or the

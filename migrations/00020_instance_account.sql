@@ -1,0 +1,16 @@
+-- +goose Up
+-- The hyperscaler account (Gardener binding) an instance's runtime is created
+-- with, recorded when the account is claimed (upstream's column name), and
+-- whether it is an EU-access account. Multi-account global accounts count
+-- their instances per binding from this column, under a lock, when choosing
+-- one (storage ClaimAccountLocked).
+ALTER TABLE instances ADD COLUMN subscription_secret_name text,
+	ADD COLUMN eu_access boolean NOT NULL DEFAULT false;
+UPDATE instances SET subscription_secret_name = resolved_parameters->>'targetSecret'
+	WHERE resolved_parameters->>'targetSecret' IS NOT NULL;
+CREATE INDEX instances_subscription_secret_name_idx ON instances (subscription_secret_name)
+	WHERE subscription_secret_name IS NOT NULL;
+
+-- +goose Down
+DROP INDEX instances_subscription_secret_name_idx;
+ALTER TABLE instances DROP COLUMN subscription_secret_name, DROP COLUMN eu_access;
