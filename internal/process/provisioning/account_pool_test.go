@@ -82,7 +82,7 @@ func (s *accountStack) accountOf(t *testing.T, instanceID string) (string, bool)
 	return *name, eu
 }
 
-func labels(kv ...string) map[string]string {
+func labelMap(kv ...string) map[string]string {
 	l := map[string]string{}
 	for i := 0; i+1 < len(kv); i += 2 {
 		l[kv[i]] = kv[i+1]
@@ -98,7 +98,7 @@ func TestConcurrentProvisioningsClaimOneAccountPerTenant(t *testing.T) {
 	t.Parallel()
 	accounts := map[string]map[string]string{}
 	for i := range 30 {
-		accounts[fmt.Sprintf("az-%02d", i)] = labels(hyperscaler.LabelHyperscalerTypeUpstream, "azure")
+		accounts[fmt.Sprintf("az-%02d", i)] = labelMap(hyperscaler.LabelHyperscalerTypeUpstream, "azure")
 	}
 	s := newAccountStack(t, accounts)
 	const tenants, perTenant, limit = 10, 5, 2
@@ -191,11 +191,11 @@ func TestConcurrentProvisioningsClaimOneAccountPerTenant(t *testing.T) {
 func TestAccountPoolRulesAndEUAccess(t *testing.T) {
 	t.Parallel()
 	s := newAccountStack(t, map[string]map[string]string{
-		"aws-1":    labels(hyperscaler.LabelHyperscalerTypeUpstream, "aws"),
-		"aws-eu-1": labels(hyperscaler.LabelHyperscalerTypeUpstream, "aws", hyperscaler.LabelEUAccess, "true"),
-		"az-1":     labels(hyperscaler.LabelHyperscalerTypeUpstream, "azure"),
-		"gcp-1":    labels(hyperscaler.LabelHyperscalerTypeUpstream, "gcp"),
-		"gcp-ksa":  labels(hyperscaler.LabelHyperscalerTypeUpstream, "gcp_cf-sa30"),
+		"aws-1":    labelMap(hyperscaler.LabelHyperscalerTypeUpstream, "aws"),
+		"aws-eu-1": labelMap(hyperscaler.LabelHyperscalerTypeUpstream, "aws", hyperscaler.LabelEUAccess, "true"),
+		"az-1":     labelMap(hyperscaler.LabelHyperscalerTypeUpstream, "azure"),
+		"gcp-1":    labelMap(hyperscaler.LabelHyperscalerTypeUpstream, "gcp"),
+		"gcp-ksa":  labelMap(hyperscaler.LabelHyperscalerTypeUpstream, "gcp_cf-sa30"),
 	})
 	cfg := testConfig(s.ns)
 	step := &provisioning.ResolveHyperscalerSecret{Catalog: processtest.Catalog(t), Accounts: s.pool, Store: s.store, Config: cfg}
