@@ -1,7 +1,9 @@
 package app_test
 
 import (
+	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -49,18 +51,29 @@ func TestStatementsPerRequestAreCounted(t *testing.T) {
 	// cached for the census interval, far longer than this test.
 	b.metric(counter)
 	b.expect(b.do(http.MethodPut, provisionPath("inst-first"), provisionBody(azurePlanID, `{"name":"c0"}`, `"globalaccount_id":"ga-0","subaccount_id":"sa-0","user_id":"u"`)), http.StatusAccepted)
-	before := b.metric(counter)
-	r := b.expect(b.do(http.MethodPut, provisionPath("inst-count"), provisionBody(azurePlanID, `{"name":"c1"}`, "")), http.StatusAccepted)
-	accept := b.metric(counter) - before
-	opID, _ := r.body["operation"].(string)
-
-	before = b.metric(counter)
-	b.expect(b.do(http.MethodGet, instancePath("inst-count")+"/last_operation?operation="+opID, ""), http.StatusOK)
-	poll := b.metric(counter) - before
-
-	before = b.metric(counter)
-	b.expect(b.do(http.MethodGet, "/oauth/v2/catalog", ""), http.StatusOK)
-	catalog := b.metric(counter) - before
+	// Background work (the queue's workers, periodic jobs) can add a
+	// statement to any window but never take one away, so the fewest
+	// statements seen over a few tries is what the request itself needs.
+	fewest := func(request func(i int)) float64 {
+		best := math.Inf(1)
+		for i := range 3 {
+			before := b.metric(counter)
+			request(i)
+			best = min(best, b.metric(counter)-before)
+		}
+		return best
+	}
+	var opID string
+	accept := fewest(func(i int) {
+		r := b.expect(b.do(http.MethodPut, provisionPath(fmt.Sprintf("inst-count-%d", i)), provisionBody(azurePlanID, fmt.Sprintf(`{"name":"c%d"}`, i+1), "")), http.StatusAccepted)
+		opID, _ = r.body["operation"].(string)
+	})
+	poll := fewest(func(int) {
+		b.expect(b.do(http.MethodGet, instancePath("inst-count-2")+"/last_operation?operation="+opID, ""), http.StatusOK)
+	})
+	catalog := fewest(func(int) {
+		b.expect(b.do(http.MethodGet, "/oauth/v2/catalog", ""), http.StatusOK)
+	})
 
 	if accept < 5 || accept > 6 || poll != 1 || catalog != 0 {
 		t.Errorf("statements: accept %v, poll %v, catalog %v; want 5-6, 1 and 0", accept, poll, catalog)
