@@ -16,7 +16,7 @@ export GOFLAGS := -trimpath $(GOFLAGS)
 HELM_VERSION := v3.19.0
 HELM        := bin/tools/helm
 
-.PHONY: all build run test faults vet fmt-check generate generate-check lint postgres pgbench k8s-bins helm image release browser-test screenshots load bench fuzz clean
+.PHONY: all build run test readme faults vet fmt-check generate generate-check lint postgres pgbench k8s-bins helm image release browser-test screenshots load bench fuzz clean
 
 all: build
 
@@ -32,6 +32,11 @@ run: postgres k8s-bins build
 test: postgres k8s-bins helm lint
 	KUBEBUILDER_ASSETS=$(CURDIR)/bin/k8s $(GO) test -count=1 -timeout 30m ./...
 	@$(MAKE) --no-print-directory browser-test
+
+## readme: run README.md's walkthrough against a fresh keb dev and rewrite its pasted outputs from this run
+## (`make test` runs the same walkthrough and fails when an output no longer has the pasted shape)
+readme: postgres k8s-bins
+	KUBEBUILDER_ASSETS=$(CURDIR)/bin/k8s $(GO) test -count=1 -timeout 20m -run 'TestREADME$$' ./testing/readme -update -v
 
 ## browser-test: the operations console in Debian's chromium, driven by playwright-core against keb dev
 ## (testing/browser); chromium is installed first when run as root, and the test is left out, saying so,

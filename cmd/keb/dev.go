@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/kyma-keb/keb/internal/config"
@@ -23,8 +24,8 @@ func devCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) error
 	b.String(&binDir, "k8s-bin-dir", "APP_DEV_K8S_BIN_DIR", "bin/k8s", "kube-apiserver and etcd for the local control plane and runtimes (make k8s-bins)")
 	b.Duration(&delay, "runtime-delay", "APP_DEV_RUNTIME_DELAY", 5*time.Second, "how long the simulated infrastructure manager takes to create a cluster")
 	b.String(&mode, "runtime-mode", "APP_DEV_RUNTIME_MODE", string(infrasim.ModeDedicated), "dedicated (an apiserver per runtime) or shared (one for all)")
-	b.String(&faults, "runtime-faults", "APP_DEV_RUNTIME_FAULTS", "",
-		"Gardener errors the simulated infrastructure manager injects: comma-separated transient or permanent, each optionally =<subaccount ID> (transient: every creation and change fails once, then recovers)")
+	b.String(&faults, "runtime-faults", "APP_DEV_RUNTIME_FAULTS", devRuntimeFaults,
+		"Gardener errors the simulated infrastructure manager injects: comma-separated transient or permanent, each optionally =<subaccount ID> (transient: every creation and change fails once, then recovers; \"\": none)")
 	b.Bool(&lifecycleManager, "lifecycle-manager", "APP_DEV_LIFECYCLE_MANAGER", true,
 		"run the simulated Lifecycle Manager (false: for a real one, or to measure keb alone; then no module is installed, and a provisioning with credentials and the btp-operator module waits for the BtpOperator kind)")
 	cfg.BindDatabase(b)
@@ -39,6 +40,7 @@ func devCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) error
 			return err
 		}
 		devCleanupInterval(fs, &cfg)
+		devEnabledPlans(fs, &cfg)
 		injected, err := infrasim.ParseFaults(faults)
 		if err != nil {
 			return err
@@ -63,5 +65,21 @@ func devCleanupInterval(fs *flag.FlagSet, cfg *config.Config) {
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "subaccount-cleanup-interval" })
 	if _, env := os.LookupEnv("APP_SUBACCOUNT_CLEANUP_INTERVAL"); !set && !env {
 		cfg.Cleanup.SubaccountInterval = devSubaccountCleanupInterval
+	}
+}
+
+// devRuntimeFaults are the failures `keb dev`'s infrastructure manager injects unless told otherwise: only
+// into the runtimes of two subaccounts reserved for it, so that the README's walkthrough can show a
+// failing cluster on `make run` without touching any other runtime.
+const devRuntimeFaults = "transient=sa-flaky,permanent=sa-broken"
+
+// devEnabledPlans adds the free plan to the catalog of `keb dev` unless the plans are set: production
+// leaves it off by default (upstream offers it only where configured), a simulator should show every plan
+// the walkthrough uses.
+func devEnabledPlans(fs *flag.FlagSet, cfg *config.Config) {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "enabled-plans" })
+	if _, env := os.LookupEnv("APP_BROKER_ENABLED_PLANS"); !set && !env && !slices.Contains(cfg.EnabledPlans, "free") {
+		cfg.EnabledPlans = append(slices.Clone(cfg.EnabledPlans), "free")
 	}
 }
