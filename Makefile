@@ -16,7 +16,7 @@ export GOFLAGS := -trimpath $(GOFLAGS)
 HELM_VERSION := v3.19.0
 HELM        := bin/tools/helm
 
-.PHONY: all build run test readme faults vet fmt-check generate generate-check lint postgres pgbench k8s-bins helm image release browser-test screenshots load bench fuzz clean
+.PHONY: all build run test readme walkthrough-tools faults vet fmt-check generate generate-check lint postgres pgbench k8s-bins helm image release browser-test screenshots load bench fuzz clean
 
 all: build
 
@@ -29,13 +29,13 @@ run: postgres k8s-bins build
 	./bin/keb dev
 
 ## test: formatting, vet, and every test against real PostgreSQL and kube-apiservers
-test: postgres k8s-bins helm lint
+test: postgres k8s-bins helm walkthrough-tools lint
 	KUBEBUILDER_ASSETS=$(CURDIR)/bin/k8s $(GO) test -count=1 -timeout 30m ./...
 	@$(MAKE) --no-print-directory browser-test
 
 ## readme: run README.md's walkthrough against a fresh keb dev and rewrite its pasted outputs from this run
 ## (`make test` runs the same walkthrough and fails when an output no longer has the pasted shape)
-readme: postgres k8s-bins
+readme: postgres k8s-bins walkthrough-tools
 	KUBEBUILDER_ASSETS=$(CURDIR)/bin/k8s $(GO) test -count=1 -timeout 20m -run 'TestREADME$$' ./testing/readme -update -v
 
 ## browser-test: the operations console in Debian's chromium, driven by playwright-core against keb dev
@@ -146,6 +146,18 @@ postgres:
 	else \
 		echo "PostgreSQL server binaries are missing. Install them with:"; \
 		echo "    sudo apt-get install -y postgresql"; \
+		exit 1; \
+	fi
+
+## walkthrough-tools: curl and jq, which README's walkthrough (and so its test, testing/readme) runs
+walkthrough-tools:
+	@if command -v curl >/dev/null && command -v jq >/dev/null; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo ">> installing curl and jq for the README walkthrough (apt-get install curl jq)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq curl jq >/dev/null; \
+	else \
+		echo "curl or jq is missing (the README walkthrough and its test need them). Install them with:"; \
+		echo "    sudo apt-get install -y curl jq"; \
 		exit 1; \
 	fi
 

@@ -65,16 +65,16 @@ func TestParseRefuses(t *testing.T) {
 	}
 }
 
-// TestParseRestart: a restart's settings, when the section's text gives the reader the same command.
+// TestParseRestart: a restart's settings (next to another directive), when the section's text gives the reader the same command.
 func TestParseRestart(t *testing.T) {
 	t.Parallel()
 	blocks, err := Parse("## Walkthrough against `make run`\n### S\nStart it again as `APP_X=1 APP_Y=a=b make run`.\n\n" +
-		"<!-- readme-test: restart APP_X=1 APP_Y=a=b -->\n```sh\necho\n```\n")
+		"<!-- readme-test: restart APP_X=1 APP_Y=a=b -->\n<!-- readme-test: unordered -->\n```sh\necho\n```\n")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(blocks) != 1 || strings.Join(blocks[0].Restart, " ") != "APP_X=1 APP_Y=a=b" {
-		t.Fatalf("blocks %+v, want one restarting with APP_X=1 APP_Y=a=b", blocks)
+	if len(blocks) != 1 || strings.Join(blocks[0].Restart, " ") != "APP_X=1 APP_Y=a=b" || !blocks[0].Unordered {
+		t.Fatalf("blocks %+v, want one restarting with APP_X=1 APP_Y=a=b, unordered", blocks)
 	}
 }
 

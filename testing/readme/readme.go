@@ -3,7 +3,7 @@
 // The walkthrough (the "## Walkthrough against `make run`" section and its subsections) is a sequence of
 // commands, each a ```sh block, and their outputs: the ```text block right after a ```sh block is that
 // block's output, as a run printed it (blank lines left out); a ```sh block without one prints nothing.
-// An HTML comment on the line before a ```sh block tells the runner how to treat it:
+// HTML comments on the lines right before a ```sh block tell the runner how to treat it:
 //
 //	<!-- readme-test: unordered -->          the output's lines are compared as a multiset (kubectl sorts
 //	                                         by names that differ from run to run)
@@ -81,7 +81,7 @@ func Parse(readme string) ([]Block, error) {
 			continue
 		}
 		b := Block{Section: section, Line: i + 1, outStart: -1, outEnd: -1}
-		if err := b.directive(lines, i); err != nil {
+		if err := b.directives(lines, i); err != nil {
 			return nil, err
 		}
 		if b.Restart != nil {
@@ -123,29 +123,36 @@ func fenceEnd(lines []string, open int) (int, error) {
 	return 0, fmt.Errorf("README.md:%d: %s is never closed", open+1, lines[open])
 }
 
-// directive reads the comment on the line before the block opened at lines[open].
-func (b *Block) directive(lines []string, open int) error {
-	if open == 0 || !strings.HasPrefix(lines[open-1], directivePrefix) {
-		return nil
+// directives reads the comments on the lines right above the block opened at lines[open].
+func (b *Block) directives(lines []string, open int) error {
+	for i := open - 1; i >= 0 && strings.HasPrefix(lines[i], directivePrefix); i-- {
+		if err := b.directive(lines[i], i+1); err != nil {
+			return err
+		}
 	}
-	d := strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(lines[open-1], directivePrefix), "-->"))
+	return nil
+}
+
+// directive reads one comment, on line n.
+func (b *Block) directive(line string, n int) error {
+	d := strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(line, directivePrefix), "-->"))
 	switch word, rest, _ := strings.Cut(d, " "); word {
 	case "unordered":
 		b.Unordered = true
 	case "skip":
 		if rest == "" {
-			return fmt.Errorf("README.md:%d: a skip directive must say why", open)
+			return fmt.Errorf("README.md:%d: a skip directive must say why", n)
 		}
 		b.Skip = rest
 	case "restart":
 		b.Restart = strings.Fields(rest)
 		for _, kv := range b.Restart {
 			if name, _, ok := strings.Cut(kv, "="); !ok || name != strings.ToUpper(name) {
-				return fmt.Errorf("README.md:%d: restart takes settings NAME=VALUE, not %q", open, kv)
+				return fmt.Errorf("README.md:%d: restart takes settings NAME=VALUE, not %q", n, kv)
 			}
 		}
 	default:
-		return fmt.Errorf("README.md:%d: unknown directive %q (want unordered, skip REASON or restart NAME=VALUE...)", open, d)
+		return fmt.Errorf("README.md:%d: unknown directive %q (want unordered, skip REASON or restart NAME=VALUE...)", n, d)
 	}
 	return nil
 }

@@ -64,6 +64,12 @@ func TestREADME(t *testing.T) {
 		}
 		blocks = blocks[:min(*firstBlocks, len(blocks))]
 	}
+	for _, tool := range []string{"bash", "curl", "jq", "psql"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("the walkthrough runs %s, which is missing: `make test` installs curl and jq as root "+
+				"(sudo apt-get install -y curl jq postgresql-client)", tool)
+		}
+	}
 	work := workDir(t)
 	dev := startKebDev(t, work)
 	sh := newShell(t, work)
