@@ -94,7 +94,7 @@ func (c *controlPlane) stop() error { return c.env.Stop() }
 // The dev pool's size: every README walkthrough section run in order against
 // one `make run` claims at most about a dozen dedicated accounts of one
 // hyperscaler (one per global account), and the simulated account cleaner
-// returns released ones after --account-cleanup-delay; the rest is headroom
+// returns released ones after --account-cleanup-delay (5 min); the rest is headroom
 // for one's own tries, so a provisioning does not wait for an account.
 const (
 	devAccountsPerHyperscaler   = 20
