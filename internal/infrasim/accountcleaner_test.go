@@ -1,6 +1,8 @@
 package infrasim
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -86,5 +88,51 @@ func TestAccountCleanerReturnsDirtyAccounts(t *testing.T) {
 	}
 	if released, err := cleaner.Pass(ctx, later); err != nil || !slices.Equal(released, []string{"az-used"}) {
 		t.Errorf("pass after the Shoot went: released %v, %v; want az-used", released, err)
+	}
+}
+
+// Headroom: with the cleaner, a pool of two accounts serves one global account after another
+// without running dry, each claim released (dirty) when its tenant's runtime goes, as keb dev's
+// pool does for a README's provisionings and deprovisionings; without it the third claim finds
+// none.
+func TestAccountCleanerKeepsThePoolFromRunningDry(t *testing.T) {
+	t.Parallel()
+	c := env.Client(t, k8stest.Scheme(t, core.AddToScheme, security.AddToScheme))
+	ctx := t.Context()
+	for _, clean := range []bool{true, false} {
+		ns := unique("garden-p")
+		createNamespace(t, c, ns)
+		for _, name := range []string{"az-1", "az-2"} {
+			for _, o := range hyperscaler.AccountObjects(hyperscaler.KindCredentialsBinding, ns, name, "azure",
+				map[string]string{hyperscaler.LabelHyperscalerTypeUpstream: hyperscaler.TypeAzure}, map[string]string{"k": "v"}) {
+				if err := c.Create(ctx, o); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		pool := hyperscaler.NewAccountPool(c, hyperscaler.KindCredentialsBinding, ns, nil)
+		cleaner := &AccountCleaner{Pool: pool, Delay: time.Minute, Log: testLog()}
+		azure := hyperscaler.Pool{Type: hyperscaler.TypeAzure}
+		for i := range 5 {
+			tenant := fmt.Sprintf("ga-%d", i)
+			acc, err := pool.Claim(ctx, azure, tenant)
+			if !clean && i == 2 {
+				if !errors.Is(err, hyperscaler.ErrNoAccount) {
+					t.Errorf("without the cleaner, claim %d: %v, want ErrNoAccount", i, err)
+				}
+				break
+			}
+			if err != nil {
+				t.Fatalf("cleaner %v, claim %d of 5 on a pool of 2: %v", clean, i, err)
+			}
+			if err := pool.MarkDirtyByName(ctx, acc.Name, tenant); err != nil {
+				t.Fatal(err)
+			}
+			if clean {
+				if _, err := cleaner.Pass(ctx, time.Now().Add(2*time.Minute)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
 	}
 }
