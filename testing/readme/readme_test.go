@@ -26,6 +26,9 @@ import (
 // update makes TestREADME write the outputs it got into README.md (`make readme`).
 var update = flag.Bool("update", false, "rewrite README.md's pasted outputs from this run")
 
+// readmePath is the README the test runs: another one checks that a changed copy fails (a mutation check).
+var readmePath = flag.String("readme", "../../README.md", "the README to run")
+
 // firstBlocks cuts a run short, for a quick check of the start of the walkthrough while editing it.
 var firstBlocks = flag.Int("blocks", 0, "run only the first n blocks (0: all); not with -update")
 
@@ -46,7 +49,7 @@ func TestMain(m *testing.M) {
 // TestREADME runs the walkthrough's blocks in order in one bash against a fresh `keb dev` and compares
 // each output with the one pasted below the block (see the package doc). With -update it rewrites them.
 func TestREADME(t *testing.T) {
-	path, err := filepath.Abs("../../README.md")
+	path, err := filepath.Abs(*readmePath)
 	if err != nil {
 		t.Fatal(err)
 	}
