@@ -118,7 +118,7 @@ type Results struct {
 	Expiry    *JobResult    `json:"expiry,omitempty"`
 	// Orchestrations are a dry run and a real one, with -jobs.
 	Orchestrations []*OrchestrationResult `json:"orchestrations,omitempty"`
-	CLI       *CLIResult    `json:"cli,omitempty"`
+	CLI            *CLIResult             `json:"cli,omitempty"`
 }
 
 // QueryResult is one listing query's latencies and statements.
