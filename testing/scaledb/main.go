@@ -61,8 +61,20 @@ func main() {
 	adminURL := flag.String("admin-url", "", "with -create-db or -drop-db: a URL of the PostgreSQL to create the database in")
 	createDB := flag.String("create-db", "", "create this database (dropping it first if it exists) and print its URL")
 	dropDB := flag.String("drop-db", "", "drop this database")
+	vacuum := flag.Bool("vacuum", false, "VACUUM ANALYZE the listing's tables of -database-url (after a migration's new index)")
 	flag.Parse()
 	ctx := context.Background()
+	if *vacuum {
+		conn, err := pgx.Connect(ctx, *dbURL)
+		if err == nil {
+			_, err = conn.Exec(ctx, `VACUUM (ANALYZE) instances, operations, instances_archive`)
+			conn.Close(ctx)
+		}
+		if err != nil {
+			fail(err)
+		}
+		return
+	}
 	if *createDB != "" || *dropDB != "" {
 		if err := manageDB(ctx, *adminURL, *createDB, *dropDB); err != nil {
 			fail(err)

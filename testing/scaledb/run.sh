@@ -27,7 +27,13 @@ if [ -n "$BEFORE" ]; then
 fi
 URL=$("$DIR/scaledb" -admin-url "$ADMIN" -create-db "$DB")
 trap '"$DIR/scaledb" -admin-url "$ADMIN" -drop-db "$DB" || true' EXIT
-"$DIR/keb" migrate up --database-url "$URL"
+# The schema each keb measured needs: the previous commit's first (its
+# migrations), this tree's after its run.
+if [ -n "$BEFORE" ]; then
+	"$DIR/before/keb" migrate up --database-url "$URL"
+else
+	"$DIR/keb" migrate up --database-url "$URL"
+fi
 echo ">> loading $N instances"
 "$DIR/runtimesload" -load "$N" -database-url "$URL" | tee "$DIR/load.txt"
 if [ -n "$BEFORE" ]; then
@@ -35,6 +41,8 @@ if [ -n "$BEFORE" ]; then
 	"$DIR/before/scaledb" -database-url "$URL" -label "before ($BEFORE)" -keb "$DIR/before/keb" -out "$DIR/before.json"
 	results+=("$DIR/before.json")
 fi
+"$DIR/keb" migrate up --database-url "$URL"
+"$DIR/scaledb" -database-url "$URL" -vacuum
 echo ">> measuring this tree, then the fleet jobs"
 "$DIR/scaledb" -database-url "$URL" -label after -keb "$DIR/keb" -jobs -out "$DIR/after.json"
 results+=("$DIR/after.json")
