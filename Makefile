@@ -204,8 +204,11 @@ bench: postgres pgbench k8s-bins build
 ## SCALE_N/10 events, on a database it creates in the PostgreSQL at SCALE_PG_URL (default 127.0.0.1:5432) and
 ## drops; with SCALE_BEFORE=<commit> that commit is measured first on the same database. Writes the section
 ## "Fleet scale: listings and fleet jobs at N" of docs/performance.md (SCALE_DOC). Timings never run in `make test`.
+## SCALE_N may be a list (make scale's "10000,100000"): scale-db measures its last value; SCALE_BASE is read as
+## SCALE_BEFORE.
 scale-db:
-	@GO="$(GO)" bash testing/scaledb/run.sh
+	@GO="$(GO)" SCALE_N="$(SCALE_N)" SCALE_BEFORE="$(or $(SCALE_BEFORE),$(SCALE_BASE))" SCALE_DOC="$(SCALE_DOC)" \
+		SCALE_PG_URL="$(SCALE_PG_URL)" bash testing/scaledb/run.sh
 
 ## pgbench: PostgreSQL's pgbench, which `make bench` compares keb with
 pgbench:

@@ -4,6 +4,7 @@
 # .keb/scale-db; the database it creates is dropped on exit.
 set -euo pipefail
 N=${SCALE_N:-100000}
+N=${N##*,} # a list (make scale's): its last value
 ADMIN=${SCALE_PG_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
 BEFORE=${SCALE_BEFORE:-}
 DOC=${SCALE_DOC:-docs/performance.md}
