@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -261,10 +262,15 @@ func (s *jsonStream) begin() {
 func (s *jsonStream) items(items []runtimelisting.RuntimeDTO) error {
 	s.begin()
 	for _, it := range items {
-		b, err := json.MarshalIndent(it, "    ", "  ")
-		if err != nil {
+		// printObject's encoder settings, one level deeper.
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetIndent("    ", "  ")
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(it); err != nil {
 			return err
 		}
+		b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 		if s.n == 0 {
 			s.write("\n    ")
 		} else {
