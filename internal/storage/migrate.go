@@ -5,9 +5,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
+	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -81,6 +85,11 @@ type MigrateOptions struct {
 	// OnLockTimeout, if set, hears of each try that gave up on a lock
 	// before the migration is tried again.
 	OnLockTimeout func(err error)
+
+	// observe, if set, sees every statement the migrations' connections
+	// send, with the session settings the connection was opened with
+	// (tests: every migration runs with the limits).
+	observe func(sql string, args []any, params map[string]string)
 }
 
 // MigrateUp applies every embedded migration not yet applied and returns the
@@ -121,6 +130,9 @@ func MigrateUpWith(ctx context.Context, pool *pgxpool.Pool, opts MigrateOptions)
 	cfg.MinConns, cfg.MaxConns = 0, 4
 	cfg.ConnConfig.RuntimeParams["lock_timeout"] = strconv.FormatInt(opts.LockTimeout.Milliseconds(), 10)
 	cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(opts.StatementTimeout.Milliseconds(), 10)
+	if opts.observe != nil {
+		cfg.ConnConfig.Tracer = observingTracer{next: cfg.ConnConfig.Tracer, observe: opts.observe}
+	}
 	migPool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating migration pool: %w", err)
@@ -132,12 +144,17 @@ func MigrateUpWith(ctx context.Context, pool *pgxpool.Pool, opts MigrateOptions)
 		return nil, err
 	}
 	defer db.Close()
+	concurrent, err := concurrentIndexes()
+	if err != nil {
+		return nil, err
+	}
 	var applied []int64
 	for attempt := 1; ; attempt++ {
 		var res []*goose.MigrationResult
-		if opts.To > 0 {
+		err = dropFailedIndexBuilds(ctx, migPool, concurrent)
+		if err == nil && opts.To > 0 {
 			res, err = p.UpTo(ctx, opts.To)
-		} else {
+		} else if err == nil {
 			res, err = p.Up(ctx)
 		}
 		var partial *goose.PartialError
@@ -171,6 +188,80 @@ func MigrateUpWith(ctx context.Context, pool *pgxpool.Pool, opts MigrateOptions)
 		return nil, fmt.Errorf("applying queue migrations: %w", err)
 	}
 	return applied, nil
+}
+
+// concurrentIndex finds the indexes a migration builds CONCURRENTLY (in a
+// migration without a transaction: see migrations/00021).
+var concurrentIndex = regexp.MustCompile(`(?i)CREATE\s+(?:UNIQUE\s+)?INDEX\s+CONCURRENTLY\s+IF\s+NOT\s+EXISTS\s+([a-z_][a-z0-9_]*)`)
+
+// concurrentIndexes names the indexes keb's migrations build concurrently.
+func concurrentIndexes() ([]string, error) {
+	files, err := fs.Glob(migrations.FS, "*.sql")
+	if err != nil {
+		return nil, fmt.Errorf("listing embedded migrations: %w", err)
+	}
+	var names []string
+	for _, f := range files {
+		b, err := migrations.FS.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("reading migration %s: %w", f, err)
+		}
+		for _, m := range concurrentIndex.FindAllSubmatch(b, -1) {
+			names = append(names, strings.ToLower(string(m[1])))
+		}
+	}
+	return names, nil
+}
+
+// dropFailedIndexBuilds drops what a failed concurrent build of one of
+// names left behind: CREATE INDEX CONCURRENTLY commits the index's catalog
+// entry before it builds it, so a build that fails part-way (lock_timeout
+// while it waits for older transactions, statement_timeout, a primary that
+// died and a standby promoted with the entry replicated) leaves an INVALID
+// index. It is never used for reads but costs every write, and the next
+// try's IF NOT EXISTS would take it for done. An invalid index that a build
+// in progress is filling is left alone (keb's migration lock rules out
+// another keb migrator; an operator's REINDEX CONCURRENTLY may be running).
+func dropFailedIndexBuilds(ctx context.Context, pool *pgxpool.Pool, names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	rows, _ := pool.Query(ctx, `SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+		WHERE NOT i.indisvalid AND c.relname = any($1)
+		AND c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())
+		AND NOT EXISTS (SELECT 1 FROM pg_stat_progress_create_index p WHERE p.index_relid = i.indexrelid)`, names)
+	invalid, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("looking for failed index builds: %w", err)
+	}
+	for _, name := range invalid {
+		// CONCURRENTLY: a plain DROP INDEX would lock the table against
+		// the replicas' reads and writes.
+		if _, err := pool.Exec(ctx, `DROP INDEX CONCURRENTLY IF EXISTS `+pgx.Identifier{name}.Sanitize()); err != nil {
+			return fmt.Errorf("dropping the invalid index %s a failed concurrent build left: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// observingTracer shows the migrations' statements to MigrateOptions.observe.
+type observingTracer struct {
+	next    pgx.QueryTracer
+	observe func(sql string, args []any, params map[string]string)
+}
+
+func (t observingTracer) TraceQueryStart(ctx context.Context, c *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	t.observe(d.SQL, d.Args, c.Config().RuntimeParams)
+	if t.next != nil {
+		ctx = t.next.TraceQueryStart(ctx, c, d)
+	}
+	return ctx
+}
+
+func (t observingTracer) TraceQueryEnd(ctx context.Context, c *pgx.Conn, d pgx.TraceQueryEndData) {
+	if t.next != nil {
+		t.next.TraceQueryEnd(ctx, c, d)
+	}
 }
 
 // lockTimedOut reports a statement that gave up waiting for a lock

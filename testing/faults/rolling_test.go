@@ -65,15 +65,16 @@ func (lb *loadBalancer) targets() []*replica {
 // TestRollingRestart restarts both replicas one at a time (SIGTERM, wait
 // for the exit, start, wait until ready) under load sent through a load
 // balancer that follows /readyz: no request fails, every operation
-// finishes, none twice. A stopping replica fails /readyz at once and keeps
+// finishes, none twice, and every binding made is there once. A stopping replica fails /readyz at once and keeps
 // serving for APP_SHUTDOWN_DELAY, longer than the balancer takes to notice.
 func TestRollingRestart(t *testing.T) {
 	faultsOnly(t)
 	const n = 60
 	s := newStack(t, stackOptions{replicas: 2, accounts: n, env: []string{"APP_SHUTDOWN_DELAY=2s"}})
 	lb := s.loadBalancer()
-	load := s.startLoad("roll", n, 4, 20*time.Millisecond, lb.targets)
+	load := s.startLoad("roll", loadShape{limit: n, workers: 4, pace: 20 * time.Millisecond, targets: lb.targets, binds: true})
 	waitFor(t, 2*time.Minute, "accepts before the restarts", func() bool { return load.acceptedCount() >= 5 })
+	first := time.Now()
 	for _, r := range s.replicas {
 		began := time.Now()
 		r.stop()
@@ -88,5 +89,6 @@ func TestRollingRestart(t *testing.T) {
 	ops := load.stop() // fails the test for every request that failed
 	live := s.expectSucceeded(ops, 5*time.Minute)
 	s.expectOnce(ops)
+	s.expectBindings(load, first)
 	s.checkInvariants(live)
 }

@@ -199,6 +199,9 @@ func newStack(t *testing.T, opts stackOptions) *stack {
 		"APP_WORKER_JOB_TIMEOUT=10s",
 		"APP_PROVISIONING_RUNTIME_POLL=2s", "APP_PROVISIONING_BTP_MANAGER_POLL=1s", "APP_DEPROVISIONING_POLL=2s",
 		"APP_LOG_FORMAT=json", "APP_LOG_LEVEL=info",
+		// Binds abandoned in a database's gap are removed soon after their
+		// deadline, so the tests see the runtime settle.
+		"APP_BROKER_BINDING_PRUNE_INTERVAL=2s",
 		// Nothing balances load before these replicas but in the rolling
 		// restart, which sets its own.
 		"APP_SHUTDOWN_DELAY=0s",
