@@ -74,6 +74,9 @@ const (
 // across replicas (and their init containers).
 const migrateLockKey = "keb-migrate-up"
 
+// migrationLockPoll is the pause between tries of the migration lock.
+const migrationLockPoll = 500 * time.Millisecond
+
 // MigrateOptions shape MigrateUpWith.
 type MigrateOptions struct {
 	// To stops after this version (keb's own migrations; River's queue
@@ -85,6 +88,9 @@ type MigrateOptions struct {
 	// OnLockTimeout, if set, hears of each try that gave up on a lock
 	// before the migration is tried again.
 	OnLockTimeout func(err error)
+	// OnMigrationLockBusy, if set, hears of each try of keb's migration
+	// lock that found another migrator holding it.
+	OnMigrationLockBusy func()
 
 	// observe, if set, sees every statement the migrations' connections
 	// send, with the session settings the connection was opened with
@@ -110,16 +116,33 @@ func MigrateUpWith(ctx context.Context, pool *pgxpool.Pool, opts MigrateOptions)
 	}
 	// goose locks its own migrations, River's migrator does not: one lock
 	// around both keeps replicas starting together from racing on either.
-	// Its wait is not bounded by lock_timeout (the lock connection has
-	// none): a second replica waits for the first one's migrations, which
-	// is the point.
+	// A second replica waits for the first one's migrations, which is the
+	// point, but never inside a statement: a session blocked in
+	// pg_advisory_lock holds a snapshot, and CREATE INDEX CONCURRENTLY
+	// waits for every older snapshot to go, so the first replica's
+	// concurrent build would wait for the second replica, which waits for
+	// it. It tries the lock between pauses instead, holding nothing.
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("acquiring connection for migration lock: %w", err)
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, `SELECT set_config('lock_timeout', '0', false), pg_advisory_lock(hashtext($1))`, migrateLockKey); err != nil {
-		return nil, fmt.Errorf("taking migration lock: %w", err)
+	for {
+		var locked bool
+		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtext($1))`, migrateLockKey).Scan(&locked); err != nil {
+			return nil, fmt.Errorf("taking migration lock: %w", err)
+		}
+		if locked {
+			break
+		}
+		if opts.OnMigrationLockBusy != nil {
+			opts.OnMigrationLockBusy()
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for the migration lock another migrator holds: %w", ctx.Err())
+		case <-time.After(migrationLockPoll):
+		}
 	}
 	defer func() {
 		_, _ = conn.Exec(context.Background(), `SELECT pg_advisory_unlock(hashtext($1))`, migrateLockKey)

@@ -19,16 +19,39 @@ func bindingPath(instanceID, bindingID string) string {
 	return "/oauth/v2/service_instances/" + instanceID + "/service_bindings/" + bindingID
 }
 
-// nextToBind takes a succeeded instance that is not bound yet.
+// Bindings are paced, so that they go on across the fault: at most one
+// bind cycle (PUT, GET, maybe DELETE) starts every bindEvery, and each
+// instance is bound bindsPerInstance times (half of them unbound again,
+// well below the instance's limit of live bindings).
+const (
+	bindEvery        = 250 * time.Millisecond
+	bindsPerInstance = 6
+)
+
+// nextToBind takes the next instance to bind, when a bind cycle is due.
 func (w *workload) nextToBind() (string, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if len(w.toBind) == 0 {
+	if len(w.toBind) == 0 || time.Now().Before(w.nextBindAt) {
 		return "", false
 	}
+	w.nextBindAt = time.Now().Add(bindEvery)
 	id := w.toBind[0]
 	w.toBind = w.toBind[1:]
 	return id, true
+}
+
+// bindingsAfter counts the bindings answered 201 or 200 after t.
+func (w *workload) bindingsAfter(t time.Time) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, b := range w.bindings {
+		if b.at.After(t) {
+			n++
+		}
+	}
+	return n
 }
 
 // resend sends a request until it is answered with one of want, as a
@@ -59,7 +82,14 @@ func (w *workload) resend(what string, send func(r *replica) (answer, error), wa
 // re-sent PUT that finds it made), reads the binding back, and unbinds
 // every second binding again.
 func (w *workload) bind(instanceID string) {
-	id := "bind-" + instanceID
+	w.mu.Lock()
+	w.bindCycles[instanceID]++
+	n := w.bindCycles[instanceID]
+	if n < bindsPerInstance {
+		w.toBind = append(w.toBind, instanceID)
+	}
+	w.mu.Unlock()
+	id := fmt.Sprintf("bind-%s-%d", instanceID, n)
 	path := bindingPath(instanceID, id)
 	body := fmt.Sprintf(`{"service_id": %q, "plan_id": %q}`, serviceID, azurePlanID)
 	a, _, ok := w.resend("bind "+id, func(r *replica) (answer, error) { return w.s.call(r, http.MethodPut, path, body) },

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 )
@@ -49,8 +50,10 @@ type scenario struct {
 	load          *workload
 	after         int
 	orchestration string
-	upgraded      map[string]string
-	fault         time.Time
+	// live are the instances that succeeded before the load (instance ID
+	// → tenant).
+	live  map[string]string
+	fault time.Time
 }
 
 // startScenario starts an HA stack of two replicas and its load, and
@@ -58,14 +61,22 @@ type scenario struct {
 func startScenario(t *testing.T, prefix string, opts stackOptions) *scenario {
 	t.Helper()
 	before, after := failoverLoad()
+	const bound = 4
+	limit := 3 * (before + after)
 	opts.replicas, opts.ha = 2, true
-	opts.accounts = 3*(before+after) + 10
+	opts.accounts = limit + bound + 10
 	s := newStack(t, opts)
-	sc := &scenario{s: s, after: after, upgraded: map[string]string{}}
+	sc := &scenario{s: s, after: after, live: map[string]string{}}
 	if long() {
-		sc.orchestration, sc.upgraded = s.startClusterUpgrade()
+		sc.orchestration, sc.live = s.startClusterUpgrade()
 	}
-	sc.load = s.startLoad(prefix, loadShape{limit: 3 * (before + after), workers: 4, pace: 50 * time.Millisecond, binds: true})
+	// Instances that succeeded before the load, bound from its start: the
+	// load's own succeed seconds after their accepts, by when the fault has
+	// come.
+	seeded := s.expectSucceeded(s.provisionMany(prefix+"-bound", bound), 5*time.Minute)
+	maps.Copy(sc.live, seeded)
+	sc.load = s.startLoad(prefix, loadShape{limit: limit, workers: 4, pace: 50 * time.Millisecond, binds: true,
+		bind: slices.Collect(maps.Keys(seeded))})
 	waitFor(t, 2*time.Minute, "accepts and bindings before the fault", func() bool {
 		sc.load.mu.Lock()
 		bound := len(sc.load.bindings)
@@ -96,7 +107,7 @@ func (sc *scenario) finish(promoted time.Time) {
 		s.expectOrchestrated(sc.orchestration)
 	}
 	s.expectBindings(sc.load, sc.fault)
-	maps.Copy(live, sc.upgraded)
+	maps.Copy(live, sc.live)
 	s.checkInvariants(live)
 }
 
@@ -147,9 +158,9 @@ func (s *stack) expectOrchestrated(id string) {
 // recover, stops the load and returns what it accepted.
 func (s *stack) afterFailover(load *workload, fault, promoted time.Time, after int) []accepted {
 	s.t.Helper()
-	waitFor(s.t, 2*time.Minute, "accepts after the promotion", func() bool {
+	waitFor(s.t, 2*time.Minute, "accepts (and bindings) after the promotion", func() bool {
 		n, _ := load.acceptedAfter(promoted)
-		return n >= after
+		return n >= after && (!load.binds || load.bindingsAfter(promoted) >= 2)
 	})
 	_, first := load.acceptedAfter(promoted)
 	s.t.Logf("recovery: promotion %s after the fault; first 202 %s after the promotion (%s after the fault)",

@@ -49,9 +49,12 @@ type workload struct {
 
 	// toBind are succeeded instances not bound yet; polled marks those
 	// whose success was seen.
-	toBind    []string
-	succeeded map[string]bool
-	bindings  map[string]*boundBinding
+	toBind     []string
+	succeeded  map[string]bool
+	pollCursor int
+	bindCycles map[string]int
+	nextBindAt time.Time
+	bindings   map[string]*boundBinding
 }
 
 // boundBinding is one binding the workload made: what the PUT answered,
@@ -72,14 +75,16 @@ type loadShape struct {
 	// choice); nil means every running replica.
 	targets func() []*replica
 	// binds: every succeeded instance is bound (and every second binding
-	// unbound again).
+	// unbound again), first those in bind, succeeded before the load.
 	binds bool
+	bind  []string
 }
 
 // startLoad starts workers sending PUTs of instances named prefix-NNN.
 func (s *stack) startLoad(prefix string, shape loadShape) *workload {
 	w := &workload{s: s, prefix: prefix, limit: shape.limit, targets: shape.targets, pace: shape.pace, binds: shape.binds,
-		stopping: make(chan struct{}), succeeded: map[string]bool{}, bindings: map[string]*boundBinding{}}
+		stopping: make(chan struct{}), succeeded: map[string]bool{}, bindings: map[string]*boundBinding{},
+		toBind: shape.bind, bindCycles: map[string]int{}}
 	if w.targets == nil {
 		w.targets = s.running
 	}
@@ -100,6 +105,11 @@ func (w *workload) work() {
 			w.bind(id)
 			time.Sleep(w.pace)
 			continue
+		}
+		if op, ok := w.unfinished(); ok {
+			// A platform polls each operation until it is final; the
+			// workload, which binds what succeeded, must see it succeed.
+			w.poll(op)
 		}
 		i := int(w.next.Add(1)) - 1
 		if i >= w.limit {
@@ -168,6 +178,24 @@ func (w *workload) poll(op accepted) {
 		}
 		w.mu.Unlock()
 	}
+}
+
+// unfinished returns, when the workload binds, the next accepted operation
+// in turn whose success it has not seen yet.
+func (w *workload) unfinished() (accepted, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.binds {
+		return accepted{}, false
+	}
+	for range w.accepted {
+		op := w.accepted[w.pollCursor%len(w.accepted)]
+		w.pollCursor++
+		if !w.succeeded[op.instanceID] {
+			return op, true
+		}
+	}
+	return accepted{}, false
 }
 
 // expected records one answer and reports whether it was one of want.
