@@ -81,7 +81,7 @@ func startScenario(t *testing.T, prefix string, opts stackOptions) *scenario {
 		sc.load.mu.Lock()
 		bound := len(sc.load.bindings)
 		sc.load.mu.Unlock()
-		return sc.load.acceptedCount() >= before && bound >= 2
+		return sc.load.acceptedCount() >= before && bound >= 3
 	})
 	if sc.orchestration != "" {
 		var done, running int
