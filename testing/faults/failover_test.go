@@ -59,13 +59,22 @@ type scenario struct {
 // startScenario starts an HA stack of two replicas and its load, and
 // returns once the load had its accepts before the fault.
 func startScenario(t *testing.T, prefix string, opts stackOptions) *scenario {
+	return startScenarioPrepared(t, prefix, opts, nil)
+}
+
+// startScenarioPrepared is startScenario with prepare run on the stack
+// before anything else.
+func startScenarioPrepared(t *testing.T, prefix string, opts stackOptions, prepare func(*stack)) *scenario {
 	t.Helper()
 	before, after := failoverLoad()
 	const bound = 4
 	limit := 3 * (before + after)
 	opts.replicas, opts.ha = 2, true
-	opts.accounts = limit + bound + 10
+	opts.accounts += limit + bound + 10
 	s := newStack(t, opts)
+	if prepare != nil {
+		prepare(s)
+	}
 	sc := &scenario{s: s, after: after, live: map[string]string{}}
 	if long() {
 		sc.orchestration, sc.live = s.startClusterUpgrade()

@@ -63,6 +63,8 @@ type stackOptions struct {
 	// ha runs a primary and a synchronous standby (testing/pgha) instead of
 	// one PostgreSQL; the replicas get the multi-host URL.
 	ha bool
+	// bin is the keb binary the replicas run; "" is this tree's.
+	bin string
 }
 
 // stack is one test's world: its own PostgreSQL, control plane, simulated
@@ -212,7 +214,7 @@ func newStack(t *testing.T, opts stackOptions) *stack {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := &replica{name: name, env: env, port: freePort(t), log: lf, unready: opts.noCRDs}
+		r := &replica{name: name, bin: opts.bin, env: env, port: freePort(t), log: lf, unready: opts.noCRDs}
 		r.start(t)
 		t.Cleanup(r.stop)
 		s.replicas = append(s.replicas, r)
@@ -232,6 +234,7 @@ func newStack(t *testing.T, opts stackOptions) *stack {
 // replica is one `keb serve` process.
 type replica struct {
 	name string
+	bin  string // "" is kebBin
 	env  []string
 	port int
 	cmd  *exec.Cmd
@@ -243,7 +246,11 @@ type replica struct {
 
 func (r *replica) start(t *testing.T) {
 	t.Helper()
-	r.cmd = exec.Command(kebBin, "serve")
+	bin := r.bin
+	if bin == "" {
+		bin = kebBin
+	}
+	r.cmd = exec.Command(bin, "serve")
 	r.cmd.Env = append(os.Environ(), append(r.env, fmt.Sprintf("APP_PORT=%d", r.port))...)
 	r.cmd.Stdout, r.cmd.Stderr = r.log, r.log
 	if err := r.cmd.Start(); err != nil {
