@@ -46,3 +46,6 @@ func DropFailedIndexBuilds(ctx context.Context, pool *pgxpool.Pool, names []stri
 
 // ConcurrentIndexes names the indexes the migrations build concurrently.
 func ConcurrentIndexes() ([]string, error) { return concurrentIndexes() }
+
+// AccountUsageQuery is AccountUsage's statement, for EXPLAIN.
+const AccountUsageQuery = accountUsageQuery
