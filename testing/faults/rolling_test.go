@@ -1,7 +1,9 @@
 package faults
 
 import (
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -69,11 +71,15 @@ func (lb *loadBalancer) targets() []*replica {
 // serving for APP_SHUTDOWN_DELAY, longer than the balancer takes to notice.
 func TestRollingRestart(t *testing.T) {
 	faultsOnly(t)
-	const n = 60
-	s := newStack(t, stackOptions{replicas: 2, accounts: n, env: []string{"APP_SHUTDOWN_DELAY=2s"}})
+	const n, bound = 60, 4
+	s := newStack(t, stackOptions{replicas: 2, accounts: n + bound, env: []string{"APP_SHUTDOWN_DELAY=2s"}})
 	lb := s.loadBalancer()
-	load := s.startLoad("roll", loadShape{limit: n, workers: 4, pace: 20 * time.Millisecond, targets: lb.targets, binds: true})
-	waitFor(t, 2*time.Minute, "accepts before the restarts", func() bool { return load.acceptedCount() >= 5 })
+	seeded := s.expectSucceeded(s.provisionMany("roll-bound", bound), 5*time.Minute)
+	load := s.startLoad("roll", loadShape{limit: n, workers: 4, pace: 20 * time.Millisecond, targets: lb.targets, binds: true,
+		bind: slices.Collect(maps.Keys(seeded))})
+	waitFor(t, 2*time.Minute, "accepts and bindings before the restarts", func() bool {
+		return load.acceptedCount() >= 5 && load.bindingsAfter(time.Time{}) >= 2
+	})
 	first := time.Now()
 	for _, r := range s.replicas {
 		began := time.Now()
@@ -90,5 +96,6 @@ func TestRollingRestart(t *testing.T) {
 	live := s.expectSucceeded(ops, 5*time.Minute)
 	s.expectOnce(ops)
 	s.expectBindings(load, first)
+	maps.Copy(live, seeded)
 	s.checkInvariants(live)
 }
