@@ -591,3 +591,33 @@ func TestOverdueBindIsFailed(t *testing.T) {
 	}
 	b.mustBind(inst, "other", "")
 }
+
+// A bind left in progress past its deadline (its request ended or its
+// replica died before it was completed or removed: a database failover in
+// between) is replaced by a re-sent PUT at once, as the prune job would
+// fail it, instead of being answered "being created" until the prune job
+// comes.
+func TestAbandonedBindIsReplacedByItsPUT(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	inst := b.instance(catalog.AzurePlanID)
+	err := b.store.PutBinding(b.ctx, inst, "abandoned", b.now, func(i storage.Instance, _ *storage.Binding, _ int) (*storage.Binding, error) {
+		return &storage.Binding{BindingID: "abandoned", InstanceID: inst, RuntimeID: i.RuntimeID, PlanID: catalog.AzurePlanID,
+			State: storage.BindingInProgress, OperationID: "op-1", ServiceAccount: "keb-binding-abandoned",
+			ExpiresAt: b.now.Add(time.Hour), Deadline: b.now.Add(time.Minute)}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.bind(inst, "abandoned", "")
+	mustKind(t, "sync PUT of a bind in progress before its deadline", err, binding.KindConcurrent, "being created")
+	b.now = b.now.Add(2 * time.Minute)
+	res := b.mustBind(inst, "abandoned", "")
+	if res.AlreadyExists || res.Kubeconfig == "" || res.OperationID == "op-1" {
+		t.Fatalf("PUT after the deadline: %+v, want a new binding", res)
+	}
+	got, err := b.store.Binding(b.ctx, "abandoned")
+	if err != nil || got.State != storage.BindingSucceeded || got.OperationID != res.OperationID {
+		t.Fatalf("stored binding: %+v %v", got, err)
+	}
+}
