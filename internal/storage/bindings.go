@@ -128,9 +128,10 @@ func (s *Store) putBinding(ctx context.Context, instanceID, bindingID string, no
 // expiry. It returns false, writing nothing, when the bind is no longer in
 // progress under operationID (unbound, or its instance deprovisioned,
 // meanwhile): the caller then removes what it created. A connection lost
-// on the way runs the update again: a first run that committed is found by
-// its sealed kubeconfig (sealed once, with a fresh nonce), so the second
-// reports true as well.
+// on the way runs the update again, and the caller may call it again once
+// the database is back: a run that finds the binding already succeeded
+// under operationID finds its own earlier run's commit (only the bind that
+// created an operation ID completes it), and reports true as well.
 func (s *Store) CompleteBinding(ctx context.Context, bindingID, operationID string, kubeconfig []byte, expiresAt time.Time) (bool, error) {
 	sealed, err := s.cipher.Seal(kubeconfig, bindingBound(bindingID))
 	if err != nil {
@@ -139,8 +140,7 @@ func (s *Store) CompleteBinding(ctx context.Context, bindingID, operationID stri
 	var tag pgconn.CommandTag
 	err = retryLost(ctx, func() (err error) {
 		tag, err = s.pool.Exec(ctx, `UPDATE bindings SET state = $3, description = $4, encrypted_kubeconfig = $5,
-			expires_at = $6, updated_at = now() WHERE binding_id = $1 AND operation_id = $2
-			AND (state = $7 OR encrypted_kubeconfig = $5)`,
+			expires_at = $6, updated_at = now() WHERE binding_id = $1 AND operation_id = $2 AND state IN ($7, $3)`,
 			bindingID, operationID, BindingSucceeded, "the binding is ready", sealed, expiresAt, BindingInProgress)
 		return err
 	})
