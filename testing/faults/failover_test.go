@@ -76,13 +76,15 @@ func startScenarioPrepared(t *testing.T, prefix string, opts stackOptions, prepa
 		prepare(s)
 	}
 	sc := &scenario{s: s, after: after, live: map[string]string{}}
-	if long() {
-		sc.orchestration, sc.live = s.startClusterUpgrade()
-	}
 	// Instances that succeeded before the load, bound from its start: the
 	// load's own succeed seconds after their accepts, by when the fault has
 	// come.
 	seeded := s.expectSucceeded(s.provisionMany(prefix+"-bound", bound), 5*time.Minute)
+	if long() {
+		// Started last, right before the load, so that it is still
+		// running when the fault comes.
+		sc.orchestration, sc.live = s.startClusterUpgrade()
+	}
 	maps.Copy(sc.live, seeded)
 	sc.load = s.startLoad(prefix, loadShape{limit: limit, workers: 4, pace: 50 * time.Millisecond, binds: true,
 		bind: slices.Collect(maps.Keys(seeded))})
@@ -121,13 +123,13 @@ func (sc *scenario) finish(promoted time.Time) {
 }
 
 // startClusterUpgrade provisions 10 runtimes and orchestrates a cluster
-// upgrade of every runtime, 2 at a time, so that it is still running when
+// upgrade of every runtime, one at a time, so that it is still running when
 // the fault comes.
 func (s *stack) startClusterUpgrade() (string, map[string]string) {
 	s.t.Helper()
 	live := s.expectSucceeded(s.provisionMany("orch", 10), 5*time.Minute)
 	a, err := s.call(s.running()[0], http.MethodPost, "/upgrade/cluster", `{"targets": {"include": [{"target": "all"}]},
-		"kubernetes": {"version": "1.99.0"}, "strategy": {"type": "parallel", "schedule": "immediate", "parallel": {"workers": 2}}}`)
+		"kubernetes": {"version": "1.99.0"}, "strategy": {"type": "parallel", "schedule": "immediate", "parallel": {"workers": 1}}}`)
 	if err != nil || a.status != http.StatusAccepted {
 		s.t.Fatalf("POST /upgrade/cluster: %d %v %v", a.status, a.body, err)
 	}
