@@ -39,7 +39,7 @@ func TestFailoverDuringMigration(t *testing.T) {
 		// The previous release migrated the database with its own files;
 		// the schema before the newest migration is what this tree's files
 		// make it (a migration may have handed work to the newest one, as
-		// 00020 handed its index to 00021).
+		// 00020 handed its index to 00022).
 		head = s.schemaVersion() + 1
 		for _, args := range [][]string{{"down"}, {"up", "--to", fmt.Sprint(head - 1)}} {
 			if out, err := migrateCmd(s, args...).CombinedOutput(); err != nil {
