@@ -47,5 +47,8 @@ func DropFailedIndexBuilds(ctx context.Context, pool *pgxpool.Pool, names []stri
 // ConcurrentIndexes names the indexes the migrations build concurrently.
 func ConcurrentIndexes() ([]string, error) { return concurrentIndexes() }
 
+// CensusSQL are the census's counting statements, for their plans' test.
+var CensusSQL = []string{censusInstancesSQL, censusKymaStatesSQL, censusInProgressSQL}
+
 // AccountUsageQuery is AccountUsage's statement, for EXPLAIN.
 const AccountUsageQuery = accountUsageQuery

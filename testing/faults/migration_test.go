@@ -33,18 +33,23 @@ import (
 // serves on the migrated schema.
 func TestFailoverDuringMigration(t *testing.T) {
 	faultsOnly(t)
-	prev, newest := previousRelease(t)
+	prev := previousRelease(t)
+	newest := prev.newest
 	var head int64
-	sc := startScenarioPrepared(t, "migrate", stackOptions{bin: prev, accounts: 4}, func(s *stack) {
+	sc := startScenarioPrepared(t, "migrate", stackOptions{bin: prev.bin, accounts: 4}, func(s *stack) {
 		// The previous release migrated the database with its own files;
 		// the schema before the newest migration is what this tree's files
 		// make it (a migration may have handed work to the newest one, as
-		// 00020 handed its index to 00022).
+		// 00020 handed its index to 00022): rolled back to before the
+		// oldest file this tree changed, and migrated again.
 		head = s.schemaVersion() + 1
-		for _, args := range [][]string{{"down"}, {"up", "--to", fmt.Sprint(head - 1)}} {
-			if out, err := migrateCmd(s, args...).CombinedOutput(); err != nil {
-				t.Fatalf("keb migrate %v: %v\n%s", args, err, out)
+		for prev.oldestChanged > 0 && s.schemaVersion() >= prev.oldestChanged {
+			if out, err := migrateCmd(s, "down").CombinedOutput(); err != nil {
+				t.Fatalf("keb migrate down: %v\n%s", err, out)
 			}
+		}
+		if out, err := migrateCmd(s, "up", "--to", fmt.Sprint(head-1)).CombinedOutput(); err != nil {
+			t.Fatalf("keb migrate up --to %d: %v\n%s", head-1, err, out)
 		}
 	})
 	s := sc.s
@@ -176,18 +181,27 @@ func (s *stack) invalidIndexes() []string {
 	return names
 }
 
+// release is the previous release: its keb binary, the newest migration
+// this tree adds to it, and the oldest migration whose file this tree
+// changed since (0 if none).
+type release struct {
+	bin, newest   string
+	oldestChanged int64
+}
+
 // previousRelease builds keb as it was before the newest migration: the
-// source of the newest commit on this branch's own line (first parents)
-// that lacks the migration, from git. It returns the binary and the newest
-// migration's file.
-func previousRelease(t *testing.T) (string, string) {
+// source of the newest commit in this tree's history whose migrations are
+// exactly this tree's but the newest (by name: a renumbered migration makes
+// another release), from git.
+func previousRelease(t *testing.T) release {
 	t.Helper()
 	files, err := fs.Glob(migrations.FS, "*.sql")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("the embedded migrations: %v", err)
 	}
 	slices.Sort(files)
-	newest := "migrations/" + files[len(files)-1]
+	newest := files[len(files)-1]
+	want := files[:len(files)-1]
 	git := func(args ...string) string {
 		out, err := exec.Command("git", args...).Output()
 		if err != nil {
@@ -196,15 +210,29 @@ func previousRelease(t *testing.T) (string, string) {
 		return strings.TrimSpace(string(out))
 	}
 	root := git("rev-parse", "--show-toplevel")
-	// The commits that touched the newest migration, newest first: the
-	// last one added it; its first parent is the previous release. An
-	// uncommitted migration's previous release is HEAD.
-	base := "HEAD"
-	if touched := strings.Fields(git("-C", root, "log", "--first-parent", "--format=%H", "--", newest)); len(touched) > 0 {
-		base = touched[len(touched)-1] + "^"
+	base := ""
+	for _, c := range strings.Fields(git("-C", root, "rev-list", "--max-count=500", "HEAD")) {
+		var had []string
+		for _, f := range strings.Fields(git("-C", root, "ls-tree", "--name-only", c, "migrations/")) {
+			if strings.HasSuffix(f, ".sql") {
+				had = append(had, strings.TrimPrefix(f, "migrations/"))
+			}
+		}
+		slices.Sort(had)
+		if slices.Equal(had, want) {
+			base = c
+			break
+		}
 	}
-	if exec.Command("git", "-C", root, "cat-file", "-e", base+":"+newest).Run() == nil {
-		t.Fatalf("%s holds %s: cannot tell the release before it", base, newest)
+	if base == "" {
+		t.Fatalf("no commit in the last 500 has this tree's migrations but %s: cannot tell the release before it", newest)
+	}
+	rel := release{newest: newest}
+	for _, f := range strings.Fields(git("-C", root, "diff", "--name-only", base, "--", "migrations/")) {
+		var v int64
+		if _, err := fmt.Sscanf(filepath.Base(f), "%d_", &v); err == nil && filepath.Base(f) != newest && (rel.oldestChanged == 0 || v < rel.oldestChanged) {
+			rel.oldestChanged = v
+		}
 	}
 	dir := filepath.Join(t.TempDir(), "previous")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -214,17 +242,17 @@ func previousRelease(t *testing.T) (string, string) {
 	if out, err := archive.CombinedOutput(); err != nil {
 		t.Fatalf("extracting %s: %v\n%s", base, err, out)
 	}
-	bin := filepath.Join(dir, "keb")
+	rel.bin = filepath.Join(dir, "keb")
 	began := time.Now()
-	build := exec.Command("go", "build", "-o", bin, "./cmd/keb")
+	build := exec.Command("go", "build", "-o", rel.bin, "./cmd/keb")
 	build.Dir = dir
 	build.Env = append(os.Environ(), "GOWORK=off")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the previous release (%s): %v\n%s", base, err, out)
 	}
-	t.Logf("built the previous release from %s (%s) in %s", git("-C", root, "rev-parse", "--short", base), newest,
-		time.Since(began).Round(time.Second))
-	return bin, newest
+	t.Logf("built the previous release from %s (before %s; this tree changed migrations from %d on) in %s",
+		git("-C", root, "rev-parse", "--short", base), newest, rel.oldestChanged, time.Since(began).Round(time.Second))
+	return rel
 }
 
 // schemaVersion is the highest migration applied.
