@@ -225,6 +225,17 @@ func newStack(t *testing.T, opts stackOptions) *stack {
 				b, _ := os.ReadFile(r.log.Name())
 				lines := strings.Split(string(b), "\n")
 				t.Logf("last lines of %s:\n%s", r.name, strings.Join(lines[max(0, len(lines)-30):], "\n"))
+				// What net/http says (a recovered panic, a refused
+				// connection) is not JSON and may be long before the end.
+				var plain []string
+				for _, l := range lines {
+					if l != "" && !strings.HasPrefix(l, "{") && len(plain) < 60 {
+						plain = append(plain, l)
+					}
+				}
+				if len(plain) > 0 {
+					t.Logf("%s's lines other than its JSON log:\n%s", r.name, strings.Join(plain, "\n"))
+				}
 			}
 		}
 	})
