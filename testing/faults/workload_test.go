@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -124,8 +125,8 @@ func (w *workload) work() {
 		id := fmt.Sprintf("%s-%03d", w.prefix, i)
 		// Re-sent until accepted, even after stop: an instance a 503
 		// answered may have been written, and the platform would re-send.
-		for giveUp := time.Now().Add(2 * time.Minute); ; {
-			op, ok := w.provision(id)
+		for giveUp, resent := time.Now().Add(2*time.Minute), false; ; resent = true {
+			op, ok := w.provision(id, resent)
 			if ok {
 				w.poll(op)
 				break
@@ -151,14 +152,28 @@ func (w *workload) target() *replica {
 	return up[int(w.sent.Add(1))%len(up)]
 }
 
-// provision PUTs id once; ok when it was accepted.
-func (w *workload) provision(id string) (accepted, bool) {
+// provision PUTs id once; ok when it was accepted. A re-sent PUT (resent)
+// may find the instance an earlier try wrote, whose answer was lost, already
+// provisioned: OSB's 200, whose operation the database names.
+func (w *workload) provision(id string, resent bool) (accepted, bool) {
 	r := w.target()
 	a, err := w.s.provision(r, id, "ga-"+id)
-	if !w.expected("PUT "+id, r, a, err, http.StatusAccepted) {
+	want := []int{http.StatusAccepted}
+	if resent {
+		want = append(want, http.StatusOK)
+	}
+	if !w.expected("PUT "+id, r, a, err, want...) {
 		return accepted{}, false
 	}
-	op := accepted{id, a.body["operation"].(string), "provision"}
+	opID, _ := a.body["operation"].(string)
+	if a.status == http.StatusOK {
+		if err := w.s.db.QueryRow(context.Background(), `SELECT operation_id FROM operations WHERE instance_id = $1 AND type = 'provision'`,
+			id).Scan(&opID); err != nil {
+			w.fail("PUT %s answered 200, but its provisioning is not in the database: %v", id, err)
+			return accepted{}, false
+		}
+	}
+	op := accepted{id, opID, "provision"}
 	w.mu.Lock()
 	w.accepted = append(w.accepted, op)
 	w.acceptedAt = append(w.acceptedAt, time.Now())
