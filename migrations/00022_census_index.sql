@@ -10,10 +10,9 @@
 -- indexes (instances_state_created_idx, instances_kyma_state_created_idx), so
 -- their changes were never HOT updates; this index adds one entry to each.
 --
--- Built CONCURRENTLY, without a transaction, so that the previous release's
--- writes to instances go on while it builds (migrations/lint_test.go);
--- databases that applied this migration when it built the index in a
--- transaction have the same index, and are not touched again.
+-- Built CONCURRENTLY (so without a transaction, and safe to run again after a
+-- failure part-way: IF NOT EXISTS) so that the replicas serving meanwhile
+-- keep writing instances while it builds.
 CREATE INDEX CONCURRENTLY IF NOT EXISTS instances_census_idx ON instances (plan_id, state, kyma_state);
 
 -- +goose Down
