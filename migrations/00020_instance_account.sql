@@ -5,10 +5,10 @@
 -- their instances per binding from this column, under a lock, when choosing
 -- one (storage ClaimAccountLocked).
 --
--- Its index is built by 00021, concurrently: a transactional CREATE INDEX on
+-- Its index is built by 00022, concurrently: a transactional CREATE INDEX on
 -- instances would block every write to it while it builds. (This migration
--- built it itself until 00021 took it over; databases migrated then have it,
--- and 00021's IF NOT EXISTS leaves it as it is.)
+-- built it itself until 00022 took it over; databases migrated then have it,
+-- and 00022's IF NOT EXISTS leaves it as it is.)
 ALTER TABLE instances ADD COLUMN subscription_secret_name text,
 	ADD COLUMN eu_access boolean NOT NULL DEFAULT false;
 UPDATE instances SET subscription_secret_name = resolved_parameters->>'targetSecret'

@@ -214,7 +214,7 @@ func MigrateUpWith(ctx context.Context, pool *pgxpool.Pool, opts MigrateOptions)
 }
 
 // concurrentIndex finds the indexes a migration builds CONCURRENTLY (in a
-// migration without a transaction: see migrations/00021).
+// migration without a transaction: see migrations/00022).
 var concurrentIndex = regexp.MustCompile(`(?i)CREATE\s+(?:UNIQUE\s+)?INDEX\s+CONCURRENTLY\s+IF\s+NOT\s+EXISTS\s+([a-z_][a-z0-9_]*)`)
 
 // concurrentIndexes names the indexes keb's migrations build concurrently.

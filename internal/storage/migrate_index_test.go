@@ -61,9 +61,9 @@ func TestEveryMigrationRunsWithTheLimits(t *testing.T) {
 }
 
 // indexMigration is the migration that builds an index concurrently
-// (00021, the index of 00020's column), and its index.
+// (00022, the index of 00020's column), and its index.
 const (
-	indexMigration = 21
+	indexMigration = 22
 	concurrentIdx  = "instances_subscription_secret_name_idx"
 )
 

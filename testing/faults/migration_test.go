@@ -40,7 +40,7 @@ func TestFailoverDuringMigration(t *testing.T) {
 		// The previous release migrated the database with its own files;
 		// the schema before the newest migration is what this tree's files
 		// make it (a migration may have handed work to the newest one, as
-		// 00020 handed its index to 00021): rolled back to before the
+		// 00020 handed its index to 00022): rolled back to before the
 		// oldest file this tree changed, and migrated again.
 		head = s.schemaVersion() + 1
 		for prev.oldestChanged > 0 && s.schemaVersion() >= prev.oldestChanged {
