@@ -50,7 +50,7 @@ func createKubeconfigSecret(t *testing.T, ns, runtimeID string) {
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: infrastructuremanager.KubeconfigSecretName(runtimeID),
 			Labels: map[string]string{controlplane.LabelRuntimeID: runtimeID}},
-		Data:       map[string][]byte{infrastructuremanager.KubeconfigKey: []byte("apiVersion: v1\nkind: Config\n")},
+		Data: map[string][]byte{infrastructuremanager.KubeconfigKey: []byte("apiVersion: v1\nkind: Config\n")},
 	}
 	if err := kcpClient(t).Create(t.Context(), s); err != nil {
 		t.Fatalf("creating kubeconfig Secret: %v", err)
