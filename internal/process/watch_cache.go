@@ -1,6 +1,8 @@
 package process
 
 import (
+	"unique"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -25,10 +27,12 @@ import (
 //     business.
 //   - Kubeconfig Secrets as metadata only: keb needs their names, never a
 //     kubeconfig.
-//   - Of every object, its identity, deletion and the labels keb selects
-//     by (watchLabels); of a Runtime CR its status (state and conditions),
-//     of a Kyma CR its state and its modules' states. Spec, annotations,
-//     finalizers, owner references and managed fields stay out of memory.
+//   - Of every object, its name, namespace, resource version, deletion and
+//     the labels keb selects by (watchLabels); of a Runtime CR its status
+//     (state and conditions), of a Kyma CR its state and its modules'
+//     states. Spec, annotations, finalizers, owner references, UID and
+//     managed fields stay out of memory, and strings every runtime repeats
+//     (condition reasons, module names) are held once (shared).
 //
 // A reader of the watch (Seen, SeenList) that needs more than this must
 // add it here, or read the API server.
@@ -72,9 +76,12 @@ func watchCacheOptions(scheme *k8sruntime.Scheme, namespace string) cache.Option
 	}
 }
 
-// slimMeta is the part of an object's metadata the watch keeps.
+// slimMeta is the part of an object's metadata the watch keeps. Strings
+// every object repeats (the namespace) are shared, and a label equal to the
+// name (a runtime ID is its Runtime and Kyma CR's name) shares the name's:
+// each decoded string is an allocation of its own, per object.
 func slimMeta(m metav1.Object) metav1.ObjectMeta {
-	out := metav1.ObjectMeta{Name: m.GetName(), Namespace: m.GetNamespace(), UID: m.GetUID(),
+	out := metav1.ObjectMeta{Name: m.GetName(), Namespace: unique.Make(m.GetNamespace()).Value(),
 		ResourceVersion: m.GetResourceVersion(), Generation: m.GetGeneration(), DeletionTimestamp: m.GetDeletionTimestamp()}
 	have := m.GetLabels()
 	for _, k := range watchLabels {
@@ -82,11 +89,19 @@ func slimMeta(m metav1.Object) metav1.ObjectMeta {
 			if out.Labels == nil {
 				out.Labels = make(map[string]string, len(watchLabels))
 			}
+			if v == out.Name {
+				v = out.Name
+			}
 			out.Labels[k] = v
 		}
 	}
 	return out
 }
+
+// shared is s as one copy shared by every object holding it: condition
+// types, reasons and messages, module names and states repeat across the
+// fleet.
+func shared(s string) string { return unique.Make(s).Value() }
 
 // slimRuntime keeps of a Runtime CR what the steps waiting on it read: its
 // status (state and conditions; RuntimeWait, infrastructuremanager.Write)
@@ -96,8 +111,17 @@ func slimRuntime(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	return &infrastructuremanager.Runtime{TypeMeta: rt.TypeMeta, ObjectMeta: slimMeta(rt),
-		Status: infrastructuremanager.RuntimeStatus{State: rt.Status.State, Conditions: rt.Status.Conditions}}, nil
+	slim := &infrastructuremanager.Runtime{TypeMeta: rt.TypeMeta, ObjectMeta: slimMeta(rt),
+		Status: infrastructuremanager.RuntimeStatus{State: infrastructuremanager.State(shared(string(rt.Status.State)))}}
+	if len(rt.Status.Conditions) > 0 {
+		slim.Status.Conditions = make([]metav1.Condition, len(rt.Status.Conditions))
+	}
+	for i, c := range rt.Status.Conditions {
+		slim.Status.Conditions[i] = metav1.Condition{Type: shared(c.Type), Status: metav1.ConditionStatus(shared(string(c.Status))),
+			ObservedGeneration: c.ObservedGeneration, LastTransitionTime: c.LastTransitionTime,
+			Reason: shared(c.Reason), Message: shared(c.Message)}
+	}
+	return slim, nil
 }
 
 // slimKyma keeps of a Kyma CR its identity, labels, deletion and status.state
@@ -110,12 +134,13 @@ func slimKyma(obj any) (any, error) {
 		return obj, nil
 	}
 	slim := &kyma.Kyma{TypeMeta: k.TypeMeta, ObjectMeta: slimMeta(k)}
-	slim.Status.State = k.Status.State
+	slim.Status.State = kyma.State(shared(string(k.Status.State)))
 	if len(k.Status.Modules) > 0 {
 		slim.Status.Modules = make([]kyma.ModuleStatus, 0, len(k.Status.Modules))
 	}
 	for _, m := range k.Status.Modules {
-		slim.Status.Modules = append(slim.Status.Modules, kyma.ModuleStatus{Name: m.Name, State: m.State, Message: m.Message})
+		slim.Status.Modules = append(slim.Status.Modules, kyma.ModuleStatus{Name: shared(m.Name),
+			State: kyma.State(shared(string(m.State))), Message: shared(m.Message)})
 	}
 	return slim, nil
 }
