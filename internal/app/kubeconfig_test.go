@@ -90,8 +90,8 @@ func TestInstanceLabels(t *testing.T) {
 	prov := b.expect(b.do(http.MethodPut, provisionPath("trial-1"), trialBody("ga-9")), http.StatusAccepted)
 	b.provisioned("trial-1", prov.body["operation"].(string), "rt-9", `{"name":"t1"}`)
 	l := labels(b.expect(b.do(http.MethodGet, instancePath("trial-1"), ""), http.StatusOK))
-	// plans.yaml gives trials 30 days.
-	if l["Trial account expiration details"] != "Your cluster expires in 30 days." || l["KubeconfigURL"] == nil {
+	// plans.yaml gives trials 14 days.
+	if l["Trial account expiration details"] != "Your cluster expires in 14 days." || l["KubeconfigURL"] == nil {
 		t.Fatalf("a new trial's labels: %v", l)
 	}
 	b.accepted(b.do(http.MethodPut, expirePath("trial-1"), ""))

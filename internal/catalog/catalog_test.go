@@ -132,7 +132,7 @@ func TestPlanDefaults(t *testing.T) {
 		{name: "aws", planID: AWSPlanID, min: 3, max: 300, defaultRegion: "eu-central-1", zones: 3, wantDefaultNodeCount: 3},
 		{name: "gcp", planID: GCPPlanID, min: 3, max: 300, defaultRegion: "europe-west3", zones: 3, wantDefaultNodeCount: 3},
 		{name: "azure_lite", planID: AzureLitePlanID, min: 2, max: 40, defaultRegion: "eastus", zones: 1, lite: true, wantDefaultNodeCount: 3},
-		{name: "trial", planID: TrialPlanID, min: 1, max: 1, zones: 1, trial: true, shared: true, onePerGlobalAccount: true, lifetimeDays: 30, basicForm: true, wantDefaultNodeCount: 1},
+		{name: "trial", planID: TrialPlanID, min: 1, max: 1, zones: 1, trial: true, shared: true, onePerGlobalAccount: true, lifetimeDays: 14, basicForm: true, wantDefaultNodeCount: 1},
 		{name: "free", planID: FreePlanID, min: 1, max: 1, zones: 1, onePerGlobalAccount: true, lifetimeDays: 30, basicForm: true, wantDefaultNodeCount: 1},
 		{name: "preview", planID: PreviewPlanID, min: 3, max: 300, defaultRegion: "eu-central-1", zones: 3, wantDefaultNodeCount: 3},
 		{name: "sap-converged-cloud", planID: SapConvergedCloudPlanID, min: 3, max: 300, defaultRegion: "eu-de-1", zones: 3, shared: true, wantDefaultNodeCount: 3},

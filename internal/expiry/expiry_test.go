@@ -221,7 +221,8 @@ func TestExpireDue(t *testing.T) {
 }
 
 // TestLifetimes: the expiry job's lifetimes are plans.yaml's lifetimeDays
-// (the embedded file gives the trial plan 30 days and no other plan one);
+// (the embedded file gives the trial plan 14 days and the free plan 30, as
+// upstream, and no other plan one);
 // APP_TRIAL_DURATION replaces the trial's.
 func TestLifetimes(t *testing.T) {
 	t.Parallel()
@@ -229,8 +230,8 @@ func TestLifetimes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	month := 30 * 24 * time.Hour
-	if got, want := expiry.Lifetimes(cat.Plans(), 0, 0), map[string]time.Duration{catalog.TrialPlanName: month, catalog.FreePlanName: month}; !maps.Equal(got, want) {
+	day := 24 * time.Hour
+	if got, want := expiry.Lifetimes(cat.Plans(), 0, 0), map[string]time.Duration{catalog.TrialPlanName: 14 * day, catalog.FreePlanName: 30 * day}; !maps.Equal(got, want) {
 		t.Errorf("lifetimes from plans.yaml = %v, want %v", got, want)
 	}
 	if got, want := expiry.Lifetimes(cat.Plans(), time.Hour, 2*time.Hour), map[string]time.Duration{catalog.TrialPlanName: time.Hour, catalog.FreePlanName: 2 * time.Hour}; !maps.Equal(got, want) {
