@@ -224,6 +224,7 @@ func mainErr(nList, binList string, soak time.Duration, rate, workers int, doc, 
 		for _, b := range binaries {
 			r, err := measureRun(ctx, b, n, dir, env, apiPID, token, soak, rate)
 			if err != nil {
+				fmt.Println(render(sizes, fills, runs, commit, soak, rate)) // what was measured before
 				return err
 			}
 			runs = append(runs, r)
@@ -295,7 +296,7 @@ func measureRun(ctx context.Context, b binary, n int, dir string, env []string, 
 		replicas = append(replicas, r)
 	}
 	for _, r := range replicas {
-		ready, synced, cpu, err := r.awaitStart(ctx, 10*time.Minute)
+		ready, synced, cpu, err := r.awaitStart(ctx, 25*time.Minute)
 		if err != nil {
 			return res, err
 		}
