@@ -47,7 +47,19 @@ func (w *etcdWriter) put(ctx context.Context, kvs map[string][]byte) error {
 	for k, v := range kvs {
 		txn.Success = append(txn.Success, requestPut{etcdKV{base64.StdEncoding.EncodeToString([]byte(k)), base64.StdEncoding.EncodeToString(v)}})
 	}
-	_, err := w.call(ctx, "/v3/kv/txn", txn)
+	// A busy etcd answers "request timed out" (503); the puts are
+	// idempotent, so the transaction is sent again.
+	var err error
+	for attempt := range 6 {
+		if _, err = w.call(ctx, "/v3/kv/txn", txn); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(attempt+1) * time.Second):
+		}
+	}
 	return err
 }
 
