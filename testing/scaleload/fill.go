@@ -206,21 +206,29 @@ func (f *filler) listMeta(ctx context.Context, gvk schema.GroupVersionKind, each
 // (the trial expiry job suspends expired trials): its Runtime CR stays (the
 // infrastructure manager's finalizer), its Kyma CR goes.
 func (f *filler) verify(ctx context.Context, runtimes int) error {
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(5 * time.Minute)
 	deleting := 0
 	for i, gvk := range []schema.GroupVersionKind{im.GroupVersion.WithKind("RuntimeList"), kyma.GroupVersion.WithKind("KymaList"),
 		corev1.SchemeGroupVersion.WithKind("SecretList")} {
 		for {
 			n, gone := 0, 0
-			if err := f.listMeta(ctx, gvk, func(m metav1.PartialObjectMetadata) {
+			err := f.listMeta(ctx, gvk, func(m metav1.PartialObjectMetadata) {
 				if m.Labels[controlplane.LabelRuntimeID] != "" {
 					n++
 					if m.DeletionTimestamp != nil {
 						gone++
 					}
 				}
-			}); err != nil {
+			})
+			// The kube-apiserver's cache catches up with the bulk writes
+			// (a page's continue token may be ahead of it: "Too large
+			// resource version"): list again until the deadline.
+			if err != nil && time.Now().After(deadline) {
 				return err
+			}
+			if err != nil {
+				time.Sleep(time.Second)
+				continue
 			}
 			if i == 0 {
 				deleting = gone
