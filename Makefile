@@ -16,7 +16,7 @@ export GOFLAGS := -trimpath $(GOFLAGS)
 HELM_VERSION := v3.19.0
 HELM        := bin/tools/helm
 
-.PHONY: all build run test faults vet fmt-check generate generate-check lint postgres pgbench k8s-bins helm image release browser-test screenshots load bench scale fuzz clean
+.PHONY: all build run test faults vet fmt-check generate generate-check lint postgres pgbench k8s-bins helm image release browser-test screenshots load bench scale scale-db fuzz clean
 
 all: build
 
@@ -228,6 +228,18 @@ scale: postgres k8s-bins
 		-soak $(SCALE_SOAK) -runtimesload .keb/scale/runtimesload -doc "$(SCALE_DOC)" \
 		-commit "$$(git rev-parse --short HEAD)$$(git diff --quiet HEAD || echo -dirty)$(if $(SCALE_BASE), vs $(SCALE_BASE))"
 	@$(MAKE) --no-print-directory scale-db
+
+## scale-db: keb's PostgreSQL side at SCALE_N instances (default 100000; testing/scaledb): /info/runtimes for
+## every filter, cursor and page number with statements per page, the metrics census, the trial expiry job,
+## orchestration scheduler passes over 10,000 runtimes, `keb runtimes --all` and a subaccount cleanup of
+## SCALE_N/10 events, on a database it creates in the PostgreSQL at SCALE_PG_URL (default 127.0.0.1:5432) and
+## drops; with SCALE_BEFORE=<commit> that commit is measured first on the same database. Writes the section
+## "Fleet scale: listings and fleet jobs at N" of docs/performance.md (SCALE_DOC). Timings never run in `make test`.
+## SCALE_N may be a list (make scale's "10000,100000"): scale-db measures its last value; SCALE_BASE is read as
+## SCALE_BEFORE.
+scale-db:
+	@GO="$(GO)" SCALE_N="$(SCALE_N)" SCALE_BEFORE="$(or $(SCALE_BEFORE),$(SCALE_BASE))" SCALE_DOC="$(SCALE_DOC)" \
+		SCALE_PG_URL="$(SCALE_PG_URL)" bash testing/scaledb/run.sh
 
 ## pgbench: PostgreSQL's pgbench, which `make bench` compares keb with
 pgbench:

@@ -14,7 +14,7 @@ import (
 func devCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) error {
 	var cfg config.Config
 	var dir, binDir, mode, faults string
-	var delay time.Duration
+	var delay, accountCleanupDelay time.Duration
 	lifecycleManager := true
 	b := config.NewBinder(fs)
 	b.String(&cfg.Host, "host", "APP_HOST", "127.0.0.1", "address to listen on")
@@ -25,6 +25,8 @@ func devCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) error
 	b.String(&mode, "runtime-mode", "APP_DEV_RUNTIME_MODE", string(infrasim.ModeDedicated), "dedicated (an apiserver per runtime) or shared (one for all)")
 	b.String(&faults, "runtime-faults", "APP_DEV_RUNTIME_FAULTS", "",
 		"Gardener errors the simulated infrastructure manager injects: comma-separated transient or permanent, each optionally =<subaccount ID> (transient: every creation and change fails once, then recovers)")
+	b.Duration(&accountCleanupDelay, "account-cleanup-delay", "APP_DEV_ACCOUNT_CLEANUP_DELAY", 5*time.Minute,
+		"how long a released (dirty) dev account stays dirty before the simulated account cleaner empties it and returns it to the pool, as the landscape's cleaner does (0: never; then `keb pool release NAME` returns it)")
 	b.Bool(&lifecycleManager, "lifecycle-manager", "APP_DEV_LIFECYCLE_MANAGER", true,
 		"run the simulated Lifecycle Manager (false: for a real one, or to measure keb alone; then no module is installed, and a provisioning with credentials and the btp-operator module waits for the BtpOperator kind)")
 	cfg.BindDatabase(b)
@@ -49,7 +51,8 @@ func devCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) error
 			return err
 		}
 		return devstack.Run(ctx, devstack.Options{Dir: dir, Config: cfg, Out: os.Stdout, K8sBinDir: binDir,
-			RuntimeDelay: delay, RuntimeMode: infrasim.Mode(mode), RuntimeFaults: injected, NoLifecycleManager: !lifecycleManager}, log)
+			RuntimeDelay: delay, RuntimeMode: infrasim.Mode(mode), RuntimeFaults: injected, NoLifecycleManager: !lifecycleManager,
+			AccountCleanupDelay: accountCleanupDelay}, log)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kyma-keb/keb/internal/buildinfo"
+	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/logging"
 )
 
@@ -126,17 +127,46 @@ func usage(w io.Writer) {
 	fmt.Fprintf(w, "\nRun 'keb <command> --help' for a command's flags, each also read from its environment variable.\n")
 }
 
-// commandHelp is the help page of one command.
+// commandHelp is the help page of one command. Commands that read keb
+// serve's settings (the operator commands: database, control plane, pool)
+// list only their own flags and point at serve's page for the rest, so that
+// each page says what is particular to its command.
 func commandHelp(w io.Writer, c command, fs *flag.FlagSet) {
 	fmt.Fprintf(w, "Usage: keb %s%s [flags]\n\n%s.\n", c.name, subcommands[c.name], c.summary)
-	n := 0
-	fs.VisitAll(func(*flag.Flag) { n++ })
-	if n == 0 {
-		return
+	shared := map[string]bool{}
+	if c.name != "serve" && c.name != "dev" {
+		shared = serveFlagNames()
 	}
-	fmt.Fprintf(w, "\nFlags (each also read from its environment variable):\n")
-	fs.SetOutput(w)
-	fs.PrintDefaults()
+	own := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	inherited := 0
+	fs.VisitAll(func(f *flag.Flag) {
+		if shared[f.Name] {
+			inherited++
+			return
+		}
+		own.Var(f.Value, f.Name, f.Usage)
+		own.Lookup(f.Name).DefValue = f.DefValue
+	})
+	n := 0
+	own.VisitAll(func(*flag.Flag) { n++ })
+	if n > 0 {
+		fmt.Fprintf(w, "\nFlags (each also read from its environment variable):\n")
+		own.SetOutput(w)
+		own.PrintDefaults()
+	}
+	if inherited > 0 {
+		fmt.Fprintf(w, "\nIt also takes every `keb serve` setting (%d flags: database, control plane, account pool, ...), as flags or\nenvironment variables; without a database it uses the running `keb dev`'s (--dir). See 'keb serve --help'.\n", inherited)
+	}
+}
+
+// serveFlagNames are the names of keb serve's settings.
+func serveFlagNames() map[string]bool {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	var cfg config.Config
+	cfg.BindServe(config.NewBinder(fs))
+	names := map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) { names[f.Name] = true })
+	return names
 }
 
 // suggest returns the commands (and aliases) an unknown one is probably a

@@ -39,6 +39,12 @@ var flagOnly = map[string]map[string]bool{
 	"pool": {"plan": true, "platform-region": true, "region": true, "provider": true},
 }
 
+// sharedWithServe: command takes keb serve's setting name, which its help
+// leaves to serve's page (serve and dev list all of theirs).
+func sharedWithServe(command, name string) bool {
+	return command != "serve" && command != "dev" && serveFlagNames()[name]
+}
+
 func runKeb(args ...string) (code int, stdout, stderr string) {
 	var out, errOut bytes.Buffer
 	code = run(args, &out, &errOut)
@@ -143,6 +149,10 @@ func TestHelpNamesTheVariableOfEveryFlag(t *testing.T) {
 			c.flags(fs)
 			fs.VisitAll(func(f *flag.Flag) {
 				text, listed := sections[c.name][f.Name]
+				if !listed && sharedWithServe(c.name, f.Name) {
+					// Listed once, on serve's page, which the command's page names.
+					text, listed = sections["serve"][f.Name]
+				}
 				if !listed {
 					t.Errorf("flag --%s of `keb %s` is missing from the help", f.Name, c.name)
 					return
@@ -182,7 +192,13 @@ func TestCommandHelp(t *testing.T) {
 			fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 			c.flags(fs)
 			fs.VisitAll(func(f *flag.Flag) {
-				if !strings.Contains(out, "  -"+f.Name) {
+				listed := strings.Contains(out, "  -"+f.Name+" ") || strings.Contains(out, "  -"+f.Name+"\n") || strings.Contains(out, "  -"+f.Name+"\t")
+				switch {
+				case sharedWithServe(c.name, f.Name) && listed:
+					t.Errorf("`keb %s --help` repeats keb serve's --%s; it belongs on serve's page", c.name, f.Name)
+				case sharedWithServe(c.name, f.Name) && !strings.Contains(out, "See 'keb serve --help'"):
+					t.Errorf("`keb %s` takes keb serve's --%s, but its help does not point at `keb serve --help`:\n%s", c.name, f.Name, out)
+				case !sharedWithServe(c.name, f.Name) && !listed:
 					t.Errorf("flag --%s not in `keb %s --help`", f.Name, c.name)
 				}
 			})

@@ -147,6 +147,7 @@ func printObject(w io.Writer, format string, v any) error {
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // a terminal shows "->", not "\u003e"
 	return enc.Encode(v)
 }
 

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/kyma-keb/keb/internal/catalog"
@@ -22,6 +22,13 @@ func poolCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) erro
 	return bindPool(fs, os.Stdout, time.Now)
 }
 
+// poolListing is how `keb pool` and `keb pool rules` print.
+type poolListing struct {
+	out io.Writer
+	o   listOutput
+	now func() time.Time
+}
+
 // bindPool registers the flags of `keb pool [release NAME | rules [--plan P --platform-region R --region H]]`.
 func bindPool(fs *flag.FlagSet, out io.Writer, now func() time.Time) func(ctx context.Context, args []string) error {
 	e := bindOperator(fs)
@@ -30,12 +37,17 @@ func bindPool(fs *flag.FlagSet, out io.Writer, now func() time.Time) func(ctx co
 	fs.StringVar(&q.platformRegion, "platform-region", catalog.DefaultPlatformRegion, "keb pool rules: platform region (cf-eu10, cf-eu11, ...)")
 	fs.StringVar(&q.region, "region", "", "keb pool rules: hyperscaler region (eu-central-1, westeurope, ...)")
 	fs.StringVar(&q.provider, "provider", "", "keb pool rules: the runtime's provider where the plan leaves it open (trial); default: the plan's")
+	p := poolListing{out: out, now: now}
+	bindListOutput(e.b, fs, &p.o)
 	return func(ctx context.Context, args []string) error {
+		if err := p.o.check(); err != nil {
+			return err
+		}
 		if len(args) == 1 && args[0] == "rules" {
 			if err := e.b.Err(); err != nil {
 				return err
 			}
-			return poolRules(e.cfg, q, out)
+			return poolRules(e.cfg, q, p)
 		}
 		release := len(args) == 2 && args[0] == "release"
 		if len(args) != 0 && !release {
@@ -62,7 +74,7 @@ func bindPool(fs *flag.FlagSet, out io.Writer, now func() time.Time) func(ctx co
 		if release {
 			return releaseAccount(ctx, pool, store, args[1], out)
 		}
-		return listAccounts(ctx, pool, store, out, now)
+		return listAccounts(ctx, pool, store, p)
 	}
 }
 
@@ -74,7 +86,23 @@ type accountPool interface {
 	ShootUsage(ctx context.Context) (map[string][]string, error)
 }
 
-func listAccounts(ctx context.Context, pool accountPool, store *storage.Store, out io.Writer, now func() time.Time) error {
+// poolAccount is one row of `keb pool`: a pool account, the live
+// instances holding it (storage.AccountUsage) and the Shoots referencing it.
+type poolAccount struct {
+	Name            string   `json:"name"`
+	HyperscalerType string   `json:"hyperscalerType"`
+	State           string   `json:"state"`
+	Internal        bool     `json:"internal,omitempty"`
+	EUAccess        bool     `json:"euAccess"`
+	TenantName      string   `json:"tenantName,omitempty"`
+	Instances       int      `json:"instances"`
+	Shoots          []string `json:"shoots"`
+	// DirtySince is when the account was released (marked dirty); absent
+	// when it is not dirty or a keb that did not record it marked it.
+	DirtySince *time.Time `json:"dirtySince,omitempty"`
+}
+
+func listAccounts(ctx context.Context, pool accountPool, store *storage.Store, p poolListing) error {
 	accounts, err := pool.Accounts(ctx)
 	if err != nil {
 		return err
@@ -91,28 +119,59 @@ func listAccounts(ctx context.Context, pool accountPool, store *storage.Store, o
 	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(out, 0, 4, 3, ' ', 0)
-	fmt.Fprintln(tw, "TYPE\tNAME\tSTATE\tEU\tTENANT\tINSTANCES\tSHOOTS\tDIRTY SINCE")
+	rows := make([]poolAccount, 0, len(accounts))
 	for _, a := range accounts {
-		since := ""
+		rows = append(rows, poolAccount{Name: a.Name, HyperscalerType: a.Type, State: string(a.State), Internal: a.Internal,
+			EUAccess: a.EUAccess, TenantName: a.Tenant, Instances: usage[a.Name], Shoots: append([]string{}, shoots[a.Name]...),
+			DirtySince: a.DirtySince})
+	}
+	return printAccounts(p, rows)
+}
+
+// printAccounts prints `keb pool`'s rows: the table with how long each
+// dirty account has been so (DIRTY, an age), -o wide with the time too.
+func printAccounts(p poolListing, rows []poolAccount) error {
+	now := p.now()
+	type a = poolAccount
+	state := func(a a) string {
+		if a.Internal {
+			return a.State + ",internal"
+		}
+		return a.State
+	}
+	eu := func(a a) string {
+		if a.EUAccess {
+			return "yes"
+		}
+		return ""
+	}
+	dirty := func(a a) string {
 		switch {
 		case a.DirtySince != nil:
-			since = fmt.Sprintf("%s (%s ago)", a.DirtySince.Format(time.RFC3339), now().Sub(*a.DirtySince).Truncate(time.Second))
-		case a.State == hyperscaler.StateDirty:
-			since = "unknown"
+			return age(now, *a.DirtySince)
+		case a.State == string(hyperscaler.StateDirty):
+			return "unknown"
 		}
-		state := string(a.State)
-		if a.Internal {
-			state += " (internal)"
-		}
-		eu := ""
-		if a.EUAccess {
-			eu = "yes"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", a.Type, a.Name, state, eu, a.Tenant, usage[a.Name],
-			strings.Join(shoots[a.Name], ","), since)
+		return ""
 	}
-	return tw.Flush()
+	dirtySince := func(a a) string {
+		if a.DirtySince == nil {
+			return dirty(a)
+		}
+		return a.DirtySince.UTC().Format(time.RFC3339)
+	}
+	cols := []col[a]{
+		{"TYPE", func(a a) string { return a.HyperscalerType }},
+		{"NAME", func(a a) string { return a.Name }},
+		{"STATE", state},
+		{"EU", eu},
+		{"TENANT", func(a a) string { return a.TenantName }},
+		{"INSTANCES", func(a a) string { return fmt.Sprint(a.Instances) }},
+		{"SHOOTS", func(a a) string { return strings.Join(a.Shoots, ",") }},
+		{"DIRTY", dirty},
+	}
+	wide := append(slices.Clone(cols[:len(cols)-1]), col[a]{"DIRTY_SINCE", dirtySince})
+	return printItems(p.out, p.o, pageOf(rows), cols, wide)
 }
 
 // releaseAccount hands a claimed or dirty account back to the pool, refusing
@@ -145,34 +204,64 @@ var _ accountPool = (*hyperscaler.AccountPool)(nil)
 // ruleQuery is a provisioning `keb pool rules` finds the rule of.
 type ruleQuery struct{ plan, platformRegion, region, provider string }
 
+// hapRule is one row of `keb pool rules`: a rule in force.
+type hapRule struct {
+	Number int    `json:"number"`
+	Rule   string `json:"rule"`
+	// Configured is the rule as written, when that differs from Rule.
+	Configured string `json:"configured,omitempty"`
+}
+
+// ruleMatch is what `keb pool rules --plan P` prints: the rule a
+// provisioning matches and the pool it draws from.
+type ruleMatch struct {
+	Plan           string `json:"plan"`
+	PlatformRegion string `json:"platformRegion"`
+	Region         string `json:"region,omitempty"`
+	Provider       string `json:"provider"`
+	RuleNumber     int    `json:"ruleNumber"`
+	Rule           string `json:"rule"`
+	Selector       string `json:"selector"`
+	Shared         bool   `json:"shared"`
+	EUAccess       bool   `json:"euAccess"`
+}
+
 // poolRules prints the HAP rules in force (configured, else keb's defaults), or, with --plan, the
 // rule a provisioning of that plan from --platform-region in --region matches and the label
 // selector of the pool it draws from.
-func poolRules(cfg config.Config, q ruleQuery, out io.Writer) error {
+func poolRules(cfg config.Config, q ruleQuery, p poolListing) error {
 	cat, err := catalog.Load(cfg.PlansFile)
 	if err != nil {
 		return fmt.Errorf("loading plans: %w", err)
 	}
 	var names []string
-	for _, p := range cat.Plans() {
-		names = append(names, p.Name)
+	for _, pl := range cat.Plans() {
+		names = append(names, pl.Name)
 	}
 	rules, err := hyperscaler.LoadRules(cfg.Engine.HAP.Rules, cfg.Engine.HAP.RuleFile, names, cfg.EnabledPlans)
 	if err != nil {
 		return err
 	}
 	if q.plan == "" {
+		var rows []hapRule
 		for _, r := range rules.List() {
-			fmt.Fprintf(out, "%3d  %s\n", r.Number, r.Canonical())
+			row := hapRule{Number: r.Number, Rule: r.Canonical()}
+			if strings.Join(strings.Fields(r.Text), "") != strings.Join(strings.Fields(row.Rule), "") {
+				row.Configured = r.Text
+			}
+			rows = append(rows, row)
 		}
-		return nil
+		type h = hapRule
+		cols := []col[h]{{"NUMBER", func(h h) string { return fmt.Sprint(h.Number) }}, {"RULE", func(h h) string { return h.Rule }}}
+		wide := append(slices.Clone(cols), col[h]{"CONFIGURED", func(h h) string { return h.Configured }})
+		return printItems(p.out, p.o, pageOf(rows), cols, wide)
 	}
-	p, ok := cat.PlanByName(q.plan)
+	pl, ok := cat.PlanByName(q.plan)
 	if !ok {
 		return fmt.Errorf("keb pool rules: no plan %q in the catalog", q.plan)
 	}
 	if q.provider == "" {
-		if q.provider, err = cat.ProviderForPlan(p.ID, q.platformRegion); err != nil {
+		if q.provider, err = cat.ProviderForPlan(pl.ID, q.platformRegion); err != nil {
 			return err
 		}
 	}
@@ -184,10 +273,26 @@ func poolRules(cfg config.Config, q ruleQuery, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	shared := "no (the global account's own account)"
-	if r.Shared {
-		shared = "yes"
+	m := ruleMatch{Plan: q.plan, PlatformRegion: q.platformRegion, Region: q.region, Provider: q.provider, RuleNumber: r.Number,
+		Rule: r.Canonical(), Selector: r.Selector(hsType, q.platformRegion, q.region), Shared: r.Shared, EUAccess: r.EUAccess}
+	if p.o.structured() {
+		return printObject(p.out, p.o.format, m)
 	}
-	fmt.Fprintf(out, "rule %d: %s\nselector: %s\nshared: %s\n", r.Number, r.Canonical(), r.Selector(hsType, q.platformRegion, q.region), shared)
-	return nil
+	type mm = ruleMatch
+	yesNo := func(b bool) string {
+		if b {
+			return "yes"
+		}
+		return "no"
+	}
+	cols := []col[mm]{
+		{"RULE", func(m mm) string { return fmt.Sprintf("%d: %s", m.RuleNumber, m.Rule) }},
+		{"SELECTOR", func(m mm) string { return m.Selector }},
+		{"SHARED", func(m mm) string { return yesNo(m.Shared) }},
+	}
+	wide := append([]col[mm]{{"PLAN", func(m mm) string { return m.Plan }},
+		{"PLATFORM_REGION", func(m mm) string { return m.PlatformRegion }},
+		{"REGION", func(m mm) string { return m.Region }},
+		{"PROVIDER", func(m mm) string { return m.Provider }}}, cols...)
+	return printItems(p.out, p.o, pageOf([]ruleMatch{m}), cols, wide)
 }

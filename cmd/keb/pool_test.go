@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"strings"
 	"testing"
@@ -60,7 +61,7 @@ func TestPoolReleaseRefusedWhileInUse(t *testing.T) {
 	}
 	// The provisioning has claimed the account (as hyperscaler secret
 	// resolution records it).
-	if _, err := dbPool.Exec(ctx, `UPDATE operations SET data = '{"hyperscalerSecret":"az-used"}' WHERE operation_id = 'op-1'`); err != nil {
+	if err := store.SetInstanceAccount(ctx, "inst-1", "az-used", false); err != nil {
 		t.Fatal(err)
 	}
 
@@ -88,34 +89,132 @@ func TestPoolReleaseRefusedWhileInUse(t *testing.T) {
 	}
 }
 
-// `keb pool rules` prints the rule a provisioning matches and the selector of its pool, and the
-// rules in force without --plan.
+// `keb pool rules` prints the rules in force, or the rule a provisioning matches and the selector
+// of its pool, in every output format (golden files under testdata).
 func TestPoolRules(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		q    ruleQuery
-		want []string
+		golden string
+		q      ruleQuery
+		format string
 	}{
-		{ruleQuery{plan: "aws", platformRegion: "cf-eu11", region: "eu-central-1"},
-			[]string{"rule 4: aws(PR=cf-eu11) -> EU", "selector: hyperscalerType=aws,euAccess=true"}},
-		{ruleQuery{plan: "trial", platformRegion: "cf-eu10", region: "westeurope"},
-			[]string{"trial -> S", "selector: hyperscalerType=azure,!euAccess,shared=true", "shared: yes"}},
-		{ruleQuery{platformRegion: "cf-eu10"}, []string{"  1  azure\n", " 6  gcp(PR=cf-sa30) -> PR\n"}},
+		{"pool-rules.txt", ruleQuery{platformRegion: "cf-eu10"}, "table"},
+		{"pool-rules-wide.txt", ruleQuery{platformRegion: "cf-eu10"}, "wide"},
+		{"pool-rules.json", ruleQuery{platformRegion: "cf-eu10"}, "json"},
+		{"pool-rules-match.txt", ruleQuery{plan: "aws", platformRegion: "cf-eu11", region: "eu-central-1"}, "table"},
+		{"pool-rules-match-wide.txt", ruleQuery{plan: "trial", platformRegion: "cf-eu10", region: "westeurope"}, "wide"},
+		{"pool-rules-match.yaml", ruleQuery{plan: "trial", platformRegion: "cf-eu10", region: "westeurope"}, "yaml"},
 	} {
 		var out bytes.Buffer
-		if err := poolRules(config.Defaults, tc.q, &out); err != nil {
+		if err := poolRules(config.Defaults, tc.q, poolListing{out: &out, o: listOutput{format: tc.format}}); err != nil {
 			t.Fatal(err)
 		}
-		for _, w := range tc.want {
-			if !strings.Contains(out.String(), w) {
-				t.Errorf("%+v: output %q lacks %q", tc.q, out.String(), w)
-			}
-		}
+		golden(t, tc.golden, out.String())
 	}
 	cfg := config.Defaults
 	cfg.Engine.HAP.Rules = []string{"aws", "azure"}
-	if err := poolRules(cfg, ruleQuery{plan: "gcp", platformRegion: "cf-us30", region: "us-central1"}, io.Discard); err == nil ||
+	if err := poolRules(cfg, ruleQuery{plan: "gcp", platformRegion: "cf-us30", region: "us-central1"}, poolListing{out: io.Discard}); err == nil ||
 		!strings.Contains(err.Error(), "no rule names it") {
 		t.Errorf("rules without one for an enabled plan: %v", err)
+	}
+}
+
+// `keb pool` in every output format, from fixed rows (golden files under testdata): AGE-style
+// DIRTY, UPPER_SNAKE headers, -o json/yaml a page as `keb runtimes` prints.
+func TestPoolOutputs(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	since := now.Add(-90 * time.Second)
+	rows := []poolAccount{
+		{Name: "aws-dev-01", HyperscalerType: "aws", State: "claimed", TenantName: "ga-1", Instances: 1, Shoots: []string{"c-1a2b3c4"}},
+		{Name: "aws-eu-01", HyperscalerType: "aws", State: "free", EUAccess: true, Shoots: []string{}},
+		{Name: "azure-dev-01", HyperscalerType: "azure", State: "dirty", TenantName: "ga-2", Shoots: []string{}, DirtySince: &since},
+		{Name: "azure-dev-02", HyperscalerType: "azure", State: "dirty", TenantName: "ga-3", Shoots: []string{}},
+		{Name: "azure-shared-01", HyperscalerType: "azure", State: "shared", Instances: 2, Shoots: []string{"c-5d6e7f8", "c-9a0b1c2"}},
+		{Name: "gcp-internal", HyperscalerType: "gcp", State: "claimed", Internal: true, TenantName: "ga-4", Shoots: []string{}},
+	}
+	for golden_, o := range map[string]listOutput{
+		"pool.txt":                {format: "table"},
+		"pool-no-headers.txt":     {format: "table", noHeaders: true},
+		"pool-wide.txt":           {format: "wide"},
+		"pool.json":               {format: "json"},
+		"pool.yaml":               {format: "yaml"},
+		"pool-custom-columns.txt": {format: "custom-columns=NAME:.name,INSTANCES:.instances,SINCE:.dirtySince"},
+	} {
+		var out bytes.Buffer
+		if err := printAccounts(poolListing{out: &out, o: o, now: func() time.Time { return now }}, rows); err != nil {
+			t.Fatal(err)
+		}
+		golden(t, golden_, out.String())
+	}
+}
+
+// `keb pool` counts each live instance once, on the account it holds now: a trial provisioned on
+// the shared account and moved to aws counts on its aws account only (issue 29: it was counted
+// on the shared one too), on a real control plane and database.
+func TestPoolCountsLiveInstancesAfterPlanMove(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	scheme, err := app.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(kcp.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := "garden-" + uuid.NewString()[:8]
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	for name, labels := range map[string]map[string]string{
+		"azure-shared-01": {hyperscaler.LabelHyperscalerTypeUpstream: hyperscaler.TypeAzure, hyperscaler.LabelShared: "true"},
+		"aws-dev-01":      {hyperscaler.LabelHyperscalerTypeUpstream: hyperscaler.TypeAWS, hyperscaler.LabelTenantNameUpstream: "ga-1"},
+	} {
+		for _, o := range hyperscaler.AccountObjects(hyperscaler.KindCredentialsBinding, ns, name, hyperscaler.ProviderOf(labels[hyperscaler.LabelHyperscalerTypeUpstream]), labels, nil) {
+			if err := c.Create(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	pool := hyperscaler.NewAccountPool(c, hyperscaler.KindCredentialsBinding, ns, nil)
+	store := storage.NewStore(pgtest.NewPool(t), nil, nil)
+	inst := storage.Instance{InstanceID: "trial-1", GlobalAccountID: "ga-1", SubAccountID: "sa", UserID: "u",
+		ServiceID: catalog.ServiceID, PlanID: catalog.TrialPlanID, PlanName: catalog.TrialPlanName, PlatformRegion: "cf-eu10",
+		Provider: "azure", ProviderRegion: "westeurope", Parameters: []byte(`{}`), Context: []byte(`{}`)}
+	if err := store.CreateProvisioning(ctx, inst, storage.Operation{ID: "op-1", InstanceID: "trial-1", Data: []byte(`{"hyperscalerSecret":"azure-shared-01"}`),
+		Type: storage.OperationTypeProvision, State: storage.OperationInProgress, Deadline: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	list := func() map[string]int {
+		t.Helper()
+		var out bytes.Buffer
+		if err := listAccounts(ctx, pool, store, poolListing{out: &out, o: listOutput{format: "json"}, now: time.Now}); err != nil {
+			t.Fatal(err)
+		}
+		var got page[poolAccount]
+		if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+			t.Fatalf("%v:\n%s", err, out.String())
+		}
+		n := map[string]int{}
+		for _, a := range got.Data {
+			n[a.Name] = a.Instances
+		}
+		return n
+	}
+	// Provisioned as a trial on the shared account...
+	if err := store.SetInstanceAccount(ctx, "trial-1", "azure-shared-01", false); err != nil {
+		t.Fatal(err)
+	}
+	if got := list(); got["azure-shared-01"] != 1 || got["aws-dev-01"] != 0 {
+		t.Errorf("trial on the shared account: instances %v, want azure-shared-01: 1", got)
+	}
+	// ...then moved to aws: the update records its new account.
+	if err := store.SetInstanceAccount(ctx, "trial-1", "aws-dev-01", false); err != nil {
+		t.Fatal(err)
+	}
+	if got := list(); got["azure-shared-01"] != 0 || got["aws-dev-01"] != 1 {
+		t.Errorf("after the move to aws: instances %v, want aws-dev-01: 1, azure-shared-01: 0", got)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"text/tabwriter"
 
 	"github.com/kyma-keb/keb/internal/app"
 	"github.com/kyma-keb/keb/internal/btpmanager"
@@ -18,18 +17,25 @@ import (
 )
 
 func reconcileCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) error {
-	return bindReconcile(fs, os.Stdout)
+	return bindReconcile(fs, os.Stdout, os.Stderr)
 }
 
-// bindReconcile registers the flags of `keb reconcile btp-secrets`.
-func bindReconcile(fs *flag.FlagSet, out io.Writer) func(ctx context.Context, args []string) error {
+// bindReconcile registers the flags of `keb reconcile btp-secrets`. With -o
+// json or yaml the runtimes print as a page and the summary goes to errOut,
+// as for `keb cleanup`; tables print both to out.
+func bindReconcile(fs *flag.FlagSet, out, errOut io.Writer) func(ctx context.Context, args []string) error {
 	e := bindOperator(fs)
 	var dryRun, all bool
+	var o listOutput
+	bindListOutput(e.b, fs, &o)
 	e.b.Bool(&dryRun, "dry-run", "KEB_RECONCILE_DRY_RUN", false, "print what the pass would do and change nothing")
 	e.b.Bool(&all, "all", "KEB_RECONCILE_ALL", false, "list every runtime, also those whose Secret is unchanged")
 	return func(ctx context.Context, args []string) error {
 		if len(args) != 1 || args[0] != "btp-secrets" {
 			return errors.New("usage: keb reconcile btp-secrets [--dry-run] [--all]")
+		}
+		if err := o.check(); err != nil {
+			return err
 		}
 		log, store, closeStore, err := e.open(ctx)
 		if err != nil {
@@ -49,8 +55,7 @@ func bindReconcile(fs *flag.FlagSet, out io.Writer) func(ctx context.Context, ar
 		runtimes := runtimeclient.NewCache(kcp, controlplane.Namespace, scheme, runtimeclient.Bounds{})
 		r := app.BTPSecretsReconciler(e.cfg, store, runtimes, nil, log)
 		counts := map[btpmanager.Action]int{}
-		tw := tabwriter.NewWriter(out, 0, 4, 3, ' ', 0)
-		fmt.Fprintln(tw, "INSTANCE\tRUNTIME\tACTION\tERROR")
+		var rows []reconciledRuntime
 		_, _, err = r.Pass(ctx, "", dryRun, nil, func(res btpsecrets.Result) {
 			counts[res.Action]++
 			if all || res.Action != btpmanager.ActionUnchanged {
@@ -58,13 +63,37 @@ func bindReconcile(fs *flag.FlagSet, out io.Writer) func(ctx context.Context, ar
 				if dryRun && (res.Action == btpmanager.ActionRecreated || res.Action == btpmanager.ActionRewritten) {
 					action = "would be " + action
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", res.InstanceID, res.RuntimeID, action, res.Error)
+				rows = append(rows, reconciledRuntime{res.InstanceID, res.RuntimeID, action, res.Error})
 			}
 		})
-		_ = tw.Flush()
-		printReconcileCounts(out, counts, dryRun)
+		summary := out
+		if o.structured() {
+			summary = errOut
+		}
+		if perr := printReconciled(out, o, rows); err == nil {
+			err = perr
+		}
+		printReconcileCounts(summary, counts, dryRun)
 		return err
 	}
+}
+
+// reconciledRuntime is one row of `keb reconcile btp-secrets`.
+type reconciledRuntime struct {
+	InstanceID string `json:"instanceID"`
+	RuntimeID  string `json:"runtimeID"`
+	Action     string `json:"action"`
+	Error      string `json:"error,omitempty"`
+}
+
+func printReconciled(out io.Writer, o listOutput, rows []reconciledRuntime) error {
+	type r = reconciledRuntime
+	return printItems(out, o, pageOf(rows), []col[r]{
+		{"INSTANCE", func(r r) string { return r.InstanceID }},
+		{"RUNTIME", func(r r) string { return r.RuntimeID }},
+		{"ACTION", func(r r) string { return r.Action }},
+		{"ERROR", func(r r) string { return r.Error }},
+	}, nil)
 }
 
 func printReconcileCounts(out io.Writer, counts map[btpmanager.Action]int, dryRun bool) {

@@ -490,3 +490,42 @@ func TestRuntimesFindsDevBrokerAndAlias(t *testing.T) {
 		t.Errorf("keb rt printed %q after %d requests", out, len(f.requests()))
 	}
 }
+
+// TestRuntimesAllStreamsTheDocumentItWouldBuffer: --all -o json prints each
+// page as it arrives (memory for one page, not for every runtime), and what
+// it prints is byte for byte the document of the whole list, also when the
+// list is empty.
+func TestRuntimesAllStreamsTheDocumentItWouldBuffer(t *testing.T) {
+	rts := []runtimelisting.RuntimeDTO{
+		sampleRuntime("inst-1", "rt-1", "azure", "succeeded", runtimesNow.Add(-time.Minute)),
+		sampleRuntime("inst-2", "rt-<2>&", "azure", "succeeded", runtimesNow.Add(-2*time.Minute)),
+		sampleRuntime("inst-3", "rt-3", "azure", "failed", runtimesNow.Add(-3*time.Minute)),
+	}
+	for name, pages := range map[string]map[string]runtimelisting.Response{
+		"three runtimes on two pages": {
+			"":   {Data: rts[:2], Count: 2, TotalCount: 3, Next: "c2"},
+			"c2": {Data: rts[2:], Count: 1, TotalCount: 3},
+		},
+		"none": {"": {Data: []runtimelisting.RuntimeDTO{}, TotalCount: 0}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(&fakeBroker{t: t, pages: pages})
+			defer srv.Close()
+			out, _, err := runRuntimesAt(t, srv, "--token", "tok", "--all", "--page-size", "2", "-o", "json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			all := []runtimelisting.RuntimeDTO{}
+			for _, p := range []string{"", "c2"} {
+				all = append(all, pages[p].Data...)
+			}
+			var want bytes.Buffer
+			if err := printObject(&want, "json", pageOf(all)); err != nil {
+				t.Fatal(err)
+			}
+			if out != want.String() {
+				t.Errorf("streamed:\n%s\nwant the whole list's document:\n%s", out, want.String())
+			}
+		})
+	}
+}

@@ -16,7 +16,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -178,19 +177,24 @@ func (o *taskrunOptions) summary(results []taskResult) error {
 	failed := 0
 	sort.SliceStable(results, func(i, j int) bool { return results[i].exitCode == 0 && results[j].exitCode != 0 })
 	fmt.Fprintln(o.stdout)
-	tw := tabwriter.NewWriter(o.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUNTIME\tSHOOT\tINSTANCE\tEXIT")
-	for _, r := range results {
-		status := fmt.Sprint(r.exitCode)
+	status := func(r taskResult) string {
 		if r.err != nil {
-			status = r.err.Error()
+			return r.err.Error()
 		}
+		return fmt.Sprint(r.exitCode)
+	}
+	for _, r := range results {
 		if r.exitCode != 0 || r.err != nil {
 			failed++
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.rt.RuntimeID, orDash(r.rt.ShootName), r.rt.InstanceID, status)
 	}
-	_ = tw.Flush()
+	type r = taskResult
+	_ = printTable(o.stdout, listOutput{format: "table"}, results, []col[r]{
+		{"RUNTIME", func(r r) string { return r.rt.RuntimeID }},
+		{"SHOOT", func(r r) string { return r.rt.ShootName }},
+		{"INSTANCE", func(r r) string { return r.rt.InstanceID }},
+		{"EXIT", status},
+	}, nil)
 	fmt.Fprintf(o.stdout, "%d runtimes: %d succeeded, %d failed\n", len(results), len(results)-failed, failed)
 	if failed > 0 {
 		return fmt.Errorf("the command failed on %d of %d runtimes", failed, len(results))

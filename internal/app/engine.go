@@ -164,7 +164,7 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 	if err != nil {
 		return nil, fmt.Errorf("APP_HAP_POOL_KIND: %w", err)
 	}
-	accounts := hyperscaler.NewAccountPool(gardener, poolKind, gardenerpkg.ProjectNamespace(ec.GardenerProject), store.SharedAccountUsage)
+	accounts := hyperscaler.NewAccountPool(gardener, poolKind, gardenerpkg.ProjectNamespace(ec.GardenerProject), store.AccountUsage)
 	windows, err := maintenance.ParseConfig(ec.Orchestration.MaintenanceWindows)
 	if err != nil {
 		return nil, err

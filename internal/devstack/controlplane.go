@@ -91,6 +91,16 @@ func startControlPlane(ctx context.Context, dir, binDir string) (*controlPlane, 
 
 func (c *controlPlane) stop() error { return c.env.Stop() }
 
+// The dev pool's size: every README walkthrough section run in order against
+// one `make run` claims at most about a dozen dedicated accounts of one
+// hyperscaler (one per global account), and the simulated account cleaner
+// returns released ones after --account-cleanup-delay (5 min); the rest is headroom
+// for one's own tries, so a provisioning does not wait for an account.
+const (
+	devAccountsPerHyperscaler   = 20
+	devEUAccountsPerHyperscaler = 5
+)
+
 // seed creates what a fresh control plane needs to provision: its namespaces, a dev account pool
 // of kind (CredentialsBindings with a Secret behind each, unless configured otherwise) with
 // dedicated accounts per hyperscaler and a shared one each, EU-access accounts for the EU
@@ -120,13 +130,13 @@ func seed(ctx context.Context, c client.Client, kind hyperscaler.Kind, namespace
 			map[string]string{"credentials": "dev-only: not a real " + hsType + " account"})...)
 	}
 	for _, hs := range []string{"azure", "aws", "gcp", "openstack"} {
-		for i := 1; i <= 5; i++ {
+		for i := 1; i <= devAccountsPerHyperscaler; i++ {
 			account(fmt.Sprintf("%s-dev-%02d", hs, i), hs)
 		}
 		account(hs+"-shared-01", hs, hyperscaler.LabelShared, "true")
 	}
 	for _, hs := range []string{"aws", "azure", "openstack"} {
-		for i := 1; i <= 2; i++ {
+		for i := 1; i <= devEUAccountsPerHyperscaler; i++ {
 			account(fmt.Sprintf("%s-eu-%02d", hs, i), hs, hyperscaler.LabelEUAccess, "true")
 		}
 	}

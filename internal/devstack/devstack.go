@@ -66,6 +66,11 @@ type Options struct {
 	// RuntimeFaults are the failures the simulated infrastructure manager
 	// injects (infrasim.ParseFaults); nil: none.
 	RuntimeFaults func(rt *infrastructuremanager.Runtime) *infrasim.Fault
+	// AccountCleanupDelay is how long a released (dirty) dev account stays
+	// dirty before the simulated account cleaner hands it back to the pool
+	// (infrasim.AccountCleaner); 0: never, as on a landscape without its
+	// cleaner, where `keb pool release` is the way.
+	AccountCleanupDelay time.Duration
 }
 
 // Run starts the dev stack and serves until ctx is done.
@@ -173,6 +178,11 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 			return fmt.Errorf("simulated Lifecycle Manager: %w", err)
 		}
 		sims = append(sims, lm)
+	}
+	if opts.AccountCleanupDelay > 0 {
+		sims = append(sims, &infrasim.AccountCleaner{Delay: opts.AccountCleanupDelay,
+			Pool: hyperscaler.NewAccountPool(kc, poolKind, gardener.ProjectNamespace(cfg.Engine.GardenerProject), nil),
+			Log:  log.WithField("component", "account-cleaner")})
 	}
 	simDone := make(chan error, len(sims))
 	simCtx, stopSim := context.WithCancel(ctx)

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -42,18 +43,14 @@ func (s *Store) TakeCensus(ctx context.Context) (Census, error) {
 	var c Census
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
 		var err error
-		if c.Instances, err = censusCounts(ctx, tx,
-			`SELECT plan_id, state, count(*) FROM instances GROUP BY plan_id, state`); err != nil {
+		if c.Instances, err = censusCounts(ctx, tx, censusInstancesSQL); err != nil {
 			return fmt.Errorf("counting instances: %w", err)
 		}
-		// instances_kyma_state_created_idx holds exactly these rows.
-		if c.KymaStates, err = censusCounts(ctx, tx,
-			`SELECT plan_id, kyma_state, count(*) FROM instances WHERE kyma_state IS NOT NULL GROUP BY plan_id, kyma_state`); err != nil {
+		if c.KymaStates, err = censusCounts(ctx, tx, censusKymaStatesSQL); err != nil {
 			return fmt.Errorf("counting Kyma states: %w", err)
 		}
-		if c.InProgress, err = censusCounts(ctx, tx,
-			`SELECT i.plan_id, o.type, count(*) FROM operations o JOIN instances i USING (instance_id)
-			 WHERE o.state = 'in progress' GROUP BY i.plan_id, o.type`); err != nil {
+		c.KymaStates = slices.DeleteFunc(c.KymaStates, func(k CensusCount) bool { return k.Kind == "" })
+		if c.InProgress, err = censusCounts(ctx, tx, censusInProgressSQL); err != nil {
 			return fmt.Errorf("counting operations in progress: %w", err)
 		}
 		// River's own table: its fetch index leads with state, so these
@@ -76,6 +73,23 @@ func (s *Store) TakeCensus(ctx context.Context) (Census, error) {
 	})
 	return c, err
 }
+
+// The census's counts, each costing what it counts rather than the fleet
+// (TestCensusReadsNoWholeTable): instances by plan and state are an
+// index-only scan of instances_census_idx (the whole table was read
+// before: 0.3 s at 100,000 instances on a busy machine), and so are plans
+// and Kyma states (every runtime's row with a Kyma CR was read before); each
+// running operation's plan is one probe of instances_pkey (a hash join read
+// every instance).
+const (
+	censusInstancesSQL = `SELECT plan_id, state, count(*) FROM instances GROUP BY plan_id, state`
+	// Runtimes without a Kyma CR come as kyma_state "" and are dropped:
+	// "WHERE kyma_state IS NOT NULL" would match the partial
+	// instances_kyma_state_created_idx, whose heap visits the planner prefers.
+	censusKymaStatesSQL = `SELECT plan_id, coalesce(kyma_state, ''), count(*) FROM instances GROUP BY plan_id, kyma_state`
+	censusInProgressSQL = `SELECT (SELECT i.plan_id FROM instances i WHERE i.instance_id = o.instance_id) AS plan_id,
+		o.type, count(*) FROM operations o WHERE o.state = 'in progress' GROUP BY 1, 2`
+)
 
 func censusCounts(ctx context.Context, tx pgx.Tx, query string) ([]CensusCount, error) {
 	rows, _ := tx.Query(ctx, query)

@@ -31,3 +31,9 @@ func InPipelinedTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx *Pipeline
 func (t *pipelinedTx) CommitWith(ctx context.Context, b *pgx.Batch) error {
 	return t.commitWith(ctx, b)
 }
+
+// CensusSQL are the census's counting statements, for their plans' test.
+var CensusSQL = []string{censusInstancesSQL, censusKymaStatesSQL, censusInProgressSQL}
+
+// AccountUsageQuery is AccountUsage's statement, for EXPLAIN.
+const AccountUsageQuery = accountUsageQuery

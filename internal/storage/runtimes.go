@@ -517,36 +517,67 @@ func joinWhere(preds []string) string {
 // their arguments. The count reads only instances (and, when deprovisioned
 // runtimes are asked for, the archive) with plain predicates, never
 // operations. It ignores the cursor: it is the total of the listing, not of
-// what is left. Exported so that tests and testing/runtimesload EXPLAIN
-// exactly what Runtimes runs.
+// what is left. The page is the one built without the total (its boundary
+// counted from the start); Runtimes runs the count first and builds the page
+// with RuntimesPageSQL. Exported so that tests and testing/runtimesload
+// EXPLAIN exactly what Runtimes runs.
 func RuntimesSQL(q RuntimeQuery) (page string, pageArgs []any, count string, countArgs []any) {
+	page, pageArgs = RuntimesPageSQL(q, -1)
+	count, countArgs = RuntimesCountSQL(q)
+	return page, pageArgs, count, countArgs
+}
+
+// runtimesPageSize is q's page size, the default where it has none.
+func runtimesPageSize(q RuntimeQuery) int {
+	if q.PageSize <= 0 {
+		return 100
+	}
+	return q.PageSize
+}
+
+// runtimesOffset is the number of rows before q's page: 0 for the first page
+// and for a page by cursor.
+func runtimesOffset(q RuntimeQuery) int {
+	if q.After == nil && q.Page > 1 {
+		return (q.Page - 1) * runtimesPageSize(q)
+	}
+	return 0
+}
+
+// runtimesStates is the live branch's state filter of q and whether the
+// archive is read too (deprovisioned runtimes asked for).
+func runtimesStates(q RuntimeQuery) (stateFilter, bool) {
 	states := q.States
 	if len(states) == 0 {
 		states = DefaultRuntimeStates
 	}
-	withArchive := slices.Contains(states, RuntimeDeprovisioned)
-
-	// The page: the live branch, and the archive branch when deprovisioned
-	// runtimes are asked for, ordered and cut to one page, then joined to
-	// their operations.
-	b := &runtimeSQL{}
 	// Live instances can be in every state. A live one is deprovisioned
 	// only if a deprovisioning succeeded without removing it, which no
 	// pipeline does (ArchiveAndRemove deletes the operation with its
 	// instance before it can finish); the state is valid, so such a row
 	// would be listed, from instances, like any other.
-	sf := newStateFilter(states)
-	pageSize := q.PageSize
-	if pageSize <= 0 {
-		pageSize = 100
-	}
-	offset := 0
-	if q.After == nil && q.Page > 1 {
-		offset = (q.Page - 1) * pageSize
-	}
+	return newStateFilter(states), slices.Contains(states, RuntimeDeprovisioned)
+}
+
+// RuntimesPageSQL returns the page statement of q and its arguments. total
+// is the listing's count (RuntimesCountSQL) in the same snapshot, or -1 when
+// it is not known. A page by number that starts in the second half of the
+// listing finds its boundary from the end: the row at offset o is the
+// (total-1-o)th from the end, so that no page skips more than half of the
+// listing's keys (page 751 of 1,000 pages of 100 skips 24,999 keys instead
+// of 75,000). A page beyond the end is not read at all (Runtimes).
+func RuntimesPageSQL(q RuntimeQuery, total int) (page string, pageArgs []any) {
+	sf, withArchive := runtimesStates(q)
+
+	// The page: the live branch, and the archive branch when deprovisioned
+	// runtimes are asked for, ordered and cut to one page, then joined to
+	// their operations.
+	b := &runtimeSQL{}
+	pageSize := runtimesPageSize(q)
+	offset := runtimesOffset(q)
 	// A page by number (offset > 0) is a deferred join: the boundary CTE
 	// finds the key (created_at, instance_id) of the page's first row by
-	// skipping offset keys, and the page is then read like a keyset page,
+	// skipping keys, and the page is then read like a keyset page,
 	// from that key on ("(created_at, instance_id) >= boundary") and cut by
 	// LIMIT without OFFSET. The boundary reads keys only, which the
 	// branches' ordering indexes hold: an index-only scan, not a visit of
@@ -554,7 +585,12 @@ func RuntimesSQL(q RuntimeQuery) (page string, pageArgs []any, count string, cou
 	// boundary row; ">= NULL" is never true and the page is empty.
 	var with, from string
 	if offset > 0 {
-		with = "WITH boundary AS MATERIALIZED (" + b.boundarySQL(q, sf, withArchive, offset) + ")\n"
+		fromEnd := offset < total && offset > (total-1)/2
+		skip := offset
+		if fromEnd {
+			skip = total - 1 - offset
+		}
+		with = "WITH boundary AS MATERIALIZED (" + b.boundarySQL(q, sf, withArchive, skip, fromEnd) + ")\n"
 		from = "(SELECT bd.created_at, bd.instance_id FROM boundary bd)"
 	}
 	livePreds := b.where(q, liveBranch)
@@ -586,13 +622,18 @@ func RuntimesSQL(q RuntimeQuery) (page string, pageArgs []any, count string, cou
 	} else {
 		rows = live + "\nORDER BY i.created_at, i.instance_id" + limit
 	}
-	page, pageArgs = with+fmt.Sprintf(pageWithOperations, rows), b.args
+	return with + fmt.Sprintf(pageWithOperations, rows), b.args
+}
 
+// RuntimesCountSQL returns the count statement of q (its totalCount) and its
+// arguments.
+func RuntimesCountSQL(q RuntimeQuery) (count string, countArgs []any) {
+	sf, withArchive := runtimesStates(q)
 	// The count: a sum of counts of instances (and the archive) with plain
 	// predicates. The cursor does not apply.
 	qq := q
 	qq.After = nil
-	b = &runtimeSQL{}
+	b := &runtimeSQL{}
 	var terms []string
 	if sf.except == string(RuntimeDeprovisioned) {
 		// The default listing: every live instance but the deprovisioned
@@ -611,8 +652,7 @@ func RuntimesSQL(q RuntimeQuery) (page string, pageArgs []any, count string, cou
 		// instance is live (ArchiveAndRemove).
 		terms = append(terms, "+ (SELECT count(*) FROM instances_archive a"+joinWhere(b.where(qq, archiveBranch))+")")
 	}
-	count, countArgs = "SELECT "+strings.Join(terms, "\n"), b.args
-	return page, pageArgs, count, countArgs
+	return "SELECT " + strings.Join(terms, "\n"), b.args
 }
 
 // boundarySQL selects the key (created_at, instance_id) of the row at offset
@@ -636,13 +676,21 @@ func RuntimesSQL(q RuntimeQuery) (page string, pageArgs []any, count string, cou
 // (plan and region), a probe of that range per key. state is NOT NULL, so
 // the two forms select the same rows.
 //
+// fromEnd reads the keys in descending order, offset being then counted
+// from the last row (RuntimesPageSQL): the same indexes scanned backwards,
+// the same merge (anti-)joins in descending key order.
+//
 // With the archive, the offset applies to the merged order of both
 // branches: each branch's keys are read in order, cut to offset+1 (no more
 // can come before the boundary) and merged, and the merge is offset. Keys
 // are unique across the branches because an instance is in one table only
 // (Store.ArchiveAndRemove); were a key in both, a page starting at it would
 // repeat the previous page's last row.
-func (b *runtimeSQL) boundarySQL(q RuntimeQuery, sf stateFilter, withArchive bool, offset int) string {
+func (b *runtimeSQL) boundarySQL(q RuntimeQuery, sf stateFilter, withArchive bool, offset int, fromEnd bool) string {
+	dir := ""
+	if fromEnd {
+		dir = " DESC"
+	}
 	keyState := sf
 	if sf.except != "" {
 		keyState = stateFilter{all: true} // the anti-join below
@@ -664,16 +712,16 @@ func (b *runtimeSQL) boundarySQL(q RuntimeQuery, sf stateFilter, withArchive boo
 			"::text AND x.created_at = "+key+".created_at AND x.instance_id = "+key+".instance_id)")
 	}
 	live := "SELECT " + key + ".created_at, " + key + ".instance_id FROM " + from + joinWhere(preds) +
-		"\nORDER BY " + key + ".created_at, " + key + ".instance_id"
+		"\nORDER BY " + key + ".created_at" + dir + ", " + key + ".instance_id" + dir
 	cut := " OFFSET " + strconv.Itoa(offset) + " LIMIT 1"
 	if !withArchive {
 		return live + cut
 	}
 	branchLimit := " LIMIT " + strconv.Itoa(offset+1)
 	archived := "SELECT a.instance_created_at AS created_at, a.instance_id FROM instances_archive a" +
-		joinWhere(b.where(q, archiveBranch)) + "\nORDER BY a.instance_created_at, a.instance_id"
+		joinWhere(b.where(q, archiveBranch)) + "\nORDER BY a.instance_created_at" + dir + ", a.instance_id" + dir
 	return "SELECT k.created_at, k.instance_id FROM ((" + live + branchLimit + ")\nUNION ALL\n(" + archived + branchLimit +
-		")) k\nORDER BY k.created_at, k.instance_id" + cut
+		")) k\nORDER BY k.created_at" + dir + ", k.instance_id" + dir + cut
 }
 
 // liveCount is "(SELECT count(*) ...)" of the live instances matching q
@@ -766,20 +814,30 @@ var RuntimesTxOptions = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: 
 const RuntimesTxSettings = `SELECT set_config('jit', 'off', true), set_config('plan_cache_mode', 'force_custom_plan', true)`
 
 // Runtimes returns one page of the runtime listing in (created_at,
-// instance_id) order. Whatever the page size it sends a fixed number of
-// statements, in one transaction: BEGIN, RuntimesTxSettings, the page, the
-// count, (with AllOperations) the page's operations, and COMMIT.
+// instance_id) order. Whatever the page size, the page number and the
+// number of runtimes it sends a fixed number of statements, in one
+// transaction: BEGIN, RuntimesTxSettings, the count, the page, (with
+// AllOperations) the page's operations, (with Bindings) their bindings, and
+// COMMIT. The count comes first because the page's statement depends on it:
+// a page by number beyond the end is known to be empty without reading it
+// (one statement fewer), and a deep page finds its first row from the end
+// (RuntimesPageSQL).
 func (s *Store) Runtimes(ctx context.Context, q RuntimeQuery) (RuntimePage, error) {
-	pageSQL, pageArgs, countSQL, countArgs := RuntimesSQL(q)
-	pageSize := q.PageSize
-	if pageSize <= 0 {
-		pageSize = 100
-	}
+	countSQL, countArgs := RuntimesCountSQL(q)
+	pageSize := runtimesPageSize(q)
 	var page RuntimePage
 	err := pgx.BeginTxFunc(ctx, s.pool, RuntimesTxOptions, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, RuntimesTxSettings); err != nil {
 			return fmt.Errorf("setting up the listing's transaction: %w", err)
 		}
+		if err := tx.QueryRow(ctx, countSQL, countArgs...).Scan(&page.Total); err != nil {
+			return fmt.Errorf("counting runtimes: %w", err)
+		}
+		if offset := runtimesOffset(q); offset > 0 && offset >= page.Total {
+			page.Runtimes = []Runtime{}
+			return nil
+		}
+		pageSQL, pageArgs := RuntimesPageSQL(q, page.Total)
 		rows, _ := tx.Query(ctx, pageSQL, pageArgs...)
 		raw, err := pgx.CollectRows(rows, pgx.RowToStructByName[runtimeRow])
 		if err != nil {
@@ -793,9 +851,6 @@ func (s *Store) Runtimes(ctx context.Context, q RuntimeQuery) (RuntimePage, erro
 		page.Runtimes = make([]Runtime, 0, len(raw))
 		for _, r := range raw {
 			page.Runtimes = append(page.Runtimes, r.runtime())
-		}
-		if err := tx.QueryRow(ctx, countSQL, countArgs...).Scan(&page.Total); err != nil {
-			return fmt.Errorf("counting runtimes: %w", err)
 		}
 		if q.AllOperations && len(page.Runtimes) > 0 {
 			if err := loadRuntimeOperations(ctx, tx, page.Runtimes); err != nil {

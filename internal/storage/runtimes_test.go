@@ -636,6 +636,7 @@ func TestRuntimesPlanUsesIndexes(t *testing.T) {
 		{name: "deprovisioned page 10", q: storage.RuntimeQuery{PageSize: 100, Page: 10, States: []storage.RuntimeState{"deprovisioned"}}, keysOnly: true},
 		{name: "failed page 4", q: storage.RuntimeQuery{PageSize: 100, Page: 4, States: []storage.RuntimeState{"failed"}}},
 		{name: "no filter page 90", q: storage.RuntimeQuery{PageSize: 100, Page: 90}, keysOnly: true},
+		{name: "default states page 60 (from the end)", q: storage.RuntimeQuery{PageSize: 100, Page: 60, States: storage.DefaultRuntimeStates}, keysOnly: true},
 		{name: "all states page 110", q: storage.RuntimeQuery{PageSize: 100, Page: 110, States: storage.RuntimeStates}, keysOnly: true},
 		// 200 runtimes in Error among 10,000: read from instances_kyma_state_created_idx, also for their count.
 		{name: "kyma_state Error", q: storage.RuntimeQuery{PageSize: 100, KymaStates: []string{"Error"}}},
@@ -647,7 +648,14 @@ func TestRuntimesPlanUsesIndexes(t *testing.T) {
 	// index-only scan of keys), and how many rows it returned.
 	rowReads := regexp.MustCompile(`(?:Index Scan|Bitmap Heap Scan|Seq Scan) (?:using \w+ )?on (instances(?:_archive)? \w+) \(actual rows=(\d+) loops=\d+\)`)
 	for _, tc := range cases {
-		page, pageArgs, count, countArgs := storage.RuntimesSQL(tc.q)
+		// As Runtimes runs them: the count first, then the page built
+		// with its total (a deep page's boundary from the end).
+		count, countArgs := storage.RuntimesCountSQL(tc.q)
+		var total int
+		if err := pool.QueryRow(ctx, count, countArgs...).Scan(&total); err != nil {
+			t.Fatalf("%s: count: %v", tc.name, err)
+		}
+		page, pageArgs := storage.RuntimesPageSQL(tc.q, total)
 		plan := explain(tc.name, page, pageArgs)
 		t.Logf("%s:\n%s", tc.name, plan)
 		if seqScan.MatchString(plan) {

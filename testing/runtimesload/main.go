@@ -12,7 +12,7 @@
 // Store.ArchiveAndRemove leaves them) and runs VACUUM ANALYZE. -measure only
 // talks to -url (loopback by default) and sends a bounded number of
 // requests: -n per query after -warmup, sequentially. -explain prints EXPLAIN ANALYZE of the
-// statements the store builds (storage.RuntimesSQL), run as the store runs
+// statements the store builds (storage.RuntimesCountSQL, RuntimesPageSQL), run as the store runs
 // them (one transaction, storage.RuntimesTxSettings).
 package main
 
@@ -425,16 +425,23 @@ func explainPage(ctx context.Context, dbURL, filter string) error {
 		return err
 	}
 	defer conn.Close(ctx)
-	page, pageArgs, count, countArgs := storage.RuntimesSQL(q)
+	count, countArgs := storage.RuntimesCountSQL(q)
 	return pgx.BeginTxFunc(ctx, conn, storage.RuntimesTxOptions, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, storage.RuntimesTxSettings); err != nil {
 			return err
 		}
+		// As Runtimes: the count first, then the page built with its total
+		// (a deep page's boundary from the end).
+		var total int
+		if err := tx.QueryRow(ctx, count, countArgs...).Scan(&total); err != nil {
+			return fmt.Errorf("counting: %w", err)
+		}
+		page, pageArgs := storage.RuntimesPageSQL(q, total)
 		for _, st := range []struct {
 			name string
 			sql  string
 			args []any
-		}{{"page", page, pageArgs}, {"count", count, countArgs}} {
+		}{{"count", count, countArgs}, {"page", page, pageArgs}} {
 			rows, _ := tx.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+st.sql, st.args...)
 			lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
 			if err != nil {

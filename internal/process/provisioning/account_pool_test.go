@@ -246,3 +246,47 @@ func TestAccountPoolRulesAndEUAccess(t *testing.T) {
 		t.Errorf("failure %q", msg)
 	}
 }
+
+// A dedicated pool whose one account another tenant released (dirty): the provisioning waits,
+// and its last_operation description, as stored, says why and what the operator does about it
+// (`keb pool release`); once the account is released it takes it.
+func TestEmptyPoolWaitNamesPoolRelease(t *testing.T) {
+	t.Parallel()
+	s := newAccountStack(t, map[string]map[string]string{
+		"az-1": labelMap(hyperscaler.LabelHyperscalerTypeUpstream, "azure", hyperscaler.LabelTenantNameUpstream, "ga-gone"),
+	})
+	if err := s.pool.MarkDirtyByName(t.Context(), "az-1", "ga-gone"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(s.ns)
+	step := &provisioning.ResolveHyperscalerSecret{Catalog: processtest.Catalog(t), Accounts: s.pool, Store: s.store, Config: cfg}
+	op := s.provisioning(t, catalog.AzurePlanID, "ga-new-"+s.ns, "cf-eu10", "azure", "westeurope")
+	op.Record.StepStartedAt = map[string]time.Time{step.Name(): time.Now()}
+	res, err := step.Run(t.Context(), op)
+	processtest.MustOutcome(t, "empty pool", processtest.Retry, res, err)
+	if op.FinishedStages == nil {
+		op.FinishedStages = []string{} // as the engine's operations carry them
+	}
+	if _, ok, err := s.store.SaveProgress(t.Context(), op.Operation); err != nil || !ok {
+		t.Fatalf("SaveProgress: %v %v", ok, err)
+	}
+	last, err := s.store.LastOperation(t.Context(), op.InstanceID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Waiting for a free hyperscaler account (hyperscalerType=azure,!euAccess)", "dirty",
+		"`keb pool release NAME` returns an emptied account", "30m0s"} {
+		if !strings.Contains(last.Description, want) {
+			t.Errorf("last_operation description %q lacks %q", last.Description, want)
+		}
+	}
+
+	if err := s.pool.Release(t.Context(), "az-1"); err != nil {
+		t.Fatal(err)
+	}
+	res, err = step.Run(t.Context(), op)
+	processtest.MustOutcome(t, "after keb pool release", processtest.Done, res, err)
+	if name, _ := s.accountOf(t, op.InstanceID); name != "az-1" {
+		t.Errorf("after the release the provisioning took %q, want az-1", name)
+	}
+}

@@ -47,6 +47,17 @@ func (h HAP) multiAccount(globalAccountID string) bool {
 // shows its users.
 const NoAccountMessage = "Currently, no unassigned provider accounts are available. Please contact us for further assistance."
 
+// WaitingForAccount is the description of a provisioning (or plan change) that waits for an
+// account of the pool selector names, at most timeout (APP_PROVISIONING_ACCOUNT_TIMEOUT): it says what the operator does, since a
+// released account stays dirty until it is emptied on the hyperscaler's side and returned.
+func WaitingForAccount(selector string, timeout time.Duration) string {
+	return fmt.Sprintf("Waiting for a free hyperscaler account (%s): none is free in the account pool. "+
+		"Accounts released by deprovisionings stay dirty until they are emptied on the hyperscaler's side; "+
+		"`keb pool` lists the pool, `keb pool release NAME` returns an emptied account to it "+
+		"(removes its dirty and tenant labels), or add an account with these labels. "+
+		"The operation fails if none is free %s after it began waiting", selector, timeout)
+}
+
 // ResolveHyperscalerSecret picks the cloud account (Gardener binding) the runtime is created
 // with: the HAP rule matching the plan, platform region and hyperscaler region names the pool
 // (hyperscalerType, EU access, shared); of a dedicated pool the tenant's own account (claimed on
@@ -126,7 +137,7 @@ func (s *ResolveHyperscalerSecret) Run(ctx context.Context, op *process.Operatio
 		if started, ok := op.Record.StepStartedAt[s.Name()]; ok && time.Since(started)+s.Config.AccountPoll > s.Config.AccountTimeout {
 			return process.Fail("%s (no account matches %s)", NoAccountMessage, selector)
 		}
-		op.Describe("Waiting for a free hyperscaler account (%s): none is available in the account pool", selector)
+		op.Describe("%s", WaitingForAccount(selector, s.Config.AccountTimeout))
 		return process.RetryAfter(s.Config.AccountPoll)
 	}
 	if err != nil {
