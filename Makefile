@@ -16,7 +16,7 @@ export GOFLAGS := -trimpath $(GOFLAGS)
 HELM_VERSION := v3.19.0
 HELM        := bin/tools/helm
 
-.PHONY: all build run test readme walkthrough-tools faults vet fmt-check generate generate-check lint postgres pgbench k8s-bins helm image release browser-test screenshots load bench scale-db fuzz clean
+.PHONY: all build run test readme walkthrough-tools faults vet fmt-check generate generate-check lint postgres pgbench k8s-bins helm image release browser-test screenshots load bench scale scale-db fuzz clean
 
 all: build
 
@@ -214,6 +214,37 @@ bench: postgres pgbench k8s-bins build
 	$(GO) run ./testing/load -mode bench -binaries "$$binaries" -duration $(BENCH_DURATION) \
 		-concurrencies "$(BENCH_CONC)" -pipeline "$(BENCH_PIPELINE)" -port $(BENCH_PORT) -credentials=false \
 		-doc "$(BENCH_DOC)" -commit "$$(git rev-parse --short HEAD)$$(git diff --quiet HEAD || echo -dirty)$(if $(BENCH_BASE), vs $(BENCH_BASE))"
+
+# scale settings: SCALE_N runtimes (ascending, comma-separated), SCALE_SOAK of steady polling before memory is
+# read again, SCALE_BASE=<git ref> also measures that version (built into .keb/scale-base), interleaved with this
+# tree in the same run: the before of a before → after.
+SCALE_N    ?= 10000,100000
+SCALE_SOAK ?= 1m
+SCALE_BASE ?=
+SCALE_DOC  ?= docs/performance.md
+
+## scale: keb against a fleet-sized control plane (testing/scaleload): N runtimes' Runtime CRs, Kyma CRs and
+## kubeconfig Secrets in a kube-apiserver and their instances in PostgreSQL; two `keb serve` replicas: time to
+## /readyz and to a synced watch, CPU of that first (full) list, RSS and Go heap after start and after the soak;
+## written into $(SCALE_DOC) ("Fleet scale: the control plane at N runtimes"), heap profiles into .keb/scale.
+## Then the PostgreSQL side: `make scale-db` (listings and fleet jobs at N, issue 30's other half). Timings never
+## run in `make test`.
+scale: postgres k8s-bins
+	@mkdir -p .keb/scale; \
+	$(GO) build -ldflags "$(LDFLAGS)" -o .keb/scale/keb ./cmd/keb || exit 1; \
+	binaries="after=.keb/scale/keb"; \
+	if [ -n "$(SCALE_BASE)" ]; then \
+		echo ">> building $(SCALE_BASE) into .keb/scale-base"; \
+		rm -rf .keb/scale-base && mkdir -p .keb/scale-base/src && \
+		git archive "$(SCALE_BASE)" | tar -x -C .keb/scale-base/src && \
+		(cd .keb/scale-base/src && CGO_ENABLED=0 $(GO) build -trimpath -o ../keb ./cmd/keb) || exit 1; \
+		binaries="before=.keb/scale-base/keb,$$binaries"; \
+	fi; \
+	$(GO) build -o .keb/scale/runtimesload ./testing/runtimesload && \
+	KUBEBUILDER_ASSETS=$(CURDIR)/bin/k8s $(GO) run ./testing/scaleload -n "$(SCALE_N)" -binaries "$$binaries" \
+		-soak $(SCALE_SOAK) -runtimesload .keb/scale/runtimesload -doc "$(SCALE_DOC)" \
+		-commit "$$(git rev-parse --short HEAD)$$(git diff --quiet HEAD || echo -dirty)$(if $(SCALE_BASE), vs $(SCALE_BASE))"
+	@$(MAKE) --no-print-directory scale-db
 
 ## scale-db: keb's PostgreSQL side at SCALE_N instances (default 100000; testing/scaledb): /info/runtimes for
 ## every filter, cursor and page number with statements per page, the metrics census, the trial expiry job,

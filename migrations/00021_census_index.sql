@@ -1,3 +1,4 @@
+-- +goose NO TRANSACTION
 -- +goose Up
 -- The metrics census counts instances by plan and state, and by plan and
 -- Kyma state, on every refresh (storage.Store.TakeCensus, every
@@ -8,7 +9,11 @@
 -- index-only scans of small tuples. state and kyma_state are already in
 -- indexes (instances_state_created_idx, instances_kyma_state_created_idx), so
 -- their changes were never HOT updates; this index adds one entry to each.
-CREATE INDEX instances_census_idx ON instances (plan_id, state, kyma_state);
+--
+-- Built CONCURRENTLY (so without a transaction, and safe to run again after a
+-- failure part-way: IF NOT EXISTS) so that the replicas serving meanwhile
+-- keep writing instances while it builds.
+CREATE INDEX CONCURRENTLY IF NOT EXISTS instances_census_idx ON instances (plan_id, state, kyma_state);
 
 -- +goose Down
-DROP INDEX instances_census_idx;
+DROP INDEX CONCURRENTLY IF EXISTS instances_census_idx;

@@ -44,9 +44,16 @@ func migrateCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) e
 		defer pool.Close()
 		switch args[0] {
 		case "up":
+			var told bool
 			applied, err := storage.MigrateUpWith(ctx, pool, storage.MigrateOptions{To: int64(to),
 				OnLockTimeout: func(err error) {
 					fmt.Fprintf(os.Stderr, "a migration gave up waiting for a lock (lock_timeout); trying again: %v\n", err)
+				},
+				OnMigrationLockBusy: func() {
+					if !told {
+						told = true
+						fmt.Fprintln(os.Stderr, "another migrator (a replica's init container) holds keb's migration lock; waiting for it")
+					}
 				}})
 			if err != nil {
 				return err

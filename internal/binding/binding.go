@@ -180,7 +180,9 @@ func (s *Service) Bind(ctx context.Context, req Request) (Result, error) {
 		return Result{}, refuse(KindUnavailable, "the runtime's API server did not complete the binding within %s; nothing was bound: retry, or bind with accepts_incomplete=true",
 			s.cfg.Timeout)
 	}
-	ok, err := s.store.CompleteBinding(ctx, created.BindingID, created.OperationID, []byte(creds.Kubeconfig), creds.ExpiresAt)
+	ok, err := untilAvailable(ctx, func() (bool, error) {
+		return s.store.CompleteBinding(ctx, created.BindingID, created.OperationID, []byte(creds.Kubeconfig), creds.ExpiresAt)
+	})
 	if err != nil || !ok {
 		// Unbound or deprovisioned meanwhile: what was created must go.
 		s.abandon(ctx, created, log)
@@ -202,16 +204,29 @@ var errStale = errors.New("binding to replace")
 // first (with errStale), or a refusal.
 func (s *Service) put(ctx context.Context, req Request, exp time.Duration) (created storage.Binding, existing, stale *storage.Binding, err error) {
 	now := s.Now()
+	// One operation ID for every run of the transaction: a run after a
+	// lost connection tells the row an earlier run committed by it.
+	opID := uuid.NewString()
 	err = s.store.PutBinding(ctx, req.InstanceID, req.BindingID, now,
 		func(inst storage.Instance, old *storage.Binding, live int) (*storage.Binding, error) {
+			created, existing, stale = storage.Binding{}, nil, nil
 			if req.PlanID != inst.PlanID {
 				return nil, refuse(KindInvalid, "plan_id %s is not the instance's plan (%s, %s)", req.PlanID, inst.PlanName, inst.PlanID)
+			}
+			if old != nil && old.OperationID == opID {
+				created = *old
+				return nil, nil
 			}
 			if old != nil {
 				if why := differs(old, req); why != "" {
 					return nil, refuse(KindConflict, "binding %s already exists with different attributes: %s", req.BindingID, why)
 				}
-				if old.State == storage.BindingInProgress || old.Live(now) {
+				// A bind in progress past its deadline was abandoned (its
+				// request ended, its replica died, or the database went away
+				// before it could be completed or removed): it is replaced,
+				// as the prune job would fail it.
+				abandoned := old.State == storage.BindingInProgress && !old.Deadline.After(now)
+				if !abandoned && (old.State == storage.BindingInProgress || old.Live(now)) {
 					existing = old
 					return nil, nil
 				}
@@ -232,7 +247,6 @@ func (s *Service) put(ctx context.Context, req Request, exp time.Duration) (crea
 			if req.Async {
 				timeout = s.cfg.AsyncTimeout
 			}
-			opID := uuid.NewString()
 			created = storage.Binding{
 				BindingID: req.BindingID, InstanceID: inst.InstanceID, RuntimeID: inst.RuntimeID, PlanID: req.PlanID,
 				Parameters: parametersOrEmpty(req.Parameters), State: storage.BindingInProgress,
@@ -316,8 +330,26 @@ func (s *Service) abandon(ctx context.Context, b storage.Binding, log logrus.Fie
 		log.WithError(err).Warn("binding: removing an unfinished binding from the runtime failed; the prune job tries again")
 		return
 	}
-	if _, err := s.store.DeleteBinding(ctx, b.BindingID, b.OperationID); err != nil {
+	if _, err := untilAvailable(ctx, func() (bool, error) { return s.store.DeleteBinding(ctx, b.BindingID, b.OperationID) }); err != nil {
 		log.WithError(err).Error("binding: deleting an unfinished binding failed")
+	}
+}
+
+// untilAvailable runs fn, an idempotent write, until the database answers
+// or ctx ends: a bind whose runtime work is done waits out a database
+// failover (seconds) within its request rather than throwing that work
+// away and leaving its row in progress until its deadline.
+func untilAvailable(ctx context.Context, fn func() (bool, error)) (bool, error) {
+	for {
+		ok, err := fn()
+		if !storage.Unavailable(err) || ctx.Err() != nil {
+			return ok, err
+		}
+		select {
+		case <-ctx.Done():
+			return ok, err
+		case <-time.After(500 * time.Millisecond):
+		}
 	}
 }
 

@@ -591,3 +591,68 @@ func TestOverdueBindIsFailed(t *testing.T) {
 	}
 	b.mustBind(inst, "other", "")
 }
+
+// A bind left in progress past its deadline (its request ended or its
+// replica died before it was completed or removed: a database failover in
+// between) is replaced by a re-sent PUT at once, as the prune job would
+// fail it, instead of being answered "being created" until the prune job
+// comes.
+func TestAbandonedBindIsReplacedByItsPUT(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	inst := b.instance(catalog.AzurePlanID)
+	err := b.store.PutBinding(b.ctx, inst, "abandoned", b.now, func(i storage.Instance, _ *storage.Binding, _ int) (*storage.Binding, error) {
+		return &storage.Binding{BindingID: "abandoned", InstanceID: inst, RuntimeID: i.RuntimeID, PlanID: catalog.AzurePlanID,
+			State: storage.BindingInProgress, OperationID: "op-1", ServiceAccount: "keb-binding-abandoned",
+			ExpiresAt: b.now.Add(time.Hour), Deadline: b.now.Add(time.Minute)}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.bind(inst, "abandoned", "")
+	mustKind(t, "sync PUT of a bind in progress before its deadline", err, binding.KindConcurrent, "being created")
+	b.now = b.now.Add(2 * time.Minute)
+	res := b.mustBind(inst, "abandoned", "")
+	if res.AlreadyExists || res.Kubeconfig == "" || res.OperationID == "op-1" {
+		t.Fatalf("PUT after the deadline: %+v, want a new binding", res)
+	}
+	got, err := b.store.Binding(b.ctx, "abandoned")
+	if err != nil || got.State != storage.BindingSucceeded || got.OperationID != res.OperationID {
+		t.Fatalf("stored binding: %+v %v", got, err)
+	}
+}
+
+// CompleteBinding run again for the same bind (its first run committed but
+// the answer was lost in a failover) reports the completion again, so the
+// bind does not take its own binding for removed and tear it down; another
+// operation, or a binding removed meanwhile, is still refused.
+func TestCompleteBindingAgainAfterALostAnswer(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	inst := b.instance(catalog.AzurePlanID)
+	err := b.store.PutBinding(b.ctx, inst, "b1", b.now, func(i storage.Instance, _ *storage.Binding, _ int) (*storage.Binding, error) {
+		return &storage.Binding{BindingID: "b1", InstanceID: inst, RuntimeID: i.RuntimeID, PlanID: catalog.AzurePlanID,
+			State: storage.BindingInProgress, OperationID: "op-1", ServiceAccount: "keb-binding-b1",
+			ExpiresAt: b.now.Add(time.Hour), Deadline: b.now.Add(time.Minute)}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []struct {
+		op string
+		ok bool
+	}{{"op-1", true}, {"op-1", true}, {"op-2", false}} {
+		if ok, err := b.store.CompleteBinding(b.ctx, "b1", want.op, []byte("kubeconfig"), b.now.Add(time.Hour)); err != nil || ok != want.ok {
+			t.Fatalf("CompleteBinding #%d under %s = %v, %v; want %v", i+1, want.op, ok, err, want.ok)
+		}
+	}
+	if got, err := b.store.Binding(b.ctx, "b1"); err != nil || got.State != storage.BindingSucceeded || string(got.Kubeconfig) != "kubeconfig" {
+		t.Fatalf("binding after its completions: %+v %v", got, err)
+	}
+	if _, err := b.store.DeleteBinding(b.ctx, "b1", "op-1"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := b.store.CompleteBinding(b.ctx, "b1", "op-1", []byte("kubeconfig"), b.now.Add(time.Hour)); err != nil || ok {
+		t.Fatalf("CompleteBinding of a removed binding = %v, %v; want false", ok, err)
+	}
+}

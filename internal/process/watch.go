@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -191,21 +190,13 @@ func NewWatcher(cfg *rest.Config, scheme *k8sruntime.Scheme, namespace string, j
 func (w *Watcher) Start(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	c, err := cache.New(w.cfg, cache.Options{
-		Scheme:            w.scheme,
-		DefaultNamespaces: map[string]cache.Config{w.namespace: {}},
-		ByObject:          map[client.Object]cache.ByObject{&kyma.Kyma{}: kymaCacheOptions},
-		// Seen reads only what is watched below; another kind is an error,
-		// not a new watch.
-		ReaderFailOnMissingInformer: true,
-	})
+	c, err := cache.New(w.cfg, watchCacheOptions(w.scheme, w.namespace))
 	if err != nil {
 		return fmt.Errorf("creating control-plane watch: %w", err)
 	}
 	// Secrets are watched as metadata only: the watcher needs their names,
 	// never their kubeconfigs.
-	secrets := &metav1.PartialObjectMetadata{}
-	secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	secrets := kubeconfigSecrets()
 	for _, obj := range []client.Object{&infrastructuremanager.Runtime{}, secrets} {
 		inf, err := c.GetInformer(ctx, obj)
 		if err != nil {

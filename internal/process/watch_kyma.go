@@ -21,27 +21,6 @@ type KymaObserver interface {
 	Observe(runtimeID string, version int64, h *kyma.Health)
 }
 
-// kymaCacheOptions makes the watch keep of each Kyma CR only what keb
-// reads: its identity, labels, deletion and status.state and modules. Spec,
-// conditions and the modules' tracking objects stay out of memory (a few KB
-// per runtime).
-var kymaCacheOptions = cache.ByObject{Transform: slimKyma}
-
-func slimKyma(obj any) (any, error) {
-	k, ok := obj.(*kyma.Kyma)
-	if !ok {
-		return obj, nil
-	}
-	slim := &kyma.Kyma{TypeMeta: k.TypeMeta}
-	slim.Name, slim.Namespace, slim.UID, slim.ResourceVersion = k.Name, k.Namespace, k.UID, k.ResourceVersion
-	slim.Generation, slim.Labels, slim.DeletionTimestamp = k.Generation, k.Labels, k.DeletionTimestamp
-	slim.Status.State = k.Status.State
-	for _, m := range k.Status.Modules {
-		slim.Status.Modules = append(slim.Status.Modules, kyma.ModuleStatus{Name: m.Name, State: m.State, Message: m.Message})
-	}
-	return slim, nil
-}
-
 // watchKymas adds the Kyma CRs to the watch c: each change of a CR's health
 // goes to w.Kyma, and a change that ends a wait (kymaWakes) wakes the
 // operation waiting on its runtime. Deletions wake as every deletion does

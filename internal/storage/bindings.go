@@ -71,7 +71,17 @@ func bindingBound(bindingID string) string { return "binding/" + bindingID }
 // which is returned as it is and leaves nothing written. It returns
 // ErrNotFound when the instance does not exist and ErrAlreadyExists when a
 // binding of that ID was written for another instance meanwhile.
+//
+// A connection lost on the way (a failover) runs the transaction again
+// (retryLost), decide included: if the first run committed, decide finds
+// the row it wrote as the existing one, and must tell it by its operation
+// ID from another PUT's.
 func (s *Store) PutBinding(ctx context.Context, instanceID, bindingID string, now time.Time,
+	decide func(inst Instance, existing *Binding, live int) (*Binding, error)) error {
+	return retryLost(ctx, func() error { return s.putBinding(ctx, instanceID, bindingID, now, decide) })
+}
+
+func (s *Store) putBinding(ctx context.Context, instanceID, bindingID string, now time.Time,
 	decide func(inst Instance, existing *Binding, live int) (*Binding, error)) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		inst, err := s.lockInstance(ctx, tx, instanceID)
@@ -117,15 +127,23 @@ func (s *Store) PutBinding(ctx context.Context, instanceID, bindingID string, no
 // CompleteBinding records a finished bind: the kubeconfig (sealed) and its
 // expiry. It returns false, writing nothing, when the bind is no longer in
 // progress under operationID (unbound, or its instance deprovisioned,
-// meanwhile): the caller then removes what it created.
+// meanwhile): the caller then removes what it created. A connection lost
+// on the way runs the update again, and the caller may call it again once
+// the database is back: a run that finds the binding already succeeded
+// under operationID finds its own earlier run's commit (only the bind that
+// created an operation ID completes it), and reports true as well.
 func (s *Store) CompleteBinding(ctx context.Context, bindingID, operationID string, kubeconfig []byte, expiresAt time.Time) (bool, error) {
 	sealed, err := s.cipher.Seal(kubeconfig, bindingBound(bindingID))
 	if err != nil {
 		return false, fmt.Errorf("sealing the kubeconfig of binding %s: %w", bindingID, err)
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE bindings SET state = $3, description = $4, encrypted_kubeconfig = $5,
-		expires_at = $6, updated_at = now() WHERE binding_id = $1 AND operation_id = $2 AND state = $7`,
-		bindingID, operationID, BindingSucceeded, "the binding is ready", sealed, expiresAt, BindingInProgress)
+	var tag pgconn.CommandTag
+	err = retryLost(ctx, func() (err error) {
+		tag, err = s.pool.Exec(ctx, `UPDATE bindings SET state = $3, description = $4, encrypted_kubeconfig = $5,
+			expires_at = $6, updated_at = now() WHERE binding_id = $1 AND operation_id = $2 AND state IN ($7, $3)`,
+			bindingID, operationID, BindingSucceeded, "the binding is ready", sealed, expiresAt, BindingInProgress)
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("completing binding %s: %w", bindingID, err)
 	}
@@ -135,9 +153,12 @@ func (s *Store) CompleteBinding(ctx context.Context, bindingID, operationID stri
 // FailBinding records why a bind under operationID failed; a binding no
 // longer in progress under it is left alone.
 func (s *Store) FailBinding(ctx context.Context, bindingID, operationID, description string) error {
-	_, err := s.pool.Exec(ctx, `UPDATE bindings SET state = $3, description = $4, updated_at = now()
-		WHERE binding_id = $1 AND operation_id = $2 AND state = $5`,
-		bindingID, operationID, BindingFailed, description, BindingInProgress)
+	err := retryLost(ctx, func() error {
+		_, err := s.pool.Exec(ctx, `UPDATE bindings SET state = $3, description = $4, updated_at = now()
+			WHERE binding_id = $1 AND operation_id = $2 AND state = $5`,
+			bindingID, operationID, BindingFailed, description, BindingInProgress)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("failing binding %s: %w", bindingID, err)
 	}
@@ -147,8 +168,12 @@ func (s *Store) FailBinding(ctx context.Context, bindingID, operationID, descrip
 // Binding returns a binding with its kubeconfig opened; ErrNotFound when
 // there is none.
 func (s *Store) Binding(ctx context.Context, bindingID string) (Binding, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT `+bindingColumns+`, encrypted_kubeconfig FROM bindings WHERE binding_id = $1`, bindingID)
-	row, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[bindingRow])
+	var row bindingRow
+	err := retryLost(ctx, func() (err error) {
+		rows, _ := s.pool.Query(ctx, `SELECT `+bindingColumns+`, encrypted_kubeconfig FROM bindings WHERE binding_id = $1`, bindingID)
+		row, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[bindingRow])
+		return err
+	})
 	if err != nil {
 		return Binding{}, interpretError(err)
 	}
@@ -165,9 +190,14 @@ func (s *Store) Binding(ctx context.Context, bindingID string) (Binding, error) 
 
 // DeleteBinding removes a binding's row if it is still the bind under
 // operationID (a PUT may have replaced an expired or failed one meanwhile);
-// it reports whether it removed one.
+// it reports whether it removed one (a re-run after a lost connection
+// whose first run committed reports false).
 func (s *Store) DeleteBinding(ctx context.Context, bindingID, operationID string) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM bindings WHERE binding_id = $1 AND operation_id = $2`, bindingID, operationID)
+	var tag pgconn.CommandTag
+	err := retryLost(ctx, func() (err error) {
+		tag, err = s.pool.Exec(ctx, `DELETE FROM bindings WHERE binding_id = $1 AND operation_id = $2`, bindingID, operationID)
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("deleting binding %s: %w", bindingID, err)
 	}

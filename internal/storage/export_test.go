@@ -32,6 +32,21 @@ func (t *pipelinedTx) CommitWith(ctx context.Context, b *pgx.Batch) error {
 	return t.commitWith(ctx, b)
 }
 
+// MigrateUpObserved is MigrateUpWith with observe seeing every statement
+// the migrations send and the session settings of its connection.
+func MigrateUpObserved(ctx context.Context, pool *pgxpool.Pool, opts MigrateOptions, observe func(sql string, args []any, params map[string]string)) ([]int64, error) {
+	opts.observe = observe
+	return MigrateUpWith(ctx, pool, opts)
+}
+
+// DropFailedIndexBuilds drops the invalid leftovers of names' concurrent builds.
+func DropFailedIndexBuilds(ctx context.Context, pool *pgxpool.Pool, names []string) error {
+	return dropFailedIndexBuilds(ctx, pool, names)
+}
+
+// ConcurrentIndexes names the indexes the migrations build concurrently.
+func ConcurrentIndexes() ([]string, error) { return concurrentIndexes() }
+
 // CensusSQL are the census's counting statements, for their plans' test.
 var CensusSQL = []string{censusInstancesSQL, censusKymaStatesSQL, censusInProgressSQL}
 

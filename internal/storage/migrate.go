@@ -5,9 +5,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
+	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -70,6 +74,9 @@ const (
 // across replicas (and their init containers).
 const migrateLockKey = "keb-migrate-up"
 
+// migrationLockPoll is the pause between tries of the migration lock.
+const migrationLockPoll = 500 * time.Millisecond
+
 // MigrateOptions shape MigrateUpWith.
 type MigrateOptions struct {
 	// To stops after this version (keb's own migrations; River's queue
@@ -81,6 +88,14 @@ type MigrateOptions struct {
 	// OnLockTimeout, if set, hears of each try that gave up on a lock
 	// before the migration is tried again.
 	OnLockTimeout func(err error)
+	// OnMigrationLockBusy, if set, hears of each try of keb's migration
+	// lock that found another migrator holding it.
+	OnMigrationLockBusy func()
+
+	// observe, if set, sees every statement the migrations' connections
+	// send, with the session settings the connection was opened with
+	// (tests: every migration runs with the limits).
+	observe func(sql string, args []any, params map[string]string)
 }
 
 // MigrateUp applies every embedded migration not yet applied and returns the
@@ -101,16 +116,33 @@ func MigrateUpWith(ctx context.Context, pool *pgxpool.Pool, opts MigrateOptions)
 	}
 	// goose locks its own migrations, River's migrator does not: one lock
 	// around both keeps replicas starting together from racing on either.
-	// Its wait is not bounded by lock_timeout (the lock connection has
-	// none): a second replica waits for the first one's migrations, which
-	// is the point.
+	// A second replica waits for the first one's migrations, which is the
+	// point, but never inside a statement: a session blocked in
+	// pg_advisory_lock holds a snapshot, and CREATE INDEX CONCURRENTLY
+	// waits for every older snapshot to go, so the first replica's
+	// concurrent build would wait for the second replica, which waits for
+	// it. It tries the lock between pauses instead, holding nothing.
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("acquiring connection for migration lock: %w", err)
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, `SELECT set_config('lock_timeout', '0', false), pg_advisory_lock(hashtext($1))`, migrateLockKey); err != nil {
-		return nil, fmt.Errorf("taking migration lock: %w", err)
+	for {
+		var locked bool
+		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtext($1))`, migrateLockKey).Scan(&locked); err != nil {
+			return nil, fmt.Errorf("taking migration lock: %w", err)
+		}
+		if locked {
+			break
+		}
+		if opts.OnMigrationLockBusy != nil {
+			opts.OnMigrationLockBusy()
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for the migration lock another migrator holds: %w", ctx.Err())
+		case <-time.After(migrationLockPoll):
+		}
 	}
 	defer func() {
 		_, _ = conn.Exec(context.Background(), `SELECT pg_advisory_unlock(hashtext($1))`, migrateLockKey)
@@ -121,6 +153,9 @@ func MigrateUpWith(ctx context.Context, pool *pgxpool.Pool, opts MigrateOptions)
 	cfg.MinConns, cfg.MaxConns = 0, 4
 	cfg.ConnConfig.RuntimeParams["lock_timeout"] = strconv.FormatInt(opts.LockTimeout.Milliseconds(), 10)
 	cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(opts.StatementTimeout.Milliseconds(), 10)
+	if opts.observe != nil {
+		cfg.ConnConfig.Tracer = observingTracer{next: cfg.ConnConfig.Tracer, observe: opts.observe}
+	}
 	migPool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating migration pool: %w", err)
@@ -132,12 +167,17 @@ func MigrateUpWith(ctx context.Context, pool *pgxpool.Pool, opts MigrateOptions)
 		return nil, err
 	}
 	defer db.Close()
+	concurrent, err := concurrentIndexes()
+	if err != nil {
+		return nil, err
+	}
 	var applied []int64
 	for attempt := 1; ; attempt++ {
 		var res []*goose.MigrationResult
-		if opts.To > 0 {
+		err = dropFailedIndexBuilds(ctx, migPool, concurrent)
+		if err == nil && opts.To > 0 {
 			res, err = p.UpTo(ctx, opts.To)
-		} else {
+		} else if err == nil {
 			res, err = p.Up(ctx)
 		}
 		var partial *goose.PartialError
@@ -171,6 +211,80 @@ func MigrateUpWith(ctx context.Context, pool *pgxpool.Pool, opts MigrateOptions)
 		return nil, fmt.Errorf("applying queue migrations: %w", err)
 	}
 	return applied, nil
+}
+
+// concurrentIndex finds the indexes a migration builds CONCURRENTLY (in a
+// migration without a transaction: see migrations/00022).
+var concurrentIndex = regexp.MustCompile(`(?i)CREATE\s+(?:UNIQUE\s+)?INDEX\s+CONCURRENTLY\s+IF\s+NOT\s+EXISTS\s+([a-z_][a-z0-9_]*)`)
+
+// concurrentIndexes names the indexes keb's migrations build concurrently.
+func concurrentIndexes() ([]string, error) {
+	files, err := fs.Glob(migrations.FS, "*.sql")
+	if err != nil {
+		return nil, fmt.Errorf("listing embedded migrations: %w", err)
+	}
+	var names []string
+	for _, f := range files {
+		b, err := migrations.FS.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("reading migration %s: %w", f, err)
+		}
+		for _, m := range concurrentIndex.FindAllSubmatch(b, -1) {
+			names = append(names, strings.ToLower(string(m[1])))
+		}
+	}
+	return names, nil
+}
+
+// dropFailedIndexBuilds drops what a failed concurrent build of one of
+// names left behind: CREATE INDEX CONCURRENTLY commits the index's catalog
+// entry before it builds it, so a build that fails part-way (lock_timeout
+// while it waits for older transactions, statement_timeout, a primary that
+// died and a standby promoted with the entry replicated) leaves an INVALID
+// index. It is never used for reads but costs every write, and the next
+// try's IF NOT EXISTS would take it for done. An invalid index that a build
+// in progress is filling is left alone (keb's migration lock rules out
+// another keb migrator; an operator's REINDEX CONCURRENTLY may be running).
+func dropFailedIndexBuilds(ctx context.Context, pool *pgxpool.Pool, names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	rows, _ := pool.Query(ctx, `SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+		WHERE NOT i.indisvalid AND c.relname = any($1)
+		AND c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())
+		AND NOT EXISTS (SELECT 1 FROM pg_stat_progress_create_index p WHERE p.index_relid = i.indexrelid)`, names)
+	invalid, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("looking for failed index builds: %w", err)
+	}
+	for _, name := range invalid {
+		// CONCURRENTLY: a plain DROP INDEX would lock the table against
+		// the replicas' reads and writes.
+		if _, err := pool.Exec(ctx, `DROP INDEX CONCURRENTLY IF EXISTS `+pgx.Identifier{name}.Sanitize()); err != nil {
+			return fmt.Errorf("dropping the invalid index %s a failed concurrent build left: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// observingTracer shows the migrations' statements to MigrateOptions.observe.
+type observingTracer struct {
+	next    pgx.QueryTracer
+	observe func(sql string, args []any, params map[string]string)
+}
+
+func (t observingTracer) TraceQueryStart(ctx context.Context, c *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	t.observe(d.SQL, d.Args, c.Config().RuntimeParams)
+	if t.next != nil {
+		ctx = t.next.TraceQueryStart(ctx, c, d)
+	}
+	return ctx
+}
+
+func (t observingTracer) TraceQueryEnd(ctx context.Context, c *pgx.Conn, d pgx.TraceQueryEndData) {
+	if t.next != nil {
+		t.next.TraceQueryEnd(ctx, c, d)
+	}
 }
 
 // lockTimedOut reports a statement that gave up waiting for a lock

@@ -37,16 +37,21 @@ func TestMigrationLockExcludesASecondMigrator(t *testing.T) {
 		err     error
 	}
 	done := make(chan result, 1)
+	busy := make(chan struct{}, 1)
 	go func() {
-		applied, err := storage.MigrateUp(ctx, pool)
+		applied, err := storage.MigrateUpWith(ctx, pool, storage.MigrateOptions{OnMigrationLockBusy: func() {
+			select {
+			case busy <- struct{}{}:
+			default:
+			}
+		}})
 		done <- result{applied, err}
 	}()
-	waitUntil(t, "the second migrator waiting for the migration lock", func() bool {
-		var n int
-		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
-			WHERE l.locktype = 'advisory' AND NOT l.granted AND a.datname = current_database()`).Scan(&n)
-		return err == nil && n == 1
-	})
+	select {
+	case <-busy:
+	case res := <-done:
+		t.Fatalf("MigrateUp ended (%v %v) while another migrator held the lock", res.applied, res.err)
+	}
 	if st := migrationState(t, pool); st.Current != head-1 {
 		t.Fatalf("schema version %d while another migrator holds the lock, want %d", st.Current, head-1)
 	}

@@ -26,7 +26,7 @@ import (
 func TestRestoreBaseBackup(t *testing.T) {
 	faultsOnly(t)
 	s := newStack(t, stackOptions{replicas: 1, accounts: 80, delay: 3 * time.Second, ha: true})
-	load := s.startLoad("backup", 60, 4, 100*time.Millisecond, nil)
+	load := s.startLoad("backup", loadShape{limit: 60, workers: 4, pace: 100 * time.Millisecond})
 	waitFor(t, 2*time.Minute, "accepts before the backup", func() bool { return load.acceptedCount() >= 15 })
 	backupDir := filepath.Join(s.dir, "backup")
 	began := time.Now()

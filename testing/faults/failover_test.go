@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 )
@@ -25,54 +26,110 @@ const detection = 3 * time.Second
 
 // TestFailoverKillPrimary kills the primary PostgreSQL (SIGKILL of all its
 // processes, as a machine's death) under load and promotes the synchronous
-// standby after the failover manager's detection time. Every 202 answered before the failover is on the new primary and
-// its operation finishes exactly once; requests during the gap get 503 with
-// Retry-After, never a 500; keb finds the new primary through the
-// multi-host URL by itself. The time from the promotion to the first 202 is
-// logged.
+// standby after the failover manager's detection time. Every 202, 201 and
+// 200 answered before the failover is on the new primary: its operation
+// finishes exactly once, its binding is there once; requests during the gap
+// get 503 with Retry-After, never a 500; keb finds the new primary through
+// the multi-host URL by itself. The time from the promotion to the first
+// 202 is logged.
 func TestFailoverKillPrimary(t *testing.T) {
-	before, after := failoverLoad()
-	s := newStack(t, stackOptions{replicas: 2, accounts: 3*(before+after) + 10, ha: true})
-	// The long variant also runs a fleet-wide cluster upgrade across the
-	// failover.
-	var orchestration string
-	upgraded := map[string]string{}
-	if long() {
-		orchestration, upgraded = s.startClusterUpgrade()
-	}
-	load := s.startLoad("kill", 3*(before+after), 4, 50*time.Millisecond, nil)
-	waitFor(t, 2*time.Minute, "accepts before the failover", func() bool { return load.acceptedCount() >= before })
+	sc := startScenario(t, "kill", stackOptions{})
+	sc.fault = time.Now()
+	sc.s.ha.Kill(sc.s.ha.Primary())
+	time.Sleep(detection)
+	sc.s.ha.Promote()
+	sc.finish(time.Now())
+}
 
-	if orchestration != "" {
+// scenario is a failover scenario under its load: accepts, polls and
+// bindings of the instances that succeeded, with the pipeline at zero
+// delay, and in the long variant (make faults) a fleet-wide cluster
+// upgrade running across the fault.
+type scenario struct {
+	s             *stack
+	load          *workload
+	after         int
+	orchestration string
+	// live are the instances that succeeded before the load (instance ID
+	// → tenant).
+	live  map[string]string
+	fault time.Time
+}
+
+// startScenario starts an HA stack of two replicas and its load, and
+// returns once the load had its accepts before the fault.
+func startScenario(t *testing.T, prefix string, opts stackOptions) *scenario {
+	return startScenarioPrepared(t, prefix, opts, nil)
+}
+
+// startScenarioPrepared is startScenario with prepare run on the stack
+// before anything else.
+func startScenarioPrepared(t *testing.T, prefix string, opts stackOptions, prepare func(*stack)) *scenario {
+	t.Helper()
+	before, after := failoverLoad()
+	const bound = 4
+	limit := 3 * (before + after)
+	opts.replicas, opts.ha = 2, true
+	opts.accounts += limit + bound + 10
+	s := newStack(t, opts)
+	if prepare != nil {
+		prepare(s)
+	}
+	sc := &scenario{s: s, after: after, live: map[string]string{}}
+	// Instances that succeeded before the load, bound from its start: the
+	// load's own succeed seconds after their accepts, by when the fault has
+	// come.
+	seeded := s.expectSucceeded(s.provisionMany(prefix+"-bound", bound), 5*time.Minute)
+	if long() {
+		// Started last, right before the load, so that it is still
+		// running when the fault comes.
+		sc.orchestration, sc.live = s.startClusterUpgrade()
+	}
+	maps.Copy(sc.live, seeded)
+	sc.load = s.startLoad(prefix, loadShape{limit: limit, workers: 4, pace: 50 * time.Millisecond, binds: true,
+		bind: slices.Collect(maps.Keys(seeded))})
+	waitFor(t, 2*time.Minute, "accepts and bindings before the fault", func() bool {
+		sc.load.mu.Lock()
+		bound := len(sc.load.bindings)
+		sc.load.mu.Unlock()
+		return sc.load.acceptedCount() >= before && bound >= 3
+	})
+	if sc.orchestration != "" {
 		var done, running int
 		_ = s.db.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE state = 'succeeded'), count(*) FILTER (WHERE state = 'in progress')
-			FROM operations WHERE orchestration_id = $1`, orchestration).Scan(&done, &running)
+			FROM operations WHERE orchestration_id = $1`, sc.orchestration).Scan(&done, &running)
 		t.Logf("at the fault the orchestration had %d upgrades done and %d running", done, running)
 	}
-	killed := time.Now()
-	s.ha.Kill(s.ha.Primary())
-	time.Sleep(detection)
-	s.ha.Promote()
-	promoted := time.Now()
-	ops := s.afterFailover(load, killed, promoted, after)
+	return sc
+}
 
+// finish waits for the accepts after the promotion, stops the load and
+// checks what the scenario promises: every accepted operation succeeded
+// once, every binding is there once (or gone, if unbound), the
+// orchestration succeeded with each runtime upgraded once, and nothing is
+// duplicated or left behind.
+func (sc *scenario) finish(promoted time.Time) {
+	s := sc.s
+	s.t.Helper()
+	ops := s.afterFailover(sc.load, sc.fault, promoted, sc.after)
 	live := s.expectSucceeded(ops, 5*time.Minute)
 	s.expectOnce(ops)
-	if orchestration != "" {
-		s.expectOrchestrated(orchestration)
+	if sc.orchestration != "" {
+		s.expectOrchestrated(sc.orchestration)
 	}
-	maps.Copy(live, upgraded)
+	s.expectBindings(sc.load, sc.fault)
+	maps.Copy(live, sc.live)
 	s.checkInvariants(live)
 }
 
 // startClusterUpgrade provisions 10 runtimes and orchestrates a cluster
-// upgrade of every runtime, 2 at a time, so that it is still running when
+// upgrade of every runtime, one at a time, so that it is still running when
 // the fault comes.
 func (s *stack) startClusterUpgrade() (string, map[string]string) {
 	s.t.Helper()
 	live := s.expectSucceeded(s.provisionMany("orch", 10), 5*time.Minute)
 	a, err := s.call(s.running()[0], http.MethodPost, "/upgrade/cluster", `{"targets": {"include": [{"target": "all"}]},
-		"kubernetes": {"version": "1.99.0"}, "strategy": {"type": "parallel", "schedule": "immediate", "parallel": {"workers": 2}}}`)
+		"kubernetes": {"version": "1.99.0"}, "strategy": {"type": "parallel", "schedule": "immediate", "parallel": {"workers": 1}}}`)
 	if err != nil || a.status != http.StatusAccepted {
 		s.t.Fatalf("POST /upgrade/cluster: %d %v %v", a.status, a.body, err)
 	}
@@ -112,9 +169,9 @@ func (s *stack) expectOrchestrated(id string) {
 // recover, stops the load and returns what it accepted.
 func (s *stack) afterFailover(load *workload, fault, promoted time.Time, after int) []accepted {
 	s.t.Helper()
-	waitFor(s.t, 2*time.Minute, "accepts after the promotion", func() bool {
+	waitFor(s.t, 2*time.Minute, "accepts (and bindings) after the promotion", func() bool {
 		n, _ := load.acceptedAfter(promoted)
-		return n >= after
+		return n >= after && (!load.binds || load.bindingsAfter(promoted) >= 2)
 	})
 	_, first := load.acceptedAfter(promoted)
 	s.t.Logf("recovery: promotion %s after the fault; first 202 %s after the promotion (%s after the fault)",
@@ -148,21 +205,13 @@ func (s *stack) expectOnce(ops []accepted) {
 // new primary's synchronous standby, while the load goes on.
 func TestFailoverSwitchover(t *testing.T) {
 	faultsOnly(t)
-	before, after := failoverLoad()
-	s := newStack(t, stackOptions{replicas: 2, accounts: 3 * (before + after), ha: true})
-	load := s.startLoad("switch", 3*(before+after), 4, 50*time.Millisecond, nil)
-	waitFor(t, 2*time.Minute, "accepts before the switchover", func() bool { return load.acceptedCount() >= before })
-
-	stopped := time.Now()
-	s.ha.Stop(s.ha.Primary())
-	s.ha.Promote()
+	sc := startScenario(t, "switch", stackOptions{})
+	sc.fault = time.Now()
+	sc.s.ha.Stop(sc.s.ha.Primary())
+	sc.s.ha.Promote()
 	promoted := time.Now()
-	s.ha.Rejoin() // commits wait for the rejoined standby from here on
-	ops := s.afterFailover(load, stopped, promoted, after)
-
-	live := s.expectSucceeded(ops, 5*time.Minute)
-	s.expectOnce(ops)
-	s.checkInvariants(live)
+	sc.s.ha.Rejoin() // commits wait for the rejoined standby from here on
+	sc.finish(promoted)
 }
 
 // TestFailoverNetworkCut cuts the primary off (SIGSTOP of all its
@@ -173,22 +222,14 @@ func TestFailoverSwitchover(t *testing.T) {
 // reconnects to the new primary.
 func TestFailoverNetworkCut(t *testing.T) {
 	faultsOnly(t)
-	before, after := failoverLoad()
-	s := newStack(t, stackOptions{replicas: 2, accounts: 3 * (before + after), ha: true, env: []string{"APP_REQUEST_TIMEOUT=5s"}})
-	load := s.startLoad("cut", 3*(before+after), 4, 50*time.Millisecond, nil)
-	waitFor(t, 2*time.Minute, "accepts before the cut", func() bool { return load.acceptedCount() >= before })
-
-	cut := time.Now()
-	old := s.ha.Primary()
-	s.ha.Freeze(old)
+	// A bind's deadline stays below the request's.
+	sc := startScenario(t, "cut", stackOptions{env: []string{"APP_REQUEST_TIMEOUT=5s", "APP_BROKER_BINDING_TIMEOUT=4s"}})
+	sc.fault = time.Now()
+	old := sc.s.ha.Primary()
+	sc.s.ha.Freeze(old)
 	time.Sleep(detection)
-	s.ha.Kill(old) // fencing: the cut-off primary must never take a write again
-	s.ha.Promote()
-	promoted := time.Now()
-	ops := s.afterFailover(load, cut, promoted, after)
-
-	live := s.expectSucceeded(ops, 5*time.Minute)
-	s.expectOnce(ops)
-	s.checkInvariants(live)
-	s.ha.Rejoin()
+	sc.s.ha.Kill(old) // fencing: the cut-off primary must never take a write again
+	sc.s.ha.Promote()
+	sc.finish(time.Now())
+	sc.s.ha.Rejoin()
 }

@@ -1,7 +1,9 @@
 package faults
 
 import (
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -65,15 +67,20 @@ func (lb *loadBalancer) targets() []*replica {
 // TestRollingRestart restarts both replicas one at a time (SIGTERM, wait
 // for the exit, start, wait until ready) under load sent through a load
 // balancer that follows /readyz: no request fails, every operation
-// finishes, none twice. A stopping replica fails /readyz at once and keeps
+// finishes, none twice, and every binding made is there once. A stopping replica fails /readyz at once and keeps
 // serving for APP_SHUTDOWN_DELAY, longer than the balancer takes to notice.
 func TestRollingRestart(t *testing.T) {
 	faultsOnly(t)
-	const n = 60
-	s := newStack(t, stackOptions{replicas: 2, accounts: n, env: []string{"APP_SHUTDOWN_DELAY=2s"}})
+	const n, bound = 60, 4
+	s := newStack(t, stackOptions{replicas: 2, accounts: n + bound, env: []string{"APP_SHUTDOWN_DELAY=2s"}})
 	lb := s.loadBalancer()
-	load := s.startLoad("roll", n, 4, 20*time.Millisecond, lb.targets)
-	waitFor(t, 2*time.Minute, "accepts before the restarts", func() bool { return load.acceptedCount() >= 5 })
+	seeded := s.expectSucceeded(s.provisionMany("roll-bound", bound), 5*time.Minute)
+	load := s.startLoad("roll", loadShape{limit: n, workers: 4, pace: 20 * time.Millisecond, targets: lb.targets, binds: true,
+		bind: slices.Collect(maps.Keys(seeded))})
+	waitFor(t, 2*time.Minute, "accepts and bindings before the restarts", func() bool {
+		return load.acceptedCount() >= 5 && load.bindingsAfter(time.Time{}) >= 2
+	})
+	first := time.Now()
 	for _, r := range s.replicas {
 		began := time.Now()
 		r.stop()
@@ -88,5 +95,7 @@ func TestRollingRestart(t *testing.T) {
 	ops := load.stop() // fails the test for every request that failed
 	live := s.expectSucceeded(ops, 5*time.Minute)
 	s.expectOnce(ops)
+	s.expectBindings(load, first)
+	maps.Copy(live, seeded)
 	s.checkInvariants(live)
 }

@@ -63,6 +63,8 @@ type stackOptions struct {
 	// ha runs a primary and a synchronous standby (testing/pgha) instead of
 	// one PostgreSQL; the replicas get the multi-host URL.
 	ha bool
+	// bin is the keb binary the replicas run; "" is this tree's.
+	bin string
 }
 
 // stack is one test's world: its own PostgreSQL, control plane, simulated
@@ -199,6 +201,9 @@ func newStack(t *testing.T, opts stackOptions) *stack {
 		"APP_WORKER_JOB_TIMEOUT=10s",
 		"APP_PROVISIONING_RUNTIME_POLL=2s", "APP_PROVISIONING_BTP_MANAGER_POLL=1s", "APP_DEPROVISIONING_POLL=2s",
 		"APP_LOG_FORMAT=json", "APP_LOG_LEVEL=info",
+		// Binds abandoned in a database's gap are removed soon after their
+		// deadline, so the tests see the runtime settle.
+		"APP_BROKER_BINDING_PRUNE_INTERVAL=2s",
 		// Nothing balances load before these replicas but in the rolling
 		// restart, which sets its own.
 		"APP_SHUTDOWN_DELAY=0s",
@@ -209,7 +214,7 @@ func newStack(t *testing.T, opts stackOptions) *stack {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := &replica{name: name, env: env, port: freePort(t), log: lf, unready: opts.noCRDs}
+		r := &replica{name: name, bin: opts.bin, env: env, port: freePort(t), log: lf, unready: opts.noCRDs}
 		r.start(t)
 		t.Cleanup(r.stop)
 		s.replicas = append(s.replicas, r)
@@ -220,6 +225,17 @@ func newStack(t *testing.T, opts stackOptions) *stack {
 				b, _ := os.ReadFile(r.log.Name())
 				lines := strings.Split(string(b), "\n")
 				t.Logf("last lines of %s:\n%s", r.name, strings.Join(lines[max(0, len(lines)-30):], "\n"))
+				// What net/http says (a recovered panic, a refused
+				// connection) is not JSON and may be long before the end.
+				var plain []string
+				for _, l := range lines {
+					if l != "" && !strings.HasPrefix(l, "{") && len(plain) < 60 {
+						plain = append(plain, l)
+					}
+				}
+				if len(plain) > 0 {
+					t.Logf("%s's lines other than its JSON log:\n%s", r.name, strings.Join(plain, "\n"))
+				}
 			}
 		}
 	})
@@ -229,6 +245,7 @@ func newStack(t *testing.T, opts stackOptions) *stack {
 // replica is one `keb serve` process.
 type replica struct {
 	name string
+	bin  string // "" is kebBin
 	env  []string
 	port int
 	cmd  *exec.Cmd
@@ -240,7 +257,11 @@ type replica struct {
 
 func (r *replica) start(t *testing.T) {
 	t.Helper()
-	r.cmd = exec.Command(kebBin, "serve")
+	bin := r.bin
+	if bin == "" {
+		bin = kebBin
+	}
+	r.cmd = exec.Command(bin, "serve")
 	r.cmd.Env = append(os.Environ(), append(r.env, fmt.Sprintf("APP_PORT=%d", r.port))...)
 	r.cmd.Stdout, r.cmd.Stderr = r.log, r.log
 	if err := r.cmd.Start(); err != nil {

@@ -1,8 +1,11 @@
 package faults
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,9 +14,15 @@ import (
 // workload is a platform's traffic while a fault happens: workers PUT new
 // instances (each re-sent, as a platform does, until it is answered 202)
 // and poll each accepted operation once; once limit PUTs are accepted, they
-// poll on. Every answer must be 202 or 200,
-// or 503 with Retry-After while the database is away; anything else (a 500,
-// a connection keb refused or dropped) is a failure the test reports.
+// poll on. An instance whose poll answered succeeded is bound (when the
+// workload binds): its binding PUT is re-sent until answered 201 or 200,
+// then read back with GET, and every second binding is unbound again
+// (DELETE re-sent until 200, or 410 once an earlier try may have removed
+// it). Every answer must be 202, 201 or 200, or 503 with Retry-After while
+// the database is away (and, for a re-sent bind, 422 ConcurrencyError
+// while an earlier try of it is still recorded in progress); anything else
+// (a 500, a connection keb refused or dropped) is a failure the test
+// reports.
 type workload struct {
 	s      *stack
 	prefix string
@@ -23,6 +32,8 @@ type workload struct {
 	targets func() []*replica
 	// pace is each worker's pause between requests.
 	pace time.Duration
+	// binds: instances are bound once they succeeded.
+	binds bool
 
 	next     atomic.Int64
 	sent     atomic.Int64
@@ -34,17 +45,51 @@ type workload struct {
 	acceptedAt  []time.Time
 	answeredAt  []time.Time // every 202 and 200
 	unavailable int         // 503 answers with Retry-After
+	busy        int         // 422 ConcurrencyError to a re-sent bind
 	failures    []string
+
+	// toBind are succeeded instances not bound yet; polled marks those
+	// whose success was seen.
+	toBind     []string
+	succeeded  map[string]bool
+	pollCursor int
+	bindCycles map[string]int
+	nextBindAt time.Time
+	bindings   map[string]*boundBinding
 }
 
-// startLoad starts workers sending at most limit PUTs of instances named
-// prefix-NNN.
-func (s *stack) startLoad(prefix string, limit, workers int, pace time.Duration, targets func() []*replica) *workload {
-	w := &workload{s: s, prefix: prefix, limit: limit, targets: targets, pace: pace, stopping: make(chan struct{})}
+// boundBinding is one binding the workload made: what the PUT answered,
+// and whether it was unbound since.
+type boundBinding struct {
+	id, instanceID string
+	kubeconfig     string
+	at             time.Time // the 201 or 200
+	unbound        bool
+}
+
+// loadShape sizes a workload.
+type loadShape struct {
+	limit   int // the most PUTs of new instances
+	workers int
+	pace    time.Duration // each worker's pause between requests
+	// targets are the replicas a request may go to (a load balancer's
+	// choice); nil means every running replica.
+	targets func() []*replica
+	// binds: every succeeded instance is bound (and every second binding
+	// unbound again), first those in bind, succeeded before the load.
+	binds bool
+	bind  []string
+}
+
+// startLoad starts workers sending PUTs of instances named prefix-NNN.
+func (s *stack) startLoad(prefix string, shape loadShape) *workload {
+	w := &workload{s: s, prefix: prefix, limit: shape.limit, targets: shape.targets, pace: shape.pace, binds: shape.binds,
+		stopping: make(chan struct{}), succeeded: map[string]bool{}, bindings: map[string]*boundBinding{},
+		toBind: shape.bind, bindCycles: map[string]int{}}
 	if w.targets == nil {
 		w.targets = s.running
 	}
-	for range workers {
+	for range shape.workers {
 		w.wg.Go(w.work)
 	}
 	return w
@@ -56,6 +101,16 @@ func (w *workload) work() {
 		case <-w.stopping:
 			return
 		default:
+		}
+		if id, ok := w.nextToBind(); ok {
+			w.bind(id)
+			time.Sleep(w.pace)
+			continue
+		}
+		if op, ok := w.unfinished(); ok {
+			// A platform polls each operation until it is final; the
+			// workload, which binds what succeeded, must see it succeed.
+			w.poll(op)
 		}
 		i := int(w.next.Add(1)) - 1
 		if i >= w.limit {
@@ -70,8 +125,8 @@ func (w *workload) work() {
 		id := fmt.Sprintf("%s-%03d", w.prefix, i)
 		// Re-sent until accepted, even after stop: an instance a 503
 		// answered may have been written, and the platform would re-send.
-		for giveUp := time.Now().Add(2 * time.Minute); ; {
-			op, ok := w.provision(id)
+		for giveUp, resent := time.Now().Add(2*time.Minute), false; ; resent = true {
+			op, ok := w.provision(id, resent)
 			if ok {
 				w.poll(op)
 				break
@@ -97,14 +152,28 @@ func (w *workload) target() *replica {
 	return up[int(w.sent.Add(1))%len(up)]
 }
 
-// provision PUTs id once; ok when it was accepted.
-func (w *workload) provision(id string) (accepted, bool) {
+// provision PUTs id once; ok when it was accepted. A re-sent PUT (resent)
+// may find the instance an earlier try wrote, whose answer was lost, already
+// provisioned: OSB's 200, whose operation the database names.
+func (w *workload) provision(id string, resent bool) (accepted, bool) {
 	r := w.target()
 	a, err := w.s.provision(r, id, "ga-"+id)
-	if !w.expected("PUT "+id, r, a, err, http.StatusAccepted) {
+	want := []int{http.StatusAccepted}
+	if resent {
+		want = append(want, http.StatusOK)
+	}
+	if !w.expected("PUT "+id, r, a, err, want...) {
 		return accepted{}, false
 	}
-	op := accepted{id, a.body["operation"].(string), "provision"}
+	opID, _ := a.body["operation"].(string)
+	if a.status == http.StatusOK {
+		if err := w.s.db.QueryRow(context.Background(), `SELECT operation_id FROM operations WHERE instance_id = $1 AND type = 'provision'`,
+			id).Scan(&opID); err != nil {
+			w.fail("PUT %s answered 200, but its provisioning is not in the database: %v", id, err)
+			return accepted{}, false
+		}
+	}
+	op := accepted{id, opID, "provision"}
 	w.mu.Lock()
 	w.accepted = append(w.accepted, op)
 	w.acceptedAt = append(w.acceptedAt, time.Now())
@@ -116,21 +185,50 @@ func (w *workload) poll(op accepted) {
 	r := w.target()
 	a, err := w.s.call(r, http.MethodGet, fmt.Sprintf("/oauth/v2/service_instances/%s/last_operation?operation=%s",
 		op.instanceID, op.operationID), "")
-	w.expected("poll of "+op.instanceID, r, a, err, http.StatusOK)
+	if w.expected("poll of "+op.instanceID, r, a, err, http.StatusOK) && a.body["state"] == "succeeded" && w.binds {
+		w.mu.Lock()
+		if !w.succeeded[op.instanceID] {
+			w.succeeded[op.instanceID] = true
+			w.toBind = append(w.toBind, op.instanceID)
+		}
+		w.mu.Unlock()
+	}
 }
 
-// expected records one answer and reports whether it was want.
-func (w *workload) expected(what string, r *replica, a answer, err error, want int) bool {
+// unfinished returns, when the workload binds, the next accepted operation
+// in turn whose success it has not seen yet.
+func (w *workload) unfinished() (accepted, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.binds {
+		return accepted{}, false
+	}
+	for range w.accepted {
+		op := w.accepted[w.pollCursor%len(w.accepted)]
+		w.pollCursor++
+		if !w.succeeded[op.instanceID] {
+			return op, true
+		}
+	}
+	return accepted{}, false
+}
+
+// expected records one answer and reports whether it was one of want.
+func (w *workload) expected(what string, r *replica, a answer, err error, want ...int) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch {
 	case err != nil:
 		w.failures = append(w.failures, fmt.Sprintf("%s to %s: %v", what, r.name, err))
-	case a.status == want:
+	case slices.Contains(want, a.status):
 		w.answeredAt = append(w.answeredAt, time.Now())
 		return true
 	case a.status == http.StatusServiceUnavailable && a.header.Get("Retry-After") != "" && a.body["error"] == "ServiceUnavailable":
 		w.unavailable++
+	case a.status == http.StatusUnprocessableEntity && a.body["error"] == "ConcurrencyError" && strings.HasPrefix(what, "re-sent bind"):
+		// OSB: retry later; an earlier try of this bind is recorded in
+		// progress until its deadline.
+		w.busy++
 	default:
 		w.failures = append(w.failures, fmt.Sprintf("%s to %s: %d %v", what, r.name, a.status, a.body))
 	}
@@ -188,7 +286,17 @@ func (w *workload) stop() []accepted {
 		}
 		w.s.t.Errorf("unexpected answer: %s", f)
 	}
-	w.s.t.Logf("load %s: %d requests: %d accepted, %d answered 202/200 in all, %d answered 503 with Retry-After, %d unexpected answers",
-		w.prefix, len(w.answeredAt)+w.unavailable+len(w.failures), len(w.accepted), len(w.answeredAt), w.unavailable, len(w.failures))
+	bound, unbound := 0, 0
+	for _, b := range w.bindings {
+		if b.unbound {
+			unbound++
+		} else {
+			bound++
+		}
+	}
+	w.s.t.Logf("load %s: %d requests: %d accepted, %d bindings made (%d of them unbound again), %d answered 202/201/200 in all, "+
+		"%d answered 503 with Retry-After, %d re-sent binds answered 422 ConcurrencyError, %d unexpected answers",
+		w.prefix, len(w.answeredAt)+w.unavailable+w.busy+len(w.failures), len(w.accepted), bound+unbound, unbound, len(w.answeredAt),
+		w.unavailable, w.busy, len(w.failures))
 	return w.accepted
 }

@@ -86,6 +86,12 @@ type Environment struct {
 
 // Start starts a kube-apiserver and etcd. crds selects which of keb's CRDs to install: nil installs all of them.
 func Start(crds []*apiextensionsv1.CustomResourceDefinition) (*Environment, error) {
+	return StartSized(crds, 0)
+}
+
+// StartSized is Start with etcd's backend quota raised to quotaBytes (0: etcd's default, 2 GiB), for a control
+// plane filled with a fleet's objects: etcd refuses every write once its database reaches the quota.
+func StartSized(crds []*apiextensionsv1.CustomResourceDefinition, quotaBytes int64) (*Environment, error) {
 	dir, err := BinDir()
 	if err != nil {
 		return nil, err
@@ -101,6 +107,10 @@ func Start(crds []*apiextensionsv1.CustomResourceDefinition) (*Environment, erro
 		ErrorIfCRDPathMissing:    true,
 		ControlPlaneStopTimeout:  time.Minute,
 		ControlPlaneStartTimeout: 2 * time.Minute,
+	}
+	if quotaBytes > 0 {
+		env.ControlPlane.Etcd = &envtest.Etcd{}
+		env.ControlPlane.Etcd.Configure().Set("quota-backend-bytes", strconv.FormatInt(quotaBytes, 10))
 	}
 	cfg, err := env.Start()
 	if err != nil {
@@ -229,6 +239,16 @@ func (e *Environment) FreezeAPIServer() (thaw func() error, err error) {
 		return nil
 	}, nil
 }
+
+// APIServerPID is the kube-apiserver's process ID, for measuring what it costs (its CPU time in /proc).
+func (e *Environment) APIServerPID() (int, error) {
+	pid, _, err := findAPIServer(e.env.ControlPlane.APIServer.SecureServing.ListenAddr.Port)
+	return pid, err
+}
+
+// EtcdURL is the client URL of the apiserver's etcd (plain HTTP on loopback), for a bulk loader writing
+// objects as the apiserver stores them.
+func (e *Environment) EtcdURL() string { return e.env.ControlPlane.Etcd.URL.String() }
 
 // findAPIServer finds the kube-apiserver serving on port among our
 // processes and returns its PID and command line.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kyma-keb/keb/internal/app"
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager/runtimetest"
 	"github.com/kyma-keb/keb/internal/process"
@@ -41,11 +42,15 @@ func createRuntimeCR(t *testing.T, ns string, op *process.Operation, state infra
 	runtimetest.SetStatus(t, c, rt, state, reason, message)
 }
 
+// createKubeconfigSecret writes the runtime's kubeconfig Secret as the
+// infrastructure manager does: labelled with the runtime ID (contracts.md),
+// which is how the control-plane watch selects it.
 func createKubeconfigSecret(t *testing.T, ns, runtimeID string) {
 	t.Helper()
 	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: infrastructuremanager.KubeconfigSecretName(runtimeID)},
-		Data:       map[string][]byte{infrastructuremanager.KubeconfigKey: []byte("apiVersion: v1\nkind: Config\n")},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: infrastructuremanager.KubeconfigSecretName(runtimeID),
+			Labels: map[string]string{controlplane.LabelRuntimeID: runtimeID}},
+		Data: map[string][]byte{infrastructuremanager.KubeconfigKey: []byte("apiVersion: v1\nkind: Config\n")},
 	}
 	if err := kcpClient(t).Create(t.Context(), s); err != nil {
 		t.Fatalf("creating kubeconfig Secret: %v", err)
