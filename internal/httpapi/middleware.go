@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -103,7 +104,7 @@ func accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
-		next.ServeHTTP(rec, req)
+		serveRecovering(next, rec, req)
 		route, status := routeOf(req), rec.code()
 		level := logrus.InfoLevel
 		switch {
@@ -133,6 +134,33 @@ func accessLog(next http.Handler) http.Handler {
 		fields["status"], fields["duration_ms"] = status, time.Since(start).Milliseconds()
 		log.WithFields(fields).Log(level, "request")
 	})
+}
+
+// serveRecovering runs next and turns its panic into an error log line with
+// the stack and, while nothing is written yet, a 500 with an OSB error body.
+// Without it net/http recovers the panic itself: it prints it to stderr, not
+// to the JSON log, and closes the connection unanswered, which a platform
+// reads as a broken connection rather than a failed request. A panic after
+// the status is written still aborts the connection: the answer is cut.
+func serveRecovering(next http.Handler, rec *statusRecorder, req *http.Request) {
+	defer func() {
+		p := recover()
+		if p == nil {
+			return
+		}
+		if p == http.ErrAbortHandler {
+			panic(p)
+		}
+		logging.FromContext(req.Context(), logrus.StandardLogger()).
+			WithFields(logrus.Fields{"panic": fmt.Sprint(p), "stack": string(debug.Stack()), "route": routeOf(req)}).
+			Error("request handler panicked")
+		if rec.status != 0 {
+			panic(http.ErrAbortHandler)
+		}
+		writeError(rec, http.StatusInternalServerError, "InternalError",
+			"keb failed on this request; its log holds the cause under this answer's X-Request-Id")
+	}()
+	next.ServeHTTP(rec, req)
 }
 
 // apiVersionSyntax is "2.<minor>", the minor a plain decimal number.

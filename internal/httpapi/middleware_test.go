@@ -1,8 +1,13 @@
 package httpapi
 
 import (
+	"encoding/json"
+	"fmt"
+	"io"
+	stdlog "log"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/gorilla/mux"
@@ -46,5 +51,64 @@ func TestAccessLineCarriesTheHandlersFields(t *testing.T) {
 	r.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodDelete, "/oauth/v2/service_instances/i-1", nil))
 	if e := hook.LastEntry(); e == nil || e.Data["accepted"] != nil || e.Data["status"] != http.StatusAccepted {
 		t.Errorf("plain access line %v", e)
+	}
+}
+
+// A handler's panic is answered, not dropped: the client gets a 500 with an
+// OSB error body (net/http alone would close the connection unanswered, and
+// the client would read EOF), and the panic is in the JSON log with its
+// stack and the request's ID. After the status is written the answer can
+// only be cut, so the connection is aborted.
+func TestPanicIsAnsweredAndLogged(t *testing.T) {
+	t.Parallel()
+	log, hook := test.NewNullLogger()
+	r := mux.NewRouter()
+	r.Use(requestContext(log), accessLog)
+	r.Handle("/early", http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		var m map[string]int
+		m["boom"]++ // a nil map: the kind of bug a recovery must not hide
+	}))
+	r.Handle("/late", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte("partial"))
+		w.(http.Flusher).Flush()
+		panic("after the status")
+	}))
+	srv := httptest.NewServer(r)
+	defer srv.Close()
+	srv.Config.ErrorLog = stdlog.New(io.Discard, "", 0)
+
+	resp, err := http.Get(srv.URL + "/early")
+	if err != nil {
+		t.Fatalf("GET /early: %v (want a 500, not a dropped connection)", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var osb map[string]string
+	if resp.StatusCode != http.StatusInternalServerError || json.Unmarshal(body, &osb) != nil || osb["error"] != "InternalError" || osb["description"] == "" {
+		t.Errorf("GET /early: %d %s, want 500 with an OSB error body", resp.StatusCode, body)
+	}
+	var logged *logrus.Entry
+	for _, e := range hook.AllEntries() {
+		if e.Message == "request handler panicked" {
+			logged = e
+		}
+	}
+	switch {
+	case logged == nil:
+		t.Fatalf("no log line for the panic; lines: %v", hook.AllEntries())
+	case logged.Level != logrus.ErrorLevel || !strings.Contains(fmt.Sprint(logged.Data["panic"]), "nil map") ||
+		!strings.Contains(fmt.Sprint(logged.Data["stack"]), "middleware_test.go") ||
+		logged.Data["request_id"] != resp.Header.Get(headerRequestID):
+		t.Errorf("panic line %v %v, want error level, the panic, its stack and request ID %q", logged.Level, logged.Data, resp.Header.Get(headerRequestID))
+	}
+
+	resp, err = http.Get(srv.URL + "/late")
+	if err == nil {
+		_, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	if err == nil {
+		t.Errorf("GET /late: the cut answer (status %d) read as complete; want the connection aborted", resp.StatusCode)
 	}
 }
