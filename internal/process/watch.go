@@ -7,16 +7,17 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/storage"
@@ -58,8 +59,9 @@ type Watcher struct {
 
 	mu    sync.Mutex
 	state WatchState
-	// seen is the running watch's cache once it has synced; nil otherwise.
-	seen cache.Cache
+	// seen is what the running watch has seen once it has synced; nil
+	// otherwise.
+	seen *seenStore
 }
 
 // WatchState says whether the watch runs, for readiness reports.
@@ -150,34 +152,39 @@ func GetAwaited(ctx context.Context, seen SeenReader, direct client.Reader, key 
 	return direct.Get(ctx, key, obj)
 }
 
-// Seen fills obj (a Runtime CR, or a Secret's metav1.PartialObjectMetadata)
-// with what the running watch has seen under key, and reports whether it has
-// seen it: false while no watch runs or before the object's event arrived.
-// It may lag the API server by moments, but never goes back: an object is in
-// it before the event that wakes its operation is handled. So a step may
-// trust it for a state it waits for and read the API server otherwise.
-func (w *Watcher) Seen(ctx context.Context, key client.ObjectKey, obj client.Object) bool {
-	w.mu.Lock()
-	c := w.seen
-	w.mu.Unlock()
-	return c != nil && c.Get(ctx, key, obj) == nil
+// Seen fills obj (a Runtime CR, a Kyma CR, or a Secret's
+// metav1.PartialObjectMetadata) with what the running watch has seen under
+// key, and reports whether it has seen it: false while no watch runs, before
+// the object's event arrived, and for any other kind. It fills only what the
+// watch keeps (watch_store.go): identity, the runtime and instance labels,
+// a Runtime CR's deletion, state and conditions, a Kyma CR's health. It may
+// lag the API server by moments, but never goes back: an object is in it
+// before the event that wakes its operation is handled. So a step may trust
+// it for a state it waits for and read the API server otherwise.
+func (w *Watcher) Seen(_ context.Context, key client.ObjectKey, obj client.Object) bool {
+	s := w.seenStore()
+	return s != nil && s.seen(key, obj)
 }
 
 // SeenList lists into list what the running watch has seen of its kind
-// (Runtime CRs, Kyma CRs), and reports whether a watch runs: false while none
-// does. A watch lists everything when it starts, so an object that existed
-// then is in it.
-func (w *Watcher) SeenList(ctx context.Context, list client.ObjectList, opts ...client.ListOption) bool {
-	w.mu.Lock()
-	c := w.seen
-	w.mu.Unlock()
-	return c != nil && c.List(ctx, list, opts...) == nil
+// (Runtime CRs, Kyma CRs, kubeconfig Secrets' metadata), selected by label,
+// and reports whether a watch runs: false while none does. A watch lists
+// everything when it starts, so an object that existed then is in it.
+func (w *Watcher) SeenList(_ context.Context, list client.ObjectList, opts ...client.ListOption) bool {
+	s := w.seenStore()
+	return s != nil && s.list(list, opts...)
 }
 
-func (w *Watcher) setSeen(c cache.Cache) {
+func (w *Watcher) seenStore() *seenStore {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.seen = c
+	return w.seen
+}
+
+func (w *Watcher) setSeen(s *seenStore) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.seen = s
 }
 
 // NewWatcher watches namespace of the control plane at cfg.
@@ -186,54 +193,193 @@ func NewWatcher(cfg *rest.Config, scheme *k8sruntime.Scheme, namespace string, j
 		MaxRun: time.Minute}
 }
 
-// Start watches until ctx is done or the watch fails; Run restarts it.
+// watchedKind is a kind the watch lists and watches: its list type, an
+// object of it, and the part of a runtime's record it fills.
+type watchedKind struct {
+	list client.ObjectList
+	obj  client.Object
+	part uint8
+}
+
+// watchedKinds are the watch's kinds. Secrets are watched as metadata only:
+// the watcher needs their names, never their kubeconfigs.
+func watchedKinds() []watchedKind {
+	secrets := &metav1.PartialObjectMetadataList{}
+	secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+	secret := &metav1.PartialObjectMetadata{}
+	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	return []watchedKind{
+		{list: &infrastructuremanager.RuntimeList{}, obj: &infrastructuremanager.Runtime{}, part: hasRuntime},
+		{list: &kyma.KymaList{}, obj: &kyma.Kyma{}, part: hasKyma},
+		{list: secrets, obj: secret, part: hasKubeconfig},
+	}
+}
+
+// Start watches until ctx is done or the watch fails; Run restarts it. Each
+// kind is listed and watched by client-go's reflector into a DeltaFIFO,
+// whose transform slims every object as it arrives (watchTransform); the
+// watch applies what it pops to its store (one record per runtime) and
+// then acts on the change (process).
 func (w *Watcher) Start(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	defer cancel()
-	c, err := cache.New(w.cfg, watchCacheOptions(w.scheme, w.namespace))
+	cl, err := client.NewWithWatch(w.cfg, client.Options{Scheme: w.scheme})
 	if err != nil {
 		return fmt.Errorf("creating control-plane watch: %w", err)
 	}
-	// Secrets are watched as metadata only: the watcher needs their names,
-	// never their kubeconfigs.
-	secrets := kubeconfigSecrets()
-	for _, obj := range []client.Object{&infrastructuremanager.Runtime{}, secrets} {
-		inf, err := c.GetInformer(ctx, obj)
+	kinds := watchedKinds()
+	// A kind the control plane does not serve fails the watch, which Run
+	// restarts with backoff, rather than a reflector retrying it unseen.
+	for _, k := range kinds {
+		gvk, err := apiutil.GVKForObject(k.obj, w.scheme)
 		if err != nil {
-			return fmt.Errorf("watching %T: %w", obj, err)
+			return fmt.Errorf("watching %T: %w", k.obj, err)
 		}
-		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc: func(o any) {
-				if endsAWait(nil, o) && !awaitsReady(ctx, c, o) {
-					w.changed(ctx, o)
-				}
-			},
-			UpdateFunc: func(old, o any) {
-				if endsAWait(old, o) {
-					w.changed(ctx, o)
-				}
-			},
-			DeleteFunc: func(o any) { w.changed(ctx, o) },
-		}); err != nil {
-			return fmt.Errorf("handling %T events: %w", obj, err)
+		if _, err := cl.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+			return fmt.Errorf("watching %s: %w", gvk.Kind, err)
 		}
 	}
-	if err := w.watchKymas(ctx, c); err != nil {
-		return err
+	store := newSeenStore(w.namespace)
+	wakes := &wakeQueue{signal: make(chan struct{}, 1)}
+	wg.Go(func() { wakes.run(ctx, w.changed) })
+	synced := make([]toolscache.InformerSynced, 0, len(kinds))
+	for _, k := range kinds {
+		fifo := toolscache.NewDeltaFIFOWithOptions(toolscache.DeltaFIFOOptions{KeyFunction: store.watchKey,
+			KnownObjects: known{s: store, part: k.part}, EmitDeltaTypeReplaced: true, Transformer: watchTransform})
+		ctrl := toolscache.New(&toolscache.Config{Queue: fifo, ListerWatcher: w.listWatch(cl, k.list), ObjectType: k.obj,
+			Process: func(obj any, initialList bool) error {
+				deltas, _ := obj.(toolscache.Deltas)
+				w.process(store, wakes, deltas, initialList)
+				return nil
+			}})
+		synced = append(synced, ctrl.HasSynced)
+		wg.Go(func() { ctrl.RunWithContext(ctx) })
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- c.Start(ctx) }()
-	if !c.WaitForCacheSync(ctx) {
-		cancel()
-		if err := <-errc; err != nil {
-			return fmt.Errorf("starting control-plane watch: %w", err)
-		}
+	if !toolscache.WaitForCacheSync(ctx.Done(), synced...) {
 		return errors.New("control-plane watch never synced")
 	}
 	w.setState(true, nil)
-	w.setSeen(c)
+	w.setSeen(store)
 	defer w.setSeen(nil)
-	return <-errc
+	<-ctx.Done()
+	return nil
+}
+
+// listWatch lists and watches list's kind in the watch's namespace, only
+// objects labelled with a runtime ID.
+func (w *Watcher) listWatch(cl client.WithWatch, list client.ObjectList) *toolscache.ListWatch {
+	opts := func(raw *metav1.ListOptions) *client.ListOptions {
+		return &client.ListOptions{Namespace: w.namespace, LabelSelector: hasRuntimeID, Limit: raw.Limit, Continue: raw.Continue, Raw: raw}
+	}
+	return &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, raw metav1.ListOptions) (k8sruntime.Object, error) {
+			l, _ := list.DeepCopyObject().(client.ObjectList)
+			if err := cl.List(ctx, l, opts(&raw)); err != nil {
+				return nil, err
+			}
+			return l, nil
+		},
+		WatchFuncWithContext: func(ctx context.Context, raw metav1.ListOptions) (watch.Interface, error) {
+			l, _ := list.DeepCopyObject().(client.ObjectList)
+			return cl.Watch(ctx, l, opts(&raw))
+		},
+	}
+}
+
+// process applies what the watch's queue popped for one object to store,
+// then acts on the change: wakes the operation waiting on its runtime when
+// the change can end its wait, tells w.Kyma of a Kyma CR's health.
+func (w *Watcher) process(store *seenStore, wakes *wakeQueue, deltas toolscache.Deltas, initialList bool) {
+	for _, d := range deltas {
+		obj := d.Object
+		if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		if d.Type == toolscache.Deleted {
+			w.deleted(store, wakes, obj)
+			continue
+		}
+		switch e := obj.(type) {
+		case *runtimeEvent:
+			if endsAWait(store.putRuntime(e), e) {
+				wakes.add(e.id)
+			}
+		case *secretEvent:
+			if e.name != infrastructuremanager.KubeconfigSecretName(e.id) {
+				continue // another Secret of the runtime: only its deletion wakes
+			}
+			if !store.putKubeconfig(e.id) && endsAWait(nil, e) && !awaitsReady(store, e) {
+				wakes.add(e.id)
+			}
+		case *kymaEvent:
+			w.kymaChanged(store, wakes, e, initialList)
+		}
+	}
+}
+
+// deleted forgets a deleted object; a deletion always wakes (delete_runtime
+// and delete_kyma wait for their CRs to be gone).
+func (w *Watcher) deleted(store *seenStore, wakes *wakeQueue, obj any) {
+	switch e := obj.(type) {
+	case *runtimeEvent:
+		store.remove(e.name, hasRuntime)
+		wakes.add(e.id)
+	case *kymaEvent:
+		store.remove(e.name, hasKyma)
+		w.observeKyma(e.id, e.version, nil)
+		wakes.add(e.id)
+	case *secretEvent:
+		if e.name == infrastructuremanager.KubeconfigSecretName(e.id) {
+			store.remove(kyma.Name(e.id), hasKubeconfig)
+		}
+		wakes.add(e.id)
+	}
+}
+
+// wakeQueue hands the runtimes whose change can end a wait to one goroutine
+// that wakes their operations (a statement each), so that the watch's queues
+// never wait for the database: a first list of N runtimes syncs without N
+// statements first.
+type wakeQueue struct {
+	mu     sync.Mutex
+	ids    []string
+	signal chan struct{}
+}
+
+func (q *wakeQueue) add(runtimeID string) {
+	if runtimeID == "" {
+		return
+	}
+	q.mu.Lock()
+	q.ids = append(q.ids, runtimeID)
+	q.mu.Unlock()
+	select {
+	case q.signal <- struct{}{}:
+	default:
+	}
+}
+
+// run wakes the queued runtimes' operations until ctx is done.
+func (q *wakeQueue) run(ctx context.Context, wake func(context.Context, string)) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-q.signal:
+		}
+		q.mu.Lock()
+		ids := q.ids
+		q.ids = nil
+		q.mu.Unlock()
+		for _, id := range ids {
+			if ctx.Err() != nil {
+				return
+			}
+			wake(ctx, id)
+		}
+	}
 }
 
 // endsAWait reports whether an added (old nil) or updated object can end a
@@ -249,52 +395,40 @@ func (w *Watcher) Start(ctx context.Context) error {
 // a Secret end no wait; a step still sees them at its next poll.
 func endsAWait(old, updated any) bool {
 	switch obj := updated.(type) {
-	case *infrastructuremanager.Runtime:
-		state := obj.Status.State
+	case *runtimeEvent:
+		state := obj.state.Value()
 		if state != infrastructuremanager.StateReady && state != infrastructuremanager.StateFailed {
 			return false
 		}
-		prev, ok := old.(*infrastructuremanager.Runtime)
-		if !ok || prev.Status.State != state {
+		prev, _ := old.(*runtimeEvent)
+		if prev == nil || prev.state != obj.state {
 			return true
 		}
 		// Ready after Ready: a change applied without leaving Ready shows
 		// as a condition's transition.
 		return state == infrastructuremanager.StateReady &&
-			infrastructuremanager.Fingerprint(prev.Status.Conditions) != infrastructuremanager.Fingerprint(obj.Status.Conditions)
-	case *metav1.PartialObjectMetadata:
-		return old == nil && obj.GetName() == infrastructuremanager.KubeconfigSecretName(obj.GetLabels()[controlplane.LabelRuntimeID])
+			infrastructuremanager.Fingerprint(prev.conditions()) != infrastructuremanager.Fingerprint(obj.conditions())
+	case *secretEvent:
+		return old == nil && obj.name == infrastructuremanager.KubeconfigSecretName(obj.id)
 	default:
 		return false
 	}
 }
 
-// awaitsReady reports whether o is a kubeconfig Secret whose Runtime CR the
+// awaitsReady reports whether s is a kubeconfig Secret whose Runtime CR the
 // watch shows short of Ready. Its arrival then ends no wait: check_runtime,
 // the one step waiting for the Secret, waits for Ready first, and the Ready
 // event wakes it (the infrastructure manager writes the Secret before it
 // reports Ready). Waking it for the Secret would run the step only to wait
 // again: a wake-up, a run and an API server read per provisioning. A Runtime
 // CR the watch has not seen wakes, as before.
-func awaitsReady(ctx context.Context, seen client.Reader, o any) bool {
-	secret, ok := o.(*metav1.PartialObjectMetadata)
-	if !ok {
-		return false
-	}
-	rt := &infrastructuremanager.Runtime{}
-	key := client.ObjectKey{Namespace: secret.GetNamespace(), Name: kyma.Name(secret.GetLabels()[controlplane.LabelRuntimeID])}
-	return seen.Get(ctx, key, rt) == nil && rt.Status.State != infrastructuremanager.StateReady
+func awaitsReady(store *seenStore, s *secretEvent) bool {
+	state, ok := store.runtimeState(kyma.Name(s.id))
+	return ok && state != infrastructuremanager.StateReady
 }
 
-func (w *Watcher) changed(ctx context.Context, o any) {
-	if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
-		o = d.Obj
-	}
-	obj, ok := o.(client.Object)
-	if !ok {
-		return
-	}
-	runtimeID := obj.GetLabels()[controlplane.LabelRuntimeID]
+// changed wakes the operation waiting on runtimeID, if one does.
+func (w *Watcher) changed(ctx context.Context, runtimeID string) {
 	if runtimeID == "" {
 		return
 	}

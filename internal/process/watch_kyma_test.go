@@ -35,7 +35,7 @@ func TestOnlyKymaReadyOrErrorWakesCheckKyma(t *testing.T) {
 		{"Ready seen after the first list", nil, k(kyma.StateReady), true},
 	}
 	for _, tc := range tests {
-		if got := kymaEndsAWait(tc.old, tc.obj); got != tc.want {
+		if got := kymaEndsAWait(healthOf(tc.old), kyma.HealthOf(tc.obj)); got != tc.want {
 			t.Errorf("%s: wakes %v, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -68,40 +68,19 @@ func TestBTPOperatorInstalledWakesInjectBTPManager(t *testing.T) {
 		{"no btp-operator module", k(""), k(""), false},
 	}
 	for _, tc := range tests {
-		if got := w.kymaWakes(tc.old, tc.obj); got != tc.want {
+		if got := w.kymaWakes(healthOf(tc.old), kyma.HealthOf(tc.obj)); got != tc.want {
 			t.Errorf("%s: wakes %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
 
-// TestSlimKymaKeepsWhatKebReads: the watch keeps a Kyma CR's identity,
-// labels and status.state and modules; spec and the rest stay out of memory.
-func TestSlimKymaKeepsWhatKebReads(t *testing.T) {
-	t.Parallel()
-	k := kyma.NewKyma(kyma.KymaInput{RuntimeID: "RT-1", InstanceID: "i"}, kyma.Settings{ShootDomain: "d"})
-	k.ResourceVersion = "42"
-	k.Status = kyma.KymaStatus{State: kyma.StateError, Conditions: nil, ActiveChannel: "regular",
-		LastOperation: kyma.LastOperation{Operation: "x"},
-		Modules: []kyma.ModuleStatus{{Name: "foo", State: kyma.StateError, Message: "no template", FQDN: "f",
-			Manifest: &kyma.TrackingObject{PartialMeta: kyma.PartialMeta{Name: "m"}}}}}
-	out, err := slimKyma(k)
-	if err != nil {
-		t.Fatal(err)
+// healthOf is k's health, nil for no CR.
+func healthOf(k *kyma.Kyma) *kyma.Health {
+	if k == nil {
+		return nil
 	}
-	slim := out.(*kyma.Kyma)
-	if slim.Name != "rt-1" || slim.ResourceVersion != "42" || slim.Labels["kyma-project.io/runtime-id"] != "RT-1" {
-		t.Errorf("identity lost: %+v", slim.ObjectMeta)
-	}
-	if len(slim.Spec.Modules) != 0 || slim.Spec.Channel != "" || len(slim.Annotations) != 0 {
-		t.Errorf("spec or annotations kept: %+v %v", slim.Spec, slim.Annotations)
-	}
-	want := kyma.Health{State: kyma.StateError, Modules: []kyma.ModuleHealth{{Name: "foo", State: kyma.StateError, Message: "no template"}}}
-	if got := kyma.HealthOf(slim); got.State != want.State || len(got.Modules) != 1 || got.Modules[0] != want.Modules[0] {
-		t.Errorf("health %+v, want %+v", got, want)
-	}
-	if slim.Status.Modules[0].Manifest != nil || slim.Status.ActiveChannel != "" || slim.Status.Operation != "" {
-		t.Errorf("status beyond the health kept: %+v", slim.Status)
-	}
+	h := kyma.HealthOf(k)
+	return &h
 }
 
 // kymaStore records what KymaStates writes; the first failures calls fail.

@@ -19,10 +19,11 @@ import (
 
 func TestOnlyEventsThatCanEndAWaitWakeOperations(t *testing.T) {
 	t.Parallel()
-	rt := func(state infrastructuremanager.State, conds ...metav1.Condition) *infrastructuremanager.Runtime {
+	// What the watch's queue carries: the objects as its transform slims them.
+	rt := func(state infrastructuremanager.State, conds ...metav1.Condition) *runtimeEvent {
 		r := &infrastructuremanager.Runtime{}
 		r.Status.State, r.Status.Conditions = state, conds
-		return r
+		return newRuntimeEvent(r)
 	}
 	t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 	provisioned := func(reason string, at time.Time) metav1.Condition {
@@ -34,10 +35,14 @@ func TestOnlyEventsThatCanEndAWaitWakeOperations(t *testing.T) {
 		return metav1.Condition{Type: infrastructuremanager.ConditionProvisioned, Status: metav1.ConditionFalse,
 			Reason: infrastructuremanager.ReasonGardenerError, Message: msg, LastTransitionTime: metav1.NewTime(t0)}
 	}
-	secret := func(name string) *metav1.PartialObjectMetadata {
+	secret := func(name string) any {
 		s := &metav1.PartialObjectMetadata{}
 		s.Name, s.Labels = name, map[string]string{controlplane.LabelRuntimeID: "rt-1"}
-		return s
+		e, err := watchTransform(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
 	}
 	kubeconfig := secret(infrastructuremanager.KubeconfigSecretName("rt-1"))
 	tests := []struct {
@@ -73,25 +78,14 @@ func TestOnlyEventsThatCanEndAWaitWakeOperations(t *testing.T) {
 // the Ready event wakes the operation then.
 func TestAKubeconfigSecretWakesOnlyWhenItsRuntimeMayBeReady(t *testing.T) {
 	t.Parallel()
-	scheme := k8sruntime.NewScheme()
-	if err := infrastructuremanager.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	runtime := func(id string, state infrastructuremanager.State) *infrastructuremanager.Runtime {
+	store := newSeenStore("kcp-system")
+	for id, state := range map[string]infrastructuremanager.State{
+		"rt-pending": infrastructuremanager.StatePending, "rt-ready": infrastructuremanager.StateReady, "rt-failed": infrastructuremanager.StateFailed,
+	} {
 		r := &infrastructuremanager.Runtime{}
 		r.Namespace, r.Name, r.Status.State = "kcp-system", id, state
-		return r
-	}
-	seen := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
-		runtime("rt-pending", infrastructuremanager.StatePending),
-		runtime("rt-ready", infrastructuremanager.StateReady),
-		runtime("rt-failed", infrastructuremanager.StateFailed),
-	).Build()
-	kubeconfig := func(runtimeID string) *metav1.PartialObjectMetadata {
-		s := &metav1.PartialObjectMetadata{}
-		s.Namespace, s.Name = "kcp-system", infrastructuremanager.KubeconfigSecretName(runtimeID)
-		s.Labels = map[string]string{controlplane.LabelRuntimeID: runtimeID}
-		return s
+		r.Labels = map[string]string{controlplane.LabelRuntimeID: id}
+		store.putRuntime(newRuntimeEvent(r))
 	}
 	tests := []struct {
 		runtimeID string
@@ -104,12 +98,10 @@ func TestAKubeconfigSecretWakesOnlyWhenItsRuntimeMayBeReady(t *testing.T) {
 		{"RT-PENDING", true}, // Runtime CRs are named by the lower-case runtime ID
 	}
 	for _, tc := range tests {
-		if got := awaitsReady(t.Context(), seen, kubeconfig(tc.runtimeID)); got != tc.wantWait {
+		kubeconfig := &secretEvent{name: infrastructuremanager.KubeconfigSecretName(tc.runtimeID), id: tc.runtimeID}
+		if got := awaitsReady(store, kubeconfig); got != tc.wantWait {
 			t.Errorf("kubeconfig Secret of %s: awaits Ready %v, want %v", tc.runtimeID, got, tc.wantWait)
 		}
-	}
-	if awaitsReady(t.Context(), seen, runtime("rt-pending", infrastructuremanager.StatePending)) {
-		t.Error("a Runtime CR event is held back like a Secret's")
 	}
 }
 
@@ -169,10 +161,10 @@ func TestWakeGivesUpAfterMaxRun(t *testing.T) {
 	}
 }
 
-// seenRuntime is a watch that has seen one Runtime CR in one state.
-type seenRuntime struct{ state infrastructuremanager.State }
+// seenInState is a watch that has seen one Runtime CR in one state.
+type seenInState struct{ state infrastructuremanager.State }
 
-func (s seenRuntime) Seen(_ context.Context, _ client.ObjectKey, obj client.Object) bool {
+func (s seenInState) Seen(_ context.Context, _ client.ObjectKey, obj client.Object) bool {
 	rt, ok := obj.(*infrastructuremanager.Runtime)
 	if ok {
 		rt.Status.State = s.state
@@ -194,8 +186,8 @@ func TestGetAwaitedTrustsTheWatchOnlyForTheAwaitedState(t *testing.T) {
 		seen       SeenReader
 		wantDirect bool
 	}{
-		{"the watch saw it Ready", seenRuntime{infrastructuremanager.StateReady}, false},
-		{"the watch saw it Pending: the API server may be ahead", seenRuntime{infrastructuremanager.StatePending}, true},
+		{"the watch saw it Ready", seenInState{infrastructuremanager.StateReady}, false},
+		{"the watch saw it Pending: the API server may be ahead", seenInState{infrastructuremanager.StatePending}, true},
 		{"no watch", nil, true},
 	}
 	for _, tc := range tests {
