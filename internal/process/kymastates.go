@@ -37,7 +37,11 @@ type KymaStates struct {
 
 	mu      sync.Mutex
 	pending map[string]storage.KymaState
-	signal  chan struct{}
+	// peak is the most runtimes pending since pending was made: a watch's
+	// first list fills it with the whole fleet, and a Go map never gives
+	// that room back, so flush makes a new one once it is drained.
+	peak   int
+	signal chan struct{}
 }
 
 // maxBatch bounds the runtimes of one statement.
@@ -66,6 +70,7 @@ func (k *KymaStates) Observe(runtimeID string, version int64, h *kyma.Health) {
 	// One watch delivers a CR's events in order: the latest wins.
 	k.mu.Lock()
 	k.pending[runtimeID] = st
+	k.peak = max(k.peak, len(k.pending))
 	k.mu.Unlock()
 	select {
 	case k.signal <- struct{}{}:
@@ -98,6 +103,9 @@ func (k *KymaStates) flush(ctx context.Context) bool {
 		}
 		batch = append(batch, st)
 		delete(k.pending, id)
+	}
+	if len(k.pending) == 0 && k.peak > maxBatch {
+		k.pending, k.peak = map[string]storage.KymaState{}, 0
 	}
 	k.mu.Unlock()
 	if len(batch) == 0 {

@@ -216,7 +216,7 @@ func watchedKinds() []watchedKind {
 }
 
 // Start watches until ctx is done or the watch fails; Run restarts it. Each
-// kind is listed and watched by client-go's reflector into a DeltaFIFO,
+// kind is listed and watched by client-go's reflector into a FIFO queue,
 // whose transform slims every object as it arrives (watchTransform); the
 // watch applies what it pops to its store (one record per runtime) and
 // then acts on the change (process).
@@ -246,8 +246,11 @@ func (w *Watcher) Start(ctx context.Context) error {
 	wg.Go(func() { wakes.run(ctx, w.changed) })
 	synced := make([]toolscache.InformerSynced, 0, len(kinds))
 	for _, k := range kinds {
-		fifo := toolscache.NewDeltaFIFOWithOptions(toolscache.DeltaFIFOOptions{KeyFunction: store.watchKey,
-			KnownObjects: known{s: store, part: k.part}, EmitDeltaTypeReplaced: true, Transformer: watchTransform})
+		// RealFIFO, as client-go's informers use: a DeltaFIFO would keep
+		// its map of every key of the first list (Go maps never shrink)
+		// and the keys themselves, a few hundred bytes per runtime.
+		fifo := toolscache.NewRealFIFOWithOptions(toolscache.RealFIFOOptions{KeyFunction: store.watchKey,
+			KnownObjects: known{s: store, part: k.part}, Transformer: watchTransform})
 		ctrl := toolscache.New(&toolscache.Config{Queue: fifo, ListerWatcher: w.listWatch(cl, k.list), ObjectType: k.obj,
 			Process: func(obj any, initialList bool) error {
 				deltas, _ := obj.(toolscache.Deltas)

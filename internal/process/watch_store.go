@@ -107,7 +107,7 @@ type kymaPart struct {
 	modules unique.Handle[string]
 }
 
-// The watch's queues (DeltaFIFO) carry these instead of the decoded
+// The watch's queues (client-go's RealFIFO) carry these instead of the decoded
 // objects: its transform (watchTransform) slims each object as it arrives,
 // so a first list of N objects is held whole only until it is queued.
 type (
@@ -460,7 +460,7 @@ func (s *seenStore) list(list client.ObjectList, opts ...client.ListOption) bool
 	return true
 }
 
-// known is one kind's view of the store for its queue (DeltaFIFO's
+// known is one kind's view of the store for its queue (RealFIFO's
 // KnownObjects): the keys of what the store holds of it, and what it holds
 // under one, so that a relist finds what was deleted while the watch was
 // down.

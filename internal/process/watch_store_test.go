@@ -138,3 +138,68 @@ func TestTheWatchHoldsOneCompactRecordPerRuntime(t *testing.T) {
 		t.Errorf("%d wake-ups queued, want 7: %v", got, wakes.ids)
 	}
 }
+
+// TestARelistForgetsWhatWasDeletedMeanwhile: when a watch was lost and its
+// reflector lists again, client-go's queue compares the new list with what
+// the store says it holds (known) and reports what is missing as deleted, so
+// the store forgets it and the deletion wakes its operation, as any deletion
+// does.
+func TestARelistForgetsWhatWasDeletedMeanwhile(t *testing.T) {
+	t.Parallel()
+	const ns = "kcp-system"
+	store := newSeenStore(ns)
+	w := NewWatcher(nil, nil, ns, nil, nil, logrus.New())
+	wakes := &wakeQueue{signal: make(chan struct{}, 1)}
+	runtime := func(id string) *im.Runtime {
+		rt := runtimetest.Runtime(ns, id)
+		rt.Status.State = im.StatePending
+		return rt
+	}
+	kubeconfig := func(id string) *metav1.PartialObjectMetadata {
+		s := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: im.KubeconfigSecretName(id),
+			Labels: map[string]string{controlplane.LabelRuntimeID: id}}}
+		s.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+		return s
+	}
+	queue := func(part uint8) *toolscache.RealFIFO {
+		return toolscache.NewRealFIFOWithOptions(toolscache.RealFIFOOptions{KeyFunction: store.watchKey,
+			KnownObjects: known{s: store, part: part}, Transformer: watchTransform})
+	}
+	// list replaces what a queue's kind holds with objs, as a reflector's
+	// list does, and processes what that queues: n items.
+	list := func(q *toolscache.RealFIFO, n int, objs ...any) {
+		t.Helper()
+		if err := q.Replace(objs, "1"); err != nil {
+			t.Fatal(err)
+		}
+		for range n {
+			if _, err := q.Pop(func(obj any, initial bool) error {
+				w.process(store, wakes, obj.(toolscache.Deltas), initial)
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	runtimes, secrets := queue(hasRuntime), queue(hasKubeconfig)
+	list(runtimes, 2, runtime("rt-1"), runtime("rt-2"))
+	list(secrets, 2, kubeconfig("rt-1"), kubeconfig("rt-2"))
+	wakes.ids = nil // the kubeconfig Secrets' arrival: not what this test is about
+
+	// While the watch was down, rt-2's Runtime CR and Secret were deleted.
+	list(runtimes, 2, runtime("rt-1"))
+	list(secrets, 2, kubeconfig("rt-1"))
+	key := func(name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
+	if !store.seen(key("rt-1"), &im.Runtime{}) || !store.seen(key(im.KubeconfigSecretName("rt-1")), kubeconfig("")) {
+		t.Error("the relist lost rt-1, which is still there")
+	}
+	if store.seen(key("rt-2"), &im.Runtime{}) || store.seen(key(im.KubeconfigSecretName("rt-2")), kubeconfig("")) {
+		t.Error("the watch still holds rt-2's objects, deleted while it was down")
+	}
+	if _, ok := store.runtimes["rt-2"]; ok {
+		t.Error("rt-2's record outlived its objects")
+	}
+	if !reflect.DeepEqual(wakes.ids, []string{"rt-2", "rt-2"}) {
+		t.Errorf("wake-ups %v, want rt-2's two deletions", wakes.ids)
+	}
+}

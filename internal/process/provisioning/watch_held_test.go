@@ -25,11 +25,13 @@ import (
 // TestTheWatchKeepsOnlyWhatKebReads runs the control-plane watch against a
 // namespace holding a runtime's three objects (Runtime CR, Kyma CR,
 // kubeconfig Secret) next to objects of the same kinds that belong to no
-// runtime, and checks what its cache holds, since that grows with the fleet
+// runtime, and checks what it holds, since that grows with the fleet
 // (docs/performance.md, "Fleet scale"): only the runtime's objects (the
-// watches are label-selected by the runtime ID), the Secret as metadata
-// only, and of each object nothing keb does not read: no managed fields,
-// annotations, finalizers or spec, only the runtime and instance labels.
+// lists and watches are label-selected by the runtime ID), the Secret as
+// metadata only, and of each object nothing keb does not read: no managed
+// fields, annotations, finalizers or spec, only the runtime and instance
+// labels. What one runtime's record holds, and that it is one, is
+// process.TestTheWatchHoldsOneCompactRecordPerRuntime.
 func TestTheWatchKeepsOnlyWhatKebReads(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
