@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -216,10 +217,10 @@ func watchedKinds() []watchedKind {
 }
 
 // Start watches until ctx is done or the watch fails; Run restarts it. Each
-// kind is listed and watched by client-go's reflector into a FIFO queue,
-// whose transform slims every object as it arrives (watchTransform); the
-// watch applies what it pops to its store (one record per runtime) and
-// then acts on the change (process).
+// kind is listed and watched by client-go's reflector into a kindStore,
+// which slims every object as it arrives (watchTransform), applies it to
+// the watch's store (one record per runtime) and acts on the change
+// (process). No informer cache or queue holds the objects in between.
 func (w *Watcher) Start(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -246,19 +247,11 @@ func (w *Watcher) Start(ctx context.Context) error {
 	wg.Go(func() { wakes.run(ctx, w.changed) })
 	synced := make([]toolscache.InformerSynced, 0, len(kinds))
 	for _, k := range kinds {
-		// RealFIFO, as client-go's informers use: a DeltaFIFO would keep
-		// its map of every key of the first list (Go maps never shrink)
-		// and the keys themselves, a few hundred bytes per runtime.
-		fifo := toolscache.NewRealFIFOWithOptions(toolscache.RealFIFOOptions{KeyFunction: store.watchKey,
-			KnownObjects: known{s: store, part: k.part}, Transformer: watchTransform})
-		ctrl := toolscache.New(&toolscache.Config{Queue: fifo, ListerWatcher: w.listWatch(cl, k.list), ObjectType: k.obj,
-			Process: func(obj any, initialList bool) error {
-				deltas, _ := obj.(toolscache.Deltas)
-				w.process(store, wakes, deltas, initialList)
-				return nil
-			}})
-		synced = append(synced, ctrl.HasSynced)
-		wg.Go(func() { ctrl.RunWithContext(ctx) })
+		ks := &kindStore{w: w, store: store, wakes: wakes, part: k.part}
+		r := toolscache.NewReflectorWithOptions(w.listWatch(cl, k.list), k.obj, ks,
+			toolscache.ReflectorOptions{Name: "control-plane watch"})
+		synced = append(synced, ks.synced.Load)
+		wg.Go(func() { r.RunWithContext(ctx) })
 	}
 	if !toolscache.WaitForCacheSync(ctx.Done(), synced...) {
 		return errors.New("control-plane watch never synced")
@@ -267,6 +260,58 @@ func (w *Watcher) Start(ctx context.Context) error {
 	w.setSeen(store)
 	defer w.setSeen(nil)
 	<-ctx.Done()
+	return nil
+}
+
+// kindStore is a reflector's store (client-go's ReflectorStore) for one
+// kind: it applies each object the reflector lists or watches to the
+// watch's store at once and acts on the change (Watcher.process), which
+// never blocks (a wake-up is queued, a Kyma state handed to KymaStates).
+// The reflector calls it from one goroutine.
+type kindStore struct {
+	w     *Watcher
+	store *seenStore
+	wakes *wakeQueue
+	part  uint8
+	// synced is set once the first list is applied.
+	synced atomic.Bool
+}
+
+func (k *kindStore) Add(obj any) error    { return k.apply(toolscache.Added, obj, false) }
+func (k *kindStore) Update(obj any) error { return k.apply(toolscache.Updated, obj, false) }
+func (k *kindStore) Delete(obj any) error { return k.apply(toolscache.Deleted, obj, false) }
+func (k *kindStore) Resync() error        { return nil } // no resync period: never called
+
+// Replace applies a list: each object listed, and the deletion of what the
+// store holds of the kind that the list lacks (deleted while no watch ran).
+func (k *kindStore) Replace(list []any, _ string) error {
+	initialList := !k.synced.Load()
+	listed := make(map[string]struct{}, len(list))
+	for _, o := range list {
+		e, _ := watchTransform(o)
+		key, err := k.store.watchKey(e)
+		if err != nil {
+			return err
+		}
+		listed[key] = struct{}{}
+		k.w.process(k.store, k.wakes, toolscache.Replaced, e, initialList)
+	}
+	held := known{s: k.store, part: k.part}
+	for _, key := range held.ListKeys() {
+		if _, ok := listed[key]; ok {
+			continue
+		}
+		if gone, ok, _ := held.GetByKey(key); ok {
+			k.w.process(k.store, k.wakes, toolscache.Deleted, gone, initialList)
+		}
+	}
+	k.synced.Store(true)
+	return nil
+}
+
+func (k *kindStore) apply(typ toolscache.DeltaType, obj any, initialList bool) error {
+	e, _ := watchTransform(obj)
+	k.w.process(k.store, k.wakes, typ, e, initialList)
 	return nil
 }
 
@@ -291,34 +336,28 @@ func (w *Watcher) listWatch(cl client.WithWatch, list client.ObjectList) *toolsc
 	}
 }
 
-// process applies what the watch's queue popped for one object to store,
-// then acts on the change: wakes the operation waiting on its runtime when
+// process applies a change of one object (as watchTransform slimmed it) to
+// store, then acts on it: wakes the operation waiting on its runtime when
 // the change can end its wait, tells w.Kyma of a Kyma CR's health.
-func (w *Watcher) process(store *seenStore, wakes *wakeQueue, deltas toolscache.Deltas, initialList bool) {
-	for _, d := range deltas {
-		obj := d.Object
-		if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
+func (w *Watcher) process(store *seenStore, wakes *wakeQueue, typ toolscache.DeltaType, obj any, initialList bool) {
+	if typ == toolscache.Deleted {
+		w.deleted(store, wakes, obj)
+		return
+	}
+	switch e := obj.(type) {
+	case *runtimeEvent:
+		if endsAWait(store.putRuntime(e), e) {
+			wakes.add(e.id)
 		}
-		if d.Type == toolscache.Deleted {
-			w.deleted(store, wakes, obj)
-			continue
+	case *secretEvent:
+		if e.name != infrastructuremanager.KubeconfigSecretName(e.id) {
+			return // another Secret of the runtime: only its deletion wakes
 		}
-		switch e := obj.(type) {
-		case *runtimeEvent:
-			if endsAWait(store.putRuntime(e), e) {
-				wakes.add(e.id)
-			}
-		case *secretEvent:
-			if e.name != infrastructuremanager.KubeconfigSecretName(e.id) {
-				continue // another Secret of the runtime: only its deletion wakes
-			}
-			if !store.putKubeconfig(e.id) && endsAWait(nil, e) && !awaitsReady(store, e) {
-				wakes.add(e.id)
-			}
-		case *kymaEvent:
-			w.kymaChanged(store, wakes, e, initialList)
+		if !store.putKubeconfig(e.id) && endsAWait(nil, e) && !awaitsReady(store, e) {
+			wakes.add(e.id)
 		}
+	case *kymaEvent:
+		w.kymaChanged(store, wakes, e, initialList)
 	}
 }
 

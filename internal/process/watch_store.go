@@ -107,9 +107,9 @@ type kymaPart struct {
 	modules unique.Handle[string]
 }
 
-// The watch's queues (client-go's RealFIFO) carry these instead of the decoded
-// objects: its transform (watchTransform) slims each object as it arrives,
-// so a first list of N objects is held whole only until it is queued.
+// What the watch applies to its store: each object as watchTransform slims
+// it the moment the reflector hands it over, so that a list's decoded
+// objects are garbage once it is applied.
 type (
 	runtimeEvent struct {
 		name, id string
@@ -124,7 +124,7 @@ type (
 	secretEvent struct{ name, id string }
 )
 
-// watchTransform slims a decoded object into what the watch's queue carries.
+// watchTransform slims a decoded object into what the watch applies.
 func watchTransform(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *im.Runtime:
@@ -460,10 +460,9 @@ func (s *seenStore) list(list client.ObjectList, opts ...client.ListOption) bool
 	return true
 }
 
-// known is one kind's view of the store for its queue (RealFIFO's
-// KnownObjects): the keys of what the store holds of it, and what it holds
-// under one, so that a relist finds what was deleted while the watch was
-// down.
+// known is one kind's view of the store (kindStore.Replace): the keys of
+// what the store holds of it, and what it holds under one, so that a relist
+// finds what was deleted while the watch was down.
 type known struct {
 	s    *seenStore
 	part uint8
@@ -511,7 +510,7 @@ func (k known) GetByKey(key string) (any, bool, error) {
 	return &kymaEvent{name: name, id: r.id, kymaPart: r.kyma}, true, nil
 }
 
-// watchKey is the queue's key of an object: namespace/name, for decoded
+// watchKey is the key of an object: namespace/name, for decoded
 // objects and for what watchTransform made of them.
 func (s *seenStore) watchKey(obj any) (string, error) {
 	switch o := obj.(type) {

@@ -66,7 +66,7 @@ func TestTheWatchHoldsOneCompactRecordPerRuntime(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			w.process(store, wakes, toolscache.Deltas{{Type: typ, Object: e}}, false)
+			w.process(store, wakes, typ, e, false)
 		}
 	}
 	feed(toolscache.Added, rt.DeepCopy(), k.DeepCopy(), secret(im.KubeconfigSecretName(runtimeID)), secret("overrides-"+runtimeID))
@@ -140,17 +140,16 @@ func TestTheWatchHoldsOneCompactRecordPerRuntime(t *testing.T) {
 }
 
 // TestARelistForgetsWhatWasDeletedMeanwhile: when a watch was lost and its
-// reflector lists again, client-go's queue compares the new list with what
-// the store says it holds (known) and reports what is missing as deleted, so
-// the store forgets it and the deletion wakes its operation, as any deletion
-// does.
+// reflector lists again, the kind's store compares the new list with what
+// the watch holds of the kind and forgets what is missing, and the deletion
+// wakes its operation, as any deletion does.
 func TestARelistForgetsWhatWasDeletedMeanwhile(t *testing.T) {
 	t.Parallel()
 	const ns = "kcp-system"
 	store := newSeenStore(ns)
 	w := NewWatcher(nil, nil, ns, nil, nil, logrus.New())
 	wakes := &wakeQueue{signal: make(chan struct{}, 1)}
-	runtime := func(id string) *im.Runtime {
+	runtime := func(id string) any {
 		rt := runtimetest.Runtime(ns, id)
 		rt.Status.State = im.StatePending
 		return rt
@@ -161,37 +160,28 @@ func TestARelistForgetsWhatWasDeletedMeanwhile(t *testing.T) {
 		s.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 		return s
 	}
-	queue := func(part uint8) *toolscache.RealFIFO {
-		return toolscache.NewRealFIFOWithOptions(toolscache.RealFIFOOptions{KeyFunction: store.watchKey,
-			KnownObjects: known{s: store, part: part}, Transformer: watchTransform})
-	}
-	// list replaces what a queue's kind holds with objs, as a reflector's
-	// list does, and processes what that queues: n items.
-	list := func(q *toolscache.RealFIFO, n int, objs ...any) {
+	runtimes := &kindStore{w: w, store: store, wakes: wakes, part: hasRuntime}
+	secrets := &kindStore{w: w, store: store, wakes: wakes, part: hasKubeconfig}
+	list := func(k *kindStore, objs ...any) {
 		t.Helper()
-		if err := q.Replace(objs, "1"); err != nil {
+		if err := k.Replace(objs, "1"); err != nil {
 			t.Fatal(err)
 		}
-		for range n {
-			if _, err := q.Pop(func(obj any, initial bool) error {
-				w.process(store, wakes, obj.(toolscache.Deltas), initial)
-				return nil
-			}); err != nil {
-				t.Fatal(err)
-			}
-		}
 	}
-	runtimes, secrets := queue(hasRuntime), queue(hasKubeconfig)
-	list(runtimes, 2, runtime("rt-1"), runtime("rt-2"))
-	list(secrets, 2, kubeconfig("rt-1"), kubeconfig("rt-2"))
+	list(runtimes, runtime("rt-1"), runtime("rt-2"))
+	list(secrets, kubeconfig("rt-1"), kubeconfig("rt-2"), kubeconfig("rt-3"))
+	if !runtimes.synced.Load() || !secrets.synced.Load() {
+		t.Error("a first list leaves its kind unsynced")
+	}
 	wakes.ids = nil // the kubeconfig Secrets' arrival: not what this test is about
 
 	// While the watch was down, rt-2's Runtime CR and Secret were deleted.
-	list(runtimes, 2, runtime("rt-1"))
-	list(secrets, 2, kubeconfig("rt-1"))
+	list(runtimes, runtime("rt-1"))
+	list(secrets, kubeconfig("rt-1"), kubeconfig("rt-3"))
 	key := func(name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
-	if !store.seen(key("rt-1"), &im.Runtime{}) || !store.seen(key(im.KubeconfigSecretName("rt-1")), kubeconfig("")) {
-		t.Error("the relist lost rt-1, which is still there")
+	if !store.seen(key("rt-1"), &im.Runtime{}) || !store.seen(key(im.KubeconfigSecretName("rt-1")), kubeconfig("")) ||
+		!store.seen(key(im.KubeconfigSecretName("rt-3")), kubeconfig("")) {
+		t.Error("the relist lost objects that are still there")
 	}
 	if store.seen(key("rt-2"), &im.Runtime{}) || store.seen(key(im.KubeconfigSecretName("rt-2")), kubeconfig("")) {
 		t.Error("the watch still holds rt-2's objects, deleted while it was down")
