@@ -311,6 +311,17 @@ func (s *seenStore) runtimeState(name string) (im.State, bool) {
 	return r.rt.state.Value(), true
 }
 
+// kubeconfig returns the record of the runtime whose kubeconfig Secret is
+// named name, if the watch has seen that Secret.
+func (s *seenStore) kubeconfig(name string) (seenRuntime, bool) {
+	id, ok := strings.CutPrefix(name, im.KubeconfigSecretName(""))
+	if !ok {
+		return seenRuntime{}, false
+	}
+	r, ok := s.get(kyma.Name(id))
+	return r, ok && r.has&hasKubeconfig != 0 && r.id == id
+}
+
 // kubeconfigName is the name of the kubeconfig Secret of the runtime a
 // record is of.
 func kubeconfigName(r seenRuntime) string { return im.KubeconfigSecretName(r.id) }
@@ -339,12 +350,8 @@ func (s *seenStore) seen(key client.ObjectKey, obj client.Object) bool {
 		if o.GroupVersionKind() != corev1.SchemeGroupVersion.WithKind("Secret") {
 			return false
 		}
-		id, ok := strings.CutPrefix(key.Name, im.KubeconfigSecretName(""))
+		r, ok := s.kubeconfig(key.Name)
 		if !ok {
-			return false
-		}
-		r, ok := s.get(kyma.Name(id))
-		if !ok || r.has&hasKubeconfig == 0 || r.id != id {
 			return false
 		}
 		gvk := o.GroupVersionKind()
@@ -490,15 +497,11 @@ func (k known) GetByKey(key string) (any, bool, error) {
 		return nil, false, err
 	}
 	if k.part == hasKubeconfig {
-		id, ok := strings.CutPrefix(name, im.KubeconfigSecretName(""))
+		r, ok := k.s.kubeconfig(name)
 		if !ok {
 			return nil, false, nil
 		}
-		r, ok := k.s.get(kyma.Name(id))
-		if !ok || r.has&hasKubeconfig == 0 || r.id != id {
-			return nil, false, nil
-		}
-		return &secretEvent{name: name, id: id}, true, nil
+		return &secretEvent{name: name, id: r.id}, true, nil
 	}
 	r, ok := k.s.get(name)
 	if !ok || r.has&k.part == 0 {
