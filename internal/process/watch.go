@@ -282,6 +282,15 @@ func (k *kindStore) Update(obj any) error { return k.apply(toolscache.Updated, o
 func (k *kindStore) Delete(obj any) error { return k.apply(toolscache.Deleted, obj, false) }
 func (k *kindStore) Resync() error        { return nil } // no resync period: never called
 
+// Transformer makes kindStore a toolscache.TransformingStore: a reflector
+// streaming its first list (WatchList) slims each object as it arrives
+// instead of holding the whole decoded list until the end (at 50,000
+// runtimes 1 GiB of RSS after start instead of 0.2). watchTransform leaves
+// what it slimmed as it is, so the store may see an object twice.
+func (k *kindStore) Transformer() toolscache.TransformFunc { return watchTransform }
+
+var _ toolscache.TransformingStore = (*kindStore)(nil)
+
 // Replace applies a list: each object listed, and the deletion of what the
 // store holds of the kind that the list lacks (deleted while no watch ran).
 func (k *kindStore) Replace(list []any, _ string) error {
