@@ -1,0 +1,41 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// RuntimeCountsFoldJob names the periodic job that runs FoldRuntimeCounts:
+// it is stored in the queue, never rename it.
+const RuntimeCountsFoldJob = "fold_runtime_counts"
+
+// RuntimeCountsFoldInterval is how often the deltas are folded. Between
+// two folds runtime_counts grows by one row per accepted or removed
+// instance (a bulk statement: per combination) and two per state or Kyma
+// state change, and every listing count and census sums them: at a
+// thousand accepts a second, 30 s leaves some 30,000 rows to sum (a few
+// milliseconds); at the rates a real fleet sees, a few hundred.
+const RuntimeCountsFoldInterval = 30 * time.Second
+
+// foldRuntimeCountsSQL replaces the deltas by one row per combination, in
+// one statement: a snapshot sees either all the deltas or their sums, never
+// both or neither, so every reader's sum stays exact while it runs. The
+// DELETE removes the rows its snapshot sees; deltas committed meanwhile
+// stay, to be folded next time. Combinations that sum to zero are dropped.
+// Two folds at once are exact too: the second skips the rows the first
+// deleted and re-inserts the sums of the rest.
+const foldRuntimeCountsSQL = `WITH deltas AS (DELETE FROM runtime_counts RETURNING *)
+INSERT INTO runtime_counts (plan_id, plan_name, provider_region, state, kyma_state, archived, n)
+SELECT plan_id, plan_name, provider_region, state, kyma_state, archived, sum(n) FROM deltas
+GROUP BY plan_id, plan_name, provider_region, state, kyma_state, archived HAVING sum(n) <> 0`
+
+// FoldRuntimeCounts folds runtime_counts' deltas (migration 00023) and
+// returns how many rows were left.
+func (s *Store) FoldRuntimeCounts(ctx context.Context) (int64, error) {
+	tag, err := s.pool.Exec(ctx, foldRuntimeCountsSQL)
+	if err != nil {
+		return 0, fmt.Errorf("folding the runtime counts: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
