@@ -36,25 +36,17 @@ CREATE TABLE running_operation_counts (
 
 -- Inserts and deletes are counted per statement from their transition
 -- tables (a bulk load or a bulk delete appends one row per combination, not
--- per runtime); an update per row, and only when it changes a counted column
+-- per runtime; each table's insert and delete triggers share a function,
+-- their transition table named changed_rows in both, TG_OP giving the sign); an update per row, and only when it changes a counted column
 -- (the WHEN clause is evaluated without calling the function: the accept
 -- path's other updates of instances cost nothing more).
 -- +goose StatementBegin
-CREATE FUNCTION runtime_counts_live_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION runtime_counts_live_rows() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO runtime_counts (plan_id, plan_name, provider_region, state, kyma_state, archived, n)
-    SELECT plan_id, plan_name, provider_region, state, kyma_state, false, count(*)
-    FROM new_rows GROUP BY plan_id, plan_name, provider_region, state, kyma_state;
-    RETURN NULL;
-END $$;
--- +goose StatementEnd
-
--- +goose StatementBegin
-CREATE FUNCTION runtime_counts_live_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO runtime_counts (plan_id, plan_name, provider_region, state, kyma_state, archived, n)
-    SELECT plan_id, plan_name, provider_region, state, kyma_state, false, -count(*)
-    FROM old_rows GROUP BY plan_id, plan_name, provider_region, state, kyma_state;
+    SELECT plan_id, plan_name, provider_region, state, kyma_state, false,
+        CASE TG_OP WHEN 'INSERT' THEN 1 ELSE -1 END * count(*)
+    FROM changed_rows GROUP BY plan_id, plan_name, provider_region, state, kyma_state;
     RETURN NULL;
 END $$;
 -- +goose StatementEnd
@@ -93,20 +85,11 @@ END $$;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
-CREATE FUNCTION running_operation_counts_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION running_operation_counts_rows() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO running_operation_counts (plan_id, type, n)
-    SELECT i.plan_id, o.type, count(*) FROM new_rows o JOIN instances i ON i.instance_id = o.instance_id
-    WHERE o.state = 'in progress' GROUP BY i.plan_id, o.type;
-    RETURN NULL;
-END $$;
--- +goose StatementEnd
-
--- +goose StatementBegin
-CREATE FUNCTION running_operation_counts_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO running_operation_counts (plan_id, type, n)
-    SELECT i.plan_id, o.type, -count(*) FROM old_rows o JOIN instances i ON i.instance_id = o.instance_id
+    SELECT i.plan_id, o.type, CASE TG_OP WHEN 'INSERT' THEN 1 ELSE -1 END * count(*)
+    FROM changed_rows o JOIN instances i ON i.instance_id = o.instance_id
     WHERE o.state = 'in progress' GROUP BY i.plan_id, o.type;
     RETURN NULL;
 END $$;
@@ -125,21 +108,12 @@ END $$;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
-CREATE FUNCTION runtime_counts_archive_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION runtime_counts_archive_rows() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO runtime_counts (plan_id, plan_name, provider_region, state, kyma_state, archived, n)
-    SELECT plan_id, plan_name, provider_region, 'deprovisioned', NULL, true, count(*)
-    FROM new_rows GROUP BY plan_id, plan_name, provider_region;
-    RETURN NULL;
-END $$;
--- +goose StatementEnd
-
--- +goose StatementBegin
-CREATE FUNCTION runtime_counts_archive_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO runtime_counts (plan_id, plan_name, provider_region, state, kyma_state, archived, n)
-    SELECT plan_id, plan_name, provider_region, 'deprovisioned', NULL, true, -count(*)
-    FROM old_rows GROUP BY plan_id, plan_name, provider_region;
+    SELECT plan_id, plan_name, provider_region, 'deprovisioned', NULL, true,
+        CASE TG_OP WHEN 'INSERT' THEN 1 ELSE -1 END * count(*)
+    FROM changed_rows GROUP BY plan_id, plan_name, provider_region;
     RETURN NULL;
 END $$;
 -- +goose StatementEnd
@@ -161,9 +135,9 @@ END $$;
 -- +goose StatementEnd
 
 CREATE TRIGGER runtime_counts_inserted AFTER INSERT ON instances
-    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION runtime_counts_live_inserted();
+    REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION runtime_counts_live_rows();
 CREATE TRIGGER runtime_counts_deleted AFTER DELETE ON instances
-    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION runtime_counts_live_deleted();
+    REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION runtime_counts_live_rows();
 CREATE TRIGGER runtime_counts_changed AFTER UPDATE ON instances FOR EACH ROW
     WHEN (OLD.plan_id IS DISTINCT FROM NEW.plan_id OR OLD.plan_name IS DISTINCT FROM NEW.plan_name
         OR OLD.provider_region IS DISTINCT FROM NEW.provider_region OR OLD.state IS DISTINCT FROM NEW.state
@@ -174,17 +148,17 @@ CREATE TRIGGER runtime_counts_truncated AFTER TRUNCATE ON instances
 CREATE TRIGGER running_operation_counts_deleting BEFORE DELETE ON instances FOR EACH ROW
     EXECUTE FUNCTION running_operation_counts_instance_deleting();
 CREATE TRIGGER running_operation_counts_inserted AFTER INSERT ON operations
-    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION running_operation_counts_inserted();
+    REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION running_operation_counts_rows();
 CREATE TRIGGER running_operation_counts_deleted AFTER DELETE ON operations
-    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION running_operation_counts_deleted();
+    REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION running_operation_counts_rows();
 CREATE TRIGGER running_operation_counts_changed AFTER UPDATE ON operations FOR EACH ROW
     WHEN ((OLD.state = 'in progress') IS DISTINCT FROM (NEW.state = 'in progress')
         OR (NEW.state = 'in progress' AND (OLD.type IS DISTINCT FROM NEW.type OR OLD.instance_id IS DISTINCT FROM NEW.instance_id)))
     EXECUTE FUNCTION running_operation_counts_changed();
 CREATE TRIGGER runtime_counts_inserted AFTER INSERT ON instances_archive
-    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION runtime_counts_archive_inserted();
+    REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION runtime_counts_archive_rows();
 CREATE TRIGGER runtime_counts_deleted AFTER DELETE ON instances_archive
-    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION runtime_counts_archive_deleted();
+    REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION runtime_counts_archive_rows();
 CREATE TRIGGER runtime_counts_truncated AFTER TRUNCATE ON instances_archive
     FOR EACH STATEMENT EXECUTE FUNCTION runtime_counts_truncated();
 CREATE TRIGGER runtime_counts_truncated AFTER TRUNCATE ON operations
@@ -213,8 +187,7 @@ DROP TRIGGER running_operation_counts_inserted ON operations;
 DROP TRIGGER running_operation_counts_deleted ON operations;
 DROP TRIGGER running_operation_counts_changed ON operations;
 DROP FUNCTION running_operation_counts_instance_deleting();
-DROP FUNCTION running_operation_counts_inserted();
-DROP FUNCTION running_operation_counts_deleted();
+DROP FUNCTION running_operation_counts_rows();
 DROP FUNCTION running_operation_counts_changed();
 DROP TABLE running_operation_counts;
 DROP TRIGGER runtime_counts_inserted ON instances;
@@ -225,10 +198,8 @@ DROP TRIGGER runtime_counts_inserted ON instances_archive;
 DROP TRIGGER runtime_counts_deleted ON instances_archive;
 DROP TRIGGER runtime_counts_truncated ON instances_archive;
 DROP TRIGGER runtime_counts_truncated ON operations;
-DROP FUNCTION runtime_counts_live_inserted();
-DROP FUNCTION runtime_counts_live_deleted();
+DROP FUNCTION runtime_counts_live_rows();
 DROP FUNCTION runtime_counts_live_changed();
-DROP FUNCTION runtime_counts_archive_inserted();
-DROP FUNCTION runtime_counts_archive_deleted();
+DROP FUNCTION runtime_counts_archive_rows();
 DROP FUNCTION runtime_counts_truncated();
 DROP TABLE runtime_counts;

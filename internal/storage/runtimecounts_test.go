@@ -79,41 +79,35 @@ func TestRuntimeCountsStayExact(t *testing.T) {
 	done := make(chan struct{})
 	var checks sync.WaitGroup
 	checkErrs := make(chan error, 2)
-	checks.Add(2)
-	go func() { // the folder
-		defer checks.Done()
-		for {
-			select {
-			case <-done:
-				return
-			default:
+	// repeat runs step until the writers are done or it fails.
+	repeat := func(step func() error) {
+		checks.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if err := step(); err != nil {
+					checkErrs <- err
+					return
+				}
 			}
-			if _, err := f.store.FoldRuntimeCounts(ctx); err != nil {
-				checkErrs <- err
-				return
-			}
-		}
-	}()
+		})
+	}
+	repeat(func() error { // the folder
+		_, err := f.store.FoldRuntimeCounts(ctx)
+		return err
+	})
 	snapshots := 0
-	go func() { // the reader
-		defer checks.Done()
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			diff, err := keptVsReal(ctx, f.pool)
-			if err == nil && diff != "" {
-				err = fmt.Errorf("snapshot %d: kept counts differ from a real count:\n%s", snapshots, diff)
-			}
-			if err != nil {
-				checkErrs <- err
-				return
-			}
-			snapshots++
+	repeat(func() error { // the reader
+		diff, err := keptVsReal(ctx, f.pool)
+		if err == nil && diff != "" {
+			err = fmt.Errorf("snapshot %d: kept counts differ from a real count:\n%s", snapshots, diff)
 		}
-	}()
+		snapshots++
+		return err
+	})
 	var wg sync.WaitGroup
 	errs := make(chan error, writers)
 	for w := range writers {
