@@ -164,13 +164,14 @@ CREATE TRIGGER runtime_counts_truncated AFTER TRUNCATE ON instances_archive
 CREATE TRIGGER runtime_counts_truncated AFTER TRUNCATE ON operations
     FOR EACH STATEMENT EXECUTE FUNCTION runtime_counts_truncated();
 
--- The runtimes already there. CREATE TRIGGER holds a SHARE ROW EXCLUSIVE
--- lock on each table until this transaction commits, so no write commits
--- between the triggers' creation and the snapshot these statements read:
--- every runtime is counted once, here or by a trigger. Writers wait for the
--- commit meanwhile (an index-only scan of instances_census_idx and of the
--- archive: about a second at 1,000,000 instances); lock_timeout bounds the
--- wait for the locks themselves.
+-- The runtimes and running operations already there. CREATE TRIGGER holds
+-- a SHARE ROW EXCLUSIVE lock on each table until this transaction commits,
+-- so no write commits between the triggers' creation and the snapshot these
+-- statements read: every runtime is counted once, here or by a trigger. Writers wait for the
+-- commit meanwhile (a scan of instances, the archive and the running
+-- operations: 4 s at 1,000,000 instances on a busy 2-core machine,
+-- docs/performance.md); lock_timeout bounds the wait for the locks
+-- themselves.
 INSERT INTO runtime_counts (plan_id, plan_name, provider_region, state, kyma_state, archived, n)
 SELECT plan_id, plan_name, provider_region, state, kyma_state, false, count(*)
 FROM instances GROUP BY plan_id, plan_name, provider_region, state, kyma_state;
