@@ -42,6 +42,8 @@ type fillReport struct {
 	APITook     time.Duration
 	BulkObjects int // objects written into etcd
 	BulkTook    time.Duration
+	// APIServerRSS is the kube-apiserver's RSS after the fill (after a GC).
+	APIServerRSS uint64
 }
 
 func perSecond(n int, d time.Duration) float64 {
@@ -89,7 +91,7 @@ func (f *filler) fill(ctx context.Context, db *pgxpool.Pool, limit int) (fillRep
 	api := missing[:min(f.viaAPI, len(missing))]
 	start := time.Now()
 	var created, requests atomic.Int64
-	err = f.concurrently(ctx, api, f.workers, func(r runtimeRow) error {
+	err = inParallel(ctx, api, f.workers, func(r runtimeRow) error {
 		n, reqs, err := f.write(ctx, r)
 		created.Add(int64(n))
 		requests.Add(int64(reqs))
@@ -117,7 +119,7 @@ func (f *filler) fill(ctx context.Context, db *pgxpool.Pool, limit int) (fillRep
 	}
 	start = time.Now()
 	var written atomic.Int64
-	err = concurrentlyBatches(ctx, batches, 4, func(batch []runtimeRow) error {
+	err = inParallel(ctx, batches, 4, func(batch []runtimeRow) error {
 		kvs := map[string][]byte{}
 		for _, r := range batch {
 			rt, k, secret := f.objectsOf(r)
@@ -277,20 +279,12 @@ func (f *filler) templates(ctx context.Context, r runtimeRow) ([3][]metav1.Manag
 	return out, nil
 }
 
-// concurrently runs fn for each of items on workers goroutines, stopping at
+// inParallel runs fn for each of items on workers goroutines, stopping at
 // the first error.
-func (f *filler) concurrently(ctx context.Context, items []runtimeRow, workers int, fn func(runtimeRow) error) error {
-	batches := make([][]runtimeRow, len(items))
-	for i := range items {
-		batches[i] = items[i : i+1]
-	}
-	return concurrentlyBatches(ctx, batches, workers, func(b []runtimeRow) error { return fn(b[0]) })
-}
-
-func concurrentlyBatches(ctx context.Context, batches [][]runtimeRow, workers int, fn func([]runtimeRow) error) error {
+func inParallel[T any](ctx context.Context, items []T, workers int, fn func(T) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	work := make(chan []runtimeRow)
+	work := make(chan T)
 	var once sync.Once
 	var first error
 	var wg sync.WaitGroup
@@ -305,7 +299,7 @@ func concurrentlyBatches(ctx context.Context, batches [][]runtimeRow, workers in
 		})
 	}
 feed:
-	for _, b := range batches {
+	for _, b := range items {
 		select {
 		case work <- b:
 		case <-ctx.Done():
