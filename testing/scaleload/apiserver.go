@@ -61,6 +61,11 @@ func (a *apiServer) requests(ctx context.Context) (map[string]float64, error) {
 	if err != nil {
 		return nil, err
 	}
+	return requestCounts(b)
+}
+
+// requestCounts reads apiserver_request_total out of a /metrics answer.
+func requestCounts(b []byte) (map[string]float64, error) {
 	out := map[string]float64{}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
