@@ -41,9 +41,29 @@ func TestDevWithPortTaken(t *testing.T) {
 	}
 }
 
+// devProcess is a `keb dev` started by startDev; exited receives the
+// result of its one Wait.
+type devProcess struct {
+	*exec.Cmd
+	exited chan error
+}
+
+// wait returns once the process has exited, for at most a minute: a bound
+// against a hang, not a timing claim.
+func (p devProcess) wait(t *testing.T, after string) {
+	t.Helper()
+	select {
+	case err := <-p.exited:
+		p.exited <- err // for the cleanup
+	case <-time.After(time.Minute):
+		t.Fatalf("keb dev (PID %d) did not stop within a minute of %s", p.Process.Pid, after)
+	}
+}
+
 // startDev starts `keb dev` on dir as a process of its own and waits until
-// it holds the directory's lock.
-func startDev(t *testing.T, dir string, port int) *exec.Cmd {
+// it holds the directory's lock. A start that exits or hangs before that
+// fails the test with the process's stderr (a hang: with its goroutines).
+func startDev(t *testing.T, dir string, port int) devProcess {
 	t.Helper()
 	bins, err := k8stest.BinDir()
 	if err != nil {
@@ -56,18 +76,37 @@ func startDev(t *testing.T, dir string, port int) *exec.Cmd {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
 	lock := filepath.Join(dir, devstack.LockFile)
-	for range 2400 { // 2 min: a bound against a hang on a loaded machine, not a timing claim
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	hang := time.After(2 * time.Minute) // a bound against a hang on a loaded machine, not a timing claim
+	for {
 		if b, _ := os.ReadFile(lock); strings.Contains(string(b), fmt.Sprintf(`"pid":%d`, cmd.Process.Pid)) {
-			return cmd
+			return devProcess{cmd, exited}
 		}
-		time.Sleep(50 * time.Millisecond)
+		select {
+		case err := <-exited:
+			exited <- err // for the cleanup
+			t.Fatalf("keb dev (PID %d) exited before it took its directory's lock (%v); its stderr:\n%s", cmd.Process.Pid, err, stderr.String())
+		case <-hang:
+			// Go prints every goroutine's stack on SIGQUIT: where it hangs.
+			_ = cmd.Process.Signal(syscall.SIGQUIT)
+			select {
+			case err := <-exited:
+				exited <- err
+			case <-time.After(10 * time.Second):
+				_ = cmd.Process.Kill()
+			}
+			t.Fatalf("keb dev (PID %d) never took its directory's lock; its stderr (with its goroutines' stacks):\n%s", cmd.Process.Pid, stderr.String())
+		case <-tick.C:
+		}
 	}
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait() // its output copied to the end
-	t.Fatalf("keb dev (PID %d) never took its directory's lock; its stderr:\n%s", cmd.Process.Pid, stderr.String())
-	return nil
 }
 
 func freePort(t *testing.T) int {
@@ -107,19 +146,13 @@ func TestDevOwnsItsDirectory(t *testing.T) {
 	if err := first.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- first.Wait() }()
-	select {
-	case <-exited:
-	case <-time.After(time.Minute): // a bound against a hang, not a timing claim
-		t.Fatal("keb dev did not stop within a minute of SIGTERM during its start-up")
-	}
+	first.wait(t, "SIGTERM during its start-up")
 
 	killed := startDev(t, dir, port)
 	if err := killed.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	_ = killed.Wait()
+	killed.wait(t, "SIGKILL")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -248,6 +248,13 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 		_, err := store.PruneEventHistory(ctx, time.Now().Add(-cfg.EventsRetention), 1000)
 		return err
 	}})
+	// The listing's and the census's counts, kept as deltas by the writes'
+	// triggers, folded so that summing them stays cheap.
+	periodic = append(periodic, process.Periodic{Name: storage.RuntimeCountsFoldJob, Interval: storage.RuntimeCountsFoldInterval,
+		Run: func(ctx context.Context) error {
+			_, err := store.FoldRuntimeCounts(ctx)
+			return err
+		}})
 	if ec.LeftoversInterval > 0 {
 		lo := &deprovisioning.Leftovers{Store: store, KCP: kcp, Accounts: accounts, Config: deprov.Config}
 		periodic = append(periodic, process.Periodic{Name: deprovisioning.LeftoversJob, Interval: ec.LeftoversInterval,

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -97,9 +98,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	defer unlock()
-	if err := ensureCluster(ctx, r, dataDir, opts.Throwaway); err != nil {
+	unlockNew, err := ensureCluster(ctx, r, dataDir, opts.Throwaway)
+	if err != nil {
 		return nil, err
 	}
+	defer unlockNew()
 	if srv, err := reuseRunning(ctx, r, dataDir); srv != nil || err != nil {
 		if srv != nil && opts.Port != 0 && srv.Port != opts.Port {
 			// Restarting someone else's server to move it would pull the
@@ -115,37 +118,75 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 }
 
 // ensureCluster runs initdb unless dataDir already holds a cluster that the
-// binaries can run.
-func ensureCluster(ctx context.Context, r *runner, dataDir string, throwaway bool) error {
+// binaries can run. A new cluster is made in a staging directory beside
+// dataDir and renamed onto it once initdb has finished: an initdb cut short
+// (Ctrl-C during a first `make run`, a SIGKILL) leaves dataDir empty rather
+// than half a cluster, which the next start would have to refuse. The
+// staging directory is the caller's while it holds dataDir's lock. The
+// returned unlock releases the lock it takes on the new cluster's directory
+// (see initdbStaged).
+func ensureCluster(ctx context.Context, r *runner, dataDir string, throwaway bool) (unlock func(), err error) {
 	if have, err := clusterVersion(dataDir); err == nil {
 		want, err := binariesVersion(ctx, r)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if have != want {
-			return fmt.Errorf("data directory %s was created by PostgreSQL %s but the binaries in %s are PostgreSQL %s: "+
+			return nil, fmt.Errorf("data directory %s was created by PostgreSQL %s but the binaries in %s are PostgreSQL %s: "+
 				"install PostgreSQL %s and set %s to its bin directory, or delete the data directory to start afresh",
 				dataDir, have, r.binDir, want, have, BinDirEnv)
 		}
-		return nil
+		return func() {}, nil
 	}
 	entries, err := os.ReadDir(dataDir)
 	if err != nil {
-		return fmt.Errorf("reading data directory: %w", err)
+		return nil, fmt.Errorf("reading data directory: %w", err)
 	}
 	if len(entries) > 0 {
-		return fmt.Errorf("data directory %s is not empty but holds no PostgreSQL cluster (no PG_VERSION): "+
+		return nil, fmt.Errorf("data directory %s is not empty but holds no PostgreSQL cluster (no PG_VERSION): "+
 			"empty or delete it, or choose another directory", dataDir)
 	}
-	args := []string{"-D", dataDir, "-A", "trust", "-U", Superuser, "-E", "UTF8", "--no-locale"}
+	return initdbStaged(ctx, r, dataDir, throwaway)
+}
+
+// initdbStaged creates the cluster in a staging directory and renames it
+// onto the empty dataDir. The rename replaces the directory whose inode the
+// caller holds locked, so the new one is locked before it takes dataDir's
+// name: a process that opens dataDir after the rename waits for this Start
+// as it would have before.
+func initdbStaged(ctx context.Context, r *runner, dataDir string, throwaway bool) (unlock func(), err error) {
+	staging := filepath.Join(filepath.Dir(dataDir), "."+filepath.Base(dataDir)+".initdb")
+	if err := os.RemoveAll(staging); err != nil {
+		return nil, fmt.Errorf("removing an interrupted initdb's %s: %w", staging, err)
+	}
+	if err := r.prepareDataDir(staging); err != nil {
+		return nil, err
+	}
+	args := []string{"-D", staging, "-A", "trust", "-U", Superuser, "-E", "UTF8", "--no-locale"}
 	if throwaway {
 		args = append(args, "--no-sync") // the cluster will not outlive a crash anyway
 	}
 	r.log.Info("creating PostgreSQL cluster (initdb)")
 	if out, err := r.run(ctx, "initdb", args...); err != nil {
-		return fmt.Errorf("initdb in %s: %w\n%s", dataDir, err, lastLines(out, 20))
+		_ = os.RemoveAll(staging)
+		return nil, fmt.Errorf("initdb in %s: %w\n%s", staging, err, lastLines(out, 20))
 	}
-	return nil
+	f, err := os.Open(staging)
+	if err != nil {
+		return nil, fmt.Errorf("opening the new cluster's directory: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking the new cluster's directory %s: %w", staging, err)
+	}
+	// rename(2) replaces an empty directory atomically (os.Rename refuses any
+	// directory as the target); a dataDir that is a mount point refuses
+	// (EBUSY), and is said so.
+	if err := syscall.Rename(staging, dataDir); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("moving the new cluster from %s to %s: %w", staging, dataDir, err)
+	}
+	return func() { f.Close() }, nil
 }
 
 // reuseRunning returns the server already running in dataDir once it is

@@ -380,3 +380,38 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
+
+// An initdb cut short (Ctrl-C during a first `make run`) leaves the data
+// directory empty, and what it had written beside it is cleared by the next
+// start, which creates the cluster: before, the half-made cluster stayed in
+// the data directory and every later start refused it as foreign.
+func TestInterruptedInitdbLeavesNothingBehind(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	dataDir := filepath.Join(dir, "pgdata")
+	// An initdb that writes half a cluster and dies, as one interrupted does.
+	broken := filepath.Join(dir, "bin")
+	if err := os.Mkdir(broken, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(broken, "initdb"), "#!/bin/sh\nmkdir -p \"$2/base/1\" && echo half > \"$2/postgresql.conf\"\nkill -9 $$\n")
+	if err := os.Chmod(filepath.Join(broken, "initdb"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Start(ctxT(t), Options{DataDir: dataDir, BinDir: broken, Throwaway: true}); err == nil || !strings.Contains(err.Error(), "initdb") {
+		t.Fatalf("Start with an initdb that dies: %v, want initdb's failure", err)
+	}
+	if entries, err := os.ReadDir(dataDir); err != nil || len(entries) > 0 {
+		t.Fatalf("the data directory after an interrupted initdb holds %v (%v), want it empty", entries, err)
+	}
+	// A SIGKILLed start leaves its staging directory: the next start clears it.
+	if err := os.Mkdir(filepath.Join(dir, ".pgdata.initdb"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, ".pgdata.initdb", "PG_VERSION"), "half")
+	srv := start(t, Options{DataDir: dataDir, Throwaway: true})
+	connect(t, srv.URL).Close(t.Context())
+	if _, err := os.Stat(filepath.Join(dir, ".pgdata.initdb")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the staging directory is still there after a start: %v", err)
+	}
+}

@@ -2,7 +2,6 @@ package storage_test
 
 import (
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -13,12 +12,12 @@ import (
 )
 
 // TestCensusReadsNoWholeTable EXPLAINs the metrics census's statements over
-// 5,000 instances, 50 of them with an operation running: none reads rows of
-// instances beyond one per running operation, so a refresh costs an
-// index-only scan of small tuples and the running operations, not the
-// fleet's rows (at 1,000,000 instances the table is 760 MB). Sequential
-// scans are disabled so that the plan shows whether an index can serve each
-// statement at all, whatever this small table's costs.
+// 5,000 instances, 50 of them with an operation running: none reads
+// instances or operations (they sum the counts the writes keep, migration
+// 00023), so a refresh costs what the number of plans, states and
+// operation types does, not the fleet or its running operations. Sequential
+// scans are disabled so that a read of either table would show whatever
+// this small table's costs.
 func TestCensusReadsNoWholeTable(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.NewPool(t)
@@ -39,8 +38,7 @@ func TestCensusReadsNoWholeTable(t *testing.T) {
 			t.Fatalf("%s: %v", sql, err)
 		}
 	}
-	// Every node reading instances: its kind, its rows and its loops.
-	reads := regexp.MustCompile(`(Seq Scan|Index Only Scan|Index Scan|Bitmap Heap Scan)(?: Backward)?(?: using \w+)? on instances(?: \w+)? \(actual rows=(\d+) loops=(\d+)\)`)
+	reads := regexp.MustCompile(`(Seq Scan|Index Only Scan|Index Scan|Bitmap Heap Scan)(?: Backward)?(?: using \w+)? on (instances|operations)\b`)
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
 			return err
@@ -53,20 +51,8 @@ func TestCensusReadsNoWholeTable(t *testing.T) {
 			}
 			plan := strings.Join(lines, "\n")
 			t.Logf("%s\n%s", sql, plan)
-			found := reads.FindAllStringSubmatch(plan, -1)
-			if strings.Contains(sql, "FROM instances") && len(found) == 0 {
-				t.Errorf("no read of instances found in the plan of %s:\n%s", sql, plan)
-			}
-			for _, m := range found {
-				n, _ := strconv.Atoi(m[2])
-				loops, _ := strconv.Atoi(m[3])
-				switch {
-				case m[1] == "Index Only Scan":
-					// Keys only: the whole index is read, not the rows.
-				case m[1] == "Seq Scan" || n*loops > 50:
-					t.Errorf("%s reads %d rows of instances (%s, %d loops) for 50 running operations:\n%s",
-						sql, n*loops, m[1], loops, plan)
-				}
+			if m := reads.FindString(plan); m != "" {
+				t.Errorf("%s reads the fleet's rows (%s):\n%s", sql, m, plan)
 			}
 		}
 		return nil
