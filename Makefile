@@ -226,7 +226,9 @@ SCALE_DOC  ?= docs/performance.md
 ## scale: keb against a fleet-sized control plane (testing/scaleload): N runtimes' Runtime CRs, Kyma CRs and
 ## kubeconfig Secrets in a kube-apiserver and their instances in PostgreSQL; two `keb serve` replicas: time to
 ## /readyz and to a synced watch, CPU of that first (full) list, RSS and Go heap after start and after the soak;
-## written into $(SCALE_DOC) ("Fleet scale: the control plane at N runtimes"), heap profiles into .keb/scale.
+## at N = 10,000 a Kyma upgrade orchestration over every runtime (upgrades/s keb-side, CPU and apiserver requests
+## per upgrade); written into $(SCALE_DOC) ("Fleet scale: the control plane at N runtimes"), keb's and the
+## kube-apiserver's heap profiles into .keb/scale.
 ## Then the PostgreSQL side: `make scale-db` (listings and fleet jobs at N, issue 30's other half). Timings never
 ## run in `make test`.
 scale: postgres k8s-bins

@@ -82,6 +82,8 @@ type Environment struct {
 	env    *envtest.Environment
 	// restarted are apiservers StopAPIServer's restart started.
 	restarted []*os.Process
+	// wrapper is the directory of the script that starts the apiserver with Options.APIServerEnv.
+	wrapper string
 }
 
 // Start starts a kube-apiserver and etcd. crds selects which of keb's CRDs to install: nil installs all of them.
@@ -92,6 +94,23 @@ func Start(crds []*apiextensionsv1.CustomResourceDefinition) (*Environment, erro
 // StartSized is Start with etcd's backend quota raised to quotaBytes (0: etcd's default, 2 GiB), for a control
 // plane filled with a fleet's objects: etcd refuses every write once its database reaches the quota.
 func StartSized(crds []*apiextensionsv1.CustomResourceDefinition, quotaBytes int64) (*Environment, error) {
+	return StartWith(crds, Options{EtcdQuota: quotaBytes})
+}
+
+// Options tune the control plane StartWith starts, for a fleet-sized one (testing/scaleload).
+type Options struct {
+	// EtcdQuota is etcd's backend quota in bytes (0: etcd's default, 2 GiB).
+	EtcdQuota int64
+	// APIServerArgs are kube-apiserver flags without the leading dashes (e.g. "request-timeout": "5m"),
+	// set over envtest's defaults.
+	APIServerArgs map[string]string
+	// APIServerEnv is NAME=value settings of the kube-apiserver's own environment (e.g. GOMEMLIMIT), which
+	// neither etcd nor this process's other children get.
+	APIServerEnv []string
+}
+
+// StartWith is Start with the control plane tuned by o.
+func StartWith(crds []*apiextensionsv1.CustomResourceDefinition, o Options) (*Environment, error) {
 	dir, err := BinDir()
 	if err != nil {
 		return nil, err
@@ -108,15 +127,43 @@ func StartSized(crds []*apiextensionsv1.CustomResourceDefinition, quotaBytes int
 		ControlPlaneStopTimeout:  time.Minute,
 		ControlPlaneStartTimeout: 2 * time.Minute,
 	}
-	if quotaBytes > 0 {
+	if o.EtcdQuota > 0 {
 		env.ControlPlane.Etcd = &envtest.Etcd{}
-		env.ControlPlane.Etcd.Configure().Set("quota-backend-bytes", strconv.FormatInt(quotaBytes, 10))
+		env.ControlPlane.Etcd.Configure().Set("quota-backend-bytes", strconv.FormatInt(o.EtcdQuota, 10))
+	}
+	var wrapper string
+	if len(o.APIServerArgs) > 0 || len(o.APIServerEnv) > 0 {
+		env.ControlPlane.APIServer = &envtest.APIServer{}
+		for k, v := range o.APIServerArgs {
+			env.ControlPlane.APIServer.Configure().Set(k, v)
+		}
+		if len(o.APIServerEnv) > 0 {
+			// envtest starts the binary with this process's environment and has no setting for
+			// another: a script sets it and execs the apiserver (same PID, same command line after).
+			if wrapper, err = os.MkdirTemp("", "k8stest-apiserver-"); err != nil {
+				return nil, err
+			}
+			var quoted []string
+			for _, kv := range o.APIServerEnv {
+				quoted = append(quoted, strconv.Quote(kv))
+			}
+			script := fmt.Sprintf("#!/bin/sh\nexec env %s %s \"$@\"\n", strings.Join(quoted, " "),
+				strconv.Quote(filepath.Join(dir, "kube-apiserver")))
+			path := filepath.Join(wrapper, "kube-apiserver")
+			if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+				return nil, err
+			}
+			env.ControlPlane.APIServer.Path = path
+		}
 	}
 	cfg, err := env.Start()
 	if err != nil {
+		if wrapper != "" {
+			_ = os.RemoveAll(wrapper)
+		}
 		return nil, fmt.Errorf("starting kube-apiserver: %w", err)
 	}
-	return &Environment{Config: cfg, env: env}, nil
+	return &Environment{Config: cfg, env: env, wrapper: wrapper}, nil
 }
 
 // WriteKubeconfig writes a kubeconfig of a cluster-admin user to path, for
@@ -140,6 +187,9 @@ func (e *Environment) Stop() error {
 		for deadline := time.Now().Add(time.Minute); procguard.Running(p.Pid) && time.Now().Before(deadline); {
 			time.Sleep(100 * time.Millisecond)
 		}
+	}
+	if e.wrapper != "" {
+		defer os.RemoveAll(e.wrapper)
 	}
 	return e.env.Stop()
 }

@@ -19,22 +19,29 @@ func render(sizes []int, fills []fillReport, runs []run, commit string, soak tim
 	var b strings.Builder
 	fmt.Fprintf(&b, "Measured at %s on %s (`make scale`, %d cores shared with other work); soak: %s of steady polling, %d requests/s per replica.\n\n",
 		orDash(commit), time.Now().UTC().Format("2006-01-02 15:04 UTC"), numCPU(), soak, rate)
+	fmt.Fprintf(&b, "Control plane: kube-apiserver flags beyond envtest's: `%s`, its environment: `%s`; load average (1, 5, 15 min) at the end `%s`.\n\n",
+		orNone(apiserverArgs), orNone(apiserverEnv), loadAverage())
 	b.WriteString("Filling the control plane (Runtime CR + status, Kyma CR + status, kubeconfig Secret per runtime):\n\n")
-	b.WriteString("| N | runtimes (not suspended) | through the API: objects | API requests | took | objects/s | into etcd: objects | took | objects/s |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| N | runtimes (not suspended) | through the API: objects | API requests | took | objects/s | into etcd: objects | took | objects/s | kube-apiserver RSS after |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for i, f := range fills {
-		fmt.Fprintf(&b, "| %d | %d | %d | %d | %s | %.0f | %d | %s | %.0f |\n", sizes[i], f.Runtimes, f.APIObjects, f.APIRequests,
+		fmt.Fprintf(&b, "| %d | %d | %d | %d | %s | %.0f | %d | %s | %.0f | %s |\n", sizes[i], f.Runtimes, f.APIObjects, f.APIRequests,
 			f.APITook.Round(time.Second), perSecond(f.APIObjects, f.APITook), f.BulkObjects, f.BulkTook.Round(time.Second),
-			perSecond(f.BulkObjects, f.BulkTook))
+			perSecond(f.BulkObjects, f.BulkTook), mib(f.APIServerRSS))
 	}
 	b.WriteString("\n`keb serve`, two replicas started together (watch running = its first full list synced: what a resync costs again; CPU: user+system):\n\n")
-	b.WriteString("| N | binary | replica | /readyz 200 | watch running | keb CPU until then | apiserver CPU (both lists) | RSS after start | live heap after start | RSS after soak | live heap after soak |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| N | binary | replica | /readyz 200 | watch running | keb CPU until then | apiserver CPU (both lists) | apiserver RSS then | RSS after start | live heap after start | RSS after soak | live heap after soak |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range runs {
 		for _, x := range r.Replica {
-			fmt.Fprintf(&b, "| %d | %s | %s | %.1f s | %.1f s | %.1f s | %.1f s | %s | %s | %s | %s |\n", r.N, r.Binary, x.Name[len(x.Name)-1:],
-				x.Ready.Seconds(), x.Synced.Seconds(), x.CPUAtSync.Seconds(), r.APIServerCPU.Seconds(),
+			fmt.Fprintf(&b, "| %d | %s | %s | %.1f s | %.1f s | %.1f s | %.1f s | %s | %s | %s | %s | %s |\n", r.N, r.Binary, x.Name[len(x.Name)-1:],
+				x.Ready.Seconds(), x.Synced.Seconds(), x.CPUAtSync.Seconds(), r.APIServerCPU.Seconds(), mib(r.APIServerRSS),
 				mib(x.Start.RSS), mib(x.Start.HeapAlloc), mibOrDash(x.Soak.RSS), mibOrDash(x.Soak.HeapAlloc))
+		}
+	}
+	for _, r := range runs {
+		if r.Upgrades != nil {
+			b.WriteString(renderUpgrades(*r.Upgrades))
 		}
 	}
 	if len(sizes) > 1 {
@@ -107,3 +114,23 @@ func writeSection(path, body string) error {
 }
 
 func numCPU() int { return runtime.NumCPU() }
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// loadAverage is /proc/loadavg's first three fields: the machine's load.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}

@@ -53,6 +53,15 @@ import (
 // here has any).
 const secretKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 
+// defaultAPIServerEnv bounds the kube-apiserver's Go heap: at 100,000
+// runtimes it holds about 6.5 GiB of live objects (its watch cache: the
+// Runtime and Kyma CRs as unstructured maps with their managed fields), and
+// with Go's default GC its RSS grows to twice that and more (2.9x the live
+// heap after the 10,000 fill), which this machine does not have beside
+// etcd, keb and the other sessions. A soft limit makes it collect garbage
+// sooner instead: its CPU, not keb's, pays (docs/performance.md).
+const defaultAPIServerEnv = "GOMEMLIMIT=9GiB"
+
 // etcdQuota is etcd's backend quota: 100,000 runtimes' objects with their
 // revisions take a few GiB, past etcd's default 2 GiB.
 const etcdQuota = 8 << 30
@@ -65,6 +74,16 @@ var runtimesload string
 // viaAPI is filler.viaAPI.
 var viaAPI int
 
+// apiserverArgs and apiserverEnv are the control plane's kube-apiserver
+// flags and environment (-apiserver-args, -apiserver-env).
+var apiserverArgs, apiserverEnv string
+
+// upgradeN and upgradeWindow are the orchestration's N and counting time.
+var (
+	upgradeN      int
+	upgradeWindow time.Duration
+)
+
 // run is one binary's two replicas at one N.
 type run struct {
 	N       int
@@ -73,8 +92,12 @@ type run struct {
 	// APIServerCPU is the kube-apiserver's CPU time while both replicas
 	// started (their lists).
 	APIServerCPU time.Duration
+	// APIServerRSS is the kube-apiserver's RSS once both were running.
+	APIServerRSS uint64
 	Polled       int
 	PollFailed   int
+	// Upgrades is the orchestration measured on this run, if any.
+	Upgrades *upgradeReport
 }
 
 func main() {
@@ -88,6 +111,10 @@ func main() {
 	commit := flag.String("commit", "", "commit the binaries were built from, for the doc")
 	dir := flag.String("dir", "", "working directory (default: a temporary one, removed after)")
 	flag.StringVar(&runtimesload, "runtimesload", "", "a built testing/runtimesload (default: go run ./testing/runtimesload)")
+	flag.IntVar(&upgradeN, "upgrade-n", 10000, "at this N (one of -n), a Kyma upgrade orchestration of every runtime is measured against the last binary's replicas; 0: none")
+	flag.StringVar(&apiserverArgs, "apiserver-args", "", "kube-apiserver flags for the control plane, comma-separated name=value")
+	flag.StringVar(&apiserverEnv, "apiserver-env", defaultAPIServerEnv, "the kube-apiserver's environment settings, comma-separated NAME=value (docs/performance.md says why)")
+	flag.DurationVar(&upgradeWindow, "upgrade-window", 2*time.Minute, "how long the orchestration's finished upgrades are counted")
 	flag.Parse()
 	if err := mainErr(*ns, *bins, *soak, *rate, *workers, *doc, *commit, *dir); err != nil {
 		fmt.Fprintln(os.Stderr, "scaleload:", err)
@@ -140,7 +167,19 @@ func mainErr(nList, binList string, soak time.Duration, rate, workers int, doc, 
 		return fmt.Errorf("starting PostgreSQL: %w", err)
 	}
 	defer func() { _ = pg.Stop(context.Background()) }()
-	kcp, err := k8stest.StartSized(nil, etcdQuota)
+	args := map[string]string{}
+	for _, kv := range strings.Split(apiserverArgs, ",") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(kv), "="); ok {
+			args[strings.TrimPrefix(k, "--")] = v
+		}
+	}
+	var envs []string
+	for _, kv := range strings.Split(apiserverEnv, ",") {
+		if kv = strings.TrimSpace(kv); kv != "" {
+			envs = append(envs, kv)
+		}
+	}
+	kcp, err := k8stest.StartWith(nil, k8stest.Options{EtcdQuota: etcdQuota, APIServerArgs: args, APIServerEnv: envs})
 	if err != nil {
 		return err
 	}
@@ -156,6 +195,10 @@ func mainErr(nList, binList string, soak time.Duration, rate, workers int, doc, 
 	cfg := *kcp.Config
 	cfg.QPS, cfg.Burst = 1e6, 1e6 // the writers' concurrency is the limit
 	kc, err := client.New(&cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	api, err := newAPIServer(&cfg, apiPID)
 	if err != nil {
 		return err
 	}
@@ -182,7 +225,8 @@ func mainErr(nList, binList string, soak time.Duration, rate, workers int, doc, 
 	if err := os.WriteFile(pubFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o600); err != nil {
 		return err
 	}
-	token, err := key.Mint("scale", "keb", "scale", []string{auth.ScopeBrokerWrite, auth.ScopeCLDRead}, 24*time.Hour)
+	token, err := key.Mint("scale", "keb", "scale", []string{auth.ScopeBrokerWrite, auth.ScopeCLDRead,
+		auth.ScopeUpgradeRead, auth.ScopeUpgradeWrite}, 24*time.Hour)
 	if err != nil {
 		return err
 	}
@@ -202,13 +246,25 @@ func mainErr(nList, binList string, soak time.Duration, rate, workers int, doc, 
 		}
 		fmt.Printf(">> filling the control plane up to %d runtimes (%d writers)\n", n, workers)
 		rep, err := f.fill(ctx, db, n)
-		db.Close()
 		if err != nil {
+			db.Close()
 			return err
 		}
 		fmt.Printf("   %d runtimes: %d objects through the API in %s (%.0f/s, %d requests), %d into etcd in %s (%.0f/s)\n",
 			rep.Runtimes, rep.APIObjects, rep.APITook.Round(time.Second), perSecond(rep.APIObjects, rep.APITook), rep.APIRequests,
 			rep.BulkObjects, rep.BulkTook.Round(time.Second), perSecond(rep.BulkObjects, rep.BulkTook))
+		// What the kube-apiserver holds for the fleet, before any keb
+		// watches it (its profile names what holds it).
+		profile := filepath.Join(".keb", "scale", fmt.Sprintf("apiserver-%d.heap.pprof", n))
+		if err := os.MkdirAll(filepath.Dir(profile), 0o755); err != nil {
+			db.Close()
+			return err
+		}
+		if rep.APIServerRSS, err = api.heapProfile(ctx, profile); err != nil {
+			db.Close()
+			return err
+		}
+		fmt.Printf("   kube-apiserver RSS %s (heap profile %s)\n", mib(rep.APIServerRSS), profile)
 		fills = append(fills, rep)
 		env := []string{
 			"APP_HOST=127.0.0.1",
@@ -221,14 +277,26 @@ func mainErr(nList, binList string, soak time.Duration, rate, workers int, doc, 
 			"APP_SHUTDOWN_DELAY=0s",
 			"APP_READINESS_INTERVAL=250ms",
 		}
-		for _, b := range binaries {
-			r, err := measureRun(ctx, b, n, dir, env, apiPID, token, soak, rate)
+		for i, b := range binaries {
+			// An orchestration changes the Kyma CRs it reaches: a second
+			// one over the same fleet would do other work, so only the
+			// last binary's is measured.
+			upgrades := n == upgradeN && i == len(binaries)-1
+			r, err := measureRun(ctx, b, n, dir, env, api, token, soak, rate, db, upgrades)
 			if err != nil {
+				db.Close()
 				fmt.Println(render(sizes, fills, runs, commit, soak, rate)) // what was measured before
 				return err
 			}
 			runs = append(runs, r)
+			if upgrades {
+				if err := removeOverrides(ctx, f); err != nil {
+					db.Close()
+					return err
+				}
+			}
 		}
+		db.Close()
 	}
 	out := render(sizes, fills, runs, commit, soak, rate)
 	fmt.Println(out)
@@ -278,7 +346,9 @@ func loadDatabase(ctx context.Context, adminURL string, n int) (string, error) {
 
 // measureRun starts two replicas of b at once, waits for both to be ready
 // with their watches running, reads their memory, soaks and reads again.
-func measureRun(ctx context.Context, b binary, n int, dir string, env []string, apiPID int, token string, soak time.Duration, rate int) (run, error) {
+func measureRun(ctx context.Context, b binary, n int, dir string, env []string, api *apiServer, token string, soak time.Duration, rate int,
+	db *pgxpool.Pool, upgrades bool) (run, error) {
+	apiPID := api.pid
 	res := run{N: n, Binary: b.name}
 	fmt.Printf(">> %s: two replicas of keb serve at N=%d\n", b.name, n)
 	apiBefore, _ := cpuTime(apiPID)
@@ -304,6 +374,7 @@ func measureRun(ctx context.Context, b binary, n int, dir string, env []string, 
 	}
 	apiAfter, _ := cpuTime(apiPID)
 	res.APIServerCPU = apiAfter - apiBefore
+	res.APIServerRSS, _ = rss(apiPID)
 	// A moment for what start-up left behind (the Kyma states' first
 	// writes) before memory is read.
 	time.Sleep(5 * time.Second)
@@ -338,6 +409,13 @@ func measureRun(ctx context.Context, b binary, n int, dir string, env []string, 
 			res.Replica[i].Soak = m
 			fmt.Printf("   %s after the soak: RSS %s, live heap %s\n", r.name, mib(m.RSS), mib(m.HeapAlloc))
 		}
+	}
+	if upgrades {
+		u, err := measureUpgrades(ctx, replicas, db, api, token, n, upgradeWindow)
+		if err != nil {
+			return res, err
+		}
+		res.Upgrades = &u
 	}
 	return res, nil
 }
