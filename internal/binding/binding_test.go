@@ -389,8 +389,16 @@ func TestAsyncBind(t *testing.T) {
 			}
 			break
 		}
-		// While in progress, GET is a 404 and a sync PUT a ConcurrencyError.
-		if _, _, err := b.svc.Get(b.ctx, inst, "async"); kindOf(err) != binding.KindNotFound {
+		// While in progress, GET is a 404. The bind may finish between the
+		// two reads: a GET that finds the binding must then find it done.
+		_, _, err := b.svc.Get(b.ctx, inst, "async")
+		if err == nil {
+			if now, desc, lerr := b.svc.LastOperation(b.ctx, inst, "async", res.OperationID); lerr != nil || now != storage.BindingSucceeded {
+				t.Fatalf("get answered the binding while its operation is %s (%s, %v)", now, desc, lerr)
+			}
+			continue
+		}
+		if kindOf(err) != binding.KindNotFound {
 			t.Fatalf("get while binding: %v", err)
 		}
 	}
