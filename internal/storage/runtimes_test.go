@@ -651,8 +651,8 @@ func TestRuntimesPlanUsesIndexes(t *testing.T) {
 		// As Runtimes runs them: the count first, then the page built
 		// with its total (a deep page's boundary from the end).
 		count, countArgs := storage.RuntimesCountSQL(tc.q)
-		var total int
-		if err := pool.QueryRow(ctx, count, countArgs...).Scan(&total); err != nil {
+		total, err := storage.ScanRuntimesCount(pool.QueryRow(ctx, count, countArgs...))
+		if err != nil {
 			t.Fatalf("%s: count: %v", tc.name, err)
 		}
 		page, pageArgs := storage.RuntimesPageSQL(tc.q, total)
@@ -696,8 +696,13 @@ func TestRuntimesPlanUsesIndexes(t *testing.T) {
 		// filter the count is a sum of the kept counts: it reads neither
 		// instances nor the archive, whatever the fleet's size.
 		selective := len(tc.q.GlobalAccountIDs)+len(tc.q.Shoots) > 0
-		if !selective && (!strings.Contains(countPlan, "on runtime_counts") || strings.Contains(countPlan, "on instances")) {
-			t.Errorf("%s: the count does not sum runtime_counts alone:\n%s", tc.name, countPlan)
+		// A page by number sums them by creation month.
+		kept := "on runtime_counts"
+		if tc.q.Page > 1 {
+			kept = "on runtime_month_counts"
+		}
+		if !selective && (!strings.Contains(countPlan, kept) || strings.Contains(countPlan, "on instances")) {
+			t.Errorf("%s: the count does not sum %s alone:\n%s", tc.name, strings.TrimPrefix(kept, "on "), countPlan)
 		}
 		if len(tc.q.KymaStates) > 0 {
 			if !strings.Contains(plan, "instances_kyma_state_created_idx") {
