@@ -94,36 +94,15 @@ func monthsFixture(t *testing.T) *fixture {
 func TestRuntimesDeepPagesMatchTheCursorWalk(t *testing.T) {
 	t.Parallel()
 	f := monthsFixture(t)
-	allBut := func(state storage.RuntimeState) []storage.RuntimeState {
-		var out []storage.RuntimeState
-		for _, s := range storage.RuntimeStates {
-			if s != state {
-				out = append(out, s)
-			}
-		}
-		return out
-	}
-	cases := []struct {
-		name string
-		q    storage.RuntimeQuery
-	}{
-		{"default states", storage.RuntimeQuery{}},
-		{"state=all", storage.RuntimeQuery{States: storage.RuntimeStates}},
-		{"state=deprovisioned", storage.RuntimeQuery{States: []storage.RuntimeState{storage.RuntimeDeprovisioned}}},
-		{"state=succeeded", storage.RuntimeQuery{States: []storage.RuntimeState{storage.RuntimeSucceeded}}},
-		{"state=failed,provisioning", storage.RuntimeQuery{States: []storage.RuntimeState{storage.RuntimeFailed, storage.RuntimeProvisioning}}},
-		{"all but failed", storage.RuntimeQuery{States: allBut(storage.RuntimeFailed)}},
-		{"plan=azure", storage.RuntimeQuery{Plans: []string{"azure"}}},
-		{"region=eastus", storage.RuntimeQuery{Regions: []string{"eastus"}}},
-		{"plan=azure&region=westeurope", storage.RuntimeQuery{Plans: []string{"azure"}, Regions: []string{"westeurope"}}},
-		{"state=all&plan=gcp", storage.RuntimeQuery{States: storage.RuntimeStates, Plans: []string{"gcp"}}},
-		{"state=succeeded&plan=azure,aws", storage.RuntimeQuery{States: []storage.RuntimeState{storage.RuntimeSucceeded}, Plans: []string{"azure", "aws"}}},
-		{"kyma_state=Ready", storage.RuntimeQuery{KymaStates: []string{"Ready"}}},
-		{"state=all&kyma_state=Ready,Error", storage.RuntimeQuery{States: storage.RuntimeStates, KymaStates: []string{"Ready", "Error"}}},
-		{"state=succeeded&kyma_state=Ready&region=eastus", storage.RuntimeQuery{States: []storage.RuntimeState{storage.RuntimeSucceeded},
+	cases := append(pageNumberFilters(),
+		namedQuery{"region=eastus", storage.RuntimeQuery{Regions: []string{"eastus"}}},
+		namedQuery{"state=all&plan=gcp", storage.RuntimeQuery{States: storage.RuntimeStates, Plans: []string{"gcp"}}},
+		namedQuery{"kyma_state=Ready", storage.RuntimeQuery{KymaStates: []string{"Ready"}}},
+		namedQuery{"state=all&kyma_state=Ready,Error", storage.RuntimeQuery{States: storage.RuntimeStates, KymaStates: []string{"Ready", "Error"}}},
+		namedQuery{"state=succeeded&kyma_state=Ready&region=eastus", storage.RuntimeQuery{States: []storage.RuntimeState{storage.RuntimeSucceeded},
 			KymaStates: []string{"Ready"}, Regions: []string{"eastus"}}},
-		{"account, state=all (not kept)", storage.RuntimeQuery{GlobalAccountIDs: []string{"ga-1", "ga-2"}, States: storage.RuntimeStates}},
-	}
+		namedQuery{"account, state=all (not kept)", storage.RuntimeQuery{GlobalAccountIDs: []string{"ga-1", "ga-2"}, States: storage.RuntimeStates}},
+	)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
