@@ -87,6 +87,12 @@ func (e *engine) checkControlPlane(ctx context.Context) []httpapi.Check {
 		case meta.IsNoMatchError(err):
 			crds.OK = false
 			crds.Detail = fmt.Sprintf("the control plane does not serve the %s kind: install keb's CRDs (resources/crds)", k.kind)
+		case errors.Is(ctx.Err(), context.Canceled):
+			// keb is stopping (as in checkDatabase): no news about the
+			// control plane, nothing to warn of.
+			cp.OK, cp.Detail = false, "not checked: keb is stopping"
+			crds.OK, crds.Required, crds.Detail = false, false, cp.Detail
+			return []httpapi.Check{cp, crds, e.checkWatch()}
 		default:
 			e.log.WithError(err).Warn("readiness: reaching the control plane")
 			cp.OK, cp.Detail = false, "unreachable: operations wait and retry until it is back (see the log)"
