@@ -8,10 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -194,31 +191,10 @@ func NewWatcher(cfg *rest.Config, scheme *k8sruntime.Scheme, namespace string, j
 		MaxRun: time.Minute}
 }
 
-// watchedKind is a kind the watch lists and watches: its list type, an
-// object of it, and the part of a runtime's record it fills.
-type watchedKind struct {
-	list client.ObjectList
-	obj  client.Object
-	part uint8
-}
-
-// watchedKinds are the watch's kinds. Secrets are watched as metadata only:
-// the watcher needs their names, never their kubeconfigs.
-func watchedKinds() []watchedKind {
-	secrets := &metav1.PartialObjectMetadataList{}
-	secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
-	secret := &metav1.PartialObjectMetadata{}
-	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	return []watchedKind{
-		{list: &infrastructuremanager.RuntimeList{}, obj: &infrastructuremanager.Runtime{}, part: hasRuntime},
-		{list: &kyma.KymaList{}, obj: &kyma.Kyma{}, part: hasKyma},
-		{list: secrets, obj: secret, part: hasKubeconfig},
-	}
-}
-
 // Start watches until ctx is done or the watch fails; Run restarts it. Each
-// kind is listed and watched by client-go's reflector into a kindStore,
-// which slims every object as it arrives (watchTransform), applies it to
+// kind is listed and watched by client-go's reflector, decoded as little as
+// the watch reads (watch_decode.go), into a kindStore, which slims every
+// object as it arrives (watchTransform), applies it to
 // the watch's store (one record per runtime) and acts on the change
 // (process). No informer cache or queue holds the objects in between.
 func (w *Watcher) Start(ctx context.Context) error {
@@ -226,29 +202,34 @@ func (w *Watcher) Start(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	cl, err := client.NewWithWatch(w.cfg, client.Options{Scheme: w.scheme})
+	httpClient, err := rest.HTTPClientFor(w.cfg)
+	if err != nil {
+		return fmt.Errorf("creating control-plane watch: %w", err)
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(w.cfg, httpClient)
 	if err != nil {
 		return fmt.Errorf("creating control-plane watch: %w", err)
 	}
 	kinds := watchedKinds()
+	clients := make([]*kindClient, len(kinds))
 	// A kind the control plane does not serve fails the watch, which Run
 	// restarts with backoff, rather than a reflector retrying it unseen.
-	for _, k := range kinds {
-		gvk, err := apiutil.GVKForObject(k.obj, w.scheme)
+	for i, k := range kinds {
+		mapping, err := mapper.RESTMapping(k.gvk.GroupKind(), k.gvk.Version)
 		if err != nil {
-			return fmt.Errorf("watching %T: %w", k.obj, err)
+			return fmt.Errorf("watching %s: %w", k.gvk.Kind, err)
 		}
-		if _, err := cl.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
-			return fmt.Errorf("watching %s: %w", gvk.Kind, err)
+		if clients[i], err = newKindClient(w.cfg, httpClient, w.scheme, mapping, w.namespace, k); err != nil {
+			return err
 		}
 	}
 	store := newSeenStore(w.namespace)
 	wakes := &wakeQueue{signal: make(chan struct{}, 1)}
 	wg.Go(func() { wakes.run(ctx, w.changed) })
 	synced := make([]toolscache.InformerSynced, 0, len(kinds))
-	for _, k := range kinds {
+	for i, k := range kinds {
 		ks := &kindStore{w: w, store: store, wakes: wakes, part: k.part}
-		r := toolscache.NewReflectorWithOptions(w.listWatch(cl, k.list), k.obj, ks,
+		r := toolscache.NewReflectorWithOptions(clients[i].listWatch(), k.newObject(), ks,
 			toolscache.ReflectorOptions{Name: "control-plane watch"})
 		synced = append(synced, ks.synced.Load)
 		wg.Go(func() { r.RunWithContext(ctx) })
@@ -322,27 +303,6 @@ func (k *kindStore) apply(typ toolscache.DeltaType, obj any, initialList bool) e
 	e, _ := watchTransform(obj)
 	k.w.process(k.store, k.wakes, typ, e, initialList)
 	return nil
-}
-
-// listWatch lists and watches list's kind in the watch's namespace, only
-// objects labelled with a runtime ID.
-func (w *Watcher) listWatch(cl client.WithWatch, list client.ObjectList) *toolscache.ListWatch {
-	opts := func(raw *metav1.ListOptions) *client.ListOptions {
-		return &client.ListOptions{Namespace: w.namespace, LabelSelector: hasRuntimeID, Limit: raw.Limit, Continue: raw.Continue, Raw: raw}
-	}
-	return &toolscache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, raw metav1.ListOptions) (k8sruntime.Object, error) {
-			l, _ := list.DeepCopyObject().(client.ObjectList)
-			if err := cl.List(ctx, l, opts(&raw)); err != nil {
-				return nil, err
-			}
-			return l, nil
-		},
-		WatchFuncWithContext: func(ctx context.Context, raw metav1.ListOptions) (watch.Interface, error) {
-			l, _ := list.DeepCopyObject().(client.ObjectList)
-			return cl.Watch(ctx, l, opts(&raw))
-		},
-	}
 }
 
 // process applies a change of one object (as watchTransform slimmed it) to

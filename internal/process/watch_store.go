@@ -109,7 +109,9 @@ type kymaPart struct {
 
 // What the watch applies to its store: each object as watchTransform slims
 // it the moment the reflector hands it over, so that a list's decoded
-// objects are garbage once it is applied.
+// objects are garbage once it is applied. A streamed first list holds the
+// events until its end (client-go's reflector keeps them in a store of its
+// own), so they hold nothing the record does not.
 type (
 	runtimeEvent struct {
 		name, id string
@@ -118,34 +120,33 @@ type (
 	kymaEvent struct {
 		name, id string
 		kymaPart
-		// health is the decoded health, in transit only.
-		health kyma.Health
 	}
 	secretEvent struct{ name, id string }
 )
 
-// watchTransform slims a decoded object into what the watch applies.
+// watchTransform slims a decoded object (watch_decode.go) into what the
+// watch applies.
 func watchTransform(obj any) (any, error) {
 	switch o := obj.(type) {
-	case *im.Runtime:
+	case *watchedRuntime:
 		return newRuntimeEvent(o), nil
-	case *kyma.Kyma:
+	case *watchedKyma:
 		return newKymaEvent(o), nil
-	case *metav1.PartialObjectMetadata:
-		return &secretEvent{name: o.Name, id: o.Labels[controlplane.LabelRuntimeID]}, nil
+	case *watchedSecret:
+		return &secretEvent{name: o.Metadata.Name, id: o.Metadata.Labels.RuntimeID}, nil
 	default:
 		return obj, nil
 	}
 }
 
-func newRuntimeEvent(rt *im.Runtime) *runtimeEvent {
-	e := &runtimeEvent{name: rt.Name, id: rt.Labels[controlplane.LabelRuntimeID]}
+func newRuntimeEvent(rt *watchedRuntime) *runtimeEvent {
+	e := &runtimeEvent{name: rt.Metadata.Name, id: rt.Metadata.Labels.RuntimeID}
 	if e.id == e.name {
 		e.id = e.name // one string for both: each decoded string is an allocation of its own
 	}
-	e.instance = rt.Labels[controlplane.LabelInstanceID]
-	if rt.DeletionTimestamp != nil {
-		e.deleted = rt.DeletionTimestamp.Unix()
+	e.instance = rt.Metadata.Labels.InstanceID
+	if rt.Metadata.DeletionTimestamp != nil {
+		e.deleted = rt.Metadata.DeletionTimestamp.Unix()
 	}
 	e.state = unique.Make(rt.Status.State)
 	if len(rt.Status.Conditions) > 0 {
@@ -158,16 +159,16 @@ func newRuntimeEvent(rt *im.Runtime) *runtimeEvent {
 	return e
 }
 
-func newKymaEvent(k *kyma.Kyma) *kymaEvent {
-	e := &kymaEvent{name: k.Name, id: k.Labels[controlplane.LabelRuntimeID], health: kyma.HealthOf(k)}
+func newKymaEvent(k *watchedKyma) *kymaEvent {
+	e := &kymaEvent{name: k.Metadata.Name, id: k.Metadata.Labels.RuntimeID}
 	if e.id == e.name {
 		e.id = e.name
 	}
 	// resourceVersions are etcd revisions in every API server keb runs
 	// against; one that is not a number is written unconditionally.
-	e.version, _ = strconv.ParseInt(k.ResourceVersion, 10, 64)
-	e.state = unique.Make(e.health.State)
-	e.modules = unique.Make(encodeModules(e.health.Modules))
+	e.version, _ = strconv.ParseInt(k.Metadata.ResourceVersion, 10, 64)
+	e.state = unique.Make(k.Status.State)
+	e.modules = unique.Make(encodeModules(k.Status.Modules))
 	return e
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -59,10 +60,10 @@ func TestTheWatchHoldsOneCompactRecordPerRuntime(t *testing.T) {
 	w := NewWatcher(nil, nil, ns, nil, nil, logrus.New())
 	store := newSeenStore(ns)
 	wakes := &wakeQueue{signal: make(chan struct{}, 1)}
-	feed := func(typ toolscache.DeltaType, objs ...any) {
+	feed := func(typ toolscache.DeltaType, objs ...k8sruntime.Object) {
 		t.Helper()
 		for _, o := range objs {
-			e, err := watchTransform(o)
+			e, err := watchTransform(served(t, o))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -152,7 +153,7 @@ func TestARelistForgetsWhatWasDeletedMeanwhile(t *testing.T) {
 	runtime := func(id string) any {
 		rt := runtimetest.Runtime(ns, id)
 		rt.Status.State = im.StatePending
-		return rt
+		return served(t, rt)
 	}
 	kubeconfig := func(id string) *metav1.PartialObjectMetadata {
 		s := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: im.KubeconfigSecretName(id),
@@ -169,7 +170,7 @@ func TestARelistForgetsWhatWasDeletedMeanwhile(t *testing.T) {
 		}
 	}
 	list(runtimes, runtime("rt-1"), runtime("rt-2"))
-	list(secrets, kubeconfig("rt-1"), kubeconfig("rt-2"), kubeconfig("rt-3"))
+	list(secrets, served(t, kubeconfig("rt-1")), served(t, kubeconfig("rt-2")), served(t, kubeconfig("rt-3")))
 	if !runtimes.synced.Load() || !secrets.synced.Load() {
 		t.Error("a first list leaves its kind unsynced")
 	}
@@ -177,7 +178,7 @@ func TestARelistForgetsWhatWasDeletedMeanwhile(t *testing.T) {
 
 	// While the watch was down, rt-2's Runtime CR and Secret were deleted.
 	list(runtimes, runtime("rt-1"))
-	list(secrets, kubeconfig("rt-1"), kubeconfig("rt-3"))
+	list(secrets, served(t, kubeconfig("rt-1")), served(t, kubeconfig("rt-3")))
 	key := func(name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
 	if !store.seen(key("rt-1"), &im.Runtime{}) || !store.seen(key(im.KubeconfigSecretName("rt-1")), kubeconfig("")) ||
 		!store.seen(key(im.KubeconfigSecretName("rt-3")), kubeconfig("")) {
