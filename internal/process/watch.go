@@ -229,7 +229,7 @@ func (w *Watcher) Start(ctx context.Context) error {
 	synced := make([]toolscache.InformerSynced, 0, len(kinds))
 	for i, k := range kinds {
 		ks := &kindStore{w: w, store: store, wakes: wakes, part: k.part}
-		r := toolscache.NewReflectorWithOptions(clients[i].listWatch(), k.newObject(), ks,
+		r := toolscache.NewReflectorWithOptions(clients[i].listWatch(ks), k.newObject(), ks,
 			toolscache.ReflectorOptions{Name: "control-plane watch"})
 		synced = append(synced, ks.synced.Load)
 		wg.Go(func() { r.RunWithContext(ctx) })
@@ -248,7 +248,8 @@ func (w *Watcher) Start(ctx context.Context) error {
 // kind: it applies each object the reflector lists or watches to the
 // watch's store at once and acts on the change (Watcher.process), which
 // never blocks (a wake-up is queued, a Kyma state handed to KymaStates).
-// The reflector calls it from one goroutine.
+// The reflector calls it from one goroutine, and so does the kind's list
+// (listSink), before the reflector's Replace.
 type kindStore struct {
 	w     *Watcher
 	store *seenStore
@@ -263,37 +264,44 @@ func (k *kindStore) Update(obj any) error { return k.apply(toolscache.Updated, o
 func (k *kindStore) Delete(obj any) error { return k.apply(toolscache.Deleted, obj, false) }
 func (k *kindStore) Resync() error        { return nil } // no resync period: never called
 
-// Transformer makes kindStore a toolscache.TransformingStore: a reflector
-// streaming its first list (WatchList) slims each object as it arrives
-// instead of holding the whole decoded list until the end (at 50,000
-// runtimes 1 GiB of RSS after start instead of 0.2). watchTransform leaves
-// what it slimmed as it is, so the store may see an object twice.
-func (k *kindStore) Transformer() toolscache.TransformFunc { return watchTransform }
+// The kind's list hands each object to the kindStore as it is decoded
+// (listSink), which applies it at once and marks its record listed, so that
+// no list of the fleet is ever held: neither the decoded objects of a
+// paged list (client-go's reflector collects them before its Replace) nor
+// a streamed list's keys and objects (its WatchList keeps them in a store
+// of its own until the list's end). At 10,000 runtimes that was a third of
+// a replica's live heap at its peak during start, which Go's collector
+// lets the heap grow to twice (docs/performance.md, "Fleet scale").
 
-var _ toolscache.TransformingStore = (*kindStore)(nil)
+// beginList is a list starting over: what the last attempt marked does not
+// count.
+func (k *kindStore) beginList() { k.store.unmarkListed(k.part) }
 
-// Replace applies a list: each object listed, and the deletion of what the
-// store holds of the kind that the list lacks (deleted while no watch ran).
+// listed applies one listed object.
+func (k *kindStore) listed(obj watchedObject) {
+	e, _ := watchTransform(obj)
+	k.w.process(k.store, k.wakes, toolscache.Replaced, e, !k.synced.Load())
+	k.store.markListed(e, k.part)
+}
+
+// Replace ends a list: it applies the objects listed, if the list passed
+// any (the kind's list applied them already: listSink), and the deletion of
+// what the store holds of the kind that the list lacked (deleted while no
+// watch ran).
 func (k *kindStore) Replace(list []any, _ string) error {
-	initialList := !k.synced.Load()
-	listed := make(map[string]struct{}, len(list))
-	for _, o := range list {
-		e, _ := watchTransform(o)
-		key, err := k.store.watchKey(e)
-		if err != nil {
-			return err
-		}
-		listed[key] = struct{}{}
-		k.w.process(k.store, k.wakes, toolscache.Replaced, e, initialList)
+	if len(list) > 0 {
+		k.beginList()
 	}
-	held := known{s: k.store, part: k.part}
-	for _, key := range held.ListKeys() {
-		if _, ok := listed[key]; ok {
-			continue
+	for _, o := range list {
+		obj, ok := o.(watchedObject)
+		if !ok {
+			return fmt.Errorf("the watch listed %T", o)
 		}
-		if gone, ok, _ := held.GetByKey(key); ok {
-			k.w.process(k.store, k.wakes, toolscache.Deleted, gone, initialList)
-		}
+		k.listed(obj)
+	}
+	initialList := !k.synced.Load()
+	for _, gone := range k.store.unlisted(k.part) {
+		k.w.process(k.store, k.wakes, toolscache.Deleted, gone, initialList)
 	}
 	k.synced.Store(true)
 	return nil

@@ -209,10 +209,35 @@ func newKindClient(cfg *rest.Config, httpClient *http.Client, scheme *k8sruntime
 	return kc, nil
 }
 
-// listWatch is the kind's ListerWatcher for a reflector.
-func (c *kindClient) listWatch() *toolscache.ListWatch {
-	return &toolscache.ListWatch{ListWithContextFunc: c.list, WatchFuncWithContext: c.watch}
+// listSink takes a list's objects as they are decoded (kindStore), so that
+// the list holds none.
+type listSink interface {
+	// beginList: a list starts (again) from its first page.
+	beginList()
+	listed(watchedObject)
 }
+
+// listWatch is the kind's ListerWatcher for a reflector: its lists hand
+// their objects to sink and return none, and it lists pages rather than
+// streaming a first list as a watch (WatchList), whose objects client-go
+// keeps until the list's end.
+func (c *kindClient) listWatch(sink listSink) toolscache.ListerWatcher {
+	return pagedListWatch{&toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (k8sruntime.Object, error) {
+			if opts.Continue == "" {
+				sink.beginList()
+			}
+			return c.list(ctx, opts, sink.listed)
+		},
+		WatchFuncWithContext: c.watch,
+	}}
+}
+
+// pagedListWatch tells client-go's reflector to list in pages, not to
+// stream its lists as watches (watchlist.DoesClientNotSupportWatchListSemantics).
+type pagedListWatch struct{ *toolscache.ListWatch }
+
+func (pagedListWatch) IsWatchListSemanticsUnSupported() bool { return true }
 
 func (c *kindClient) request(opts metav1.ListOptions, accept string) *rest.Request {
 	opts.LabelSelector = hasRuntimeID.String()
@@ -220,13 +245,14 @@ func (c *kindClient) request(opts metav1.ListOptions, accept string) *rest.Reque
 		VersionedParams(&opts, metav1.ParameterCodec).SetHeader("Accept", accept)
 }
 
-func (c *kindClient) list(ctx context.Context, opts metav1.ListOptions) (k8sruntime.Object, error) {
+// list lists one page, handing each object to listed as it is decoded.
+func (c *kindClient) list(ctx context.Context, opts metav1.ListOptions, listed func(watchedObject)) (k8sruntime.Object, error) {
 	body, err := c.request(opts, c.listAccept).Stream(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = body.Close() }()
-	l, err := decodeList(body, c.newObject)
+	l, err := decodeList(body, c.newObject, listed)
 	if err != nil {
 		return nil, fmt.Errorf("decoding a list of %s: %w", c.resource, err)
 	}
@@ -254,8 +280,10 @@ func (c *kindClient) watch(ctx context.Context, opts metav1.ListOptions) (watch.
 		apierrors.NewClientErrorReporter(http.StatusInternalServerError, http.MethodGet, "ClientWatchDecoding")), nil
 }
 
-// decodeList decodes a list of one kind, one item at a time.
-func decodeList(r io.Reader, newObject func() watchedObject) (*watchedList, error) {
+// decodeList decodes a list of one kind, one item at a time, handing each
+// to listed (the list then holds none) or, when listed is nil, into the
+// list.
+func decodeList(r io.Reader, newObject func() watchedObject, listed func(watchedObject)) (*watchedList, error) {
 	dec := json.NewDecoderCaseSensitivePreserveInts(r)
 	l := &watchedList{}
 	if err := expectDelim(dec, '{'); err != nil {
@@ -270,7 +298,7 @@ func decodeList(r io.Reader, newObject func() watchedObject) (*watchedList, erro
 		case "metadata":
 			err = dec.Decode(&l.ListMeta)
 		case "items":
-			err = decodeItems(dec, l, newObject)
+			err = decodeItems(dec, l, newObject, listed)
 		default:
 			err = dec.Decode(&gojson.RawMessage{}) // kind, apiVersion
 		}
@@ -281,7 +309,7 @@ func decodeList(r io.Reader, newObject func() watchedObject) (*watchedList, erro
 	return l, expectDelim(dec, '}')
 }
 
-func decodeItems(dec json.Decoder, l *watchedList, newObject func() watchedObject) error {
+func decodeItems(dec json.Decoder, l *watchedList, newObject func() watchedObject, listed func(watchedObject)) error {
 	if t, err := dec.Token(); err != nil || t == nil {
 		return err // "items": null
 	} else if t != gojson.Delim('[') {
@@ -293,6 +321,10 @@ func decodeItems(dec json.Decoder, l *watchedList, newObject func() watchedObjec
 			return err
 		}
 		o.meta().settle()
+		if listed != nil {
+			listed(o)
+			continue
+		}
 		l.Items = append(l.Items, o)
 	}
 	return expectDelim(dec, ']')

@@ -112,7 +112,7 @@ func TestTheWatchDecodesEventsAndListsAsTheAPIServerSendsThem(t *testing.T) {
 	list := `{"kind":"RuntimeList","apiVersion":"infrastructuremanager.kyma-project.io/v1","metadata":{"resourceVersion":"9","continue":"c"},` +
 		`"items":[{"metadata":{"name":"rt-1","resourceVersion":"5"},"status":{"state":"Pending","conditions":[{"type":"Provisioned","status":"False",` +
 		`"reason":"Processing","message":"m","lastTransitionTime":"2030-01-01T12:00:00Z"}]}},{"metadata":{"name":"rt-2"}}]}`
-	l, err := decodeList(strings.NewReader(list), newObject)
+	l, err := decodeList(strings.NewReader(list), newObject, nil)
 	if err != nil || l.ResourceVersion != "9" || l.Continue != "c" || len(l.Items) != 2 {
 		t.Fatalf("the list decodes to %+v, %v", l, err)
 	}
@@ -121,7 +121,7 @@ func TestTheWatchDecodesEventsAndListsAsTheAPIServerSendsThem(t *testing.T) {
 		first.Status.Conditions[0].LastTransitionTime.Unix() != 1893499200 {
 		t.Errorf("the list's first item decodes to %+v", first)
 	}
-	if l, err := decodeList(strings.NewReader(`{"metadata":{"resourceVersion":"9"},"items":null}`), newObject); err != nil || len(l.Items) != 0 {
+	if l, err := decodeList(strings.NewReader(`{"metadata":{"resourceVersion":"9"},"items":null}`), newObject, nil); err != nil || len(l.Items) != 0 {
 		t.Errorf("an empty list decodes to %+v, %v", l, err)
 	}
 }
