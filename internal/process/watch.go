@@ -194,9 +194,9 @@ func NewWatcher(cfg *rest.Config, scheme *k8sruntime.Scheme, namespace string, j
 // Start watches until ctx is done or the watch fails; Run restarts it. Each
 // kind is listed and watched by client-go's reflector, decoded as little as
 // the watch reads (watch_decode.go), into a kindStore, which slims every
-// object as it arrives (watchTransform), applies it to
-// the watch's store (one record per runtime) and acts on the change
-// (process). No informer cache or queue holds the objects in between.
+// object as it arrives (watchTransform), applies it to the watch's store
+// (one record per runtime) and acts on the change (process). No informer
+// cache, queue or list holds the objects in between.
 func (w *Watcher) Start(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup

@@ -218,26 +218,35 @@ type listSink interface {
 }
 
 // listWatch is the kind's ListerWatcher for a reflector: its lists hand
-// their objects to sink and return none, and it lists pages rather than
+// their objects to sink as they are decoded and return none, rather than
 // streaming a first list as a watch (WatchList), whose objects client-go
 // keeps until the list's end.
+//
+// Its lists are not paged: the API server serves a list at resourceVersion
+// "0" (a first list) or at a known one (a relist) from its watch cache, as
+// it serves a WatchList, but pages after the first from etcd, decoding every
+// object again. With 30,000 runtimes the test API server's paged lists of
+// two replicas did not end in minutes, at its memory limit
+// (docs/performance.md, "Fleet scale"). Decoded one object at a time, a
+// whole list costs keb no more memory than a page.
 func (c *kindClient) listWatch(sink listSink) toolscache.ListerWatcher {
-	return pagedListWatch{&toolscache.ListWatch{
+	return unstreamedListWatch{&toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (k8sruntime.Object, error) {
 			if opts.Continue == "" {
 				sink.beginList()
 			}
+			opts.Limit = 0
 			return c.list(ctx, opts, sink.listed)
 		},
 		WatchFuncWithContext: c.watch,
 	}}
 }
 
-// pagedListWatch tells client-go's reflector to list in pages, not to
-// stream its lists as watches (watchlist.DoesClientNotSupportWatchListSemantics).
-type pagedListWatch struct{ *toolscache.ListWatch }
+// unstreamedListWatch tells client-go's reflector to list, not to stream its
+// lists as watches (watchlist.DoesClientNotSupportWatchListSemantics).
+type unstreamedListWatch struct{ *toolscache.ListWatch }
 
-func (pagedListWatch) IsWatchListSemanticsUnSupported() bool { return true }
+func (unstreamedListWatch) IsWatchListSemanticsUnSupported() bool { return true }
 
 func (c *kindClient) request(opts metav1.ListOptions, accept string) *rest.Request {
 	opts.LabelSelector = hasRuntimeID.String()

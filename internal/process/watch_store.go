@@ -110,10 +110,9 @@ type kymaPart struct {
 }
 
 // What the watch applies to its store: each object as watchTransform slims
-// it the moment the reflector hands it over, so that a list's decoded
-// objects are garbage once it is applied. A streamed first list holds the
-// events until its end (client-go's reflector keeps them in a store of its
-// own), so they hold nothing the record does not.
+// it the moment it is decoded (a list's objects) or the reflector hands it
+// over (a watch's), so that the decoded objects are garbage once applied.
+// An event holds nothing the record does not.
 type (
 	runtimeEvent struct {
 		name, id string
