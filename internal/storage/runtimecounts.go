@@ -19,7 +19,8 @@ const RuntimeCountsFoldJob = "fold_runtime_counts"
 // milliseconds); at the rates a real fleet sees, a few hundred.
 const RuntimeCountsFoldInterval = 30 * time.Second
 
-// foldRuntimeCountsSQL replaces the deltas of runtime_counts and
+// foldRuntimeCountsSQL replaces the deltas of runtime_counts,
+// runtime_month_counts (00025: by creation month too) and
 // running_operation_counts by one row per combination, in one statement: a
 // snapshot sees either all the deltas or their sums, never both or neither,
 // so every reader's sum stays exact while it runs. Each DELETE removes the
@@ -31,14 +32,18 @@ const foldRuntimeCountsSQL = `WITH deltas AS (DELETE FROM runtime_counts RETURNI
 folded AS (INSERT INTO runtime_counts (plan_id, plan_name, provider_region, state, kyma_state, archived, n)
 	SELECT plan_id, plan_name, provider_region, state, kyma_state, archived, sum(n) FROM deltas
 	GROUP BY plan_id, plan_name, provider_region, state, kyma_state, archived HAVING sum(n) <> 0 RETURNING 1),
+month_deltas AS (DELETE FROM runtime_month_counts RETURNING *),
+month_folded AS (INSERT INTO runtime_month_counts (created_month, plan_name, provider_region, state, kyma_state, archived, n)
+	SELECT created_month, plan_name, provider_region, state, kyma_state, archived, sum(n) FROM month_deltas
+	GROUP BY created_month, plan_name, provider_region, state, kyma_state, archived HAVING sum(n) <> 0 RETURNING 1),
 op_deltas AS (DELETE FROM running_operation_counts RETURNING *),
 op_folded AS (INSERT INTO running_operation_counts (plan_id, type, n)
 	SELECT plan_id, type, sum(n) FROM op_deltas GROUP BY plan_id, type HAVING sum(n) <> 0 RETURNING 1)
-SELECT (SELECT count(*) FROM folded) + (SELECT count(*) FROM op_folded)`
+SELECT (SELECT count(*) FROM folded) + (SELECT count(*) FROM month_folded) + (SELECT count(*) FROM op_folded)`
 
 // FoldRuntimeCounts folds the deltas of runtime_counts and
-// running_operation_counts (migration 00023) and returns how many rows were
-// left.
+// running_operation_counts (migration 00023) and runtime_month_counts
+// (00025) and returns how many rows were left.
 func (s *Store) FoldRuntimeCounts(ctx context.Context) (int64, error) {
 	var rows int64
 	if err := s.pool.QueryRow(ctx, foldRuntimeCountsSQL).Scan(&rows); err != nil {

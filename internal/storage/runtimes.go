@@ -522,7 +522,7 @@ func joinWhere(preds []string) string {
 // with RuntimesPageSQL. Exported so that tests and testing/runtimesload
 // EXPLAIN exactly what Runtimes runs.
 func RuntimesSQL(q RuntimeQuery) (page string, pageArgs []any, count string, countArgs []any) {
-	page, pageArgs = RuntimesPageSQL(q, -1)
+	page, pageArgs = RuntimesPageSQL(q, RuntimesCount{Total: -1})
 	count, countArgs = RuntimesCountSQL(q)
 	return page, pageArgs, count, countArgs
 }
@@ -559,14 +559,22 @@ func runtimesStates(q RuntimeQuery) (stateFilter, bool) {
 	return newStateFilter(states), slices.Contains(states, RuntimeDeprovisioned)
 }
 
-// RuntimesPageSQL returns the page statement of q and its arguments. total
-// is the listing's count (RuntimesCountSQL) in the same snapshot, or -1 when
-// it is not known. A page by number that starts in the second half of the
-// listing finds its boundary from the end: the row at offset o is the
-// (total-1-o)th from the end, so that no page skips more than half of the
-// listing's keys (page 751 of 1,000 pages of 100 skips 24,999 keys instead
-// of 75,000). A page beyond the end is not read at all (Runtimes).
-func RuntimesPageSQL(q RuntimeQuery, total int) (page string, pageArgs []any) {
+// RuntimesPageSQL returns the page statement of q and its arguments. count
+// is what the count statement (RuntimesCountSQL) returned in the same
+// snapshot, or a Total of -1 when it is not known.
+//
+// A page by number whose count placed its first row in a creation month
+// (count.Month, see monthCount) finds its boundary within that month: the
+// row at offset o is the (o-Before)th of the month's rows, which the
+// boundary reads from the month's first key on (or from its last, when it
+// is in the second half of the month), so that it skips at most half of a
+// month's keys whatever the page and the size of the fleet. Otherwise (a
+// filter the kept counts do not have) a page that starts in the second
+// half of the listing finds its boundary from the end: the row at offset o
+// is the (total-1-o)th from the end, so that no page skips more than half
+// of the listing's keys (page 751 of 1,000 pages of 100 skips 24,999 keys
+// instead of 75,000). A page beyond the end is not read at all (Runtimes).
+func RuntimesPageSQL(q RuntimeQuery, count RuntimesCount) (page string, pageArgs []any) {
 	sf, withArchive := runtimesStates(q)
 
 	// The page: the live branch, and the archive branch when deprovisioned
@@ -585,12 +593,15 @@ func RuntimesPageSQL(q RuntimeQuery, total int) (page string, pageArgs []any) {
 	// boundary row; ">= NULL" is never true and the page is empty.
 	var with, from string
 	if offset > 0 {
-		fromEnd := offset < total && offset > (total-1)/2
-		skip := offset
-		if fromEnd {
-			skip = total - 1 - offset
+		skip, total := offset, count.Total
+		if !count.Month.IsZero() {
+			skip, total = offset-count.Before, count.InMonth
 		}
-		with = "WITH boundary AS MATERIALIZED (" + b.boundarySQL(q, sf, withArchive, skip, fromEnd) + ")\n"
+		fromEnd := skip < total && skip > (total-1)/2
+		if fromEnd {
+			skip = total - 1 - skip
+		}
+		with = "WITH boundary AS MATERIALIZED (" + b.boundarySQL(q, sf, withArchive, skip, fromEnd, count.Month) + ")\n"
 		from = "(SELECT bd.created_at, bd.instance_id FROM boundary bd)"
 	}
 	livePreds := b.where(q, liveBranch)
@@ -625,8 +636,10 @@ func RuntimesPageSQL(q RuntimeQuery, total int) (page string, pageArgs []any) {
 	return with + fmt.Sprintf(pageWithOperations, rows), b.args
 }
 
-// RuntimesCountSQL returns the count statement of q (its totalCount) and its
-// arguments.
+// RuntimesCountSQL returns the count statement of q and its arguments. Its
+// one row is read by ScanRuntimesCount: the totalCount and, for a page by
+// number without a selective filter, the creation month holding the page's
+// first row (monthCount).
 func RuntimesCountSQL(q RuntimeQuery) (count string, countArgs []any) {
 	sf, withArchive := runtimesStates(q)
 	// The count: a sum of counts of instances (and the archive) with plain
@@ -635,7 +648,10 @@ func RuntimesCountSQL(q RuntimeQuery) (count string, countArgs []any) {
 	qq.After = nil
 	b := &runtimeSQL{}
 	if !selectiveFilter(qq) {
-		return b.keptCount(qq, sf, withArchive), b.args
+		if offset := runtimesOffset(q); offset > 0 {
+			return b.monthCount(qq, sf, withArchive, offset), b.args
+		}
+		return "SELECT (" + b.keptCount(qq, sf, withArchive) + ")" + noMonth, b.args
 	}
 	var terms []string
 	if sf.except == string(RuntimeDeprovisioned) {
@@ -655,7 +671,38 @@ func RuntimesCountSQL(q RuntimeQuery) (count string, countArgs []any) {
 		// instance is live (ArchiveAndRemove).
 		terms = append(terms, "+ (SELECT count(*) FROM instances_archive a"+joinWhere(b.where(qq, archiveBranch))+")")
 	}
-	return "SELECT " + strings.Join(terms, "\n"), b.args
+	return "SELECT (" + strings.Join(terms, "\n") + ")" + noMonth, b.args
+}
+
+// noMonth completes the columns of a count statement that places no page
+// in a month (ScanRuntimesCount).
+const noMonth = "::bigint, NULL::timestamptz, NULL::bigint, NULL::bigint"
+
+// RuntimesCount is what the count statement (RuntimesCountSQL) returns.
+type RuntimesCount struct {
+	// Total counts every runtime matching the filters: totalCount.
+	Total int
+	// Month is the creation month (its first instant in UTC) holding the
+	// first row of a page by number, when the count was summed by month
+	// (monthCount); zero otherwise, and for a page beyond the end. Before
+	// is the number of the listing's rows created before Month, InMonth
+	// the number created in it.
+	Month           time.Time
+	Before, InMonth int
+}
+
+// ScanRuntimesCount reads the row of the count statement.
+func ScanRuntimesCount(row pgx.Row) (RuntimesCount, error) {
+	var c RuntimesCount
+	var month *time.Time
+	var before, inMonth *int64
+	if err := row.Scan(&c.Total, &month, &before, &inMonth); err != nil {
+		return RuntimesCount{}, err
+	}
+	if month != nil && before != nil && inMonth != nil {
+		c.Month, c.Before, c.InMonth = month.UTC(), int(*before), int(*inMonth)
+	}
+	return c, nil
 }
 
 // selectiveFilter reports whether q filters on a column the kept counts
@@ -676,6 +723,33 @@ func selectiveFilter(q RuntimeQuery) bool {
 // have no Kyma state, so a Kyma state filter excludes them as the archive
 // branch's "false" does.
 func (b *runtimeSQL) keptCount(q RuntimeQuery, sf stateFilter, withArchive bool) string {
+	return "SELECT coalesce(sum(c.n), 0)::bigint FROM runtime_counts c" + joinWhere(b.keptPredicates(q, sf, withArchive))
+}
+
+// monthCount is the count of q (no selective filter, no cursor) for a page
+// by number whose first row is at offset: its total and the creation month
+// holding that row (RuntimesCount), summed from runtime_month_counts, which
+// the triggers of runtime_counts keep by creation month too (migration
+// 00025). The listing is ordered by creation time first, so the rows of the
+// months before a month all come before its rows: the month holding offset
+// is the one whose running sum passes it. Like keptCount it is exact in the
+// listing's snapshot, and it reads the matching combinations of every month
+// (some 1,200 rows at the load tool's 1,000,000 instances over a year).
+// Months summing to zero (their runtimes gone, not yet folded) hold no row
+// and are never chosen.
+func (b *runtimeSQL) monthCount(q RuntimeQuery, sf stateFilter, withArchive bool, offset int) string {
+	preds := b.keptPredicates(q, sf, withArchive)
+	off := b.arg(int64(offset)) + "::bigint"
+	return `WITH m AS (SELECT c.created_month, sum(c.n) AS n FROM runtime_month_counts c` + joinWhere(preds) + `
+	GROUP BY c.created_month),
+p AS (SELECT created_month, n, sum(n) OVER (ORDER BY created_month) - n AS before FROM m)
+SELECT (SELECT coalesce(sum(n), 0) FROM m)::bigint, p.created_month, p.before::bigint, p.n::bigint
+FROM (VALUES (1)) one (x) LEFT JOIN p ON p.n > 0 AND p.before <= ` + off + ` AND p.before + p.n > ` + off
+}
+
+// keptPredicates are the predicates of q on the kept counts' columns
+// (runtime_counts c, runtime_month_counts c).
+func (b *runtimeSQL) keptPredicates(q RuntimeQuery, sf stateFilter, withArchive bool) []string {
 	var preds []string
 	add := func(col string, values []string) {
 		if len(values) > 0 {
@@ -696,8 +770,7 @@ func (b *runtimeSQL) keptCount(q RuntimeQuery, sf stateFilter, withArchive bool)
 	if withArchive {
 		live = "(" + live + " OR c.archived)"
 	}
-	preds = append(preds, live)
-	return "SELECT coalesce(sum(c.n), 0)::bigint FROM runtime_counts c" + joinWhere(preds)
+	return append(preds, live)
 }
 
 // boundarySQL selects the key (created_at, instance_id) of the row at offset
@@ -725,16 +798,29 @@ func (b *runtimeSQL) keptCount(q RuntimeQuery, sf stateFilter, withArchive bool)
 // from the last row (RuntimesPageSQL): the same indexes scanned backwards,
 // the same merge (anti-)joins in descending key order.
 //
+// A month (not zero) confines the keys read to those created in that
+// calendar month (UTC), offset being counted from the month's first row (or
+// its last): each index's range starts at the month's first key, so the
+// scan skips at most the month's keys. Every alias of an intersection and
+// the archive branch get the range, so that each index's own scan is cut.
+//
 // With the archive, the offset applies to the merged order of both
 // branches: each branch's keys are read in order, cut to offset+1 (no more
 // can come before the boundary) and merged, and the merge is offset. Keys
 // are unique across the branches because an instance is in one table only
 // (Store.ArchiveAndRemove); were a key in both, a page starting at it would
 // repeat the previous page's last row.
-func (b *runtimeSQL) boundarySQL(q RuntimeQuery, sf stateFilter, withArchive bool, offset int, fromEnd bool) string {
+func (b *runtimeSQL) boundarySQL(q RuntimeQuery, sf stateFilter, withArchive bool, offset int, fromEnd bool, month time.Time) string {
 	dir := ""
 	if fromEnd {
 		dir = " DESC"
+	}
+	inMonth := func(created string) []string {
+		if month.IsZero() {
+			return nil
+		}
+		return []string{created + " >= " + b.arg(month) + "::timestamptz",
+			created + " < " + b.arg(month.AddDate(0, 1, 0)) + "::timestamptz"}
 	}
 	keyState := sf
 	if sf.except != "" {
@@ -742,7 +828,7 @@ func (b *runtimeSQL) boundarySQL(q RuntimeQuery, sf stateFilter, withArchive boo
 	}
 	from, key := "instances i", "i"
 	var preds []string
-	if f, p, ok := b.indexIntersection(q, keyState); ok {
+	if f, p, ok := b.indexIntersection(q, keyState, inMonth); ok {
 		// Two or more of state, plan and region: a merge of their
 		// index-only scans.
 		from, preds, key = f, p, "i1"
@@ -751,6 +837,7 @@ func (b *runtimeSQL) boundarySQL(q RuntimeQuery, sf stateFilter, withArchive boo
 		if p := keyState.predicate(b); p != "" {
 			preds = append(preds, p)
 		}
+		preds = append(preds, inMonth("i.created_at")...)
 	}
 	if sf.except != "" {
 		preds = append(preds, "NOT EXISTS (SELECT 1 FROM instances x WHERE x.state = "+b.arg(sf.except)+
@@ -764,7 +851,7 @@ func (b *runtimeSQL) boundarySQL(q RuntimeQuery, sf stateFilter, withArchive boo
 	}
 	branchLimit := " LIMIT " + strconv.Itoa(offset+1)
 	archived := "SELECT a.instance_created_at AS created_at, a.instance_id FROM instances_archive a" +
-		joinWhere(b.where(q, archiveBranch)) + "\nORDER BY a.instance_created_at" + dir + ", a.instance_id" + dir
+		joinWhere(append(b.where(q, archiveBranch), inMonth("a.instance_created_at")...)) + "\nORDER BY a.instance_created_at" + dir + ", a.instance_id" + dir
 	return "SELECT k.created_at, k.instance_id FROM ((" + live + branchLimit + ")\nUNION ALL\n(" + archived + branchLimit +
 		")) k\nORDER BY k.created_at" + dir + ", k.instance_id" + dir + cut
 }
@@ -788,8 +875,9 @@ func (b *runtimeSQL) liveCount(q RuntimeQuery, state stateFilter) string {
 // (i1, i2, ...), and each alias's filter: the rows matching all of them,
 // read from the indexes instances_state_created_idx,
 // instances_plan_region_created_idx (plan, region or both) and
-// instances_kyma_state_created_idx only. ok is false, and nothing is
-// written to b, otherwise.
+// instances_kyma_state_created_idx only, each alias also getting extra's
+// predicates on its creation time. ok is false, and nothing is written to
+// b, otherwise.
 //
 // Plan and region are one filter, read from the one index holding both:
 // as two aliases (instances_plan_created_idx joined with
@@ -799,7 +887,7 @@ func (b *runtimeSQL) liveCount(q RuntimeQuery, state stateFilter) string {
 // hash join of both ranges and a sort, 228 ms of backend CPU for page 500
 // of plan=azure&region=westeurope. Alone, plan and region are plain
 // predicates on that index, a range in listing order.
-func (b *runtimeSQL) indexIntersection(q RuntimeQuery, state stateFilter) (from string, preds []string, ok bool) {
+func (b *runtimeSQL) indexIntersection(q RuntimeQuery, state stateFilter, extra func(created string) []string) (from string, preds []string, ok bool) {
 	type indexed struct {
 		cols   []string
 		values [][]string
@@ -834,6 +922,7 @@ func (b *runtimeSQL) indexIntersection(q RuntimeQuery, state stateFilter) (from 
 		for c, col := range set.cols {
 			preds = append(preds, b.in(alias+"."+col, set.values[c]))
 		}
+		preds = append(preds, extra(alias+".created_at")...)
 	}
 	return from, preds, true
 }
@@ -867,8 +956,8 @@ const RuntimesTxSettings = `SELECT set_config('jit', 'off', true), set_config('p
 // AllOperations) the page's operations, (with Bindings) their bindings, and
 // COMMIT. The count comes first because the page's statement depends on it:
 // a page by number beyond the end is known to be empty without reading it
-// (one statement fewer), and a deep page finds its first row from the end
-// (RuntimesPageSQL).
+// (one statement fewer), and a deep page finds its first row within the
+// creation month the count placed it in, or from the end (RuntimesPageSQL).
 func (s *Store) Runtimes(ctx context.Context, q RuntimeQuery) (RuntimePage, error) {
 	countSQL, countArgs := RuntimesCountSQL(q)
 	pageSize := runtimesPageSize(q)
@@ -877,14 +966,16 @@ func (s *Store) Runtimes(ctx context.Context, q RuntimeQuery) (RuntimePage, erro
 		if _, err := tx.Exec(ctx, RuntimesTxSettings); err != nil {
 			return fmt.Errorf("setting up the listing's transaction: %w", err)
 		}
-		if err := tx.QueryRow(ctx, countSQL, countArgs...).Scan(&page.Total); err != nil {
+		count, err := ScanRuntimesCount(tx.QueryRow(ctx, countSQL, countArgs...))
+		if err != nil {
 			return fmt.Errorf("counting runtimes: %w", err)
 		}
+		page.Total = count.Total
 		if offset := runtimesOffset(q); offset > 0 && offset >= page.Total {
 			page.Runtimes = []Runtime{}
 			return nil
 		}
-		pageSQL, pageArgs := RuntimesPageSQL(q, page.Total)
+		pageSQL, pageArgs := RuntimesPageSQL(q, count)
 		rows, _ := tx.Query(ctx, pageSQL, pageArgs...)
 		raw, err := pgx.CollectRows(rows, pgx.RowToStructByName[runtimeRow])
 		if err != nil {

@@ -27,7 +27,7 @@ func TestRestoreBaseBackup(t *testing.T) {
 	faultsOnly(t)
 	s := newStack(t, stackOptions{replicas: 1, accounts: 80, delay: 3 * time.Second, ha: true})
 	load := s.startLoad("backup", loadShape{limit: 60, workers: 4, pace: 100 * time.Millisecond})
-	waitFor(t, 2*time.Minute, "accepts before the backup", func() bool { return load.acceptedCount() >= 15 })
+	s.waitForLoad(load, 2*time.Minute, "accepts before the backup", func() bool { return load.acceptedCount() >= 15 })
 	backupDir := filepath.Join(s.dir, "backup")
 	began := time.Now()
 	s.ha.BaseBackup(backupDir)
@@ -35,7 +35,7 @@ func TestRestoreBaseBackup(t *testing.T) {
 	// The backup is the database as of its end: accepts after that are
 	// not in it.
 	atEnd := load.acceptedCount()
-	waitFor(t, 2*time.Minute, "accepts after the backup", func() bool { return load.acceptedCount() >= atEnd+10 })
+	s.waitForLoad(load, 2*time.Minute, "accepts after the backup", func() bool { return load.acceptedCount() >= atEnd+10 })
 	all := load.stop()
 
 	// Every accepted instance's Runtime CR exists: those accepted after the

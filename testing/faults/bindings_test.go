@@ -60,11 +60,13 @@ func (w *workload) bindingsAfter(t time.Time) int {
 func (w *workload) resend(what string, send func(r *replica) (answer, error), want ...int) (answer, int, bool) {
 	for tries, giveUp := 1, time.Now().Add(2*time.Minute); ; tries++ {
 		r := w.target()
-		a, err := send(r)
 		label := what
 		if tries > 1 {
 			label = "re-sent " + what
 		}
+		done := w.track(label + " to " + r.name)
+		a, err := send(r)
+		done()
 		if w.expected(label, r, a, err, want...) {
 			return a, tries, true
 		}

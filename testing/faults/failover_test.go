@@ -34,7 +34,7 @@ const detection = 3 * time.Second
 // 202 is logged.
 func TestFailoverKillPrimary(t *testing.T) {
 	sc := startScenario(t, "kill", stackOptions{})
-	sc.fault = time.Now()
+	sc.faultNow()
 	sc.s.ha.Kill(sc.s.ha.Primary())
 	time.Sleep(detection)
 	sc.s.ha.Promote()
@@ -86,9 +86,12 @@ func startScenarioPrepared(t *testing.T, prefix string, opts stackOptions, prepa
 		sc.orchestration, sc.live = s.startClusterUpgrade()
 	}
 	maps.Copy(sc.live, seeded)
+	// The last 2*after PUTs wait for the fault (faultNow): a machine slow
+	// to bind lets the load send every PUT before the load is ready for
+	// the fault, and none would be left to be accepted after it.
 	sc.load = s.startLoad(prefix, loadShape{limit: limit, workers: 4, pace: 50 * time.Millisecond, binds: true,
-		bind: slices.Collect(maps.Keys(seeded))})
-	waitFor(t, 2*time.Minute, "accepts and bindings before the fault", func() bool {
+		bind: slices.Collect(maps.Keys(seeded)), hold: limit - 2*after})
+	s.waitForLoad(sc.load, 2*time.Minute, "accepts and bindings before the fault", func() bool {
 		sc.load.mu.Lock()
 		bound := len(sc.load.bindings)
 		sc.load.mu.Unlock()
@@ -101,6 +104,13 @@ func startScenarioPrepared(t *testing.T, prefix string, opts stackOptions, prepa
 		t.Logf("at the fault the orchestration had %d upgrades done and %d running", done, running)
 	}
 	return sc
+}
+
+// faultNow marks the fault's moment and lets the load's held PUTs go on:
+// they meet the fault.
+func (sc *scenario) faultNow() {
+	sc.fault = time.Now()
+	sc.load.release()
 }
 
 // finish waits for the accepts after the promotion, stops the load and
@@ -169,7 +179,7 @@ func (s *stack) expectOrchestrated(id string) {
 // recover, stops the load and returns what it accepted.
 func (s *stack) afterFailover(load *workload, fault, promoted time.Time, after int) []accepted {
 	s.t.Helper()
-	waitFor(s.t, 2*time.Minute, "accepts (and bindings) after the promotion", func() bool {
+	s.waitForLoad(load, 2*time.Minute, "accepts (and bindings) after the promotion", func() bool {
 		n, _ := load.acceptedAfter(promoted)
 		return n >= after && (!load.binds || load.bindingsAfter(promoted) >= 2)
 	})
@@ -206,7 +216,7 @@ func (s *stack) expectOnce(ops []accepted) {
 func TestFailoverSwitchover(t *testing.T) {
 	faultsOnly(t)
 	sc := startScenario(t, "switch", stackOptions{})
-	sc.fault = time.Now()
+	sc.faultNow()
 	sc.s.ha.Stop(sc.s.ha.Primary())
 	sc.s.ha.Promote()
 	promoted := time.Now()
@@ -224,7 +234,7 @@ func TestFailoverNetworkCut(t *testing.T) {
 	faultsOnly(t)
 	// A bind's deadline stays below the request's.
 	sc := startScenario(t, "cut", stackOptions{env: []string{"APP_REQUEST_TIMEOUT=5s", "APP_BROKER_BINDING_TIMEOUT=4s"}})
-	sc.fault = time.Now()
+	sc.faultNow()
 	old := sc.s.ha.Primary()
 	sc.s.ha.Freeze(old)
 	time.Sleep(detection)

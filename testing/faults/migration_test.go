@@ -21,20 +21,19 @@ import (
 
 // TestFailoverDuringMigration is a rolling upgrade whose migration meets a
 // failover. The previous release (keb built from the commit before the
-// newest migration) serves the scenario's load (accepts, polls, bindings,
+// newest migrations) serves the scenario's load (accepts, polls, bindings,
 // an orchestration) on two replicas while the new release's init container
-// runs `keb migrate up`; the primary is killed while the newest migration
-// runs and the standby is promoted. What the migration did not finish is
-// not recorded on the new primary (a concurrent index build leaves an
-// INVALID index behind), the init container's first run fails, and its
-// rerun applies the migration once, on the new primary, with no invalid
-// index left. The load, served by the previous release throughout, keeps
+// runs `keb migrate up`; the primary is killed while the first new
+// migration runs and the standby is promoted. What the migration did not
+// finish is not recorded on the new primary (a concurrent index build
+// leaves an INVALID index behind), the init container's first run fails,
+// and its rerun applies each new migration once, on the new primary, with
+// no invalid index left. The load, served by the previous release throughout, keeps
 // every promise of the other failover scenarios; the new release then
 // serves on the migrated schema.
 func TestFailoverDuringMigration(t *testing.T) {
 	faultsOnly(t)
 	prev := previousRelease(t)
-	newest := prev.newest
 	var head int64
 	sc := startScenarioPrepared(t, "migrate", stackOptions{bin: prev.bin, accounts: 4}, func(s *stack) {
 		// The previous release migrated the database with its own files;
@@ -53,7 +52,7 @@ func TestFailoverDuringMigration(t *testing.T) {
 		}
 	})
 	s := sc.s
-	t.Logf("the previous release serves at schema %d; the new release's migration %s comes", head-1, newest)
+	t.Logf("the previous release serves at schema %d; the new release's migrations %v come", head-1, prev.pending)
 
 	// A writer's transaction, open before the migration, keeps it waiting
 	// without blocking the load: a concurrent index build waits for it
@@ -111,7 +110,7 @@ func TestFailoverDuringMigration(t *testing.T) {
 	})
 	t.Logf("at the fault the migration waits; invalid indexes: %v", s.invalidIndexes())
 
-	sc.fault = time.Now()
+	sc.faultNow()
 	s.ha.Kill(primary)
 	res := <-first
 	if res.err == nil {
@@ -129,17 +128,19 @@ func TestFailoverDuringMigration(t *testing.T) {
 	// The init container restarts, under the load.
 	rerun := migrateCmd(s, "up")
 	out, err := rerun.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), fmt.Sprintf("applied 1 migration(s): [%d]", head)) {
+	if err != nil || !strings.Contains(string(out), fmt.Sprintf("applied %d migration(s): %v", len(prev.pending), prev.versions(head))) {
 		t.Fatalf("the init container's second run: %v\n%s", err, out)
 	}
 	var applied int
-	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM goose_db_version WHERE version_id = $1`, head).Scan(&applied); err != nil || applied != 1 {
-		t.Fatalf("migration %d recorded %d times (%v), want once", head, applied, err)
+	for _, v := range prev.versions(head) {
+		if err := s.db.QueryRow(ctx, `SELECT count(*) FROM goose_db_version WHERE version_id = $1`, v).Scan(&applied); err != nil || applied != 1 {
+			t.Fatalf("migration %d recorded %d times (%v), want once", v, applied, err)
+		}
 	}
 	if bad := s.invalidIndexes(); len(bad) > 0 {
 		t.Errorf("invalid indexes after the migration: %v", bad)
 	}
-	t.Logf("the rerun applied migration %d %s after the promotion", head, time.Since(promoted).Round(time.Millisecond))
+	t.Logf("the rerun applied migrations %v %s after the promotion", prev.versions(head), time.Since(promoted).Round(time.Millisecond))
 	sc.finish(promoted)
 
 	// The new release rolls out on the migrated schema.
@@ -181,18 +182,32 @@ func (s *stack) invalidIndexes() []string {
 	return names
 }
 
-// release is the previous release: its keb binary, the newest migration
-// this tree adds to it, and the oldest migration whose file this tree
+// release is the previous release: its keb binary, the migrations this
+// tree adds to it, and the oldest migration whose file this tree
 // changed since (0 if none).
 type release struct {
-	bin, newest   string
+	bin string
+	// pending are the migrations this tree has and the previous release
+	// has not, oldest first: one, or several that landed together.
+	pending       []string
 	oldestChanged int64
 }
 
-// previousRelease builds keb as it was before the newest migration: the
+// versions are the goose versions of the pending migrations, the first of
+// them being first.
+func (r release) versions(first int64) []int64 {
+	var v []int64
+	for i := range r.pending {
+		v = append(v, first+int64(i))
+	}
+	return v
+}
+
+// previousRelease builds keb as it was before the newest migrations: the
 // source of the newest commit in this tree's history whose migrations are
-// exactly this tree's but the newest (by name: a renumbered migration makes
-// another release), from git.
+// this tree's oldest ones (by name: a renumbered migration makes another
+// release), from git. Usually one migration is newer; several are when they
+// landed in one commit.
 func previousRelease(t *testing.T) release {
 	t.Helper()
 	files, err := fs.Glob(migrations.FS, "*.sql")
@@ -200,8 +215,6 @@ func previousRelease(t *testing.T) release {
 		t.Fatalf("the embedded migrations: %v", err)
 	}
 	slices.Sort(files)
-	newest := files[len(files)-1]
-	want := files[:len(files)-1]
 	git := func(args ...string) string {
 		out, err := exec.Command("git", args...).Output()
 		if err != nil {
@@ -210,7 +223,8 @@ func previousRelease(t *testing.T) release {
 		return strings.TrimSpace(string(out))
 	}
 	root := git("rev-parse", "--show-toplevel")
-	base := ""
+	var base string
+	var pending []string
 	for _, c := range strings.Fields(git("-C", root, "rev-list", "--max-count=500", "HEAD")) {
 		var had []string
 		for _, f := range strings.Fields(git("-C", root, "ls-tree", "--name-only", c, "migrations/")) {
@@ -219,18 +233,18 @@ func previousRelease(t *testing.T) release {
 			}
 		}
 		slices.Sort(had)
-		if slices.Equal(had, want) {
-			base = c
+		if len(had) < len(files) && slices.Equal(had, files[:len(had)]) {
+			base, pending = c, files[len(had):]
 			break
 		}
 	}
 	if base == "" {
-		t.Fatalf("no commit in the last 500 has this tree's migrations but %s: cannot tell the release before it", newest)
+		t.Fatalf("no commit in the last 500 has this tree's migrations but its newest: cannot tell the release before %s", files[len(files)-1])
 	}
-	rel := release{newest: newest}
+	rel := release{pending: pending}
 	for _, f := range strings.Fields(git("-C", root, "diff", "--name-only", base, "--", "migrations/")) {
 		var v int64
-		if _, err := fmt.Sscanf(filepath.Base(f), "%d_", &v); err == nil && filepath.Base(f) != newest && (rel.oldestChanged == 0 || v < rel.oldestChanged) {
+		if _, err := fmt.Sscanf(filepath.Base(f), "%d_", &v); err == nil && !slices.Contains(pending, filepath.Base(f)) && (rel.oldestChanged == 0 || v < rel.oldestChanged) {
 			rel.oldestChanged = v
 		}
 	}
@@ -251,7 +265,7 @@ func previousRelease(t *testing.T) release {
 		t.Fatalf("building the previous release (%s): %v\n%s", base, err, out)
 	}
 	t.Logf("built the previous release from %s (before %s; this tree changed migrations from %d on) in %s",
-		git("-C", root, "rev-parse", "--short", base), newest, rel.oldestChanged, time.Since(began).Round(time.Second))
+		git("-C", root, "rev-parse", "--short", base), pending[0], rel.oldestChanged, time.Since(began).Round(time.Second))
 	return rel
 }
 

@@ -77,7 +77,7 @@ func TestRollingRestart(t *testing.T) {
 	seeded := s.expectSucceeded(s.provisionMany("roll-bound", bound), 5*time.Minute)
 	load := s.startLoad("roll", loadShape{limit: n, workers: 4, pace: 20 * time.Millisecond, targets: lb.targets, binds: true,
 		bind: slices.Collect(maps.Keys(seeded))})
-	waitFor(t, 2*time.Minute, "accepts and bindings before the restarts", func() bool {
+	s.waitForLoad(load, 2*time.Minute, "accepts and bindings before the restarts", func() bool {
 		return load.acceptedCount() >= 5 && load.bindingsAfter(time.Time{}) >= 2
 	})
 	first := time.Now()
@@ -90,7 +90,7 @@ func TestRollingRestart(t *testing.T) {
 			time.Since(stopped).Round(time.Millisecond))
 		// The load goes on through the restarted replica too.
 		at := time.Now()
-		waitFor(t, 2*time.Minute, "answers after restarting "+r.name, func() bool { return load.answeredAfter(at) >= 10 })
+		s.waitForLoad(load, 2*time.Minute, "answers after restarting "+r.name, func() bool { return load.answeredAfter(at) >= 10 })
 	}
 	ops := load.stop() // fails the test for every request that failed
 	live := s.expectSucceeded(ops, 5*time.Minute)

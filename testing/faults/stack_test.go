@@ -214,7 +214,7 @@ func newStack(t *testing.T, opts stackOptions) *stack {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := &replica{name: name, bin: opts.bin, env: env, port: freePort(t), log: lf, unready: opts.noCRDs}
+		r := &replica{name: name, bin: opts.bin, env: env, port: freePort(t), pprofPort: freePort(t), log: lf, unready: opts.noCRDs}
 		r.start(t)
 		t.Cleanup(r.stop)
 		s.replicas = append(s.replicas, r)
@@ -248,9 +248,12 @@ type replica struct {
 	bin  string // "" is kebBin
 	env  []string
 	port int
-	cmd  *exec.Cmd
-	log  *os.File
-	done chan struct{}
+	// pprofPort serves the replica's goroutines, which a test that waited
+	// in vain reports.
+	pprofPort int
+	cmd       *exec.Cmd
+	log       *os.File
+	done      chan struct{}
 	// unready: the replica is expected to start unready (503 on /readyz).
 	unready bool
 }
@@ -262,7 +265,8 @@ func (r *replica) start(t *testing.T) {
 		bin = kebBin
 	}
 	r.cmd = exec.Command(bin, "serve")
-	r.cmd.Env = append(os.Environ(), append(r.env, fmt.Sprintf("APP_PORT=%d", r.port))...)
+	r.cmd.Env = append(os.Environ(), append(r.env, fmt.Sprintf("APP_PORT=%d", r.port),
+		fmt.Sprintf("APP_PPROF_ADDR=127.0.0.1:%d", r.pprofPort))...)
 	r.cmd.Stdout, r.cmd.Stderr = r.log, r.log
 	if err := r.cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", r.name, err)
@@ -277,6 +281,35 @@ func (r *replica) start(t *testing.T) {
 		res.Body.Close()
 		return res.StatusCode == http.StatusOK || (r.unready && res.StatusCode == http.StatusServiceUnavailable)
 	})
+}
+
+// serving lists the replica's goroutines that serve a request now (its
+// pprof goroutine profile, stacks counted), at most a few kilobytes.
+func (r *replica) serving() string {
+	c := http.Client{Timeout: 5 * time.Second}
+	res, err := c.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/goroutine?debug=1", r.pprofPort))
+	if err != nil {
+		return "  (no profile: " + err.Error() + ")"
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return "  (no profile: " + err.Error() + ")"
+	}
+	var out []string
+	for _, stack := range strings.Split(string(b), "\n\n") {
+		if strings.Contains(stack, "net/http.serverHandler.ServeHTTP") && !strings.Contains(stack, "net/http/pprof.") {
+			out = append(out, stack)
+		}
+	}
+	text := strings.Join(out, "\n\n")
+	if len(text) > 6000 {
+		text = text[:6000] + "\n  …"
+	}
+	if text == "" {
+		return "  none"
+	}
+	return text
 }
 
 // queueID is the replica's ID in the queue (river_job.attempted_by).
@@ -611,6 +644,40 @@ func (s *stack) claimedAccounts() map[string]int {
 }
 
 // waitFor waits for an eventual outcome, with a generous bound.
+// waitForLoad is waitFor with load running: when it waits in vain, it
+// first reports what the load and the replicas were doing, and which
+// database server answers as what, so that a failure says which side hung.
+func (s *stack) waitForLoad(load *workload, within time.Duration, what string, cond func() bool) {
+	s.t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			s.t.Logf("%s: not within %s; %s", what, within, s.describe(load))
+			s.t.Fatalf("%s: not within %s", what, within)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// describe reports the load, the replicas' processes and the database
+// servers as they are now.
+func (s *stack) describe(load *workload) string {
+	var b strings.Builder
+	b.WriteString(load.describe())
+	for _, r := range s.replicas {
+		select {
+		case <-r.done:
+			fmt.Fprintf(&b, "\n%s: exited (%v)", r.name, r.cmd.ProcessState)
+		default:
+			fmt.Fprintf(&b, "\n%s: running; its goroutines serving requests:\n%s", r.name, r.serving())
+		}
+	}
+	if s.ha != nil {
+		b.WriteString("\n" + s.ha.Describe())
+	}
+	return b.String()
+}
+
 func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(within)

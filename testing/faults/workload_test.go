@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // workload is a platform's traffic while a fault happens: workers PUT new
@@ -34,6 +37,12 @@ type workload struct {
 	pace time.Duration
 	// binds: instances are bound once they succeeded.
 	binds bool
+	// hold: after this many PUTs of new instances, the next wait for
+	// release (0: none), so that a scenario's fault finds PUTs left to
+	// send however long the load took to be ready for it.
+	hold        int
+	released    chan struct{}
+	releaseOnce sync.Once
 
 	next     atomic.Int64
 	sent     atomic.Int64
@@ -56,6 +65,59 @@ type workload struct {
 	bindCycles map[string]int
 	nextBindAt time.Time
 	bindings   map[string]*boundBinding
+
+	// inFlight is what the workers are waiting for right now (a request,
+	// a database read, a running replica), and since when: what a scenario
+	// that waited in vain reports.
+	inFlightMu sync.Mutex
+	inFlight   map[int]inFlight
+	nextFlight int
+}
+
+// inFlight is one wait of a worker.
+type inFlight struct {
+	what  string
+	since time.Time
+}
+
+// track records that a worker waits for what, until the returned func is
+// called.
+func (w *workload) track(what string) (done func()) {
+	w.inFlightMu.Lock()
+	defer w.inFlightMu.Unlock()
+	if w.inFlight == nil {
+		w.inFlight = map[int]inFlight{}
+	}
+	id := w.nextFlight
+	w.nextFlight++
+	w.inFlight[id] = inFlight{what, time.Now()}
+	return func() {
+		w.inFlightMu.Lock()
+		delete(w.inFlight, id)
+		w.inFlightMu.Unlock()
+	}
+}
+
+// describe says what the load has done so far and what its workers wait
+// for now, for a scenario that waited in vain.
+func (w *workload) describe() string {
+	var b strings.Builder
+	w.mu.Lock()
+	fmt.Fprintf(&b, "load %s: %d of its %d PUTs sent (held: %v), %d accepted, %d bindings, %d answered 202/201/200, %d 503 with Retry-After, %d unexpected answers",
+		w.prefix, min(int(w.next.Load()), w.limit), w.limit, w.holding(), len(w.accepted), len(w.bindings), len(w.answeredAt), w.unavailable, len(w.failures))
+	if len(w.answeredAt) > 0 {
+		fmt.Fprintf(&b, ", the last 2xx at %s", w.answeredAt[len(w.answeredAt)-1].Format("15:04:05.000"))
+	}
+	for _, f := range w.failures[max(0, len(w.failures)-5):] {
+		fmt.Fprintf(&b, "\n  unexpected: %s", f)
+	}
+	w.mu.Unlock()
+	w.inFlightMu.Lock()
+	defer w.inFlightMu.Unlock()
+	for _, f := range w.inFlight {
+		fmt.Fprintf(&b, "\n  waiting since %s (%s): %s", f.since.Format("15:04:05.000"), time.Since(f.since).Round(time.Millisecond), f.what)
+	}
+	return b.String()
 }
 
 // boundBinding is one binding the workload made: what the PUT answered,
@@ -79,12 +141,15 @@ type loadShape struct {
 	// unbound again), first those in bind, succeeded before the load.
 	binds bool
 	bind  []string
+	// hold: after this many PUTs of new instances, the next wait for the
+	// workload's release (0: none).
+	hold int
 }
 
 // startLoad starts workers sending PUTs of instances named prefix-NNN.
 func (s *stack) startLoad(prefix string, shape loadShape) *workload {
 	w := &workload{s: s, prefix: prefix, limit: shape.limit, targets: shape.targets, pace: shape.pace, binds: shape.binds,
-		stopping: make(chan struct{}), succeeded: map[string]bool{}, bindings: map[string]*boundBinding{},
+		hold: shape.hold, released: make(chan struct{}), stopping: make(chan struct{}), succeeded: map[string]bool{}, bindings: map[string]*boundBinding{},
 		toBind: shape.bind, bindCycles: map[string]int{}}
 	if w.targets == nil {
 		w.targets = s.running
@@ -112,14 +177,15 @@ func (w *workload) work() {
 			// workload, which binds what succeeded, must see it succeed.
 			w.poll(op)
 		}
+		if w.holding() {
+			// New PUTs wait for the fault; polls go on.
+			w.pollAny()
+			continue
+		}
 		i := int(w.next.Add(1)) - 1
 		if i >= w.limit {
 			// All PUTs sent: polls go on.
-			w.mu.Lock()
-			op := w.accepted[i%len(w.accepted)]
-			w.mu.Unlock()
-			w.poll(op)
-			time.Sleep(w.pace)
+			w.pollAny()
 			continue
 		}
 		id := fmt.Sprintf("%s-%03d", w.prefix, i)
@@ -143,8 +209,43 @@ func (w *workload) work() {
 	}
 }
 
+// holding reports whether new PUTs wait: the workload holds them back
+// after its first hold PUTs until release.
+func (w *workload) holding() bool {
+	if w.hold == 0 || int(w.next.Load()) < w.hold {
+		return false
+	}
+	select {
+	case <-w.released:
+		return false
+	default:
+		return true
+	}
+}
+
+// release lets the PUTs held back go on.
+func (w *workload) release() { w.releaseOnce.Do(func() { close(w.released) }) }
+
+// pollAny polls one accepted operation in turn and pauses.
+func (w *workload) pollAny() {
+	w.mu.Lock()
+	if len(w.accepted) == 0 {
+		w.mu.Unlock()
+		time.Sleep(w.pace)
+		return
+	}
+	op := w.accepted[w.pollCursor%len(w.accepted)]
+	w.pollCursor++
+	w.mu.Unlock()
+	w.poll(op)
+	time.Sleep(w.pace)
+}
+
 func (w *workload) target() *replica {
 	up := w.targets()
+	if len(up) == 0 {
+		defer w.track("a running replica")()
+	}
 	for len(up) == 0 {
 		time.Sleep(50 * time.Millisecond)
 		up = w.targets()
@@ -157,7 +258,9 @@ func (w *workload) target() *replica {
 // provisioned: OSB's 200, whose operation the database names.
 func (w *workload) provision(id string, resent bool) (accepted, bool) {
 	r := w.target()
+	done := w.track("PUT " + id + " to " + r.name)
 	a, err := w.s.provision(r, id, "ga-"+id)
+	done()
 	want := []int{http.StatusAccepted}
 	if resent {
 		want = append(want, http.StatusOK)
@@ -167,8 +270,8 @@ func (w *workload) provision(id string, resent bool) (accepted, bool) {
 	}
 	opID, _ := a.body["operation"].(string)
 	if a.status == http.StatusOK {
-		if err := w.s.db.QueryRow(context.Background(), `SELECT operation_id FROM operations WHERE instance_id = $1 AND type = 'provision'`,
-			id).Scan(&opID); err != nil {
+		defer w.track("the database's provisioning of " + id)()
+		if err := w.readProvisioning(id, &opID); err != nil {
 			w.fail("PUT %s answered 200, but its provisioning is not in the database: %v", id, err)
 			return accepted{}, false
 		}
@@ -181,8 +284,25 @@ func (w *workload) provision(id string, resent bool) (accepted, bool) {
 	return op, true
 }
 
+// readProvisioning reads id's provisioning operation from the database
+// into opID. The test's own pool may still hold a connection to a server
+// that died or was demoted, so a failed read is tried again for a while;
+// each try is bounded, as a connection to a frozen server never answers.
+func (w *workload) readProvisioning(id string, opID *string) error {
+	for giveUp := time.Now().Add(time.Minute); ; {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := w.s.db.QueryRow(ctx, `SELECT operation_id FROM operations WHERE instance_id = $1 AND type = 'provision'`, id).Scan(opID)
+		cancel()
+		if err == nil || errors.Is(err, pgx.ErrNoRows) || time.Now().After(giveUp) {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 func (w *workload) poll(op accepted) {
 	r := w.target()
+	defer w.track("poll of " + op.instanceID + " to " + r.name)()
 	a, err := w.s.call(r, http.MethodGet, fmt.Sprintf("/oauth/v2/service_instances/%s/last_operation?operation=%s",
 		op.instanceID, op.operationID), "")
 	if w.expected("poll of "+op.instanceID, r, a, err, http.StatusOK) && a.body["state"] == "succeeded" && w.binds {

@@ -328,6 +328,32 @@ func SignalPIDs(pids []int, sig syscall.Signal) error {
 	return errors.Join(errs...)
 }
 
+// Describe says what each node is now, as its own connection finds it
+// (primary, standby, or why it did not answer within seconds), for a test
+// that waited in vain.
+func (c *Cluster) Describe() string {
+	c.mu.Lock()
+	nodes, primary := []*Node{c.primary, c.standby}, c.primary
+	c.mu.Unlock()
+	var lines []string
+	for _, n := range nodes {
+		role := "the standby"
+		if n == primary {
+			role = "the primary"
+		}
+		var recovering bool
+		state := "answers as a primary"
+		switch err := c.queryRowWithin(n, 3*time.Second, `SELECT pg_is_in_recovery()`, &recovering); {
+		case err != nil:
+			state = "does not answer: " + err.Error()
+		case recovering:
+			state = "answers as a standby"
+		}
+		lines = append(lines, fmt.Sprintf("%s (port %d, %s to the test): %s", n.Name, n.Port, role, state))
+	}
+	return strings.Join(lines, "\n")
+}
+
 // exec runs statements on n, each in its own round trip.
 func (c *Cluster) exec(n *Node, statements ...string) {
 	c.t.Helper()
@@ -347,7 +373,12 @@ func (c *Cluster) exec(n *Node, statements ...string) {
 
 // queryRow reads one row from n.
 func (c *Cluster) queryRow(n *Node, sql string, dest ...any) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	return c.queryRowWithin(n, 10*time.Second, sql, dest...)
+}
+
+// queryRowWithin reads one row from n within d.
+func (c *Cluster) queryRowWithin(n *Node, d time.Duration, sql string, dest ...any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, n.URL())
 	if err != nil {

@@ -432,8 +432,8 @@ func explainPage(ctx context.Context, dbURL, filter string) error {
 		}
 		// As Runtimes: the count first, then the page built with its total
 		// (a deep page's boundary from the end).
-		var total int
-		if err := tx.QueryRow(ctx, count, countArgs...).Scan(&total); err != nil {
+		total, err := storage.ScanRuntimesCount(tx.QueryRow(ctx, count, countArgs...))
+		if err != nil {
 			return fmt.Errorf("counting: %w", err)
 		}
 		page, pageArgs := storage.RuntimesPageSQL(q, total)
