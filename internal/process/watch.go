@@ -8,10 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -194,61 +191,45 @@ func NewWatcher(cfg *rest.Config, scheme *k8sruntime.Scheme, namespace string, j
 		MaxRun: time.Minute}
 }
 
-// watchedKind is a kind the watch lists and watches: its list type, an
-// object of it, and the part of a runtime's record it fills.
-type watchedKind struct {
-	list client.ObjectList
-	obj  client.Object
-	part uint8
-}
-
-// watchedKinds are the watch's kinds. Secrets are watched as metadata only:
-// the watcher needs their names, never their kubeconfigs.
-func watchedKinds() []watchedKind {
-	secrets := &metav1.PartialObjectMetadataList{}
-	secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
-	secret := &metav1.PartialObjectMetadata{}
-	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	return []watchedKind{
-		{list: &infrastructuremanager.RuntimeList{}, obj: &infrastructuremanager.Runtime{}, part: hasRuntime},
-		{list: &kyma.KymaList{}, obj: &kyma.Kyma{}, part: hasKyma},
-		{list: secrets, obj: secret, part: hasKubeconfig},
-	}
-}
-
 // Start watches until ctx is done or the watch fails; Run restarts it. Each
-// kind is listed and watched by client-go's reflector into a kindStore,
-// which slims every object as it arrives (watchTransform), applies it to
-// the watch's store (one record per runtime) and acts on the change
-// (process). No informer cache or queue holds the objects in between.
+// kind is listed and watched by client-go's reflector, decoded as little as
+// the watch reads (watch_decode.go), into a kindStore, which slims every
+// object as it arrives (watchTransform), applies it to the watch's store
+// (one record per runtime) and acts on the change (process). No informer
+// cache, queue or list holds the objects in between.
 func (w *Watcher) Start(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	cl, err := client.NewWithWatch(w.cfg, client.Options{Scheme: w.scheme})
+	httpClient, err := rest.HTTPClientFor(w.cfg)
+	if err != nil {
+		return fmt.Errorf("creating control-plane watch: %w", err)
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(w.cfg, httpClient)
 	if err != nil {
 		return fmt.Errorf("creating control-plane watch: %w", err)
 	}
 	kinds := watchedKinds()
+	clients := make([]*kindClient, len(kinds))
 	// A kind the control plane does not serve fails the watch, which Run
 	// restarts with backoff, rather than a reflector retrying it unseen.
-	for _, k := range kinds {
-		gvk, err := apiutil.GVKForObject(k.obj, w.scheme)
+	for i, k := range kinds {
+		mapping, err := mapper.RESTMapping(k.gvk.GroupKind(), k.gvk.Version)
 		if err != nil {
-			return fmt.Errorf("watching %T: %w", k.obj, err)
+			return fmt.Errorf("watching %s: %w", k.gvk.Kind, err)
 		}
-		if _, err := cl.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
-			return fmt.Errorf("watching %s: %w", gvk.Kind, err)
+		if clients[i], err = newKindClient(w.cfg, httpClient, w.scheme, mapping, w.namespace, k); err != nil {
+			return err
 		}
 	}
 	store := newSeenStore(w.namespace)
 	wakes := &wakeQueue{signal: make(chan struct{}, 1)}
 	wg.Go(func() { wakes.run(ctx, w.changed) })
 	synced := make([]toolscache.InformerSynced, 0, len(kinds))
-	for _, k := range kinds {
+	for i, k := range kinds {
 		ks := &kindStore{w: w, store: store, wakes: wakes, part: k.part}
-		r := toolscache.NewReflectorWithOptions(w.listWatch(cl, k.list), k.obj, ks,
+		r := toolscache.NewReflectorWithOptions(clients[i].listWatch(ks), k.newObject(), ks,
 			toolscache.ReflectorOptions{Name: "control-plane watch"})
 		synced = append(synced, ks.synced.Load)
 		wg.Go(func() { r.RunWithContext(ctx) })
@@ -267,7 +248,8 @@ func (w *Watcher) Start(ctx context.Context) error {
 // kind: it applies each object the reflector lists or watches to the
 // watch's store at once and acts on the change (Watcher.process), which
 // never blocks (a wake-up is queued, a Kyma state handed to KymaStates).
-// The reflector calls it from one goroutine.
+// The reflector calls it from one goroutine, and so does the kind's list
+// (listSink), before the reflector's Replace.
 type kindStore struct {
 	w     *Watcher
 	store *seenStore
@@ -282,37 +264,44 @@ func (k *kindStore) Update(obj any) error { return k.apply(toolscache.Updated, o
 func (k *kindStore) Delete(obj any) error { return k.apply(toolscache.Deleted, obj, false) }
 func (k *kindStore) Resync() error        { return nil } // no resync period: never called
 
-// Transformer makes kindStore a toolscache.TransformingStore: a reflector
-// streaming its first list (WatchList) slims each object as it arrives
-// instead of holding the whole decoded list until the end (at 50,000
-// runtimes 1 GiB of RSS after start instead of 0.2). watchTransform leaves
-// what it slimmed as it is, so the store may see an object twice.
-func (k *kindStore) Transformer() toolscache.TransformFunc { return watchTransform }
+// The kind's list hands each object to the kindStore as it is decoded
+// (listSink), which applies it at once and marks its record listed, so that
+// no list of the fleet is ever held: neither the decoded objects of a
+// paged list (client-go's reflector collects them before its Replace) nor
+// a streamed list's keys and objects (its WatchList keeps them in a store
+// of its own until the list's end). At 10,000 runtimes that was a third of
+// a replica's live heap at its peak during start, which Go's collector
+// lets the heap grow to twice (docs/performance.md, "Fleet scale").
 
-var _ toolscache.TransformingStore = (*kindStore)(nil)
+// beginList is a list starting over: what the last attempt marked does not
+// count.
+func (k *kindStore) beginList() { k.store.unmarkListed(k.part) }
 
-// Replace applies a list: each object listed, and the deletion of what the
-// store holds of the kind that the list lacks (deleted while no watch ran).
+// listed applies one listed object.
+func (k *kindStore) listed(obj watchedObject) {
+	e, _ := watchTransform(obj)
+	k.w.process(k.store, k.wakes, toolscache.Replaced, e, !k.synced.Load())
+	k.store.markListed(e, k.part)
+}
+
+// Replace ends a list: it applies the objects listed, if the list passed
+// any (the kind's list applied them already: listSink), and the deletion of
+// what the store holds of the kind that the list lacked (deleted while no
+// watch ran).
 func (k *kindStore) Replace(list []any, _ string) error {
-	initialList := !k.synced.Load()
-	listed := make(map[string]struct{}, len(list))
-	for _, o := range list {
-		e, _ := watchTransform(o)
-		key, err := k.store.watchKey(e)
-		if err != nil {
-			return err
-		}
-		listed[key] = struct{}{}
-		k.w.process(k.store, k.wakes, toolscache.Replaced, e, initialList)
+	if len(list) > 0 {
+		k.beginList()
 	}
-	held := known{s: k.store, part: k.part}
-	for _, key := range held.ListKeys() {
-		if _, ok := listed[key]; ok {
-			continue
+	for _, o := range list {
+		obj, ok := o.(watchedObject)
+		if !ok {
+			return fmt.Errorf("the watch listed %T", o)
 		}
-		if gone, ok, _ := held.GetByKey(key); ok {
-			k.w.process(k.store, k.wakes, toolscache.Deleted, gone, initialList)
-		}
+		k.listed(obj)
+	}
+	initialList := !k.synced.Load()
+	for _, gone := range k.store.unlisted(k.part) {
+		k.w.process(k.store, k.wakes, toolscache.Deleted, gone, initialList)
 	}
 	k.synced.Store(true)
 	return nil
@@ -322,27 +311,6 @@ func (k *kindStore) apply(typ toolscache.DeltaType, obj any, initialList bool) e
 	e, _ := watchTransform(obj)
 	k.w.process(k.store, k.wakes, typ, e, initialList)
 	return nil
-}
-
-// listWatch lists and watches list's kind in the watch's namespace, only
-// objects labelled with a runtime ID.
-func (w *Watcher) listWatch(cl client.WithWatch, list client.ObjectList) *toolscache.ListWatch {
-	opts := func(raw *metav1.ListOptions) *client.ListOptions {
-		return &client.ListOptions{Namespace: w.namespace, LabelSelector: hasRuntimeID, Limit: raw.Limit, Continue: raw.Continue, Raw: raw}
-	}
-	return &toolscache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, raw metav1.ListOptions) (k8sruntime.Object, error) {
-			l, _ := list.DeepCopyObject().(client.ObjectList)
-			if err := cl.List(ctx, l, opts(&raw)); err != nil {
-				return nil, err
-			}
-			return l, nil
-		},
-		WatchFuncWithContext: func(ctx context.Context, raw metav1.ListOptions) (watch.Interface, error) {
-			l, _ := list.DeepCopyObject().(client.ObjectList)
-			return cl.Watch(ctx, l, opts(&raw))
-		},
-	}
 }
 
 // process applies a change of one object (as watchTransform slimmed it) to

@@ -19,9 +19,10 @@ type KymaObserver interface {
 func (w *Watcher) kymaChanged(store *seenStore, wakes *wakeQueue, e *kymaEvent, initialList bool) {
 	old := store.putKyma(e)
 	if old == nil {
-		w.observeKyma(e.id, e.version, &e.health)
+		h := e.health()
+		w.observeKyma(e.id, e.version, &h)
 		// The first list wakes nothing: a wait begun before it polls.
-		if !initialList && w.kymaWakes(nil, e.health) {
+		if !initialList && w.kymaWakes(nil, h) {
 			wakes.add(e.id)
 		}
 		return
@@ -29,9 +30,9 @@ func (w *Watcher) kymaChanged(store *seenStore, wakes *wakeQueue, e *kymaEvent, 
 	if old.state == e.state && old.modules == e.modules {
 		return // the same health: nothing to tell, nothing ends
 	}
-	prev := old.health()
-	w.observeKyma(e.id, e.version, &e.health)
-	if w.kymaWakes(&prev, e.health) {
+	prev, h := old.health(), e.health()
+	w.observeKyma(e.id, e.version, &h)
+	if w.kymaWakes(&prev, h) {
 		wakes.add(e.id)
 	}
 }

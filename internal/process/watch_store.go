@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
-	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/controlplane"
@@ -69,10 +68,13 @@ const (
 // holds it inline.
 type seenRuntime struct {
 	// id is the runtime ID label, the record's name when that is lower case.
-	id   string
-	has  uint8
-	rt   runtimePart
-	kyma kymaPart
+	id  string
+	has uint8
+	// listed marks the parts the running list of their kind has listed
+	// (kindStore.listed), so that its end finds what it lacked.
+	listed uint8
+	rt     runtimePart
+	kyma   kymaPart
 }
 
 // runtimePart is what the watch keeps of a Runtime CR.
@@ -108,8 +110,9 @@ type kymaPart struct {
 }
 
 // What the watch applies to its store: each object as watchTransform slims
-// it the moment the reflector hands it over, so that a list's decoded
-// objects are garbage once it is applied.
+// it the moment it is decoded (a list's objects) or the reflector hands it
+// over (a watch's), so that the decoded objects are garbage once applied.
+// An event holds nothing the record does not.
 type (
 	runtimeEvent struct {
 		name, id string
@@ -118,34 +121,33 @@ type (
 	kymaEvent struct {
 		name, id string
 		kymaPart
-		// health is the decoded health, in transit only.
-		health kyma.Health
 	}
 	secretEvent struct{ name, id string }
 )
 
-// watchTransform slims a decoded object into what the watch applies.
+// watchTransform slims a decoded object (watch_decode.go) into what the
+// watch applies.
 func watchTransform(obj any) (any, error) {
 	switch o := obj.(type) {
-	case *im.Runtime:
+	case *watchedRuntime:
 		return newRuntimeEvent(o), nil
-	case *kyma.Kyma:
+	case *watchedKyma:
 		return newKymaEvent(o), nil
-	case *metav1.PartialObjectMetadata:
-		return &secretEvent{name: o.Name, id: o.Labels[controlplane.LabelRuntimeID]}, nil
+	case *watchedSecret:
+		return &secretEvent{name: o.Metadata.Name, id: o.Metadata.Labels.RuntimeID}, nil
 	default:
 		return obj, nil
 	}
 }
 
-func newRuntimeEvent(rt *im.Runtime) *runtimeEvent {
-	e := &runtimeEvent{name: rt.Name, id: rt.Labels[controlplane.LabelRuntimeID]}
+func newRuntimeEvent(rt *watchedRuntime) *runtimeEvent {
+	e := &runtimeEvent{name: rt.Metadata.Name, id: rt.Metadata.Labels.RuntimeID}
 	if e.id == e.name {
 		e.id = e.name // one string for both: each decoded string is an allocation of its own
 	}
-	e.instance = rt.Labels[controlplane.LabelInstanceID]
-	if rt.DeletionTimestamp != nil {
-		e.deleted = rt.DeletionTimestamp.Unix()
+	e.instance = rt.Metadata.Labels.InstanceID
+	if rt.Metadata.DeletionTimestamp != nil {
+		e.deleted = rt.Metadata.DeletionTimestamp.Unix()
 	}
 	e.state = unique.Make(rt.Status.State)
 	if len(rt.Status.Conditions) > 0 {
@@ -158,16 +160,16 @@ func newRuntimeEvent(rt *im.Runtime) *runtimeEvent {
 	return e
 }
 
-func newKymaEvent(k *kyma.Kyma) *kymaEvent {
-	e := &kymaEvent{name: k.Name, id: k.Labels[controlplane.LabelRuntimeID], health: kyma.HealthOf(k)}
+func newKymaEvent(k *watchedKyma) *kymaEvent {
+	e := &kymaEvent{name: k.Metadata.Name, id: k.Metadata.Labels.RuntimeID}
 	if e.id == e.name {
 		e.id = e.name
 	}
 	// resourceVersions are etcd revisions in every API server keb runs
 	// against; one that is not a number is written unconditionally.
-	e.version, _ = strconv.ParseInt(k.ResourceVersion, 10, 64)
-	e.state = unique.Make(e.health.State)
-	e.modules = unique.Make(encodeModules(e.health.Modules))
+	e.version, _ = strconv.ParseInt(k.Metadata.ResourceVersion, 10, 64)
+	e.state = unique.Make(k.Status.State)
+	e.modules = unique.Make(encodeModules(k.Status.Modules))
 	return e
 }
 
@@ -467,63 +469,63 @@ func (s *seenStore) list(list client.ObjectList, opts ...client.ListOption) bool
 	return true
 }
 
-// known is one kind's view of the store (kindStore.Replace): the keys of
-// what the store holds of it, and what it holds under one, so that a relist
-// finds what was deleted while the watch was down.
-type known struct {
-	s    *seenStore
-	part uint8
-}
-
-func (k known) ListKeys() []string {
-	k.s.mu.RLock()
-	defer k.s.mu.RUnlock()
-	var keys []string
-	for name, r := range k.s.runtimes {
-		if r.has&k.part == 0 {
-			continue
-		}
-		if k.part == hasKubeconfig {
-			name = kubeconfigName(r)
-		}
-		keys = append(keys, k.s.namespace+"/"+name)
-	}
-	return keys
-}
-
-func (k known) GetByKey(key string) (any, bool, error) {
-	ns, name, err := toolscache.SplitMetaNamespaceKey(key)
-	if err != nil || ns != k.s.namespace {
-		return nil, false, err
-	}
-	if k.part == hasKubeconfig {
-		r, ok := k.s.kubeconfig(name)
-		if !ok {
-			return nil, false, nil
-		}
-		return &secretEvent{name: name, id: r.id}, true, nil
-	}
-	r, ok := k.s.get(name)
-	if !ok || r.has&k.part == 0 {
-		return nil, false, nil
-	}
-	if k.part == hasRuntime {
-		return &runtimeEvent{name: name, id: r.id, runtimePart: r.rt}, true, nil
-	}
-	return &kymaEvent{name: name, id: r.id, kymaPart: r.kyma}, true, nil
-}
-
-// watchKey is the key of an object: namespace/name, for decoded
-// objects and for what watchTransform made of them.
-func (s *seenStore) watchKey(obj any) (string, error) {
-	switch o := obj.(type) {
+// markListed marks the record of a listed object (as watchTransform slimmed
+// it) as listed for part; the runtime's other Secrets have no record.
+func (s *seenStore) markListed(e any, part uint8) {
+	var name string
+	switch o := e.(type) {
 	case *runtimeEvent:
-		return s.namespace + "/" + o.name, nil
+		name = o.name
 	case *kymaEvent:
-		return s.namespace + "/" + o.name, nil
+		name = o.name
 	case *secretEvent:
-		return s.namespace + "/" + o.name, nil
-	default:
-		return toolscache.MetaNamespaceKeyFunc(obj)
+		if o.name != im.KubeconfigSecretName(o.id) {
+			return
+		}
+		name = kyma.Name(o.id)
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.runtimes[name]; ok && r.has&part != 0 {
+		r.listed |= part
+		s.put(name, r)
+	}
+}
+
+// unmarkListed forgets what a list of part marked.
+func (s *seenStore) unmarkListed(part uint8) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, r := range s.runtimes {
+		if r.listed&part != 0 {
+			r.listed &^= part
+			s.runtimes[name] = r
+		}
+	}
+}
+
+// unlisted ends a list of part: it returns what the store holds of part
+// that the list did not mark, as the deletions to apply (the objects as
+// watchTransform slimmed them), and forgets the marks.
+func (s *seenStore) unlisted(part uint8) []any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var gone []any
+	for name, r := range s.runtimes {
+		if r.has&part != 0 && r.listed&part == 0 {
+			switch part {
+			case hasRuntime:
+				gone = append(gone, &runtimeEvent{name: name, id: r.id, runtimePart: r.rt})
+			case hasKyma:
+				gone = append(gone, &kymaEvent{name: name, id: r.id, kymaPart: r.kyma})
+			case hasKubeconfig:
+				gone = append(gone, &secretEvent{name: kubeconfigName(r), id: r.id})
+			}
+		}
+		if r.listed&part != 0 {
+			r.listed &^= part
+			s.runtimes[name] = r
+		}
+	}
+	return gone
 }

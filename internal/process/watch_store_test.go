@@ -2,6 +2,7 @@ package process
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -9,6 +10,7 @@ import (
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -59,10 +61,10 @@ func TestTheWatchHoldsOneCompactRecordPerRuntime(t *testing.T) {
 	w := NewWatcher(nil, nil, ns, nil, nil, logrus.New())
 	store := newSeenStore(ns)
 	wakes := &wakeQueue{signal: make(chan struct{}, 1)}
-	feed := func(typ toolscache.DeltaType, objs ...any) {
+	feed := func(typ toolscache.DeltaType, objs ...k8sruntime.Object) {
 		t.Helper()
 		for _, o := range objs {
-			e, err := watchTransform(o)
+			e, err := watchTransform(served(t, o))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -152,7 +154,7 @@ func TestARelistForgetsWhatWasDeletedMeanwhile(t *testing.T) {
 	runtime := func(id string) any {
 		rt := runtimetest.Runtime(ns, id)
 		rt.Status.State = im.StatePending
-		return rt
+		return served(t, rt)
 	}
 	kubeconfig := func(id string) *metav1.PartialObjectMetadata {
 		s := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: im.KubeconfigSecretName(id),
@@ -169,7 +171,7 @@ func TestARelistForgetsWhatWasDeletedMeanwhile(t *testing.T) {
 		}
 	}
 	list(runtimes, runtime("rt-1"), runtime("rt-2"))
-	list(secrets, kubeconfig("rt-1"), kubeconfig("rt-2"), kubeconfig("rt-3"))
+	list(secrets, served(t, kubeconfig("rt-1")), served(t, kubeconfig("rt-2")), served(t, kubeconfig("rt-3")))
 	if !runtimes.synced.Load() || !secrets.synced.Load() {
 		t.Error("a first list leaves its kind unsynced")
 	}
@@ -177,7 +179,7 @@ func TestARelistForgetsWhatWasDeletedMeanwhile(t *testing.T) {
 
 	// While the watch was down, rt-2's Runtime CR and Secret were deleted.
 	list(runtimes, runtime("rt-1"))
-	list(secrets, kubeconfig("rt-1"), kubeconfig("rt-3"))
+	list(secrets, served(t, kubeconfig("rt-1")), served(t, kubeconfig("rt-3")))
 	key := func(name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
 	if !store.seen(key("rt-1"), &im.Runtime{}) || !store.seen(key(im.KubeconfigSecretName("rt-1")), kubeconfig("")) ||
 		!store.seen(key(im.KubeconfigSecretName("rt-3")), kubeconfig("")) {
@@ -191,5 +193,63 @@ func TestARelistForgetsWhatWasDeletedMeanwhile(t *testing.T) {
 	}
 	if !reflect.DeepEqual(wakes.ids, []string{"rt-2", "rt-2"}) {
 		t.Errorf("wake-ups %v, want rt-2's two deletions", wakes.ids)
+	}
+}
+
+// TestAListAppliesEachObjectAsItIsDecoded: a kind's list hands each object
+// to the watch's store as it decodes it (nothing holds the list), and its
+// end (Replace) forgets what the list lacked; a list that failed part way
+// and started over counts only what the new attempt listed.
+func TestAListAppliesEachObjectAsItIsDecoded(t *testing.T) {
+	t.Parallel()
+	const ns = "kcp-system"
+	store := newSeenStore(ns)
+	w := NewWatcher(nil, nil, ns, nil, nil, logrus.New())
+	wakes := &wakeQueue{signal: make(chan struct{}, 1)}
+	runtimes := &kindStore{w: w, store: store, wakes: wakes, part: hasRuntime}
+	page := func(ids ...string) string {
+		var items []string
+		for _, id := range ids {
+			items = append(items, `{"metadata":{"name":"`+id+`","namespace":"kcp-system","labels":{"kyma-project.io/runtime-id":"`+id+
+				`"}},"spec":{"shoot":{"name":"c"}},"status":{"state":"Pending"}}`)
+		}
+		return `{"kind":"RuntimeList","metadata":{"resourceVersion":"3"},"items":[` + strings.Join(items, ",") + `]}`
+	}
+	list := func(ids ...string) {
+		t.Helper()
+		l, err := decodeList(strings.NewReader(page(ids...)), watchedKinds()[0].newObject, runtimes.listed)
+		if err != nil || len(l.Items) != 0 || l.ResourceVersion != "3" {
+			t.Fatalf("a list handed to the store decodes to %+v, %v", l, err)
+		}
+	}
+	key := func(name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
+
+	runtimes.beginList()
+	list("rt-1")
+	if !store.seen(key("rt-1"), &im.Runtime{}) {
+		t.Error("a listed object is not in the store before its list ended")
+	}
+	list("rt-2") // the next page
+	if err := runtimes.Replace(nil, "3"); err != nil {
+		t.Fatal(err)
+	}
+	if !runtimes.synced.Load() || !store.seen(key("rt-1"), &im.Runtime{}) || !store.seen(key("rt-2"), &im.Runtime{}) {
+		t.Fatal("the first list's objects are not held once it ended")
+	}
+
+	// A relist that fails after rt-2, then lists again without it (deleted
+	// meanwhile).
+	runtimes.beginList()
+	list("rt-2")
+	runtimes.beginList()
+	list("rt-1")
+	if err := runtimes.Replace(nil, "4"); err != nil {
+		t.Fatal(err)
+	}
+	if store.seen(key("rt-2"), &im.Runtime{}) || !store.seen(key("rt-1"), &im.Runtime{}) {
+		t.Error("the relist kept rt-2, which its last attempt lacked, or lost rt-1")
+	}
+	if !reflect.DeepEqual(wakes.ids, []string{"rt-2"}) {
+		t.Errorf("wake-ups %v, want rt-2's deletion", wakes.ids)
 	}
 }

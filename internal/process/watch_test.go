@@ -23,7 +23,7 @@ func TestOnlyEventsThatCanEndAWaitWakeOperations(t *testing.T) {
 	rt := func(state infrastructuremanager.State, conds ...metav1.Condition) *runtimeEvent {
 		r := &infrastructuremanager.Runtime{}
 		r.Status.State, r.Status.Conditions = state, conds
-		return newRuntimeEvent(r)
+		return newRuntimeEvent(served(t, r).(*watchedRuntime))
 	}
 	t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 	provisioned := func(reason string, at time.Time) metav1.Condition {
@@ -38,7 +38,7 @@ func TestOnlyEventsThatCanEndAWaitWakeOperations(t *testing.T) {
 	secret := func(name string) any {
 		s := &metav1.PartialObjectMetadata{}
 		s.Name, s.Labels = name, map[string]string{controlplane.LabelRuntimeID: "rt-1"}
-		e, err := watchTransform(s)
+		e, err := watchTransform(served(t, s))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,7 +85,7 @@ func TestAKubeconfigSecretWakesOnlyWhenItsRuntimeMayBeReady(t *testing.T) {
 		r := &infrastructuremanager.Runtime{}
 		r.Namespace, r.Name, r.Status.State = "kcp-system", id, state
 		r.Labels = map[string]string{controlplane.LabelRuntimeID: id}
-		store.putRuntime(newRuntimeEvent(r))
+		store.putRuntime(newRuntimeEvent(served(t, r).(*watchedRuntime)))
 	}
 	tests := []struct {
 		runtimeID string

@@ -27,6 +27,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -94,8 +95,11 @@ type run struct {
 	APIServerCPU time.Duration
 	// APIServerRSS is the kube-apiserver's RSS once both were running.
 	APIServerRSS uint64
-	Polled       int
-	PollFailed   int
+	// StartRequests are the kube-apiserver's requests while both replicas
+	// started, by verb and resource (a watch counts once it ends).
+	StartRequests map[string]float64
+	Polled        int
+	PollFailed    int
 	// Upgrades is the orchestration measured on this run, if any.
 	Upgrades *upgradeReport
 }
@@ -352,6 +356,7 @@ func measureRun(ctx context.Context, b binary, n int, dir string, env []string, 
 	res := run{N: n, Binary: b.name}
 	fmt.Printf(">> %s: two replicas of keb serve at N=%d\n", b.name, n)
 	apiBefore, _ := cpuTime(apiPID)
+	reqBefore, _ := api.requests(ctx)
 	var replicas []*replica
 	defer func() {
 		for _, r := range replicas {
@@ -374,6 +379,10 @@ func measureRun(ctx context.Context, b binary, n int, dir string, env []string, 
 	}
 	apiAfter, _ := cpuTime(apiPID)
 	res.APIServerCPU = apiAfter - apiBefore
+	if reqAfter, err := api.requests(ctx); err == nil && reqBefore != nil {
+		res.StartRequests = diff(reqAfter, reqBefore)
+		fmt.Printf("   kube-apiserver requests until both watches ran: %s\n", formatRequests(res.StartRequests))
+	}
 	res.APIServerRSS, _ = rss(apiPID)
 	// A moment for what start-up left behind (the Kyma states' first
 	// writes) before memory is read.
@@ -418,6 +427,20 @@ func measureRun(ctx context.Context, b binary, n int, dir string, env []string, 
 		res.Upgrades = &u
 	}
 	return res, nil
+}
+
+// formatRequests is requests by verb and resource, most first.
+func formatRequests(m map[string]float64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return m[keys[i]] > m[keys[j]] || (m[keys[i]] == m[keys[j]] && keys[i] < keys[j]) })
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %.0f", k, m[k])
+	}
+	return fmt.Sprintf("%.0f (%s)", sum(m), strings.Join(parts, ", "))
 }
 
 func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
