@@ -218,28 +218,91 @@ type listSink interface {
 }
 
 // listWatch is the kind's ListerWatcher for a reflector: its lists hand
-// their objects to sink as they are decoded and return none, rather than
-// streaming a first list as a watch (WatchList), whose objects client-go
-// keeps until the list's end.
+// their objects to sink as they are decoded and return none, so that keb
+// never holds a list (client-go's own streamed lists, WatchList, keep every
+// object until the list's end).
 //
-// Its lists are not paged: the API server serves an unpaged list at
-// resourceVersion "0" (a first list) or at a known one (a relist) from its
-// watch cache, as it serves a WatchList. Paged, at 30,000 runtimes, two
-// replicas' lists took the test API server 437 s of CPU and 6 minutes
-// instead of 68 s and 84 s, at its memory limit (docs/performance.md,
-// "Fleet scale"). Decoded one object at a time, a whole list costs keb no
-// more memory than a page.
+// A list is asked for as a watch that starts with the kind's objects
+// (streamList). At 100,000 runtimes an unpaged LIST of the Runtime or Kyma
+// CRs did not end within the API server's 60-second request timeout on the
+// test control plane: each CR is converted and encoded into one response, and
+// every retry started another while the abandoned ones still ran, until the
+// API server held 20 GB (docs/performance.md, "Fleet scale"). Paged, at
+// 30,000 runtimes, two replicas' lists took the test API server 437 s of
+// CPU and 6 minutes instead of 68 s and 84 s. A watch is not bound by the
+// request timeout and is sent one object at a time from the watch cache.
 func (c *kindClient) listWatch(sink listSink) toolscache.ListerWatcher {
 	return unstreamedListWatch{&toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (k8sruntime.Object, error) {
 			if opts.Continue == "" {
 				sink.beginList()
 			}
-			opts.Limit = 0
-			return c.list(ctx, opts, sink.listed)
+			l, err := c.streamList(ctx, opts, sink.listed)
+			if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+				// An API server that refuses sendInitialEvents (its WatchList
+				// feature off) is asked for the whole list instead.
+				opts.Limit, opts.Continue = 0, ""
+				sink.beginList()
+				return c.list(ctx, opts, sink.listed)
+			}
+			return l, err
 		},
 		WatchFuncWithContext: c.watch,
 	}}
+}
+
+// streamListTimeout bounds a streamed list: one that has not ended by then
+// fails, and the reflector lists again (after its backoff).
+const streamListTimeout = 10 * time.Minute
+
+// streamList lists the kind at opts' resource version (or newer) as a watch
+// that begins with the kind's objects as ADDED events and marks their end
+// with a bookmark (sendInitialEvents), handing each object to listed as it
+// is decoded. It returns an empty list at the bookmark's resource version,
+// from which the reflector then watches.
+func (c *kindClient) streamList(ctx context.Context, opts metav1.ListOptions, listed func(watchedObject)) (k8sruntime.Object, error) {
+	initial := true
+	timeout := int64(streamListTimeout / time.Second)
+	opts.Watch, opts.SendInitialEvents, opts.AllowWatchBookmarks = true, &initial, true
+	opts.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan
+	opts.Limit, opts.Continue, opts.TimeoutSeconds = 0, "", &timeout
+	body, err := c.request(opts, c.watchAccept).Stream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d := newEventDecoder(body, c.newObject)
+	defer d.Close()
+	l, err := readInitialEvents(d, listed)
+	if err != nil {
+		return nil, fmt.Errorf("streaming a list of %s: %w", c.resource, err)
+	}
+	return l, nil
+}
+
+// readInitialEvents reads a streamed list's events up to the bookmark that
+// ends them.
+func readInitialEvents(d *eventDecoder, listed func(watchedObject)) (*watchedList, error) {
+	for {
+		typ, obj, err := d.Decode()
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("the API server ended the stream before the list's end")
+		}
+		if err != nil {
+			return nil, err
+		}
+		switch typ {
+		case watch.Added, watch.Modified:
+			listed(obj.(watchedObject))
+		case watch.Bookmark:
+			if m := obj.(watchedObject).meta(); m.Annotations.InitialEventsEnd == "true" {
+				return &watchedList{ListMeta: metav1.ListMeta{ResourceVersion: m.ResourceVersion}}, nil
+			}
+		case watch.Error:
+			return nil, apierrors.FromObject(obj)
+		default:
+			return nil, fmt.Errorf("a %s event among a list's objects", typ)
+		}
+	}
 }
 
 // unstreamedListWatch tells client-go's reflector to list, not to stream its
@@ -254,7 +317,8 @@ func (c *kindClient) request(opts metav1.ListOptions, accept string) *rest.Reque
 		VersionedParams(&opts, metav1.ParameterCodec).SetHeader("Accept", accept)
 }
 
-// list lists one page, handing each object to listed as it is decoded.
+// list lists the kind in one response, handing each object to listed as it
+// is decoded.
 func (c *kindClient) list(ctx context.Context, opts metav1.ListOptions, listed func(watchedObject)) (k8sruntime.Object, error) {
 	body, err := c.request(opts, c.listAccept).Stream(ctx)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -123,5 +124,46 @@ func TestTheWatchDecodesEventsAndListsAsTheAPIServerSendsThem(t *testing.T) {
 	}
 	if l, err := decodeList(strings.NewReader(`{"metadata":{"resourceVersion":"9"},"items":null}`), newObject, nil); err != nil || len(l.Items) != 0 {
 		t.Errorf("an empty list decodes to %+v, %v", l, err)
+	}
+}
+
+// TestAStreamedListEndsAtItsBookmark: a list asked for as a watch
+// (sendInitialEvents) hands each object to the store as it is decoded, skips
+// the API server's periodic bookmarks, and ends at the bookmark that marks
+// the end of the initial events, whose resource version the reflector then
+// watches from; an ERROR is the API server's error, and a stream ended before
+// that bookmark is no list.
+func TestAStreamedListEndsAtItsBookmark(t *testing.T) {
+	t.Parallel()
+	newObject := watchedKinds()[0].newObject
+	added := func(name, rv string) string {
+		return `{"type":"ADDED","object":{"metadata":{"name":"` + name + `","resourceVersion":"` + rv + `"},"status":{"state":"Ready"}}}` + "\n"
+	}
+	read := func(stream string) ([]string, *watchedList, error) {
+		var names []string
+		l, err := readInitialEvents(newEventDecoder(io.NopCloser(strings.NewReader(stream)), newObject),
+			func(o watchedObject) { names = append(names, o.meta().Name) })
+		return names, l, err
+	}
+
+	names, l, err := read(added("rt-1", "5") +
+		`{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"6"}}}` + "\n" +
+		added("rt-2", "7") +
+		`{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"9","annotations":{"k8s.io/initial-events-end":"true"}}}}` + "\n" +
+		added("rt-3", "10"))
+	if err != nil || l == nil || l.ResourceVersion != "9" || len(l.Items) != 0 || !reflect.DeepEqual(names, []string{"rt-1", "rt-2"}) {
+		t.Errorf("the streamed list gives %v and %+v, %v; want rt-1 and rt-2 handed over, an empty list at resource version 9", names, l, err)
+	}
+
+	_, _, err = read(added("rt-1", "5") +
+		`{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old","reason":"Expired","code":410}}` + "\n")
+	if !apierrors.IsResourceExpired(err) {
+		t.Errorf("an ERROR event gives %v, want the API server's Expired", err)
+	}
+	if _, l, err := read(added("rt-1", "5")); err == nil {
+		t.Errorf("a stream ended before the list's end gives %+v, want an error", l)
+	}
+	if _, l, err := read(`{"type":"DELETED","object":{"metadata":{"name":"rt-1"}}}` + "\n"); err == nil {
+		t.Errorf("a DELETED event among a list's objects gives %+v, want an error", l)
 	}
 }

@@ -3,14 +3,19 @@ package provisioning_test
 import (
 	"context"
 	"maps"
+	"net/http"
+	"net/url"
 	"reflect"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/app"
@@ -151,3 +156,98 @@ func hasName[T any, P interface {
 	}
 	return false
 }
+
+// TestTheWatchStreamsItsFirstLists starts the control-plane watch on a
+// namespace that already holds a runtime's three objects and checks how it
+// asked the API server for them: each kind's first list as a watch that
+// begins with the kind's objects (sendInitialEvents), label-selected, never
+// as a LIST, which at 100,000 runtimes did not end within the API server's
+// request timeout (docs/performance.md, "Fleet scale"); and that the
+// objects so listed are the watch's.
+func TestTheWatchStreamsItsFirstLists(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	c := kcpClient(t)
+	op := initializedOp(t, catalog.AzurePlanID, "", process.Record{Provider: "azure"})
+	runtimeID := op.Instance.RuntimeID
+	createRuntimeCR(t, ns, op, infrastructuremanager.StateReady, "")
+	createKubeconfigSecret(t, ns, runtimeID)
+	k := kyma.NewKyma(kyma.KymaInput{RuntimeID: runtimeID, InstanceID: op.InstanceID}, kyma.Settings{ShootDomain: "example.com"})
+	k.Namespace = ns
+	if err := c.Create(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+
+	var mu sync.Mutex
+	var asked []*url.URL
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if strings.Contains(r.URL.Path, "/namespaces/"+ns+"/") {
+				mu.Lock()
+				asked = append(asked, r.URL)
+				mu.Unlock()
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	scheme, err := app.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	watcher := process.NewWatcher(cfg, scheme, ns, noWakes{}, noWakes{}, logrus.New())
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); watcher.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	deadline := time.Now().Add(time.Minute)
+	for !watcher.State().Running {
+		if time.Now().After(deadline) {
+			t.Fatalf("the watch did not run within a minute: %+v", watcher.State())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Running means every kind's first list is applied: the objects that
+	// were there before are the watch's now.
+	for _, obj := range []client.Object{&infrastructuremanager.Runtime{}, &kyma.Kyma{}} {
+		name := kyma.Name(runtimeID)
+		if !watcher.Seen(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, obj) {
+			t.Errorf("the watch, running, does not hold the %T %s that was there before it started", obj, name)
+		}
+	}
+	var secrets metav1.PartialObjectMetadataList
+	secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+	if !watcher.SeenList(t.Context(), &secrets, client.InNamespace(ns)) ||
+		!hasName(secrets.Items, infrastructuremanager.KubeconfigSecretName(runtimeID)) {
+		t.Errorf("the watch, running, does not hold the kubeconfig Secret that was there before it started: %v", secrets.Items)
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	first := map[string]url.Values{}
+	for _, u := range asked {
+		resource := u.Path[strings.LastIndex(u.Path, "/")+1:]
+		q := u.Query()
+		if q.Get("watch") != "true" {
+			t.Errorf("the watch asked for a LIST: %s", u)
+		}
+		if q.Get("labelSelector") != controlplane.LabelRuntimeID {
+			t.Errorf("the watch asked for %s without selecting the runtime-ID label", u)
+		}
+		if _, ok := first[resource]; !ok {
+			first[resource] = q
+		}
+	}
+	for _, resource := range []string{"runtimes", "kymas", "secrets"} {
+		q, ok := first[resource]
+		if !ok || q.Get("sendInitialEvents") != "true" || q.Get("resourceVersionMatch") != string(metav1.ResourceVersionMatchNotOlderThan) ||
+			q.Get("allowWatchBookmarks") != "true" {
+			t.Errorf("the first list of %s was not a watch beginning with the objects: %v", resource, q)
+		}
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
