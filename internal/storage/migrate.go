@@ -39,17 +39,28 @@ func (s MigrationState) AtHead() bool { return s.Current == s.Head && !s.QueueBe
 // migrations keep the previous version working).
 func (s MigrationState) Usable() bool { return s.Current >= s.Head && !s.QueueBehind }
 
-// newProvider builds a goose provider over the embedded migrations. Its
-// session lock (a PostgreSQL advisory lock) makes replicas starting at once
-// apply each migration once.
-func newProvider(pool *pgxpool.Pool) (*goose.Provider, *sql.DB, error) {
+// newProvider builds a goose provider over the embedded migrations. With
+// locked, its session lock (a PostgreSQL advisory lock) makes replicas
+// starting at once apply each migration once. Only what migrates takes it:
+// goose takes it for reading the version too, and readiness reads the
+// version every few seconds on every replica, so two replicas' checks, or a
+// check beside a running migration, would wait for each other's lock (goose
+// retries every 5 s) past the check's 3 s and report a database that
+// answers as one that did not (at 100,000 runtimes, with the machine busy,
+// a replica failed its readiness that way for five minutes:
+// docs/performance.md, "Fleet scale").
+func newProvider(pool *pgxpool.Pool, locked bool) (*goose.Provider, *sql.DB, error) {
 	db := stdlib.OpenDBFromPool(pool)
-	locker, err := lock.NewPostgresSessionLocker()
-	if err != nil {
-		db.Close()
-		return nil, nil, fmt.Errorf("creating migration lock: %w", err)
+	var opts []goose.ProviderOption
+	if locked {
+		locker, err := lock.NewPostgresSessionLocker()
+		if err != nil {
+			db.Close()
+			return nil, nil, fmt.Errorf("creating migration lock: %w", err)
+		}
+		opts = append(opts, goose.WithSessionLocker(locker))
 	}
-	p, err := goose.NewProvider(database.DialectPostgres, db, migrations.FS, goose.WithSessionLocker(locker))
+	p, err := goose.NewProvider(database.DialectPostgres, db, migrations.FS, opts...)
 	if err != nil {
 		db.Close()
 		return nil, nil, fmt.Errorf("loading embedded migrations: %w", err)
@@ -162,7 +173,7 @@ func MigrateUpWith(ctx context.Context, pool *pgxpool.Pool, opts MigrateOptions)
 	}
 	defer migPool.Close()
 
-	p, db, err := newProvider(migPool)
+	p, db, err := newProvider(migPool, true)
 	if err != nil {
 		return nil, err
 	}
@@ -296,7 +307,7 @@ func lockTimedOut(err error) bool {
 
 // MigrateDown rolls back the most recent migration.
 func MigrateDown(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
-	p, db, err := newProvider(pool)
+	p, db, err := newProvider(pool, true)
 	if err != nil {
 		return 0, err
 	}
@@ -313,7 +324,7 @@ func MigrateDown(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
 
 // Migrations reports the applied and the embedded head version.
 func Migrations(ctx context.Context, pool *pgxpool.Pool) (MigrationState, error) {
-	p, db, err := newProvider(pool)
+	p, db, err := newProvider(pool, false)
 	if err != nil {
 		return MigrationState{}, err
 	}

@@ -1,10 +1,13 @@
 package storage_test
 
 import (
+	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/pressly/goose/v3/lock"
 
 	"github.com/kyma-keb/keb/internal/storage"
 	"github.com/kyma-keb/keb/migrations"
@@ -161,5 +164,32 @@ func TestMigrationsReportOnEmptyDatabase(t *testing.T) {
 	}
 	if applied, err := storage.MigrateUp(ctx, pool); err != nil || len(applied) != 0 {
 		t.Errorf("second MigrateUp applied %v, %v; want nothing", applied, err)
+	}
+}
+
+// TestReadingTheSchemaVersionTakesNoMigrationLock: readiness reads the
+// schema version every few seconds on every replica, within 3 s; a
+// migration, or another replica, holding goose's lock must not make it wait
+// (goose takes that lock for reading the version too, and retries every 5 s:
+// a database that answers read as one that did not).
+func TestReadingTheSchemaVersionTakesNoMigrationLock(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	pool := pgtest.NewPool(t)
+	holder, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Release()
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_lock($1)`, lock.DefaultLockID); err != nil {
+		t.Fatalf("taking the migration lock: %v", err)
+	}
+	defer func() { _, _ = holder.Exec(ctx, `SELECT pg_advisory_unlock($1)`, lock.DefaultLockID) }()
+
+	cctx, cancel := context.WithTimeout(ctx, 3*time.Second) // httpapi.CheckTimeout
+	defer cancel()
+	st, err := storage.Migrations(cctx, pool)
+	if err != nil || !st.AtHead() {
+		t.Errorf("reading the schema version while the migration lock is held: %+v, %v; want at head at once", st, err)
 	}
 }
