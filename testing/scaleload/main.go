@@ -19,8 +19,8 @@ package main
 import (
 	"context"
 	"crypto/x509"
-	"errors"
 	"encoding/pem"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
