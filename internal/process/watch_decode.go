@@ -234,9 +234,9 @@ type listSink interface {
 func (c *kindClient) listWatch(sink listSink) toolscache.ListerWatcher {
 	return unstreamedListWatch{&toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (k8sruntime.Object, error) {
-			if opts.Continue == "" {
-				sink.beginList()
-			}
+			// Neither list is paged (no continue token is ever returned):
+			// every call lists from the start.
+			sink.beginList()
 			l, err := c.streamList(ctx, opts, sink.listed)
 			if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
 				// An API server that refuses sendInitialEvents (its WatchList

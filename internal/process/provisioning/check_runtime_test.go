@@ -17,6 +17,7 @@ import (
 	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager/runtimetest"
+	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/process/processtest"
 	"github.com/kyma-keb/keb/internal/process/provisioning"
@@ -55,6 +56,17 @@ func createKubeconfigSecret(t *testing.T, ns, runtimeID string) {
 	if err := kcpClient(t).Create(t.Context(), s); err != nil {
 		t.Fatalf("creating kubeconfig Secret: %v", err)
 	}
+}
+
+// createKymaCR writes the runtime's Kyma CR as keb's apply_kyma step does.
+func createKymaCR(t *testing.T, ns string, op *process.Operation) *kyma.Kyma {
+	t.Helper()
+	k := kyma.NewKyma(kyma.KymaInput{RuntimeID: op.Instance.RuntimeID, InstanceID: op.InstanceID}, kyma.Settings{ShootDomain: "example.com"})
+	k.Namespace = ns
+	if err := kcpClient(t).Create(t.Context(), k); err != nil {
+		t.Fatalf("creating Kyma CR: %v", err)
+	}
+	return k
 }
 
 func TestCheckRuntime(t *testing.T) {

@@ -41,15 +41,7 @@ func TestTheWatchKeepsOnlyWhatKebReads(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
 	c := kcpClient(t)
-	scheme, err := app.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	watcher := process.NewWatcher(env.Config, scheme, ns, noWakes{}, noWakes{}, logrus.New())
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() { defer close(done); watcher.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	watcher := runWatcher(t, env.Config, ns)
 
 	// Objects of no runtime first: each kind's events arrive in order, so
 	// once the watch shows the runtime's objects it has had these.
@@ -87,11 +79,7 @@ func TestTheWatchKeepsOnlyWhatKebReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	createKubeconfigSecret(t, ns, runtimeID)
-	k := kyma.NewKyma(kyma.KymaInput{RuntimeID: runtimeID, InstanceID: op.InstanceID}, kyma.Settings{ShootDomain: "example.com"})
-	k.Namespace = ns
-	if err := c.Create(t.Context(), k); err != nil {
-		t.Fatal(err)
-	}
+	k := createKymaCR(t, ns, op)
 
 	var runtimes infrastructuremanager.RuntimeList
 	var kymas kyma.KymaList
@@ -167,16 +155,11 @@ func hasName[T any, P interface {
 func TestTheWatchStreamsItsFirstLists(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
-	c := kcpClient(t)
 	op := initializedOp(t, catalog.AzurePlanID, "", process.Record{Provider: "azure"})
 	runtimeID := op.Instance.RuntimeID
 	createRuntimeCR(t, ns, op, infrastructuremanager.StateReady, "")
 	createKubeconfigSecret(t, ns, runtimeID)
-	k := kyma.NewKyma(kyma.KymaInput{RuntimeID: runtimeID, InstanceID: op.InstanceID}, kyma.Settings{ShootDomain: "example.com"})
-	k.Namespace = ns
-	if err := c.Create(t.Context(), k); err != nil {
-		t.Fatal(err)
-	}
+	createKymaCR(t, ns, op)
 
 	var mu sync.Mutex
 	var asked []*url.URL
@@ -191,15 +174,7 @@ func TestTheWatchStreamsItsFirstLists(t *testing.T) {
 			return rt.RoundTrip(r)
 		})
 	})
-	scheme, err := app.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	watcher := process.NewWatcher(cfg, scheme, ns, noWakes{}, noWakes{}, logrus.New())
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() { defer close(done); watcher.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	watcher := runWatcher(t, cfg, ns)
 
 	deadline := time.Now().Add(time.Minute)
 	for !watcher.State().Running {
@@ -246,6 +221,22 @@ func TestTheWatchStreamsItsFirstLists(t *testing.T) {
 			t.Errorf("the first list of %s was not a watch beginning with the objects: %v", resource, q)
 		}
 	}
+}
+
+// runWatcher runs the control-plane watch of namespace ns against cfg's API
+// server until the test ends.
+func runWatcher(t *testing.T, cfg *rest.Config, ns string) *process.Watcher {
+	t.Helper()
+	scheme, err := app.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	watcher := process.NewWatcher(cfg, scheme, ns, noWakes{}, noWakes{}, logrus.New())
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); watcher.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return watcher
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
