@@ -65,12 +65,18 @@ func main() {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	buildinfo.Version = version
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || (args[0] == "help" && len(args) == 1) {
 		usage(stdout)
 		if len(args) == 0 {
 			return 2
 		}
 		return 0
+	}
+	if args[0] == "--version" || args[0] == "-version" { // as most CLIs (kubectl's `version`, git's `--version`)
+		args = []string{"version"}
+	}
+	if args[0] == "help" && len(args) > 1 { // `keb help runtimes` is `keb runtimes --help`
+		args = []string{args[1], "--help"}
 	}
 	if args[0] == "rt" { // upstream kcp CLI's alias
 		args = append([]string{"runtimes"}, args[1:]...)
@@ -94,6 +100,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 			if errors.Is(err, flag.ErrHelp) {
 				commandHelp(stdout, c, fs)
 				return 0
+			}
+			if s := suggestFlags(fs, err); len(s) > 0 {
+				fmt.Fprintf(stderr, "\nDid you mean this?\n")
+				for _, name := range s {
+					fmt.Fprintf(stderr, "\t--%s\n", name)
+				}
+				fmt.Fprintln(stderr)
 			}
 			fmt.Fprintf(stderr, "See 'keb %s --help' for usage.\n", c.name)
 			return 2
@@ -189,6 +202,32 @@ func suggest(word string) []string {
 			out = append(out, n)
 		}
 	}
+	return out
+}
+
+// suggestFlags returns the flags of fs an undefined one (the flag package's
+// parse error names it) is probably a typo of: at most two edits away (one for
+// short names), or one name a prefix of the other.
+func suggestFlags(fs *flag.FlagSet, parseErr error) []string {
+	word, ok := strings.CutPrefix(parseErr.Error(), "flag provided but not defined: ")
+	if !ok {
+		return nil
+	}
+	word = strings.TrimLeft(word, "-")
+	if i := strings.IndexByte(word, '='); i >= 0 {
+		word = word[:i]
+	}
+	var out []string
+	fs.VisitAll(func(f *flag.Flag) {
+		maxEdits := 2
+		if len(f.Name) <= 4 {
+			maxEdits = 1
+		}
+		prefix := len(word) >= 3 && (strings.HasPrefix(f.Name, word) || strings.HasPrefix(word, f.Name))
+		if prefix || editDistance(word, f.Name) <= maxEdits {
+			out = append(out, f.Name)
+		}
+	})
 	return out
 }
 

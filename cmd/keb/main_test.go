@@ -219,6 +219,8 @@ func TestBadInvocations(t *testing.T) {
 		{name: "a typo of an alias", args: []string{"orchestraton"}, wantCode: 2, wantStderr: []string{"\torchestration\n", "\torchestrations\n"}},
 		{name: "flag as command", args: []string{"--port", "8080"}, wantCode: 2, wantStderr: []string{`unknown command "--port"`}},
 		{name: "unknown flag", args: []string{"serve", "--no-such-flag"}, wantCode: 2, wantStderr: []string{"no-such-flag", "See 'keb serve --help' for usage."}},
+		{name: "a typo of a flag", args: []string{"serve", "--databse-url=x"}, wantCode: 2, wantStderr: []string{"databse-url", "Did you mean this?\n\t--database-url\n", "See 'keb serve --help'"}},
+		{name: "a flag nothing resembles", args: []string{"runtimes", "--xyzzy"}, wantCode: 2, wantStderr: []string{"xyzzy", "See 'keb runtimes --help'"}},
 		{name: "malformed flag value", args: []string{"serve", "--port", "eighty"}, wantCode: 2, wantStderr: []string{"eighty", "-port", "See 'keb serve --help'"}},
 		{name: "migrate without action", args: []string{"migrate"}, wantCode: 1, wantStderr: []string{"keb migrate:", "up|down|status"}},
 		{name: "migrate with two actions", args: []string{"migrate", "up", "down"}, wantCode: 1, wantStderr: []string{"up|down|status"}},
@@ -384,6 +386,33 @@ func TestVersion(t *testing.T) {
 	if code != 0 || len(lines) != 4 || lines[0] != version || !strings.HasPrefix(lines[1], "commit "+info.Commit) ||
 		lines[2] != fmt.Sprintf("schema version %d", info.SchemaVersion) || info.SchemaVersion == 0 {
 		t.Errorf("`keb version`: exit %d, printed %q, want %q, its commit and schema version", code, out, version)
+	}
+}
+
+// `keb --version` is `keb version`, and `keb help X` is `keb X --help`, as
+// people type them from other CLIs.
+func TestVersionAndHelpSpellings(t *testing.T) {
+	var code int
+	want := captureStdout(t, func() { runKeb("version") })
+	for _, spelling := range []string{"--version", "-version"} {
+		got := captureStdout(t, func() { code, _, _ = runKeb(spelling) })
+		if code != 0 || got != want {
+			t.Errorf("`keb %s`: exit %d, printed %q, want %q", spelling, code, got, want)
+		}
+	}
+	for _, c := range []struct{ help, direct []string }{
+		{[]string{"help", "runtimes"}, []string{"runtimes", "--help"}},
+		{[]string{"help", "rt"}, []string{"runtimes", "--help"}},
+		{[]string{"help", "migrate"}, []string{"migrate", "--help"}},
+	} {
+		code, got, _ := runKeb(c.help...)
+		_, want, _ := runKeb(c.direct...)
+		if code != 0 || got != want || !strings.HasPrefix(got, "Usage: keb "+c.direct[0]) {
+			t.Errorf("`keb %s`: exit %d, printed %q, want `keb %s`'s help %q", strings.Join(c.help, " "), code, got, strings.Join(c.direct, " "), want)
+		}
+	}
+	if code, _, errOut := runKeb("help", "bogus"); code != 2 || !strings.Contains(errOut, `unknown command "bogus"`) {
+		t.Errorf("`keb help bogus`: exit %d, stderr %q", code, errOut)
 	}
 }
 
