@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/kyma-keb/keb/internal/auth"
 	"github.com/kyma-keb/keb/internal/config"
@@ -82,6 +85,9 @@ func bindKubeconfig(fs *flag.FlagSet, stdout, stderr io.Writer) func(ctx context
 		if err != nil {
 			return fmt.Errorf("runtime %s (instance %s): %w", rt.RuntimeID, rt.InstanceID, err)
 		}
+		if err := requireUser(body); err != nil {
+			return fmt.Errorf("runtime %s (instance %s): %w", rt.RuntimeID, rt.InstanceID, err)
+		}
 		if output == "" {
 			_, err = stdout.Write(body)
 			return err
@@ -92,6 +98,24 @@ func bindKubeconfig(fs *flag.FlagSet, stdout, stderr io.Writer) func(ctx context
 		fmt.Fprintf(stderr, "wrote the kubeconfig of runtime %s (instance %s) to %s\n", rt.RuntimeID, rt.InstanceID, output)
 		return nil
 	}
+}
+
+// requireUser refuses a kubeconfig with no user: the runtime has no OIDC
+// provider to log in with, and a file that cannot authenticate is worse than
+// an error that says where an admin kubeconfig comes from.
+func requireUser(kubeconfig []byte) error {
+	var kc struct {
+		Users []json.RawMessage `json:"users"`
+	}
+	if err := yaml.Unmarshal(kubeconfig, &kc); err != nil {
+		return fmt.Errorf("the broker's kubeconfig does not parse: %w", err)
+	}
+	if len(kc.Users) == 0 {
+		return errors.New("its kubeconfig has no user: the runtime has no OIDC provider to log in with. " +
+			"Use a binding's kubeconfig instead (PUT /oauth/v2/service_instances/INSTANCE/service_bindings/ID), " +
+			"or add an OIDC provider with an update of the instance's oidc parameter")
+	}
+	return nil
 }
 
 // fetchKubeconfig reads GET /kubeconfig/{id}; any answer but 200 is an
