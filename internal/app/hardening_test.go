@@ -737,6 +737,21 @@ func TestHostileInputs(t *testing.T) {
 		strings.Replace(valid, `{"name":"c1"}`, `{"name":"c1","autoScalerMin":1e400}`, 1),
 		"\xff\xfe{}", "{\"service_id\":\"\xff\"}",
 	}
+	// Issue 38's parameter rules: OIDC issuers without a host and repeated
+	// claims, networks no cluster can use or too small for its nodes.
+	for _, params := range []string{
+		`{"name":"c1","oidc":{"list":[{"clientID":"c","issuerURL":"https://:443","signingAlgs":["RS256"]}]}}`,
+		`{"name":"c1","oidc":{"clientID":"c","issuerURL":"https://i.example.com","requiredClaims":["aud=a","aud=b"]}}`,
+		`{"name":"c1","networking":{"nodes":"127.0.0.0/16"}}`, `{"name":"c1","networking":{"nodes":"0.0.0.0/16"}}`,
+		`{"name":"c1","networking":{"nodes":"10.180.0.0/16","pods":"169.254.0.0/16"}}`,
+		`{"name":"c1","networking":{"nodes":"10.180.0.0/16","services":"224.0.0.0/16"}}`,
+		`{"name":"c1","networking":{"nodes":"255.255.254.0/23"}}`,
+		`{"name":"c1","networking":{"nodes":"10.180.0.0/16","pods":"10.100.0.1/32"}}`,
+		`{"name":"c1","networking":{"nodes":"10.180.0.0/16","services":"10.100.0.1/32"}}`,
+		`{"name":"c1","autoScalerMax":20.0,"networking":{"nodes":"10.180.0.0/16","pods":"10.100.0.0/20"}}`,
+	} {
+		badBodies = append(badBodies, strings.Replace(valid, `{"name":"c1"}`, params, 1))
+	}
 	type req = hostileReq
 	var reqs []req
 	for _, id := range badIDs {

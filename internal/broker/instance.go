@@ -57,6 +57,20 @@ func (b *Broker) GetInstance(ctx context.Context, instanceID string, _ domain.Fe
 	if err := json.Unmarshal(params, &decoded); err != nil {
 		return domain.GetInstanceDetailsSpec{}, b.internal(log, "decoding stored parameters", err)
 	}
+	// The resolved form has no field for some parameters (administrators,
+	// gvisor, modules, ...): those show as recorded, as sent.
+	var sent map[string]any
+	if err := json.Unmarshal(normalizedParameters(inst.Parameters), &sent); err != nil {
+		return domain.GetInstanceDetailsSpec{}, b.internal(log, "decoding recorded parameters", err)
+	}
+	if decoded == nil {
+		decoded = map[string]any{}
+	}
+	for k, v := range sent {
+		if _, has := decoded[k]; !has {
+			decoded[k] = v
+		}
+	}
 	// The Kyma version is keb's record of the runtime, not a resolved
 	// parameter; it shows among them, as it always did.
 	if v := inst.KymaVersion; v != "" {

@@ -278,7 +278,10 @@ func differences(have, want storage.Instance) string {
 }
 
 // normalizedParameters treats absent parameters as {} (OSB: absent equals
-// empty) and compacts the JSON.
+// empty), compacts the JSON and writes whole numbers as integers
+// (catalog.WholeNumbers): the validator takes 20.0 for the integer 20, and
+// the parameters are stored in the form keb decodes them back into its
+// typed parameters.
 func normalizedParameters(raw json.RawMessage) json.RawMessage {
 	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 		return json.RawMessage("{}")
@@ -287,7 +290,7 @@ func normalizedParameters(raw json.RawMessage) json.RawMessage {
 	if err := json.Compact(&buf, raw); err != nil {
 		return raw
 	}
-	return buf.Bytes()
+	return catalog.WholeNumbers(buf.Bytes())
 }
 
 func jsonEqual(a, b json.RawMessage) bool {

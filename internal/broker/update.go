@@ -102,11 +102,25 @@ func (b *Broker) Update(ctx context.Context, instanceID string, details domain.U
 		if credsChanged {
 			change.Credentials = newCreds
 		}
+		// The licence rules hold for the context after the PATCH: a new
+		// licence type must fit the parameters the runtime keeps.
+		licence := licenceType(inst.Context)
+		if change.Context != nil {
+			licence = licenceType(change.Context)
+		}
 		planChange := details.PlanID != "" && details.PlanID != inst.PlanID
 		var request *storage.UpdateRequest
 		if sentParameters || planChange {
-			if request, err = b.runtimeUpdate(inst, uctx.Active, details); err != nil {
+			if request, err = b.runtimeUpdate(inst, uctx.Active, details, licence); err != nil {
 				return storage.InstanceChange{}, err
+			}
+		} else if licence != licenceType(inst.Context) {
+			stored, err := storedParameters(inst)
+			if err != nil {
+				return storage.InstanceChange{}, err
+			}
+			if err := catalog.LicenceProblems(stored, licence); err != nil {
+				return storage.InstanceChange{}, errBadRequest(err)
 			}
 		}
 		switch {
@@ -185,21 +199,17 @@ func (b *Broker) Update(ctx context.Context, instanceID string, details domain.U
 // instance: it returns the update to run, or nil when the parameters after
 // the PATCH are the recorded ones and the plan stays (nothing to run). Only a
 // running runtime, not being suspended by the same PATCH, changes.
-func (b *Broker) runtimeUpdate(inst storage.Instance, active *bool, details domain.UpdateDetails) (*storage.UpdateRequest, error) {
-	var stored catalog.ProvisioningParameters
-	if err := json.Unmarshal(normalizedParameters(inst.Parameters), &stored); err != nil {
-		return nil, fmt.Errorf("decoding stored parameters: %w", err)
+func (b *Broker) runtimeUpdate(inst storage.Instance, active *bool, details domain.UpdateDetails, licence string) (*storage.UpdateRequest, error) {
+	stored, err := storedParameters(inst)
+	if err != nil {
+		return nil, err
 	}
 	merged, err := b.catalog.ValidateUpdate(catalog.UpdateRequest{
 		FromPlanID: inst.PlanID, ToPlanID: details.PlanID, PlatformRegion: inst.PlatformRegion,
 		ProviderRegion: inst.ProviderRegion, Stored: stored, Raw: details.RawParameters,
 	})
 	if err == nil {
-		var licence struct {
-			LicenseType string `json:"license_type"`
-		}
-		_ = json.Unmarshal(inst.Context, &licence) // validated when stored
-		err = catalog.LicenceProblems(merged, licence.LicenseType)
+		err = catalog.LicenceProblems(merged, licence)
 	}
 	if err == nil {
 		err = catalog.GVisorProblems(merged, inst.GlobalAccountID, b.opts.GVisorGlobalAccounts)
@@ -231,6 +241,24 @@ func (b *Broker) runtimeUpdate(inst storage.Instance, active *bool, details doma
 	}
 	plan, _ := b.catalog.PlanByID(planID)
 	return &storage.UpdateRequest{PlanID: plan.ID, PlanName: plan.Name, Parameters: after}, nil
+}
+
+// licenceType is a stored (validated) context's license_type.
+func licenceType(ctx json.RawMessage) string {
+	var c struct {
+		LicenseType string `json:"license_type"`
+	}
+	_ = json.Unmarshal(ctx, &c) // validated when stored
+	return c.LicenseType
+}
+
+// storedParameters decodes an instance's recorded parameters.
+func storedParameters(inst storage.Instance) (catalog.ProvisioningParameters, error) {
+	var stored catalog.ProvisioningParameters
+	if err := json.Unmarshal(normalizedParameters(inst.Parameters), &stored); err != nil {
+		return stored, fmt.Errorf("decoding stored parameters: %w", err)
+	}
+	return stored, nil
 }
 
 // mergeContext overlays the fields of a PATCH's context on the stored one,

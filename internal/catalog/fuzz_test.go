@@ -3,6 +3,8 @@ package catalog
 import (
 	"bytes"
 	"encoding/json"
+	"net/netip"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -143,6 +145,19 @@ func FuzzValidateParameters(f *testing.F) {
 		`"issuerURL":"https://i.example.com","signingAlgs":["RS256"],"requiredClaims":["a=b"]}]},"zones":["1"],"maxSurge":1}`))
 	f.Add(uint8(2), uint8(7), []byte(`{"name":"c1","networking":{"nodes":"10.180.0.0/16"},"accessControlList":{"allowedCIDRs":["10.0.0.0/8"]},`+
 		`"colocateControlPlane":true,"ingressFiltering":true,"additionalVolumeSizeGi":5}`))
+	// Issue 38's rules: whole numbers written as floats, OIDC issuers
+	// without a host and repeated claims, networks no cluster can use or
+	// too small for its nodes.
+	f.Add(uint8(1), uint8(0), []byte(`{"name":"c1","autoScalerMax":20.0,"autoScalerMin":3e0,"volumeSizeGb":80.00,"zonesCount":1.0,`+
+		`"additionalWorkerNodePools":[{"name":"p","machineType":"Standard_D4s_v5","autoScalerMin":30e-1,"autoScalerMax":5.0}]}`))
+	f.Add(uint8(1), uint8(0), []byte(`{"name":"c1","oidc":{"list":[{"clientID":"c","issuerURL":"https://:443","signingAlgs":["RS256"]}]}}`))
+	f.Add(uint8(1), uint8(0), []byte(`{"name":"c1","oidc":{"clientID":"c","issuerURL":"https://i.example.com","requiredClaims":["aud=a","aud=b"]}}`))
+	for _, n := range []string{`"nodes":"127.0.0.0/16"`, `"nodes":"10.180.0.0/16","pods":"169.254.0.0/16"`,
+		`"nodes":"10.180.0.0/16","services":"224.0.0.0/16"`, `"nodes":"0.0.0.0/16"`, `"nodes":"255.255.254.0/23"`,
+		`"nodes":"10.180.0.0/16","pods":"10.100.0.1/32"`, `"nodes":"10.180.0.0/16","services":"10.100.0.1/32"`,
+		`"nodes":"10.180.0.0/16","pods":"10.100.0.0/20"`} {
+		f.Add(uint8(1), uint8(0), []byte(`{"name":"c1","networking":{`+n+`}}`))
+	}
 	f.Fuzz(func(t *testing.T, plan, region uint8, raw []byte) {
 		planID := planIDs[int(plan)%len(planIDs)]
 		r := regions[int(region)%len(regions)]
@@ -150,6 +165,13 @@ func FuzzValidateParameters(f *testing.F) {
 		if err != nil {
 			return
 		}
+		// Accepted parameters are stored with whole numbers as integers,
+		// and decode from that form into the typed parameters.
+		var stored ProvisioningParameters
+		if err := json.Unmarshal(WholeNumbers(raw), &stored); err != nil {
+			t.Fatalf("accepted parameters do not decode as stored: %v (%s)", err, raw)
+		}
+		checkNetworking(t, cat.plans[planID].plan, params, raw)
 		if len(raw) > MaxParametersSize {
 			t.Fatalf("accepted %d bytes of parameters", len(raw))
 		}
@@ -180,7 +202,49 @@ func FuzzValidateParameters(f *testing.F) {
 				if !strings.HasPrefix(p.IssuerURL, "https://") || len(p.SigningAlgs) == 0 {
 					t.Fatalf("accepted OIDC provider %+v", p)
 				}
+				checkOIDCProvider(t, p)
 			}
 		}
 	})
+}
+
+// checkOIDCProvider: an accepted provider's issuer has a host, and no
+// required claim is named twice.
+func checkOIDCProvider(t *testing.T, p OIDCProvider) {
+	t.Helper()
+	if u, err := url.Parse(p.IssuerURL); p.IssuerURL != "" && (err != nil || u.Hostname() == "") {
+		t.Fatalf("accepted OIDC issuer %q", p.IssuerURL)
+	}
+	seen := map[string]bool{}
+	for _, c := range p.RequiredClaims {
+		k, _, _ := strings.Cut(c, "=")
+		if seen[k] {
+			t.Fatalf("accepted required claims %q", p.RequiredClaims)
+		}
+		seen[k] = true
+	}
+}
+
+// checkNetworking: accepted CIDRs lie outside every range no cluster can
+// use, and the pods range holds a /24 per node the autoscalers allow.
+func checkNetworking(t *testing.T, plan Plan, p ProvisioningParameters, raw []byte) {
+	t.Helper()
+	if p.Networking == nil {
+		return
+	}
+	nodes, pods, services := p.Networking.CIDRs()
+	for _, c := range []string{nodes, pods, services} {
+		pfx := netip.MustParsePrefix(c)
+		for _, r := range unroutableRanges {
+			if pfx.Overlaps(netip.MustParsePrefix(r.cidr)) {
+				t.Fatalf("accepted %s, which overlaps %s (%s)", c, r.cidr, raw)
+			}
+		}
+	}
+	if pfx := netip.MustParsePrefix(pods); pfx.Bits() > 24 || 1<<(24-pfx.Bits()) < maxClusterNodes(plan, p) {
+		t.Fatalf("accepted pods %s for %d nodes (%s)", pods, maxClusterNodes(plan, p), raw)
+	}
+	if netip.MustParsePrefix(services).Bits() > 24 {
+		t.Fatalf("accepted services %s (%s)", services, raw)
+	}
 }

@@ -26,6 +26,22 @@ const (
 // addresses for the nodes of the largest autoscaler bound.
 const maxNodesPrefix = 23
 
+// unroutableRanges are IPv4 ranges no cluster network can use: "this
+// network", loopback, link-local, multicast and the reserved class E range
+// up to the broadcast address.
+var unroutableRanges = []struct{ cidr, what string }{{"0.0.0.0/8", "\"this network\""}, {"127.0.0.0/8", "loopback"},
+	{"169.254.0.0/16", "link-local"}, {"224.0.0.0/4", "multicast"}, {"240.0.0.0/4", "reserved (class E and broadcast)"}}
+
+// Sizes a cluster needs: each node gets a /24 of the pods range
+// (Kubernetes' node CIDR mask), the services range holds at least 256
+// addresses, and a nodes range loses its network, broadcast and the three
+// addresses a cloud subnet reserves.
+const (
+	podsPerNodePrefix  = 24
+	maxServicesPrefix  = 24
+	reservedNodesAddrs = 5
+)
+
 // reservedRanges are Gardener's own networks, which a runtime's CIDRs must
 // not overlap.
 var reservedRanges = []string{"10.243.128.0/17", "10.242.0.0/16", "10.243.0.0/17", "10.64.0.0/11", "10.254.0.0/16",
@@ -42,10 +58,11 @@ func (n *Networking) CIDRs() (nodes, pods, services string) {
 }
 
 // problems checks the CIDRs: each a canonical IPv4 prefix (the nodes one at
-// most /23), none overlapping another or one of Gardener's reserved ranges.
-// Each problem names the field and, for an overlap, the range it clashes
-// with.
-func (n *Networking) problems() []FieldProblem {
+// most /23), none overlapping another, one of Gardener's reserved ranges or
+// a range no cluster can route, and each large enough for maxNodes nodes
+// (every autoscaler's maximum, the additional pools' included). Each problem
+// names the field and, for an overlap, the range it clashes with.
+func (n *Networking) problems(maxNodes int) []FieldProblem {
 	if n == nil {
 		return nil
 	}
@@ -65,6 +82,13 @@ func (n *Networking) problems() []FieldProblem {
 		case i == 0 && p.Bits() > maxNodesPrefix:
 			problems = append(problems, FieldProblem{Field: f.name, Message: fmt.Sprintf("%q is too small: the nodes range must be /%d or larger", f.cidr, maxNodesPrefix)})
 			continue
+		}
+		if why := unroutable(p); why != "" {
+			problems = append(problems, FieldProblem{Field: f.name, Message: fmt.Sprintf("%s %s", f.cidr, why)})
+			continue
+		}
+		if why := tooSmall(i, p, maxNodes); why != "" {
+			problems = append(problems, FieldProblem{Field: f.name, Message: fmt.Sprintf("%s is too small: %s", f.cidr, why)})
 		}
 		parsed[i] = p
 	}
@@ -90,6 +114,36 @@ func (n *Networking) problems() []FieldProblem {
 		}
 	}
 	return problems
+}
+
+// unroutable says which range no cluster can use p overlaps, or "".
+func unroutable(p netip.Prefix) string {
+	for _, r := range unroutableRanges {
+		if p.Overlaps(netip.MustParsePrefix(r.cidr)) {
+			return fmt.Sprintf("overlaps %s, a %s range no cluster can use", r.cidr, r.what)
+		}
+	}
+	return ""
+}
+
+// tooSmall says why the i-th range (nodes, pods, services) cannot hold a
+// cluster of maxNodes nodes, or "".
+func tooSmall(i int, p netip.Prefix, maxNodes int) string {
+	switch i {
+	case 0:
+		if usable := (1 << (32 - p.Bits())) - reservedNodesAddrs; usable < maxNodes {
+			return fmt.Sprintf("it leaves %d node addresses, the autoscalers allow %d nodes", usable, maxNodes)
+		}
+	case 1:
+		if p.Bits() > podsPerNodePrefix || 1<<(podsPerNodePrefix-p.Bits()) < maxNodes {
+			return fmt.Sprintf("each node takes a /%d of the pods range, and the autoscalers allow %d nodes", podsPerNodePrefix, maxNodes)
+		}
+	case 2:
+		if p.Bits() > maxServicesPrefix {
+			return fmt.Sprintf("the services range must be /%d or larger", maxServicesPrefix)
+		}
+	}
+	return ""
 }
 
 // isDefault reports whether the i-th CIDR (nodes, pods, services) is the default, not given.

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/url"
+	"strings"
 )
 
 // requiredClaimPattern is one entry of an OIDC provider's requiredClaims: key=value.
@@ -110,11 +111,21 @@ func (p OIDCProvider) problems(field string) []FieldProblem {
 	if p.IssuerURL != "" {
 		u, err := url.Parse(p.IssuerURL)
 		switch {
-		case err != nil || u.Scheme != "https" || u.Host == "":
+		case err != nil || u.Scheme != "https" || u.Hostname() == "":
 			problems = append(problems, FieldProblem{Field: field + ".issuerURL", Message: "must be an https:// URL with a host"})
 		case u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.ForceQuery || u.RawFragment != "":
 			problems = append(problems, FieldProblem{Field: field + ".issuerURL", Message: "must not carry user info, a query or a fragment"})
 		}
+	}
+	seen := map[string]int{}
+	for i, c := range p.RequiredClaims {
+		key, _, _ := strings.Cut(c, "=")
+		if first, dup := seen[key]; dup {
+			problems = append(problems, FieldProblem{Field: fmt.Sprintf("%s.requiredClaims[%d]", field, i),
+				Message: fmt.Sprintf("repeats the claim %q of requiredClaims[%d]: a claim can require one value only", key, first)})
+			continue
+		}
+		seen[key] = i
 	}
 	if p.EncodedJwksArray != "" {
 		if _, err := base64.StdEncoding.DecodeString(p.EncodedJwksArray); err != nil {

@@ -2,7 +2,9 @@ package catalog
 
 import (
 	"fmt"
+	"math/big"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -117,4 +119,66 @@ func scanNumber(raw []byte, i int) (int, string) {
 		i = k
 	}
 	return i, ""
+}
+
+// WholeNumbers returns raw JSON with every whole number written with a
+// fraction or an exponent (20.0, 2e1, 200e-1) written as the integer (20):
+// the schemas take such a number for an integer, and so must every later
+// typed decoding of the stored parameters (encoding/json refuses 20.0 for
+// an int). Nothing else changes: no key is reordered and no string touched.
+// It returns raw itself when no number changes, and leaves alone a number
+// beyond keb's bounds (the validator refuses it).
+func WholeNumbers(raw []byte) []byte {
+	var out []byte
+	last := 0
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; {
+		case c == '"':
+			for i++; i < len(raw) && raw[i] != '"'; i++ {
+				if raw[i] == '\\' {
+					i++
+				}
+			}
+		case c == '-' || '0' <= c && c <= '9':
+			end := i
+			for end < len(raw) && strings.IndexByte("0123456789+-.eE", raw[end]) >= 0 {
+				end++
+			}
+			if whole, ok := wholeNumber(string(raw[i:end])); ok {
+				out = append(append(out, raw[last:i]...), whole...)
+				last = end
+			}
+			i = end - 1
+		}
+	}
+	if out == nil {
+		return raw
+	}
+	return append(out, raw[last:]...)
+}
+
+// wholeNumber returns a number token written with a fraction or an exponent
+// as an integer, when it is whole and within keb's bounds.
+func wholeNumber(tok string) (string, bool) {
+	if !strings.ContainsAny(tok, ".eE") {
+		return "", false
+	}
+	mantissa, exp, hasExp := strings.Cut(strings.ToLower(tok), "e")
+	if len(mantissa) > maxNumberDigits+2 {
+		return "", false
+	}
+	if hasExp {
+		if len(exp) > 6 {
+			return "", false
+		}
+		e, err := strconv.Atoi(exp)
+		if err != nil || e > maxNumberExponent || e < -maxNumberExponent {
+			return "", false
+		}
+	}
+	r, ok := new(big.Rat).SetString(tok)
+	if !ok || !r.IsInt() {
+		return "", false
+	}
+	return r.Num().String(), true
 }

@@ -179,7 +179,7 @@ func (c *Catalog) crossFieldProblems(e *planEntry, platformRegion string, p Prov
 		}
 	}
 
-	problems = append(problems, p.Networking.problems()...)
+	problems = append(problems, p.Networking.problems(maxClusterNodes(plan, p))...)
 	problems = append(problems, oidcProblems(p.OIDC)...)
 	problems = append(problems, poolProblems(plan, p.AdditionalWorkerNodePools, nil)...)
 	if !plan.Trial {
@@ -203,6 +203,20 @@ func (c *Catalog) crossFieldProblems(e *planEntry, platformRegion string, p Prov
 		}
 	}
 	return problems
+}
+
+// maxClusterNodes is the most nodes the runtime's autoscalers allow: the
+// Kyma pool's maximum and every additional pool's (plan defaults for the
+// missing ones).
+func maxClusterNodes(plan Plan, p ProvisioningParameters) int {
+	n, _ := valueOr(p.AutoScalerMax, plan.DefaultAutoScalerMax)
+	if p.AdditionalWorkerNodePools != nil {
+		for _, pool := range *p.AdditionalWorkerNodePools {
+			m, _ := valueOr(pool.AutoScalerMax, plan.DefaultAutoScalerMax)
+			n += m
+		}
+	}
+	return n
 }
 
 func valueOr(v *int, def int) (value int, isDefault bool) {

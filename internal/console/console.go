@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path"
 	"sort"
 	"strings"
 	"time"
@@ -172,10 +173,18 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 }
 
 // safeNext keeps redirects inside the console: a path of this server
-// under /console, nothing a browser could read as another host.
+// under /console, nothing a browser could read as another host or resolve
+// to a path outside /console. The path before any query is unescaped once
+// (a browser reads %2e%2e as ..) and must then be clean: no dot segments,
+// no empty segments, no further escapes (%252e), no backslash, no control
+// character. Anything else goes to /console.
 func safeNext(next string) string {
-	if next != "/console" && !strings.HasPrefix(next, "/console/") && !strings.HasPrefix(next, "/console?") ||
-		strings.ContainsRune(next, '\\') || strings.IndexFunc(next, unicode.IsControl) >= 0 || !utf8.ValidString(next) {
+	p, _, _ := strings.Cut(next, "?")
+	unescaped, err := url.PathUnescape(p)
+	if err != nil || !utf8.ValidString(next) || !utf8.ValidString(unescaped) ||
+		strings.ContainsAny(next, `\#`) || strings.ContainsAny(unescaped, `\%#`) ||
+		strings.IndexFunc(next, unicode.IsControl) >= 0 || strings.IndexFunc(unescaped, unicode.IsControl) >= 0 ||
+		path.Clean(unescaped) != unescaped || unescaped != "/console" && !strings.HasPrefix(unescaped, "/console/") {
 		return "/console"
 	}
 	return next

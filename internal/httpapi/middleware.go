@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/gorilla/mux"
@@ -45,7 +46,7 @@ func requestContext(log logrus.FieldLogger) mux.MiddlewareFunc {
 			}
 			fields := logrus.Fields{"request_id": id}
 			if ident := req.Header.Get(headerRequestIdentity); ident != "" {
-				fields["request_identity"] = ident
+				fields["request_identity"] = logSafe(ident)
 			}
 			ctx := logging.WithAccessFields(logging.WithLogger(req.Context(), log.WithFields(fields)))
 			next.ServeHTTP(w, req.WithContext(ctx))
@@ -166,14 +167,22 @@ func serveRecovering(next http.Handler, rec *statusRecorder, req *http.Request) 
 // apiVersionSyntax is "2.<minor>", the minor a plain decimal number.
 var apiVersionSyntax = regexp.MustCompile(`^2\.(0|[1-9][0-9]{0,3})$`)
 
-// logSafe shortens a client's value for a log line: a hostile path or
-// method must not make one line kilobytes long.
+// maxLoggedValue bounds every client value keb logs (a header, a path, a
+// method): a hostile one must not make one line kilobytes long.
+const maxLoggedValue = 256
+
+// logSafe shortens a client's value for a log line to its first
+// maxLoggedValue bytes (cut at a character boundary) and says how many it
+// left out.
 func logSafe(s string) string {
-	const most = 256
-	if len(s) > most {
-		return fmt.Sprintf("%s… (%d bytes)", s[:most], len(s))
+	if len(s) <= maxLoggedValue {
+		return s
 	}
-	return s
+	cut := maxLoggedValue
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s…(truncated %d bytes)", s[:cut], len(s)-cut)
 }
 
 // checkAPIVersion answers 412 for a missing or non-2.x X-Broker-API-Version
@@ -282,8 +291,13 @@ func notFound(w http.ResponseWriter, req *http.Request) {
 	writeError(w, http.StatusNotFound, "NotFound", fmt.Sprintf("no route for %s %s", req.Method, req.URL.Path))
 }
 
-func methodNotAllowed(w http.ResponseWriter, req *http.Request) {
-	writeError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", fmt.Sprintf("%s is not allowed on %s", req.Method, req.URL.Path))
+// methodNotAllowed answers 405 with the Allow header RFC 9110 asks for:
+// the methods r routes the path for.
+func methodNotAllowed(r *mux.Router) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Allow", strings.Join(allowed(r, req), ", "))
+		writeError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", fmt.Sprintf("%s is not allowed on %s", req.Method, logSafe(req.URL.Path)))
+	})
 }
 
 func notYetServed(w http.ResponseWriter, req *http.Request) {

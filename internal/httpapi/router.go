@@ -180,7 +180,7 @@ func NewRouter(opts Options) (http.Handler, error) {
 	r.SkipClean(true)
 	r.Use(requestContext(opts.Log), m.middleware, accessLog, strictRequest)
 	r.NotFoundHandler = m.wrapUnmatched(requestContext(opts.Log)(accessLog(http.HandlerFunc(notFound))))
-	r.MethodNotAllowedHandler = m.wrapUnmatched(requestContext(opts.Log)(accessLog(http.HandlerFunc(methodNotAllowed))))
+	r.MethodNotAllowedHandler = m.wrapUnmatched(requestContext(opts.Log)(accessLog(methodNotAllowed(r))))
 	// Bodies read before anyone is authenticated: small, quick, few at once.
 	formDeadline := opts.FormReadTimeout
 	if formDeadline <= 0 {
@@ -254,7 +254,45 @@ func NewRouter(opts Options) (http.Handler, error) {
 	}
 
 	registerOrchestrations(r, opts, bounded)
-	return routed{Handler: securityHeaders(releaseUnreadBodies(r)), router: r}, nil
+	return routed{Handler: securityHeaders(releaseUnreadBodies(headAsGet(r))), router: r}, nil
+}
+
+// allowMethods are the methods a 405's Allow header may list, in its order.
+var allowMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+	http.MethodDelete, http.MethodOptions}
+
+// allowed lists the methods r routes req's path for: HEAD wherever GET is
+// (RFC 9110, 9.3.2).
+func allowed(r *mux.Router, req *http.Request) []string {
+	var out []string
+	for _, m := range allowMethods {
+		probe := m
+		if m == http.MethodHead {
+			probe = http.MethodGet
+		}
+		var match mux.RouteMatch
+		if r.Match(&http.Request{Method: probe, URL: req.URL, Host: req.Host, Header: req.Header}, &match) && match.MatchErr == nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// headAsGet serves HEAD where r routes GET, as the GET (net/http sends no
+// body for a HEAD request, whatever the handler writes).
+func headAsGet(r *mux.Router) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method == http.MethodHead {
+			get := req.WithContext(req.Context())
+			get.Method = http.MethodGet
+			var match mux.RouteMatch
+			if r.Match(get, &match) && match.MatchErr == nil {
+				r.ServeHTTP(w, get)
+				return
+			}
+		}
+		r.ServeHTTP(w, req)
+	})
 }
 
 // registerOrchestrations routes the orchestration API: reading needs

@@ -213,6 +213,16 @@ func Recorder(t testing.TB, doc *Document, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		rec := &capture{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(rec, req)
+		if rec.status == http.StatusMethodNotAllowed && rec.Header().Get("Allow") == "" {
+			mu.Lock()
+			errs = append(errs, fmt.Sprintf("%s %s: 405 without an Allow header (RFC 9110)", req.Method, req.URL.Path))
+			mu.Unlock()
+		}
+		method := req.Method
+		if method == http.MethodHead {
+			// Answered as the GET, whose body net/http leaves out.
+			method = http.MethodGet
+		}
 		// The router's own answers to undocumented methods and paths (a
 		// path with dot segments is refused with 400 before routing).
 		if _, ok := doc.match(req.URL.Path); rec.status == http.StatusMethodNotAllowed ||
@@ -232,7 +242,7 @@ func Recorder(t testing.TB, doc *Document, next http.Handler) http.Handler {
 				return
 			}
 		}
-		if err := doc.Check(req.Method, req.URL.Path, rec.status, rec.Header().Get("Content-Type"), body); err != nil {
+		if err := doc.Check(method, req.URL.Path, rec.status, rec.Header().Get("Content-Type"), body); err != nil {
 			mu.Lock()
 			errs = append(errs, err.Error())
 			mu.Unlock()

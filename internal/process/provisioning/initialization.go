@@ -133,7 +133,9 @@ func ShootName(runtimeID string) string {
 func Parameters(op *process.Operation) (catalog.ProvisioningParameters, error) {
 	var p catalog.ProvisioningParameters
 	if len(op.Instance.Parameters) > 0 {
-		if err := json.Unmarshal(op.Instance.Parameters, &p); err != nil {
+		// Written as integers since they are stored so; an instance accepted
+		// before (20.0) is read as keb stores it now.
+		if err := json.Unmarshal(catalog.WholeNumbers(op.Instance.Parameters), &p); err != nil {
 			return p, fmt.Errorf("decoding stored parameters: %w", err)
 		}
 	}
