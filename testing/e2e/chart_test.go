@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -58,7 +60,8 @@ func chartDir(t *testing.T) string { return filepath.Join(repoRoot(t), "deploy",
 // the documents.
 func renderChart(t *testing.T, set ...string) ([]*unstructured.Unstructured, []byte) {
 	t.Helper()
-	args := []string{"template", "keb", chartDir(t), "--namespace", kcpNS}
+	// The chart's least valid values (ci/minimal-values.yaml, an issuer), as an install would have them.
+	args := []string{"template", "keb", chartDir(t), "--namespace", kcpNS, "-f", filepath.Join(chartDir(t), "ci", "minimal-values.yaml")}
 	for _, s := range set {
 		args = append(args, "--set", s)
 	}
@@ -104,7 +107,8 @@ func serveEnvs() []string {
 }
 
 // everything turns on every optional part of the chart.
-var everything = []string{"serviceMonitor.enabled=true", "kcp.kubeconfigSecret=kcp-kubeconfig",
+var everything = []string{"serviceMonitor.enabled=true", "prometheusRule.enabled=true", "networkPolicy.enabled=true",
+	"networkPolicy.ingressNamespaces={cis}", "kcp.kubeconfigSecret=kcp-kubeconfig",
 	"gardener.kubeconfigSecret=gardener-kubeconfig", "auth.publicKeysSecret=issuer-keys", "plansConfigMap=keb-plans", "blocklistConfigMap=keb-blocklist",
 	"cis.secretName=cis-credentials", "hap.rule={azure,aws,gcp,azure_lite,trial}"}
 
@@ -163,6 +167,38 @@ func TestHelmChart(t *testing.T) {
 	}
 	find[corev1.Service](t, objs, "Service", "keb")
 	find[corev1.ServiceAccount](t, objs, "ServiceAccount", "keb")
+	// Two replicas on one node are one node's loss away from no broker.
+	spreadByNode := false
+	for _, c := range pod.TopologySpreadConstraints {
+		if c.TopologyKey == "kubernetes.io/hostname" && c.LabelSelector != nil &&
+			reflect.DeepEqual(c.LabelSelector.MatchLabels, dep.Spec.Selector.MatchLabels) {
+			spreadByNode = true
+		}
+	}
+	if !spreadByNode {
+		t.Errorf("the replicas are not spread over nodes: %+v", pod.TopologySpreadConstraints)
+	}
+
+	t.Run("with everything on: alerts and the network policy", func(t *testing.T) {
+		objs, _ := renderChart(t, everything...)
+		rule := find[map[string]any](t, objs, "PrometheusRule", "keb")
+		groups, _ := (*rule)["spec"].(map[string]any)["groups"].([]any)
+		if alerts := chartAlerts(t); len(groups) != 1 || len(groups[0].(map[string]any)["rules"].([]any)) != len(alerts) {
+			t.Errorf("the PrometheusRule holds %v, want the %d alerts of files/alerts.yaml", groups, len(alerts))
+		}
+		np := find[networkingv1.NetworkPolicy](t, objs, "NetworkPolicy", "keb")
+		var from []string
+		for _, r := range np.Spec.Ingress {
+			for _, p := range r.From {
+				if p.NamespaceSelector != nil {
+					from = append(from, p.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"])
+				}
+			}
+		}
+		if !reflect.DeepEqual(from, []string{"cis", "monitoring"}) || !reflect.DeepEqual(np.Spec.PodSelector.MatchLabels, dep.Spec.Selector.MatchLabels) {
+			t.Errorf("the NetworkPolicy admits %v to %v, want cis and monitoring to keb's pods", from, np.Spec.PodSelector.MatchLabels)
+		}
+	})
 
 	t.Run("every env var is one keb knows, and every setting is there", func(t *testing.T) {
 		objs, _ := renderChart(t, everything...)
@@ -275,17 +311,106 @@ func TestHelmChart(t *testing.T) {
 		}
 		// The ServiceMonitor kind comes with the Prometheus operator; a
 		// stand-in CRD lets the API server check the rest of the object.
-		crd, err := os.ReadFile(filepath.Join("testdata", "servicemonitor-crd.yaml"))
-		if err != nil {
-			t.Fatal(err)
+		for _, name := range []string{"servicemonitor", "prometheusrule"} {
+			crd, err := os.ReadFile(filepath.Join("testdata", name+"-crd.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			kubectl(crd, "apply", "-f", "-")
+			waitForKind(t, kubectl, name+"s.monitoring.coreos.com")
 		}
-		kubectl(crd, "apply", "-f", "-")
-		waitForKind(t, kubectl)
 		for _, set := range [][]string{nil, everything} {
 			_, rendered := renderChart(t, set...)
 			kubectl(rendered, "apply", "--dry-run=server", "-f", "-")
 		}
 	})
+}
+
+// TestChartRefusesInstallWithoutIssuer: without a token issuer keb serve
+// cannot start; the install fails at once with what to set instead of
+// leaving pods that crash.
+func TestChartRefusesInstallWithoutIssuer(t *testing.T) {
+	for _, c := range []struct {
+		set  []string
+		want string
+	}{
+		{nil, "config.APP_AUTH_JWKS_URLS"},
+		{[]string{"config.APP_AUTH_JWKS_URLS=https://idp.example/jwks", "database.secretKeyKey="}, "database.secretKeyKey"},
+	} {
+		args := []string{"template", "keb", chartDir(t)}
+		for _, s := range c.set {
+			args = append(args, "--set", s)
+		}
+		out, err := exec.Command(helmBin(t), args...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), c.want) {
+			t.Errorf("helm template --set %v: %v, want a failure naming %s:\n%.400s", c.set, err, c.want, out)
+		}
+	}
+	for _, set := range []string{"auth.publicKeysSecret=keys", "config.APP_AUTH_JWKS_URLS=https://idp.example/jwks", "auth.issuerFromEnv=true"} {
+		if out, err := exec.Command(helmBin(t), "template", "keb", chartDir(t), "--set", set).CombinedOutput(); err != nil {
+			t.Errorf("helm template --set %s: %v\n%.400s", set, err, out)
+		}
+	}
+}
+
+// chartAlerts are the alerts of the chart's files/alerts.yaml.
+func chartAlerts(t *testing.T) []map[string]any {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(chartDir(t), "files", "alerts.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Groups []struct {
+			Rules []map[string]any `json:"rules"`
+		} `json:"groups"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var alerts []map[string]any
+	for _, g := range doc.Groups {
+		alerts = append(alerts, g.Rules...)
+	}
+	return alerts
+}
+
+// TestChartAlertsReadDocumentedMetrics: an alert on a series keb never
+// exports never fires. Every metric an alert of the chart reads is one
+// docs/metrics.md lists (histograms by their _bucket/_count/_sum series).
+func TestChartAlertsReadDocumentedMetrics(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "metrics.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]bool{}
+	for _, m := range regexp.MustCompile("`((?:kcp_keb_v2|keb)_[a-z0-9_]+)`").FindAllStringSubmatch(string(doc), -1) {
+		documented[m[1]] = true
+	}
+	metric := regexp.MustCompile(`\b(?:kcp_keb_v2|keb)_[a-z0-9_]+\b`)
+	alerts := chartAlerts(t)
+	if len(alerts) < 10 {
+		t.Fatalf("files/alerts.yaml has %d alerts", len(alerts))
+	}
+	for _, a := range alerts {
+		name, _ := a["alert"].(string)
+		expr, _ := a["expr"].(string)
+		names := metric.FindAllString(expr, -1)
+		if name == "" || len(names) == 0 {
+			t.Errorf("alert %q reads no keb metric: %q", name, expr)
+		}
+		for _, n := range names {
+			base := n
+			for _, suffix := range []string{"_bucket", "_count", "_sum"} {
+				if b, ok := strings.CutSuffix(n, suffix); ok && documented[b] {
+					base = b
+				}
+			}
+			if !documented[base] {
+				t.Errorf("alert %s reads %s, which docs/metrics.md does not list", name, n)
+			}
+		}
+	}
 }
 
 // freshAccount adds an azure pool account of its own for a test: the seeded
@@ -298,10 +423,10 @@ func freshAccount(t *testing.T, c client.Client, name string) {
 	}
 }
 
-// waitForKind waits until the API server serves the ServiceMonitor kind.
-func waitForKind(t *testing.T, kubectl func([]byte, ...string)) {
+// waitForKind waits until the API server serves a CRD's kind.
+func waitForKind(t *testing.T, kubectl func([]byte, ...string), crd string) {
 	t.Helper()
-	kubectl(nil, "wait", "--for=condition=Established", "--timeout=60s", "crd/servicemonitors.monitoring.coreos.com")
+	kubectl(nil, "wait", "--for=condition=Established", "--timeout=60s", "crd/"+crd)
 }
 
 // TestChartRBACIsEnough runs a provisioning and a deprovisioning with keb

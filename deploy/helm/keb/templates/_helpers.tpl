@@ -105,3 +105,13 @@ env:
 "/etc/keb/auth/issuer.pem"
 {{- end -}}
 {{- end -}}
+
+{{/* What a working install needs: helm install fails with the missing value named, not pods that fail at start. */}}
+{{- define "keb.requiredValues" -}}
+{{- if not (or .Values.auth.publicKeysSecret .Values.config.APP_AUTH_JWKS_URLS .Values.auth.issuerFromEnv) -}}
+{{- fail "keb needs a token issuer: set config.APP_AUTH_JWKS_URLS (and config.APP_AUTH_ISSUER), or auth.publicKeysSecret, or auth.issuerFromEnv=true when envFromSecrets/envFromConfigMaps carry APP_AUTH_JWKS_URLS or APP_AUTH_PUBLIC_KEY_FILES" -}}
+{{- end -}}
+{{- $_ := required "keb needs its database Secret: set database.secretName (keys: url, secretKey)" .Values.database.secretName -}}
+{{- $_ := required "keb needs the database URL's key in database.secretName: set database.urlKey" .Values.database.urlKey -}}
+{{- $_ := required "keb needs the sealing key's key in database.secretName (APP_DATABASE_SECRET_KEY): set database.secretKeyKey" .Values.database.secretKeyKey -}}
+{{- end -}}
