@@ -45,7 +45,7 @@ func commands() []command {
 		{"upgrade", "orchestrate a Kyma or cluster upgrade of the runtimes --target selects (`keb upgrade kyma|cluster`)", upgradeCommand},
 		{"cleanup", "run one pass of the subaccount or environments cleanup (`keb cleanup subaccounts|environments [--dry-run]`)", cleanupCommand},
 		{"reconcile", "repair drifted sap-btp-manager Secrets in every running runtime (`keb reconcile btp-secrets [--dry-run]`)", reconcileCommand},
-		{"pool", "list the hyperscaler account pool, return an account to it (`keb pool release NAME`), or show the HAP rules (`keb pool rules [--plan P --platform-region R --region H]`)", poolCommand},
+		{"pool", "list the hyperscaler account pool, return an account to it (`keb pool release NAME`), count it per type and state (`keb pool summary`), or show the HAP rules (`keb pool rules [--plan P --platform-region R --region H]`)", poolCommand},
 		{"kubeconfig", "print or write the kubeconfig people use for one runtime (GET /kubeconfig/{instance_id})", kubeconfigCommand},
 		{"taskrun", "run a local command once per runtime --target selects, with KUBECONFIG set to its admin kubeconfig (`keb taskrun --target all -- kubectl get ns`)", taskrunCommand},
 		{"version", "print the version, commit and schema version", versionCommand},
@@ -55,7 +55,7 @@ func commands() []command {
 // subcommands are the positional words a command takes, for its usage line.
 var subcommands = map[string]string{"migrate": " up|down|status",
 	"orchestrations": " [list | show ID | operations ID [OPERATION_ID] | cancel ID | retry ID]", "upgrade": " kyma|cluster",
-	"pool": " [release NAME | rules]", "reconcile": " btp-secrets",
+	"pool": " [summary | release NAME | rules]", "reconcile": " btp-secrets",
 
 	"taskrun": " --target SELECTOR -- COMMAND [ARGS]"}
 

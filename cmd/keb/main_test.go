@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 var flagOnly = map[string]map[string]bool{
 	"token": {"client-secret": true},
 	// The question `keb pool rules` answers, per invocation.
-	"pool": {"plan": true, "platform-region": true, "region": true, "provider": true},
+	"pool": {"plan": true, "platform-region": true, "region": true, "provider": true, "type": true, "state": true},
 }
 
 // sharedWithServe: command takes keb serve's setting name, which its help

@@ -24,9 +24,12 @@ func poolCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) erro
 
 // poolListing is how `keb pool` and `keb pool rules` print.
 type poolListing struct {
-	out io.Writer
-	o   listOutput
-	now func() time.Time
+	out    io.Writer
+	o      listOutput
+	now    func() time.Time
+	filter poolFilter
+	// summary: counts per type and state instead of the accounts.
+	summary bool
 }
 
 // bindPool registers the flags of `keb pool [release NAME | rules [--plan P --platform-region R --region H]]`.
@@ -38,6 +41,8 @@ func bindPool(fs *flag.FlagSet, out io.Writer, now func() time.Time) func(ctx co
 	fs.StringVar(&q.region, "region", "", "keb pool rules: hyperscaler region (eu-central-1, westeurope, ...)")
 	fs.StringVar(&q.provider, "provider", "", "keb pool rules: the runtime's provider where the plan leaves it open (trial); default: the plan's")
 	p := poolListing{out: out, now: now}
+	fs.StringVar(&p.filter.hyperscalerType, "type", "", "keb pool [summary]: only accounts of this hyperscaler type (azure, aws, gcp, ...)")
+	fs.StringVar(&p.filter.state, "state", "", "keb pool [summary]: only accounts in this state (free, claimed, shared, dirty)")
 	bindListOutput(e.b, fs, &p.o)
 	return func(ctx context.Context, args []string) error {
 		if err := p.o.check(); err != nil {
@@ -50,8 +55,12 @@ func bindPool(fs *flag.FlagSet, out io.Writer, now func() time.Time) func(ctx co
 			return poolRules(e.cfg, q, p)
 		}
 		release := len(args) == 2 && args[0] == "release"
-		if len(args) != 0 && !release {
-			return errors.New("usage: keb pool | keb pool release NAME | keb pool rules [--plan P --platform-region R --region H]")
+		summary := len(args) == 1 && args[0] == "summary"
+		if len(args) != 0 && !release && !summary {
+			return errors.New("usage: keb pool [summary] [--type T --state S] | keb pool release NAME | keb pool rules [--plan P --platform-region R --region H]")
+		}
+		if err := p.filter.check(); err != nil {
+			return err
 		}
 		_, store, closeStore, err := e.open(ctx)
 		if err != nil {
@@ -74,8 +83,24 @@ func bindPool(fs *flag.FlagSet, out io.Writer, now func() time.Time) func(ctx co
 		if release {
 			return releaseAccount(ctx, pool, store, args[1], out)
 		}
+		p.summary = summary
 		return listAccounts(ctx, pool, store, p)
 	}
+}
+
+// poolFilter is what --type and --state keep of the pool.
+type poolFilter struct{ hyperscalerType, state string }
+
+func (f poolFilter) check() error {
+	switch hyperscaler.AccountState(f.state) {
+	case "", hyperscaler.StateFree, hyperscaler.StateClaimed, hyperscaler.StateShared, hyperscaler.StateDirty:
+		return nil
+	}
+	return fmt.Errorf("--state %q: want free, claimed, shared or dirty", f.state)
+}
+
+func (f poolFilter) keeps(a hyperscaler.AccountInfo) bool {
+	return (f.hyperscalerType == "" || a.Type == f.hyperscalerType) && (f.state == "" || string(a.State) == f.state)
 }
 
 // accountPool is the part of hyperscaler.AccountPool the pool command uses.
@@ -103,9 +128,13 @@ type poolAccount struct {
 }
 
 func listAccounts(ctx context.Context, pool accountPool, store *storage.Store, p poolListing) error {
-	accounts, err := pool.Accounts(ctx)
+	all, err := pool.Accounts(ctx)
 	if err != nil {
 		return err
+	}
+	accounts := slices.DeleteFunc(all, func(a hyperscaler.AccountInfo) bool { return !p.filter.keeps(a) })
+	if p.summary {
+		return printPoolSummary(p, summarise(accounts))
 	}
 	names := make([]string, 0, len(accounts))
 	for _, a := range accounts {
@@ -172,6 +201,66 @@ func printAccounts(p poolListing, rows []poolAccount) error {
 	}
 	wide := append(slices.Clone(cols[:len(cols)-1]), col[a]{"DIRTY_SINCE", dirtySince})
 	return printItems(p.out, p.o, pageOf(rows), cols, wide)
+}
+
+// poolSummary is one row of `keb pool summary`: a hyperscaler type's
+// accounts by state. Free is what the next provisionings of the type can
+// claim; dirty ones return once cleaned.
+type poolSummary struct {
+	HyperscalerType string `json:"hyperscalerType"`
+	Free            int    `json:"free"`
+	Claimed         int    `json:"claimed"`
+	Shared          int    `json:"shared"`
+	Dirty           int    `json:"dirty"`
+	EUAccessFree    int    `json:"euAccessFree"`
+	Total           int    `json:"total"`
+}
+
+// summarise counts accounts per hyperscaler type and state, types sorted.
+func summarise(accounts []hyperscaler.AccountInfo) []poolSummary {
+	byType := map[string]*poolSummary{}
+	for _, a := range accounts {
+		s := byType[a.Type]
+		if s == nil {
+			s = &poolSummary{HyperscalerType: a.Type}
+			byType[a.Type] = s
+		}
+		s.Total++
+		switch a.State {
+		case hyperscaler.StateFree:
+			s.Free++
+			if a.EUAccess {
+				s.EUAccessFree++
+			}
+		case hyperscaler.StateClaimed:
+			s.Claimed++
+		case hyperscaler.StateShared:
+			s.Shared++
+		case hyperscaler.StateDirty:
+			s.Dirty++
+		}
+	}
+	rows := make([]poolSummary, 0, len(byType))
+	for _, s := range byType {
+		rows = append(rows, *s)
+	}
+	slices.SortFunc(rows, func(a, b poolSummary) int { return strings.Compare(a.HyperscalerType, b.HyperscalerType) })
+	return rows
+}
+
+func printPoolSummary(p poolListing, rows []poolSummary) error {
+	type s = poolSummary
+	n := func(f func(s) int) func(s) string { return func(r s) string { return fmt.Sprint(f(r)) } }
+	cols := []col[s]{
+		{"TYPE", func(r s) string { return r.HyperscalerType }},
+		{"FREE", n(func(r s) int { return r.Free })},
+		{"EU_FREE", n(func(r s) int { return r.EUAccessFree })},
+		{"CLAIMED", n(func(r s) int { return r.Claimed })},
+		{"SHARED", n(func(r s) int { return r.Shared })},
+		{"DIRTY", n(func(r s) int { return r.Dirty })},
+		{"TOTAL", n(func(r s) int { return r.Total })},
+	}
+	return printItems(p.out, p.o, pageOf(rows), cols, nil)
 }
 
 // releaseAccount hands a claimed or dirty account back to the pool, refusing

@@ -218,3 +218,51 @@ func TestPoolCountsLiveInstancesAfterPlanMove(t *testing.T) {
 		t.Errorf("after the move to aws: instances %v, want aws-dev-01: 1, azure-shared-01: 0", got)
 	}
 }
+
+// `keb pool summary` counts a fleet's pool per type and state (what is left
+// to claim, what waits for cleaning), and --type/--state keep the rows asked for.
+func TestPoolSummaryAndFilters(t *testing.T) {
+	t.Parallel()
+	accounts := []hyperscaler.AccountInfo{
+		{Name: "aws-1", Type: "aws", State: hyperscaler.StateFree},
+		{Name: "aws-2", Type: "aws", State: hyperscaler.StateFree, EUAccess: true},
+		{Name: "aws-3", Type: "aws", State: hyperscaler.StateClaimed},
+		{Name: "az-1", Type: "azure", State: hyperscaler.StateDirty},
+		{Name: "az-2", Type: "azure", State: hyperscaler.StateShared},
+		{Name: "az-3", Type: "azure", State: hyperscaler.StateClaimed},
+		{Name: "az-4", Type: "azure", State: hyperscaler.StateClaimed},
+	}
+	var out bytes.Buffer
+	if err := printPoolSummary(poolListing{out: &out, o: listOutput{format: "table"}}, summarise(accounts)); err != nil {
+		t.Fatal(err)
+	}
+	want := "TYPE    FREE   EU_FREE   CLAIMED   SHARED   DIRTY   TOTAL\n" +
+		"aws     2      1         1         0        0       3\n" +
+		"azure   0      0         2         1        1       4\n"
+	if out.String() != want {
+		t.Errorf("keb pool summary:\n%s\nwant\n%s", out.String(), want)
+	}
+	for _, c := range []struct {
+		filter poolFilter
+		want   []string
+	}{
+		{poolFilter{}, []string{"aws-1", "aws-2", "aws-3", "az-1", "az-2", "az-3", "az-4"}},
+		{poolFilter{hyperscalerType: "azure"}, []string{"az-1", "az-2", "az-3", "az-4"}},
+		{poolFilter{state: "claimed"}, []string{"aws-3", "az-3", "az-4"}},
+		{poolFilter{hyperscalerType: "aws", state: "free"}, []string{"aws-1", "aws-2"}},
+		{poolFilter{hyperscalerType: "gcp"}, nil},
+	} {
+		var got []string
+		for _, a := range accounts {
+			if c.filter.keeps(a) {
+				got = append(got, a.Name)
+			}
+		}
+		if strings.Join(got, ",") != strings.Join(c.want, ",") {
+			t.Errorf("%+v keeps %v, want %v", c.filter, got, c.want)
+		}
+	}
+	if err := (poolFilter{state: "taken"}).check(); err == nil || !strings.Contains(err.Error(), "free, claimed, shared or dirty") {
+		t.Errorf("--state taken: %v", err)
+	}
+}
