@@ -46,6 +46,7 @@ func commands() []command {
 		{"cleanup", "run one pass of the subaccount or environments cleanup (`keb cleanup subaccounts|environments [--dry-run]`)", cleanupCommand},
 		{"reconcile", "repair drifted sap-btp-manager Secrets in every running runtime (`keb reconcile btp-secrets [--dry-run]`)", reconcileCommand},
 		{"pool", "list the hyperscaler account pool, return an account to it (`keb pool release NAME`), count it per type and state (`keb pool summary`), or show the HAP rules (`keb pool rules [--plan P --platform-region R --region H]`)", poolCommand},
+		{"events", "list the events of an instance, runtime or operation (GET /events) with each step's duration (`keb events -i INSTANCE`)", eventsCommand},
 		{"kubeconfig", "print or write the kubeconfig people use for one runtime (GET /kubeconfig/{instance_id})", kubeconfigCommand},
 		{"taskrun", "run a local command once per runtime --target selects, with KUBECONFIG set to its admin kubeconfig (`keb taskrun --target all -- kubectl get ns`)", taskrunCommand},
 		{"version", "print the version, commit and schema version", versionCommand},

@@ -24,11 +24,18 @@ type operatorClient struct {
 	output          listOutput
 	client          *http.Client
 	stdout, stderr  io.Writer
+	// scopes of the dev token minted without --token (default: the
+	// orchestration API's, broker-upgrade:read and :write).
+	scopes []string
 }
 
 func (c *operatorClient) bind(b *config.Binder, fs *flag.FlagSet) {
 	b.String(&c.url, "url", "KEB_URL", "", "base URL of the broker (default: the running keb dev's, from <dir>/dev-endpoints.json, else http://127.0.0.1:8080)")
-	b.String(&c.token, "token", "KEB_TOKEN", "", "bearer token with scopes broker-upgrade:read and broker-upgrade:write (default: one minted with the dev key in --dir)")
+	scopes := "scopes broker-upgrade:read and broker-upgrade:write"
+	if c.scopes != nil {
+		scopes = "scope " + strings.Join(c.scopes, " and ")
+	}
+	b.String(&c.token, "token", "KEB_TOKEN", "", "bearer token with "+scopes+" (default: one minted with the dev key in --dir)")
 	b.String(&c.dir, "dir", "APP_DEV_DIR", ".keb", "dev state directory of the running keb dev (for the default URL and token)")
 	bindListOutput(b, fs, &c.output)
 }
@@ -43,7 +50,11 @@ func (c *operatorClient) do(ctx context.Context, method, path string, body []byt
 	token := c.token
 	if token == "" {
 		var err error
-		if token, err = devTokenWith(c.dir, auth.ScopeUpgradeRead, auth.ScopeUpgradeWrite); err != nil {
+		scopes := c.scopes
+		if scopes == nil {
+			scopes = []string{auth.ScopeUpgradeRead, auth.ScopeUpgradeWrite}
+		}
+		if token, err = devTokenWith(c.dir, scopes...); err != nil {
 			return err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -168,6 +169,13 @@ func TestPeoplesKubeconfig(t *testing.T) {
 	if out, err := exec.Command(buildKeb(t), "kubeconfig", "--url", s.url, "--token", cliToken, "-g", "ga-no-such").CombinedOutput(); err == nil ||
 		!strings.Contains(string(out), "no runtime matches") {
 		t.Fatalf("keb kubeconfig of no runtime: %v %s", err, out)
+	}
+
+	// keb events shows the provisioning step by step, with what each step took.
+	out, err := exec.Command(buildKeb(t), "events", "--url", s.url, "--token", cliToken, "-i", "e2e-kc-1").CombinedOutput()
+	if err != nil || !regexp.MustCompile(`(?m)^\S+ \S+\s+\S+\s+provision\s+step_done\s+create_runtime\s+[0-9.]+(ms|s)\s`).Match(out) ||
+		!regexp.MustCompile(`(?m)\soperation_succeeded\s+-\s+[0-9.]+(ms|s|m[0-9]+s)\s`).Match(out) {
+		t.Fatalf("keb events -i e2e-kc-1: %v\n%s", err, out)
 	}
 
 	// The cockpit's browser, without a token.
