@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -100,9 +101,12 @@ func printItems[T any](w io.Writer, o listOutput, p page[T], table, wide []col[T
 }
 
 // printTable prints items as cols; below each item, the rows sub gives
-// (indented, same columns' spacing), if any.
+// (indented), if any. The sub-rows are aligned among themselves, not with
+// the items' columns (an operation's cells are not a runtime's): each set
+// is laid out by its own tabwriter and the lines interleaved.
 func printTable[T any](w io.Writer, o listOutput, items []T, cols []col[T], sub func(T) []string) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
+	var main, subs bytes.Buffer
+	tw := tabwriter.NewWriter(&main, 0, 0, 3, ' ', 0)
 	if !o.noHeaders {
 		headers := make([]string, len(cols))
 		for i, c := range cols {
@@ -110,7 +114,9 @@ func printTable[T any](w io.Writer, o listOutput, items []T, cols []col[T], sub 
 		}
 		fmt.Fprintln(tw, strings.Join(headers, "\t"))
 	}
-	for _, it := range items {
+	subTW := tabwriter.NewWriter(&subs, 0, 0, 3, ' ', 0)
+	subCount := make([]int, len(items))
+	for n, it := range items {
 		vals := make([]string, len(cols))
 		for i, c := range cols {
 			vals[i] = orDash(c.value(it))
@@ -118,11 +124,33 @@ func printTable[T any](w io.Writer, o listOutput, items []T, cols []col[T], sub 
 		fmt.Fprintln(tw, strings.Join(vals, "\t"))
 		if sub != nil {
 			for _, line := range sub(it) {
-				fmt.Fprintln(tw, "  "+line)
+				fmt.Fprintln(subTW, "  "+line)
+				subCount[n]++
 			}
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := subTW.Flush(); err != nil {
+		return err
+	}
+	mainLines := strings.SplitAfter(main.String(), "\n")
+	subLines := strings.SplitAfter(subs.String(), "\n")
+	var out strings.Builder
+	if !o.noHeaders {
+		out.WriteString(mainLines[0])
+		mainLines = mainLines[1:]
+	}
+	for n := range items {
+		out.WriteString(mainLines[n])
+		for range subCount[n] {
+			out.WriteString(subLines[0])
+			subLines = subLines[1:]
+		}
+	}
+	_, err := io.WriteString(w, out.String())
+	return err
 }
 
 // printYAML prints v as YAML, by way of its JSON (so the field names are

@@ -33,7 +33,7 @@ func operationLines(now time.Time) func(runtimelisting.RuntimeDTO) []string {
 	return func(r runtimelisting.RuntimeDTO) []string {
 		var lines []string
 		for _, op := range r.Status.Operations {
-			lines = append(lines, fmt.Sprintf("%s %s\t%s\t%s\t%s", op.Type, op.OperationID, op.State, age(now, op.CreatedAt), op.Description))
+			lines = append(lines, fmt.Sprintf("%s\t%s\t%s\t%s\t%s", op.Type, op.OperationID, op.State, age(now, op.CreatedAt), op.Description))
 		}
 		return lines
 	}

@@ -464,6 +464,14 @@ func TestRuntimesOutputsAndShortFlags(t *testing.T) {
 	if len(rows) != 4 || rows[2][0] != "deprovision" || rows[2][1] != "op-2" || rows[3][0] != "provision" {
 		t.Errorf("--ops table:\n%s", out)
 	}
+	// The operations' columns line up with each other (ID under ID, state
+	// under state), whatever the runtimes' columns are.
+	lines := strings.Split(out, "\n")
+	for i := 1; i < len(rows[2]) && len(rows) == 4; i++ {
+		if a, b := strings.Index(lines[2], " "+rows[2][i]), strings.Index(lines[3], " "+rows[3][i]); a != b {
+			t.Errorf("--ops: column %d of the operations does not line up:\n%s", i, out)
+		}
+	}
 }
 
 // Without --url, keb runtimes talks to the keb dev whose URL is in the dev
