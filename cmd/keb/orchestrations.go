@@ -206,7 +206,7 @@ func (c *operatorClient) show(ctx context.Context, id string, watch bool, poll t
 					return err
 				}
 			} else {
-				fmt.Fprintf(c.stdout, "%s  %-11s  %s\n", time.Now().UTC().Format("15:04:05"), o.State, o.Description)
+				fmt.Fprintf(c.stdout, "%s  %s%-11s  %s\n", time.Now().UTC().Format("15:04:05"), dryRunMark(o), o.State, o.Description)
 			}
 		}
 		switch o.State {
@@ -221,6 +221,18 @@ func (c *operatorClient) show(ctx context.Context, id string, watch bool, poll t
 	}
 }
 
+// dryRunMark is "dry-run:" for an orchestration that only shows what it
+// would do, so that it never reads like a real upgrade in a list or a watch.
+func dryRunMark(o orchestration.Response) string {
+	var p struct {
+		DryRun bool `json:"dryRun"`
+	}
+	if json.Unmarshal(o.Parameters, &p) == nil && p.DryRun {
+		return "dry-run:"
+	}
+	return ""
+}
+
 func (c *operatorClient) printOrchestrations(list []orchestration.Response) error {
 	if len(list) == 0 && !c.output.structured() {
 		fmt.Fprintln(c.stderr, "No orchestrations found")
@@ -229,7 +241,7 @@ func (c *operatorClient) printOrchestrations(list []orchestration.Response) erro
 	type o = orchestration.Response
 	now := time.Now()
 	id := col[o]{"ORCHESTRATION", func(o o) string { return o.OrchestrationID }}
-	typ := col[o]{"TYPE", func(o o) string { return string(o.Type) }}
+	typ := col[o]{"TYPE", func(o o) string { return dryRunMark(o) + string(o.Type) }}
 	state := col[o]{"STATE", func(o o) string { return string(o.State) }}
 	ageCol := col[o]{"AGE", func(o o) string { return age(now, o.CreatedAt) }}
 	created := col[o]{"CREATED", func(o o) string { return o.CreatedAt.UTC().Format(time.RFC3339) }}
@@ -256,7 +268,12 @@ func (c *operatorClient) printOperations(ops orchestration.PageResponse) error {
 		{"PLAN", func(o o) string { return o.ServicePlanName }},
 		{"REGION", func(o o) string { return o.Region }},
 		{"WINDOW_UTC", window},
-		{"STATE", func(o o) string { return string(o.State) }},
+		{"STATE", func(o o) string {
+			if o.DryRun {
+				return "dry-run:" + string(o.State)
+			}
+			return string(o.State)
+		}},
 		{"DESCRIPTION", func(o o) string { return o.Description }},
 	}
 	if err := printItems(c.stdout, c.output, page[o]{Data: ops.Data, Count: ops.Count, TotalCount: ops.TotalCount}, table, nil); err != nil {
@@ -399,7 +416,11 @@ func bindUpgrade(fs *flag.FlagSet, stdout, stderr io.Writer) func(ctx context.Co
 		if c.output.structured() {
 			return c.printObject(out)
 		}
-		fmt.Fprintf(stdout, "orchestration %s created; follow it with: keb orchestrations show %s --watch\n", out["orchestrationID"], out["orchestrationID"])
+		kind := "orchestration"
+		if p.DryRun {
+			kind = "dry-run orchestration (nothing will change)"
+		}
+		fmt.Fprintf(stdout, "%s %s created; follow it with: keb orchestrations show %s --watch\n", kind, out["orchestrationID"], out["orchestrationID"])
 		return nil
 	}
 }

@@ -59,7 +59,9 @@ func TestOrchestrationsListOutputs(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode([]map[string]any{{"orchestrationID": "o-1", "type": "upgrade_kyma", "state": "succeeded",
-			"description": "Finished 3 operations", "createdAt": created}})
+			"description": "Finished 3 operations", "createdAt": created, "parameters": map[string]any{"dryRun": false}},
+			{"orchestrationID": "o-2", "type": "upgrade_cluster", "state": "succeeded", "description": "Finished 1 operation",
+				"createdAt": created, "parameters": map[string]any{"dryRun": true}}})
 	}))
 	defer srv.Close()
 	list := func(args ...string) (string, string) {
@@ -78,8 +80,10 @@ func TestOrchestrationsListOutputs(t *testing.T) {
 
 	out, errOut := list()
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	if len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != "ORCHESTRATION TYPE STATE AGE DESCRIPTION" ||
-		!strings.HasPrefix(lines[1], "o-1             upgrade_kyma   succeeded   3h    Finished 3 operations") {
+	// A dry run never reads like a real upgrade.
+	if len(lines) != 3 || strings.Join(strings.Fields(lines[0]), " ") != "ORCHESTRATION TYPE STATE AGE DESCRIPTION" ||
+		strings.Join(strings.Fields(lines[1]), " ") != "o-1 upgrade_kyma succeeded 3h Finished 3 operations" ||
+		strings.Join(strings.Fields(lines[2]), " ") != "o-2 dry-run:upgrade_cluster succeeded 3h Finished 1 operation" {
 		t.Errorf("table:\n%s\nstderr: %s", out, errOut)
 	}
 	if out, _ := list("--no-headers"); strings.Contains(out, "ORCHESTRATION") || !strings.HasPrefix(out, "o-1") {
@@ -96,12 +100,12 @@ func TestOrchestrationsListOutputs(t *testing.T) {
 			} `json:"data"`
 			Count, TotalCount int
 		}
-		if err := yaml.Unmarshal([]byte(out), &got); err != nil || len(got.Data) != 1 || got.Data[0].OrchestrationID != "o-1" ||
-			got.Count != 1 || got.TotalCount != 1 {
+		if err := yaml.Unmarshal([]byte(out), &got); err != nil || len(got.Data) != 2 || got.Data[0].OrchestrationID != "o-1" ||
+			got.Count != 2 || got.TotalCount != 2 {
 			t.Errorf("-o %s: %+v (%v):\n%s", format, got, err, out)
 		}
 	}
-	if out, _ := list("-o", "custom-columns=ID:.orchestrationID,STATE:.state"); strings.Join(strings.Fields(out), " ") != "ID STATE o-1 succeeded" {
+	if out, _ := list("-o", "custom-columns=ID:.orchestrationID,STATE:.state"); strings.Join(strings.Fields(out), " ") != "ID STATE o-1 succeeded o-2 succeeded" {
 		t.Errorf("custom-columns:\n%s", out)
 	}
 }
