@@ -30,13 +30,13 @@ run: postgres k8s-bins build
 
 ## test: formatting, vet, and every test against real PostgreSQL and kube-apiservers
 test: postgres k8s-bins helm walkthrough-tools lint
-	KUBEBUILDER_ASSETS=$(CURDIR)/bin/k8s $(GO) test -count=1 -timeout 30m ./...
+	KUBEBUILDER_ASSETS=$(CURDIR)/bin/k8s $(GO) test -count=1 -timeout 45m ./...
 	@$(MAKE) --no-print-directory browser-test
 
-## readme: run README.md's walkthrough against a fresh keb dev and rewrite its pasted outputs from this run
-## (`make test` runs the same walkthrough and fails when an output no longer has the pasted shape)
+## readme: run README.md's first runtime and every docs/guide chapter against a fresh keb dev and rewrite their
+## pasted outputs from this run (`make test` runs the same and fails when an output no longer has the pasted shape)
 readme: postgres k8s-bins walkthrough-tools
-	KUBEBUILDER_ASSETS=$(CURDIR)/bin/k8s $(GO) test -count=1 -timeout 20m -run 'TestREADME$$' ./testing/readme -update -v
+	KUBEBUILDER_ASSETS=$(CURDIR)/bin/k8s $(GO) test -count=1 -timeout 45m -run 'TestREADME$$' ./testing/readme -update -v
 
 ## browser-test: the operations console in Debian's chromium, driven by playwright-core against keb dev
 ## (testing/browser); chromium is installed first when run as root, and the test is left out, saying so,
@@ -149,7 +149,7 @@ postgres:
 		exit 1; \
 	fi
 
-## walkthrough-tools: curl and jq, which README's walkthrough (and so its test, testing/readme) runs
+## walkthrough-tools: curl and jq, which the README and docs/guide (and so their test, testing/readme) run
 walkthrough-tools:
 	@if command -v curl >/dev/null && command -v jq >/dev/null; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
