@@ -218,6 +218,14 @@ func workDir(t *testing.T) string {
 	if err := os.Symlink(k8s, filepath.Join(work, "bin", "k8s")); err != nil {
 		t.Fatal(err)
 	}
+	// The chapters source docs/guide/env.sh from the checkout.
+	docs, err := filepath.Abs(filepath.Join(repoRoot, "docs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(docs, filepath.Join(work, "docs")); err != nil {
+		t.Fatal(err)
+	}
 	return work
 }
 
