@@ -16,17 +16,24 @@ export GOFLAGS := -trimpath $(GOFLAGS)
 HELM_VERSION := v3.19.0
 HELM        := bin/tools/helm
 
-.PHONY: all build run test readme walkthrough-tools faults vet fmt-check generate generate-check lint postgres pgbench k8s-bins helm image release browser-test screenshots load bench scale scale-db fuzz clean
+.PHONY: all build run run-plan test readme walkthrough-tools faults vet fmt-check generate generate-check lint postgres pgbench k8s-bins helm image release browser-test screenshots load bench scale scale-db fuzz clean
 
 all: build
 
 build:
+	@if [ ! -x bin/keb ]; then echo ">> building bin/keb (go build ./cmd/keb): the first build compiles keb and its dependencies, about 6 minutes on 2 cores; later builds take seconds"; fi
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/keb ./cmd/keb
 
 ## run: the whole local stack: PostgreSQL and a control plane under .keb/, simulated
 ## runtimes, dev auth; the broker on 127.0.0.1:8080
-run: postgres k8s-bins build
+run: run-plan postgres k8s-bins build
 	./bin/keb dev
+
+# run-plan: what `make run` does before the broker starts, and how long the first time takes.
+run-plan:
+	@echo ">> make run: PostgreSQL server binaries (installed if missing), kube-apiserver, etcd and kubectl into bin/k8s,"
+	@echo "   bin/keb, then ./bin/keb dev. The first run builds for about 12 minutes on 2 cores (6 for bin/k8s, 6 for"
+	@echo "   bin/keb, each says when it starts); later runs only start the stack (about a minute), logging each stage."
 
 ## test: formatting, vet, and every test against real PostgreSQL and kube-apiservers
 test: postgres k8s-bins helm walkthrough-tools lint
