@@ -16,27 +16,34 @@ export GOFLAGS := -trimpath $(GOFLAGS)
 HELM_VERSION := v3.19.0
 HELM        := bin/tools/helm
 
-.PHONY: all build run test readme walkthrough-tools faults vet fmt-check generate generate-check lint postgres pgbench k8s-bins helm image release browser-test screenshots load bench scale scale-db fuzz clean
+.PHONY: all build run run-plan test readme walkthrough-tools faults vet fmt-check generate generate-check lint postgres pgbench k8s-bins helm image release browser-test screenshots load bench scale scale-db fuzz clean
 
 all: build
 
 build:
+	@if [ ! -x bin/keb ]; then echo ">> building bin/keb (go build ./cmd/keb): the first build compiles keb and its dependencies, about 6 minutes on 2 cores; later builds take seconds"; fi
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/keb ./cmd/keb
 
 ## run: the whole local stack: PostgreSQL and a control plane under .keb/, simulated
 ## runtimes, dev auth; the broker on 127.0.0.1:8080
-run: postgres k8s-bins build
+run: run-plan postgres k8s-bins build
 	./bin/keb dev
+
+# run-plan: what `make run` does before the broker starts, and how long the first time takes.
+run-plan:
+	@echo ">> make run: PostgreSQL server binaries (installed if missing), kube-apiserver, etcd and kubectl into bin/k8s,"
+	@echo "   bin/keb, then ./bin/keb dev. The first run builds for about 12 minutes on 2 cores (6 for bin/k8s, 6 for"
+	@echo "   bin/keb, each says when it starts); later runs only start the stack (about a minute), logging each stage."
 
 ## test: formatting, vet, and every test against real PostgreSQL and kube-apiservers
 test: postgres k8s-bins helm walkthrough-tools lint
-	KUBEBUILDER_ASSETS=$(CURDIR)/bin/k8s $(GO) test -count=1 -timeout 30m ./...
+	KUBEBUILDER_ASSETS=$(CURDIR)/bin/k8s $(GO) test -count=1 -timeout 45m ./...
 	@$(MAKE) --no-print-directory browser-test
 
-## readme: run README.md's walkthrough against a fresh keb dev and rewrite its pasted outputs from this run
-## (`make test` runs the same walkthrough and fails when an output no longer has the pasted shape)
+## readme: run README.md's first runtime and every docs/guide chapter against a fresh keb dev and rewrite their
+## pasted outputs from this run (`make test` runs the same and fails when an output no longer has the pasted shape)
 readme: postgres k8s-bins walkthrough-tools
-	KUBEBUILDER_ASSETS=$(CURDIR)/bin/k8s $(GO) test -count=1 -timeout 20m -run 'TestREADME$$' ./testing/readme -update -v
+	KUBEBUILDER_ASSETS=$(CURDIR)/bin/k8s $(GO) test -count=1 -timeout 45m -run 'TestREADME$$' ./testing/readme -update -v
 
 ## browser-test: the operations console in Debian's chromium, driven by playwright-core against keb dev
 ## (testing/browser); chromium is installed first when run as root, and the test is left out, saying so,
@@ -149,7 +156,7 @@ postgres:
 		exit 1; \
 	fi
 
-## walkthrough-tools: curl and jq, which README's walkthrough (and so its test, testing/readme) runs
+## walkthrough-tools: curl and jq, which the README and docs/guide (and so their test, testing/readme) run
 walkthrough-tools:
 	@if command -v curl >/dev/null && command -v jq >/dev/null; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \

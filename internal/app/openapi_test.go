@@ -21,11 +21,10 @@ import (
 	"github.com/kyma-keb/keb/testing/pgtest"
 )
 
-// TestEveryRouteDocumented walks the router of a `keb dev` server (which has
-// every route, the token endpoint included) and compares it with
-// docs/openapi.yaml both ways.
-func TestEveryRouteDocumented(t *testing.T) {
-	t.Parallel()
+// devApp is a `keb dev` server's app without workers (it has every route, the token endpoint included) and
+// its router.
+func devApp(t *testing.T) (*app.App, *mux.Router) {
+	t.Helper()
 	key, err := auth.LoadOrCreateDevKey(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -46,11 +45,19 @@ func TestEveryRouteDocumented(t *testing.T) {
 	if !ok {
 		t.Fatalf("the app's handler is a %T, which exposes no router", a.Handler)
 	}
-	router := routed.Router()
+	return a, routed.Router()
+}
+
+// TestEveryRouteDocumented walks the router of a `keb dev` server (which has
+// every route, the token endpoint included) and compares it with
+// docs/openapi.yaml both ways.
+func TestEveryRouteDocumented(t *testing.T) {
+	t.Parallel()
+	a, router := devApp(t)
 	documented := openAPIDoc(t).Operations()
 	covered := map[string]bool{}
 	anyMethod := []string{"GET", "PUT", "POST", "PATCH", "DELETE"}
-	err = router.Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {
+	err := router.Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {
 		methods, _ := route.GetMethods()
 		if len(methods) == 0 {
 			methods = anyMethod

@@ -96,7 +96,16 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 		return err
 	}
 	defer ln.Close()
+	// Each stage of the start says when it is done and how long it took, so that a first run (initdb, a fresh
+	// etcd) does not look hung.
+	began := time.Now()
+	stage := func(name string, since time.Time) {
+		log.WithField("took", time.Since(since).Round(100*time.Millisecond).String()).Infof("%s (%s since keb dev started)",
+			name, time.Since(began).Round(100*time.Millisecond))
+	}
 	if cfg.DatabaseURL == "" {
+		t0 := time.Now()
+		log.Info("starting PostgreSQL (data in " + filepath.Join(opts.Dir, "pgdata") + "; the first start runs initdb)")
 		srv, err := pgserver.Start(ctx, pgserver.Options{DataDir: filepath.Join(opts.Dir, "pgdata"), Log: log})
 		if err != nil {
 			return fmt.Errorf("starting dev PostgreSQL: %w", err)
@@ -109,6 +118,7 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 		if cfg.DatabaseURL, err = ensureDatabase(ctx, srv.URL, databaseName); err != nil {
 			return err
 		}
+		stage("PostgreSQL ready", t0)
 	}
 	if cfg.DatabaseSecretKey == "" {
 		key, err := loadOrCreateSecretKey(filepath.Join(opts.Dir, "secret-key"))
@@ -132,6 +142,7 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 		return err
 	}
 	log.Info("starting the local control plane (kube-apiserver + etcd)")
+	t0 := time.Now()
 	kcp, err := startControlPlane(ctx, opts.Dir, binDir)
 	if err != nil {
 		return err
@@ -156,6 +167,8 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 	if err := seed(ctx, kc, poolKind, controlplane.Namespace, gardener.ProjectNamespace(cfg.Engine.GardenerProject)); err != nil {
 		return err
 	}
+	stage("control plane ready, CRDs, account pool and overrides in place", t0)
+	t0 = time.Now()
 	// Runtimes start without CRDs, as real ones do: Lifecycle Manager
 	// installs the BtpOperator CRD with the btp-operator module.
 	sim, err := infrasim.New(kcp.config, scheme, infrasim.Options{
@@ -198,6 +211,8 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 		}
 	}()
 	cfg.Engine.KCPKubeconfig = kcp.kubeconfig
+	stage("runtimes simulation started (infrastructure manager, Lifecycle Manager, account cleaner)", t0)
+	t0 = time.Now()
 
 	// Listening first: the CIS stand-in is reached on the broker's port.
 	defer ln.Close()
@@ -230,7 +245,34 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 	}
 	defer removeEndpoints()
 	printBanner(opts.Out, "http://"+ln.Addr().String(), devClient, cfg.DatabaseURL, kcp.kubeconfig)
+	go reportReady(ctx, "http://"+ln.Addr().String()+"/readyz", func() {
+		log.Infof("broker ready in %s: %s", time.Since(began).Round(100*time.Millisecond), "http://"+ln.Addr().String())
+	})
 	return a.Serve(ctx, ln)
+}
+
+// reportReady calls ready once url (the broker's /readyz) first answers 200, looking every 200 ms until ctx ends.
+func reportReady(ctx context.Context, url string, ready func()) {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return
+		}
+		if res, err := http.DefaultClient.Do(req); err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				ready()
+				return
+			}
+		}
+	}
 }
 
 // listen takes the broker's port, or says how to choose another.

@@ -7,7 +7,7 @@ import (
 )
 
 const sample = "# keb\n\n```sh\nmake run\n```\n\n" +
-	"## Walkthrough against `make run`\n\ntext\n\n" +
+	"## Your first runtime\n\ntext\n\n" +
 	"```sh\necho one\n```\n```text\none\n```\n\n" +
 	"### Second\n\n<!-- readme-test: unordered -->\n```sh\necho b; echo a\n```\n```text\nb\na\n```\n\n" +
 	"A log excerpt:\n\n```\n```sh\n```\n\n" +
@@ -19,7 +19,7 @@ const sample = "# keb\n\n```sh\nmake run\n```\n\n" +
 // its section and its directive; fenced blocks of other kinds are passed over whole.
 func TestParse(t *testing.T) {
 	t.Parallel()
-	blocks, err := Parse(sample)
+	blocks, err := Parse("README.md", sample)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestParse(t *testing.T) {
 		unordered               bool
 		skip                    string
 	}{
-		{section: "Walkthrough against `make run`", script: "echo one\n", output: "one"},
+		{section: "Your first runtime", script: "echo one\n", output: "one"},
 		{section: "Second", script: "echo b; echo a\n", output: "b\na", unordered: true},
 		{section: "Second", script: "echo skipped\n", output: "old", skip: "needs a restart"},
 		{section: "Second", script: "true\n"},
@@ -48,17 +48,17 @@ func TestParse(t *testing.T) {
 func TestParseRefuses(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ name, readme, want string }{
-		{name: "no walkthrough", readme: "# keb\n", want: "no \"## Walkthrough"},
-		{name: "unclosed", readme: "## Walkthrough against `make run`\n```sh\necho\n", want: "never closed"},
-		{name: "unknown directive", readme: "## Walkthrough against `make run`\n<!-- readme-test: sometimes -->\n```sh\necho\n```\n", want: "unknown directive"},
-		{name: "skip without reason", readme: "## Walkthrough against `make run`\n<!-- readme-test: skip -->\n```sh\necho\n```\n", want: "must say why"},
-		{name: "restart the text does not tell", readme: "## Walkthrough against `make run`\n### S\nRestart `make run`.\n<!-- readme-test: restart APP_X=1 -->\n```sh\necho\n```\n",
+		{name: "no walkthrough", readme: "# keb\n", want: "no \"## Your first runtime"},
+		{name: "unclosed", readme: "## Your first runtime\n```sh\necho\n", want: "never closed"},
+		{name: "unknown directive", readme: "## Your first runtime\n<!-- readme-test: sometimes -->\n```sh\necho\n```\n", want: "unknown directive"},
+		{name: "skip without reason", readme: "## Your first runtime\n<!-- readme-test: skip -->\n```sh\necho\n```\n", want: "must say why"},
+		{name: "restart the text does not tell", readme: "## Your first runtime\n### S\nRestart `make run`.\n<!-- readme-test: restart APP_X=1 -->\n```sh\necho\n```\n",
 			want: "does not say `APP_X=1 make run`"},
-		{name: "restart with a flag", readme: "## Walkthrough against `make run`\n<!-- readme-test: restart --port=1 -->\n```sh\necho\n```\n", want: "NAME=VALUE"},
+		{name: "restart with a flag", readme: "## Your first runtime\n<!-- readme-test: restart --port=1 -->\n```sh\necho\n```\n", want: "NAME=VALUE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if _, err := Parse(tc.readme); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if _, err := Parse("README.md", tc.readme); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Parse: %v, want an error with %q", err, tc.want)
 			}
 		})
@@ -68,7 +68,7 @@ func TestParseRefuses(t *testing.T) {
 // TestParseRestart: a restart's settings (next to another directive), when the section's text gives the reader the same command.
 func TestParseRestart(t *testing.T) {
 	t.Parallel()
-	blocks, err := Parse("## Walkthrough against `make run`\n### S\nStart it again as `APP_X=1 APP_Y=a=b make run`.\n\n" +
+	blocks, err := Parse("README.md", "## Your first runtime\n### S\nStart it again as `APP_X=1 APP_Y=a=b make run`.\n\n"+
 		"<!-- readme-test: restart APP_X=1 APP_Y=a=b -->\n<!-- readme-test: unordered -->\n```sh\necho\n```\n")
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +82,7 @@ func TestParseRestart(t *testing.T) {
 // none and goes where a block now prints nothing; a skipped block keeps its own; the rest is untouched.
 func TestRewrite(t *testing.T) {
 	t.Parallel()
-	blocks, err := Parse(sample)
+	blocks, err := Parse("README.md", sample)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestRewrite(t *testing.T) {
 	if got != want {
 		t.Fatalf("Rewrite:\n%s\nwant:\n%s", got, want)
 	}
-	again, err := Parse(got)
+	again, err := Parse("README.md", got)
 	if err != nil || len(again) != len(blocks) {
 		t.Fatalf("the rewritten README parses to %d blocks (%v), want %d", len(again), err, len(blocks))
 	}
@@ -141,18 +141,45 @@ func TestCompare(t *testing.T) {
 	}
 }
 
-// TestREADMEParses keeps README.md readable by the runner, in every `go test` run.
+// TestREADMEParses keeps README.md and every guide chapter readable by the runner, in every `go test` run.
 func TestREADMEParses(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile("../../README.md")
+	paths := documents(t)
+	if len(paths) < 8 {
+		t.Fatalf("README.md and %d guide chapters; want the guide's chapters too", len(paths)-1)
+	}
+	total := 0
+	for _, p := range paths {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks, err := Parse(docName(p), string(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(blocks) == 0 && !strings.Contains(string(raw), "```sh") {
+			continue // a chapter of prose only
+		}
+		total += len(blocks)
+	}
+	if total < 50 {
+		t.Fatalf("README.md and the guide have %d blocks; the parser lost some", total)
+	}
+}
+
+// TestParseChapter: a guide chapter runs whole, its sections are its headings of any level, and a failure
+// names the chapter's file.
+func TestParseChapter(t *testing.T) {
+	t.Parallel()
+	blocks, err := Parse("docs/guide/x.md", "# X\n\n```sh\necho 1\n```\n## Y\n```sh\necho 2\n```\n```text\n2\n```\n")
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks, err := Parse(string(raw))
-	if err != nil {
-		t.Fatal(err)
+	if len(blocks) != 2 || blocks[0].Name() != "docs/guide/x.md:3 (X)" || blocks[1].Name() != "docs/guide/x.md:7 (Y)" {
+		t.Fatalf("blocks %+v", blocks)
 	}
-	if len(blocks) < 30 {
-		t.Fatalf("the walkthrough has %d blocks; the parser lost some", len(blocks))
+	if _, err := Parse("docs/guide/x.md", "# X\n```sh\necho\n"); err == nil || !strings.Contains(err.Error(), "docs/guide/x.md:2") {
+		t.Fatalf("Parse: %v, want the chapter's file and line", err)
 	}
 }

@@ -1,7 +1,8 @@
-// Package readme runs README.md's walkthrough as written and keeps its pasted outputs true.
+// Package readme runs README.md's first-runtime path and every chapter of docs/guide as written and keeps
+// their pasted outputs true.
 //
-// The walkthrough (the "## Walkthrough against `make run`" section and its subsections) is a sequence of
-// commands, each a ```sh block, and their outputs: the ```text block right after a ```sh block is that
+// README.md's path (the "## Your first runtime" section and its subsections) and each guide chapter (the
+// whole file) is a sequence of commands, each a ```sh block, and their outputs: the ```text block right after a ```sh block is that
 // block's output, as a run printed it (blank lines left out); a ```sh block without one prints nothing.
 // HTML comments on the lines right before a ```sh block tell the runner how to treat it:
 //
@@ -11,26 +12,31 @@
 //	<!-- readme-test: restart ENV=V ... -->  `keb dev` is restarted with these settings before the block;
 //	                                         the text above must tell the reader the same: "`ENV=V ... make run`"
 //
-// TestREADME runs every block in order in one bash against a fresh `keb dev`, and compares each output
-// with the pasted one through the masks in mask.go; `make readme` runs the same and rewrites the pasted
-// outputs instead.
+// TestREADME runs README.md and then every docs/guide chapter in file-name order against one fresh `keb
+// dev`, each document in a bash of its own (a chapter sets what it needs itself, in its first block, never
+// relying on an earlier one), and compares each output with the pasted one through the masks in mask.go;
+// `make readme` runs the same and rewrites the pasted outputs instead.
 package readme
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 )
 
-// walkthroughHeading opens the part of README.md that runs; the next "## " heading closes it.
-const walkthroughHeading = "## Walkthrough against `make run`"
+// walkthroughHeading opens the part of README.md that runs; the next "## " heading closes it. A guide
+// chapter runs whole.
+const walkthroughHeading = "## Your first runtime"
 
 const directivePrefix = "<!-- readme-test:"
 
 // Block is one ```sh block of the walkthrough and the output pasted after it.
 type Block struct {
+	// File is the document's name as failures show it (README.md, docs/guide/bindings.md).
+	File string
 	// Section is the nearest heading above the block.
 	Section string
-	// Line is the 1-based line of the block's opening fence in README.md.
+	// Line is the 1-based line of the block's opening fence in File.
 	Line int
 	// Script is the block's text, run as it is.
 	Script string
@@ -48,30 +54,32 @@ type Block struct {
 }
 
 // Name says where a block is, for failure messages.
-func (b Block) Name() string { return fmt.Sprintf("README.md:%d (%s)", b.Line, b.Section) }
+func (b Block) Name() string { return fmt.Sprintf("%s:%d (%s)", b.File, b.Line, b.Section) }
 
-// Parse returns the walkthrough's ```sh blocks of readme, in order.
-func Parse(readme string) ([]Block, error) {
-	lines := strings.Split(readme, "\n")
+// Parse returns the runnable ```sh blocks of the document file (README.md's first-runtime path; a guide
+// chapter whole), in order.
+func Parse(file, doc string) ([]Block, error) {
+	lines := strings.Split(doc, "\n")
+	whole := filepath.Base(file) != "README.md"
 	var blocks []Block
-	in, section, sectionStart := false, "", 0
+	in, section, sectionStart := whole, "", 0
 	for i := 0; i < len(lines); i++ {
 		l := lines[i]
 		switch {
-		case l == walkthroughHeading:
+		case !whole && strings.HasPrefix(l, walkthroughHeading):
 			in, section = true, strings.TrimPrefix(l, "## ")
 			continue
-		case in && strings.HasPrefix(l, "## "):
+		case !whole && in && strings.HasPrefix(l, "## "):
 			return blocks, nil
 		case !in:
 			continue
-		case strings.HasPrefix(l, "### "):
-			section, sectionStart = strings.TrimPrefix(l, "### "), i
+		case strings.HasPrefix(l, "### ") || (whole && strings.HasPrefix(l, "#") && strings.HasPrefix(strings.TrimLeft(l, "#"), " ")):
+			section, sectionStart = strings.TrimSpace(strings.TrimLeft(l, "#")), i
 			continue
 		case strings.HasPrefix(l, "```") && l != "```sh":
 			// Any other fenced block (an output, a log excerpt, a file): skip to its end, so that a
 			// fence inside cannot be taken for a ```sh block.
-			end, err := fenceEnd(lines, i)
+			end, err := fenceEnd(file, lines, i)
 			if err != nil {
 				return nil, err
 			}
@@ -80,7 +88,7 @@ func Parse(readme string) ([]Block, error) {
 		case l != "```sh":
 			continue
 		}
-		b := Block{Section: section, Line: i + 1, outStart: -1, outEnd: -1}
+		b := Block{File: file, Section: section, Line: i + 1, outStart: -1, outEnd: -1}
 		if err := b.directives(lines, i); err != nil {
 			return nil, err
 		}
@@ -88,16 +96,16 @@ func Parse(readme string) ([]Block, error) {
 			// The reader restarts `make run` by hand: the section must say how, in the same words.
 			cmd := "`" + strings.Join(b.Restart, " ") + " make run`"
 			if !strings.Contains(strings.Join(lines[sectionStart:i], "\n"), cmd) {
-				return nil, fmt.Errorf("README.md:%d: the section restarts keb dev but its text does not say %s", i+1, cmd)
+				return nil, fmt.Errorf("%s:%d: the section restarts keb dev but its text does not say %s", file, i+1, cmd)
 			}
 		}
-		end, err := fenceEnd(lines, i)
+		end, err := fenceEnd(file, lines, i)
 		if err != nil {
 			return nil, err
 		}
 		b.Script, b.end = strings.Join(lines[i+1:end], "\n")+"\n", end
 		if end+1 < len(lines) && lines[end+1] == "```text" {
-			oe, err := fenceEnd(lines, end+1)
+			oe, err := fenceEnd(file, lines, end+1)
 			if err != nil {
 				return nil, err
 			}
@@ -108,25 +116,25 @@ func Parse(readme string) ([]Block, error) {
 		i = end
 	}
 	if !in {
-		return nil, fmt.Errorf("README.md has no %q section", walkthroughHeading)
+		return nil, fmt.Errorf("%s has no %q section", file, walkthroughHeading)
 	}
 	return blocks, nil
 }
 
 // fenceEnd returns the index of the fence closing the block opened at lines[open].
-func fenceEnd(lines []string, open int) (int, error) {
+func fenceEnd(file string, lines []string, open int) (int, error) {
 	for j := open + 1; j < len(lines); j++ {
 		if lines[j] == "```" {
 			return j, nil
 		}
 	}
-	return 0, fmt.Errorf("README.md:%d: %s is never closed", open+1, lines[open])
+	return 0, fmt.Errorf("%s:%d: %s is never closed", file, open+1, lines[open])
 }
 
 // directives reads the comments on the lines right above the block opened at lines[open].
 func (b *Block) directives(lines []string, open int) error {
 	for i := open - 1; i >= 0 && strings.HasPrefix(lines[i], directivePrefix); i-- {
-		if err := b.directive(lines[i], i+1); err != nil {
+		if err := b.directive(b.File, lines[i], i+1); err != nil {
 			return err
 		}
 	}
@@ -134,25 +142,25 @@ func (b *Block) directives(lines []string, open int) error {
 }
 
 // directive reads one comment, on line n.
-func (b *Block) directive(line string, n int) error {
+func (b *Block) directive(file, line string, n int) error {
 	d := strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(line, directivePrefix), "-->"))
 	switch word, rest, _ := strings.Cut(d, " "); word {
 	case "unordered":
 		b.Unordered = true
 	case "skip":
 		if rest == "" {
-			return fmt.Errorf("README.md:%d: a skip directive must say why", n)
+			return fmt.Errorf("%s:%d: a skip directive must say why", file, n)
 		}
 		b.Skip = rest
 	case "restart":
 		b.Restart = strings.Fields(rest)
 		for _, kv := range b.Restart {
 			if name, _, ok := strings.Cut(kv, "="); !ok || name != strings.ToUpper(name) {
-				return fmt.Errorf("README.md:%d: restart takes settings NAME=VALUE, not %q", n, kv)
+				return fmt.Errorf("%s:%d: restart takes settings NAME=VALUE, not %q", file, n, kv)
 			}
 		}
 	default:
-		return fmt.Errorf("README.md:%d: unknown directive %q (want unordered, skip REASON or restart NAME=VALUE...)", n, d)
+		return fmt.Errorf("%s:%d: unknown directive %q (want unordered, skip REASON or restart NAME=VALUE...)", file, n, d)
 	}
 	return nil
 }

@@ -13,8 +13,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,14 +25,49 @@ import (
 	"github.com/kyma-keb/keb/testing/k8stest"
 )
 
-// update makes TestREADME write the outputs it got into README.md (`make readme`).
-var update = flag.Bool("update", false, "rewrite README.md's pasted outputs from this run")
+// update makes TestREADME write the outputs it got into the documents (`make readme`).
+var update = flag.Bool("update", false, "rewrite the pasted outputs of README.md and docs/guide from this run")
 
-// readmePath is the README the test runs: another one checks that a changed copy fails (a mutation check).
-var readmePath = flag.String("readme", "../../README.md", "the README to run")
+// docsFlag names the documents the test runs (comma-separated paths); without it README.md and every
+// docs/guide chapter. A changed copy of one checks that the test fails on it (a mutation check).
+var docsFlag = flag.String("docs", "", "the documents to run, comma-separated (default: README.md and docs/guide/*.md)")
 
-// firstBlocks cuts a run short, for a quick check of the start of the walkthrough while editing it.
-var firstBlocks = flag.Int("blocks", 0, "run only the first n blocks (0: all); not with -update")
+// firstBlocks cuts a run short, for a quick check of the start of each document while editing it.
+var firstBlocks = flag.Int("blocks", 0, "run only the first n blocks of each document (0: all); not with -update")
+
+// repoRoot is the checkout, from this package's directory.
+const repoRoot = "../.."
+
+// documents returns the paths the test runs, in order: README.md first, then the guide's chapters by name
+// (their numbers put the chapters that restart keb dev last).
+func documents(t *testing.T) []string {
+	t.Helper()
+	if *docsFlag != "" {
+		return strings.Split(*docsFlag, ",")
+	}
+	chapters, err := filepath.Glob(filepath.Join(repoRoot, "docs", "guide", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(chapters) == 0 {
+		t.Fatal("docs/guide has no chapters")
+	}
+	sort.Strings(chapters)
+	return append([]string{filepath.Join(repoRoot, "README.md")}, chapters...)
+}
+
+// docName is path as failures name it: relative to the checkout when it is in it.
+func docName(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	root, _ := filepath.Abs(repoRoot)
+	if rel, err := filepath.Rel(root, abs); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return path
+}
 
 // blockTimeout bounds one block: the longest waits for a few runtimes.
 const blockTimeout = 4 * time.Minute
@@ -46,26 +83,33 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// TestREADME runs the walkthrough's blocks in order in one bash against a fresh `keb dev` and compares
-// each output with the one pasted below the block (see the package doc). With -update it rewrites them.
+// TestREADME runs README.md's first-runtime path and then every docs/guide chapter, each in a bash of its
+// own, against one fresh `keb dev`, and compares each block's output with the one pasted below it (see the
+// package doc). With -update it rewrites them.
 func TestREADME(t *testing.T) {
-	path, err := filepath.Abs(*readmePath)
-	if err != nil {
-		t.Fatal(err)
+	paths := documents(t)
+	type doc struct {
+		path   string
+		raw    string
+		blocks []Block
 	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks, err := Parse(string(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if *firstBlocks > 0 {
-		if *update {
-			t.Fatal("-update rewrites every block's output: it cannot run with -blocks")
+	var docs []doc
+	for _, p := range paths {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
 		}
-		blocks = blocks[:min(*firstBlocks, len(blocks))]
+		blocks, err := Parse(docName(p), string(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *firstBlocks > 0 {
+			if *update {
+				t.Fatal("-update rewrites every block's output: it cannot run with -blocks")
+			}
+			blocks = blocks[:min(*firstBlocks, len(blocks))]
+		}
+		docs = append(docs, doc{p, string(raw), blocks})
 	}
 	for _, tool := range []string{"bash", "curl", "jq", "psql"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -75,50 +119,84 @@ func TestREADME(t *testing.T) {
 	}
 	work := workDir(t)
 	dev := startKebDev(t, work)
-	sh := newShell(t, work)
 
-	outputs := make([][]string, len(blocks))
-	failed := 0
-	for i, b := range blocks {
-		if b.Skip != "" {
-			t.Logf("%s: not run: %s", b.Name(), b.Skip)
-			continue
+	failed, total := 0, 0
+	for _, d := range docs {
+		// A chapter runs alone: a fresh shell, and keb dev as `make run` starts it.
+		if dev.settings != nil {
+			start := time.Now()
+			dev.restart(nil)
+			t.Logf("%s: keb dev restarted without settings in %s", docName(d.path), time.Since(start).Round(100*time.Millisecond))
 		}
-		start := time.Now()
-		if b.Restart != nil {
-			dev.restart(b.Restart)
-			t.Logf("%s: keb dev restarted with %v in %s", b.Name(), b.Restart, time.Since(start).Round(100*time.Millisecond))
-			start = time.Now()
-		}
-		got, err := sh.run(b.Script)
-		if err != nil {
-			t.Fatalf("%s: %v\nthe block:\n%s\nits output so far:\n%s", b.Name(), err, b.Script, strings.Join(got, "\n"))
-		}
-		t.Logf("%s: %d lines in %s", b.Name(), len(got), time.Since(start).Round(100*time.Millisecond))
-		outputs[i] = got
-		d := Compare(b.Output, got, b.Unordered)
-		if *update {
-			if d != "" { // what `make readme` changes beyond IDs and times, for the one who reviews the diff
-				t.Logf("%s: rewritten, its shape changed (- pasted, + got):\n%s", b.Name(), d)
+		sh := newShell(t, work)
+		docStart := time.Now()
+		outputs := make([][]string, len(d.blocks))
+		for i, b := range d.blocks {
+			total++
+			if b.Skip != "" {
+				t.Logf("%s: not run: %s", b.Name(), b.Skip)
+				continue
 			}
-			continue
+			start := time.Now()
+			if b.Restart != nil {
+				dev.restart(b.Restart)
+				t.Logf("%s: keb dev restarted with %v in %s", b.Name(), b.Restart, time.Since(start).Round(100*time.Millisecond))
+				start = time.Now()
+			}
+			got, err := sh.run(b.Script)
+			if err != nil {
+				t.Fatalf("%s: %v\nthe block:\n%s\nits output so far:\n%s", b.Name(), err, b.Script, strings.Join(got, "\n"))
+			}
+			t.Logf("%s: %d lines in %s", b.Name(), len(got), time.Since(start).Round(100*time.Millisecond))
+			outputs[i] = got
+			diff := Compare(b.Output, got, b.Unordered)
+			if *update {
+				if diff != "" { // what `make readme` changes beyond IDs and times, for the one who reviews the diff
+					t.Logf("%s: rewritten, its shape changed (- pasted, + got):\n%s", b.Name(), diff)
+				}
+				continue
+			}
+			if diff != "" {
+				failed++
+				t.Errorf("%s: the output differs from the pasted one (masked; - pasted, + got):\n%s\nthe block:\n%s",
+					b.Name(), diff, b.Script)
+			}
 		}
-		if d != "" {
-			failed++
-			t.Errorf("%s: the output differs from the pasted one (masked; - pasted, + got):\n%s\nthe block:\n%s",
-				b.Name(), d, b.Script)
+		sh.close()
+		t.Logf("%s: %d blocks in %s", docName(d.path), len(d.blocks), time.Since(docStart).Round(time.Second))
+		if *update {
+			rewrite(t, d.path, d.blocks, outputs)
 		}
-	}
-	if *update {
-		if err := os.WriteFile(path, []byte(Rewrite(string(raw), blocks, outputs)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("rewrote the outputs of %d blocks in %s", len(blocks), path)
-		return
 	}
 	if failed > 0 {
-		t.Logf("%d of %d blocks differ; if the change is meant, `make readme` rewrites the pasted outputs", failed, len(blocks))
+		t.Logf("%d of %d blocks differ; if the change is meant, `make readme` rewrites the pasted outputs", failed, total)
 	}
+}
+
+// rewrite writes outputs into the document at path. It reads the file again, so that its prose may have
+// been edited during the run; its blocks must still be the ones that ran.
+func rewrite(t *testing.T, path string, ran []Block, outputs [][]string) {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks, err := Parse(docName(path), string(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(blocks) != len(ran) {
+		t.Fatalf("%s: changed during the run (%d blocks, %d ran): not rewritten", docName(path), len(blocks), len(ran))
+	}
+	for i := range blocks {
+		if blocks[i].Script != ran[i].Script {
+			t.Fatalf("%s: changed during the run (%s is not the block that ran): not rewritten", docName(path), blocks[i].Name())
+		}
+	}
+	if err := os.WriteFile(path, []byte(Rewrite(string(raw), blocks, outputs)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("rewrote the outputs of %d blocks in %s", len(blocks), docName(path))
 }
 
 // workDir is the checkout the walkthrough runs in: bin/keb built from this tree, bin/k8s the test's
@@ -140,18 +218,27 @@ func workDir(t *testing.T) string {
 	if err := os.Symlink(k8s, filepath.Join(work, "bin", "k8s")); err != nil {
 		t.Fatal(err)
 	}
+	// The chapters source docs/guide/env.sh from the checkout.
+	docs, err := filepath.Abs(filepath.Join(repoRoot, "docs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(docs, filepath.Join(work, "docs")); err != nil {
+		t.Fatal(err)
+	}
 	return work
 }
 
 // kebDev is `./bin/keb dev` running in a work directory as `make run` runs it, on a free port (the
 // walkthrough reads it from .keb/dev-endpoints.json), until the test ends or a block restarts it.
 type kebDev struct {
-	t      *testing.T
-	work   string
-	port   int
-	cmd    *exec.Cmd
-	exited chan error
-	log    *os.File
+	t        *testing.T
+	work     string
+	port     int
+	settings []string
+	cmd      *exec.Cmd
+	exited   chan error
+	log      *os.File
 }
 
 func startKebDev(t *testing.T, work string) *kebDev {
@@ -168,6 +255,7 @@ func (d *kebDev) restart(settings []string) {
 	d.t.Helper()
 	d.stop()
 	d.start(settings)
+	d.settings = settings
 }
 
 func (d *kebDev) start(settings []string) {
@@ -274,6 +362,7 @@ type shell struct {
 	stdin io.WriteCloser
 	done  *bufio.Reader
 	n     int
+	close func()
 }
 
 func newShell(t *testing.T, work string) *shell {
@@ -299,12 +388,16 @@ func newShell(t *testing.T, work string) *shell {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		stdin.Close()
-		cancel()
-		_ = cmd.Wait()
-	})
-	return &shell{dir: dir, stdin: stdin, done: bufio.NewReader(stdout)}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			stdin.Close()
+			cancel()
+			_ = cmd.Wait()
+		})
+	}
+	t.Cleanup(stop)
+	return &shell{dir: dir, stdin: stdin, done: bufio.NewReader(stdout), close: stop}
 }
 
 // run runs script in the shell and returns what it printed, stdout and stderr interleaved as on a
