@@ -34,8 +34,8 @@ func bindKubeconfig(fs *flag.FlagSet, stdout, stderr io.Writer) func(ctx context
 	var base, token, dir, output string
 	query := url.Values{}
 	b := config.NewBinder(fs)
-	b.String(&base, "url", "KEB_URL", "", "base URL of the broker (default: the running keb dev's, from <dir>/url, else http://127.0.0.1:8080)")
-	b.String(&token, "token", "KEB_TOKEN", "", "bearer token with scopes cld:read and kubeconfig:read (default: one minted with the dev key in --dir)")
+	b.String(&base, "url", "KEB_URL", "", "base URL of the broker (default: keb login's, else the running keb dev's, from <dir>/url, else http://127.0.0.1:8080)")
+	b.String(&token, "token", "KEB_TOKEN", "", "bearer token with scopes cld:read and kubeconfig:read (default: keb login's, else one minted with the dev key in --dir)")
 	b.String(&dir, "dir", "APP_DEV_DIR", ".keb", "dev state directory of the running keb dev (for the default URL and token)")
 	b.String(&output, "o", "KEB_KUBECONFIG_OUTPUT", "", "write the kubeconfig to this file (mode 0600) instead of printing it")
 	for _, f := range runtimesFilters {

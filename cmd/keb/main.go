@@ -49,6 +49,8 @@ func commands() []command {
 		{"events", "list the events of an instance, runtime or operation (GET /events) with each step's duration (`keb events -i INSTANCE`)", eventsCommand},
 		{"kubeconfig", "print or write the kubeconfig people use for one runtime (GET /kubeconfig/{instance_id})", kubeconfigCommand},
 		{"taskrun", "run a local command once per runtime --target selects, with KUBECONFIG set to its admin kubeconfig (`keb taskrun --target all -- kubectl get ns`)", taskrunCommand},
+		{"login", "save the broker's URL and a token or an OAuth2 client for the operator commands (`keb login --url URL --token T`)", loginCommand},
+		{"logout", "remove what keb login saved", logoutCommand},
 		{"version", "print the version, commit and schema version", versionCommand},
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -26,6 +27,11 @@ const envRunAsKeb = "KEB_TEST_RUN_AS_KEB"
 func TestMain(m *testing.M) {
 	if os.Getenv(envRunAsKeb) == "1" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	// A keb login of the person running the tests must not send the
+	// commands under test to their broker.
+	if os.Getenv("KEB_CONFIG") == "" {
+		os.Setenv("KEB_CONFIG", filepath.Join(os.TempDir(), fmt.Sprintf("keb-test-%d-no-login.json", os.Getpid())))
 	}
 	os.Exit(k8stest.Run(m, &kcp, pgtest.Run))
 }

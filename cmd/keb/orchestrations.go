@@ -30,12 +30,12 @@ type operatorClient struct {
 }
 
 func (c *operatorClient) bind(b *config.Binder, fs *flag.FlagSet) {
-	b.String(&c.url, "url", "KEB_URL", "", "base URL of the broker (default: the running keb dev's, from <dir>/dev-endpoints.json, else http://127.0.0.1:8080)")
+	b.String(&c.url, "url", "KEB_URL", "", "base URL of the broker (default: keb login's, else the running keb dev's, from <dir>/dev-endpoints.json, else http://127.0.0.1:8080)")
 	scopes := "scopes broker-upgrade:read and broker-upgrade:write"
 	if c.scopes != nil {
 		scopes = "scope " + strings.Join(c.scopes, " and ")
 	}
-	b.String(&c.token, "token", "KEB_TOKEN", "", "bearer token with "+scopes+" (default: one minted with the dev key in --dir)")
+	b.String(&c.token, "token", "KEB_TOKEN", "", "bearer token with "+scopes+" (default: keb login's, else one minted with the dev key in --dir)")
 	b.String(&c.dir, "dir", "APP_DEV_DIR", ".keb", "dev state directory of the running keb dev (for the default URL and token)")
 	bindListOutput(b, fs, &c.output)
 }

@@ -59,8 +59,8 @@ func runtimesCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) 
 func bindRuntimes(fs *flag.FlagSet, stdout, stderr io.Writer, now func() time.Time) func(ctx context.Context, args []string) error {
 	opts := runtimesOptions{query: url.Values{}, now: now}
 	b := config.NewBinder(fs)
-	b.String(&opts.url, "url", "KEB_URL", "", "base URL of the broker (default: the running keb dev's, from <dir>/dev-endpoints.json, else http://127.0.0.1:8080)")
-	b.String(&opts.token, "token", "KEB_TOKEN", "", "bearer token with scope cld:read (default: one minted with the dev key in --dir, as keb token does)")
+	b.String(&opts.url, "url", "KEB_URL", "", "base URL of the broker (default: keb login's, else the running keb dev's, from <dir>/dev-endpoints.json, else http://127.0.0.1:8080)")
+	b.String(&opts.token, "token", "KEB_TOKEN", "", "bearer token with scope cld:read (default: keb login's, else one minted with the dev key in --dir, as keb token does)")
 	b.String(&opts.dir, "dir", "APP_DEV_DIR", ".keb", "dev state directory of the running keb dev (for the default token)")
 	b.Int(&opts.pageSize, "page-size", "KEB_RUNTIMES_PAGE_SIZE", 0, fmt.Sprintf("runtimes per page, 1 to %d (0: the server's default)", runtimelisting.MaxPageSize))
 	b.Bool(&opts.all, "all", "KEB_RUNTIMES_ALL", false, "follow the next cursors and list every page")
@@ -398,8 +398,15 @@ func describeError(body []byte) string {
 // does; it never creates a key, since a running `keb dev` would refuse it.
 func devToken(dir string) (string, error) { return devTokenWith(dir, auth.ScopeCLDRead) }
 
-// devTokenWith mints a token with the scopes with the dev key in dir.
+// devTokenWith is the token the operator commands send without --token:
+// keb login's (its token, or one from its client with the scopes), else one
+// minted with the scopes with the dev key in dir.
 func devTokenWith(dir string, scopes ...string) (string, error) {
+	if c, ok, err := readLoginConfig(); err != nil {
+		return "", err
+	} else if ok {
+		return c.token(context.Background(), scopes)
+	}
 	if _, err := os.Stat(dir + "/dev-signing-key.pem"); err != nil {
 		return "", fmt.Errorf("no --token and no dev signing key in %s: start `keb dev` (make run) or pass --token / KEB_TOKEN", dir)
 	}

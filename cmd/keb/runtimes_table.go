@@ -39,9 +39,13 @@ func operationLines(now time.Time) func(runtimelisting.RuntimeDTO) []string {
 	}
 }
 
-// devURL is the running keb dev's URL, from its endpoints file in the dev
-// directory, or keb dev's default.
+// devURL is the broker the operator commands call without --url: keb
+// login's, else the running keb dev's URL, from its endpoints file in the dev
+// directory, else keb dev's default.
 func devURL(dir string) string {
+	if c, ok, _ := readLoginConfig(); ok && c.URL != "" {
+		return c.URL // keb login's; a config that does not parse is reported when the token is read
+	}
 	if e, err := devstack.LoadEndpoints(dir); err == nil && e.BrokerURL != "" {
 		return e.BrokerURL
 	}

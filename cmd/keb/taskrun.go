@@ -47,8 +47,8 @@ func bindTaskrun(fs *flag.FlagSet, stdout, stderr io.Writer) func(ctx context.Co
 	o := &taskrunOptions{stdout: stdout, stderr: stderr,
 		include: &selectorList{env: "KEB_TASKRUN_TARGET"}, exclude: &selectorList{env: "KEB_TASKRUN_TARGET_EXCLUDE"}}
 	b := config.NewBinder(fs)
-	b.String(&o.url, "url", "KEB_URL", "", "base URL of the broker (default: the running keb dev's, from <dir>/url, else http://127.0.0.1:8080)")
-	b.String(&o.token, "token", "KEB_TOKEN", "", "bearer token with scope cld:read, to list the runtimes (default: one minted with the dev key in --dir)")
+	b.String(&o.url, "url", "KEB_URL", "", "base URL of the broker (default: keb login's, else the running keb dev's, from <dir>/url, else http://127.0.0.1:8080)")
+	b.String(&o.token, "token", "KEB_TOKEN", "", "bearer token with scope cld:read, to list the runtimes (default: keb login's, else one minted with the dev key in --dir)")
 	b.String(&o.dir, "dir", "APP_DEV_DIR", ".keb", "dev state directory of the running keb dev (for the default URL, token and control-plane kubeconfig)")
 	b.String(&o.kcpKubeconfig, "kcp-kubeconfig", "KEB_KCP_KUBECONFIG", "", "kubeconfig of the control plane, to read the runtimes' admin kubeconfig Secrets (default: <dir>/kcp.kubeconfig of keb dev, else $KUBECONFIG)")
 	b.Int(&o.parallelism, "parallelism", "KEB_TASKRUN_PARALLELISM", 4, "how many runtimes run the command at once")

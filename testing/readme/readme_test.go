@@ -343,8 +343,8 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// cleanEnv is the test's environment without keb's settings, so that a developer's APP_* variables do not
-// change what the walkthrough prints.
+// cleanEnv is the test's environment without keb's settings, so that a developer's APP_* variables or keb
+// login do not change what the walkthrough prints.
 func cleanEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
@@ -352,7 +352,8 @@ func cleanEnv() []string {
 			env = append(env, kv)
 		}
 	}
-	return env
+	// Nor a developer's keb login: the walkthrough talks to its own keb dev.
+	return append(env, "KEB_CONFIG="+filepath.Join(os.TempDir(), "keb-readme-test-no-login.json"))
 }
 
 // shell is one bash that runs the blocks one after another, so that what a block exports or defines is
