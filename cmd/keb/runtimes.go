@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/kyma-keb/keb/internal/auth"
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/devstack"
@@ -23,7 +25,10 @@ import (
 
 // runtimesFilters are the filter flags of `keb runtimes`, with the query
 // parameter of GET /info/runtimes each one fills.
-// Short names are upstream kcp CLI's where it has them.
+// Short names are upstream kcp CLI's where it has them, except two kcp
+// gives other meanings: kcp's -i is the runtime ID (keb's -r) and its -r the
+// region (keb's --region). A runtime ID that is not a UUID is refused with
+// that said, and an empty answer to -i says it (runtimeIDHint).
 var runtimesFilters = []struct{ flag, short, param, env, help string }{
 	{"account", "g", "account", "KEB_RUNTIMES_ACCOUNT", "global account ID"},
 	{"subaccount", "s", "subaccount", "KEB_RUNTIMES_SUBACCOUNT", "subaccount ID"},
@@ -32,7 +37,7 @@ var runtimesFilters = []struct{ flag, short, param, env, help string }{
 	{"region", "", "region", "KEB_RUNTIMES_REGION", "provider region"},
 	{"plan", "p", "plan", "KEB_RUNTIMES_PLAN", "plan name"},
 	{"shoot", "c", "shoot", "KEB_RUNTIMES_SHOOT", "shoot name"},
-	{"state", "", "state", "KEB_RUNTIMES_STATE", "state (provisioning, succeeded, failed, deprovisioning, deprovisioned, suspended, all)"},
+	{"state", "t", "state", "KEB_RUNTIMES_STATE", "state (provisioning, succeeded, failed, deprovisioning, deprovisioned, suspended, all)"},
 	{"kyma-state", "", "kyma_state", "KEB_RUNTIMES_KYMA_STATE", "the Kyma CR's state, as Lifecycle Manager reports it (Ready, Processing, Warning, Error, Deleting)"},
 }
 
@@ -125,6 +130,11 @@ func listRuntimes(ctx context.Context, opts runtimesOptions, stdout, stderr io.W
 	if opts.url == "" {
 		opts.url = devURL(opts.dir)
 	}
+	for _, id := range opts.query["runtime_id"] {
+		if uuid.Validate(id) != nil {
+			return fmt.Errorf("runtime ID %q is not one (runtime IDs are UUIDs): kcp's -r is the provider region, keb's --region; keb's -r is --runtime-id", id)
+		}
+	}
 	if opts.pageSize < 0 || opts.pageSize > runtimelisting.MaxPageSize {
 		return fmt.Errorf("bad --page-size %d (want 1 to %d, or 0 for the server's default)", opts.pageSize, runtimelisting.MaxPageSize)
 	}
@@ -165,7 +175,7 @@ func listRuntimes(ctx context.Context, opts runtimesOptions, stdout, stderr io.W
 	}
 
 	if len(all.Data) == 0 && !opts.output.structured() {
-		fmt.Fprintln(stderr, "No runtimes found")
+		fmt.Fprintln(stderr, "No runtimes found"+instanceIDHint(opts.query))
 		return nil
 	}
 	table, wide := runtimeColumns(now())
@@ -232,9 +242,18 @@ func streamRuntimes(ctx context.Context, client *http.Client, base url.URL, toke
 		return js.end(total)
 	}
 	if rows == 0 {
-		fmt.Fprintln(stderr, "No runtimes found")
+		fmt.Fprintln(stderr, "No runtimes found"+instanceIDHint(opts.query))
 	}
 	return nil
+}
+
+// instanceIDHint says, when -i found nothing, that keb's -i is the instance
+// ID: a kcp user's -i means the runtime ID (keb's -r).
+func instanceIDHint(q url.Values) string {
+	if len(q["instance_id"]) == 0 {
+		return ""
+	}
+	return " (-i is --instance-id here; kcp's -i is the runtime ID, keb's -r)"
 }
 
 // jsonStream writes {"data": [...], "count": n, "totalCount": t} item by

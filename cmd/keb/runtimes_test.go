@@ -97,10 +97,13 @@ func runRuntimesAt(t *testing.T, srv *httptest.Server, args ...string) (stdout, 
 	return out.String(), errOut.String(), err
 }
 
+// rtID1 is a runtime ID as keb writes them (a UUID; -r refuses others).
+const rtID1 = "5f6c3e3a-1b2c-4d5e-8f90-0a1b2c3d4e5f"
+
 func TestRuntimesTableAndQuery(t *testing.T) {
 	f := &fakeBroker{t: t, token: "tok-123", pages: map[string]runtimelisting.Response{
 		"": {Data: []runtimelisting.RuntimeDTO{
-			sampleRuntime("inst-1", "rt-1", "azure", "succeeded", runtimesNow.Add(-5*time.Minute)),
+			sampleRuntime("inst-1", rtID1, "azure", "succeeded", runtimesNow.Add(-5*time.Minute)),
 			sampleRuntime("inst-22", "", "trial", "provisioning", runtimesNow.Add(-3*time.Hour)),
 			sampleRuntime("inst-333", "rt-3", "aws", "failed", runtimesNow.Add(-50*time.Hour)),
 		}, Count: 3, TotalCount: 3},
@@ -110,7 +113,7 @@ func TestRuntimesTableAndQuery(t *testing.T) {
 
 	out, errOut, err := runRuntimesAt(t, srv, "--token", "tok-123",
 		"--account", "ga-1,ga-2", "--account", "ga-3", "--plan", "azure", "--state", "succeeded,failed",
-		"--instance-id", "inst-1", "--runtime-id", "rt-1", "--region", "westeurope", "--subaccount", "sa-1",
+		"--instance-id", "inst-1", "--runtime-id", rtID1, "--region", "westeurope", "--subaccount", "sa-1",
 		"--shoot", "c-123", "--page-size", "50")
 	if err != nil {
 		t.Fatalf("error: %v", err)
@@ -125,7 +128,7 @@ func TestRuntimesTableAndQuery(t *testing.T) {
 	q := reqs[0].URL.Query()
 	want := map[string][]string{
 		"account": {"ga-1", "ga-2", "ga-3"}, "plan": {"azure"}, "state": {"succeeded", "failed"},
-		"instance_id": {"inst-1"}, "runtime_id": {"rt-1"}, "region": {"westeurope"}, "subaccount": {"sa-1"},
+		"instance_id": {"inst-1"}, "runtime_id": {rtID1}, "region": {"westeurope"}, "subaccount": {"sa-1"},
 		"shoot": {"c-123"}, "page_size": {"50"},
 	}
 	if !reflect.DeepEqual(map[string][]string(q), want) {
@@ -138,7 +141,7 @@ func TestRuntimesTableAndQuery(t *testing.T) {
 	}
 	wantRows := [][]string{
 		{"INSTANCE", "RUNTIME", "ACCOUNT", "PLAN", "REGION", "STATE", "AGE"},
-		{"inst-1", "rt-1", "ga-1", "azure", "westeurope", "succeeded", "5m"},
+		{"inst-1", rtID1, "ga-1", "azure", "westeurope", "succeeded", "5m"},
 		{"inst-22", "-", "ga-1", "trial", "westeurope", "provisioning", "3h"},
 		{"inst-333", "rt-3", "ga-1", "aws", "westeurope", "failed", "2d"},
 	}
@@ -158,7 +161,7 @@ func TestRuntimesTableAndQuery(t *testing.T) {
 
 func TestRuntimesJSON(t *testing.T) {
 	page := runtimelisting.Response{Data: []runtimelisting.RuntimeDTO{
-		sampleRuntime("inst-1", "rt-1", "azure", "succeeded", runtimesNow.Add(-time.Hour)),
+		sampleRuntime("inst-1", rtID1, "azure", "succeeded", runtimesNow.Add(-time.Hour)),
 	}, Count: 1, TotalCount: 7, Next: "cursor-2"}
 	f := &fakeBroker{t: t, token: "tok", pages: map[string]runtimelisting.Response{"": page}}
 	srv := httptest.NewServer(f)
@@ -194,7 +197,7 @@ func TestRuntimesJSON(t *testing.T) {
 func TestRuntimesAllFollowsNext(t *testing.T) {
 	f := &fakeBroker{t: t, token: "tok", pages: map[string]runtimelisting.Response{
 		"": {Data: []runtimelisting.RuntimeDTO{
-			sampleRuntime("inst-1", "rt-1", "azure", "succeeded", runtimesNow.Add(-time.Minute)),
+			sampleRuntime("inst-1", rtID1, "azure", "succeeded", runtimesNow.Add(-time.Minute)),
 			sampleRuntime("inst-2", "rt-2", "azure", "succeeded", runtimesNow.Add(-2*time.Minute)),
 		}, Count: 2, TotalCount: 3, Next: "c2"},
 		"c2": {Data: []runtimelisting.RuntimeDTO{
@@ -250,7 +253,7 @@ func TestRuntimesAllFollowsNext(t *testing.T) {
 
 func TestRuntimesWithoutAllHintsAtMore(t *testing.T) {
 	f := &fakeBroker{t: t, pages: map[string]runtimelisting.Response{
-		"": {Data: []runtimelisting.RuntimeDTO{sampleRuntime("inst-1", "rt-1", "azure", "succeeded", runtimesNow)}, Count: 1, TotalCount: 2, Next: "c2"},
+		"": {Data: []runtimelisting.RuntimeDTO{sampleRuntime("inst-1", rtID1, "azure", "succeeded", runtimesNow)}, Count: 1, TotalCount: 2, Next: "c2"},
 	}}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
@@ -402,7 +405,7 @@ func TestAge(t *testing.T) {
 }
 
 func TestRuntimesOutputsAndShortFlags(t *testing.T) {
-	rt := sampleRuntime("inst-1", "rt-1", "azure", "suspended", runtimesNow.Add(-5*time.Minute))
+	rt := sampleRuntime("inst-1", rtID1, "azure", "suspended", runtimesNow.Add(-5*time.Minute))
 	rt.SubAccountID, rt.ShootName, rt.KymaState = "sa-9", "c-abc", "Error"
 	rt.Status.Operations = []runtimelisting.OperationDTO{
 		{OperationID: "op-2", Type: "deprovision", State: "succeeded", Description: "suspended", CreatedAt: runtimesNow.Add(-time.Minute)},
@@ -419,21 +422,21 @@ func TestRuntimesOutputsAndShortFlags(t *testing.T) {
 		return rows
 	}
 
-	out, _, err := runRuntimesAt(t, srv, "--token", "t", "-o", "wide", "-g", "ga-1", "-s", "sa-9", "-c", "c-abc", "-p", "azure", "-i", "inst-1", "-r", "rt-1",
+	out, _, err := runRuntimesAt(t, srv, "--token", "t", "-o", "wide", "-g", "ga-1", "-s", "sa-9", "-c", "c-abc", "-p", "azure", "-i", "inst-1", "-r", rtID1,
 		"--kyma-state", "Error")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := [][]string{
 		{"INSTANCE", "RUNTIME", "ACCOUNT", "SUBACCOUNT", "SHOOT", "PLAN", "REGION", "STATE", "KYMA", "AGE"},
-		{"inst-1", "rt-1", "ga-1", "sa-9", "c-abc", "azure", "westeurope", "suspended", "Error", "5m"},
+		{"inst-1", rtID1, "ga-1", "sa-9", "c-abc", "azure", "westeurope", "suspended", "Error", "5m"},
 	}
 	if got := fields(out); !reflect.DeepEqual(got, want) {
 		t.Errorf("-o wide:\n got %q\nwant %q", got, want)
 	}
 	q := f.requests()[0].URL.Query()
 	wantQ := map[string][]string{"account": {"ga-1"}, "subaccount": {"sa-9"}, "shoot": {"c-abc"}, "plan": {"azure"},
-		"instance_id": {"inst-1"}, "runtime_id": {"rt-1"}, "kyma_state": {"Error"}}
+		"instance_id": {"inst-1"}, "runtime_id": {rtID1}, "kyma_state": {"Error"}}
 	if !reflect.DeepEqual(map[string][]string(q), wantQ) {
 		t.Errorf("short flags sent %v, want %v", q, wantQ)
 	}
@@ -505,7 +508,7 @@ func TestRuntimesFindsDevBrokerAndAlias(t *testing.T) {
 // list is empty.
 func TestRuntimesAllStreamsTheDocumentItWouldBuffer(t *testing.T) {
 	rts := []runtimelisting.RuntimeDTO{
-		sampleRuntime("inst-1", "rt-1", "azure", "succeeded", runtimesNow.Add(-time.Minute)),
+		sampleRuntime("inst-1", rtID1, "azure", "succeeded", runtimesNow.Add(-time.Minute)),
 		sampleRuntime("inst-2", "rt-<2>&", "azure", "succeeded", runtimesNow.Add(-2*time.Minute)),
 		sampleRuntime("inst-3", "rt-3", "azure", "failed", runtimesNow.Add(-3*time.Minute)),
 	}
@@ -535,5 +538,28 @@ func TestRuntimesAllStreamsTheDocumentItWouldBuffer(t *testing.T) {
 				t.Errorf("streamed:\n%s\nwant the whole list's document:\n%s", out, want.String())
 			}
 		})
+	}
+}
+
+// kcp users' short flags: -t is --state; -r with a region (kcp's -r) is
+// refused with what to use, and -i finding nothing says what keb's -i is.
+func TestRuntimesKcpShortFlags(t *testing.T) {
+	f := &fakeBroker{t: t, pages: map[string]runtimelisting.Response{"": {Data: []runtimelisting.RuntimeDTO{}}}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	if _, _, err := runRuntimesAt(t, srv, "--token", "t", "-t", "failed"); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.requests()[0].URL.Query()["state"]; len(got) != 1 || got[0] != "failed" {
+		t.Errorf("-t failed sent state=%v", got)
+	}
+	n := len(f.requests())
+	if _, _, err := runRuntimesAt(t, srv, "--token", "t", "-r", "westeurope"); err == nil ||
+		!strings.Contains(err.Error(), "--region") || len(f.requests()) != n {
+		t.Errorf("-r westeurope: %v (%d requests sent); want a refusal pointing at --region, nothing sent", err, len(f.requests())-n)
+	}
+	_, errOut, err := runRuntimesAt(t, srv, "--token", "t", "-i", "5f6c3e3a-0000-4d5e-8f90-0a1b2c3d4e5f")
+	if err != nil || !strings.Contains(errOut, "No runtimes found") || !strings.Contains(errOut, "keb's -r") {
+		t.Errorf("-i finding nothing: %v, stderr %q; want a hint that keb's -i is the instance ID", err, errOut)
 	}
 }
