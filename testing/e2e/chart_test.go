@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"os"
 	"os/exec"
@@ -107,7 +108,7 @@ func serveEnvs() []string {
 }
 
 // everything turns on every optional part of the chart.
-var everything = []string{"serviceMonitor.enabled=true", "prometheusRule.enabled=true", "networkPolicy.enabled=true",
+var everything = []string{"serviceMonitor.enabled=true", "prometheusRule.enabled=true", "networkPolicy.enabled=true", "grafanaDashboard.enabled=true",
 	"networkPolicy.ingressNamespaces={cis}", "kcp.kubeconfigSecret=kcp-kubeconfig",
 	"gardener.kubeconfigSecret=gardener-kubeconfig", "auth.publicKeysSecret=issuer-keys", "plansConfigMap=keb-plans", "blocklistConfigMap=keb-blocklist",
 	"cis.secretName=cis-credentials", "hap.rule={azure,aws,gcp,azure_lite,trial}"}
@@ -185,6 +186,10 @@ func TestHelmChart(t *testing.T) {
 		groups, _ := (*rule)["spec"].(map[string]any)["groups"].([]any)
 		if alerts := chartAlerts(t); len(groups) != 1 || len(groups[0].(map[string]any)["rules"].([]any)) != len(alerts) {
 			t.Errorf("the PrometheusRule holds %v, want the %d alerts of files/alerts.yaml", groups, len(alerts))
+		}
+		dashboard := find[corev1.ConfigMap](t, objs, "ConfigMap", "keb-dashboard")
+		if dashboard.Labels["grafana_dashboard"] != "1" || len(chartDashboard(t, []byte(dashboard.Data["keb.json"]))) < 10 {
+			t.Errorf("the dashboard ConfigMap: labels %v, %d bytes of JSON", dashboard.Labels, len(dashboard.Data["keb.json"]))
 		}
 		np := find[networkingv1.NetworkPolicy](t, objs, "NetworkPolicy", "keb")
 		var from []string
@@ -375,9 +380,33 @@ func chartAlerts(t *testing.T) []map[string]any {
 	return alerts
 }
 
-// TestChartAlertsReadDocumentedMetrics: an alert on a series keb never
-// exports never fires. Every metric an alert of the chart reads is one
-// docs/metrics.md lists (histograms by their _bucket/_count/_sum series).
+// chartDashboard is the chart's files/dashboard.json: each panel's title and queries.
+func chartDashboard(t *testing.T, raw []byte) map[string][]string {
+	t.Helper()
+	var d struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(raw, &d); err != nil {
+		t.Fatalf("the dashboard does not parse: %v", err)
+	}
+	panels := map[string][]string{}
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			panels[p.Title] = append(panels[p.Title], tg.Expr)
+		}
+	}
+	return panels
+}
+
+// TestChartAlertsReadDocumentedMetrics: an alert or a dashboard panel on a
+// series keb never exports never fires and stays empty. Every metric an
+// alert or a panel of the chart reads is one docs/metrics.md lists
+// (histograms by their _bucket/_count/_sum series).
 func TestChartAlertsReadDocumentedMetrics(t *testing.T) {
 	doc, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "metrics.md"))
 	if err != nil {
@@ -388,16 +417,10 @@ func TestChartAlertsReadDocumentedMetrics(t *testing.T) {
 		documented[m[1]] = true
 	}
 	metric := regexp.MustCompile(`\b(?:kcp_keb_v2|keb)_[a-z0-9_]+\b`)
-	alerts := chartAlerts(t)
-	if len(alerts) < 10 {
-		t.Fatalf("files/alerts.yaml has %d alerts", len(alerts))
-	}
-	for _, a := range alerts {
-		name, _ := a["alert"].(string)
-		expr, _ := a["expr"].(string)
+	check := func(what, expr string) {
 		names := metric.FindAllString(expr, -1)
-		if name == "" || len(names) == 0 {
-			t.Errorf("alert %q reads no keb metric: %q", name, expr)
+		if len(names) == 0 {
+			t.Errorf("%s reads no keb metric: %q", what, expr)
 		}
 		for _, n := range names {
 			base := n
@@ -407,8 +430,38 @@ func TestChartAlertsReadDocumentedMetrics(t *testing.T) {
 				}
 			}
 			if !documented[base] {
-				t.Errorf("alert %s reads %s, which docs/metrics.md does not list", name, n)
+				t.Errorf("%s reads %s, which docs/metrics.md does not list", what, n)
 			}
+		}
+	}
+	alerts := chartAlerts(t)
+	if len(alerts) < 10 {
+		t.Fatalf("files/alerts.yaml has %d alerts", len(alerts))
+	}
+	for _, a := range alerts {
+		name, _ := a["alert"].(string)
+		expr, _ := a["expr"].(string)
+		check("alert "+name, expr)
+	}
+	raw, err := os.ReadFile(filepath.Join(chartDir(t), "files", "dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	panels := chartDashboard(t, raw)
+	// What an operator opens it for: operations, failures by component,
+	// durations, the queue, the pool, the database and the control plane.
+	for _, want := range []string{"kcp_keb_v2_operations_provisioning_failed_total", "kcp_keb_v2_operation_result",
+		"kcp_keb_v2_provisioning_duration_minutes_bucket", "keb_queue_oldest_available_job_age_seconds",
+		"keb_account_pool_secrets", "keb_database_statements_total", "keb_apiserver_requests_total"} {
+		found := false
+		for title, exprs := range panels {
+			for _, e := range exprs {
+				check("panel "+title, e)
+				found = found || strings.Contains(e, want)
+			}
+		}
+		if !found {
+			t.Errorf("no dashboard panel reads %s", want)
 		}
 	}
 }
