@@ -73,6 +73,9 @@ func startDev(t *testing.T, dir string, port int) devProcess {
 	cmd.Env = append(os.Environ(), envRunAsKeb+"=1")
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	// A descendant that kept its stderr would hold Wait (and the stderr
+	// the test reports) past its exit.
+	cmd.WaitDelay = 10 * time.Second
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -95,6 +98,9 @@ func startDev(t *testing.T, dir string, port int) devProcess {
 			exited <- err // for the cleanup
 			t.Fatalf("keb dev (PID %d) exited before it took its directory's lock (%v); its stderr:\n%s", cmd.Process.Pid, err, stderr.String())
 		case <-hang:
+			// Its state first: a stopped process (T, SIGSTOP) prints no
+			// stack on SIGQUIT; one in the kernel (D) names its wait.
+			state := processState(cmd.Process.Pid)
 			// Go prints every goroutine's stack on SIGQUIT: where it hangs.
 			_ = cmd.Process.Signal(syscall.SIGQUIT)
 			select {
@@ -102,11 +108,28 @@ func startDev(t *testing.T, dir string, port int) devProcess {
 				exited <- err
 			case <-time.After(10 * time.Second):
 				_ = cmd.Process.Kill()
+				// Wait copies the rest of its stderr (the stack a slow
+				// SIGQUIT began) before it returns.
+				exited <- <-exited
 			}
-			t.Fatalf("keb dev (PID %d) never took its directory's lock; its stderr (with its goroutines' stacks):\n%s", cmd.Process.Pid, stderr.String())
+			t.Fatalf("keb dev (PID %d, %s) never took its directory's lock; its stderr (with its goroutines' stacks):\n%s", cmd.Process.Pid, state, stderr.String())
 		case <-tick.C:
 		}
 	}
+}
+
+// processState is what /proc says a process is doing: its state and the
+// kernel function it waits in.
+func processState(pid int) string {
+	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	wchan, _ := os.ReadFile(fmt.Sprintf("/proc/%d/wchan", pid))
+	state := "state unknown"
+	for line := range strings.SplitSeq(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "State:"); ok {
+			state = "state " + strings.TrimSpace(v)
+		}
+	}
+	return fmt.Sprintf("%s, waiting in %q", state, string(wchan))
 }
 
 func freePort(t *testing.T) int {

@@ -2,11 +2,13 @@ package app_test
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"regexp"
 	"runtime"
 	"runtime/debug"
@@ -14,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +24,7 @@ import (
 
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/httpapi"
+	"github.com/kyma-keb/keb/testing/pgtest"
 )
 
 // unauthenticatedRoutes are the routes keb serves to anyone: they answer
@@ -67,33 +71,29 @@ const slowBodyConnections = 1000
 // each unauthenticated route in turn. keb answers each at once (and lets the
 // connection go) or reads it in one of its few form slots (the rest are
 // refused at once), so /healthz keeps answering on fresh connections while
-// they are open, keb holds no more than those slots, and the process stays
-// under 200 MiB. The server's read timeouts are set far beyond the test, so
-// nothing but keb's own bounds can have freed a connection.
+// they are open, keb holds no more than those slots, and the server's
+// process stays under 200 MiB. The server's read timeouts are set far beyond
+// the test, so nothing but keb's own bounds can have freed a connection.
 //
-// The memory is the test process's growth over its resident size when the
-// test starts (after a GC that hands freed memory back): the process holds
-// both ends, keb and the slow senders, and the package's earlier tests (and
-// the runs before it with -count) leave it larger than keb alone would be,
-// which says nothing about what slow senders cost. Not parallel: parallel
-// tests start only after it.
+// The server runs in a process of its own (slowBodyServer), and the memory
+// is that process's growth over its resident size once it is set up (after
+// a GC that hands freed memory back): the test process holds the slow
+// senders' ends, and the package's other tests (and the runs before this one
+// with -count) grow it too, which says nothing about what slow senders cost
+// keb. Not parallel: parallel tests start only after it, so they do not
+// slow the probes down.
 func TestSlowBodiesHoldNoConnections(t *testing.T) {
-	b := setupWith(t, func(c *config.Config) {
-		c.HTTP.ReadTimeout = 10 * time.Minute
-		c.HTTP.FormReadTimeout = 10 * time.Minute
-		c.HTTP.MaxConnections = slowBodyConnections
-	}, io.Discard)
-	b.checkUnauthenticatedRoutesListed()
-	addr := b.srv.Listener.Addr().String()
+	srv := startSlowBodyServer(t)
+	addr := srv.addr
+	url := "http://" + addr
 	probe := &http.Client{Timeout: time.Minute, Transport: &http.Transport{DisableKeepAlives: true}}
-	runtime.GC()
-	debug.FreeOSMemory()
-	baseRSS := processRSS(t)
+	srv.ask(t, "settle")
+	baseRSS := processRSS(t, srv.cmd.Process.Pid)
 	var maxRSS int64
 	var all []time.Duration
 	for _, rt := range unauthenticatedRoutes {
 		t.Run(rt.method+" "+rt.path, func(t *testing.T) {
-			held := func() int64 { return b.openedConns.Load() - b.closedConns.Load() }
+			held := func() int64 { return srv.held(t) }
 			base := held()
 			// Probe /healthz on fresh connections all along.
 			stop := make(chan struct{})
@@ -110,7 +110,7 @@ func TestSlowBodiesHoldNoConnections(t *testing.T) {
 					default:
 					}
 					start := time.Now()
-					res, err := probe.Get(b.srv.URL + "/healthz")
+					res, err := probe.Get(url + "/healthz")
 					if err != nil {
 						probeErr = err
 						return
@@ -182,7 +182,7 @@ func TestSlowBodiesHoldNoConnections(t *testing.T) {
 					more = false
 				}
 			}
-			rss := processRSS(t)
+			rss := processRSS(t, srv.cmd.Process.Pid)
 			maxRSS = max(maxRSS, rss)
 			close(stop)
 			probes.Wait()
@@ -210,7 +210,7 @@ func TestSlowBodiesHoldNoConnections(t *testing.T) {
 			all[len(all)/2].Round(time.Millisecond), all[len(all)*99/100].Round(time.Millisecond), all[len(all)-1].Round(time.Millisecond), maxRSS>>20, baseRSS>>20)
 	}
 	if grown := maxRSS - baseRSS; grown > 200<<20 {
-		t.Fatalf("the process grew by %d MiB (from %d to %d MiB)", grown>>20, baseRSS>>20, maxRSS>>20)
+		t.Fatalf("the server's process grew by %d MiB (from %d to %d MiB)", grown>>20, baseRSS>>20, maxRSS>>20)
 	}
 }
 
@@ -257,10 +257,10 @@ func (b *bundle) checkUnauthenticatedRoutesListed() {
 
 var pathVar = regexp.MustCompile(`\{[^}]+\}`)
 
-// processRSS is the test process's resident memory (the server runs in it).
-func processRSS(t *testing.T) int64 {
+// processRSS is the resident memory of the process pid.
+func processRSS(t *testing.T, pid int) int64 {
 	t.Helper()
-	status, err := os.ReadFile("/proc/self/status")
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,6 +273,133 @@ func processRSS(t *testing.T) int64 {
 			return kb << 10
 		}
 	}
-	t.Fatal("no VmRSS in /proc/self/status")
+	t.Fatalf("no VmRSS in /proc/%d/status", pid)
 	return 0
+}
+
+// Every route that answers without a token is one the slow senders of
+// TestSlowBodiesHoldNoConnections try.
+func TestUnauthenticatedRoutesListed(t *testing.T) {
+	t.Parallel()
+	setup(t).checkUnauthenticatedRoutesListed()
+}
+
+// envSlowBodyServer makes the test binary, run for TestSlowBodyServer, the
+// server of TestSlowBodiesHoldNoConnections.
+const envSlowBodyServer = "KEB_TEST_SLOW_BODY_SERVER"
+
+// TestSlowBodyServer is no test of its own: it is the keb server of
+// TestSlowBodiesHoldNoConnections, in a process of its own so that its
+// memory can be measured apart from the slow senders'. It prints the
+// address it serves on, then answers lines on stdin until stdin closes:
+// "settle" (collect garbage and hand freed memory back) and "held" (the
+// connections the server holds open).
+func TestSlowBodyServer(t *testing.T) {
+	if os.Getenv(envSlowBodyServer) != "1" {
+		t.Skip("the server process of TestSlowBodiesHoldNoConnections; it runs only as that test starts it")
+	}
+	b := setupWith(t, func(c *config.Config) {
+		c.HTTP.ReadTimeout = 10 * time.Minute
+		c.HTTP.FormReadTimeout = 10 * time.Minute
+		c.HTTP.MaxConnections = slowBodyConnections
+	}, io.Discard)
+	fmt.Printf("listening %s\n", b.srv.Listener.Addr())
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		switch in.Text() {
+		case "settle":
+			runtime.GC()
+			debug.FreeOSMemory()
+			fmt.Println("settled")
+		case "held":
+			fmt.Printf("held %d\n", b.openedConns.Load()-b.closedConns.Load())
+		default:
+			t.Fatalf("unknown request %q", in.Text())
+		}
+	}
+}
+
+// slowBodyServer is TestSlowBodyServer's process, seen from the test.
+type slowBodyServer struct {
+	cmd    *exec.Cmd
+	addr   string
+	in     io.WriteCloser
+	out    *bufio.Reader
+	stderr *bytes.Buffer
+	mu     sync.Mutex // one question at a time
+}
+
+// startSlowBodyServer starts TestSlowBodyServer's process, on this test
+// binary's database server. It dies with the test process (a parent-death
+// signal) and stops when the test ends (its stdin closes).
+func startSlowBodyServer(t *testing.T) *slowBodyServer {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSlowBodyServer$", "-test.count=1")
+	cmd.Env = append(os.Environ(), envSlowBodyServer+"=1", pgtest.EnvURL+"="+pgtest.AdminURL())
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	p := &slowBodyServer{cmd: cmd, stderr: &bytes.Buffer{}}
+	cmd.Stderr = p.stderr
+	var err error
+	if p.in, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.out = bufio.NewReader(stdout)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		p.in.Close()
+		select {
+		case <-exited:
+		case <-time.After(time.Minute): // a bound against a hang, not a timing claim
+			_ = cmd.Process.Kill()
+			<-exited
+			t.Errorf("the server process did not stop within a minute of its stdin closing; its stderr:\n%s", p.stderr.String())
+		}
+	})
+	line := p.line(t)
+	addr, ok := strings.CutPrefix(line, "listening ")
+	if !ok {
+		t.Fatalf("the server process said %q", line)
+	}
+	p.addr = addr
+	return p
+}
+
+// line reads the server process's next line of answer.
+func (p *slowBodyServer) line(t *testing.T) string {
+	t.Helper()
+	line, err := p.out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading the server process's answer: %v (so far %q); its stderr:\n%s", err, line, p.stderr.String())
+	}
+	return strings.TrimSuffix(line, "\n")
+}
+
+// ask sends the server process one request and returns its answer.
+func (p *slowBodyServer) ask(t *testing.T, q string) string {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, err := fmt.Fprintln(p.in, q); err != nil {
+		t.Fatalf("asking the server process %q: %v; its stderr:\n%s", q, err, p.stderr.String())
+	}
+	return p.line(t)
+}
+
+// held is how many connections the server process holds open.
+func (p *slowBodyServer) held(t *testing.T) int64 {
+	t.Helper()
+	a := p.ask(t, "held")
+	n, err := strconv.ParseInt(strings.TrimPrefix(a, "held "), 10, 64)
+	if err != nil {
+		t.Fatalf("the server process answered %q to held", a)
+	}
+	return n
 }

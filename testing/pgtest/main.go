@@ -42,6 +42,10 @@ var (
 	serverNum int // server_version_num, e.g. 150004
 )
 
+// AdminURL is the admin URL of this test binary's server, for a process the
+// test starts that is to use the same server (as EnvURL).
+func AdminURL() string { return adminURL }
+
 // Main wraps testing.M for a package's TestMain: it finds or starts a
 // PostgreSQL server once per test binary, runs the tests, removes what it
 // created and exits. Without a server it exits non-zero.
