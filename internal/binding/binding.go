@@ -175,8 +175,12 @@ func (s *Service) Bind(ctx context.Context, req Request) (Result, error) {
 	defer cancel()
 	creds, err := s.create(rctx, created, exp)
 	if err != nil {
-		log.WithError(err).Warn("binding: creating the ServiceAccount in the runtime failed")
 		s.abandon(ctx, created, log)
+		if s.unbound(ctx, created) {
+			// An unbind took the row first and removed what the bind had made.
+			return Result{}, errUnboundWhileCreated(created.BindingID)
+		}
+		log.WithError(err).Warn("binding: creating the ServiceAccount in the runtime failed")
 		return Result{}, refuse(KindUnavailable, "the runtime's API server did not complete the binding within %s; nothing was bound: retry, or bind with accepts_incomplete=true",
 			s.cfg.Timeout)
 	}
@@ -189,10 +193,24 @@ func (s *Service) Bind(ctx context.Context, req Request) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
-		return Result{}, refuse(KindNotBindable, "the binding was removed while it was created (unbound, or the instance is being deprovisioned)")
+		return Result{}, errUnboundWhileCreated(created.BindingID)
 	}
 	log.WithField("expires_at", creds.ExpiresAt).Info("binding created")
 	return Result{Credentials: creds, OperationID: created.OperationID}, nil
+}
+
+// errUnboundWhileCreated answers a bind whose row an unbind (or the instance's deprovisioning)
+// removed while the bind was at work in the runtime: the unbind won, and the bind removed what
+// it had made.
+func errUnboundWhileCreated(bindingID string) error {
+	return refuse(KindConflict, "binding %s was unbound while it was being created (an unbind, or the instance's deprovisioning, removed it); nothing is bound: bind again if it is still wanted", bindingID)
+}
+
+// unbound reports whether b's row is gone or belongs to another bind now: an unbind (or a
+// deprovisioning) removed it while b was at work. A read that fails reports false.
+func (s *Service) unbound(ctx context.Context, b storage.Binding) bool {
+	cur, err := s.store.Binding(context.WithoutCancel(ctx), b.BindingID)
+	return errors.Is(err, storage.ErrNotFound) || (err == nil && cur.OperationID != b.OperationID)
 }
 
 // errStale stops PutBinding when the binding ID holds a failed or expired
@@ -295,6 +313,11 @@ func (s *Service) finishAsync(ctx context.Context, b storage.Binding, exp time.D
 			}
 			return
 		}
+		if s.unbound(ctx, b) {
+			s.abandon(ctx, b, log)
+			log.Info("binding: unbound while it was being created")
+			return
+		}
 		log.WithError(err).Warn("binding: creating the ServiceAccount in the runtime failed; retrying")
 		select {
 		case <-ctx.Done():
@@ -387,28 +410,58 @@ func (s *Service) LastOperation(ctx context.Context, instanceID, bindingID, oper
 	return b.State, b.Description, nil
 }
 
-// Unbind removes the binding from the runtime (its token stops working at
-// once) and then its row. An unknown binding is KindGone.
+// Unbind removes a binding: of a finished one (or an abandoned bind) the
+// objects in the runtime first (its token stops working at once), then its
+// row; of a bind still at work the row first, in one statement, so that the
+// bind learns it lost (it finds no row to complete, removes what it made and
+// answers 409), then what the runtime holds so far. Only the unbind whose
+// delete removed the row answers done: an unknown binding, or one a
+// concurrent unbind removed, is KindGone (OSB 410).
 func (s *Service) Unbind(ctx context.Context, instanceID, bindingID string) error {
 	b, err := s.store.Binding(ctx, bindingID)
 	switch {
 	case errors.Is(err, storage.ErrNotFound) || (err == nil && b.InstanceID != instanceID):
-		return refuse(KindGone, "binding %s of instance %s does not exist", bindingID, instanceID)
+		return errUnknownBinding(instanceID, bindingID)
 	case err != nil:
 		return err
 	}
+	log := s.log.WithFields(logrus.Fields{"instance_id": instanceID, "binding_id": bindingID})
 	rctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
+	if b.State == storage.BindingInProgress && b.Deadline.After(s.Now()) {
+		deleted, err := s.store.DeleteBinding(ctx, b.BindingID, b.OperationID)
+		if err != nil {
+			return err
+		}
+		if !deleted {
+			return errUnknownBinding(instanceID, bindingID)
+		}
+		// The bind removes what it makes after this (abandon).
+		if err := s.removeFromRuntime(rctx, b); err != nil {
+			log.WithError(err).Warn("binding: removing a bind in progress from the runtime failed; the bind removes what it made")
+		}
+		log.Info("binding removed while it was being created")
+		return nil
+	}
 	if err := s.removeFromRuntime(rctx, b); err != nil {
-		s.log.WithFields(logrus.Fields{"instance_id": instanceID, "binding_id": bindingID}).WithError(err).
-			Warn("binding: removing the ServiceAccount from the runtime failed")
+		log.WithError(err).Warn("binding: removing the ServiceAccount from the runtime failed")
 		return refuse(KindUnavailable, "the runtime's API server did not remove the binding within %s; it stays: retry", s.cfg.Timeout)
 	}
-	if _, err := s.store.DeleteBinding(ctx, b.BindingID, b.OperationID); err != nil {
+	deleted, err := s.store.DeleteBinding(ctx, b.BindingID, b.OperationID)
+	if err != nil {
 		return err
 	}
-	s.log.WithFields(logrus.Fields{"instance_id": instanceID, "binding_id": bindingID}).Info("binding removed")
+	if !deleted {
+		// A concurrent unbind removed it first.
+		return errUnknownBinding(instanceID, bindingID)
+	}
+	log.Info("binding removed")
 	return nil
+}
+
+// errUnknownBinding answers an unbind of a binding that does not exist (any more).
+func errUnknownBinding(instanceID, bindingID string) error {
+	return refuse(KindGone, "binding %s of instance %s does not exist", bindingID, instanceID)
 }
 
 // RemoveAll removes every binding of an instance, from its runtime and from

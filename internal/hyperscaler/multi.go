@@ -21,8 +21,8 @@ func (p *AccountPool) TenantAccounts(ctx context.Context, pool Pool, tenant stri
 
 // ClaimNew labels one more unassigned account of pool for tenant, whatever the tenant holds
 // already: a multi-account global account's next account. Unlike Claim it settles no duplicates,
-// so callers run it one at a time per tenant and pool (keb holds a database lock of the two:
-// storage.ClaimAccountLocked). ErrNoAccount (wrapped) when none is left.
+// so callers run it one at a time per tenant (keb holds the global account's account lock,
+// storage.LockAccounts). ErrNoAccount (wrapped) when none is left.
 func (p *AccountPool) ClaimNew(ctx context.Context, pool Pool, tenant string) (Account, error) {
 	if pool.Type == "" || tenant == "" {
 		return Account{}, fmt.Errorf("claiming a hyperscaler account needs a type and a tenant, got type %q and tenant %q", pool.Type, tenant)

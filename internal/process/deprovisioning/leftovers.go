@@ -112,15 +112,16 @@ func (l *Leftovers) retry(ctx context.Context, a storage.ArchivedInstance, lo pr
 		}
 		// The archive keeps the global account the instance had last; its
 		// tenant is that account unless its subaccount moved.
-		others, err := l.Store.OtherInstancesOfTenant(ctx, a.GlobalAccountID, a.Provider, a.InstanceID, l.Config.SharedPlanIDs)
-		if err != nil {
-			return false, err
-		}
-		if others > 0 {
-			return true, nil // the tenant's other runtimes still use it
-		}
-		// The plain pool: the archive does not keep whether the account was an EU-access one.
-		err = l.Accounts.MarkDirty(ctx, hyperscaler.Pool{Type: hsType}, a.GlobalAccountID)
+		// Under the global account's account lock, as the release step: a concurrent
+		// provisioning's claim is either recorded before the count or finds the mark.
+		err = l.Store.LockAccounts(ctx, a.GlobalAccountID, func(ctx context.Context, tx storage.AccountTx) error {
+			others, err := tx.OtherInstancesOfTenant(ctx, a.GlobalAccountID, a.Provider, a.InstanceID, l.Config.SharedPlanIDs)
+			if err != nil || others > 0 {
+				return err // the tenant's other runtimes still use it
+			}
+			// The plain pool: the archive does not keep whether the account was an EU-access one.
+			return l.Accounts.MarkDirty(ctx, hyperscaler.Pool{Type: hsType}, a.GlobalAccountID)
+		})
 		return err == nil, err
 	default:
 		// remove_bindings, soft_delete_btp_services: what they left was in

@@ -94,6 +94,17 @@ func (s *fakeStore) OtherInstancesOnAccount(_ context.Context, binding, exceptIn
 	return s.others, s.countErr
 }
 
+// LockAccounts runs fn with the fake as its transaction.
+func (s *fakeStore) LockAccounts(ctx context.Context, _ string, fn func(context.Context, storage.AccountTx) error) error {
+	return fn(ctx, s)
+}
+
+func (s *fakeStore) InstancesPerAccount(context.Context, []string, string) (map[string]int, error) {
+	return nil, nil
+}
+
+func (s *fakeStore) SetInstanceAccount(context.Context, string, string, bool) error { return nil }
+
 // InstanceAccount answers like an instance recorded before keb kept accounts on instances: the
 // step falls back to the operation's record.
 func (s *fakeStore) InstanceAccount(context.Context, string) (string, bool, error) {

@@ -9,15 +9,15 @@ import (
 
 	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/process"
+	"github.com/kyma-keb/keb/internal/storage"
 )
 
 // tenantCounter counts the instances still holding an account.
 type tenantCounter interface {
-	// OtherInstancesOfTenant counts a global account's other instances on a provider (for a claim
-	// the provisioning never recorded).
-	OtherInstancesOfTenant(ctx context.Context, globalAccountID, provider, exceptInstanceID string, sharedPlanIDs []string) (int, error)
-	// OtherInstancesOnAccount counts the other instances recorded on a binding.
-	OtherInstancesOnAccount(ctx context.Context, binding, exceptInstanceID string) (int, error)
+	// LockAccounts runs fn holding the global account's account lock, which provisionings take
+	// for their claim: the release's count of the instances that stay and its dirty mark happen
+	// in it (storage.LockAccounts).
+	LockAccounts(ctx context.Context, globalAccount string, fn func(ctx context.Context, tx storage.AccountTx) error) error
 	// InstanceAccount is the binding recorded on the instance (its latest claim: an update that
 	// moved the runtime to another plan's pool recorded the new one).
 	InstanceAccount(ctx context.Context, instanceID string) (string, bool, error)
@@ -36,8 +36,11 @@ type accountReleaser interface {
 // deprovisioning, suspension included, as upstream does, but never from under a cluster: shared,
 // internal and already dirty accounts are skipped; while the instance's own Shoot still exists
 // the step waits (at most ShootWait); and the account is labelled dirty only when no Shoot of
-// the project references it any more and no other instance of keb's is recorded on it (a
-// suspended one's runtime comes back to it).
+// the project references it any more and no other instance of keb's that stays is recorded on it
+// (a suspended one's runtime comes back to it; one being deprovisioned releases it on its own way
+// out, so that of several deprovisioned at once the last one out releases). The count and the
+// mark happen under the global account's account lock, which a provisioning's claim holds until
+// its instance records the account: a release never marks an account a claim just handed out.
 type ReleaseHyperscalerSecret struct {
 	Store    tenantCounter
 	Accounts accountReleaser
@@ -94,25 +97,27 @@ func (s *ReleaseHyperscalerSecret) Run(ctx context.Context, op *process.Operatio
 		return s.releaseUnrecorded(ctx, op)
 	}
 	op.Describe("Releasing the hyperscaler account %s", binding)
-	others, err := s.Store.OtherInstancesOnAccount(ctx, binding, op.InstanceID)
+	var kept []string
+	err = s.Store.LockAccounts(ctx, op.Instance.PoolTenant(), func(ctx context.Context, tx storage.AccountTx) error {
+		others, err := tx.OtherInstancesOnAccount(ctx, binding, op.InstanceID)
+		if err != nil || others > 0 {
+			return err // still the account of the tenant's other runtimes
+		}
+		if kept, err = s.Accounts.ShootsUsing(ctx, binding); err != nil || len(kept) > 0 {
+			return err
+		}
+		// MarkDirtyByName leaves shared, internal, dirty and other tenants' accounts alone (a
+		// shared account is never labelled with a tenant).
+		if err := s.Accounts.MarkDirtyByName(ctx, binding, op.Instance.PoolTenant()); err != nil {
+			return fmt.Errorf("releasing hyperscaler account %s: %w", binding, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return process.StepResult{}, err
 	}
-	if others > 0 {
-		return process.Done() // still the account of the tenant's other runtimes
-	}
-	shoots, err := s.Accounts.ShootsUsing(ctx, binding)
-	if err != nil {
-		return process.StepResult{}, err
-	}
-	if len(shoots) > 0 {
-		op.Describe("Keeping the hyperscaler account %s: Shoots %s use it", binding, strings.Join(shoots, ", "))
-		return process.Done()
-	}
-	// MarkDirtyByName leaves shared, internal, dirty and other tenants' accounts alone (a shared
-	// account is never labelled with a tenant).
-	if err := s.Accounts.MarkDirtyByName(ctx, binding, op.Instance.PoolTenant()); err != nil {
-		return process.StepResult{}, fmt.Errorf("releasing hyperscaler account %s: %w", binding, err)
+	if len(kept) > 0 {
+		op.Describe("Keeping the hyperscaler account %s: Shoots %s use it", binding, strings.Join(kept, ", "))
 	}
 	return process.Done()
 }
@@ -129,16 +134,20 @@ func (s *ReleaseHyperscalerSecret) releaseUnrecorded(ctx context.Context, op *pr
 		}
 		hsType = t
 	}
-	others, err := s.Store.OtherInstancesOfTenant(ctx, op.Instance.PoolTenant(), op.Record.Provider, op.InstanceID, s.SharedPlanIDs)
+	tenant := op.Instance.PoolTenant()
+	err := s.Store.LockAccounts(ctx, tenant, func(ctx context.Context, tx storage.AccountTx) error {
+		others, err := tx.OtherInstancesOfTenant(ctx, tenant, op.Record.Provider, op.InstanceID, s.SharedPlanIDs)
+		if err != nil || others > 0 {
+			return err
+		}
+		pool := hyperscaler.Pool{Type: hsType, EUAccess: op.Record.HyperscalerEUAccess}
+		if err := s.Accounts.MarkDirty(ctx, pool, tenant); err != nil {
+			return fmt.Errorf("releasing hyperscaler account: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
 		return process.StepResult{}, err
-	}
-	if others > 0 {
-		return process.Done()
-	}
-	pool := hyperscaler.Pool{Type: hsType, EUAccess: op.Record.HyperscalerEUAccess}
-	if err := s.Accounts.MarkDirty(ctx, pool, op.Instance.PoolTenant()); err != nil {
-		return process.StepResult{}, fmt.Errorf("releasing hyperscaler account: %w", err)
 	}
 	return process.Done()
 }

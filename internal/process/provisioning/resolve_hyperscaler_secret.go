@@ -26,7 +26,7 @@ type AccountPool interface {
 // one.
 type AccountStore interface {
 	SetInstanceAccount(ctx context.Context, instanceID, binding string, euAccess bool) error
-	ClaimAccountLocked(ctx context.Context, key string, choose func(ctx context.Context, tx storage.AccountTx) error) error
+	LockAccounts(ctx context.Context, globalAccount string, fn func(ctx context.Context, tx storage.AccountTx) error) error
 }
 
 // HAP is how provisionings choose their account pool.
@@ -130,6 +130,8 @@ func (s *ResolveHyperscalerSecret) Run(ctx context.Context, op *process.Operatio
 		acc, err = s.Accounts.ClaimShared(ctx, pool)
 	case multi:
 		acc, err = s.claimMulti(ctx, op, pool, provider)
+	case s.Store != nil:
+		acc, err = s.claimLocked(ctx, op, pool)
 	default:
 		acc, err = s.Accounts.Claim(ctx, pool, tenant)
 	}
@@ -143,7 +145,7 @@ func (s *ResolveHyperscalerSecret) Run(ctx context.Context, op *process.Operatio
 	if err != nil {
 		return process.StepResult{}, err
 	}
-	if s.Store != nil && !multi {
+	if s.Store != nil && rule.Shared {
 		if err := s.Store.SetInstanceAccount(ctx, op.InstanceID, acc.Name, pool.EUAccess); err != nil {
 			return process.StepResult{}, err
 		}
@@ -153,9 +155,26 @@ func (s *ResolveHyperscalerSecret) Run(ctx context.Context, op *process.Operatio
 	return process.Done()
 }
 
+// claimLocked claims the tenant's account of pool and records it on the instance under the
+// global account's account lock (storage.LockAccounts), which the deprovisioning's release
+// takes too: a release either marked the account dirty before (and Claim hands out a fresh
+// one) or sees this instance on it after (and keeps it).
+func (s *ResolveHyperscalerSecret) claimLocked(ctx context.Context, op *process.Operation, pool hyperscaler.Pool) (hyperscaler.Account, error) {
+	tenant := op.Instance.PoolTenant()
+	var acc hyperscaler.Account
+	err := s.Store.LockAccounts(ctx, tenant, func(ctx context.Context, tx storage.AccountTx) error {
+		var err error
+		if acc, err = s.Accounts.Claim(ctx, pool, tenant); err != nil {
+			return err
+		}
+		return tx.SetInstanceAccount(ctx, op.InstanceID, acc.Name, pool.EUAccess)
+	})
+	return acc, err
+}
+
 // claimMulti picks a multi-account global account's binding: of its accounts in pool, the one
 // with the most instances still under the provider's limit, else a newly claimed one. The count
-// and the choice are made under a database lock of the global account and pool, so concurrent
+// and the choice are made under the global account's account lock (storage.LockAccounts), so concurrent
 // provisionings (in any replica) never put more instances on an account than the limit.
 func (s *ResolveHyperscalerSecret) claimMulti(ctx context.Context, op *process.Operation, pool hyperscaler.Pool, provider string) (hyperscaler.Account, error) {
 	tenant := op.Instance.PoolTenant()
@@ -164,7 +183,7 @@ func (s *ResolveHyperscalerSecret) claimMulti(ctx context.Context, op *process.O
 		limit = s.Config.HAP.Limit(provider)
 	}
 	var acc hyperscaler.Account
-	err := s.Store.ClaimAccountLocked(ctx, tenant+"/"+pool.String(), func(ctx context.Context, tx storage.AccountTx) error {
+	err := s.Store.LockAccounts(ctx, tenant, func(ctx context.Context, tx storage.AccountTx) error {
 		names, err := s.Accounts.TenantAccounts(ctx, pool, tenant)
 		if err != nil {
 			return err
