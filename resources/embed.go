@@ -7,8 +7,12 @@ import "embed"
 // types and plan defaults read by internal/catalog.
 const PlansFile = "plans.yaml"
 
+// ZonesFile is the name, inside FS, of the availability zones of every region of the plans file
+// and the number of zones a worker pool gets, read by internal/catalog.
+const ZonesFile = "zones.yaml"
+
 // FS holds the embedded resources. Files are listed by name, not by directory, so that a file
 // dropped into resources/ is only shipped once someone decides it should be.
 //
-//go:embed plans.yaml
+//go:embed plans.yaml zones.yaml
 var FS embed.FS

@@ -57,6 +57,8 @@ type Catalog struct {
 	forcedRegions map[string]map[string]string
 	// lenient schemas accept parameters they do not name (IgnoreUnsupportedParameters).
 	lenient bool
+	// zones are every region's availability zones (resources/zones.yaml).
+	zones regionZones
 }
 
 type providerDefault struct {
@@ -144,6 +146,11 @@ func build(source string, f *plansFile, opts ...LoadOption) (*Catalog, error) {
 	for _, o := range opts {
 		o(c)
 	}
+	zones, err := loadZones(f)
+	if err != nil {
+		return nil, err
+	}
+	c.zones = zones
 	for _, r := range f.TrialRegions.Regions {
 		c.trialRegions = append(c.trialRegions, Option{Code: r.Code, DisplayName: r.DisplayName})
 		for _, pr := range r.PlatformRegions {

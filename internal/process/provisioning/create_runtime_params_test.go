@@ -25,6 +25,10 @@ func TestCreateRuntimeParameters(t *testing.T) {
 	t.Parallel()
 	azure := process.Record{Provider: "azure", Region: "westeurope", ProviderRegion: "westeurope",
 		MachineType: "Standard_D4s_v5", AutoScalerMin: 3, AutoScalerMax: 20, ZonesCount: 3}
+	// azurePinned: the Kyma pool's zones chosen (as a re-run finds them), so
+	// that the pools' zones, taken from them, are known.
+	azurePinned := azure
+	azurePinned.Zones = []string{"3", "1", "2"}
 	tests := []struct {
 		name   string
 		planID string
@@ -36,22 +40,24 @@ func TestCreateRuntimeParameters(t *testing.T) {
 			`{"name":"gpu","machineType":"Standard_NC4as_T4_v3","autoScalerMin":3,"autoScalerMax":5,"additionalVolumeSizeGi":20,` +
 			`"labels":{"team":"ml"},"annotations":{"example.com/owner":"ml"},"taints":[{"key":"nvidia.com/gpu","value":"present","effect":"NoSchedule"}]},` +
 			`{"name":"batch","machineType":"Standard_F8s_v2","haZones":false,"autoScalerMin":0,"autoScalerMax":2}]}`,
+			data: azurePinned,
 			want: map[string]string{
 				"shoot.provider.additionalWorkers.0": `{"name":"gpu","machine":{"type":"Standard_NC4as_T4_v3"},"minimum":3,"maximum":5,` +
-					`"maxSurge":3,"maxUnavailable":0,"zones":["1","2","3"],"volume":{"size":"100Gi"},"labels":{"team":"ml"},` +
+					`"maxSurge":3,"maxUnavailable":0,"zones":["3","1","2"],"volume":{"size":"100Gi"},"labels":{"team":"ml"},` +
 					`"annotations":{"example.com/owner":"ml"},"taints":[{"key":"nvidia.com/gpu","value":"present","effect":"NoSchedule"}]}`,
 				"shoot.provider.additionalWorkers.1": `{"name":"batch","machine":{"type":"Standard_F8s_v2"},"minimum":0,"maximum":2,` +
-					`"maxSurge":1,"maxUnavailable":0,"zones":["1"],"volume":{"size":"80Gi"}}`,
+					`"maxSurge":1,"maxUnavailable":0,"zones":["3"],"volume":{"size":"80Gi"}}`,
 				"shoot.provider.workers.0.name": `"cpu-worker-0"`,
 			}},
 		{name: "pool defaults", params: `{"name":"x","additionalWorkerNodePools":[{"name":"p","machineType":"Standard_D8s_v5"}]}`,
+			data: azurePinned,
 			want: map[string]string{"shoot.provider.additionalWorkers.0.minimum": `3`, "shoot.provider.additionalWorkers.0.maximum": `20`,
-				"shoot.provider.additionalWorkers.0.zones": `["1","2","3"]`}},
+				"shoot.provider.additionalWorkers.0.zones": `["3","1","2"]`, "shoot.provider.workers.0.zones": `["3","1","2"]`}},
 		{name: "azure_lite pool in one zone", planID: catalog.AzureLitePlanID,
 			params: `{"name":"x","additionalWorkerNodePools":[{"name":"p","machineType":"Standard_D4s_v5","autoScalerMin":0}]}`,
 			data: process.Record{Provider: "azure", Region: "westeurope", ProviderRegion: "westeurope",
-				MachineType: "Standard_D4s_v5", AutoScalerMin: 2, AutoScalerMax: 10, ZonesCount: 1},
-			want: map[string]string{"shoot.provider.additionalWorkers.0.zones": `["1"]`, "shoot.provider.additionalWorkers.0.maximum": `10`,
+				MachineType: "Standard_D4s_v5", AutoScalerMin: 2, AutoScalerMax: 10, ZonesCount: 1, Zones: []string{"2"}},
+			want: map[string]string{"shoot.provider.additionalWorkers.0.zones": `["2"]`, "shoot.provider.additionalWorkers.0.maximum": `10`,
 				"shoot.provider.additionalWorkers.0.minimum": `0`}},
 		{name: "no pools", params: `{"name":"x"}`, want: map[string]string{"shoot.provider.additionalWorkers": "absent"}},
 		{name: "two OIDC providers", params: `{"name":"x","oidc":{"list":[{"clientID":"a","issuerURL":"https://a.example.com",` +

@@ -3,6 +3,7 @@ package update
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -68,11 +69,17 @@ func (s *UpdateRuntime) Run(ctx context.Context, op *process.Operation) (process
 	}
 
 	op.Describe("Asking the infrastructure manager to apply the change to cluster %s", op.Instance.ShootName)
-	fields, err := s.change(after, params, after.Instance.PlanID != op.Instance.PlanID)
+	key := client.ObjectKey{Namespace: s.Config.Namespace, Name: kyma.Name(op.Instance.RuntimeID)}
+	current := &im.Runtime{}
+	if err := s.KCP.Get(ctx, key, current); apierrors.IsNotFound(err) {
+		return process.Fail("the Runtime CR of runtime %s disappeared before the update was applied", op.Instance.RuntimeID)
+	} else if err != nil {
+		return process.StepResult{}, fmt.Errorf("reading Runtime CR: %w", err)
+	}
+	fields, err := s.change(after, params, after.Instance.PlanID != op.Instance.PlanID, current)
 	if err != nil {
 		return process.StepResult{}, err
 	}
-	key := client.ObjectKey{Namespace: s.Config.Namespace, Name: kyma.Name(op.Instance.RuntimeID)}
 	rt, changed, err := im.Patch(ctx, s.KCP, key, fields)
 	if apierrors.IsNotFound(err) {
 		return process.Fail("the Runtime CR of runtime %s disappeared before the update was applied", op.Instance.RuntimeID)
@@ -89,7 +96,8 @@ func (s *UpdateRuntime) Run(ctx context.Context, op *process.Operation) (process
 // change is the part of the Runtime CR the update sets: after is the
 // operation as it looks once the update is done; a new plan brings its
 // shoot purpose too.
-func (s *UpdateRuntime) change(after *process.Operation, params catalog.ProvisioningParameters, newPlan bool) (im.Fields, error) {
+func (s *UpdateRuntime) change(after *process.Operation, params catalog.ProvisioningParameters, newPlan bool,
+	current *im.Runtime) (im.Fields, error) {
 	d := after.Record
 	plan, _ := s.Catalog.PlanByID(after.Instance.PlanID)
 	worker := provisioning.KymaWorker(after, params, s.Catalog, plan)
@@ -116,8 +124,21 @@ func (s *UpdateRuntime) change(after *process.Operation, params catalog.Provisio
 	// The worker pool as a one-entry list of only the fields an update
 	// owns: im.Patch merges it into the pool of the same name.
 	pool := map[string]any{"name": worker.Name, "machine": map[string]any{"type": worker.Machine.Type},
-		"minimum": worker.Minimum, "maximum": worker.Maximum, "zones": worker.Zones, "maxSurge": worker.MaxSurge,
-		"maxUnavailable": worker.MaxUnavailable, "volume": map[string]any{"size": worker.Volume.VolumeSize}}
+		"minimum": worker.Minimum, "maximum": worker.Maximum, "zones": worker.Zones,
+		"volume": map[string]any{"size": worker.Volume.VolumeSize}}
+	// The roll-out: as the parameters say, else as the CR has it (an
+	// operator's maxUnavailable stays); maxSurge follows a change of the
+	// number of zones (a trial's upgrade).
+	var zonesNow []string
+	if i := current.Spec.KymaWorker(); i >= 0 {
+		zonesNow = current.Spec.Shoot.Provider.Workers[i].Zones
+	}
+	if params.MaxSurge != nil || len(zonesNow) != len(worker.Zones) {
+		pool["maxSurge"] = worker.MaxSurge
+	}
+	if params.MaxUnavailable != nil {
+		pool["maxUnavailable"] = worker.MaxUnavailable
+	}
 	if g := params.GVisor; g != nil {
 		// gVisor on: containerd with gVisor beside it; off: gVisor goes, a
 		// container runtime set otherwise stays.
@@ -133,7 +154,7 @@ func (s *UpdateRuntime) change(after *process.Operation, params catalog.Provisio
 	if err := setOIDC(f, params.OIDC); err != nil {
 		return nil, err
 	}
-	if pools := provisioning.AdditionalWorkers(after, params, s.Catalog, plan); pools != nil {
+	if pools := provisioning.AdditionalWorkers(after, params, s.Catalog, plan, worker.Zones, provisioning.PoolZonesOf(current)); pools != nil {
 		// The parameter's list replaces the pools: a pool it no longer
 		// lists is removed, labels, annotations and taints are overwritten.
 		if err := f.SetWhole(*pools, "spec", "shoot", "provider", "additionalWorkers"); err != nil {
