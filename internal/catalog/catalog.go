@@ -59,6 +59,10 @@ type Catalog struct {
 	lenient bool
 	// zones are every region's availability zones (resources/zones.yaml).
 	zones regionZones
+	// defaultOIDC is the runtimes' default OIDC provider, read from oidcFile ("" for the
+	// embedded resources/oidc.yaml).
+	defaultOIDC OIDCProvider
+	oidcFile    string
 }
 
 type providerDefault struct {
@@ -151,6 +155,9 @@ func build(source string, f *plansFile, opts ...LoadOption) (*Catalog, error) {
 		return nil, err
 	}
 	c.zones = zones
+	if c.defaultOIDC, err = loadDefaultOIDC(c.oidcFile); err != nil {
+		return nil, err
+	}
 	for _, r := range f.TrialRegions.Regions {
 		c.trialRegions = append(c.trialRegions, Option{Code: r.Code, DisplayName: r.DisplayName})
 		for _, pr := range r.PlatformRegions {

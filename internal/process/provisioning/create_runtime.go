@@ -96,7 +96,7 @@ func desiredRuntime(op *process.Operation, params catalog.ProvisioningParameters
 	d := op.Record
 	plan, _ := cat.PlanByID(op.Instance.PlanID)
 	nodes, pods, services := params.Networking.CIDRs()
-	oidc, additionalOIDC := OIDCConfigs(params.OIDC)
+	additionalOIDC := OIDCConfigs(params.OIDC, cat.DefaultOIDC())
 	kymaWorker := KymaWorker(op, params, cat, plan)
 	rt := &im.Runtime{
 		ObjectMeta: metav1.ObjectMeta{Name: kyma.Name(op.Instance.RuntimeID), Namespace: namespace, Labels: RuntimeLabels(op)},
@@ -110,7 +110,7 @@ func desiredRuntime(op *process.Operation, params catalog.ProvisioningParameters
 				SecretBindingName:   d.HyperscalerSecret,
 				EnforceSeedLocation: params.ColocateControlPlane,
 				Kubernetes: im.Kubernetes{KubeAPIServer: im.APIServer{
-					OIDCConfig: oidc, AdditionalOIDCConfig: additionalOIDC, ACL: ACL(params.AccessControlList)}},
+					AdditionalOIDCConfig: additionalOIDC, ACL: ACL(params.AccessControlList)}},
 				Provider: im.Provider{
 					Type:              d.Provider,
 					Workers:           []im.Worker{kymaWorker},
@@ -302,23 +302,53 @@ func external(op *process.Operation) bool {
 	return catalog.ExternalLicence(storedContext(op).LicenseType)
 }
 
-// OIDCConfigs is the Runtime CR's form of the oidc parameter: the legacy
-// single provider in oidcConfig, the list form in additionalOidcConfig (an
-// empty list: no OIDC at all); both nil when the parameter is absent.
-func OIDCConfigs(p *catalog.OIDC) (legacy *im.OIDCConfig, list *[]im.OIDCConfig) {
+// OIDCConfigs is the Runtime CR's additionalOidcConfig for the oidc
+// parameter, as upstream KEB writes it: absent (or an empty object), the
+// default provider; a legacy single object, the default with each field the
+// object sets replaced (MergeOIDC); a list, its providers in order, each
+// without a groupsPrefix taking the default's; an empty list, none. The
+// legacy oidcConfig field is never written.
+func OIDCConfigs(p *catalog.OIDC, def catalog.OIDCProvider) *[]im.OIDCConfig {
 	one, many, listForm := p.Providers()
 	if !listForm {
-		if one == nil {
-			return nil, nil
+		c := OIDCConfig(def)
+		if one != nil {
+			c = MergeOIDC(c, *one)
 		}
-		c := OIDCConfig(*one)
-		return &c, nil
+		return &[]im.OIDCConfig{c}
 	}
 	out := make([]im.OIDCConfig, 0, len(many))
 	for _, m := range many {
+		if m.GroupsPrefix == "" {
+			m.GroupsPrefix = def.GroupsPrefix
+		}
 		out = append(out, OIDCConfig(m))
 	}
-	return nil, &out
+	return &out
+}
+
+// MergeOIDC is base with each field p sets replacing base's: strings when
+// not empty, signingAlgs and requiredClaims when not empty (requiredClaims
+// ["-"]: none).
+func MergeOIDC(base im.OIDCConfig, p catalog.OIDCProvider) im.OIDCConfig {
+	over := OIDCConfig(p)
+	for _, f := range []struct{ dst, src **string }{{&base.ClientID, &over.ClientID}, {&base.IssuerURL, &over.IssuerURL},
+		{&base.GroupsClaim, &over.GroupsClaim}, {&base.GroupsPrefix, &over.GroupsPrefix},
+		{&base.UsernameClaim, &over.UsernameClaim}, {&base.UsernamePrefix, &over.UsernamePrefix}} {
+		if *f.src != nil {
+			*f.dst = *f.src
+		}
+	}
+	if len(p.SigningAlgs) > 0 {
+		base.SigningAlgs = over.SigningAlgs
+	}
+	switch {
+	case len(p.RequiredClaims) == 1 && p.RequiredClaims[0] == "-":
+		base.RequiredClaims = nil
+	case len(p.RequiredClaims) > 0:
+		base.RequiredClaims = over.RequiredClaims
+	}
+	return base
 }
 
 // OIDCConfig is one OIDC provider in the Runtime CR's form. Its JWKS

@@ -21,6 +21,10 @@ import (
 // validation of KIM's CRD. want maps a path below spec (dot-separated,
 // list indexes as numbers) to the JSON it must hold; "absent" means the
 // field is not there.
+// defaultOIDC is resources/oidc.yaml's provider in the Runtime CR.
+const defaultOIDC = `{"clientID":"9bd05ed7-a930-44e6-8c79-e6defeb7dec9","issuerURL":"https://kymatest.accounts400.ondemand.com",` +
+	`"groupsClaim":"groups","groupsPrefix":"-","signingAlgs":["RS256"],"usernameClaim":"sub","usernamePrefix":"-"}`
+
 func TestCreateRuntimeParameters(t *testing.T) {
 	t.Parallel()
 	azure := process.Record{Provider: "azure", Region: "westeurope", ProviderRegion: "westeurope",
@@ -67,15 +71,20 @@ func TestCreateRuntimeParameters(t *testing.T) {
 			want: map[string]string{
 				"shoot.kubernetes.kubeAPIServer.additionalOidcConfig": `[{"clientID":"a","issuerURL":"https://a.example.com",` +
 					`"groupsClaim":"groups","groupsPrefix":"a:","usernameClaim":"sub","usernamePrefix":"a-","signingAlgs":["RS256"],` +
-					`"requiredClaims":{"aud":"kyma","tier":"a=b"}},{"clientID":"b","issuerURL":"https://b.example.com","signingAlgs":["ES256"]}]`,
+					`"requiredClaims":{"aud":"kyma","tier":"a=b"}},{"clientID":"b","issuerURL":"https://b.example.com","groupsPrefix":"-","signingAlgs":["ES256"]}]`,
 				"shoot.kubernetes.kubeAPIServer.oidcConfig": "absent",
 			}},
 		{name: "an empty OIDC list", params: `{"name":"x","oidc":{"list":[]}}`,
 			want: map[string]string{"shoot.kubernetes.kubeAPIServer.additionalOidcConfig": `[]`, "shoot.kubernetes.kubeAPIServer.oidcConfig": "absent"}},
-		{name: "legacy OIDC", params: `{"name":"x","oidc":{"clientID":"c","issuerURL":"https://i.example.com","signingAlgs":["RS256"]}}`,
-			want: map[string]string{"shoot.kubernetes.kubeAPIServer.oidcConfig": `{"clientID":"c","issuerURL":"https://i.example.com","signingAlgs":["RS256"]}`,
-				"shoot.kubernetes.kubeAPIServer.additionalOidcConfig": "absent"}},
-		{name: "no OIDC", params: `{"name":"x"}`, want: map[string]string{"shoot.kubernetes.kubeAPIServer": `{}`}},
+		{name: "legacy OIDC merged over the default", params: `{"name":"x","oidc":{"clientID":"c","issuerURL":"https://i.example.com","signingAlgs":["ES256"],"requiredClaims":["aud=kyma"]}}`,
+			want: map[string]string{"shoot.kubernetes.kubeAPIServer.oidcConfig": "absent",
+				"shoot.kubernetes.kubeAPIServer.additionalOidcConfig": `[{"clientID":"c","issuerURL":"https://i.example.com","groupsClaim":"groups",` +
+					`"groupsPrefix":"-","signingAlgs":["ES256"],"usernameClaim":"sub","usernamePrefix":"-","requiredClaims":{"aud":"kyma"}}]`}},
+		// Upstream KEB: the default OIDC provider (resources/oidc.yaml) when the
+		// parameter is absent or empty; a legacy object merged over it.
+		{name: "no OIDC: the default", params: `{"name":"x"}`, want: map[string]string{"shoot.kubernetes.kubeAPIServer": `{"additionalOidcConfig":[` + defaultOIDC + `]}`}},
+		{name: "an empty OIDC object: the default", params: `{"name":"x","oidc":{}}`,
+			want: map[string]string{"shoot.kubernetes.kubeAPIServer.additionalOidcConfig": `[` + defaultOIDC + `]`}},
 		{name: "ingress filtering", params: `{"name":"x","ingressFiltering":true}`,
 			want: map[string]string{"security.networking.filter.ingress": `{"enabled":true}`}},
 		{name: "no ingress filtering", params: `{"name":"x"}`, want: map[string]string{"security.networking.filter.ingress": "absent"}},
@@ -84,7 +93,7 @@ func TestCreateRuntimeParameters(t *testing.T) {
 		{name: "access control list", params: `{"name":"x","accessControlList":{"allowedCIDRs":["203.0.113.0/24"]}}`,
 			want: map[string]string{"shoot.kubernetes.kubeAPIServer.acl": `{"allowedCIDRs":["203.0.113.0/24"]}`}},
 		{name: "an empty access control list", params: `{"name":"x","accessControlList":{"allowedCIDRs":[]}}`,
-			want: map[string]string{"shoot.kubernetes.kubeAPIServer": `{}`}},
+			want: map[string]string{"shoot.kubernetes.kubeAPIServer.acl": "absent"}},
 		{name: "additional volume", params: `{"name":"x","additionalVolumeSizeGi":100}`,
 			want: map[string]string{"shoot.provider.workers.0.volume": `{"size":"180Gi"}`}},
 		{name: "version-agnostic machine types", planID: catalog.AWSPlanID,

@@ -198,6 +198,11 @@ func TestCreateRuntime(t *testing.T) {
 			if tc.wantExternal {
 				want.Shoot.LicenceType = ptr("CUSTOMER")
 			}
+			var oidc []infrastructuremanager.OIDCConfig
+			if err := json.Unmarshal([]byte(`[`+defaultOIDC+`]`), &oidc); err != nil {
+				t.Fatal(err)
+			}
+			want.Shoot.Kubernetes.KubeAPIServer.AdditionalOIDCConfig = &oidc
 			if g, w := processtest.MustJSON(t, rt.Spec), processtest.MustJSON(t, want); g != w {
 				t.Errorf("spec:\n got %s\nwant %s", g, w)
 			}

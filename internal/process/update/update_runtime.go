@@ -151,7 +151,7 @@ func (s *UpdateRuntime) change(after *process.Operation, params catalog.Provisio
 	if err := f.Set([]any{pool}, "spec", "shoot", "provider", "workers"); err != nil {
 		return nil, err
 	}
-	if err := setOIDC(f, params.OIDC); err != nil {
+	if err := setOIDC(f, params.OIDC, current, s.Catalog.DefaultOIDC()); err != nil {
 		return nil, err
 	}
 	if pools := provisioning.AdditionalWorkers(after, params, s.Catalog, plan, worker.Zones, provisioning.PoolZonesOf(current)); pools != nil {
@@ -183,43 +183,39 @@ func (s *UpdateRuntime) change(after *process.Operation, params catalog.Provisio
 // field of oidcConfig it models (one it leaves out is removed; a field it
 // does not model stays) and drops a list; the list form replaces
 // additionalOidcConfig and drops oidcConfig. Absent, nothing changes.
-func setOIDC(f im.Fields, o *catalog.OIDC) error {
-	legacy, list := provisioning.OIDCConfigs(o)
-	const (
-		oidcConfig     = "oidcConfig"
-		additionalOIDC = "additionalOidcConfig"
-	)
+func setOIDC(f im.Fields, o *catalog.OIDC, current *im.Runtime, def catalog.OIDCProvider) error {
+	one, many, listForm := o.Providers()
 	path := func(field string) []string {
 		return []string{"spec", "shoot", "kubernetes", "kubeAPIServer", field}
 	}
+	api := current.Spec.Shoot.Kubernetes.KubeAPIServer
+	var list []im.OIDCConfig
 	switch {
-	case list != nil:
-		if err := f.Set(*list, path(additionalOIDC)...); err != nil {
-			return err
+	case listForm:
+		// The list replaces the providers, as given.
+		list = make([]im.OIDCConfig, 0, len(many))
+		for _, m := range many {
+			list = append(list, provisioning.OIDCConfig(m))
 		}
-		return f.Set(nil, path(oidcConfig)...)
-	case legacy != nil:
-		orNil := func(v *string) any {
-			if v == nil {
-				return nil
-			}
-			return *v
+	case one != nil:
+		// A legacy object merges over the first provider: the CR's, else
+		// the legacy oidcConfig an earlier keb version wrote, else the
+		// default; the other providers stay.
+		base := provisioning.OIDCConfig(def)
+		if api.AdditionalOIDCConfig != nil && len(*api.AdditionalOIDCConfig) > 0 {
+			base = (*api.AdditionalOIDCConfig)[0]
+			list = append(list, (*api.AdditionalOIDCConfig)[1:]...)
+		} else if api.OIDCConfig != nil {
+			base = *api.OIDCConfig
 		}
-		var algs any
-		if len(legacy.SigningAlgs) > 0 {
-			algs = legacy.SigningAlgs
-		}
-		var claims any
-		if len(legacy.RequiredClaims) > 0 {
-			claims = legacy.RequiredClaims
-		}
-		oidc := map[string]any{"clientID": orNil(legacy.ClientID), "issuerURL": orNil(legacy.IssuerURL),
-			"groupsClaim": orNil(legacy.GroupsClaim), "groupsPrefix": orNil(legacy.GroupsPrefix), "signingAlgs": algs,
-			"usernameClaim": orNil(legacy.UsernameClaim), "usernamePrefix": orNil(legacy.UsernamePrefix), "requiredClaims": claims}
-		if err := f.Set(oidc, path(oidcConfig)...); err != nil {
-			return err
-		}
-		return f.Set(nil, path(additionalOIDC)...)
+		list = append([]im.OIDCConfig{provisioning.MergeOIDC(base, *one)}, list...)
+	default:
+		return nil
 	}
-	return nil
+	// Only additionalOidcConfig, as upstream: an earlier keb version's
+	// oidcConfig moves there.
+	if err := f.SetWhole(list, path("additionalOidcConfig")...); err != nil {
+		return err
+	}
+	return f.Set(nil, path("oidcConfig")...)
 }

@@ -24,7 +24,8 @@ import (
 // resources/zones.yaml lacks) and an operator's maxUnavailable 1, takes an
 // update of its autoscaler and a new pool: its pools keep their zones, the
 // roll-out keeps the operator's maxUnavailable, and the new pool gets the
-// Kyma pool's zones as the CR has them.
+// Kyma pool's zones as the CR has them. A legacy oidc object merges over
+// the earlier keb's oidcConfig and moves it to additionalOidcConfig[0].
 func TestUpdateRuntimeOfAnEarlierKeb(t *testing.T) {
 	t.Parallel()
 	c := kcpClient(t)
@@ -56,13 +57,15 @@ func TestUpdateRuntimeOfAnEarlierKeb(t *testing.T) {
 			MaxSurge: ptr(intstr.FromInt32(3)), MaxUnavailable: ptr(intstr.FromInt32(0)), Zones: earlier,
 			Volume: &im.Volume{VolumeSize: "80Gi"}}},
 	}
+	// An earlier keb wrote a legacy oidc parameter into the legacy field.
+	rt.Spec.Shoot.Kubernetes.KubeAPIServer.OIDCConfig = &im.OIDCConfig{ClientID: ptr("old"), IssuerURL: ptr("https://old.example.com"), GroupsClaim: ptr("grp")}
 	if err := c.Create(t.Context(), rt); err != nil {
 		t.Fatal(err)
 	}
 	runtimetest.SetStatus(t, c, rt, im.StateReady, im.ReasonShootCreationCompleted, "Shoot creation completed")
 	op := processtest.Operation(storage.OperationTypeUpdate, inst)
 	op.Request = &storage.UpdateRequest{PlanID: inst.PlanID, PlanName: inst.PlanName, Parameters: json.RawMessage(
-		`{"name":"x","region":"ca-central-1","autoScalerMax":30,"additionalWorkerNodePools":[` +
+		`{"name":"x","region":"ca-central-1","autoScalerMax":30,"oidc":{"clientID":"new","issuerURL":"https://new.example.com"},"additionalWorkerNodePools":[` +
 			`{"name":"old","machineType":"m6i.xlarge"},{"name":"new","machineType":"m6i.2xlarge"},{"name":"one","machineType":"m6i.large","haZones":false,"autoScalerMin":1}]}`)}
 	provisionedKyma(t, c, op)
 
@@ -82,6 +85,11 @@ func TestUpdateRuntimeOfAnEarlierKeb(t *testing.T) {
 		if !slices.Equal(pools[name].Zones, want) {
 			t.Errorf("pool %s: zones %v, want %v", name, pools[name].Zones, want)
 		}
+	}
+	api := got.Spec.Shoot.Kubernetes.KubeAPIServer
+	if oidc := processtest.MustJSON(t, api.AdditionalOIDCConfig); api.OIDCConfig != nil ||
+		oidc != `[{"clientID":"new","issuerURL":"https://new.example.com","groupsClaim":"grp"}]` {
+		t.Errorf("OIDC after a legacy object: additionalOidcConfig %s, oidcConfig %+v; want the earlier oidcConfig merged and moved", oidc, api.OIDCConfig)
 	}
 	if !slices.Equal(op.Record.Zones, earlier) {
 		t.Errorf("the update's record names zones %v, want the CR's %v", op.Record.Zones, earlier)
