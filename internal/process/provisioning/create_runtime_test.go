@@ -41,6 +41,10 @@ func initializedOp(t *testing.T, planID, params string, d process.Record) *proce
 	return op
 }
 
+// upstreamProviderLabel is upstream KEB's kyma-project.io/provider value per
+// provider type (common/runtime/model.go).
+var upstreamProviderLabel = map[string]string{"aws": "AWS", "azure": "Azure", "gcp": "GCP", "openstack": "SapConvergedCloud"}
+
 func TestCreateRuntime(t *testing.T) {
 	t.Parallel()
 	withImage := catalogWithMachineImage(t)
@@ -152,7 +156,7 @@ func TestCreateRuntime(t *testing.T) {
 				"kyma-project.io/region":             d.ProviderRegion,
 				"kyma-project.io/platform-region":    i.PlatformRegion,
 				"kyma-project.io/shoot-name":         d.ShootName,
-				"kyma-project.io/provider":           d.Provider,
+				"kyma-project.io/provider":           upstreamProviderLabel[d.Provider],
 				"operator.kyma-project.io/kyma-name": name,
 			}
 			if g, w := processtest.MustJSON(t, rt.Labels), processtest.MustJSON(t, wantLabels); g != w {
