@@ -106,7 +106,6 @@ func desiredRuntime(op *process.Operation, params catalog.ProvisioningParameters
 				Purpose:             im.ShootPurpose(plan.Purpose),
 				PlatformRegion:      op.Instance.PlatformRegion,
 				Region:              d.ProviderRegion,
-				LicenceType:         licenceType(op),
 				SecretBindingName:   d.HyperscalerSecret,
 				EnforceSeedLocation: params.ColocateControlPlane,
 				Kubernetes: im.Kubernetes{KubeAPIServer: im.APIServer{
@@ -116,12 +115,12 @@ func desiredRuntime(op *process.Operation, params catalog.ProvisioningParameters
 					Workers:           []im.Worker{kymaWorker},
 					AdditionalWorkers: AdditionalWorkers(op, params, cat, plan, kymaWorker.Zones, poolZones),
 				},
-				Networking: im.Networking{Nodes: nodes, Pods: pods, Services: services},
+				Networking: im.Networking{Type: ptr(im.NetworkingCalico), Nodes: nodes, Pods: pods, Services: services},
 			},
 			Security: im.Security{
 				Administrators: Administrators(op, params),
 				Networking: im.NetworkingSecurity{Filter: im.Filter{
-					Ingress: IngressFilter(params.IngressFiltering), Egress: im.Egress{Enabled: !external(op)}}},
+					Ingress: IngressFilter(params.IngressFiltering, external(op)), Egress: im.Egress{Enabled: !external(op)}}},
 			},
 		},
 	}
@@ -233,12 +232,11 @@ func ACL(p *catalog.AccessControlList) *im.ACL {
 	return &im.ACL{AllowedCIDRs: append([]string(nil), p.AllowedCIDRs...)}
 }
 
-// IngressFilter is the ingressFiltering parameter; nil when absent.
-func IngressFilter(on *bool) *im.Ingress {
-	if on == nil {
-		return nil
-	}
-	return &im.Ingress{Enabled: *on}
+// IngressFilter is the ingress filter as upstream KEB always writes it:
+// the ingressFiltering parameter, false when absent or for an external
+// instance (the catalog refuses the parameter where the plan lacks it).
+func IngressFilter(on *bool, external bool) *im.Ingress {
+	return &im.Ingress{Enabled: on != nil && *on && !external}
 }
 
 func valueOr(v *int, def int) int {
@@ -288,13 +286,6 @@ func storedContext(op *process.Operation) requestContext {
 		_ = json.Unmarshal(op.Instance.Context, &c) // validated on accept
 	}
 	return c
-}
-
-func licenceType(op *process.Operation) *string {
-	if lt := storedContext(op).LicenseType; lt != "" {
-		return &lt
-	}
-	return nil
 }
 
 // external reports an instance outside SAP, whose egress is not filtered.

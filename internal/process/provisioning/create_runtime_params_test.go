@@ -37,8 +37,10 @@ func TestCreateRuntimeParameters(t *testing.T) {
 		name   string
 		planID string
 		params string
-		data   process.Record
-		want   map[string]string
+		// context is the instance's stored OSB context ("" for none).
+		context string
+		data    process.Record
+		want    map[string]string
 	}{
 		{name: "additional worker pools", params: `{"name":"x","additionalWorkerNodePools":[` +
 			`{"name":"gpu","machineType":"Standard_NC4as_T4_v3","autoScalerMin":3,"autoScalerMax":5,"additionalVolumeSizeGi":20,` +
@@ -87,7 +89,12 @@ func TestCreateRuntimeParameters(t *testing.T) {
 			want: map[string]string{"shoot.kubernetes.kubeAPIServer.additionalOidcConfig": `[` + defaultOIDC + `]`}},
 		{name: "ingress filtering", params: `{"name":"x","ingressFiltering":true}`,
 			want: map[string]string{"security.networking.filter.ingress": `{"enabled":true}`}},
-		{name: "no ingress filtering", params: `{"name":"x"}`, want: map[string]string{"security.networking.filter.ingress": "absent"}},
+		// Upstream KEB writes the ingress filter's false explicitly.
+		{name: "no ingress filtering", params: `{"name":"x"}`, want: map[string]string{"security.networking.filter.ingress": `{"enabled":false}`}},
+		{name: "ingress filtering for an external instance: false", params: `{"name":"x","ingressFiltering":true}`, context: `{"license_type":"PARTNER"}`,
+			want: map[string]string{"security.networking.filter.ingress": `{"enabled":false}`, "shoot.licenceType": "absent",
+				"security.networking.filter.egress": `{"enabled":false}`}},
+		{name: "networking type calico", params: `{"name":"x"}`, want: map[string]string{"shoot.networking.type": `"calico"`}},
 		{name: "colocated control plane", params: `{"name":"x","colocateControlPlane":true}`,
 			want: map[string]string{"shoot.enforceSeedLocation": `true`}},
 		{name: "access control list", params: `{"name":"x","accessControlList":{"allowedCIDRs":["203.0.113.0/24"]}}`,
@@ -127,6 +134,9 @@ func TestCreateRuntimeParameters(t *testing.T) {
 				data = azure
 			}
 			op := initializedOp(t, planID, tc.params, data)
+			if tc.context != "" {
+				op.Instance.Context = json.RawMessage(tc.context)
+			}
 			step := &provisioning.CreateRuntime{KCP: c, Catalog: processtest.Catalog(t), Config: testConfig(ns)}
 			res, err := step.Run(t.Context(), op)
 			processtest.MustOutcome(t, "create_runtime", processtest.Done, res, err)

@@ -193,14 +193,11 @@ func TestCreateRuntime(t *testing.T) {
 					Name: d.ShootName, Purpose: infrastructuremanager.ShootPurpose(purpose), PlatformRegion: i.PlatformRegion,
 					Region: d.ProviderRegion, SecretBindingName: d.HyperscalerSecret,
 					Provider:   infrastructuremanager.Provider{Type: d.Provider, Workers: []infrastructuremanager.Worker{worker}},
-					Networking: infrastructuremanager.Networking{Nodes: nodes, Pods: pods, Services: "10.104.0.0/13"},
+					Networking: infrastructuremanager.Networking{Type: ptr("calico"), Nodes: nodes, Pods: pods, Services: "10.104.0.0/13"},
 				},
 				Security: infrastructuremanager.Security{Administrators: tc.wantAdmins,
 					Networking: infrastructuremanager.NetworkingSecurity{Filter: infrastructuremanager.Filter{
-						Egress: infrastructuremanager.Egress{Enabled: !tc.wantExternal}}}},
-			}
-			if tc.wantExternal {
-				want.Shoot.LicenceType = ptr("CUSTOMER")
+						Ingress: &infrastructuremanager.Ingress{Enabled: false}, Egress: infrastructuremanager.Egress{Enabled: !tc.wantExternal}}}},
 			}
 			var oidc []infrastructuremanager.OIDCConfig
 			if err := json.Unmarshal([]byte(`[`+defaultOIDC+`]`), &oidc); err != nil {
