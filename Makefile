@@ -16,7 +16,7 @@ export GOFLAGS := -trimpath $(GOFLAGS)
 HELM_VERSION := v3.19.0
 HELM        := bin/tools/helm
 
-.PHONY: all build run test readme walkthrough-tools faults vet fmt-check generate generate-check lint postgres pgbench k8s-bins helm image release browser-test screenshots load bench scale scale-db fuzz clean
+.PHONY: all build run test golden-runtime-cr readme walkthrough-tools faults vet fmt-check generate generate-check lint postgres pgbench k8s-bins helm image release browser-test screenshots load bench scale scale-db fuzz clean
 
 all: build
 
@@ -32,6 +32,11 @@ run: postgres k8s-bins build
 test: postgres k8s-bins helm walkthrough-tools lint
 	KUBEBUILDER_ASSETS=$(CURDIR)/bin/k8s $(GO) test -count=1 -timeout 30m ./...
 	@$(MAKE) --no-print-directory browser-test
+
+## golden-runtime-cr: rewrite internal/process/provisioning/testdata/runtime-cr/*.yaml, the whole Runtime CR
+## per request of TestRuntimeCRGolden, from this run (review the diff: it is what keb writes)
+golden-runtime-cr: postgres k8s-bins
+	KUBEBUILDER_ASSETS=$(CURDIR)/bin/k8s $(GO) test -count=1 -run 'TestRuntimeCRGolden$$' ./internal/process/provisioning -update
 
 ## readme: run README.md's walkthrough against a fresh keb dev and rewrite its pasted outputs from this run
 ## (`make test` runs the same walkthrough and fails when an output no longer has the pasted shape)
