@@ -19,8 +19,9 @@ import (
 
 // UpdateRuntime writes the change into the Runtime CR, patching only the
 // fields an update owns: the Kyma worker pool's machine type, autoscaler
-// bounds, zones, roll-out and disk, the administrators, the OIDC
-// authenticator (when the parameters set one), and on a plan change the
+// bounds, zones (the CR's, grown when a plan has more), roll-out (when
+// given) and disk, the administrators, the OIDC authenticator (when the
+// parameters set one), and on a plan change the
 // provider, region, account, shoot purpose and plan labels. Every other field (a Kubernetes
 // version or machine image set by an upgrade, an image registry cache, a
 // worker's container runtime, labels or taints an operator set, other worker
