@@ -16,7 +16,7 @@ export GOFLAGS := -trimpath $(GOFLAGS)
 HELM_VERSION := v3.19.0
 HELM        := bin/tools/helm
 
-.PHONY: all build run run-plan test readme walkthrough-tools faults vet fmt-check generate generate-check lint postgres pgbench k8s-bins helm image release browser-test screenshots load bench scale scale-db fuzz clean
+.PHONY: all build run run-plan test golden-runtime-cr readme walkthrough-tools faults vet fmt-check generate generate-check lint postgres pgbench k8s-bins helm image release browser-test screenshots load bench scale scale-db fuzz clean
 
 all: build
 
@@ -39,6 +39,11 @@ run-plan:
 test: postgres k8s-bins helm walkthrough-tools lint
 	KUBEBUILDER_ASSETS=$(CURDIR)/bin/k8s $(GO) test -count=1 -timeout 45m ./...
 	@$(MAKE) --no-print-directory browser-test
+
+## golden-runtime-cr: rewrite internal/process/provisioning/testdata/runtime-cr/*.yaml, the whole Runtime CR
+## per request of TestRuntimeCRGolden, from this run (review the diff: it is what keb writes)
+golden-runtime-cr: postgres k8s-bins
+	KUBEBUILDER_ASSETS=$(CURDIR)/bin/k8s $(GO) test -count=1 -run 'TestRuntimeCRGolden$$' ./internal/process/provisioning -update
 
 ## readme: run README.md's first runtime and every docs/guide chapter against a fresh keb dev and rewrite their
 ## pasted outputs from this run (`make test` runs the same and fails when an output no longer has the pasted shape)

@@ -78,7 +78,7 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	if err != nil {
 		return nil, err
 	}
-	var loadOpts []catalog.LoadOption
+	loadOpts := []catalog.LoadOption{catalog.DefaultOIDCFile(cfg.OIDCDefaultFile)}
 	if !cfg.RejectUnsupportedParameters {
 		loadOpts = append(loadOpts, catalog.IgnoreUnsupportedParameters())
 	}

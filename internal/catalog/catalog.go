@@ -57,6 +57,12 @@ type Catalog struct {
 	forcedRegions map[string]map[string]string
 	// lenient schemas accept parameters they do not name (IgnoreUnsupportedParameters).
 	lenient bool
+	// zones are every region's availability zones (resources/zones.yaml).
+	zones regionZones
+	// defaultOIDC is the runtimes' default OIDC provider, read from oidcFile ("" for the
+	// embedded resources/oidc.yaml).
+	defaultOIDC OIDCProvider
+	oidcFile    string
 }
 
 type providerDefault struct {
@@ -143,6 +149,14 @@ func build(source string, f *plansFile, opts ...LoadOption) (*Catalog, error) {
 	}
 	for _, o := range opts {
 		o(c)
+	}
+	zones, err := loadZones(f)
+	if err != nil {
+		return nil, err
+	}
+	c.zones = zones
+	if c.defaultOIDC, err = loadDefaultOIDC(c.oidcFile); err != nil {
+		return nil, err
 	}
 	for _, r := range f.TrialRegions.Regions {
 		c.trialRegions = append(c.trialRegions, Option{Code: r.Code, DisplayName: r.DisplayName})

@@ -193,7 +193,7 @@ func FuzzValidateParameters(f *testing.F) {
 			}
 		}
 		for _, z := range params.Zones {
-			if !slices.Contains(ZoneNames(res.Provider, res.ProviderRegion, maxZones), z) {
+			if !slices.Contains(cat.RegionZones(res.Provider, res.ProviderRegion), z) {
 				t.Fatalf("accepted zone %q in %s (%s)", z, res.ProviderRegion, raw)
 			}
 		}

@@ -19,7 +19,7 @@ providers:
     defaultMachineType: Standard_D4s_v5
     regions:
       - {code: northeurope, displayName: "North Europe"}
-      - {code: swedencentral, displayName: "Sweden Central"}
+      - {code: swedencentral, displayName: "Sweden Central", zones: ["1", "2", "3"]}
     machineTypes:
       - {code: Standard_D4s_v5, displayName: "Standard_D4s_v5 (4vCPU, 16GB RAM)"}
 trialRegions:
@@ -105,6 +105,8 @@ func TestLoadBrokenFiles(t *testing.T) {
 			wantInError: []string{"plans.azure.autoScaler.defaultMin"}},
 		{name: "several mistakes all reported", content: strings.NewReplacer("defaultRegion: northeurope", "defaultRegion: mars", "form: full", "form: fancy").Replace(minimalPlansFile),
 			wantInError: []string{"providers.azure.defaultRegion", "plans.azure.form"}},
+		{name: "region without zones", content: strings.Replace(minimalPlansFile, `, zones: ["1", "2", "3"]}`, "}", 1),
+			wantInError: []string{"providers.azure.swedencentral: missing"}},
 		{name: "empty file", content: "", wantInError: []string{"providers: none described", "plans: none described"}},
 	}
 	for _, tt := range tests {

@@ -59,6 +59,10 @@ type optionSpec struct {
 	// ResolvesTo, for a version-agnostic machine type (mi.large), is the concrete machine type
 	// written into the Runtime CR.
 	ResolvesTo string `json:"resolvesTo,omitempty"`
+	// Zones, for a region, are its availability zones (suffixes, as in resources/zones.yaml),
+	// for a replacement plans file's region that resources/zones.yaml does not list, or lists
+	// otherwise than the operator's landscape has them.
+	Zones []string `json:"zones,omitempty"`
 }
 
 type trialRegionsSpec struct {

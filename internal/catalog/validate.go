@@ -185,7 +185,7 @@ func (c *Catalog) crossFieldProblems(e *planEntry, platformRegion string, p Prov
 	if !plan.Trial {
 		provider := e.providerFor(platformRegion)
 		region := c.regionFor(e, provider, p)
-		problems = append(problems, workerProblems(plan, provider, region, p)...)
+		problems = append(problems, c.workerProblems(provider, region, p)...)
 		problems = append(problems, featureProblems(e.offers[provider], provider, region, p)...)
 	}
 

@@ -27,30 +27,8 @@ const poolNamePattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 // TaintEffects are the effects a pool's taint may have.
 var TaintEffects = []string{"NoSchedule", "PreferNoSchedule", "NoExecute"}
 
-// ZoneNames names the first n availability zones of a region the way each provider does.
-func ZoneNames(provider, region string, n int) []string {
-	zones := make([]string, 0, n)
-	for i := range n {
-		switch strings.ToLower(provider) {
-		case ProviderAzure:
-			zones = append(zones, fmt.Sprint(i+1))
-		case ProviderGCP:
-			zones = append(zones, fmt.Sprintf("%s-%c", region, 'a'+i))
-		default:
-			zones = append(zones, fmt.Sprintf("%s%c", region, 'a'+i))
-		}
-	}
-	return zones
-}
-
-// PoolZones is how many zones an additional pool spreads over on a plan: up to three with
-// haZones, one without (and on single-zone plans).
-func PoolZones(plan Plan, p WorkerPool) int {
-	if p.HA() && plan.MaxZonesCount > 1 {
-		return min(maxZones, plan.MaxZonesCount)
-	}
-	return 1
-}
+// haPool reports an additional pool spread over zones: haZones on a multi-zone plan.
+func haPool(plan Plan, p WorkerPool) bool { return p.HA() && plan.MaxZonesCount > 1 }
 
 // addWorkerSchemas adds the Kyma worker pool's seed parameters and the additional pools.
 func (c *Catalog) addWorkerSchemas(p *properties, e *planEntry) {
@@ -168,10 +146,10 @@ func poolsSchema(e *planEntry, create bool) map[string]any {
 }
 
 // workerProblems checks the seed's worker parameters against the runtime's region.
-func workerProblems(plan Plan, provider, region string, p ProvisioningParameters) []FieldProblem {
+func (c *Catalog) workerProblems(provider, region string, p ProvisioningParameters) []FieldProblem {
 	var problems []FieldProblem
 	if len(p.Zones) > 0 {
-		offered := ZoneNames(provider, region, maxZones)
+		offered := c.RegionZones(provider, region)
 		for i, z := range p.Zones {
 			if !slices.Contains(offered, z) {
 				problems = append(problems, FieldProblem{Field: fmt.Sprintf("zones[%d]", i),
@@ -221,7 +199,7 @@ func poolProblems(plan Plan, pools *[]WorkerPool, stored *[]WorkerPool) []FieldP
 		seen[pool.Name] = i
 		minNodes, _ := valueOr(pool.AutoScalerMin, plan.DefaultAutoScalerMin)
 		maxNodes, _ := valueOr(pool.AutoScalerMax, plan.DefaultAutoScalerMax)
-		ha := PoolZones(plan, pool) > 1
+		ha := haPool(plan, pool)
 		if ha && minNodes < haPoolMinNodes {
 			add(i, "autoScalerMin", "must be at least %d with haZones true (one node per zone; got %d)", haPoolMinNodes, minNodes)
 		}

@@ -32,6 +32,8 @@ type Config struct {
 	DefaultRequestRegion string
 	EnabledPlans         []string
 	PlansFile            string
+	// OIDCDefaultFile replaces resources/oidc.yaml, the runtimes' default OIDC provider.
+	OIDCDefaultFile string
 	// RejectUnsupportedParameters refuses parameters no plan schema names
 	// (400); false ignores them, logging and counting each.
 	RejectUnsupportedParameters bool
@@ -466,6 +468,8 @@ func (c *Config) BindBroker(b *Binder) {
 		"the global accounts that may provision when APP_BROKER_RESTRICT_TO_ALLOWED_GLOBAL_ACCOUNTS is set")
 	b.String(&c.PlansFile, "plans-file", "APP_BROKER_PLANS_FILE", "",
 		"plans/providers YAML replacing the embedded resources/plans.yaml")
+	b.String(&c.OIDCDefaultFile, "oidc-default-file", "APP_BROKER_OIDC_DEFAULT_FILE", "",
+		"YAML of the runtimes' default OIDC provider (upstream's skrOIDCDefaultValues shape) replacing the embedded resources/oidc.yaml")
 	b.Bool(&c.RejectUnsupportedParameters, "reject-unsupported-parameters", "APP_BROKER_REJECT_UNSUPPORTED_PARAMETERS",
 		d.RejectUnsupportedParameters, "refuse parameters the plan's schema does not name with a 400 (false: ignore, log and count them)")
 	b.List(&c.GVisorAllowedGlobalAccounts, "gvisor-allowed-global-accounts", "APP_GVISOR_ALLOWED_GLOBAL_ACCOUNTS", nil,

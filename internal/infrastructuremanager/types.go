@@ -318,6 +318,9 @@ type Kubelet struct {
 	MaxPods *int32 `json:"maxPods,omitempty"`
 }
 
+// NetworkingCalico is the shoot networking type upstream KEB always writes.
+const NetworkingCalico = "calico"
+
 // Networking are the cluster's CIDRs.
 // +kubebuilder:object:generate=true
 type Networking struct {

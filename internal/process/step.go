@@ -166,20 +166,23 @@ type Record struct {
 	// RuntimeID, ShootName and ClusterID copy the instance's identity for
 	// operators; steps read op.Instance (see Operation). An update sets
 	// ClusterID only once it decided to inject BTP Manager's Secret afresh.
-	RuntimeID         string `json:"runtimeID,omitempty"`
-	ShootName         string `json:"shootName,omitempty"`
-	ClusterID         string `json:"clusterID,omitempty"`
-	KymaVersion       string `json:"kymaVersion,omitempty"`
-	Provider          string `json:"provider,omitempty"`
-	Region            string `json:"region,omitempty"`
-	ProviderRegion    string `json:"providerRegion,omitempty"`
-	MachineType       string `json:"machineType,omitempty"`
-	AutoScalerMin     int    `json:"autoScalerMin,omitempty"`
-	AutoScalerMax     int    `json:"autoScalerMax,omitempty"`
-	ZonesCount        int    `json:"zonesCount,omitempty"`
-	HyperscalerType   string `json:"hyperscalerType,omitempty"`
-	HyperscalerSecret string `json:"hyperscalerSecret,omitempty"`
-	HyperscalerShared bool   `json:"hyperscalerShared,omitempty"`
+	RuntimeID      string `json:"runtimeID,omitempty"`
+	ShootName      string `json:"shootName,omitempty"`
+	ClusterID      string `json:"clusterID,omitempty"`
+	KymaVersion    string `json:"kymaVersion,omitempty"`
+	Provider       string `json:"provider,omitempty"`
+	Region         string `json:"region,omitempty"`
+	ProviderRegion string `json:"providerRegion,omitempty"`
+	MachineType    string `json:"machineType,omitempty"`
+	AutoScalerMin  int    `json:"autoScalerMin,omitempty"`
+	AutoScalerMax  int    `json:"autoScalerMax,omitempty"`
+	ZonesCount     int    `json:"zonesCount,omitempty"`
+	// Zones are the Kyma worker pool's availability zones once
+	// create_runtime chose them (an update: as its Runtime CR has them).
+	Zones             []string `json:"zones,omitempty"`
+	HyperscalerType   string   `json:"hyperscalerType,omitempty"`
+	HyperscalerSecret string   `json:"hyperscalerSecret,omitempty"`
+	HyperscalerShared bool     `json:"hyperscalerShared,omitempty"`
 	// HyperscalerEUAccess: the account is an EU-access one (euAccess=true).
 	HyperscalerEUAccess bool     `json:"hyperscalerEUAccess,omitempty"`
 	OverridesSecret     string   `json:"overridesSecret,omitempty"`

@@ -110,7 +110,7 @@ func serveEnvs() []string {
 // everything turns on every optional part of the chart.
 var everything = []string{"serviceMonitor.enabled=true", "prometheusRule.enabled=true", "networkPolicy.enabled=true", "grafanaDashboard.enabled=true",
 	"networkPolicy.ingressNamespaces={cis}", "kcp.kubeconfigSecret=kcp-kubeconfig",
-	"gardener.kubeconfigSecret=gardener-kubeconfig", "auth.publicKeysSecret=issuer-keys", "plansConfigMap=keb-plans", "blocklistConfigMap=keb-blocklist",
+	"gardener.kubeconfigSecret=gardener-kubeconfig", "auth.publicKeysSecret=issuer-keys", "plansConfigMap=keb-plans", "oidcDefaultConfigMap=keb-oidc", "blocklistConfigMap=keb-blocklist",
 	"cis.secretName=cis-credentials", "hap.rule={azure,aws,gcp,azure_lite,trial}"}
 
 // secretOnly are settings the chart sets from Secrets in another form: the

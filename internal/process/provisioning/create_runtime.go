@@ -43,7 +43,21 @@ func (s *CreateRuntime) Run(ctx context.Context, op *process.Operation) (process
 	if err != nil {
 		return process.Fail("%v", err)
 	}
-	rt := DesiredRuntime(op, params, s.Catalog, s.Config.Namespace)
+	// A CR already there (a re-run, or one an earlier keb version began)
+	// keeps its zones: Gardener does not move a worker pool's zones, and
+	// earlier versions named a region's first zones instead of choosing.
+	existing := &im.Runtime{}
+	err = s.KCP.Get(ctx, client.ObjectKey{Namespace: s.Config.Namespace, Name: kyma.Name(op.Instance.RuntimeID)}, existing)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return process.StepResult{}, fmt.Errorf("reading Runtime CR: %w", err)
+	}
+	if i := existing.Spec.KymaWorker(); err == nil && i >= 0 && len(existing.Spec.Shoot.Provider.Workers[i].Zones) > 0 {
+		op.Record.Zones = existing.Spec.Shoot.Provider.Workers[i].Zones
+	}
+	if len(op.Record.Zones) == 0 {
+		op.Record.Zones = KymaZones(op, params, s.Catalog)
+	}
+	rt := desiredRuntime(op, params, s.Catalog, s.Config.Namespace, PoolZonesOf(existing))
 	err = s.KCP.Create(ctx, rt, client.FieldOwner(im.FieldManager), client.FieldValidation("Strict"))
 	if apierrors.IsAlreadyExists(err) {
 		fields, ferr := RuntimeFields(rt)
@@ -59,12 +73,31 @@ func (s *CreateRuntime) Run(ctx context.Context, op *process.Operation) (process
 }
 
 // DesiredRuntime is the Runtime CR of an operation's runtime, as
-// create_runtime writes it.
+// create_runtime writes it when there is none yet.
 func DesiredRuntime(op *process.Operation, params catalog.ProvisioningParameters, cat *catalog.Catalog, namespace string) *im.Runtime {
+	return desiredRuntime(op, params, cat, namespace, nil)
+}
+
+// PoolZonesOf are the zones of each additional worker pool of rt, by pool
+// name; nil for a Runtime CR without.
+func PoolZonesOf(rt *im.Runtime) map[string][]string {
+	if rt == nil || rt.Spec.Shoot.Provider.AdditionalWorkers == nil {
+		return nil
+	}
+	zones := map[string][]string{}
+	for _, w := range *rt.Spec.Shoot.Provider.AdditionalWorkers {
+		zones[w.Name] = w.Zones
+	}
+	return zones
+}
+
+func desiredRuntime(op *process.Operation, params catalog.ProvisioningParameters, cat *catalog.Catalog, namespace string,
+	poolZones map[string][]string) *im.Runtime {
 	d := op.Record
 	plan, _ := cat.PlanByID(op.Instance.PlanID)
 	nodes, pods, services := params.Networking.CIDRs()
-	oidc, additionalOIDC := OIDCConfigs(params.OIDC)
+	additionalOIDC := OIDCConfigs(params.OIDC, cat.DefaultOIDC())
+	kymaWorker := KymaWorker(op, params, cat, plan)
 	rt := &im.Runtime{
 		ObjectMeta: metav1.ObjectMeta{Name: kyma.Name(op.Instance.RuntimeID), Namespace: namespace, Labels: RuntimeLabels(op)},
 		Spec: im.RuntimeSpec{
@@ -73,22 +106,21 @@ func DesiredRuntime(op *process.Operation, params catalog.ProvisioningParameters
 				Purpose:             im.ShootPurpose(plan.Purpose),
 				PlatformRegion:      op.Instance.PlatformRegion,
 				Region:              d.ProviderRegion,
-				LicenceType:         licenceType(op),
 				SecretBindingName:   d.HyperscalerSecret,
 				EnforceSeedLocation: params.ColocateControlPlane,
 				Kubernetes: im.Kubernetes{KubeAPIServer: im.APIServer{
-					OIDCConfig: oidc, AdditionalOIDCConfig: additionalOIDC, ACL: ACL(params.AccessControlList)}},
+					AdditionalOIDCConfig: additionalOIDC, ACL: ACL(params.AccessControlList)}},
 				Provider: im.Provider{
 					Type:              d.Provider,
-					Workers:           []im.Worker{KymaWorker(op, params, cat, plan)},
-					AdditionalWorkers: AdditionalWorkers(op, params, cat, plan),
+					Workers:           []im.Worker{kymaWorker},
+					AdditionalWorkers: AdditionalWorkers(op, params, cat, plan, kymaWorker.Zones, poolZones),
 				},
-				Networking: im.Networking{Nodes: nodes, Pods: pods, Services: services},
+				Networking: im.Networking{Type: ptr(im.NetworkingCalico), Nodes: nodes, Pods: pods, Services: services},
 			},
 			Security: im.Security{
 				Administrators: Administrators(op, params),
 				Networking: im.NetworkingSecurity{Filter: im.Filter{
-					Ingress: IngressFilter(params.IngressFiltering), Egress: im.Egress{Enabled: !external(op)}}},
+					Ingress: IngressFilter(params.IngressFiltering, external(op)), Egress: im.Egress{Enabled: !external(op)}}},
 			},
 		},
 	}
@@ -96,17 +128,13 @@ func DesiredRuntime(op *process.Operation, params catalog.ProvisioningParameters
 }
 
 // KymaWorker is the runtime's Kyma worker pool as the record resolved it:
-// machine type and image, autoscaler bounds, zones (the zones parameter
-// names them, else the first zonesCount of the region), disk (volumeSizeGb,
+// machine type and image, autoscaler bounds, zones (KymaZones), disk (volumeSizeGb,
 // else the plan's, plus additionalVolumeSizeGi), and a roll-out that adds a
 // machine per zone and takes none away unless maxSurge and maxUnavailable
 // say otherwise.
 func KymaWorker(op *process.Operation, params catalog.ProvisioningParameters, cat *catalog.Catalog, plan catalog.Plan) im.Worker {
 	d := op.Record
-	zones := params.Zones
-	if len(zones) == 0 {
-		zones = Zones(d.Provider, d.ProviderRegion, d.ZonesCount)
-	}
+	zones := KymaZones(op, params, cat)
 	surge, unavailable := len(zones), 0
 	if params.MaxSurge != nil {
 		surge = *params.MaxSurge
@@ -142,18 +170,24 @@ func CRI(g *catalog.GVisor) *im.CRI {
 }
 
 // AdditionalWorkers are the additionalWorkerNodePools parameter's pools as
-// worker pools: up to three zones with haZones (one without), a roll-out of
-// a machine per zone, the plan's disk plus the pool's additional size, and
-// the pool's labels, annotations and taints. nil when the parameter is
-// absent; an empty list when it lists none.
-func AdditionalWorkers(op *process.Operation, params catalog.ProvisioningParameters, cat *catalog.Catalog, plan catalog.Plan) *[]im.Worker {
+// worker pools: zones from the Kyma pool's (kymaZones; catalog.PoolZones),
+// except that a pool named in current keeps the zones it has there (Gardener
+// does not move a pool's zones), a roll-out of a machine per zone, the plan's
+// disk plus the pool's additional size, and the pool's labels, annotations
+// and taints. nil when the parameter is absent; an empty list when it lists
+// none.
+func AdditionalWorkers(op *process.Operation, params catalog.ProvisioningParameters, cat *catalog.Catalog, plan catalog.Plan,
+	kymaZones []string, current map[string][]string) *[]im.Worker {
 	if params.AdditionalWorkerNodePools == nil {
 		return nil
 	}
 	d := op.Record
 	workers := []im.Worker{}
 	for _, p := range *params.AdditionalWorkerNodePools {
-		zones := Zones(d.Provider, d.ProviderRegion, catalog.PoolZones(plan, p))
+		zones, ok := current[p.Name]
+		if !ok || len(zones) == 0 {
+			zones = cat.PoolZones(plan, p, kymaZones)
+		}
 		w := im.Worker{
 			Name:           p.Name,
 			Machine:        im.Machine{Type: cat.ConcreteMachineType(d.Provider, p.MachineType), Image: machineImage(cat, d.Provider)},
@@ -198,12 +232,11 @@ func ACL(p *catalog.AccessControlList) *im.ACL {
 	return &im.ACL{AllowedCIDRs: append([]string(nil), p.AllowedCIDRs...)}
 }
 
-// IngressFilter is the ingressFiltering parameter; nil when absent.
-func IngressFilter(on *bool) *im.Ingress {
-	if on == nil {
-		return nil
-	}
-	return &im.Ingress{Enabled: *on}
+// IngressFilter is the ingress filter as upstream KEB always writes it:
+// the ingressFiltering parameter, false when absent or for an external
+// instance (the catalog refuses the parameter where the plan lacks it).
+func IngressFilter(on *bool, external bool) *im.Ingress {
+	return &im.Ingress{Enabled: on != nil && *on && !external}
 }
 
 func valueOr(v *int, def int) int {
@@ -255,35 +288,58 @@ func storedContext(op *process.Operation) requestContext {
 	return c
 }
 
-func licenceType(op *process.Operation) *string {
-	if lt := storedContext(op).LicenseType; lt != "" {
-		return &lt
-	}
-	return nil
-}
-
 // external reports an instance outside SAP, whose egress is not filtered.
 func external(op *process.Operation) bool {
 	return catalog.ExternalLicence(storedContext(op).LicenseType)
 }
 
-// OIDCConfigs is the Runtime CR's form of the oidc parameter: the legacy
-// single provider in oidcConfig, the list form in additionalOidcConfig (an
-// empty list: no OIDC at all); both nil when the parameter is absent.
-func OIDCConfigs(p *catalog.OIDC) (legacy *im.OIDCConfig, list *[]im.OIDCConfig) {
+// OIDCConfigs is the Runtime CR's additionalOidcConfig for the oidc
+// parameter, as upstream KEB writes it: absent (or an empty object), the
+// default provider; a legacy single object, the default with each field the
+// object sets replaced (MergeOIDC); a list, its providers in order, each
+// without a groupsPrefix taking the default's; an empty list, none. The
+// legacy oidcConfig field is never written.
+func OIDCConfigs(p *catalog.OIDC, def catalog.OIDCProvider) *[]im.OIDCConfig {
 	one, many, listForm := p.Providers()
 	if !listForm {
-		if one == nil {
-			return nil, nil
+		c := OIDCConfig(def)
+		if one != nil {
+			c = MergeOIDC(c, *one)
 		}
-		c := OIDCConfig(*one)
-		return &c, nil
+		return &[]im.OIDCConfig{c}
 	}
 	out := make([]im.OIDCConfig, 0, len(many))
 	for _, m := range many {
+		if m.GroupsPrefix == "" {
+			m.GroupsPrefix = def.GroupsPrefix
+		}
 		out = append(out, OIDCConfig(m))
 	}
-	return nil, &out
+	return &out
+}
+
+// MergeOIDC is base with each field p sets replacing base's: strings when
+// not empty, signingAlgs and requiredClaims when not empty (requiredClaims
+// ["-"]: none).
+func MergeOIDC(base im.OIDCConfig, p catalog.OIDCProvider) im.OIDCConfig {
+	over := OIDCConfig(p)
+	for _, f := range []struct{ dst, src **string }{{&base.ClientID, &over.ClientID}, {&base.IssuerURL, &over.IssuerURL},
+		{&base.GroupsClaim, &over.GroupsClaim}, {&base.GroupsPrefix, &over.GroupsPrefix},
+		{&base.UsernameClaim, &over.UsernameClaim}, {&base.UsernamePrefix, &over.UsernamePrefix}} {
+		if *f.src != nil {
+			*f.dst = *f.src
+		}
+	}
+	if len(p.SigningAlgs) > 0 {
+		base.SigningAlgs = over.SigningAlgs
+	}
+	switch {
+	case len(p.RequiredClaims) == 1 && p.RequiredClaims[0] == "-":
+		base.RequiredClaims = nil
+	case len(p.RequiredClaims) > 0:
+		base.RequiredClaims = over.RequiredClaims
+	}
+	return base
 }
 
 // OIDCConfig is one OIDC provider in the Runtime CR's form. Its JWKS
@@ -328,11 +384,29 @@ func Labels(op *process.Operation) map[string]string {
 	}
 }
 
-// RuntimeLabels are the Runtime CR's labels: Labels and the provider.
+// RuntimeLabels are the Runtime CR's labels: Labels and the provider, by
+// the name upstream KEB gives it (ProviderLabel).
 func RuntimeLabels(op *process.Operation) map[string]string {
 	l := Labels(op)
-	l[controlplane.LabelProvider] = op.Record.Provider
+	l[controlplane.LabelProvider] = ProviderLabel(op.Record.Provider)
 	return l
+}
+
+// ProviderLabel is the kyma-project.io/provider label's value for a
+// provider type, as upstream KEB writes it (AWS, Azure, GCP,
+// SapConvergedCloud; unknown for any other).
+func ProviderLabel(provider string) string {
+	switch strings.ToLower(provider) {
+	case catalog.ProviderAWS:
+		return "AWS"
+	case catalog.ProviderAzure:
+		return "Azure"
+	case catalog.ProviderGCP:
+		return "GCP"
+	case catalog.ProviderOpenStack:
+		return "SapConvergedCloud"
+	}
+	return "unknown"
 }
 
 func mergeLabels(have, want map[string]string) map[string]string {
@@ -345,8 +419,19 @@ func mergeLabels(have, want map[string]string) map[string]string {
 	return have
 }
 
-// Zones names the first n availability zones of a region the way each
-// provider does.
-func Zones(provider, region string, n int) []string { return catalog.ZoneNames(provider, region, n) }
+// KymaZones are the Kyma worker pool's availability zones: those the
+// record holds (chosen before, or read from the Runtime CR), else the zones
+// parameter's, else zonesCount of the region's zones chosen for the runtime
+// (catalog.PickZones, seeded with the runtime ID: every run names the same).
+func KymaZones(op *process.Operation, params catalog.ProvisioningParameters, cat *catalog.Catalog) []string {
+	if len(op.Record.Zones) > 0 {
+		return op.Record.Zones
+	}
+	if len(params.Zones) > 0 {
+		return params.Zones
+	}
+	d := op.Record
+	return cat.PickZones(d.Provider, d.ProviderRegion, kyma.Name(op.Instance.RuntimeID), d.ZonesCount)
+}
 
 func ptr[T any](v T) *T { return &v }

@@ -21,37 +21,49 @@ import (
 // validation of KIM's CRD. want maps a path below spec (dot-separated,
 // list indexes as numbers) to the JSON it must hold; "absent" means the
 // field is not there.
+// defaultOIDC is resources/oidc.yaml's provider in the Runtime CR.
+const defaultOIDC = `{"clientID":"9bd05ed7-a930-44e6-8c79-e6defeb7dec9","issuerURL":"https://kymatest.accounts400.ondemand.com",` +
+	`"groupsClaim":"groups","groupsPrefix":"-","signingAlgs":["RS256"],"usernameClaim":"sub","usernamePrefix":"-"}`
+
 func TestCreateRuntimeParameters(t *testing.T) {
 	t.Parallel()
 	azure := process.Record{Provider: "azure", Region: "westeurope", ProviderRegion: "westeurope",
 		MachineType: "Standard_D4s_v5", AutoScalerMin: 3, AutoScalerMax: 20, ZonesCount: 3}
+	// azurePinned: the Kyma pool's zones chosen (as a re-run finds them), so
+	// that the pools' zones, taken from them, are known.
+	azurePinned := azure
+	azurePinned.Zones = []string{"3", "1", "2"}
 	tests := []struct {
 		name   string
 		planID string
 		params string
-		data   process.Record
-		want   map[string]string
+		// context is the instance's stored OSB context ("" for none).
+		context string
+		data    process.Record
+		want    map[string]string
 	}{
 		{name: "additional worker pools", params: `{"name":"x","additionalWorkerNodePools":[` +
 			`{"name":"gpu","machineType":"Standard_NC4as_T4_v3","autoScalerMin":3,"autoScalerMax":5,"additionalVolumeSizeGi":20,` +
 			`"labels":{"team":"ml"},"annotations":{"example.com/owner":"ml"},"taints":[{"key":"nvidia.com/gpu","value":"present","effect":"NoSchedule"}]},` +
 			`{"name":"batch","machineType":"Standard_F8s_v2","haZones":false,"autoScalerMin":0,"autoScalerMax":2}]}`,
+			data: azurePinned,
 			want: map[string]string{
 				"shoot.provider.additionalWorkers.0": `{"name":"gpu","machine":{"type":"Standard_NC4as_T4_v3"},"minimum":3,"maximum":5,` +
-					`"maxSurge":3,"maxUnavailable":0,"zones":["1","2","3"],"volume":{"size":"100Gi"},"labels":{"team":"ml"},` +
+					`"maxSurge":3,"maxUnavailable":0,"zones":["3","1","2"],"volume":{"size":"100Gi"},"labels":{"team":"ml"},` +
 					`"annotations":{"example.com/owner":"ml"},"taints":[{"key":"nvidia.com/gpu","value":"present","effect":"NoSchedule"}]}`,
 				"shoot.provider.additionalWorkers.1": `{"name":"batch","machine":{"type":"Standard_F8s_v2"},"minimum":0,"maximum":2,` +
-					`"maxSurge":1,"maxUnavailable":0,"zones":["1"],"volume":{"size":"80Gi"}}`,
+					`"maxSurge":1,"maxUnavailable":0,"zones":["3"],"volume":{"size":"80Gi"}}`,
 				"shoot.provider.workers.0.name": `"cpu-worker-0"`,
 			}},
 		{name: "pool defaults", params: `{"name":"x","additionalWorkerNodePools":[{"name":"p","machineType":"Standard_D8s_v5"}]}`,
+			data: azurePinned,
 			want: map[string]string{"shoot.provider.additionalWorkers.0.minimum": `3`, "shoot.provider.additionalWorkers.0.maximum": `20`,
-				"shoot.provider.additionalWorkers.0.zones": `["1","2","3"]`}},
+				"shoot.provider.additionalWorkers.0.zones": `["3","1","2"]`, "shoot.provider.workers.0.zones": `["3","1","2"]`}},
 		{name: "azure_lite pool in one zone", planID: catalog.AzureLitePlanID,
 			params: `{"name":"x","additionalWorkerNodePools":[{"name":"p","machineType":"Standard_D4s_v5","autoScalerMin":0}]}`,
 			data: process.Record{Provider: "azure", Region: "westeurope", ProviderRegion: "westeurope",
-				MachineType: "Standard_D4s_v5", AutoScalerMin: 2, AutoScalerMax: 10, ZonesCount: 1},
-			want: map[string]string{"shoot.provider.additionalWorkers.0.zones": `["1"]`, "shoot.provider.additionalWorkers.0.maximum": `10`,
+				MachineType: "Standard_D4s_v5", AutoScalerMin: 2, AutoScalerMax: 10, ZonesCount: 1, Zones: []string{"2"}},
+			want: map[string]string{"shoot.provider.additionalWorkers.0.zones": `["2"]`, "shoot.provider.additionalWorkers.0.maximum": `10`,
 				"shoot.provider.additionalWorkers.0.minimum": `0`}},
 		{name: "no pools", params: `{"name":"x"}`, want: map[string]string{"shoot.provider.additionalWorkers": "absent"}},
 		{name: "two OIDC providers", params: `{"name":"x","oidc":{"list":[{"clientID":"a","issuerURL":"https://a.example.com",` +
@@ -61,24 +73,34 @@ func TestCreateRuntimeParameters(t *testing.T) {
 			want: map[string]string{
 				"shoot.kubernetes.kubeAPIServer.additionalOidcConfig": `[{"clientID":"a","issuerURL":"https://a.example.com",` +
 					`"groupsClaim":"groups","groupsPrefix":"a:","usernameClaim":"sub","usernamePrefix":"a-","signingAlgs":["RS256"],` +
-					`"requiredClaims":{"aud":"kyma","tier":"a=b"}},{"clientID":"b","issuerURL":"https://b.example.com","signingAlgs":["ES256"]}]`,
+					`"requiredClaims":{"aud":"kyma","tier":"a=b"}},{"clientID":"b","issuerURL":"https://b.example.com","groupsPrefix":"-","signingAlgs":["ES256"]}]`,
 				"shoot.kubernetes.kubeAPIServer.oidcConfig": "absent",
 			}},
 		{name: "an empty OIDC list", params: `{"name":"x","oidc":{"list":[]}}`,
 			want: map[string]string{"shoot.kubernetes.kubeAPIServer.additionalOidcConfig": `[]`, "shoot.kubernetes.kubeAPIServer.oidcConfig": "absent"}},
-		{name: "legacy OIDC", params: `{"name":"x","oidc":{"clientID":"c","issuerURL":"https://i.example.com","signingAlgs":["RS256"]}}`,
-			want: map[string]string{"shoot.kubernetes.kubeAPIServer.oidcConfig": `{"clientID":"c","issuerURL":"https://i.example.com","signingAlgs":["RS256"]}`,
-				"shoot.kubernetes.kubeAPIServer.additionalOidcConfig": "absent"}},
-		{name: "no OIDC", params: `{"name":"x"}`, want: map[string]string{"shoot.kubernetes.kubeAPIServer": `{}`}},
+		{name: "legacy OIDC merged over the default", params: `{"name":"x","oidc":{"clientID":"c","issuerURL":"https://i.example.com","signingAlgs":["ES256"],"requiredClaims":["aud=kyma"]}}`,
+			want: map[string]string{"shoot.kubernetes.kubeAPIServer.oidcConfig": "absent",
+				"shoot.kubernetes.kubeAPIServer.additionalOidcConfig": `[{"clientID":"c","issuerURL":"https://i.example.com","groupsClaim":"groups",` +
+					`"groupsPrefix":"-","signingAlgs":["ES256"],"usernameClaim":"sub","usernamePrefix":"-","requiredClaims":{"aud":"kyma"}}]`}},
+		// Upstream KEB: the default OIDC provider (resources/oidc.yaml) when the
+		// parameter is absent or empty; a legacy object merged over it.
+		{name: "no OIDC: the default", params: `{"name":"x"}`, want: map[string]string{"shoot.kubernetes.kubeAPIServer": `{"additionalOidcConfig":[` + defaultOIDC + `]}`}},
+		{name: "an empty OIDC object: the default", params: `{"name":"x","oidc":{}}`,
+			want: map[string]string{"shoot.kubernetes.kubeAPIServer.additionalOidcConfig": `[` + defaultOIDC + `]`}},
 		{name: "ingress filtering", params: `{"name":"x","ingressFiltering":true}`,
 			want: map[string]string{"security.networking.filter.ingress": `{"enabled":true}`}},
-		{name: "no ingress filtering", params: `{"name":"x"}`, want: map[string]string{"security.networking.filter.ingress": "absent"}},
+		// Upstream KEB writes the ingress filter's false explicitly.
+		{name: "no ingress filtering", params: `{"name":"x"}`, want: map[string]string{"security.networking.filter.ingress": `{"enabled":false}`}},
+		{name: "ingress filtering for an external instance: false", params: `{"name":"x","ingressFiltering":true}`, context: `{"license_type":"PARTNER"}`,
+			want: map[string]string{"security.networking.filter.ingress": `{"enabled":false}`, "shoot.licenceType": "absent",
+				"security.networking.filter.egress": `{"enabled":false}`}},
+		{name: "networking type calico", params: `{"name":"x"}`, want: map[string]string{"shoot.networking.type": `"calico"`}},
 		{name: "colocated control plane", params: `{"name":"x","colocateControlPlane":true}`,
 			want: map[string]string{"shoot.enforceSeedLocation": `true`}},
 		{name: "access control list", params: `{"name":"x","accessControlList":{"allowedCIDRs":["203.0.113.0/24"]}}`,
 			want: map[string]string{"shoot.kubernetes.kubeAPIServer.acl": `{"allowedCIDRs":["203.0.113.0/24"]}`}},
 		{name: "an empty access control list", params: `{"name":"x","accessControlList":{"allowedCIDRs":[]}}`,
-			want: map[string]string{"shoot.kubernetes.kubeAPIServer": `{}`}},
+			want: map[string]string{"shoot.kubernetes.kubeAPIServer.acl": "absent"}},
 		{name: "additional volume", params: `{"name":"x","additionalVolumeSizeGi":100}`,
 			want: map[string]string{"shoot.provider.workers.0.volume": `{"size":"180Gi"}`}},
 		{name: "version-agnostic machine types", planID: catalog.AWSPlanID,
@@ -112,6 +134,9 @@ func TestCreateRuntimeParameters(t *testing.T) {
 				data = azure
 			}
 			op := initializedOp(t, planID, tc.params, data)
+			if tc.context != "" {
+				op.Instance.Context = json.RawMessage(tc.context)
+			}
 			step := &provisioning.CreateRuntime{KCP: c, Catalog: processtest.Catalog(t), Config: testConfig(ns)}
 			res, err := step.Run(t.Context(), op)
 			processtest.MustOutcome(t, "create_runtime", processtest.Done, res, err)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -40,18 +41,24 @@ func initializedOp(t *testing.T, planID, params string, d process.Record) *proce
 	return op
 }
 
+// upstreamProviderLabel is upstream KEB's kyma-project.io/provider value per
+// provider type (common/runtime/model.go).
+var upstreamProviderLabel = map[string]string{"aws": "AWS", "azure": "Azure", "gcp": "GCP", "openstack": "SapConvergedCloud"}
+
 func TestCreateRuntime(t *testing.T) {
 	t.Parallel()
 	withImage := catalogWithMachineImage(t)
 	tests := []struct {
-		name       string
-		planID     string
-		params     string
-		context    string
-		catalog    *catalog.Catalog
-		data       process.Record
-		wantZones  []string
-		wantAdmins []string
+		name    string
+		planID  string
+		params  string
+		context string
+		catalog *catalog.Catalog
+		data    process.Record
+		// wantZonesFrom are the region's zones: the CR names wantZoneCount of them.
+		wantZonesFrom []string
+		wantZoneCount int
+		wantAdmins    []string
 		// wantPurpose, wantNodes and wantEgress default to development, 10.250.0.0/16 and true.
 		wantPurpose, wantNodes, wantPods, wantImage string
 		wantExternal                                bool
@@ -61,14 +68,14 @@ func TestCreateRuntime(t *testing.T) {
 			name: "azure: numbered zones, the user administers", planID: catalog.AzurePlanID,
 			data: process.Record{Provider: "azure", Region: "westeurope", ProviderRegion: "westeurope",
 				MachineType: "Standard_D4s_v5", AutoScalerMin: 3, AutoScalerMax: 20, ZonesCount: 3},
-			wantZones: []string{"1", "2", "3"}, wantAdmins: []string{"jane.doe@example.com"},
+			wantZonesFrom: []string{"1", "2", "3"}, wantZoneCount: 3, wantAdmins: []string{"jane.doe@example.com"},
 		},
 		{
 			name: "gcp: region-letter zones, networking given", planID: catalog.GCPPlanID,
 			params: `{"name":"x","networking":{"nodes":"10.180.0.0/16","pods":"10.32.0.0/12"}}`,
 			data: process.Record{Provider: "gcp", Region: "europe-west3", ProviderRegion: "europe-west3",
 				MachineType: "n2-standard-2", AutoScalerMin: 3, AutoScalerMax: 20, ZonesCount: 2},
-			wantZones: []string{"europe-west3-a", "europe-west3-b"}, wantAdmins: []string{"jane.doe@example.com"},
+			wantZonesFrom: []string{"europe-west3-a", "europe-west3-b", "europe-west3-c"}, wantZoneCount: 2, wantAdmins: []string{"jane.doe@example.com"},
 			wantNodes: "10.180.0.0/16", wantPods: "10.32.0.0/12",
 		},
 		{
@@ -77,21 +84,39 @@ func TestCreateRuntime(t *testing.T) {
 			context: `{"license_type":"CUSTOMER"}`,
 			data: process.Record{Provider: "aws", Region: "eu-central-1", ProviderRegion: "eu-central-1",
 				MachineType: "m6i.large", AutoScalerMin: 4, AutoScalerMax: 8, ZonesCount: 3},
-			wantZones:  []string{"eu-central-1a", "eu-central-1b", "eu-central-1c"},
+			wantZonesFrom: []string{"eu-central-1a", "eu-central-1b", "eu-central-1c"}, wantZoneCount: 3,
 			wantAdmins: []string{"admin1@example.com", "admin2@example.com"}, wantExternal: true,
+		},
+		{
+			name: "sap-converged-cloud eu-de-1: its zones a, b and d, never c", planID: catalog.SapConvergedCloudPlanID,
+			data: process.Record{Provider: "openstack", Region: "eu-de-1", ProviderRegion: "eu-de-1",
+				MachineType: "g_c2_m8", AutoScalerMin: 3, AutoScalerMax: 20, ZonesCount: 3},
+			wantZonesFrom: []string{"eu-de-1a", "eu-de-1b", "eu-de-1d"}, wantZoneCount: 3, wantAdmins: []string{"jane.doe@example.com"},
+		},
+		{
+			name: "sap-converged-cloud ap-jp-1: its one zone, maxSurge 1", planID: catalog.SapConvergedCloudPlanID,
+			data: process.Record{Provider: "openstack", Region: "ap-jp-1", ProviderRegion: "ap-jp-1",
+				MachineType: "g_c2_m8", AutoScalerMin: 3, AutoScalerMax: 20, ZonesCount: 3},
+			wantZonesFrom: []string{"ap-jp-1a"}, wantZoneCount: 1, wantAdmins: []string{"jane.doe@example.com"},
+		},
+		{
+			name: "aws ca-central-1: its zones a, b and d, never c", planID: catalog.AWSPlanID,
+			data: process.Record{Provider: "aws", Region: "ca-central-1", ProviderRegion: "ca-central-1",
+				MachineType: "m6i.large", AutoScalerMin: 3, AutoScalerMax: 20, ZonesCount: 3},
+			wantZonesFrom: []string{"ca-central-1a", "ca-central-1b", "ca-central-1d"}, wantZoneCount: 3, wantAdmins: []string{"jane.doe@example.com"},
 		},
 		{
 			name: "trial: the provider's region in the region label, purpose evaluation", planID: catalog.TrialPlanID,
 			data: process.Record{Provider: "azure", Region: "europe", ProviderRegion: "westeurope",
 				MachineType: "Standard_D2s_v5", AutoScalerMin: 1, AutoScalerMax: 1, ZonesCount: 1},
-			wantZones: []string{"1"}, wantAdmins: []string{"jane.doe@example.com"}, wantPurpose: "evaluation",
+			wantZonesFrom: []string{"1", "2", "3"}, wantZoneCount: 1, wantAdmins: []string{"jane.doe@example.com"}, wantPurpose: "evaluation",
 		},
 		{
 			name: "upper-case runtime ID: CR named in lower case; the plans file's machine image", planID: catalog.AzurePlanID,
 			catalog: withImage,
 			data: process.Record{RuntimeID: "ABCDEF12-" + uuid.NewString()[9:], Provider: "azure", Region: "eastus",
 				ProviderRegion: "eastus", MachineType: "Standard_D2s_v5", AutoScalerMin: 3, AutoScalerMax: 20, ZonesCount: 1},
-			wantZones: []string{"1"}, wantAdmins: []string{"jane.doe@example.com"}, wantImage: "gardenlinux 1592.9.0",
+			wantZonesFrom: []string{"1", "2", "3"}, wantZoneCount: 1, wantAdmins: []string{"jane.doe@example.com"}, wantImage: "gardenlinux 1592.9.0",
 		},
 	}
 	for _, tc := range tests {
@@ -131,19 +156,34 @@ func TestCreateRuntime(t *testing.T) {
 				"kyma-project.io/region":             d.ProviderRegion,
 				"kyma-project.io/platform-region":    i.PlatformRegion,
 				"kyma-project.io/shoot-name":         d.ShootName,
-				"kyma-project.io/provider":           d.Provider,
+				"kyma-project.io/provider":           upstreamProviderLabel[d.Provider],
 				"operator.kyma-project.io/kyma-name": name,
 			}
 			if g, w := processtest.MustJSON(t, rt.Labels), processtest.MustJSON(t, wantLabels); g != w {
 				t.Errorf("labels:\n got %s\nwant %s", g, w)
 			}
 			purpose, nodes, pods := or(tc.wantPurpose, "development"), or(tc.wantNodes, "10.250.0.0/16"), or(tc.wantPods, "10.96.0.0/13")
-			zones := int32(len(tc.wantZones))
+			var gotZones []string
+			if w := rt.Spec.Shoot.Provider.Workers; len(w) == 1 {
+				gotZones = w[0].Zones
+			}
+			if len(gotZones) != tc.wantZoneCount {
+				t.Errorf("zones %v, want %d of %v", gotZones, tc.wantZoneCount, tc.wantZonesFrom)
+			}
+			for i, z := range gotZones {
+				if !slices.Contains(tc.wantZonesFrom, z) || slices.Contains(gotZones[:i], z) {
+					t.Errorf("zones %v: %q is not one of the region's %v, or named twice", gotZones, z, tc.wantZonesFrom)
+				}
+			}
+			if !slices.Equal(op.Record.Zones, gotZones) {
+				t.Errorf("the record's zones %v, the CR's %v", op.Record.Zones, gotZones)
+			}
+			zones := int32(len(gotZones))
 			worker := infrastructuremanager.Worker{
 				Name: "cpu-worker-0", Machine: infrastructuremanager.Machine{Type: d.MachineType},
 				Minimum: int32(d.AutoScalerMin), Maximum: int32(d.AutoScalerMax),
 				MaxSurge: ptr(intstr.FromInt32(zones)), MaxUnavailable: ptr(intstr.FromInt32(0)),
-				Zones: tc.wantZones, Volume: &infrastructuremanager.Volume{VolumeSize: "80Gi"},
+				Zones: gotZones, Volume: &infrastructuremanager.Volume{VolumeSize: "80Gi"},
 			}
 			if name, version, ok := strings.Cut(tc.wantImage, " "); ok {
 				worker.Machine.Image = &infrastructuremanager.ShootMachineImage{Name: name, Version: &version}
@@ -153,15 +193,17 @@ func TestCreateRuntime(t *testing.T) {
 					Name: d.ShootName, Purpose: infrastructuremanager.ShootPurpose(purpose), PlatformRegion: i.PlatformRegion,
 					Region: d.ProviderRegion, SecretBindingName: d.HyperscalerSecret,
 					Provider:   infrastructuremanager.Provider{Type: d.Provider, Workers: []infrastructuremanager.Worker{worker}},
-					Networking: infrastructuremanager.Networking{Nodes: nodes, Pods: pods, Services: "10.104.0.0/13"},
+					Networking: infrastructuremanager.Networking{Type: ptr("calico"), Nodes: nodes, Pods: pods, Services: "10.104.0.0/13"},
 				},
 				Security: infrastructuremanager.Security{Administrators: tc.wantAdmins,
 					Networking: infrastructuremanager.NetworkingSecurity{Filter: infrastructuremanager.Filter{
-						Egress: infrastructuremanager.Egress{Enabled: !tc.wantExternal}}}},
+						Ingress: &infrastructuremanager.Ingress{Enabled: false}, Egress: infrastructuremanager.Egress{Enabled: !tc.wantExternal}}}},
 			}
-			if tc.wantExternal {
-				want.Shoot.LicenceType = ptr("CUSTOMER")
+			var oidc []infrastructuremanager.OIDCConfig
+			if err := json.Unmarshal([]byte(`[`+defaultOIDC+`]`), &oidc); err != nil {
+				t.Fatal(err)
 			}
+			want.Shoot.Kubernetes.KubeAPIServer.AdditionalOIDCConfig = &oidc
 			if g, w := processtest.MustJSON(t, rt.Spec), processtest.MustJSON(t, want); g != w {
 				t.Errorf("spec:\n got %s\nwant %s", g, w)
 			}

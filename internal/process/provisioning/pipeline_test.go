@@ -76,7 +76,7 @@ func TestPipelineSucceededRecordsDashboard(t *testing.T) {
 			op := newOp(t, catalog.TrialPlanID, "")
 			op.Instance.ShootName = "c-1234567"
 			op.Record = process.Record{Provider: "azure", Region: "europe", ProviderRegion: "westeurope",
-				MachineType: "Standard_D4s_v5", AutoScalerMin: 1, AutoScalerMax: 1, ZonesCount: 1,
+				MachineType: "Standard_D4s_v5", AutoScalerMin: 1, AutoScalerMax: 1, ZonesCount: 1, Zones: []string{"2"},
 				HyperscalerSecret: "trial-azure-1", KymaVersion: "2.20.0"}
 			err := pipe.Succeeded(t.Context(), op)
 			if !errors.Is(err, tc.err) {
@@ -88,7 +88,7 @@ func TestPipelineSucceededRecordsDashboard(t *testing.T) {
 			}
 			p := f.parameters
 			if p.Region != "europe" || p.MachineType != "Standard_D4s_v5" || p.AutoScalerMin != 1 ||
-				len(p.Zones) != 1 || p.TargetSecret != "trial-azure-1" || p.ShootName != "c-1234567" || p.Provider != "azure" {
+				len(p.Zones) != 1 || p.Zones[0] != "2" || p.TargetSecret != "trial-azure-1" || p.ShootName != "c-1234567" || p.Provider != "azure" {
 				t.Errorf("resolved parameters %+v do not hold the values the runtime was built with", p)
 			}
 		})

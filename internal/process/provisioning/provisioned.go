@@ -82,9 +82,9 @@ func recordProvisioned(store provisionedStore, cfg Config) func(ctx context.Cont
 // runs with: params with the values the operation's steps resolved.
 func ResolvedJSON(op *process.Operation, params catalog.ProvisioningParameters, windowBegin, windowEnd string) (json.RawMessage, error) {
 	d := op.Record
-	zones := params.Zones
+	zones := d.Zones
 	if len(zones) == 0 {
-		zones = Zones(d.Provider, d.ProviderRegion, d.ZonesCount)
+		zones = params.Zones
 	}
 	resolved, err := json.Marshal(ResolvedParameters{
 		Name: params.Name, Region: d.Region, ProviderRegion: d.ProviderRegion, Provider: d.Provider,

@@ -55,6 +55,18 @@ func (s *Initialization) Run(ctx context.Context, op *process.Operation) (proces
 	d.HyperscalerSecret = rt.Spec.Shoot.SecretBindingName
 	d.Provider, d.Region, d.ProviderRegion = res.Provider, res.Region, res.ProviderRegion
 	d.MachineType, d.AutoScalerMin, d.AutoScalerMax, d.ZonesCount = res.MachineType, res.AutoScalerMin, res.AutoScalerMax, res.ZonesCount
+	// The zones stay those the Runtime CR has (whichever keb version chose
+	// them): a running pool's zones do not move. A plan with more zones (a
+	// trial's upgrade) adds zones to them.
+	var have []string
+	if i := rt.Spec.KymaWorker(); i >= 0 && rt.Spec.Shoot.Region == d.ProviderRegion {
+		have = rt.Spec.Shoot.Provider.Workers[i].Zones
+	}
+	if len(params.Zones) > 0 {
+		d.Zones = params.Zones
+	} else {
+		d.Zones = s.Catalog.KeepZones(have, d.Provider, d.ProviderRegion, kyma.Name(op.Instance.RuntimeID), d.ZonesCount)
+	}
 	if after.Instance.PlanID != op.Instance.PlanID {
 		op.Conclude("Operation succeeded: the runtime moved from plan %s to plan %s", op.Instance.PlanName, after.Instance.PlanName)
 	} else {

@@ -51,7 +51,7 @@ func TestUpdateParametersInRuntimeCR(t *testing.T) {
 	runStep(t, create, prov, processtest.Done)
 	rt := getRuntime(t, c, ns, prov)
 	if rt.Spec.Shoot.Provider.AdditionalWorkers == nil || len(*rt.Spec.Shoot.Provider.AdditionalWorkers) != 2 ||
-		rt.Spec.Shoot.Kubernetes.KubeAPIServer.OIDCConfig == nil || rt.Spec.Shoot.Kubernetes.KubeAPIServer.ACL == nil {
+		rt.Spec.Shoot.Kubernetes.KubeAPIServer.AdditionalOIDCConfig == nil || rt.Spec.Shoot.Kubernetes.KubeAPIServer.ACL == nil {
 		t.Fatalf("provisioned Runtime CR %+v", rt.Spec.Shoot)
 	}
 	runtimetest.SetStatus(t, c, rt, infrastructuremanager.StateReady, infrastructuremanager.ReasonShootCreationCompleted, "Shoot creation completed")
@@ -87,6 +87,14 @@ func TestUpdateParametersInRuntimeCR(t *testing.T) {
 	}
 	if w := rt.Spec.Shoot.Provider.Workers; len(w) != 1 || w[0].Name != "cpu-worker-0" {
 		t.Errorf("the Kyma worker pool: %+v", w)
+	}
+
+	// A legacy object merges over the first provider; the others stay.
+	rt = patch(`{"name":"x","oidc":{"clientID":"c2","usernamePrefix":"u-"}}`)
+	api = rt.Spec.Shoot.Kubernetes.KubeAPIServer
+	if got := processtest.MustJSON(t, api.AdditionalOIDCConfig); api.OIDCConfig != nil ||
+		got != `[{"clientID":"c2","issuerURL":"https://a.example.com","signingAlgs":["RS256"],"usernamePrefix":"u-"}]` {
+		t.Errorf("OIDC after a legacy object over the list: %s (oidcConfig %+v)", got, api.OIDCConfig)
 	}
 
 	rt = patch(`{"name":"x","gvisor":{"enabled":true}}`)

@@ -3,6 +3,7 @@ package update
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,8 +19,9 @@ import (
 
 // UpdateRuntime writes the change into the Runtime CR, patching only the
 // fields an update owns: the Kyma worker pool's machine type, autoscaler
-// bounds, zones, roll-out and disk, the administrators, the OIDC
-// authenticator (when the parameters set one), and on a plan change the
+// bounds, zones (the CR's, grown when a plan has more), roll-out (when
+// given) and disk, the administrators, the OIDC authenticator (when the
+// parameters set one), and on a plan change the
 // provider, region, account, shoot purpose and plan labels. Every other field (a Kubernetes
 // version or machine image set by an upgrade, an image registry cache, a
 // worker's container runtime, labels or taints an operator set, other worker
@@ -68,11 +70,17 @@ func (s *UpdateRuntime) Run(ctx context.Context, op *process.Operation) (process
 	}
 
 	op.Describe("Asking the infrastructure manager to apply the change to cluster %s", op.Instance.ShootName)
-	fields, err := s.change(after, params, after.Instance.PlanID != op.Instance.PlanID)
+	key := client.ObjectKey{Namespace: s.Config.Namespace, Name: kyma.Name(op.Instance.RuntimeID)}
+	current := &im.Runtime{}
+	if err := s.KCP.Get(ctx, key, current); apierrors.IsNotFound(err) {
+		return process.Fail("the Runtime CR of runtime %s disappeared before the update was applied", op.Instance.RuntimeID)
+	} else if err != nil {
+		return process.StepResult{}, fmt.Errorf("reading Runtime CR: %w", err)
+	}
+	fields, err := s.change(after, params, after.Instance.PlanID != op.Instance.PlanID, current)
 	if err != nil {
 		return process.StepResult{}, err
 	}
-	key := client.ObjectKey{Namespace: s.Config.Namespace, Name: kyma.Name(op.Instance.RuntimeID)}
 	rt, changed, err := im.Patch(ctx, s.KCP, key, fields)
 	if apierrors.IsNotFound(err) {
 		return process.Fail("the Runtime CR of runtime %s disappeared before the update was applied", op.Instance.RuntimeID)
@@ -89,7 +97,8 @@ func (s *UpdateRuntime) Run(ctx context.Context, op *process.Operation) (process
 // change is the part of the Runtime CR the update sets: after is the
 // operation as it looks once the update is done; a new plan brings its
 // shoot purpose too.
-func (s *UpdateRuntime) change(after *process.Operation, params catalog.ProvisioningParameters, newPlan bool) (im.Fields, error) {
+func (s *UpdateRuntime) change(after *process.Operation, params catalog.ProvisioningParameters, newPlan bool,
+	current *im.Runtime) (im.Fields, error) {
 	d := after.Record
 	plan, _ := s.Catalog.PlanByID(after.Instance.PlanID)
 	worker := provisioning.KymaWorker(after, params, s.Catalog, plan)
@@ -116,8 +125,21 @@ func (s *UpdateRuntime) change(after *process.Operation, params catalog.Provisio
 	// The worker pool as a one-entry list of only the fields an update
 	// owns: im.Patch merges it into the pool of the same name.
 	pool := map[string]any{"name": worker.Name, "machine": map[string]any{"type": worker.Machine.Type},
-		"minimum": worker.Minimum, "maximum": worker.Maximum, "zones": worker.Zones, "maxSurge": worker.MaxSurge,
-		"maxUnavailable": worker.MaxUnavailable, "volume": map[string]any{"size": worker.Volume.VolumeSize}}
+		"minimum": worker.Minimum, "maximum": worker.Maximum, "zones": worker.Zones,
+		"volume": map[string]any{"size": worker.Volume.VolumeSize}}
+	// The roll-out: as the parameters say, else as the CR has it (an
+	// operator's maxUnavailable stays); maxSurge follows a change of the
+	// number of zones (a trial's upgrade).
+	var zonesNow []string
+	if i := current.Spec.KymaWorker(); i >= 0 {
+		zonesNow = current.Spec.Shoot.Provider.Workers[i].Zones
+	}
+	if params.MaxSurge != nil || len(zonesNow) != len(worker.Zones) {
+		pool["maxSurge"] = worker.MaxSurge
+	}
+	if params.MaxUnavailable != nil {
+		pool["maxUnavailable"] = worker.MaxUnavailable
+	}
 	if g := params.GVisor; g != nil {
 		// gVisor on: containerd with gVisor beside it; off: gVisor goes, a
 		// container runtime set otherwise stays.
@@ -130,10 +152,10 @@ func (s *UpdateRuntime) change(after *process.Operation, params catalog.Provisio
 	if err := f.Set([]any{pool}, "spec", "shoot", "provider", "workers"); err != nil {
 		return nil, err
 	}
-	if err := setOIDC(f, params.OIDC); err != nil {
+	if err := setOIDC(f, params.OIDC, current, s.Catalog.DefaultOIDC()); err != nil {
 		return nil, err
 	}
-	if pools := provisioning.AdditionalWorkers(after, params, s.Catalog, plan); pools != nil {
+	if pools := provisioning.AdditionalWorkers(after, params, s.Catalog, plan, worker.Zones, provisioning.PoolZonesOf(current)); pools != nil {
 		// The parameter's list replaces the pools: a pool it no longer
 		// lists is removed, labels, annotations and taints are overwritten.
 		if err := f.SetWhole(*pools, "spec", "shoot", "provider", "additionalWorkers"); err != nil {
@@ -162,43 +184,39 @@ func (s *UpdateRuntime) change(after *process.Operation, params catalog.Provisio
 // field of oidcConfig it models (one it leaves out is removed; a field it
 // does not model stays) and drops a list; the list form replaces
 // additionalOidcConfig and drops oidcConfig. Absent, nothing changes.
-func setOIDC(f im.Fields, o *catalog.OIDC) error {
-	legacy, list := provisioning.OIDCConfigs(o)
-	const (
-		oidcConfig     = "oidcConfig"
-		additionalOIDC = "additionalOidcConfig"
-	)
+func setOIDC(f im.Fields, o *catalog.OIDC, current *im.Runtime, def catalog.OIDCProvider) error {
+	one, many, listForm := o.Providers()
 	path := func(field string) []string {
 		return []string{"spec", "shoot", "kubernetes", "kubeAPIServer", field}
 	}
+	api := current.Spec.Shoot.Kubernetes.KubeAPIServer
+	var list []im.OIDCConfig
 	switch {
-	case list != nil:
-		if err := f.Set(*list, path(additionalOIDC)...); err != nil {
-			return err
+	case listForm:
+		// The list replaces the providers, as given.
+		list = make([]im.OIDCConfig, 0, len(many))
+		for _, m := range many {
+			list = append(list, provisioning.OIDCConfig(m))
 		}
-		return f.Set(nil, path(oidcConfig)...)
-	case legacy != nil:
-		orNil := func(v *string) any {
-			if v == nil {
-				return nil
-			}
-			return *v
+	case one != nil:
+		// A legacy object merges over the first provider: the CR's, else
+		// the legacy oidcConfig an earlier keb version wrote, else the
+		// default; the other providers stay.
+		base := provisioning.OIDCConfig(def)
+		if api.AdditionalOIDCConfig != nil && len(*api.AdditionalOIDCConfig) > 0 {
+			base = (*api.AdditionalOIDCConfig)[0]
+			list = append(list, (*api.AdditionalOIDCConfig)[1:]...)
+		} else if api.OIDCConfig != nil {
+			base = *api.OIDCConfig
 		}
-		var algs any
-		if len(legacy.SigningAlgs) > 0 {
-			algs = legacy.SigningAlgs
-		}
-		var claims any
-		if len(legacy.RequiredClaims) > 0 {
-			claims = legacy.RequiredClaims
-		}
-		oidc := map[string]any{"clientID": orNil(legacy.ClientID), "issuerURL": orNil(legacy.IssuerURL),
-			"groupsClaim": orNil(legacy.GroupsClaim), "groupsPrefix": orNil(legacy.GroupsPrefix), "signingAlgs": algs,
-			"usernameClaim": orNil(legacy.UsernameClaim), "usernamePrefix": orNil(legacy.UsernamePrefix), "requiredClaims": claims}
-		if err := f.Set(oidc, path(oidcConfig)...); err != nil {
-			return err
-		}
-		return f.Set(nil, path(additionalOIDC)...)
+		list = append([]im.OIDCConfig{provisioning.MergeOIDC(base, *one)}, list...)
+	default:
+		return nil
 	}
-	return nil
+	// Only additionalOidcConfig, as upstream: an earlier keb version's
+	// oidcConfig moves there.
+	if err := f.SetWhole(list, path("additionalOidcConfig")...); err != nil {
+		return err
+	}
+	return f.Set(nil, path("oidcConfig")...)
 }

@@ -83,6 +83,10 @@ env:
   - name: APP_BROKER_PLANS_FILE
     value: /etc/keb/plans/plans.yaml
 {{- end }}
+{{- if .Values.oidcDefaultConfigMap }}
+  - name: APP_BROKER_OIDC_DEFAULT_FILE
+    value: /etc/keb/oidc/oidc.yaml
+{{- end }}
 {{- if .Values.blocklistConfigMap }}
   - name: APP_OPERATION_BLOCKLIST_FILE
     value: /etc/keb/blocklist/blocklist.yaml
