@@ -221,8 +221,8 @@ func TestPlanSchemasFollowFormConventions(t *testing.T) {
 			if schema["$schema"] != "http://json-schema.org/draft-04/schema#" || schema["type"] != "object" {
 				t.Errorf("$schema/type = %v/%v", schema["$schema"], schema["type"])
 			}
-			if schema["_show_form_view"] != true {
-				t.Errorf("_show_form_view = %v", schema["_show_form_view"])
+			if schema["_show_form_view"] != true || schema["_load_current_config"] != true {
+				t.Errorf("_show_form_view/_load_current_config = %v/%v", schema["_show_form_view"], schema["_load_current_config"])
 			}
 			if schema["additionalProperties"] != false {
 				t.Errorf("additionalProperties = %v", schema["additionalProperties"])
@@ -236,6 +236,10 @@ func TestPlanSchemasFollowFormConventions(t *testing.T) {
 			name := props["name"].(map[string]any)
 			if name["pattern"] != "^[a-zA-Z0-9-]*$" || jsonInt(name["minLength"]) != 1 || jsonInt(name["maxLength"]) != 64 {
 				t.Errorf("name schema = %v", name)
+			}
+			// The cockpit prefills the name from the subaccount, as upstream asks it to.
+			if tmpl, _ := name["_BTPdefaultTemplate"].(map[string]any); !slices.Equal(asStrings(tmpl["elements"]), []string{"saSubdomain"}) {
+				t.Errorf("name _BTPdefaultTemplate = %v", name["_BTPdefaultTemplate"])
 			}
 			region := props["region"].(map[string]any)
 			if _, ok := region["_enumDisplayName"].(map[string]any); !ok || len(asStrings(region["enum"])) == 0 {
@@ -340,18 +344,19 @@ func TestPlanSchemaProperties(t *testing.T) {
 		wantRegion []string
 	}{
 		{name: "azure full form", planID: AzurePlanID,
-			wantProps: []string{"name", "region", "machineType", "autoScalerMin", "autoScalerMax", "zonesCount", "components", "kymaVersion", "networking",
-				"zones", "maxSurge", "maxUnavailable", "volumeSizeGb", "additionalWorkerNodePools", "gvisor", "ingressFiltering", "colocateControlPlane",
-				"accessControlList", "additionalVolumeSizeGi", "modules", "administrators", "oidc"}},
+			// upstream's order (plans_schema.go), keb's own parameters after it
+			wantProps: []string{"name", "region", "colocateControlPlane", "machineType", "autoScalerMin", "autoScalerMax", "additionalVolumeSizeGi",
+				"zonesCount", "gvisor", "additionalWorkerNodePools", "modules", "networking", "accessControlList", "oidc", "administrators",
+				"ingressFiltering", "components", "kymaVersion", "zones", "maxSurge", "maxUnavailable", "volumeSizeGb"}},
 		{name: "lite has no zone choice", planID: AzureLitePlanID,
-			wantProps: []string{"name", "region", "machineType", "autoScalerMin", "autoScalerMax", "components", "kymaVersion", "networking",
-				"maxSurge", "maxUnavailable", "volumeSizeGb", "additionalWorkerNodePools", "gvisor", "ingressFiltering", "colocateControlPlane",
-				"additionalVolumeSizeGi", "modules", "administrators", "oidc"}},
+			wantProps: []string{"name", "region", "colocateControlPlane", "machineType", "autoScalerMin", "autoScalerMax", "additionalVolumeSizeGi",
+				"gvisor", "additionalWorkerNodePools", "modules", "networking", "oidc", "administrators", "ingressFiltering",
+				"components", "kymaVersion", "maxSurge", "maxUnavailable", "volumeSizeGb"}},
 		{name: "trial basic form with trial regions", planID: TrialPlanID,
-			wantProps:  []string{"name", "region", "provider", "modules", "administrators", "oidc"},
+			wantProps:  []string{"name", "region", "modules", "oidc", "administrators", "provider"},
 			wantRegion: []string{"europe", "us", "asia"}},
 		{name: "free basic form with regions of aws and azure", planID: FreePlanID,
-			wantProps: []string{"name", "region", "modules", "administrators", "oidc"}},
+			wantProps: []string{"name", "region", "modules", "oidc", "administrators"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

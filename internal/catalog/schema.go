@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 
 	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -129,11 +130,42 @@ func (p *properties) object(extra map[string]any) map[string]any {
 	return s
 }
 
+// upstreamControlsOrder is the order upstream KEB's cockpit form shows the root parameters in
+// (upstream plans_schema.go's fixed list); keb's own parameters follow in keb's order.
+var upstreamControlsOrder = []string{paramName, "kubeconfig", "shootName", "shootDomain", paramRegion, paramColocateControlPlane,
+	paramMachineType, paramAutoScalerMin, paramAutoScalerMax, paramAdditionalVolume, paramZonesCount, paramGVisor, paramAdditionalPools,
+	paramModules, paramNetworking, paramAccessControlList, paramOIDC, paramAdministrators, paramIngressFiltering, "auditLogAccess"}
+
+// root returns a plan's root parameter schema: the properties in upstream's control order, marked
+// for the cockpit to render a form (_show_form_view) and, in the update dialog, to start from the
+// instance's current parameters (_load_current_config; upstream sets it on create schemas too).
+func (p *properties) root(extra map[string]any) map[string]any {
+	rank := func(name string) int {
+		if i := slices.Index(upstreamControlsOrder, name); i >= 0 {
+			return i
+		}
+		return len(upstreamControlsOrder)
+	}
+	slices.SortStableFunc(p.order, func(a, b string) int { return rank(a) - rank(b) })
+	s := p.object(map[string]any{
+		"$schema":              draft04,
+		"_show_form_view":      true,
+		"_load_current_config": true,
+	})
+	for k, v := range extra {
+		s[k] = v
+	}
+	return s
+}
+
 // createSchema builds the create-parameters schema of a plan.
 func (c *Catalog) createSchema(e *planEntry) map[string]any {
 	plan := e.plan
 	var p properties
-	p.add(paramName, nameSchema())
+	name := nameSchema()
+	// The cockpit prefills the name from the subaccount's subdomain, as for upstream.
+	name["_BTPdefaultTemplate"] = map[string]any{"elements": []string{"saSubdomain"}}
+	p.add(paramName, name)
 	p.add(paramRegion, c.regionSchema(e))
 	if len(plan.TrialProviders) > 1 {
 		p.add(paramProvider, trialProviderSchema(plan))
@@ -179,11 +211,7 @@ func (c *Catalog) createSchema(e *planEntry) map[string]any {
 	p.add(paramAdministrators, administratorsSchema())
 	p.add(paramOIDC, oidcSchema())
 
-	return p.object(map[string]any{
-		"$schema":         draft04,
-		"_show_form_view": true,
-		"required":        []string{paramName},
-	})
+	return p.root(map[string]any{"required": []string{paramName}})
 }
 
 func nameSchema() map[string]any {
@@ -339,10 +367,7 @@ func updateSchema(e *planEntry) map[string]any {
 	addFeatureSchemas(&p, e, false)
 	p.add(paramAdministrators, administratorsSchema())
 	p.add(paramOIDC, oidcSchema())
-	return p.object(map[string]any{
-		"$schema":         draft04,
-		"_show_form_view": true,
-	})
+	return p.root(nil)
 }
 
 func machineTypeSchema(e *planEntry) map[string]any {

@@ -19,15 +19,16 @@ func TestUpdateSchemas(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantProps := map[string][]string{
-		TrialPlanName: {"name", "administrators", "oidc"},
-		FreePlanName:  {"name", "administrators", "oidc"},
-		AzurePlanName: {"name", "machineType", "autoScalerMin", "autoScalerMax", "additionalWorkerNodePools", "gvisor", "ingressFiltering",
-			"accessControlList", "additionalVolumeSizeGi", "administrators", "oidc"},
+		TrialPlanName: {"name", "oidc", "administrators"},
+		FreePlanName:  {"name", "oidc", "administrators"},
+		AzurePlanName: {"name", "machineType", "autoScalerMin", "autoScalerMax", "additionalVolumeSizeGi", "gvisor", "additionalWorkerNodePools",
+			"accessControlList", "oidc", "administrators", "ingressFiltering"},
 	}
 	wantUpdatable := map[string]bool{TrialPlanName: true, AzureLitePlanName: true, AWSPlanName: true, AzurePlanName: true, GCPPlanName: true}
 	for _, sp := range services[0].Plans {
 		schema := sp.Schemas.Instance.Update.Parameters
-		if schema["$schema"] != draft04 || schema["additionalProperties"] != false || schema["_show_form_view"] != true {
+		// _load_current_config: the cockpit's update dialog opens with the instance's current values.
+		if schema["$schema"] != draft04 || schema["additionalProperties"] != false || schema["_show_form_view"] != true || schema["_load_current_config"] != true {
 			t.Errorf("%s: update schema header %v", sp.Name, schema)
 		}
 		checkControlsOrder(t, sp.Name, schema)
