@@ -55,6 +55,8 @@ type Catalog struct {
 	concreteMachines map[string]map[string]string
 	// forcedRegions holds, per provider and platform region, the region its trials run in.
 	forcedRegions map[string]map[string]string
+	// defaultOIDC is the OIDC provider the create form offers (WithDefaultOIDC).
+	defaultOIDC OIDCProvider
 	// lenient schemas accept parameters they do not name (IgnoreUnsupportedParameters).
 	lenient bool
 }
@@ -140,6 +142,7 @@ func build(source string, f *plansFile, opts ...LoadOption) (*Catalog, error) {
 		trialByPlatform:      map[string]string{},
 		providerTrialRegions: map[string]map[string]string{},
 		providerDefaults:     map[string]providerDefault{},
+		defaultOIDC:          UpstreamDefaultOIDC,
 	}
 	for _, o := range opts {
 		o(c)

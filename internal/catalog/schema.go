@@ -209,7 +209,7 @@ func (c *Catalog) createSchema(e *planEntry) map[string]any {
 	addFeatureSchemas(&p, e, true)
 	p.add(paramModules, modulesSchema())
 	p.add(paramAdministrators, administratorsSchema())
-	p.add(paramOIDC, oidcSchema())
+	p.add(paramOIDC, oidcSchema(true, c.defaultOIDC))
 
 	return p.root(map[string]any{"required": []string{paramName}})
 }
@@ -366,7 +366,7 @@ func updateSchema(e *planEntry) map[string]any {
 	}
 	addFeatureSchemas(&p, e, false)
 	p.add(paramAdministrators, administratorsSchema())
-	p.add(paramOIDC, oidcSchema())
+	p.add(paramOIDC, oidcSchema(false, OIDCProvider{}))
 	return p.root(nil)
 }
 
