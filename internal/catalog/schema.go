@@ -359,6 +359,7 @@ func updateSchema(e *planEntry) map[string]any {
 		p.add(paramMachineType, machineTypeSchema(e))
 		p.add(paramAutoScalerMin, autoScalerMinSchema(plan))
 		p.add(paramAutoScalerMax, autoScalerMaxSchema(plan))
+		addRolloutSchemas(&p, plan)
 	}
 	if plan.AdditionalPools() {
 		p.add(paramAdditionalPools, poolsSchema(e, false))

@@ -52,6 +52,19 @@ func PoolZones(plan Plan, p WorkerPool) int {
 	return 1
 }
 
+// addRolloutSchemas adds the Kyma worker pool's roll-out parameters, which create and update
+// accept alike, as upstream does.
+func addRolloutSchemas(p *properties, plan Plan) {
+	p.add(paramMaxSurge, map[string]any{
+		"type": "integer", "title": "Max surge", "minimum": 0, "maximum": plan.AutoScalerMax,
+		"description": "Nodes added above the maximum while the pool rolls out a change (default: one per zone).",
+	})
+	p.add(paramMaxUnavailable, map[string]any{
+		"type": "integer", "title": "Max unavailable", "minimum": 0, "maximum": plan.AutoScalerMax,
+		"description": "Nodes that may be unavailable while the pool rolls out a change (default 0).",
+	})
+}
+
 // addWorkerSchemas adds the Kyma worker pool's seed parameters and the additional pools.
 func (c *Catalog) addWorkerSchemas(p *properties, e *planEntry) {
 	plan := e.plan
@@ -62,14 +75,7 @@ func (c *Catalog) addWorkerSchemas(p *properties, e *planEntry) {
 			"items":       map[string]any{"type": "string", "minLength": 1},
 		})
 	}
-	p.add(paramMaxSurge, map[string]any{
-		"type": "integer", "title": "Max surge", "minimum": 0, "maximum": plan.AutoScalerMax,
-		"description": "Nodes added above the maximum while the pool rolls out a change (default: one per zone).",
-	})
-	p.add(paramMaxUnavailable, map[string]any{
-		"type": "integer", "title": "Max unavailable", "minimum": 0, "maximum": plan.AutoScalerMax,
-		"description": "Nodes that may be unavailable while the pool rolls out a change (default 0).",
-	})
+	addRolloutSchemas(p, plan)
 	p.add(paramVolumeSizeGb, map[string]any{
 		"type": "integer", "title": "Volume size (GB)", "minimum": minVolumeSizeGb, "maximum": maxVolumeSizeGb,
 		"default":     plan.VolumeSizeGb,
