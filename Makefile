@@ -16,7 +16,7 @@ export GOFLAGS := -trimpath $(GOFLAGS)
 HELM_VERSION := v3.19.0
 HELM        := bin/tools/helm
 
-.PHONY: all build run test readme walkthrough-tools faults vet fmt-check generate generate-check lint postgres pgbench k8s-bins helm image release browser-test screenshots load bench scale scale-db fuzz clean
+.PHONY: all build run test goldens readme walkthrough-tools faults vet fmt-check generate generate-check lint postgres pgbench k8s-bins helm image release browser-test screenshots load bench scale scale-db fuzz clean
 
 all: build
 
@@ -92,6 +92,11 @@ fuzz:
 	done
 
 lint: fmt-check vet generate-check
+
+## goldens: rewrite internal/catalog/testdata/schemas (every plan's create and update schema, per platform
+## region where they differ) from the embedded plans file; review the diff, never edit the files by hand
+goldens:
+	$(GO) test -count=1 -run '^TestSchemaGoldens$$' ./internal/catalog -update
 
 # Packages whose types carry +kubebuilder:object markers: controller-gen writes their
 # DeepCopy methods into zz_generated.deepcopy.go.
