@@ -74,9 +74,10 @@ func TestCatalogPerPlatformRegion(t *testing.T) {
 			"sap-converged-cloud": {"na-us-1"}, "build-runtime-aws": awsAll},
 		"/oauth/cf-eu20": {"azure": azureAll, "aws": awsAll, "gcp": gcpAll, "azure_lite": azureAll, "trial": trial, "free": azureAll,
 			"sap-converged-cloud": {"eu-de-1"}, "build-runtime-aws": awsAll},
-		// A platform region the plans file does not name: the default lists, no SAP Cloud Infrastructure.
+		// A platform region the plans file does not name: the default lists, no SAP Cloud Infrastructure;
+		// free offers its platform provider's regions only (Azure here), never a union (as upstream).
 		"/oauth/cf-us21": {"azure": azureAll, "aws": awsAll, "gcp": gcpAll, "azure_lite": azureAll, "trial": trial,
-			"free": append(slices.Clone(awsAll), azureAll...), "build-runtime-aws": awsAll},
+			"free": azureAll, "build-runtime-aws": awsAll},
 	}
 	for prefix, plans := range want {
 		t.Run(prefix, func(t *testing.T) {

@@ -51,6 +51,9 @@ type Catalog struct {
 	// regional holds each platform region's variant of every plan, by plan ID (nil: not offered
 	// there); otherPlatformRegions keys the variant of the regions the plans file does not name.
 	regional map[string]map[string]*planEntry
+	// otherRegions holds the variant of the platform regions the plans file does not name, by
+	// their class (OtherRegionClasses).
+	otherRegions map[string]map[string]*planEntry
 	// concreteMachines maps, per provider, a version-agnostic machine type to the concrete one.
 	concreteMachines map[string]map[string]string
 	// forcedRegions holds, per provider and platform region, the region its trials run in.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 )
 
@@ -34,13 +35,18 @@ func TestSchemaGoldens(t *testing.T) {
 		name := base.plan.Name
 		want[filepath.Join(name, "create.json")] = indentJSON(t, base.create.json)
 		want[filepath.Join(name, "update.json")] = indentJSON(t, base.update.json)
-		prs := append([]string{otherPlatformRegions}, c.CatalogRegions()...)
-		for _, pr := range prs {
-			e := c.regional[pr][id]
-			dir := pr
-			if pr == otherPlatformRegions {
-				dir = "other-platform-regions"
+		variants := map[string]*planEntry{}
+		for _, pr := range c.CatalogRegions() {
+			variants[pr] = c.regional[pr][id]
+		}
+		for _, class := range OtherRegionClasses() {
+			if class == "" {
+				class = "unknown"
 			}
+			variants["other-"+class+"-platform-regions"] = c.otherRegions[strings.TrimPrefix(class, "unknown")][id]
+		}
+		for _, dir := range sortedKeys(variants) {
+			e := variants[dir]
 			if e == nil {
 				want[filepath.Join(name, dir, "not-offered")] = []byte("plan " + name + " has no region in this platform region\n")
 				continue

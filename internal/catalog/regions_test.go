@@ -128,3 +128,41 @@ func TestPlanPlatformRegions(t *testing.T) {
 		t.Errorf("a region the plan does not offer: %v", err)
 	}
 }
+
+// TestFreeRegionsNeverMixProviders: in every platform region, named in the plans file or not, the
+// free plan's form offers one provider's regions, Azure's on Azure platform regions and AWS's on
+// every other, as upstream's free schema does.
+func TestFreeRegionsNeverMixProviders(t *testing.T) {
+	t.Parallel()
+	c := defaultCatalog(t)
+	providerOf := map[string]string{}
+	for _, prov := range []string{ProviderAWS, ProviderAzure} {
+		for _, r := range c.plans[FreePlanID].offers[prov].regions {
+			providerOf[r.Code] = prov
+		}
+	}
+	for _, tc := range []struct{ pr, want string }{
+		{"cf-eu10", ProviderAWS}, {"cf-eu11", ProviderAWS}, {"cf-us10", ProviderAWS}, {"cf-jp10", ProviderAWS},
+		{"cf-eu20", ProviderAzure}, {"cf-ch20", ProviderAzure}, {"cf-us21", ProviderAzure}, {"cf-ap21", ProviderAzure}, {"cf-eu21", ProviderAzure},
+		{"cf-us30", ProviderAWS}, {"cf-in30", ProviderAWS}, {"cf-eu01", ProviderAWS}, {"neo-xx", ProviderAWS},
+	} {
+		services, err := c.ServicesFor(tc.pr, []string{FreePlanName})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.pr, err)
+		}
+		if len(services) != 1 || len(services[0].Plans) != 1 {
+			t.Fatalf("%s: services %+v", tc.pr, services)
+		}
+		schema := services[0].Plans[0].Schemas.Instance.Create.Parameters
+		regions := asStrings(schema["properties"].(map[string]any)["region"].(map[string]any)["enum"])
+		if len(regions) == 0 {
+			t.Errorf("%s: no free regions", tc.pr)
+		}
+		for _, r := range regions {
+			if providerOf[r] != tc.want {
+				t.Errorf("%s: free offers %s (%s), want only %s regions: %v", tc.pr, r, providerOf[r], tc.want, regions)
+				break
+			}
+		}
+	}
+}
