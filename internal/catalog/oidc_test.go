@@ -86,3 +86,28 @@ func TestOIDCBothFormsValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolLabelsUseTheKeyValueEditor: a pool's labels and annotations are edited in the
+// cockpit's key-value editor, in create and update, as upstream's form has them.
+func TestPoolLabelsUseTheKeyValueEditor(t *testing.T) {
+	t.Parallel()
+	c := defaultCatalog(t)
+	for _, e := range c.plans {
+		if !e.plan.AdditionalPools() {
+			continue
+		}
+		for form, raw := range map[string][]byte{"create": e.create.json, "update": e.update.json} {
+			var schema map[string]any
+			if err := json.Unmarshal(raw, &schema); err != nil {
+				t.Fatal(err)
+			}
+			pools := schema["properties"].(map[string]any)["additionalWorkerNodePools"].(map[string]any)
+			item := pools["items"].(map[string]any)["properties"].(map[string]any)
+			for _, k := range []string{"labels", "annotations"} {
+				if ct := item[k].(map[string]any)["_controlType"]; ct != "keyvalue" {
+					t.Errorf("%s %s: pool %s _controlType = %v", e.plan.Name, form, k, ct)
+				}
+			}
+		}
+	}
+}

@@ -149,7 +149,8 @@ func poolsSchema(e *planEntry, create bool) map[string]any {
 		"description": "Most nodes the autoscaler may add.",
 	}, plan.DefaultAutoScalerMax))
 	stringMap := func(title, desc string) map[string]any {
-		return map[string]any{"type": "object", "title": title, "description": desc,
+		// _controlType keyvalue: the cockpit's key-value editor, as upstream's form has it.
+		return map[string]any{"type": "object", "title": title, "description": desc, "_controlType": "keyvalue",
 			"additionalProperties": map[string]any{"type": "string"}}
 	}
 	item.add("labels", stringMap("Labels", "Kubernetes labels of the pool's nodes."))
