@@ -78,6 +78,9 @@ type planEntry struct {
 	// same bytes, so what platforms show and what keb enforces cannot drift apart.
 	create planSchema
 	update planSchema
+	// hidden checks the parameters accepted but not shown in the form (hiddenSchema); its
+	// compiled is nil for plans without any.
+	hidden planSchema
 }
 
 // planSchema is one parameter schema as served (json), as parsed (doc, to describe errors) and
@@ -199,7 +202,7 @@ func build(source string, f *plansFile, opts ...LoadOption) (*Catalog, error) {
 			o.poolMachineTypes = append(slices.Clone(o.machineTypes), narrow(ps.AdditionalMachineTypes, nil)...)
 			e.offers[prov] = o
 		}
-		if err := e.compile(compiler, name, c.schemaDoc(c.createSchema(e)), c.schemaDoc(updateSchema(e))); err != nil {
+		if err := e.compile(compiler, name, c.schemaDoc(c.createSchema(e)), c.schemaDoc(updateSchema(e)), c.hiddenSchema(e)); err != nil {
 			return nil, fmt.Errorf("plan %s: %w", name, err)
 		}
 		c.plans[e.plan.ID] = e

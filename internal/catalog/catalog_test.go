@@ -241,9 +241,11 @@ func TestPlanSchemasFollowFormConventions(t *testing.T) {
 			if tmpl, _ := name["_BTPdefaultTemplate"].(map[string]any); !slices.Equal(asStrings(tmpl["elements"]), []string{"saSubdomain"}) {
 				t.Errorf("name _BTPdefaultTemplate = %v", name["_BTPdefaultTemplate"])
 			}
-			region := props["region"].(map[string]any)
-			if _, ok := region["_enumDisplayName"].(map[string]any); !ok || len(asStrings(region["enum"])) == 0 {
-				t.Errorf("region schema lacks enum/_enumDisplayName: %v", region)
+			// A trial's region is hidden (as upstream's trial form); every other plan shows it.
+			if region, ok := props["region"].(map[string]any); ok || sp.ID != TrialPlanID {
+				if _, ok := region["_enumDisplayName"].(map[string]any); !ok || len(asStrings(region["enum"])) == 0 {
+					t.Errorf("region schema lacks enum/_enumDisplayName: %v", region)
+				}
 			}
 
 			served, _ := json.Marshal(schema)
@@ -352,8 +354,8 @@ func TestPlanSchemaProperties(t *testing.T) {
 			wantProps: []string{"name", "region", "colocateControlPlane", "machineType", "autoScalerMin", "autoScalerMax", "additionalVolumeSizeGi",
 				"gvisor", "additionalWorkerNodePools", "modules", "networking", "oidc", "administrators", "ingressFiltering",
 				"components", "kymaVersion", "maxSurge", "maxUnavailable", "volumeSizeGb"}},
-		{name: "trial basic form with trial regions", planID: TrialPlanID,
-			wantProps:  []string{"name", "region", "modules", "oidc", "administrators", "provider"},
+		{name: "trial basic form, trial regions hidden", planID: TrialPlanID,
+			wantProps:  []string{"name", "modules", "oidc", "administrators"},
 			wantRegion: []string{"europe", "us", "asia"}},
 		{name: "free basic form with regions of aws and azure", planID: FreePlanID,
 			wantProps: []string{"name", "region", "modules", "oidc", "administrators"}},
@@ -369,7 +371,15 @@ func TestPlanSchemaProperties(t *testing.T) {
 			if got := asStrings(schema["_controlsOrder"]); !slices.Equal(got, tt.wantProps) {
 				t.Errorf("_controlsOrder = %v, want %v", got, tt.wantProps)
 			}
-			region := schema["properties"].(map[string]any)["region"].(map[string]any)
+			props := schema["properties"].(map[string]any)
+			if tt.planID == TrialPlanID {
+				// A trial's region and provider are hidden: checked, not shown (as upstream).
+				props = c.plans[TrialPlanID].hidden.doc["properties"].(map[string]any)
+				if props["provider"] == nil {
+					t.Errorf("trial has no hidden provider parameter: %v", props)
+				}
+			}
+			region := props["region"].(map[string]any)
 			regions := asStrings(region["enum"])
 			if tt.wantRegion != nil && !slices.Equal(regions, tt.wantRegion) {
 				t.Errorf("region enum = %v, want %v", regions, tt.wantRegion)

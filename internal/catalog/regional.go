@@ -163,7 +163,7 @@ func (c *Catalog) variantOf(compiler *jsonschema.Compiler, f *plansFile, e *plan
 	if only != "" {
 		name += "@" + only
 	}
-	if err := v.compile(compiler, name, c.schemaDoc(c.createSchema(v)), c.schemaDoc(updateSchema(v))); err != nil {
+	if err := v.compile(compiler, name, c.schemaDoc(c.createSchema(v)), c.schemaDoc(updateSchema(v)), c.hiddenSchema(v)); err != nil {
 		return nil, fmt.Errorf("plan %s in platform region %s: %w", e.plan.Name, pr, err)
 	}
 	return v, nil

@@ -1,6 +1,8 @@
 package catalog
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -163,6 +165,36 @@ func TestFreeRegionsNeverMixProviders(t *testing.T) {
 				t.Errorf("%s: free offers %s (%s), want only %s regions: %v", tc.pr, r, providerOf[r], tc.want, regions)
 				break
 			}
+		}
+	}
+}
+
+// TestTrialRegionAndProviderAreHidden: the trial form shows neither region nor provider, as
+// upstream's; both are still accepted and checked as hidden parameters.
+func TestTrialRegionAndProviderAreHidden(t *testing.T) {
+	t.Parallel()
+	c := defaultCatalog(t)
+	raw, err := c.CreateSchema(TrialPlanID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, _ := decodeSchema(raw)
+	props := schema["properties"].(map[string]any)
+	if props["region"] != nil || props["provider"] != nil {
+		t.Errorf("trial form shows region/provider: %v", asStrings(schema["_controlsOrder"]))
+	}
+	p, err := c.ValidateParameters(TrialPlanID, "cf-eu10", json.RawMessage(`{"name":"t","region":"asia","provider":"AWS"}`))
+	if err != nil || p.Region == nil || *p.Region != "asia" || TrialProvider(p.Provider) != ProviderAWS {
+		t.Errorf("hidden region/provider: %+v, %v", p, err)
+	}
+	for raw, want := range map[string]string{
+		`{"name":"t","region":"mars"}`:   "region",
+		`{"name":"t","provider":"Moon"}`: "provider",
+	} {
+		_, err := c.ValidateParameters(TrialPlanID, "cf-eu10", json.RawMessage(raw))
+		var verr *ValidationError
+		if !errors.As(err, &verr) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want a validation error naming %s", raw, err, want)
 		}
 	}
 }

@@ -158,6 +158,22 @@ func (p *properties) root(extra map[string]any) map[string]any {
 	return s
 }
 
+// hiddenSchema checks the parameters a plan accepts without showing them in its form (nil: none):
+// a trial's region (an area) and provider, which upstream's trial form leaves out too.
+func (c *Catalog) hiddenSchema(e *planEntry) map[string]any {
+	if !e.plan.Trial {
+		return nil
+	}
+	var p properties
+	p.add(paramRegion, c.regionSchema(e))
+	if len(e.plan.TrialProviders) > 1 {
+		p.add(paramProvider, trialProviderSchema(e.plan))
+	}
+	s := p.object(map[string]any{"$schema": draft04})
+	delete(s, "additionalProperties")
+	return s
+}
+
 // createSchema builds the create-parameters schema of a plan.
 func (c *Catalog) createSchema(e *planEntry) map[string]any {
 	plan := e.plan
@@ -166,9 +182,10 @@ func (c *Catalog) createSchema(e *planEntry) map[string]any {
 	// The cockpit prefills the name from the subaccount's subdomain, as for upstream.
 	name["_BTPdefaultTemplate"] = map[string]any{"elements": []string{"saSubdomain"}}
 	p.add(paramName, name)
-	p.add(paramRegion, c.regionSchema(e))
-	if len(plan.TrialProviders) > 1 {
-		p.add(paramProvider, trialProviderSchema(plan))
+	if !plan.Trial {
+		// A trial's region and provider are hidden parameters (hiddenSchema), as upstream's
+		// trial form shows neither.
+		p.add(paramRegion, c.regionSchema(e))
 	}
 	if !plan.BasicForm {
 		p.add(paramMachineType, withDefault(machineTypeSchema(e), plan.DefaultMachineType))
@@ -420,8 +437,13 @@ func newSchemaCompiler() *jsonschema.Compiler {
 
 // compile marshals the create and update schema documents and compiles those very bytes, so the
 // catalog serves exactly what validation enforces.
-func (e *planEntry) compile(c *jsonschema.Compiler, name string, create, update map[string]any) error {
+func (e *planEntry) compile(c *jsonschema.Compiler, name string, create, update, hidden map[string]any) error {
 	var err error
+	if hidden != nil {
+		if e.hidden, err = planSchemaOf(c, "keb:///plans/"+name+"/hidden.json", hidden); err != nil {
+			return err
+		}
+	}
 	if e.create, err = planSchemaOf(c, "keb:///plans/"+name+"/create.json", create); err != nil {
 		return err
 	}

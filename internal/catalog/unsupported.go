@@ -72,7 +72,8 @@ func (c *Catalog) UnsupportedParameters(planID, platformRegion string, raw json.
 		return nil
 	}
 	var out []string
-	unknownKeys(doc, e.create.doc, "", &out)
+	shown, _ := e.splitHidden(doc)
+	unknownKeys(shown, e.create.doc, "", &out)
 	sort.Strings(out)
 	return out
 }
