@@ -16,7 +16,7 @@ export GOFLAGS := -trimpath $(GOFLAGS)
 HELM_VERSION := v3.19.0
 HELM        := bin/tools/helm
 
-.PHONY: all build run run-plan test golden-runtime-cr readme walkthrough-tools faults vet fmt-check generate generate-check lint postgres pgbench k8s-bins helm image release browser-test screenshots load bench scale scale-db fuzz clean
+.PHONY: all build run run-plan test goldens golden-runtime-cr readme walkthrough-tools faults vet fmt-check generate generate-check lint postgres pgbench k8s-bins helm image release browser-test screenshots load bench scale scale-db fuzz clean
 
 all: build
 
@@ -104,6 +104,11 @@ fuzz:
 	done
 
 lint: fmt-check vet generate-check
+
+## goldens: rewrite the golden files: internal/catalog/testdata/schemas (every plan's create and update schema, per
+## platform region where they differ) and, by golden-runtime-cr, the Runtime CRs; review the diff, never edit by hand
+goldens: golden-runtime-cr
+	$(GO) test -count=1 -run '^TestSchemaGoldens$$' ./internal/catalog -update
 
 # Packages whose types carry +kubebuilder:object markers: controller-gen writes their
 # DeepCopy methods into zz_generated.deepcopy.go.

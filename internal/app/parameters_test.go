@@ -345,8 +345,8 @@ var updateCases = []parameterCase{
 	{name: "networking", params: `{"networking":{"nodes":"10.180.0.0/16"}}`, inDescription: []string{"networking cannot be changed"}},
 	{name: "colocated control plane", params: `{"colocateControlPlane":false}`, inDescription: []string{"colocateControlPlane cannot be changed"}},
 	{name: "zones", params: `{"zones":["1"]}`, inDescription: []string{"zones cannot be changed"}},
-	{name: "max surge", params: `{"maxSurge":1}`, inDescription: []string{"maxSurge cannot be changed"}},
-	{name: "max unavailable", params: `{"maxUnavailable":1}`, inDescription: []string{"maxUnavailable cannot be changed"}},
+	// Upstream accepts a roll-out change in an update (issue 37).
+	{name: "max surge and unavailable", params: `{"maxSurge":1,"maxUnavailable":2}`, recorded: map[string]string{"maxSurge": `1`, "maxUnavailable": `2`}},
 	{name: "volume size", params: `{"volumeSizeGb":100}`, inDescription: []string{"volumeSizeGb cannot be changed"}},
 	{name: "nodeCount", params: `{"nodeCount":4}`, inDescription: []string{"nodeCount is not supported", "autoScalerMin"}},
 }

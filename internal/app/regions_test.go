@@ -31,7 +31,13 @@ func (b *bundle) regionCatalog(prefix string) map[string][]string {
 			plan := p.(map[string]any)
 			create := plan["schemas"].(map[string]any)["service_instance"].(map[string]any)["create"].(map[string]any)["parameters"].(map[string]any)
 			var regions []string
-			for _, v := range create["properties"].(map[string]any)["region"].(map[string]any)["enum"].([]any) {
+			region, shown := create["properties"].(map[string]any)["region"].(map[string]any)
+			if !shown {
+				// trial: the region is a hidden parameter, as upstream's trial form has it
+				out[plan["name"].(string)] = nil
+				continue
+			}
+			for _, v := range region["enum"].([]any) {
 				regions = append(regions, v.(string))
 			}
 			out[plan["name"].(string)] = regions
@@ -58,25 +64,25 @@ func TestCatalogPerPlatformRegion(t *testing.T) {
 		"southeastasia", "australiaeast", "brazilsouth", "canadacentral"}
 	gcpAll := []string{"europe-west3", "asia-south1", "asia-northeast2", "us-central1", "southamerica-east1", "australia-southeast1",
 		"me-central2", "me-west1"}
-	trial := []string{"europe", "us", "asia"}
 	want := map[string]map[string][]string{
-		"/oauth": {"azure": azureAll, "aws": awsAll, "gcp": gcpAll, "azure_lite": azureAll, "trial": trial, "free": awsAll,
+		"/oauth": {"azure": azureAll, "aws": awsAll, "gcp": gcpAll, "azure_lite": azureAll, "trial": nil, "free": awsAll,
 			"sap-converged-cloud": {"eu-de-2"}, "build-runtime-aws": awsAll},
-		"/oauth/cf-eu10": {"azure": azureAll, "aws": awsAll, "gcp": gcpAll, "azure_lite": azureAll, "trial": trial, "free": awsAll,
+		"/oauth/cf-eu10": {"azure": azureAll, "aws": awsAll, "gcp": gcpAll, "azure_lite": azureAll, "trial": nil, "free": awsAll,
 			"sap-converged-cloud": {"eu-de-2"}, "build-runtime-aws": awsAll},
-		"/oauth/cf-eu11": {"azure": azureAll, "aws": {"eu-central-1"}, "gcp": gcpAll, "azure_lite": azureAll, "trial": trial,
+		"/oauth/cf-eu11": {"azure": azureAll, "aws": {"eu-central-1"}, "gcp": gcpAll, "azure_lite": azureAll, "trial": nil,
 			"free": {"eu-central-1"}, "build-runtime-aws": {"eu-central-1"}},
 		"/oauth/cf-ch20": {"azure": {"switzerlandnorth"}, "aws": awsAll, "gcp": gcpAll, "azure_lite": {"switzerlandnorth"},
-			"trial": trial, "free": {"switzerlandnorth"}, "build-runtime-aws": awsAll},
-		"/oauth/cf-sa30": {"azure": azureAll, "aws": awsAll, "gcp": {"me-central2"}, "azure_lite": azureAll, "trial": trial,
+			"trial": nil, "free": {"switzerlandnorth"}, "build-runtime-aws": awsAll},
+		"/oauth/cf-sa30": {"azure": azureAll, "aws": awsAll, "gcp": {"me-central2"}, "azure_lite": azureAll, "trial": nil,
 			"free": awsAll, "build-runtime-aws": awsAll},
-		"/oauth/cf-us10": {"azure": azureAll, "aws": awsAll, "gcp": gcpAll, "azure_lite": azureAll, "trial": trial, "free": awsAll,
+		"/oauth/cf-us10": {"azure": azureAll, "aws": awsAll, "gcp": gcpAll, "azure_lite": azureAll, "trial": nil, "free": awsAll,
 			"sap-converged-cloud": {"na-us-1"}, "build-runtime-aws": awsAll},
-		"/oauth/cf-eu20": {"azure": azureAll, "aws": awsAll, "gcp": gcpAll, "azure_lite": azureAll, "trial": trial, "free": azureAll,
+		"/oauth/cf-eu20": {"azure": azureAll, "aws": awsAll, "gcp": gcpAll, "azure_lite": azureAll, "trial": nil, "free": azureAll,
 			"sap-converged-cloud": {"eu-de-1"}, "build-runtime-aws": awsAll},
-		// A platform region the plans file does not name: the default lists, no SAP Cloud Infrastructure.
-		"/oauth/cf-us21": {"azure": azureAll, "aws": awsAll, "gcp": gcpAll, "azure_lite": azureAll, "trial": trial,
-			"free": append(slices.Clone(awsAll), azureAll...), "build-runtime-aws": awsAll},
+		// A platform region the plans file does not name: the default lists, no SAP Cloud Infrastructure;
+		// free offers its platform provider's regions only (Azure here), never a union (as upstream).
+		"/oauth/cf-us21": {"azure": azureAll, "aws": awsAll, "gcp": gcpAll, "azure_lite": azureAll, "trial": nil,
+			"free": azureAll, "build-runtime-aws": awsAll},
 	}
 	for prefix, plans := range want {
 		t.Run(prefix, func(t *testing.T) {

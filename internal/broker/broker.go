@@ -90,8 +90,9 @@ type Broker struct {
 	catalog  *catalog.Catalog
 	services []domain.Service
 	// regional and otherRegions are the catalogs per platform region.
-	regional     map[string][]domain.Service
-	otherRegions []domain.Service
+	regional map[string][]domain.Service
+	// otherRegions is keyed by catalog.OtherRegionClass.
+	otherRegions map[string][]domain.Service
 	store        instanceStore
 	opts         Options
 	log          logrus.FieldLogger
@@ -108,29 +109,34 @@ func New(cat *catalog.Catalog, store instanceStore, opts Options, log logrus.Fie
 		return nil, err
 	}
 	b := &Broker{catalog: cat, services: services, store: store, opts: opts, log: log, now: time.Now,
-		regional: map[string][]domain.Service{}}
+		regional: map[string][]domain.Service{}, otherRegions: map[string][]domain.Service{}}
 	for _, pr := range cat.CatalogRegions() {
 		if b.regional[pr], err = cat.ServicesFor(pr, opts.EnabledPlans); err != nil {
 			return nil, err
 		}
 	}
-	if b.otherRegions, err = cat.ServicesForOtherRegions(opts.EnabledPlans); err != nil {
-		return nil, err
+	for _, class := range catalog.OtherRegionClasses() {
+		if b.otherRegions[class], err = cat.ServicesForOtherRegions(class, opts.EnabledPlans); err != nil {
+			return nil, err
+		}
 	}
 	if opts.Bindings != nil {
 		markBindable(services, opts.BindablePlans)
 		for _, s := range b.regional {
 			markBindable(s, opts.BindablePlans)
 		}
-		markBindable(b.otherRegions, opts.BindablePlans)
+		for _, s := range b.otherRegions {
+			markBindable(s, opts.BindablePlans)
+		}
 	}
 	return b, nil
 }
 
 // Catalogs are the catalogs GET /v2/catalog serves, prepared once: per
-// platform region the plans file names, for every other platform region,
-// and the platform region of requests without one.
-func (b *Broker) Catalogs() (byRegion map[string][]domain.Service, others []domain.Service, defaultRegion string) {
+// platform region the plans file names, for every other platform region by
+// its class (catalog.OtherRegionClass), and the platform region of requests
+// without one.
+func (b *Broker) Catalogs() (byRegion, others map[string][]domain.Service, defaultRegion string) {
 	return b.regional, b.otherRegions, b.opts.DefaultRequestRegion
 }
 

@@ -51,10 +51,15 @@ type Catalog struct {
 	// regional holds each platform region's variant of every plan, by plan ID (nil: not offered
 	// there); otherPlatformRegions keys the variant of the regions the plans file does not name.
 	regional map[string]map[string]*planEntry
+	// otherRegions holds the variant of the platform regions the plans file does not name, by
+	// their class (OtherRegionClasses).
+	otherRegions map[string]map[string]*planEntry
 	// concreteMachines maps, per provider, a version-agnostic machine type to the concrete one.
 	concreteMachines map[string]map[string]string
 	// forcedRegions holds, per provider and platform region, the region its trials run in.
 	forcedRegions map[string]map[string]string
+	// defaultOIDC is the OIDC provider the create form offers (WithDefaultOIDC).
+	defaultOIDC OIDCProvider
 	// lenient schemas accept parameters they do not name (IgnoreUnsupportedParameters).
 	lenient bool
 	// zones are every region's availability zones (resources/zones.yaml).
@@ -79,6 +84,9 @@ type planEntry struct {
 	// same bytes, so what platforms show and what keb enforces cannot drift apart.
 	create planSchema
 	update planSchema
+	// hidden checks the parameters accepted but not shown in the form (hiddenSchema); its
+	// compiled is nil for plans without any.
+	hidden planSchema
 }
 
 // planSchema is one parameter schema as served (json), as parsed (doc, to describe errors) and
@@ -146,6 +154,7 @@ func build(source string, f *plansFile, opts ...LoadOption) (*Catalog, error) {
 		trialByPlatform:      map[string]string{},
 		providerTrialRegions: map[string]map[string]string{},
 		providerDefaults:     map[string]providerDefault{},
+		defaultOIDC:          UpstreamDefaultOIDC,
 	}
 	for _, o := range opts {
 		o(c)
@@ -207,7 +216,7 @@ func build(source string, f *plansFile, opts ...LoadOption) (*Catalog, error) {
 			o.poolMachineTypes = append(slices.Clone(o.machineTypes), narrow(ps.AdditionalMachineTypes, nil)...)
 			e.offers[prov] = o
 		}
-		if err := e.compile(compiler, name, c.schemaDoc(c.createSchema(e)), c.schemaDoc(updateSchema(e))); err != nil {
+		if err := e.compile(compiler, name, c.schemaDoc(c.createSchema(e)), c.schemaDoc(updateSchema(e)), c.hiddenSchema(e)); err != nil {
 			return nil, fmt.Errorf("plan %s: %w", name, err)
 		}
 		c.plans[e.plan.ID] = e

@@ -221,8 +221,8 @@ func TestPlanSchemasFollowFormConventions(t *testing.T) {
 			if schema["$schema"] != "http://json-schema.org/draft-04/schema#" || schema["type"] != "object" {
 				t.Errorf("$schema/type = %v/%v", schema["$schema"], schema["type"])
 			}
-			if schema["_show_form_view"] != true {
-				t.Errorf("_show_form_view = %v", schema["_show_form_view"])
+			if schema["_show_form_view"] != true || schema["_load_current_config"] != true {
+				t.Errorf("_show_form_view/_load_current_config = %v/%v", schema["_show_form_view"], schema["_load_current_config"])
 			}
 			if schema["additionalProperties"] != false {
 				t.Errorf("additionalProperties = %v", schema["additionalProperties"])
@@ -237,9 +237,15 @@ func TestPlanSchemasFollowFormConventions(t *testing.T) {
 			if name["pattern"] != "^[a-zA-Z0-9-]*$" || jsonInt(name["minLength"]) != 1 || jsonInt(name["maxLength"]) != 64 {
 				t.Errorf("name schema = %v", name)
 			}
-			region := props["region"].(map[string]any)
-			if _, ok := region["_enumDisplayName"].(map[string]any); !ok || len(asStrings(region["enum"])) == 0 {
-				t.Errorf("region schema lacks enum/_enumDisplayName: %v", region)
+			// The cockpit prefills the name from the subaccount, as upstream asks it to.
+			if tmpl, _ := name["_BTPdefaultTemplate"].(map[string]any); !slices.Equal(asStrings(tmpl["elements"]), []string{"saSubdomain"}) {
+				t.Errorf("name _BTPdefaultTemplate = %v", name["_BTPdefaultTemplate"])
+			}
+			// A trial's region is hidden (as upstream's trial form); every other plan shows it.
+			if region, ok := props["region"].(map[string]any); ok || sp.ID != TrialPlanID {
+				if _, ok := region["_enumDisplayName"].(map[string]any); !ok || len(asStrings(region["enum"])) == 0 {
+					t.Errorf("region schema lacks enum/_enumDisplayName: %v", region)
+				}
 			}
 
 			served, _ := json.Marshal(schema)
@@ -340,18 +346,19 @@ func TestPlanSchemaProperties(t *testing.T) {
 		wantRegion []string
 	}{
 		{name: "azure full form", planID: AzurePlanID,
-			wantProps: []string{"name", "region", "machineType", "autoScalerMin", "autoScalerMax", "zonesCount", "components", "kymaVersion", "networking",
-				"zones", "maxSurge", "maxUnavailable", "volumeSizeGb", "additionalWorkerNodePools", "gvisor", "ingressFiltering", "colocateControlPlane",
-				"accessControlList", "additionalVolumeSizeGi", "modules", "administrators", "oidc"}},
+			// upstream's order (plans_schema.go), keb's own parameters after it
+			wantProps: []string{"name", "region", "colocateControlPlane", "machineType", "autoScalerMin", "autoScalerMax", "additionalVolumeSizeGi",
+				"zonesCount", "gvisor", "additionalWorkerNodePools", "modules", "networking", "accessControlList", "oidc", "administrators",
+				"ingressFiltering", "components", "kymaVersion", "zones", "maxSurge", "maxUnavailable", "volumeSizeGb"}},
 		{name: "lite has no zone choice", planID: AzureLitePlanID,
-			wantProps: []string{"name", "region", "machineType", "autoScalerMin", "autoScalerMax", "components", "kymaVersion", "networking",
-				"maxSurge", "maxUnavailable", "volumeSizeGb", "additionalWorkerNodePools", "gvisor", "ingressFiltering", "colocateControlPlane",
-				"additionalVolumeSizeGi", "modules", "administrators", "oidc"}},
-		{name: "trial basic form with trial regions", planID: TrialPlanID,
-			wantProps:  []string{"name", "region", "provider", "modules", "administrators", "oidc"},
+			wantProps: []string{"name", "region", "colocateControlPlane", "machineType", "autoScalerMin", "autoScalerMax", "additionalVolumeSizeGi",
+				"gvisor", "additionalWorkerNodePools", "modules", "networking", "oidc", "administrators", "ingressFiltering",
+				"components", "kymaVersion", "maxSurge", "maxUnavailable", "volumeSizeGb"}},
+		{name: "trial basic form, trial regions hidden", planID: TrialPlanID,
+			wantProps:  []string{"name", "modules", "oidc", "administrators"},
 			wantRegion: []string{"europe", "us", "asia"}},
 		{name: "free basic form with regions of aws and azure", planID: FreePlanID,
-			wantProps: []string{"name", "region", "modules", "administrators", "oidc"}},
+			wantProps: []string{"name", "region", "modules", "oidc", "administrators"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -364,7 +371,15 @@ func TestPlanSchemaProperties(t *testing.T) {
 			if got := asStrings(schema["_controlsOrder"]); !slices.Equal(got, tt.wantProps) {
 				t.Errorf("_controlsOrder = %v, want %v", got, tt.wantProps)
 			}
-			region := schema["properties"].(map[string]any)["region"].(map[string]any)
+			props := schema["properties"].(map[string]any)
+			if tt.planID == TrialPlanID {
+				// A trial's region and provider are hidden: checked, not shown (as upstream).
+				props = c.plans[TrialPlanID].hidden.doc["properties"].(map[string]any)
+				if props["provider"] == nil {
+					t.Errorf("trial has no hidden provider parameter: %v", props)
+				}
+			}
+			region := props["region"].(map[string]any)
 			regions := asStrings(region["enum"])
 			if tt.wantRegion != nil && !slices.Equal(regions, tt.wantRegion) {
 				t.Errorf("region enum = %v, want %v", regions, tt.wantRegion)

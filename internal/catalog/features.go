@@ -94,7 +94,7 @@ func unavailableProblems(plan Plan, doc any, schemaDoc map[string]any) []FieldPr
 		return nil
 	}
 	props, _ := schemaDoc["properties"].(map[string]any)
-	var problems []FieldProblem
+	problems := oidcFormProblems(obj)
 	for k := range obj {
 		if _, offered := props[k]; offered {
 			continue

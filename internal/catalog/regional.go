@@ -53,15 +53,74 @@ func (c *Catalog) buildRegional(f *plansFile) error {
 		}
 		c.regional[pr] = variant
 	}
+	// The platform regions the plans file does not name: a plan whose provider follows the
+	// platform region offers that one provider's regions there, as upstream's free plan does
+	// (never a union of providers' regions), so each provider class gets its own variant.
+	c.otherRegions = map[string]map[string]*planEntry{}
+	byProvider := map[string]*planEntry{} // plan ID@provider: classes of one provider share it
+	for _, class := range OtherRegionClasses() {
+		variant := map[string]*planEntry{}
+		for _, id := range sortedKeys(c.plans) {
+			e := c.plans[id]
+			if !e.plan.ByPlatformRegion() {
+				variant[id] = c.regional[otherPlatformRegions][id]
+				continue
+			}
+			key := id + "@" + e.providerForClass(class)
+			v, built := byProvider[key]
+			if !built {
+				var err error
+				if v, err = c.variantOf(compiler, f, e, otherPlatformRegions, e.providerForClass(class)); err != nil {
+					return err
+				}
+				byProvider[key] = v
+			}
+			variant[id] = v
+		}
+		c.otherRegions[class] = variant
+	}
 	return nil
+}
+
+// OtherRegionClasses are the classes of the platform regions the plans file does not name: the
+// provider each one's digit names (see ProviderForPlatformRegion), and "" for none.
+func OtherRegionClasses() []string {
+	return []string{"", ProviderOpenStack, ProviderAWS, ProviderAzure, ProviderGCP}
+}
+
+// OtherRegionClass is the class (OtherRegionClasses) of a platform region.
+func OtherRegionClass(platformRegion string) string {
+	p, err := ProviderForPlatformRegion(platformRegion)
+	if err != nil {
+		return ""
+	}
+	return p
+}
+
+// providerForClass is the provider of a plan whose provider follows the platform region, in a
+// platform region of the class: the class's provider if the plan runs there, else its first.
+func (e *planEntry) providerForClass(class string) string {
+	if slices.Contains(e.plan.Providers, class) {
+		return class
+	}
+	return e.plan.Providers[0]
 }
 
 // variant is e as offered in platform region pr (otherPlatformRegions: any region not named).
 func (c *Catalog) variant(compiler *jsonschema.Compiler, f *plansFile, e *planEntry, pr string) (*planEntry, error) {
+	return c.variantOf(compiler, f, e, pr, "")
+}
+
+// variantOf is variant; only, if not "", is the provider of a plan whose provider follows the
+// platform region.
+func (c *Catalog) variantOf(compiler *jsonschema.Compiler, f *plansFile, e *planEntry, pr, only string) (*planEntry, error) {
 	providers := []string{e.plan.Provider}
 	if e.plan.ByPlatformRegion() {
 		providers = e.plan.Providers
-		if pr != otherPlatformRegions {
+		switch {
+		case only != "":
+			providers = []string{only}
+		case pr != otherPlatformRegions:
 			// The platform region decides the provider: offer only its regions.
 			providers = []string{e.providerFor(pr)}
 		}
@@ -101,7 +160,10 @@ func (c *Catalog) variant(compiler *jsonschema.Compiler, f *plansFile, e *planEn
 		v.plan.DefaultRegion = offers[e.plan.Provider].regions[0].Code
 	}
 	name := e.plan.Name + "@" + pr
-	if err := v.compile(compiler, name, c.schemaDoc(c.createSchema(v)), c.schemaDoc(updateSchema(v))); err != nil {
+	if only != "" {
+		name += "@" + only
+	}
+	if err := v.compile(compiler, name, c.schemaDoc(c.createSchema(v)), c.schemaDoc(updateSchema(v)), c.hiddenSchema(v)); err != nil {
 		return nil, fmt.Errorf("plan %s in platform region %s: %w", e.plan.Name, pr, err)
 	}
 	return v, nil
@@ -132,7 +194,7 @@ func (c *Catalog) entryFor(planID, pr string) (*planEntry, error) {
 	}
 	variant, named := c.regional[pr]
 	if !named {
-		variant = c.regional[otherPlatformRegions]
+		variant = c.otherRegions[OtherRegionClass(pr)]
 	}
 	e := variant[planID]
 	if e == nil {
@@ -179,13 +241,14 @@ func (c *Catalog) ServicesFor(pr string, enabledPlans []string) ([]domain.Servic
 	}
 	variant, named := c.regional[pr]
 	if !named {
-		variant = c.regional[otherPlatformRegions]
+		variant = c.otherRegions[OtherRegionClass(pr)]
 	}
 	return c.services(enabledPlans, func(e *planEntry) *planEntry { return variant[e.plan.ID] }, true)
 }
 
-// ServicesForOtherRegions is ServicesFor of every platform region the plans file does not name.
-func (c *Catalog) ServicesForOtherRegions(enabledPlans []string) ([]domain.Service, error) {
-	variant := c.regional[otherPlatformRegions]
+// ServicesForOtherRegions is ServicesFor of every platform region the plans file does not name
+// of a class (OtherRegionClasses).
+func (c *Catalog) ServicesForOtherRegions(class string, enabledPlans []string) ([]domain.Service, error) {
+	variant := c.otherRegions[class]
 	return c.services(enabledPlans, func(e *planEntry) *planEntry { return variant[e.plan.ID] }, true)
 }

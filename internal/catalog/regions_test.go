@@ -1,6 +1,8 @@
 package catalog
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -126,5 +128,73 @@ func TestPlanPlatformRegions(t *testing.T) {
 `))
 	if err == nil || !strings.Contains(err.Error(), `plans.azure.platformRegions.cf-eu20: "westeurope" is not offered by the plan`) {
 		t.Errorf("a region the plan does not offer: %v", err)
+	}
+}
+
+// TestFreeRegionsNeverMixProviders: in every platform region, named in the plans file or not, the
+// free plan's form offers one provider's regions, Azure's on Azure platform regions and AWS's on
+// every other, as upstream's free schema does.
+func TestFreeRegionsNeverMixProviders(t *testing.T) {
+	t.Parallel()
+	c := defaultCatalog(t)
+	providerOf := map[string]string{}
+	for _, prov := range []string{ProviderAWS, ProviderAzure} {
+		for _, r := range c.plans[FreePlanID].offers[prov].regions {
+			providerOf[r.Code] = prov
+		}
+	}
+	for _, tc := range []struct{ pr, want string }{
+		{"cf-eu10", ProviderAWS}, {"cf-eu11", ProviderAWS}, {"cf-us10", ProviderAWS}, {"cf-jp10", ProviderAWS},
+		{"cf-eu20", ProviderAzure}, {"cf-ch20", ProviderAzure}, {"cf-us21", ProviderAzure}, {"cf-ap21", ProviderAzure}, {"cf-eu21", ProviderAzure},
+		{"cf-us30", ProviderAWS}, {"cf-in30", ProviderAWS}, {"cf-eu01", ProviderAWS}, {"neo-xx", ProviderAWS},
+	} {
+		services, err := c.ServicesFor(tc.pr, []string{FreePlanName})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.pr, err)
+		}
+		if len(services) != 1 || len(services[0].Plans) != 1 {
+			t.Fatalf("%s: services %+v", tc.pr, services)
+		}
+		schema := services[0].Plans[0].Schemas.Instance.Create.Parameters
+		regions := asStrings(schema["properties"].(map[string]any)["region"].(map[string]any)["enum"])
+		if len(regions) == 0 {
+			t.Errorf("%s: no free regions", tc.pr)
+		}
+		for _, r := range regions {
+			if providerOf[r] != tc.want {
+				t.Errorf("%s: free offers %s (%s), want only %s regions: %v", tc.pr, r, providerOf[r], tc.want, regions)
+				break
+			}
+		}
+	}
+}
+
+// TestTrialRegionAndProviderAreHidden: the trial form shows neither region nor provider, as
+// upstream's; both are still accepted and checked as hidden parameters.
+func TestTrialRegionAndProviderAreHidden(t *testing.T) {
+	t.Parallel()
+	c := defaultCatalog(t)
+	raw, err := c.CreateSchema(TrialPlanID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, _ := decodeSchema(raw)
+	props := schema["properties"].(map[string]any)
+	if props["region"] != nil || props["provider"] != nil {
+		t.Errorf("trial form shows region/provider: %v", asStrings(schema["_controlsOrder"]))
+	}
+	p, err := c.ValidateParameters(TrialPlanID, "cf-eu10", json.RawMessage(`{"name":"t","region":"asia","provider":"AWS"}`))
+	if err != nil || p.Region == nil || *p.Region != "asia" || TrialProvider(p.Provider) != ProviderAWS {
+		t.Errorf("hidden region/provider: %+v, %v", p, err)
+	}
+	for raw, want := range map[string]string{
+		`{"name":"t","region":"mars"}`:   "region",
+		`{"name":"t","provider":"Moon"}`: "provider",
+	} {
+		_, err := c.ValidateParameters(TrialPlanID, "cf-eu10", json.RawMessage(raw))
+		var verr *ValidationError
+		if !errors.As(err, &verr) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want a validation error naming %s", raw, err, want)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 
 	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -129,14 +130,62 @@ func (p *properties) object(extra map[string]any) map[string]any {
 	return s
 }
 
+// upstreamControlsOrder is the order upstream KEB's cockpit form shows the root parameters in
+// (upstream plans_schema.go's fixed list); keb's own parameters follow in keb's order.
+var upstreamControlsOrder = []string{paramName, "kubeconfig", "shootName", "shootDomain", paramRegion, paramColocateControlPlane,
+	paramMachineType, paramAutoScalerMin, paramAutoScalerMax, paramAdditionalVolume, paramZonesCount, paramGVisor, paramAdditionalPools,
+	paramModules, paramNetworking, paramAccessControlList, paramOIDC, paramAdministrators, paramIngressFiltering, "auditLogAccess"}
+
+// root returns a plan's root parameter schema: the properties in upstream's control order, marked
+// for the cockpit to render a form (_show_form_view) and, in the update dialog, to start from the
+// instance's current parameters (_load_current_config; upstream sets it on create schemas too).
+func (p *properties) root(extra map[string]any) map[string]any {
+	rank := func(name string) int {
+		if i := slices.Index(upstreamControlsOrder, name); i >= 0 {
+			return i
+		}
+		return len(upstreamControlsOrder)
+	}
+	slices.SortStableFunc(p.order, func(a, b string) int { return rank(a) - rank(b) })
+	s := p.object(map[string]any{
+		"$schema":              draft04,
+		"_show_form_view":      true,
+		"_load_current_config": true,
+	})
+	for k, v := range extra {
+		s[k] = v
+	}
+	return s
+}
+
+// hiddenSchema checks the parameters a plan accepts without showing them in its form (nil: none):
+// a trial's region (an area) and provider, which upstream's trial form leaves out too.
+func (c *Catalog) hiddenSchema(e *planEntry) map[string]any {
+	if !e.plan.Trial {
+		return nil
+	}
+	var p properties
+	p.add(paramRegion, c.regionSchema(e))
+	if len(e.plan.TrialProviders) > 1 {
+		p.add(paramProvider, trialProviderSchema(e.plan))
+	}
+	s := p.object(map[string]any{"$schema": draft04})
+	delete(s, "additionalProperties")
+	return s
+}
+
 // createSchema builds the create-parameters schema of a plan.
 func (c *Catalog) createSchema(e *planEntry) map[string]any {
 	plan := e.plan
 	var p properties
-	p.add(paramName, nameSchema())
-	p.add(paramRegion, c.regionSchema(e))
-	if len(plan.TrialProviders) > 1 {
-		p.add(paramProvider, trialProviderSchema(plan))
+	name := nameSchema()
+	// The cockpit prefills the name from the subaccount's subdomain, as for upstream.
+	name["_BTPdefaultTemplate"] = map[string]any{"elements": []string{"saSubdomain"}}
+	p.add(paramName, name)
+	if !plan.Trial {
+		// A trial's region and provider are hidden parameters (hiddenSchema), as upstream's
+		// trial form shows neither.
+		p.add(paramRegion, c.regionSchema(e))
 	}
 	if !plan.BasicForm {
 		p.add(paramMachineType, withDefault(machineTypeSchema(e), plan.DefaultMachineType))
@@ -177,13 +226,9 @@ func (c *Catalog) createSchema(e *planEntry) map[string]any {
 	addFeatureSchemas(&p, e, true)
 	p.add(paramModules, modulesSchema())
 	p.add(paramAdministrators, administratorsSchema())
-	p.add(paramOIDC, oidcSchema())
+	p.add(paramOIDC, oidcSchema(true, c.defaultOIDC))
 
-	return p.object(map[string]any{
-		"$schema":         draft04,
-		"_show_form_view": true,
-		"required":        []string{paramName},
-	})
+	return p.root(map[string]any{"required": []string{paramName}})
 }
 
 func nameSchema() map[string]any {
@@ -331,6 +376,7 @@ func updateSchema(e *planEntry) map[string]any {
 		p.add(paramMachineType, machineTypeSchema(e))
 		p.add(paramAutoScalerMin, autoScalerMinSchema(plan))
 		p.add(paramAutoScalerMax, autoScalerMaxSchema(plan))
+		addRolloutSchemas(&p, plan)
 	}
 	if plan.AdditionalPools() {
 		p.add(paramAdditionalPools, poolsSchema(e, false))
@@ -338,11 +384,8 @@ func updateSchema(e *planEntry) map[string]any {
 	}
 	addFeatureSchemas(&p, e, false)
 	p.add(paramAdministrators, administratorsSchema())
-	p.add(paramOIDC, oidcSchema())
-	return p.object(map[string]any{
-		"$schema":         draft04,
-		"_show_form_view": true,
-	})
+	p.add(paramOIDC, oidcSchema(false, OIDCProvider{}))
+	return p.root(nil)
 }
 
 func machineTypeSchema(e *planEntry) map[string]any {
@@ -394,8 +437,13 @@ func newSchemaCompiler() *jsonschema.Compiler {
 
 // compile marshals the create and update schema documents and compiles those very bytes, so the
 // catalog serves exactly what validation enforces.
-func (e *planEntry) compile(c *jsonschema.Compiler, name string, create, update map[string]any) error {
+func (e *planEntry) compile(c *jsonschema.Compiler, name string, create, update, hidden map[string]any) error {
 	var err error
+	if hidden != nil {
+		if e.hidden, err = planSchemaOf(c, "keb:///plans/"+name+"/hidden.json", hidden); err != nil {
+			return err
+		}
+	}
 	if e.create, err = planSchemaOf(c, "keb:///plans/"+name+"/create.json", create); err != nil {
 		return err
 	}

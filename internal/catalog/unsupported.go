@@ -32,9 +32,21 @@ func dropClosedObjects(v any) {
 			delete(t, "additionalProperties")
 		}
 		for k, x := range t {
-			// The alternatives of a oneOf tell each other apart by the keys they allow.
 			if k != "oneOf" {
 				dropClosedObjects(x)
+				continue
+			}
+			// The alternatives of a oneOf tell each other apart by the keys they allow: each
+			// stays closed, what lies inside it does not.
+			branches, _ := x.([]any)
+			for _, b := range branches {
+				if bm, ok := b.(map[string]any); ok {
+					for bk, bx := range bm {
+						if bk != "additionalProperties" {
+							dropClosedObjects(bx)
+						}
+					}
+				}
 			}
 		}
 	case []any:
@@ -60,17 +72,34 @@ func (c *Catalog) UnsupportedParameters(planID, platformRegion string, raw json.
 		return nil
 	}
 	var out []string
-	unknownKeys(doc, e.create.doc, "", &out)
+	shown, _ := e.splitHidden(doc)
+	unknownKeys(shown, e.create.doc, "", &out)
 	sort.Strings(out)
 	return out
 }
 
 // unknownKeys collects the keys of doc that schema's properties do not name, recursing into the
-// properties and items it does name (alternatives, oneOf, are not followed).
+// properties and items it does name (for a oneOf, the properties of every alternative).
 func unknownKeys(doc any, schema map[string]any, path string, out *[]string) {
 	switch d := doc.(type) {
 	case map[string]any:
 		props, ok := schema["properties"].(map[string]any)
+		if branches, alt := schema["oneOf"].([]any); alt {
+			// The keys of any alternative are known (oidc's list and single-provider fields).
+			union := map[string]any{}
+			for k, v := range props {
+				union[k] = v
+			}
+			for _, b := range branches {
+				bp, _ := b.(map[string]any)["properties"].(map[string]any)
+				for k, v := range bp {
+					if _, seen := union[k]; !seen {
+						union[k] = v
+					}
+				}
+			}
+			props, ok = union, true
+		}
 		if !ok {
 			return
 		}

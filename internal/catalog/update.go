@@ -9,11 +9,10 @@ import (
 )
 
 // fixedParameters cannot change on a running runtime: moving the region, the network or the
-// control plane would mean a new cluster, and the Kyma worker pool's zones, roll-out and disk are
-// set once. The update schema leaves them out; ValidateUpdate names them with a reason instead of
+// control plane would mean a new cluster, and the Kyma worker pool's zones and disk are set once
+// (its roll-out, maxSurge and maxUnavailable, may change, as upstream allows). The update schema leaves them out; ValidateUpdate names them with a reason instead of
 // "not allowed".
-var fixedParameters = []string{paramRegion, paramProvider, paramNetworking, paramColocateControlPlane, paramZones, paramMaxSurge,
-	paramMaxUnavailable, paramVolumeSizeGb}
+var fixedParameters = []string{paramRegion, paramProvider, paramNetworking, paramColocateControlPlane, paramZones, paramVolumeSizeGb}
 
 // UpdateRequest is a PATCH of a running instance's parameters, plan, or both.
 type UpdateRequest struct {
@@ -65,6 +64,8 @@ type updateParameters struct {
 	MachineType               *string            `json:"machineType"`
 	AutoScalerMin             *int               `json:"autoScalerMin"`
 	AutoScalerMax             *int               `json:"autoScalerMax"`
+	MaxSurge                  *int               `json:"maxSurge"`
+	MaxUnavailable            *int               `json:"maxUnavailable"`
 	Administrators            []string           `json:"administrators"`
 	OIDC                      *OIDC              `json:"oidc"`
 }
@@ -109,7 +110,7 @@ func (c *Catalog) ValidateUpdate(r UpdateRequest) (ProvisioningParameters, error
 	if problems := unavailableProblems(to.plan, doc, to.update.doc); len(problems) > 0 {
 		return ProvisioningParameters{}, newValidationError(subjectParameters, problems)
 	}
-	if err := to.update.compiled.Validate(doc); err != nil {
+	if err := to.update.compiled.Validate(withoutStoredAdministrators(doc, r.Stored.Administrators)); err != nil {
 		return ProvisioningParameters{}, asValidationError(subjectParameters, err, doc, to.update.doc)
 	}
 	var patch updateParameters
@@ -150,6 +151,12 @@ func (c *Catalog) ValidateUpdate(r UpdateRequest) (ProvisioningParameters, error
 	if patch.AutoScalerMax != nil {
 		merged.AutoScalerMax = patch.AutoScalerMax
 	}
+	if patch.MaxSurge != nil {
+		merged.MaxSurge = patch.MaxSurge
+	}
+	if patch.MaxUnavailable != nil {
+		merged.MaxUnavailable = patch.MaxUnavailable
+	}
 	if patch.Administrators != nil {
 		merged.Administrators = patch.Administrators
 	}
@@ -173,16 +180,63 @@ func (c *Catalog) ValidateUpdate(r UpdateRequest) (ProvisioningParameters, error
 
 	// The whole result must be what the target plan would accept at provisioning: stored values
 	// outside its bounds (a lite plan's machine type, a smaller autoscaler minimum) are named.
-	whole, err := json.Marshal(merged)
+	checked := merged
+	if storedAdministrators(merged.Administrators, r.Stored.Administrators) {
+		checked.Administrators = nil
+	}
+	whole, err := json.Marshal(checked)
 	if err != nil {
 		return ProvisioningParameters{}, fmt.Errorf("validate update: encoding parameters: %w", err)
 	}
+	var params ProvisioningParameters
 	if to == from {
 		// The runtime stays where it is: a region its platform region no longer offers (the plans
 		// file narrowed it later) must not block its updates.
-		return c.validateParameters(to, r.PlatformRegion, whole)
+		params, err = c.validateParameters(to, r.PlatformRegion, whole)
+	} else {
+		params, err = c.ValidateParameters(to.plan.ID, r.PlatformRegion, whole)
 	}
-	return c.ValidateParameters(to.plan.ID, r.PlatformRegion, whole)
+	if err != nil {
+		return ProvisioningParameters{}, err
+	}
+	params.Administrators = merged.Administrators
+	return params, nil
+}
+
+// storedAdministrators reports whether admins is the instance's stored, non-empty administrators
+// list. keb asks new administrators to be e-mail addresses, stricter than upstream, which takes any
+// string; a list stored before (by upstream, or an earlier keb) stays acceptable as long as it is
+// not changed, so such instances can still be updated.
+func storedAdministrators(admins, stored []string) bool {
+	return len(stored) > 0 && slices.Equal(admins, stored)
+}
+
+// withoutStoredAdministrators is doc without an administrators value equal to the stored list
+// (see storedAdministrators), for the update schema to check only what changes.
+func withoutStoredAdministrators(doc any, stored []string) any {
+	obj, ok := doc.(map[string]any)
+	if !ok {
+		return doc
+	}
+	sent, ok := obj[paramAdministrators].([]any)
+	if !ok || len(sent) != len(stored) {
+		return doc
+	}
+	for i, v := range sent {
+		if s, ok := v.(string); !ok || s != stored[i] {
+			return doc
+		}
+	}
+	if len(stored) == 0 {
+		return doc
+	}
+	rest := make(map[string]any, len(obj))
+	for k, v := range obj {
+		if k != paramAdministrators {
+			rest[k] = v
+		}
+	}
+	return rest
 }
 
 // regionAfterPlanChange is where the runtime runs on the new plan: the same hyperscaler region,

@@ -19,15 +19,16 @@ func TestUpdateSchemas(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantProps := map[string][]string{
-		TrialPlanName: {"name", "administrators", "oidc"},
-		FreePlanName:  {"name", "administrators", "oidc"},
-		AzurePlanName: {"name", "machineType", "autoScalerMin", "autoScalerMax", "additionalWorkerNodePools", "gvisor", "ingressFiltering",
-			"accessControlList", "additionalVolumeSizeGi", "administrators", "oidc"},
+		TrialPlanName: {"name", "oidc", "administrators"},
+		FreePlanName:  {"name", "oidc", "administrators"},
+		AzurePlanName: {"name", "machineType", "autoScalerMin", "autoScalerMax", "additionalVolumeSizeGi", "gvisor", "additionalWorkerNodePools",
+			"accessControlList", "oidc", "administrators", "ingressFiltering", "maxSurge", "maxUnavailable"},
 	}
 	wantUpdatable := map[string]bool{TrialPlanName: true, AzureLitePlanName: true, AWSPlanName: true, AzurePlanName: true, GCPPlanName: true}
 	for _, sp := range services[0].Plans {
 		schema := sp.Schemas.Instance.Update.Parameters
-		if schema["$schema"] != draft04 || schema["additionalProperties"] != false || schema["_show_form_view"] != true {
+		// _load_current_config: the cockpit's update dialog opens with the instance's current values.
+		if schema["$schema"] != draft04 || schema["additionalProperties"] != false || schema["_show_form_view"] != true || schema["_load_current_config"] != true {
 			t.Errorf("%s: update schema header %v", sp.Name, schema)
 		}
 		checkControlsOrder(t, sp.Name, schema)
@@ -165,6 +166,32 @@ func TestValidateUpdate(t *testing.T) {
 			stored: `{"name":"l","autoScalerMin":2}`, wantInError: []string{"autoScalerMin must be at least 3"}},
 		{name: "lite minimum raised with the plan change", from: AzureLitePlanID, to: AzurePlanID, region: "eastus",
 			stored: `{"name":"l","autoScalerMin":2}`, raw: `{"autoScalerMin":3}`},
+		// Upstream accepts a roll-out change in an update and writes it to the Kyma worker pool.
+		{name: "roll-out", stored: `{"name":"x","maxSurge":3}`, raw: `{"maxSurge":1,"maxUnavailable":2}`,
+			check: func(t *testing.T, p ProvisioningParameters) {
+				if p.MaxSurge == nil || *p.MaxSurge != 1 || p.MaxUnavailable == nil || *p.MaxUnavailable != 2 {
+					t.Errorf("merged %+v", p)
+				}
+			}},
+		{name: "roll-out that could never proceed", raw: `{"maxSurge":0,"maxUnavailable":0}`, wantInError: []string{"maxSurge"}},
+		{name: "roll-out on a trial", from: TrialPlanID, stored: `{"name":"t"}`, raw: `{"maxSurge":1}`,
+			wantInError: []string{"maxSurge is not available on plan trial"}},
+		// Administrators stored before keb asked for e-mail addresses (upstream takes any string)
+		// do not block an update, sent again unchanged or not sent at all; new ones must be e-mails.
+		{name: "stored non-e-mail administrators, other change", stored: `{"name":"x","administrators":["admin","ops team"]}`,
+			raw: `{"autoScalerMax":30}`, check: func(t *testing.T, p ProvisioningParameters) {
+				if !slices.Equal(p.Administrators, []string{"admin", "ops team"}) || *p.AutoScalerMax != 30 {
+					t.Errorf("merged %+v", p)
+				}
+			}},
+		{name: "stored non-e-mail administrators sent unchanged", stored: `{"name":"x","administrators":["admin","ops team"]}`,
+			raw: `{"administrators":["admin","ops team"],"autoScalerMax":30}`, check: func(t *testing.T, p ProvisioningParameters) {
+				if !slices.Equal(p.Administrators, []string{"admin", "ops team"}) {
+					t.Errorf("merged %+v", p)
+				}
+			}},
+		{name: "stored non-e-mail administrators changed", stored: `{"name":"x","administrators":["admin"]}`,
+			raw: `{"administrators":["admin","root"]}`, wantInError: []string{"administrators"}},
 		{name: "azure to trial", to: TrialPlanID, wantPlanErr: true, wantInError: []string{"plan azure cannot change to trial: a azure instance can change to build-runtime-azure"}},
 		{name: "trial to free", from: TrialPlanID, to: FreePlanID, stored: `{"name":"t"}`, wantPlanErr: true,
 			wantInError: []string{"plan trial cannot change to free: a trial instance can change to aws, azure, gcp"}},

@@ -37,11 +37,17 @@ func (c *Catalog) validateParameters(e *planEntry, platformRegion string, raw js
 	if verr != nil {
 		return ProvisioningParameters{}, verr
 	}
-	if problems := unavailableProblems(e.plan, doc, e.create.doc); len(problems) > 0 {
+	shown, hidden := e.splitHidden(doc)
+	if hidden != nil {
+		if err := e.hidden.compiled.Validate(hidden); err != nil {
+			return ProvisioningParameters{}, asValidationError(subjectParameters, err, hidden, e.hidden.doc)
+		}
+	}
+	if problems := unavailableProblems(e.plan, shown, e.create.doc); len(problems) > 0 {
 		return ProvisioningParameters{}, newValidationError(subjectParameters, problems)
 	}
-	if err := e.create.compiled.Validate(doc); err != nil {
-		return ProvisioningParameters{}, asValidationError(subjectParameters, err, doc, e.create.doc)
+	if err := e.create.compiled.Validate(shown); err != nil {
+		return ProvisioningParameters{}, asValidationError(subjectParameters, err, shown, e.create.doc)
 	}
 	var params ProvisioningParameters
 	if err := decodeValidated(doc, &params); err != nil {
@@ -51,6 +57,28 @@ func (c *Catalog) validateParameters(e *planEntry, platformRegion string, raw js
 		return ProvisioningParameters{}, newValidationError(subjectParameters, problems)
 	}
 	return params, nil
+}
+
+// splitHidden parts doc into what the form shows and the hidden parameters it carries (nil:
+// none, or a plan without hidden parameters).
+func (e *planEntry) splitHidden(doc any) (shown any, hidden map[string]any) {
+	obj, ok := doc.(map[string]any)
+	if !ok || e.hidden.compiled == nil {
+		return doc, nil
+	}
+	props, _ := e.hidden.doc["properties"].(map[string]any)
+	rest := make(map[string]any, len(obj))
+	for k, v := range obj {
+		if _, isHidden := props[k]; isHidden {
+			if hidden == nil {
+				hidden = map[string]any{}
+			}
+			hidden[k] = v
+			continue
+		}
+		rest[k] = v
+	}
+	return rest, hidden
 }
 
 // decodeObject parses raw JSON as schema input (numbers kept exact). Empty input and null

@@ -185,7 +185,7 @@ func TestValidateParameters(t *testing.T) {
 		{name: "free azure region on aws platform region", planID: FreePlanID, platformRegion: "cf-eu10", raw: `{"name":"x","region":"westeurope"}`,
 			wantFields: []string{"region"}, wantInError: []string{`region "westeurope" is not one of: eu-central-1`}},
 		{name: "free azure region on a platform region the plans file does not name", planID: FreePlanID, platformRegion: "cf-us30",
-			raw: `{"name":"x","region":"westeurope"}`, wantFields: []string{"region"}, wantInError: []string{"not offered in this platform region (AWS)"}},
+			raw: `{"name":"x","region":"westeurope"}`, wantFields: []string{"region"}, wantInError: []string{"is not one of: eu-central-1,"}},
 		{name: "free on azure platform region", planID: FreePlanID, platformRegion: "cf-eu20", raw: `{"name":"x","region":"westeurope"}`},
 		{name: "free default platform region is aws", planID: FreePlanID, raw: `{"name":"x","region":"westeurope"}`, wantFields: []string{"region"}},
 		{name: "free on gcp platform region falls back to aws", planID: FreePlanID, platformRegion: "cf-us30", raw: `{"name":"x","region":"us-east-1"}`},

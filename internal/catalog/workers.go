@@ -30,6 +30,19 @@ var TaintEffects = []string{"NoSchedule", "PreferNoSchedule", "NoExecute"}
 // haPool reports an additional pool spread over zones: haZones on a multi-zone plan.
 func haPool(plan Plan, p WorkerPool) bool { return p.HA() && plan.MaxZonesCount > 1 }
 
+// addRolloutSchemas adds the Kyma worker pool's roll-out parameters, which create and update
+// accept alike, as upstream does.
+func addRolloutSchemas(p *properties, plan Plan) {
+	p.add(paramMaxSurge, map[string]any{
+		"type": "integer", "title": "Max surge", "minimum": 0, "maximum": plan.AutoScalerMax,
+		"description": "Nodes added above the maximum while the pool rolls out a change (default: one per zone).",
+	})
+	p.add(paramMaxUnavailable, map[string]any{
+		"type": "integer", "title": "Max unavailable", "minimum": 0, "maximum": plan.AutoScalerMax,
+		"description": "Nodes that may be unavailable while the pool rolls out a change (default 0).",
+	})
+}
+
 // addWorkerSchemas adds the Kyma worker pool's seed parameters and the additional pools.
 func (c *Catalog) addWorkerSchemas(p *properties, e *planEntry) {
 	plan := e.plan
@@ -40,14 +53,7 @@ func (c *Catalog) addWorkerSchemas(p *properties, e *planEntry) {
 			"items":       map[string]any{"type": "string", "minLength": 1},
 		})
 	}
-	p.add(paramMaxSurge, map[string]any{
-		"type": "integer", "title": "Max surge", "minimum": 0, "maximum": plan.AutoScalerMax,
-		"description": "Nodes added above the maximum while the pool rolls out a change (default: one per zone).",
-	})
-	p.add(paramMaxUnavailable, map[string]any{
-		"type": "integer", "title": "Max unavailable", "minimum": 0, "maximum": plan.AutoScalerMax,
-		"description": "Nodes that may be unavailable while the pool rolls out a change (default 0).",
-	})
+	addRolloutSchemas(p, plan)
 	p.add(paramVolumeSizeGb, map[string]any{
 		"type": "integer", "title": "Volume size (GB)", "minimum": minVolumeSizeGb, "maximum": maxVolumeSizeGb,
 		"default":     plan.VolumeSizeGb,
@@ -121,7 +127,8 @@ func poolsSchema(e *planEntry, create bool) map[string]any {
 		"description": "Most nodes the autoscaler may add.",
 	}, plan.DefaultAutoScalerMax))
 	stringMap := func(title, desc string) map[string]any {
-		return map[string]any{"type": "object", "title": title, "description": desc,
+		// _controlType keyvalue: the cockpit's key-value editor, as upstream's form has it.
+		return map[string]any{"type": "object", "title": title, "description": desc, "_controlType": "keyvalue",
 			"additionalProperties": map[string]any{"type": "string"}}
 	}
 	item.add("labels", stringMap("Labels", "Kubernetes labels of the pool's nodes."))

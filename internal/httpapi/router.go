@@ -109,7 +109,7 @@ func MetricsHandler(reg *prometheus.Registry) http.Handler {
 // regionalCatalogs is a broker whose catalog depends on the platform region;
 // *broker.Broker is one.
 type regionalCatalogs interface {
-	Catalogs() (byRegion map[string][]domain.Service, others []domain.Service, defaultRegion string)
+	Catalogs() (byRegion, others map[string][]domain.Service, defaultRegion string)
 }
 
 // catalogHandlers serves each platform region its catalog, every variant
@@ -129,9 +129,15 @@ func catalogHandlers(b domain.ServiceBroker, services []domain.Service) (http.Ha
 		}
 		handlers[pr] = h
 	}
-	other, err := serveCatalog(others)
-	if err != nil {
-		return nil, err
+	// Every other platform region gets its class's catalog (the plans whose provider follows the
+	// platform region offer that provider's regions).
+	other := make(map[string]http.Handler, len(others))
+	for class, s := range others {
+		h, err := serveCatalog(s)
+		if err != nil {
+			return nil, fmt.Errorf("other platform regions (%q): %w", class, err)
+		}
+		other[class] = h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		region, ok := mux.Vars(req)["region"]
@@ -142,7 +148,7 @@ func catalogHandlers(b domain.ServiceBroker, services []domain.Service) (http.Ha
 			h.ServeHTTP(w, req)
 			return
 		}
-		other.ServeHTTP(w, req)
+		other[catalog.OtherRegionClass(region)].ServeHTTP(w, req)
 	}), nil
 }
 
