@@ -58,14 +58,13 @@ type Catalog struct {
 	concreteMachines map[string]map[string]string
 	// forcedRegions holds, per provider and platform region, the region its trials run in.
 	forcedRegions map[string]map[string]string
-	// defaultOIDC is the OIDC provider the create form offers (WithDefaultOIDC).
-	defaultOIDC OIDCProvider
 	// lenient schemas accept parameters they do not name (IgnoreUnsupportedParameters).
 	lenient bool
 	// zones are every region's availability zones (resources/zones.yaml).
 	zones regionZones
 	// defaultOIDC is the runtimes' default OIDC provider, read from oidcFile ("" for the
-	// embedded resources/oidc.yaml).
+	// embedded resources/oidc.yaml): written into every Runtime CR and offered first by the
+	// create form's OIDC list, as upstream does with its skrOIDCDefaultValues.
 	defaultOIDC OIDCProvider
 	oidcFile    string
 }
@@ -154,7 +153,6 @@ func build(source string, f *plansFile, opts ...LoadOption) (*Catalog, error) {
 		trialByPlatform:      map[string]string{},
 		providerTrialRegions: map[string]map[string]string{},
 		providerDefaults:     map[string]providerDefault{},
-		defaultOIDC:          UpstreamDefaultOIDC,
 	}
 	for _, o := range opts {
 		o(c)

@@ -10,24 +10,6 @@ import (
 // requiredClaimPattern is one entry of an OIDC provider's requiredClaims: key=value.
 const requiredClaimPattern = "^[^=]+=.*$"
 
-// UpstreamDefaultOIDC is upstream KEB's shipped default OIDC provider (its chart's
-// skrOIDCDefaultValues): the create form's OIDC list starts with it, as upstream's does.
-var UpstreamDefaultOIDC = OIDCProvider{
-	ClientID:       "9bd05ed7-a930-44e6-8c79-e6defeb7dec9",
-	IssuerURL:      "https://kymatest.accounts400.ondemand.com",
-	GroupsClaim:    "groups",
-	GroupsPrefix:   "-",
-	SigningAlgs:    []string{"RS256"},
-	UsernameClaim:  "sub",
-	UsernamePrefix: "-",
-}
-
-// WithDefaultOIDC makes def the OIDC provider the create form offers (default:
-// UpstreamDefaultOIDC).
-func WithDefaultOIDC(def OIDCProvider) LoadOption {
-	return func(c *Catalog) { c.defaultOIDC = def }
-}
-
 // oidcFieldOrder is upstream's order of an OIDC provider's fields in the form.
 var oidcFieldOrder = []string{"clientID", "groupsClaim", "issuerURL", "signingAlgs", "usernameClaim", "usernamePrefix", "groupsPrefix",
 	"requiredClaims", "encodedJwksArray"}

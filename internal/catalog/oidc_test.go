@@ -2,7 +2,10 @@ package catalog
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -19,7 +22,7 @@ func TestOIDCSchemaIsUpstreamsChoice(t *testing.T) {
 			raw       []byte
 			wantEntry OIDCProvider
 			readOnly  bool
-		}{{"create", e.create.json, UpstreamDefaultOIDC, true}, {"update", e.update.json, OIDCProvider{}, false}} {
+		}{{"create", e.create.json, c.DefaultOIDC(), true}, {"update", e.update.json, OIDCProvider{}, false}} {
 			var schema map[string]any
 			if err := json.Unmarshal(form.raw, &schema); err != nil {
 				t.Fatal(err)
@@ -57,7 +60,7 @@ func TestOIDCSchemaIsUpstreamsChoice(t *testing.T) {
 func TestOIDCBothFormsValidate(t *testing.T) {
 	t.Parallel()
 	c := defaultCatalog(t)
-	def, _ := json.Marshal(map[string]any{"list": []any{UpstreamDefaultOIDC.formEntry()}})
+	def, _ := json.Marshal(map[string]any{"list": []any{c.DefaultOIDC().formEntry()}})
 	cases := []struct {
 		name, oidc string
 		wantList   bool
@@ -108,6 +111,29 @@ func TestPoolLabelsUseTheKeyValueEditor(t *testing.T) {
 					t.Errorf("%s %s: pool %s _controlType = %v", e.plan.Name, form, k, ct)
 				}
 			}
+		}
+	}
+}
+
+// TestFormOffersTheConfiguredDefaultOIDC: the create form's OIDC list starts with the provider
+// keb writes into runtimes (APP_BROKER_OIDC_DEFAULT_FILE), not a second copy of upstream's.
+func TestFormOffersTheConfiguredDefaultOIDC(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "oidc.yaml")
+	if err := os.WriteFile(file, []byte("clientID: my-client\nissuerURL: https://id.example.com\nsigningAlgs: [RS256]\n"+
+		"groupsClaim: groups\nusernameClaim: email\nusernamePrefix: \"-\"\ngroupsPrefix: \"-\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load("", DefaultOIDCFile(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DefaultOIDC().ClientID != "my-client" {
+		t.Fatalf("default OIDC %+v", c.DefaultOIDC())
+	}
+	for _, e := range c.plans {
+		if !strings.Contains(string(e.create.json), `"my-client"`) || strings.Contains(string(e.create.json), "9bd05ed7-a930-44e6-8c79-e6defeb7dec9") {
+			t.Errorf("%s: the create form does not offer the configured default OIDC provider", e.plan.Name)
 		}
 	}
 }
