@@ -15,8 +15,12 @@ export GOFLAGS := -trimpath $(GOFLAGS)
 
 HELM_VERSION := v3.19.0
 HELM        := bin/tools/helm
+# promtool checks and unit-tests the chart's alerts (deploy/helm/keb/files/alerts_test.yaml); Prometheus v3.6's
+# module version.
+PROMTOOL_VERSION := v0.316.0
+PROMTOOL     := bin/tools/promtool
 
-.PHONY: all build run run-plan test goldens golden-runtime-cr readme walkthrough-tools faults vet fmt-check generate generate-check lint postgres pgbench k8s-bins helm image release browser-test screenshots load bench scale scale-db fuzz clean
+.PHONY: all build run run-plan test promtool goldens golden-runtime-cr readme walkthrough-tools faults vet fmt-check generate generate-check lint postgres pgbench k8s-bins helm image release browser-test screenshots load bench scale scale-db fuzz clean
 
 all: build
 
@@ -36,7 +40,7 @@ run-plan:
 	@echo "   bin/keb, each says when it starts); later runs only start the stack (about a minute), logging each stage."
 
 ## test: formatting, vet, and every test against real PostgreSQL and kube-apiservers
-test: postgres k8s-bins helm walkthrough-tools lint
+test: postgres k8s-bins helm promtool walkthrough-tools lint
 	KUBEBUILDER_ASSETS=$(CURDIR)/bin/k8s $(GO) test -count=1 -timeout 45m ./...
 	@$(MAKE) --no-print-directory browser-test
 
@@ -188,6 +192,12 @@ helm: $(HELM)
 $(HELM):
 	@echo ">> building helm $(HELM_VERSION) into bin/tools (once)"
 	GOBIN=$(CURDIR)/bin/tools GOFLAGS=-buildvcs=false $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+
+## promtool: Prometheus's rule checker into bin/tools (once, from the Go module proxy), for the alerts' tests
+promtool: $(PROMTOOL)
+$(PROMTOOL):
+	@echo ">> building promtool $(PROMTOOL_VERSION) into bin/tools (once; a few minutes on 2 cores)"
+	GOBIN=$(CURDIR)/bin/tools GOFLAGS=-buildvcs=false $(GO) install github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION)
 
 ## image: keb's container image without a Docker engine or a registry base image: the static binary,
 ## a non-root user (65532) and /tmp, as an OCI layout (bin/image/oci) and a docker-loadable tarball

@@ -55,6 +55,44 @@ func helmBin(t *testing.T) string {
 	return h
 }
 
+// promtoolBin is Prometheus's rule checker: $PROMTOOL, else bin/tools/promtool (make promtool).
+func promtoolBin(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("PROMTOOL"); p != "" {
+		return p
+	}
+	p := filepath.Join(repoRoot(t), "bin", "tools", "promtool")
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("promtool is missing at %s: run `make promtool` (or `make test`, which installs it)", p)
+	}
+	return p
+}
+
+// TestChartAlertsFire: the alerts the chart ships are valid Prometheus rules, and each fires on
+// series as keb's replicas export them and stays quiet on a near miss (files/alerts_test.yaml,
+// Prometheus's own rule evaluation through `promtool test rules`).
+func TestChartAlertsFire(t *testing.T) {
+	files := filepath.Join(chartDir(t), "files")
+	for _, args := range [][]string{{"check", "rules", "alerts.yaml"}, {"test", "rules", "alerts_test.yaml"}} {
+		cmd := exec.Command(promtoolBin(t), args...)
+		cmd.Dir = files
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	// Every alert has a test that fires it.
+	raw, err := os.ReadFile(filepath.Join(files, "alerts_test.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range chartAlerts(t) {
+		name, _ := a["alert"].(string)
+		if !regexp.MustCompile(`(?s)alertname: ` + name + `\n\s+exp_alerts:\n\s+- exp_labels`).Match(raw) {
+			t.Errorf("alert %s has no test in files/alerts_test.yaml that fires it", name)
+		}
+	}
+}
+
 func chartDir(t *testing.T) string { return filepath.Join(repoRoot(t), "deploy", "helm", "keb") }
 
 // renderChart runs helm template for release "keb" in kcp-system and returns
