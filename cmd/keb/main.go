@@ -226,7 +226,8 @@ func suggestFlags(fs *flag.FlagSet, parseErr error) []string {
 		if len(f.Name) <= 4 {
 			maxEdits = 1
 		}
-		prefix := len(word) >= 3 && (strings.HasPrefix(f.Name, word) || strings.HasPrefix(word, f.Name))
+		// A one- or two-letter flag is a prefix of too many words to suggest.
+		prefix := len(word) >= 3 && len(f.Name) >= 3 && (strings.HasPrefix(f.Name, word) || strings.HasPrefix(word, f.Name))
 		if prefix || editDistance(word, f.Name) <= maxEdits {
 			out = append(out, f.Name)
 		}

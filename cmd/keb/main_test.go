@@ -226,6 +226,7 @@ func TestBadInvocations(t *testing.T) {
 		{name: "flag as command", args: []string{"--port", "8080"}, wantCode: 2, wantStderr: []string{`unknown command "--port"`}},
 		{name: "unknown flag", args: []string{"serve", "--no-such-flag"}, wantCode: 2, wantStderr: []string{"no-such-flag", "See 'keb serve --help' for usage."}},
 		{name: "a typo of a flag", args: []string{"serve", "--databse-url=x"}, wantCode: 2, wantStderr: []string{"databse-url", "Did you mean this?\n\t--database-url\n", "See 'keb serve --help'"}},
+		{name: "a typo of a flag with a short form", args: []string{"runtimes", "--sate", "failed"}, wantCode: 2, wantStderr: []string{"Did you mean this?\n\t--state\n\n"}},
 		{name: "a flag nothing resembles", args: []string{"runtimes", "--xyzzy"}, wantCode: 2, wantStderr: []string{"xyzzy", "See 'keb runtimes --help'"}},
 		{name: "malformed flag value", args: []string{"serve", "--port", "eighty"}, wantCode: 2, wantStderr: []string{"eighty", "-port", "See 'keb serve --help'"}},
 		{name: "migrate without action", args: []string{"migrate"}, wantCode: 1, wantStderr: []string{"keb migrate:", "up|down|status"}},
