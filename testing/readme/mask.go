@@ -32,6 +32,8 @@ var masks = []struct {
 	{regexp.MustCompile(`\b1\d{12}\b`), "<unixms>"},
 	// mktemp's directories ($KEB_TMP).
 	{regexp.MustCompile(`/tmp/tmp\.[A-Za-z0-9]+`), "<tmp>"},
+	// keb dev's pool accounts: which one a provisioning claims depends on what earlier chapters left dirty.
+	{regexp.MustCompile(`\b(aws|azure|gcp|openstack)-dev-\d\d\b`), "$1-dev-<n>"},
 	// Ports of local listeners: keb dev's, the runtimes' apiservers'.
 	{regexp.MustCompile(`127\.0\.0\.1:\d+`), "127.0.0.1:<port>"},
 	// Ages and durations as kubectl and keb print them (5s, 2m, 1m20s, 3h, 12d; "21s ago").

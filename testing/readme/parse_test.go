@@ -183,3 +183,13 @@ func TestParseChapter(t *testing.T) {
 		t.Fatalf("Parse: %v, want the chapter's file and line", err)
 	}
 }
+
+// A dev pool account's number is masked (which one a runtime gets depends on earlier chapters),
+// its type and the rest of the line are not.
+func TestMaskPoolAccountNumbers(t *testing.T) {
+	got := mask("azure   azure-dev-03   dirty   ga-doomed; keb pool: account aws-dev-12 is used; aws-eu-01 azure-shared-01")
+	want := "azure azure-dev-<n> dirty ga-doomed; keb pool: account aws-dev-<n> is used; aws-eu-01 azure-shared-01"
+	if got != want {
+		t.Errorf("mask:\n got %q\nwant %q", got, want)
+	}
+}
