@@ -21,6 +21,7 @@ func storable(s string) bool {
 func FuzzParseQuery(f *testing.F) {
 	f.Add("account=ga&state=all&page=2&page_size=10")
 	f.Add("kyma_state=Error&kyma_state=warning&plan=azure")
+	f.Add("expired=true&with_bindings=true&runtime_config=true&kyma_config=false&gardener_config=true")
 	f.Fuzz(func(t *testing.T, raw string) {
 		v, err := url.ParseQuery(raw)
 		if err != nil {

@@ -95,7 +95,7 @@ func TestExpiredAtShownOnlyWhenSet(t *testing.T) {
 	h := runtimelisting.NewHandler(pageStore{storage.RuntimePage{Total: 2, Runtimes: []storage.Runtime{
 		{InstanceID: "expired", State: storage.RuntimeSuspended, ExpiredAt: &expired},
 		{InstanceID: "running", State: storage.RuntimeSucceeded},
-	}}}, "svc")
+	}}}, "svc", nil)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/info/runtimes", nil))
 	if rec.Code != http.StatusOK {

@@ -221,7 +221,7 @@ func measure(ctx context.Context, dbURL, label string, n, warmup int, budget tim
 		return nil, err
 	}
 	store := storage.NewStore(pool, cipher, queue)
-	srv := httptest.NewServer(runtimelisting.NewHandler(store, catalog.ServiceID))
+	srv := httptest.NewServer(runtimelisting.NewHandler(store, catalog.ServiceID, nil))
 	defer srv.Close()
 	client := srv.Client()
 	get := func(query string) (listing, error) {
