@@ -90,16 +90,16 @@ type RuntimeDTO struct {
 	// unless the subaccount has moved since.
 	SubscriptionGlobalAccountID string          `json:"subscriptionGlobalAccountID"`
 	SubAccountID                string          `json:"subAccountID"`
-	ProviderRegion   string          `json:"region"`
-	SubAccountRegion string          `json:"subAccountRegion"`
-	ShootName        string          `json:"shootName"`
-	ServiceClassID   string          `json:"serviceClassID"`
-	ServiceClassName string          `json:"serviceClassName"`
-	ServicePlanID    string          `json:"servicePlanID"`
-	ServicePlanName  string          `json:"servicePlanName"`
-	Provider         string          `json:"provider"`
-	Parameters       json.RawMessage `json:"parameters"`
-	UserID           string          `json:"userID"`
+	ProviderRegion              string          `json:"region"`
+	SubAccountRegion            string          `json:"subAccountRegion"`
+	ShootName                   string          `json:"shootName"`
+	ServiceClassID              string          `json:"serviceClassID"`
+	ServiceClassName            string          `json:"serviceClassName"`
+	ServicePlanID               string          `json:"servicePlanID"`
+	ServicePlanName             string          `json:"servicePlanName"`
+	Provider                    string          `json:"provider"`
+	Parameters                  json.RawMessage `json:"parameters"`
+	UserID                      string          `json:"userID"`
 	// KymaState is the state Lifecycle Manager reports for the runtime's
 	// Kyma CR (Ready, Processing, Warning, Error, Deleting), as keb's
 	// control-plane watch last saw it; omitted without one (archived

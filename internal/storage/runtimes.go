@@ -135,7 +135,7 @@ type Runtime struct {
 	BetaEnabled       *bool
 	UsedForProduction *string
 	CreatedAt         time.Time
-	UpdatedAt time.Time
+	UpdatedAt         time.Time
 	// DeletedAt is when a deprovisioned instance was archived; nil for live ones.
 	DeletedAt *time.Time
 	// ExpiredAt is when a trial or free instance expired; nil when it has
