@@ -25,6 +25,19 @@ func serveCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) err
 		if err != nil {
 			return err
 		}
+		// Upstream KEB's setting names, said once: which keb read as its
+		// own, which keb's own names overrode, which mean nothing to keb.
+		for _, n := range b.UpstreamReport() {
+			entry := log.WithField("upstream_setting", n.Upstream).WithField("outcome", string(n.Outcome))
+			if n.Keb != "" {
+				entry = entry.WithField("keb_setting", n.Keb)
+			}
+			if n.Outcome == config.UpstreamRead {
+				entry.Info(n.Message())
+			} else {
+				entry.Warn(n.Message())
+			}
+		}
 		if cfg.TrustGateway {
 			log.Warn("APP_AUTH_TRUST_GATEWAY is on: token signatures are NOT verified; only run keb behind a gateway that verifies them")
 		}
