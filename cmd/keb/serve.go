@@ -18,15 +18,13 @@ func serveCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) err
 		if err := b.Err(); err != nil {
 			return err
 		}
-		if err := cfg.CheckServe(); err != nil {
-			return err
-		}
 		log, err := newLogger(cfg.LogFormat, cfg.LogLevel)
 		if err != nil {
 			return err
 		}
-		// Upstream KEB's setting names, said once: which keb read as its
-		// own, which keb's own names overrode, which mean nothing to keb.
+		// Upstream KEB's setting names, said once and before anything can
+		// stop the start: which keb read as its own, which keb's own names
+		// overrode, which mean nothing to keb.
 		for _, n := range b.UpstreamReport() {
 			entry := log.WithField("upstream_setting", n.Upstream).WithField("outcome", string(n.Outcome))
 			if n.Keb != "" {
@@ -37,6 +35,10 @@ func serveCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) err
 			} else {
 				entry.Warn(n.Message())
 			}
+		}
+		// After the report: what an upstream name supplied counts.
+		if err := cfg.CheckServe(); err != nil {
+			return err
 		}
 		if cfg.TrustGateway {
 			log.Warn("APP_AUTH_TRUST_GATEWAY is on: token signatures are NOT verified; only run keb behind a gateway that verifies them")
