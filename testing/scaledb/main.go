@@ -384,6 +384,11 @@ func listingQueries(get func(string) (listing, error), instances int) ([]namedQu
 		{fmt.Sprintf("page=%d (beyond the end)", pages+1), fmt.Sprintf("page=%d&page_size=100", pages+1)},
 		{fmt.Sprintf("page=%d (middle)", pages/2), fmt.Sprintf("page=%d&page_size=100", pages/2)},
 		{"op_detail=all", "op_detail=all&page_size=100"},
+		// Upstream KEB's options (issue 37): the expired trial and free
+		// runtimes, and the bindings under upstream's name.
+		{"expired=true", "expired=true&page_size=100"},
+		{"expired=true&page=2", "expired=true&page=2&page_size=100"},
+		{"with_bindings=true&op_detail=all", "with_bindings=true&op_detail=all&page_size=100"},
 	}, nil
 }
 
