@@ -311,7 +311,9 @@ func TestRuntimesEndpointStatusLists(t *testing.T) {
 		VALUES ('upd-1', 'inst-1', 'update', 'succeeded', '', '{}', now(), '{}', false, now() - interval '100 minutes'),
 		('sus-1', 'inst-1', 'deprovision', 'succeeded', '', '{}', now(), '{}', true, now() - interval '90 minutes'),
 		('res-1', 'inst-1', 'provision', 'succeeded', '', '{}', now(), '{}', false, now() - interval '80 minutes'),
-		('upd-2', 'inst-1', 'update', 'succeeded', '', '{}', now(), '{}', false, now() - interval '70 minutes')`)
+		('upd-2', 'inst-1', 'update', 'succeeded', '', '{}', now(), '{}', false, now() - interval '70 minutes'),
+		('upc-1', 'inst-1', 'upgrade_cluster', 'failed', '', '{}', now(), '{}', false, now() - interval '60 minutes'),
+		('upc-2', 'inst-1', 'upgrade_cluster', 'succeeded', '', '{}', now(), '{}', false, now() - interval '50 minutes')`)
 	b.exec(`UPDATE operations SET created_at = now() - interval '110 minutes' WHERE operation_id = 'op-1'`)
 	ids := func(st map[string]any, list string) string {
 		l, _ := st[list].(map[string]any)
@@ -329,9 +331,9 @@ func TestRuntimesEndpointStatusLists(t *testing.T) {
 		want   map[string]string
 	}{
 		{detail: "all", want: map[string]string{"update": "upd-2,upd-1 count=2 total=2", "suspension": "sus-1 count=1 total=1",
-			"unsuspension": "res-1 count=1 total=1", "upgradingKyma": "<none>", "upgradingCluster": "<none>"}},
+			"unsuspension": "res-1 count=1 total=1", "upgradingKyma": "<none>", "upgradingCluster": "upc-2,upc-1 count=2 total=2"}},
 		{detail: "last", want: map[string]string{"update": "upd-2 count=1 total=1", "suspension": "sus-1 count=1 total=1",
-			"unsuspension": "res-1 count=1 total=1", "upgradingKyma": "<none>"}},
+			"unsuspension": "res-1 count=1 total=1", "upgradingKyma": "<none>", "upgradingCluster": "upc-2 count=1 total=1"}},
 	}
 	for _, tc := range cases {
 		r := b.expect(b.do(http.MethodGet, "/runtimes?instance_id=inst-1&op_detail="+tc.detail, ""), http.StatusOK)
