@@ -99,7 +99,11 @@ func pagingOf(q url.Values, path string, total, size int) paging {
 	if n, err := strconv.Atoi(q.Get("page_size")); err == nil && n > 0 {
 		size = n
 	}
-	p := paging{Page: 1, Pages: max(1, (total+size-1)/size)}
+	pages := total / size
+	if total%size != 0 {
+		pages++
+	}
+	p := paging{Page: 1, Pages: max(1, pages)}
 	if n, err := strconv.Atoi(q.Get("page")); err == nil && n > 0 {
 		p.Page = n
 	}
