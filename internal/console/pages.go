@@ -11,6 +11,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/kyma-keb/keb/internal/broker"
 	"github.com/kyma-keb/keb/internal/events"
 	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/logging"
@@ -109,6 +110,13 @@ func (c *Console) orchestrationPage(w http.ResponseWriter, r *http.Request, toke
 	id := mux.Vars(r)["orchestration_id"]
 	vars := map[string]string{"orchestration_id": id}
 	data := map[string]any{"ID": id}
+	// The API's route checks its IDs before its handler (the router's
+	// checkPathIDs); the console calls the handler, so it checks them here.
+	if err := broker.ValidateStoredID("orchestration ID", id); err != nil {
+		data["Error"] = err.Error()
+		c.render(w, http.StatusBadRequest, "orchestration.html", data)
+		return
+	}
 	var o orchestration.Response
 	status, msg, _ := c.ask(r, c.opts.Orchestrations.One(), "/orchestrations/"+url.PathEscape(id), url.Values{}, vars, &o)
 	q := nonEmpty(r.URL.Query())
