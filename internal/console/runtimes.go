@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/kyma-keb/keb/internal/events"
 	"github.com/kyma-keb/keb/internal/runtimelisting"
 )
 
@@ -130,11 +131,12 @@ func short(id string) string {
 	return id
 }
 
-// since renders a duration as people read it: 45 s, 14 min, 3 h 05 min, 2 d 4 h.
+// since renders a duration as people read it: 850ms, 12.3s (as `keb
+// events`), 14 min, 3 h 05 min, 2 d 4 h.
 func since(d time.Duration) string {
 	switch {
 	case d < time.Minute:
-		return fmt.Sprintf("%d s", int(d.Seconds()))
+		return events.Took(d)
 	case d < time.Hour:
 		return fmt.Sprintf("%d min", int(d.Minutes()))
 	case d < 48*time.Hour:

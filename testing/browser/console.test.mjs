@@ -105,12 +105,13 @@ try {
   await page.evaluate(() => { window.kebNoReload = true; });
   const stateAtOpen = (await page.textContent('#state')).trim();
   if (stateAtOpen !== 'provisioning') fail(`the instance page opened during provisioning says state ${stateAtOpen}`);
-  await until('a step in the timeline', async () => (await page.locator('tr.step').count()) > 0, 60);
+  await until('a step in the timeline', async () => (await page.locator('tr.step:not(.to-come)').count()) > 0, 60);
   await until('the waiting step', async () => (await page.locator('#timeline').textContent()).includes('running'), 60);
   // The steps still to come are drawn too, and the operation says how long it has been running.
   if (!(await page.locator('#timeline .running-for').first().textContent()).includes('running for')) fail('the running operation does not say for how long');
   await page.screenshot({ path: join(shots, 'console-timeline-running.png'), fullPage: true });
-  const stepsWhileRunning = await page.locator('tr.step').count();
+  const stepsWhileRunning = await page.locator('tr.step:not(.to-come)').count();
+  const toCome = await page.locator('tr.step.to-come').count();
   await until('the provisioning to succeed on the page', async () => {
     const t = await page.locator('#ops').getAttribute('data-live');
     return t === 'false' && (await page.locator('#timeline').textContent()).includes('succeeded');
@@ -119,7 +120,9 @@ try {
   await until('the state to say succeeded', async () => (await page.textContent('#state')).trim() === 'succeeded', 10);
   if (!(await page.evaluate(() => window.kebNoReload === true))) fail('the instance page was reloaded to show the new state');
   if (!/\d\d:\d\d:\d\d UTC/.test(await page.textContent('#instance'))) fail('the instance page shows times without their zone');
-  const steps = await page.locator('tr.step').count();
+  const steps = await page.locator('tr.step:not(.to-come)').count();
+  if (toCome < 1 || steps < stepsWhileRunning + 1) fail(`while running, ${toCome} steps to come were drawn`);
+  if ((await page.locator('tr.step.to-come').count()) !== 0) fail('a finished operation still shows steps to come');
   if (steps <= stepsWhileRunning) fail(`live refresh showed no new steps (${stepsWhileRunning} -> ${steps})`);
   for (const name of ['resolve_hyperscaler_secret', 'create_runtime', 'check_runtime', 'apply_kyma']) {
     if ((await page.locator(`tr.step[data-step="${name}"]`).count()) !== 1) fail(`step ${name} missing from the timeline`);
