@@ -1,5 +1,6 @@
 // Browser test of the operations console: starts `keb dev` (shared simulated runtimes), provisions a runtime as
-// the README's walkthrough does, logs into /console with a dev token, filters to the instance, opens its timeline,
+// the README's walkthrough does (each simulated cluster takes 15 s: long enough to open the page of a provisioning
+// still running on a busy machine), logs into /console with a dev token, filters to the instance, opens its timeline,
 // watches the steps appear until the provisioning succeeds, then provisions one with a module Lifecycle Manager
 // does not have and finds its Kyma state Error in the list (filtered by it) and its module's error on its page,
 // then reads the overview, a dry-run orchestration's progress, the account pool and the events pages,
@@ -43,7 +44,7 @@ async function until(what, fn, seconds) {
 const dir = mkdtempSync(join(tmpdir(), 'keb-browser-'));
 const port = await freePort();
 const base = `http://127.0.0.1:${port}`;
-const dev = spawn(keb, ['dev', '--port', String(port), '--dir', dir, '--runtime-mode', 'shared', '--runtime-delay', '4s'], {
+const dev = spawn(keb, ['dev', '--port', String(port), '--dir', dir, '--runtime-mode', 'shared', '--runtime-delay', '15s'], {
   cwd: root, env: { ...process.env, APP_LOG_FORMAT: 'text', APP_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'pipe'],
 });
 let devLog = '';
