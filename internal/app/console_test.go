@@ -103,6 +103,9 @@ func TestConsole(t *testing.T) {
 		!regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC`).MatchString(body) {
 		t.Fatalf("provisioned instance page: %d\n%s", code, body)
 	}
+	if !strings.Contains(body, `id="history"`) || !strings.Contains(body, `data-operation="`+op.ID+`"`) {
+		t.Fatalf("the instance page lacks its every-operation history:\n%s", body)
+	}
 	if strings.Contains(body, `id="expired"`) || strings.Contains(body, `id="gone"`) {
 		t.Fatalf("a running instance's page says it expired or is gone:\n%s", body)
 	}

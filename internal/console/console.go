@@ -330,7 +330,7 @@ func (c *Console) ask(r *http.Request, h http.Handler, path string, q url.Values
 
 func (c *Console) instancePage(w http.ResponseWriter, r *http.Request, token string) {
 	id := mux.Vars(r)["instance_id"]
-	page, status, errMsg := c.listRuntimes(r, url.Values{"instance_id": {id}, "state": {"all"}, "actions": {"true"}})
+	page, status, errMsg := c.listRuntimes(r, url.Values{"instance_id": {id}, "state": {"all"}, "actions": {"true"}, "op_detail": {"all"}})
 	if status == http.StatusOK && len(page.Data) == 0 {
 		status, errMsg = http.StatusNotFound, "no instance "+id
 	}
@@ -346,6 +346,13 @@ func (c *Console) instancePage(w http.ResponseWriter, r *http.Request, token str
 		}
 		tl := timeline(list)
 		layout(tl, c.opts.Steps, time.Now())
+		// The whole history: every operation the instance's record keeps,
+		// those past the events' retention (no timeline any more) marked.
+		inTimeline := map[string]bool{}
+		for _, op := range tl {
+			inTimeline[op.ID] = true
+		}
+		data["InTimeline"] = inTimeline
 		data["Operations"] = tl
 		live := false
 		for _, op := range tl {
