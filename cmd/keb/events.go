@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/kyma-keb/keb/internal/auth"
 	"github.com/kyma-keb/keb/internal/config"
@@ -20,14 +19,9 @@ func eventsCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) er
 	return bindEvents(fs, os.Stdout, os.Stderr)
 }
 
-// eventRow is one line of `keb events`: an event of GET /events and, for the
-// end of a step or an operation, how long it took.
-type eventRow struct {
-	events.Event
-	// Took is from the step's start to its step_done, or from the
-	// acceptance to the operation's end; absent for other events.
-	Took string `json:"took,omitempty"`
-}
+// eventRow is one line of `keb events`: an event with how long its step
+// or operation took (events.WithDurations).
+type eventRow = events.Row
 
 // bindEvents registers the flags of `keb events -i INSTANCE [-r RUNTIME] [--operation OP]`.
 func bindEvents(fs *flag.FlagSet, stdout, stderr io.Writer) func(ctx context.Context, args []string) error {
@@ -60,47 +54,8 @@ func bindEvents(fs *flag.FlagSet, stdout, stderr io.Writer) func(ctx context.Con
 		if err := c.do(ctx, "GET", "/events?"+query.Encode(), nil, &list); err != nil {
 			return err
 		}
-		return printEvents(c.stdout, c.output, withDurations(list))
+		return printEvents(c.stdout, c.output, events.WithDurations(list))
 	}
-}
-
-// withDurations adds to each step_done the time since its step started, and
-// to an operation's end the time since it was accepted.
-func withDurations(list []events.Event) []eventRow {
-	started := map[string]time.Time{}
-	rows := make([]eventRow, 0, len(list))
-	for _, e := range list {
-		r := eventRow{Event: e}
-		switch e.Kind {
-		case events.OperationAccepted:
-			started[e.OperationID] = e.CreatedAt
-		case events.StepStarted:
-			started[e.OperationID+"/"+e.Step] = e.CreatedAt
-		case events.StepDone:
-			if t, ok := started[e.OperationID+"/"+e.Step]; ok {
-				r.Took = took(e.CreatedAt.Sub(t))
-			}
-		case events.OperationSucceeded, events.OperationFailed:
-			if t, ok := started[e.OperationID]; ok {
-				r.Took = took(e.CreatedAt.Sub(t))
-			}
-		}
-		rows = append(rows, r)
-	}
-	return rows
-}
-
-// took is a duration as people read it: 850ms, 12.3s, 4m05s, 1h02m.
-func took(d time.Duration) string {
-	switch {
-	case d < time.Second:
-		return d.Round(time.Millisecond).String()
-	case d < time.Minute:
-		return d.Round(100 * time.Millisecond).String()
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	}
-	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 }
 
 func printEvents(w io.Writer, o listOutput, rows []eventRow) error {

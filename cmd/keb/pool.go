@@ -203,50 +203,12 @@ func printAccounts(p poolListing, rows []poolAccount) error {
 	return printItems(p.out, p.o, pageOf(rows), cols, wide)
 }
 
-// poolSummary is one row of `keb pool summary`: a hyperscaler type's
-// accounts by state. Free is what the next provisionings of the type can
-// claim; dirty ones return once cleaned.
-type poolSummary struct {
-	HyperscalerType string `json:"hyperscalerType"`
-	Free            int    `json:"free"`
-	Claimed         int    `json:"claimed"`
-	Shared          int    `json:"shared"`
-	Dirty           int    `json:"dirty"`
-	EUAccessFree    int    `json:"euAccessFree"`
-	Total           int    `json:"total"`
-}
+// poolSummary is one row of `keb pool summary` (the console's pool page
+// shows the same).
+type poolSummary = hyperscaler.Summary
 
-// summarise counts accounts per hyperscaler type and state, types sorted.
-func summarise(accounts []hyperscaler.AccountInfo) []poolSummary {
-	byType := map[string]*poolSummary{}
-	for _, a := range accounts {
-		s := byType[a.Type]
-		if s == nil {
-			s = &poolSummary{HyperscalerType: a.Type}
-			byType[a.Type] = s
-		}
-		s.Total++
-		switch a.State {
-		case hyperscaler.StateFree:
-			s.Free++
-			if a.EUAccess {
-				s.EUAccessFree++
-			}
-		case hyperscaler.StateClaimed:
-			s.Claimed++
-		case hyperscaler.StateShared:
-			s.Shared++
-		case hyperscaler.StateDirty:
-			s.Dirty++
-		}
-	}
-	rows := make([]poolSummary, 0, len(byType))
-	for _, s := range byType {
-		rows = append(rows, *s)
-	}
-	slices.SortFunc(rows, func(a, b poolSummary) int { return strings.Compare(a.HyperscalerType, b.HyperscalerType) })
-	return rows
-}
+// summarise counts accounts per hyperscaler type and state.
+var summarise = hyperscaler.Summarise
 
 func printPoolSummary(p poolListing, rows []poolSummary) error {
 	type s = poolSummary

@@ -224,16 +224,23 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	eventList := events.New(store, cfg.EventsRetention)
 	opts := httpapi.Options{Broker: brk, Auth: verifier, Log: log, Registry: reg, Ready: readiness,
 		RequestTimeout: cfg.RequestTimeout,
-		Runtimes:       runtimesHandler, Expire: expiry.Handler(expirer, log),
-		Console: console.New(console.Options{Runtimes: runtimesHandler, Events: eventList, Instances: store, Verifier: verifier,
-			DevLogin: dev != nil, Log: log.WithField("component", "console")})}
+		Runtimes:       runtimesHandler, Expire: expiry.Handler(expirer, log)}
 	oc := cfg.Engine.Orchestration
 	opts.KubeconfigOrigins = cfg.KubeconfigAllowOrigins
 	opts.Events = events.Handler(eventList, log.WithField("component", "events"))
 	opts.Kubeconfig = userkubeconfig.Handler(kubeconfigs, log.WithField("component", "kubeconfig"))
-	opts.Orchestrations = orchestration.NewHandler(orchestrations, orchestration.Defaults{KymaVersion: cfg.Engine.KymaVersion,
+	orchestrationAPI := orchestration.NewHandler(orchestrations, orchestration.Defaults{KymaVersion: cfg.Engine.KymaVersion,
 		KubernetesVersion: oc.KubernetesVersion, MachineImage: oc.MachineImage, MachineImageVersion: oc.MachineImageVersion},
 		log.WithField("component", "orchestration"))
+	opts.Orchestrations = orchestrationAPI
+	consoleOpts := console.Options{Runtimes: runtimesHandler, Events: eventList, Instances: store, Verifier: verifier,
+		Overview: store, Orchestrations: orchestrationAPI, Progress: orchestrations, EventsAPI: opts.Events, AccountUsage: store,
+		DevLogin: dev != nil, Log: log.WithField("component", "console")}
+	if eng != nil {
+		consoleOpts.Pool = eng.accounts // a nil *AccountPool must not become a non-nil interface
+		consoleOpts.Steps = eng.steps
+	}
+	opts.Console = console.New(consoleOpts)
 	if dev != nil {
 		opts.DevToken, opts.Mounts = dev.TokenIssue, dev.Mounts
 	}

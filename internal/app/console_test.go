@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -35,7 +36,7 @@ func TestConsole(t *testing.T) {
 	}
 	login := func(token string) (int, string) {
 		t.Helper()
-		res, err := c.PostForm(b.srv.URL+"/console/login", url.Values{"token": {token}, "next": {"/console?plan=azure"}})
+		res, err := c.PostForm(b.srv.URL+"/console/login", url.Values{"token": {token}, "next": {"/console/runtimes?plan=azure"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,14 +57,24 @@ func TestConsole(t *testing.T) {
 	if code, body := login(b.mint(auth.ScopeCLDRead)); code != http.StatusOK || !strings.Contains(body, "inst-c1") || !strings.Contains(body, "inst-c2") {
 		t.Fatalf("after login: %d\n%s", code, body)
 	}
-	code, _, body := get("/console?account=ga-2")
+	code, _, body := get("/console/runtimes?account=ga-2")
 	if code != http.StatusOK || strings.Contains(body, "inst-c1") || !strings.Contains(body, "inst-c2") || !strings.Contains(body, "1 shown of 1") {
 		t.Fatalf("filtered table: %d\n%s", code, body)
 	}
-	if code, _, body := get("/console?page_size=1"); code != http.StatusOK || !strings.Contains(body, `id="next"`) {
+	if code, _, body := get("/console/runtimes?page_size=1"); code != http.StatusOK || !strings.Contains(body, `id="next"`) {
 		t.Fatalf("first of two pages has no next link: %d", code)
 	}
-	if code, _, body := get("/console?page_size=1000"); code != http.StatusBadRequest || !strings.Contains(body, "page_size") {
+	// The second of two pages links back and counts the pages; rows show
+	// the runtime's name and a short ID that copies the whole one.
+	if code, _, body := get("/console/runtimes?page_size=1&page=2"); code != http.StatusOK || !strings.Contains(body, `id="prev"`) ||
+		strings.Contains(body, `id="next"`) || !strings.Contains(body, "page 2 of 2") {
+		t.Fatalf("second of two pages: %d\n%s", code, body)
+	}
+	if code, _, body := get("/console/runtimes?account=ga-2"); code != http.StatusOK || !strings.Contains(body, ">c2</a>") ||
+		!strings.Contains(body, `data-copy="inst-c2"`) || !strings.Contains(body, "provision</strong> running for") {
+		t.Fatalf("runtime row without name, copy button or current operation: %d\n%s", code, body)
+	}
+	if code, _, body := get("/console/runtimes?page_size=1000"); code != http.StatusBadRequest || !strings.Contains(body, "page_size") {
 		t.Fatalf("bad page size: %d\n%s", code, body)
 	}
 	code, _, body = get("/console/instances/inst-c2")
@@ -92,6 +103,9 @@ func TestConsole(t *testing.T) {
 		!regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC`).MatchString(body) {
 		t.Fatalf("provisioned instance page: %d\n%s", code, body)
 	}
+	if !strings.Contains(body, `id="history"`) || !strings.Contains(body, `data-operation="`+op.ID+`"`) {
+		t.Fatalf("the instance page lacks its every-operation history:\n%s", body)
+	}
 	if strings.Contains(body, `id="expired"`) || strings.Contains(body, `id="gone"`) {
 		t.Fatalf("a running instance's page says it expired or is gone:\n%s", body)
 	}
@@ -115,5 +129,66 @@ func TestConsole(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, `id="gone"`) || !strings.Contains(body, `id="archived"`) ||
 		!strings.Contains(body, `data-operation="dep-c1"`) || !strings.Contains(body, `data-live="false"`) || strings.Contains(body, `id="timeline"`) {
 		t.Fatalf("deprovisioned instance page: %d\n%s", code, body)
+	}
+}
+
+// The overview answers, without a UUID, how many runtimes fail and why,
+// and the orchestrations and events pages how far an orchestration is and
+// what an instance's operations did.
+func TestConsoleOverviewAndPages(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, id := range []string{"ov-1", "ov-2", "ov-3"} {
+		b.expect(b.do(http.MethodPut, provisionPath(id), provisionBody(azurePlanID, `{"name":"`+id+`"}`, "")), http.StatusAccepted)
+	}
+	b.exec(`UPDATE operations SET state = 'failed', stage = 'check_runtime', finished_at = now(), error_message = 'the cluster never came up',
+		data = data || '{"errorCategory":"infrastructure-manager"}' WHERE instance_id IN ('ov-1', 'ov-2')`)
+	b.exec(`UPDATE instances SET state = 'failed' WHERE instance_id IN ('ov-1', 'ov-2')`)
+	b.exec(`INSERT INTO orchestrations (orchestration_id, type, state, parameters) VALUES ('orch-1', 'upgrade_kyma', 'in progress', '{}')`)
+	for i, st := range []string{"succeeded", "succeeded", "failed", "pending"} {
+		b.exec(`INSERT INTO orchestration_operations (orchestration_id, instance_id, operation_id, position, state, runtime_id,
+			global_account_id, subaccount_id, plan_id, plan_name, region, shoot_name, maintenance_window_begin, maintenance_window_end, not_before)
+			VALUES ('orch-1', $1, $2, $3, $4, 'rt', 'ga', 'sa', 'p', 'azure', 'westeurope', 'shoot', '', '', now())`,
+			fmt.Sprintf("oi-%d", i), fmt.Sprintf("oo-%d", i), i, st)
+	}
+	get := func(path string) (int, string) {
+		t.Helper()
+		return b.consolePage(path)
+	}
+	code, body := get("/console")
+	if code != http.StatusOK || !regexp.MustCompile(`id="failing">2<`).MatchString(body) || !regexp.MustCompile(`id="total">3<`).MatchString(body) ||
+		!strings.Contains(body, "check_runtime · infrastructure-manager") || !strings.Contains(body, `id="ops-chart"`) ||
+		!strings.Contains(body, "the cluster never came up") {
+		t.Fatalf("overview: %d\n%s", code, body)
+	}
+	if code, body := get("/console?window=week"); code != http.StatusOK || !strings.Contains(body, "last 7 days") {
+		t.Fatalf("overview of the week: %d", code)
+	}
+	for _, q := range []string{"window=year", "window=day&window=week", "plan=azure", "window=%3Cscript%3E"} {
+		if code, body := get("/console?" + q); code != http.StatusBadRequest || !strings.Contains(body, `class="error"`) || strings.Contains(body, `"<script>"`) {
+			t.Errorf("overview ?%s: %d\n%s", q, code, body)
+		}
+	}
+	code, body = get("/console/orchestrations")
+	if code != http.StatusOK || !strings.Contains(body, "3 of 4 done") || !strings.Contains(body, "1 failed") {
+		t.Fatalf("orchestrations: %d\n%s", code, body)
+	}
+	code, body = get("/console/orchestrations/orch-1?state=failed")
+	if code != http.StatusOK || !strings.Contains(body, "3 of 4 done") || !strings.Contains(body, `data-instance="oi-2"`) || strings.Contains(body, `data-instance="oi-0"`) {
+		t.Fatalf("orchestration: %d\n%s", code, body)
+	}
+	if code, _ := get("/console/orchestrations/nope"); code != http.StatusNotFound {
+		t.Fatalf("unknown orchestration: %d", code)
+	}
+	code, body = get("/console/events?instance_ids=ov-3")
+	if code != http.StatusOK || !strings.Contains(body, `data-kind="operation_accepted"`) {
+		t.Fatalf("events: %d\n%s", code, body)
+	}
+	if code, body := get("/console/events"); code != http.StatusOK || !strings.Contains(body, "Name an instance") {
+		t.Fatalf("events without a filter: %d", code)
+	}
+	// A replica without workers reads no pool, and says so.
+	if code, body := get("/console/pool"); code != http.StatusServiceUnavailable || !strings.Contains(body, `class="error"`) {
+		t.Fatalf("pool: %d\n%s", code, body)
 	}
 }

@@ -103,6 +103,9 @@ type engine struct {
 	log      logrus.FieldLogger
 	// accounts is the hyperscaler account pool, counted for metrics.
 	accounts *hyperscaler.AccountPool
+	// steps are each operation type's step names in pipeline order, for
+	// the console's timeline (the steps still to come).
+	steps map[string][]string
 	// scheduler runs orchestrations; its metrics join the registry.
 	scheduler *orchestration.Scheduler
 }
@@ -229,6 +232,12 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 	scheduler := orchestration.NewScheduler(orchestrations, windows, log.WithField("component", "orchestration"))
 	scheduler.Poll, scheduler.OperationTimeout = ec.Orchestration.Poll, ec.Orchestration.UpgradeTimeout
 	eng := process.NewEngine(store, pipelines, log.WithField("component", "engine"))
+	steps := map[string][]string{}
+	for t, p := range pipelines {
+		for _, st := range p.Steps {
+			steps[string(t)] = append(steps[string(t)], st.Name())
+		}
+	}
 	eng.Slice = ec.JobTimeout / 3
 	eng.Observer = orchestration.Observer{Observer: observer, Orchestrations: orchestrations}
 	periodic := []process.Periodic{{Name: "expire_trials", Interval: ec.ExpiryInterval, Run: func(ctx context.Context) error {
@@ -277,7 +286,7 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 		return nil, err
 	}
 	takeover := process.NewTakeover(store, ec.TakeoverAfter, log.WithField("component", "takeover"))
-	return &engine{queue: queue, watcher: watcher, kymaStates: kymaStates, takeover: takeover, watched: []*kube.Watched{sources, pins}, scheduler: scheduler, kcp: kcp, namespace: ns, workers: ec.Workers, accounts: accounts,
+	return &engine{queue: queue, watcher: watcher, kymaStates: kymaStates, takeover: takeover, watched: []*kube.Watched{sources, pins}, scheduler: scheduler, kcp: kcp, namespace: ns, workers: ec.Workers, accounts: accounts, steps: steps,
 		log: log.WithField("component", "readiness")}, nil
 }
 

@@ -891,11 +891,29 @@ func hostileOperatorRequests(b *bundle, badIDs, badBodies []string) []hostileReq
 	// Listings and the console's table read through the same parser.
 	for _, q := range badQueries {
 		reqs = append(reqs, req{method: http.MethodGet, path: "/runtimes?" + q},
+			req{method: http.MethodGet, path: "/console/runtimes?" + q, opts: []reqOpt{cookie}, shape: shapeConsole},
 			req{method: http.MethodGet, path: "/console?" + q, opts: []reqOpt{cookie}, shape: shapeConsole})
 	}
-	// The console.
+	// The console: the overview's window, the orchestrations', pool's and
+	// events' pages (their parameters are the APIs').
+	for _, q := range []string{"window=year", "window=", "window=day&window=week", "window=%00", "window=%FF", "Window=day",
+		"window=" + strings.Repeat("w", 600)} {
+		reqs = append(reqs, req{method: http.MethodGet, path: "/console?" + q, opts: []reqOpt{cookie}, shape: shapeConsole})
+	}
+	for _, q := range []string{"state=bogus", "state=%00", "page=0", "page=x", "page_size=5000", "x=1", "state=pending&state=%FF"} {
+		reqs = append(reqs, req{method: http.MethodGet, path: "/console/orchestrations?" + q, opts: []reqOpt{cookie}, shape: shapeConsole},
+			req{method: http.MethodGet, path: "/console/orchestrations/o-1?" + q, opts: []reqOpt{cookie}, shape: shapeConsole})
+	}
+	for _, q := range []string{"state=bogus", "state=%00", "type=" + strings.Repeat("t", 100), "x=1", "type=a&type=b"} {
+		reqs = append(reqs, req{method: http.MethodGet, path: "/console/pool?" + q, opts: []reqOpt{cookie}, shape: shapeConsole})
+	}
+	for _, q := range []string{"bogus=1", "instance_ids=a,,b", "instance_ids=%00", "runtime_ids=a%0Ab", "operation_ids=" + strings.Repeat("o", 300),
+		"instance_ids=" + strings.Repeat("i,", 100) + "i", "instance_ids=a&page=0", "instance_ids=a&page_size=1001", "instance_ids=%FF"} {
+		reqs = append(reqs, req{method: http.MethodGet, path: "/console/events?" + q, opts: []reqOpt{cookie}, shape: shapeConsole})
+	}
 	for _, id := range badIDs {
-		reqs = append(reqs, req{method: http.MethodGet, path: "/console/instances/" + id, opts: []reqOpt{cookie}, shape: shapeConsole})
+		reqs = append(reqs, req{method: http.MethodGet, path: "/console/instances/" + id, opts: []reqOpt{cookie}, shape: shapeConsole},
+			req{method: http.MethodGet, path: "/console/orchestrations/" + id, opts: []reqOpt{cookie}, shape: shapeConsole})
 	}
 	for _, body := range []string{"", "token=", "token=a&token=b", "token=%zz", "token=a;b", "x=1", "token=a&next=/console&next=/x",
 		"token=" + strings.Repeat("t", 20<<10), "token=%00", "token=not-a-token", "token=" + url.QueryEscape(b.mint(auth.ScopeBrokerWrite)),

@@ -34,6 +34,7 @@ import (
 
 	"github.com/kyma-keb/keb/internal/auth"
 	"github.com/kyma-keb/keb/internal/events"
+	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/logging"
 	"github.com/kyma-keb/keb/internal/runtimelisting"
@@ -71,6 +72,25 @@ type Options struct {
 	Events    EventLister
 	Instances InstanceReader
 	Verifier  Verifier
+	// Overview reads the overview page's figures (storage.Store).
+	Overview OverviewReader
+	// Orchestrations is the orchestration API's handlers (without their
+	// auth); Progress counts their runtimes by state (storage.Orchestrations).
+	Orchestrations OrchestrationAPI
+	Progress       ProgressCounter
+	// EventsAPI is the GET /events handler (without its auth).
+	EventsAPI http.Handler
+	// Pool lists the account pool and AccountUsage counts the live
+	// instances on its accounts; Pool is nil without a control plane.
+	Pool         PoolLister
+	AccountUsage AccountUsage
+	// Steps are each operation type's steps in pipeline order: the
+	// timeline draws those not started yet as steps to come. Empty on a
+	// replica without workers.
+	Steps map[string][]string
+	// StuckAfter is how long an operation runs before the runtimes list
+	// calls it stuck.
+	StuckAfter time.Duration
 	// DevLogin says how to get a token in `keb dev`, shown on the login page.
 	DevLogin bool
 	Log      logrus.FieldLogger
@@ -84,6 +104,7 @@ type Console struct {
 	// page elsewhere must not log a visitor in with its own token (login
 	// CSRF) nor out.
 	crossOrigin *http.CrossOriginProtection
+	cache       overviewCache
 }
 
 // New parses the templates.
@@ -95,6 +116,14 @@ func New(opts Options) *Console {
 		"when":     func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 MST") },
 		"archived": archivedOperations,
 		"join":     strings.Join,
+		"short":    short,
+		"since":    since,
+		"seconds":  seconds,
+		"sinceNow": time.Since,
+		"name":     runtimeName,
+		"used": func(s hyperscaler.Summary) string {
+			return fmt.Sprintf("%.1f", percent(s.Total-s.Free, s.Total))
+		},
 	}
 	c := &Console{opts: opts, tmpl: template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/*.html")),
 		crossOrigin: http.NewCrossOriginProtection()}
@@ -109,7 +138,12 @@ func New(opts Options) *Console {
 // are read through readForm (the router's bounds for bodies sent before
 // anyone is authenticated).
 func (c *Console) Register(r *mux.Router, readForm func(http.Handler) http.Handler) {
-	r.HandleFunc("/console", c.authed(c.runtimesPage)).Methods(http.MethodGet)
+	r.HandleFunc("/console", c.authed(c.overviewPage)).Methods(http.MethodGet)
+	r.HandleFunc("/console/runtimes", c.authed(c.runtimesPage)).Methods(http.MethodGet)
+	r.HandleFunc("/console/orchestrations", c.authed(c.orchestrationsPage)).Methods(http.MethodGet)
+	r.HandleFunc("/console/orchestrations/{orchestration_id}", c.authed(c.orchestrationPage)).Methods(http.MethodGet)
+	r.HandleFunc("/console/pool", c.authed(c.poolPage)).Methods(http.MethodGet)
+	r.HandleFunc("/console/events", c.authed(c.eventsPage)).Methods(http.MethodGet)
 	r.HandleFunc("/console/instances/{instance_id}", c.authed(c.instancePage)).Methods(http.MethodGet)
 	r.HandleFunc("/console/login", c.loginPage).Methods(http.MethodGet)
 	r.Handle("/console/login", c.crossOrigin.Handler(readForm(http.HandlerFunc(c.login)))).Methods(http.MethodPost)
@@ -249,60 +283,54 @@ var kymaStates = func() []string {
 	return out
 }()
 
-func (c *Console) runtimesPage(w http.ResponseWriter, r *http.Request, token string) {
-	q := r.URL.Query()
-	page, status, errMsg := c.listRuntimes(r, q)
-	type filter struct{ Param, Label, Value string }
-	var fs []filter
-	for _, f := range filters {
-		fs = append(fs, filter{f.Param, f.Label, q.Get(f.Param)})
-	}
-	nextURL := ""
-	if page.Next != "" {
-		nq := url.Values{}
-		for k, v := range q {
-			nq[k] = v
-		}
-		nq.Del("page")
-		nq.Set("next", page.Next)
-		nextURL = "/console?" + nq.Encode()
-	}
-	c.render(w, status, "runtimes.html", map[string]any{
-		"Filters": fs, "States": states, "State": q.Get("state"), "KymaStates": kymaStates, "KymaState": q.Get("kyma_state"),
-		"Page": page, "Error": errMsg,
-		"Next": nextURL, "PageSize": q.Get("page_size"),
-	})
-}
-
 // listRuntimes asks the /info/runtimes handler, as an API client would.
 func (c *Console) listRuntimes(r *http.Request, q url.Values) (runtimelisting.Response, int, string) {
-	api := url.Values{}
+	var page runtimelisting.Response
+	status, msg, _ := c.ask(r, c.opts.Runtimes, "/info/runtimes", nonEmpty(q), nil, &page)
+	return page, status, msg
+}
+
+// nonEmpty drops a form's empty fields: a filter left blank filters nothing.
+func nonEmpty(q url.Values) url.Values {
+	out := url.Values{}
 	for k, v := range q {
 		for _, s := range v {
 			if s != "" {
-				api.Add(k, s)
+				out.Add(k, s)
 			}
 		}
 	}
-	req := httptest.NewRequestWithContext(r.Context(), http.MethodGet, "/info/runtimes?"+api.Encode(), nil)
+	return out
+}
+
+// ask calls one of keb's API handlers as an API client would (the same
+// parsing, the same refusals) and decodes its answer into out; a refusal
+// comes back as its status and description. vars are the route's variables.
+func (c *Console) ask(r *http.Request, h http.Handler, path string, q url.Values, vars map[string]string, out any) (int, string, http.Header) {
+	req := httptest.NewRequestWithContext(r.Context(), http.MethodGet, path+"?"+q.Encode(), nil)
+	if vars != nil {
+		req = mux.SetURLVars(req, vars)
+	}
 	rec := httptest.NewRecorder()
-	c.opts.Runtimes.ServeHTTP(rec, req)
-	var page runtimelisting.Response
+	h.ServeHTTP(rec, req)
 	if rec.Code != http.StatusOK {
 		var e struct{ Description string }
 		_ = json.Unmarshal(rec.Body.Bytes(), &e)
-		return page, rec.Code, e.Description
+		if e.Description == "" {
+			e.Description = http.StatusText(rec.Code)
+		}
+		return rec.Code, e.Description, rec.Header()
 	}
-	if err := json.Unmarshal(rec.Body.Bytes(), &page); err != nil {
-		logging.FromContext(r.Context(), c.opts.Log).WithError(err).Error("console: decoding the runtime listing")
-		return page, http.StatusInternalServerError, "the runtime listing could not be read"
+	if err := json.Unmarshal(rec.Body.Bytes(), out); err != nil {
+		logging.FromContext(r.Context(), c.opts.Log).WithError(err).Error("console: decoding " + path)
+		return http.StatusInternalServerError, "the answer of " + path + " could not be read", rec.Header()
 	}
-	return page, http.StatusOK, ""
+	return http.StatusOK, "", rec.Header()
 }
 
 func (c *Console) instancePage(w http.ResponseWriter, r *http.Request, token string) {
 	id := mux.Vars(r)["instance_id"]
-	page, status, errMsg := c.listRuntimes(r, url.Values{"instance_id": {id}, "state": {"all"}, "actions": {"true"}})
+	page, status, errMsg := c.listRuntimes(r, url.Values{"instance_id": {id}, "state": {"all"}, "actions": {"true"}, "op_detail": {"all"}})
 	if status == http.StatusOK && len(page.Data) == 0 {
 		status, errMsg = http.StatusNotFound, "no instance "+id
 	}
@@ -317,6 +345,14 @@ func (c *Console) instancePage(w http.ResponseWriter, r *http.Request, token str
 			status, data["Error"] = http.StatusInternalServerError, "the operations could not be read"
 		}
 		tl := timeline(list)
+		layout(tl, c.opts.Steps, time.Now())
+		// The whole history: every operation the instance's record keeps,
+		// those past the events' retention (no timeline any more) marked.
+		inTimeline := map[string]bool{}
+		for _, op := range tl {
+			inTimeline[op.ID] = true
+		}
+		data["InTimeline"] = inTimeline
 		data["Operations"] = tl
 		live := false
 		for _, op := range tl {

@@ -36,3 +36,52 @@ func FuzzParseLoginForm(f *testing.F) {
 		}
 	})
 }
+
+// FuzzOverviewQuery: the overview takes one parameter, window, once, day or
+// week; anything else is refused with a message, never half-read.
+func FuzzOverviewQuery(f *testing.F) {
+	f.Add("window=week")
+	f.Add("window=day&window=week")
+	f.Add("plan=azure")
+	f.Fuzz(func(t *testing.T, raw string) {
+		q, err := url.ParseQuery(raw)
+		if err != nil {
+			return // the router refuses a query it cannot read whole
+		}
+		w, err := parseOverviewQuery(q)
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("a refusal that says nothing")
+			}
+			return
+		}
+		if len(q) > 1 || len(q) == 1 && (len(q["window"]) != 1 || q.Get("window") != w.Name) || len(q) == 0 && w.Name != "day" {
+			t.Fatalf("accepted %q as %+v", raw, w)
+		}
+	})
+}
+
+// FuzzPaging: page links stay on the page's path, number pages from 1 to
+// the last, and never carry a cursor.
+func FuzzPaging(f *testing.F) {
+	f.Add("page=2&page_size=10&plan=azure", 95)
+	f.Fuzz(func(t *testing.T, raw string, total int) {
+		q, err := url.ParseQuery(raw)
+		if err != nil || total < 0 {
+			return
+		}
+		p := pagingOf(q, "/console/runtimes", total, 100)
+		if p.Pages < 1 || p.Page < 1 {
+			t.Fatalf("paging %+v", p)
+		}
+		for _, l := range []string{p.Prev, p.Next} {
+			if l == "" {
+				continue
+			}
+			u, err := url.Parse(l)
+			if err != nil || u.Path != "/console/runtimes" || u.Host != "" || u.Query().Has("next") {
+				t.Fatalf("link %q", l)
+			}
+		}
+	})
+}

@@ -15,6 +15,10 @@ type Operation struct {
 	Finished                            *time.Time
 	InProgress                          bool
 	Steps                               []Step
+	// RunningFor is how long it has run (until now, or until it finished).
+	RunningFor time.Duration
+	// ToCome are the pipeline's steps not started yet, while it runs.
+	ToCome []string
 }
 
 // Step is one step of an operation's timeline.
@@ -32,6 +36,53 @@ type Step struct {
 	History []events.Event
 	// Attempts is how often the step ran (each look while waiting counts).
 	Attempts int
+	// Left and Width place the step's bar on its operation's time axis,
+	// in percent; Ticks place its waits and errors.
+	Left, Width float64
+	Ticks       []float64
+}
+
+// layout places each operation's steps on a time axis from its acceptance
+// to its end (now while it runs), and names the steps still to come.
+func layout(ops []Operation, pipelines map[string][]string, now time.Time) {
+	for i := range ops {
+		op := &ops[i]
+		end := now
+		if op.Finished != nil {
+			end = *op.Finished
+		}
+		op.RunningFor = end.Sub(op.Created)
+		span := float64(max(end.Sub(op.Created), time.Second))
+		at := func(t time.Time) float64 { return min(max(100*float64(t.Sub(op.Created))/span, 0), 100) }
+		for j := range op.Steps {
+			s := &op.Steps[j]
+			if s.Start.IsZero() {
+				continue
+			}
+			stop := s.End
+			if stop.IsZero() {
+				stop = end
+			}
+			s.Left = at(s.Start)
+			s.Width = max(at(stop)-s.Left, 0.5)
+			s.Ticks = nil
+			for _, h := range s.History {
+				s.Ticks = append(s.Ticks, at(h.CreatedAt))
+			}
+		}
+		if !op.InProgress {
+			continue
+		}
+		started := map[string]bool{}
+		for _, s := range op.Steps {
+			started[s.Name] = true
+		}
+		for _, name := range pipelines[strings.TrimSuffix(op.Type, " (suspension)")] {
+			if !started[name] {
+				op.ToCome = append(op.ToCome, name)
+			}
+		}
+	}
 }
 
 // timeline turns an instance's events (GET /events' list, ordered by time)

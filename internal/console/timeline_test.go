@@ -58,3 +58,31 @@ func TestTimeline(t *testing.T) {
 		t.Errorf("failed operation's steps: %+v", d.Steps)
 	}
 }
+
+// Each step is a bar on its operation's time axis (accepted to finished, or
+// to now while it runs), and a running operation lists the pipeline's steps
+// not started yet.
+func TestLayout(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	ops := []Operation{{Type: "provision", Created: at(0), InProgress: true, Steps: []Step{
+		{Name: "start", Start: at(0), End: at(25), Done: true},
+		{Name: "check_runtime", Start: at(25), Running: true, History: []events.Event{{CreatedAt: at(50)}}},
+	}}}
+	layout(ops, map[string][]string{"provision": {"start", "check_runtime", "apply_kyma", "check_kyma"}}, at(100))
+	op := ops[0]
+	if op.RunningFor != 100*time.Second || len(op.ToCome) != 2 || op.ToCome[0] != "apply_kyma" || op.ToCome[1] != "check_kyma" {
+		t.Fatalf("running operation: %s, to come %v", op.RunningFor, op.ToCome)
+	}
+	s0, s1 := op.Steps[0], op.Steps[1]
+	if s0.Left != 0 || s0.Width != 25 || s1.Left != 25 || s1.Width != 75 || len(s1.Ticks) != 1 || s1.Ticks[0] != 50 {
+		t.Fatalf("bars: %+v %+v", s0, s1)
+	}
+	done := at(40)
+	ops = []Operation{{Type: "deprovision (suspension)", Created: at(0), Finished: &done, Steps: []Step{{Name: "a", Start: at(10), End: at(20), Done: true}}}}
+	layout(ops, map[string][]string{"deprovision": {"a", "b"}}, at(100))
+	if s := ops[0].Steps[0]; s.Left != 25 || s.Width != 25 || ops[0].ToCome != nil || ops[0].RunningFor != 40*time.Second {
+		t.Fatalf("finished operation: %+v %v", s, ops[0].ToCome)
+	}
+}

@@ -157,3 +157,51 @@ func FromOperations(ops []storage.EventOperation, since time.Time) []Event {
 	})
 	return out
 }
+
+// Row is an event and, for the end of a step or an operation, how long it
+// took: what `keb events` and the console's events page show.
+type Row struct {
+	Event
+	// Took is from the step's start to its step_done, or from the
+	// acceptance to the operation's end; absent for other events.
+	Took string `json:"took,omitempty"`
+}
+
+// WithDurations adds to each step_done the time since its step started, and
+// to an operation's end the time since it was accepted.
+func WithDurations(list []Event) []Row {
+	started := map[string]time.Time{}
+	rows := make([]Row, 0, len(list))
+	for _, e := range list {
+		r := Row{Event: e}
+		switch e.Kind {
+		case OperationAccepted:
+			started[e.OperationID] = e.CreatedAt
+		case StepStarted:
+			started[e.OperationID+"/"+e.Step] = e.CreatedAt
+		case StepDone:
+			if t, ok := started[e.OperationID+"/"+e.Step]; ok {
+				r.Took = Took(e.CreatedAt.Sub(t))
+			}
+		case OperationSucceeded, OperationFailed:
+			if t, ok := started[e.OperationID]; ok {
+				r.Took = Took(e.CreatedAt.Sub(t))
+			}
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// Took is a duration as people read it: 850ms, 12.3s, 4m05s, 1h02m.
+func Took(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}

@@ -3,6 +3,8 @@ package hyperscaler
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,4 +33,49 @@ func (p *AccountPool) Census(ctx context.Context) (map[string]map[string]int, er
 		out[a.Type][string(a.State)]++
 	}
 	return out, nil
+}
+
+// Summary is a hyperscaler type's accounts by state, as `keb pool summary`
+// and the console's pool page show them. Free is what the next
+// provisionings of the type can claim; dirty ones return once cleaned.
+type Summary struct {
+	HyperscalerType string `json:"hyperscalerType"`
+	Free            int    `json:"free"`
+	Claimed         int    `json:"claimed"`
+	Shared          int    `json:"shared"`
+	Dirty           int    `json:"dirty"`
+	EUAccessFree    int    `json:"euAccessFree"`
+	Total           int    `json:"total"`
+}
+
+// Summarise counts accounts per hyperscaler type and state, types sorted.
+func Summarise(accounts []AccountInfo) []Summary {
+	byType := map[string]*Summary{}
+	for _, a := range accounts {
+		s := byType[a.Type]
+		if s == nil {
+			s = &Summary{HyperscalerType: a.Type}
+			byType[a.Type] = s
+		}
+		s.Total++
+		switch a.State {
+		case StateFree:
+			s.Free++
+			if a.EUAccess {
+				s.EUAccessFree++
+			}
+		case StateClaimed:
+			s.Claimed++
+		case StateShared:
+			s.Shared++
+		case StateDirty:
+			s.Dirty++
+		}
+	}
+	rows := make([]Summary, 0, len(byType))
+	for _, s := range byType {
+		rows = append(rows, *s)
+	}
+	slices.SortFunc(rows, func(a, b Summary) int { return strings.Compare(a.HyperscalerType, b.HyperscalerType) })
+	return rows
 }

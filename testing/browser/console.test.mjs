@@ -1,7 +1,9 @@
 // Browser test of the operations console: starts `keb dev` (shared simulated runtimes), provisions a runtime as
-// the README's walkthrough does, logs into /console with a dev token, filters to the instance, opens its timeline,
+// the README's walkthrough does (each simulated cluster takes 15 s: long enough to open the page of a provisioning
+// still running on a busy machine), logs into /console with a dev token, filters to the instance, opens its timeline,
 // watches the steps appear until the provisioning succeeds, then provisions one with a module Lifecycle Manager
 // does not have and finds its Kyma state Error in the list (filtered by it) and its module's error on its page,
+// then reads the overview, a dry-run orchestration's progress, the account pool and the events pages,
 // and saves screenshots (docs/images with `make screenshots`). Run from the
 // repository root by `make test` (target browser-test) when chromium is installed.
 import { spawn, execFileSync } from 'node:child_process';
@@ -42,7 +44,7 @@ async function until(what, fn, seconds) {
 const dir = mkdtempSync(join(tmpdir(), 'keb-browser-'));
 const port = await freePort();
 const base = `http://127.0.0.1:${port}`;
-const dev = spawn(keb, ['dev', '--port', String(port), '--dir', dir, '--runtime-mode', 'shared', '--runtime-delay', '4s'], {
+const dev = spawn(keb, ['dev', '--port', String(port), '--dir', dir, '--runtime-mode', 'shared', '--runtime-delay', '15s'], {
   cwd: root, env: { ...process.env, APP_LOG_FORMAT: 'text', APP_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'pipe'],
 });
 let devLog = '';
@@ -76,8 +78,18 @@ try {
   if (!page.url().includes('/console/login')) fail('the console did not ask for a login: ' + page.url());
   await page.fill('#token', token('cld:read'));
   await page.click('#login');
+  // The console opens on the overview: counts, charts, the pool.
+  await page.waitForSelector('#ops-chart');
+  if (Number(await page.textContent('#total')) < 1) fail('the overview counts no live runtime');
+  if ((await page.locator('#pool tr[data-type]').count()) < 1) fail('the overview shows no account pool');
+  await page.goto(base + '/console/runtimes');
   await page.waitForSelector('#runtimes');
-  if (!(await page.textContent('#runtimes')).includes(instanceID)) fail('the runtimes table lacks the new instance');
+  const newRow = page.locator(`#runtimes tr[data-instance="${instanceID}"]`);
+  if ((await newRow.count()) !== 1) fail('the runtimes table lacks the new instance');
+  if (!(await newRow.locator('td.name').textContent()).includes('console-demo')) fail('the row does not name the runtime');
+  // A short ID whose copy button copies the whole one.
+  if ((await newRow.locator('button.copy').first().getAttribute('data-copy')) !== instanceID) fail('the copy button does not hold the whole ID');
+  if ((await newRow.locator('.id code').first().textContent()) !== instanceID.slice(0, 8)) fail('the list does not show the short ID');
 
   // Filter to the instance.
   await page.fill('input[name=instance_id]', instanceID);
@@ -94,10 +106,13 @@ try {
   await page.evaluate(() => { window.kebNoReload = true; });
   const stateAtOpen = (await page.textContent('#state')).trim();
   if (stateAtOpen !== 'provisioning') fail(`the instance page opened during provisioning says state ${stateAtOpen}`);
-  await until('a step in the timeline', async () => (await page.locator('tr.step').count()) > 0, 60);
+  await until('a step in the timeline', async () => (await page.locator('tr.step:not(.to-come)').count()) > 0, 60);
   await until('the waiting step', async () => (await page.locator('#timeline').textContent()).includes('running'), 60);
+  // The steps still to come are drawn too, and the operation says how long it has been running.
+  if (!(await page.locator('#timeline .running-for').first().textContent()).includes('running for')) fail('the running operation does not say for how long');
   await page.screenshot({ path: join(shots, 'console-timeline-running.png'), fullPage: true });
-  const stepsWhileRunning = await page.locator('tr.step').count();
+  const stepsWhileRunning = await page.locator('tr.step:not(.to-come)').count();
+  const toCome = await page.locator('tr.step.to-come').count();
   await until('the provisioning to succeed on the page', async () => {
     const t = await page.locator('#ops').getAttribute('data-live');
     return t === 'false' && (await page.locator('#timeline').textContent()).includes('succeeded');
@@ -106,13 +121,17 @@ try {
   await until('the state to say succeeded', async () => (await page.textContent('#state')).trim() === 'succeeded', 10);
   if (!(await page.evaluate(() => window.kebNoReload === true))) fail('the instance page was reloaded to show the new state');
   if (!/\d\d:\d\d:\d\d UTC/.test(await page.textContent('#instance'))) fail('the instance page shows times without their zone');
-  const steps = await page.locator('tr.step').count();
+  const steps = await page.locator('tr.step:not(.to-come)').count();
+  if (toCome < 1 || steps < stepsWhileRunning + 1) fail(`while running, ${toCome} steps to come were drawn`);
+  if ((await page.locator('tr.step.to-come').count()) !== 0) fail('a finished operation still shows steps to come');
   if (steps <= stepsWhileRunning) fail(`live refresh showed no new steps (${stepsWhileRunning} -> ${steps})`);
   for (const name of ['resolve_hyperscaler_secret', 'create_runtime', 'check_runtime', 'apply_kyma']) {
     if ((await page.locator(`tr.step[data-step="${name}"]`).count()) !== 1) fail(`step ${name} missing from the timeline`);
   }
   // check_runtime looked at least twice: once while the cluster was pending, once when it was ready.
   const attempts = Number(await page.locator('tr.step[data-step="check_runtime"] td:nth-child(4)').textContent());
+  // Each step is a bar on the operation's time axis.
+  if ((await page.locator('tr.step[data-step="check_runtime"] .gantt .seg').count()) !== 1) fail('check_runtime has no bar');
   if (!(attempts >= 2)) fail(`check_runtime shows ${attempts} attempts, want at least 2`);
   await page.screenshot({ path: join(shots, 'console-timeline-succeeded.png'), fullPage: true });
 
@@ -135,7 +154,7 @@ try {
     }),
   });
   if (res2.status !== 202) fail(`the second provisioning answered ${res2.status}: ${await res2.text()}`);
-  await page.goto(base + '/console');
+  await page.goto(base + '/console/runtimes');
   await page.selectOption('select[name=kyma_state]', 'Error');
   await page.click('#apply');
   await page.waitForURL(/kyma_state=Error/);
@@ -155,6 +174,40 @@ try {
   }
   if (!(await page.locator('#modules tr[data-module="istio"]').textContent()).includes('Ready')) fail('istio is not shown Ready');
   await page.screenshot({ path: join(shots, 'console-kyma-error.png'), fullPage: true });
+
+  // The overview again, with both runtimes; then a dry-run orchestration's progress, the pool and the events.
+  await page.goto(base + '/console');
+  await page.waitForSelector('#ops-chart');
+  if ((await page.locator('#ops-chart rect').count()) < 1) fail('the operations chart draws no bar');
+  if ((await page.locator('#steps .bar').count()) < 3) fail('the overview lists no step durations');
+  await page.screenshot({ path: join(shots, 'console-overview.png'), fullPage: true });
+  const upgradeToken = token('broker-upgrade:write');
+  const orch = await fetch(`${base}/upgrade/kyma`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: 'Bearer ' + upgradeToken },
+    body: JSON.stringify({ targets: { include: [{ target: 'all' }] }, dryRun: true }),
+  });
+  if (orch.status !== 202) fail(`the orchestration answered ${orch.status}: ${await orch.text()}`);
+  const { orchestrationID } = await orch.json();
+  await page.goto(base + '/console/orchestrations');
+  await page.waitForSelector(`#orchestrations tr[data-orchestration="${orchestrationID}"]`);
+  await page.click(`a[href="/console/orchestrations/${orchestrationID}"]`);
+  await until('the orchestration to finish on its page', async () => {
+    await page.reload();
+    return /2 of 2 done/.test(await page.locator('#progress').textContent().catch(() => '')) &&
+      ['succeeded', 'failed'].includes((await page.textContent('#orchestration-state')).trim());
+  }, 120);
+  if ((await page.locator('#targets tbody tr[data-instance]').count()) !== 2) fail('the orchestration page does not list both runtimes');
+  await page.screenshot({ path: join(shots, 'console-orchestration.png'), fullPage: true });
+  await page.goto(base + '/console/pool');
+  await page.waitForSelector('#pool-summary');
+  if ((await page.locator('#accounts tbody tr').count()) < 2) fail('the pool page lists no accounts');
+  await page.screenshot({ path: join(shots, 'console-pool.png') });
+  await page.goto(base + '/console/events');
+  await page.fill('input[name=instance_ids]', instanceID);
+  await page.click('#show');
+  await page.waitForSelector('#events');
+  if ((await page.locator('#events tr[data-kind="step_done"]').count()) < 4) fail('the events page lists too few step_done events');
+  await page.screenshot({ path: join(shots, 'console-events.png') });
   console.log(`browser test passed: ${steps} steps seen (${stepsWhileRunning} while running); screenshots in ${shots}`);
 } catch (e) {
   console.error('browser test failed:', e.message, '\n--- keb dev log ---\n' + devLog.slice(-4000));
