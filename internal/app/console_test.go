@@ -164,7 +164,12 @@ func TestConsoleOverviewAndPages(t *testing.T) {
 	if code, body := get("/console?window=week"); code != http.StatusOK || !strings.Contains(body, "last 7 days") {
 		t.Fatalf("overview of the week: %d", code)
 	}
-	for _, q := range []string{"window=year", "window=day&window=week", "plan=azure", "window=%3Cscript%3E"} {
+	// A bookmark of the runtimes list from when it was /console still opens that list.
+	old := b.doWith(noRedirects, http.MethodGet, "/console?plan=azure&state=failed", "", withHeader("Cookie", "keb_console_token="+b.mint(auth.ScopeCLDRead)))
+	if old.status != http.StatusMovedPermanently || old.header.Get("Location") != "/console/runtimes?plan=azure&state=failed" {
+		t.Fatalf("old list bookmark: %d %q", old.status, old.header.Get("Location"))
+	}
+	for _, q := range []string{"window=year", "window=day&window=week", "window=day&plan=azure", "window=%3Cscript%3E"} {
 		if code, body := get("/console?" + q); code != http.StatusBadRequest || !strings.Contains(body, `class="error"`) || strings.Contains(body, `"<script>"`) {
 			t.Errorf("overview ?%s: %d\n%s", q, code, body)
 		}

@@ -94,6 +94,12 @@ type bar struct {
 }
 
 func (c *Console) overviewPage(w http.ResponseWriter, r *http.Request, token string) {
+	// The runtimes list was /console until the overview took its place: a bookmark
+	// with the list's filters (and no window) still opens that list.
+	if q := r.URL.Query(); len(q) > 0 && !q.Has("window") {
+		http.Redirect(w, r, "/console/runtimes?"+r.URL.RawQuery, http.StatusMovedPermanently)
+		return
+	}
 	win, err := parseOverviewQuery(r.URL.Query())
 	if err != nil {
 		c.render(w, http.StatusBadRequest, "overview.html", map[string]any{"Error": err.Error(), "Windows": windows, "Window": windows[0]})
