@@ -271,7 +271,7 @@ func (a *App) NewServer() *http.Server {
 		Handler:           a.Handler,
 		ReadHeaderTimeout: min(10*time.Second, a.cfg.HTTP.ReadTimeout),
 		ReadTimeout:       a.cfg.HTTP.ReadTimeout,
-		IdleTimeout:       2 * time.Minute,
+		IdleTimeout:       a.cfg.HTTP.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
 	}
 }

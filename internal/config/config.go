@@ -123,6 +123,12 @@ type HTTP struct {
 	// MaxConnections caps concurrently open connections; more wait in the
 	// listen backlog.
 	MaxConnections int
+	// IdleTimeout is how long a keep-alive connection may wait for its next
+	// request before keb closes it. It must outlast the idle timeout of
+	// whatever reuses keb's connections (a load balancer, a platform's HTTP
+	// client): a request sent on a connection just as keb closes it gets no
+	// answer, and a client does not re-send a PUT by itself.
+	IdleTimeout time.Duration
 	// FormReadTimeout bounds reading the body of a request keb reads
 	// before it knows who sends it (the console's login form, `keb dev`'s
 	// token endpoints): such bodies are small, and a slow one must not
@@ -277,6 +283,7 @@ var Defaults = Config{
 		MaxBodyBytes:    1 << 20,
 		ReadTimeout:     30 * time.Second,
 		MaxConnections:  1000,
+		IdleTimeout:     2 * time.Minute,
 		FormReadTimeout: 5 * time.Second,
 	},
 	Engine: Engine{
@@ -528,6 +535,8 @@ func (c *Config) bindHTTP(b *Binder) {
 		"how long a client may take to send a whole request (headers and body)")
 	b.Int(&c.HTTP.MaxConnections, "http-max-connections", "APP_HTTP_MAX_CONNECTIONS", d.MaxConnections,
 		"most connections served at once; further ones wait in the listen backlog")
+	b.Duration(&c.HTTP.IdleTimeout, "http-idle-timeout", "APP_HTTP_IDLE_TIMEOUT", d.IdleTimeout,
+		"how long a keep-alive connection may wait for its next request; keep it above the idle timeout of the load balancer or clients in front of keb")
 	b.Duration(&c.HTTP.FormReadTimeout, "http-form-read-timeout", "APP_HTTP_FORM_READ_TIMEOUT", d.FormReadTimeout,
 		"how long a client may take to send the body of the console's login form (408 beyond)")
 	b.String(&c.HTTP.MetricsAddress, "metrics-address", "APP_METRICS_ADDRESS", "",
@@ -770,6 +779,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HTTP.MaxConnections < 1 {
 		errs = append(errs, errors.New("APP_HTTP_MAX_CONNECTIONS must be at least 1"))
+	}
+	if c.HTTP.IdleTimeout <= 0 {
+		errs = append(errs, errors.New("APP_HTTP_IDLE_TIMEOUT must be positive"))
 	}
 	if c.HTTP.FormReadTimeout <= 0 {
 		errs = append(errs, errors.New("APP_HTTP_FORM_READ_TIMEOUT must be positive"))

@@ -184,3 +184,66 @@ func TestPipelinedTxHasNoSavepoints(t *testing.T) {
 		t.Fatalf("%d rows committed, want 1", n)
 	}
 }
+
+// commitBehind: the statements behind ride with the first statement that
+// matches (one round trip) or, when none does, go after first with
+// prepare's changes; a failing one behind fails the whole transaction,
+// whatever first saw, and a statement first sends after it is not sent.
+func TestPipelinedTxCommitBehind(t *testing.T) {
+	t.Parallel()
+	readAll := func(n int) func(pgx.BatchResults) error {
+		return func(br pgx.BatchResults) error {
+			for range n {
+				if _, err := br.Exec(); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	isFirst := func(sql string) bool { return sql == `INSERT INTO numbers VALUES (1) RETURNING n` }
+	for _, c := range []struct {
+		name     string
+		rides    func(string) bool
+		behind   []int
+		wantErr  bool
+		want     int
+		prepared bool
+	}{
+		{"rides behind the first statement", isFirst, []int{2, 3}, false, 3, false},
+		{"no statement matches: after first, prepared", func(string) bool { return false }, []int{2, 3}, false, 3, true},
+		{"a statement behind fails: nothing committed", isFirst, []int{2, 1}, true, 0, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			f := newPipelinedFixture(t)
+			prepared := false
+			var firstSaw int
+			err := storage.InPipelinedTx(f.ctx, f.pool, func(tx *storage.PipelinedTx) error {
+				return tx.CommitBehind(f.ctx, insertBatch(c.behind...), c.rides, readAll(len(c.behind)),
+					func() error {
+						if err := tx.QueryRow(f.ctx, `INSERT INTO numbers VALUES (1) RETURNING n`).Scan(&firstSaw); err != nil {
+							return err
+						}
+						// What River's notification is: a statement after the insert.
+						_, err := tx.Exec(f.ctx, `SELECT pg_notify('keb_test', 'x')`)
+						return err
+					},
+					func(*pgx.Batch) { prepared = true })
+			})
+			if (err != nil) != c.wantErr {
+				t.Fatalf("error %v, want one: %v", err, c.wantErr)
+			}
+			var pgErr *pgconn.PgError
+			if c.wantErr && (!errors.As(err, &pgErr) || pgErr.Code != "23505") {
+				t.Fatalf("error %v, want the unique violation of the statement behind", err)
+			}
+			if firstSaw != 1 || prepared != c.prepared {
+				t.Fatalf("first read %d, prepared %v; want 1, %v", firstSaw, prepared, c.prepared)
+			}
+			if n := f.numbers(); n != c.want {
+				t.Fatalf("%d numbers committed, want %d", n, c.want)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"sort"
 	"strconv"
@@ -155,6 +156,45 @@ func (d *Document) Check(method, path string, status int, contentType string, bo
 	return nil
 }
 
+// CheckAllow validates a 405's Allow header against the document: it must
+// list exactly the methods documented for the path, with HEAD wherever GET
+// is (RFC 9110: HEAD is served where GET is; the document says so once
+// instead of a head operation on every path).
+func (d *Document) CheckAllow(method, path, allow string) error {
+	if allow == "" {
+		return fmt.Errorf("%s %s: 405 without an Allow header (RFC 9110)", method, path)
+	}
+	p, ok := d.match(path)
+	if !ok {
+		return nil // an undocumented path: its 404 or 405 is the router's own
+	}
+	want := map[string]bool{}
+	for m := range p.methods {
+		want[m] = true
+		if m == http.MethodGet {
+			want[http.MethodHead] = true
+		}
+	}
+	got := map[string]bool{}
+	for _, m := range strings.Split(allow, ",") {
+		got[strings.TrimSpace(m)] = true
+	}
+	if !maps.Equal(got, want) {
+		return fmt.Errorf("%s %s: 405 with Allow %q; docs/openapi.yaml documents %v for %s (HEAD with GET)",
+			method, path, allow, keys(toAny(want)), p.template)
+	}
+	return nil
+}
+
+// toAny widens a set for keys.
+func toAny(set map[string]bool) map[string]any {
+	out := make(map[string]any, len(set))
+	for k := range set {
+		out[k] = true
+	}
+	return out
+}
+
 func (d *Document) deref(v any) any {
 	m, ok := v.(map[string]any)
 	if !ok {
@@ -213,10 +253,12 @@ func Recorder(t testing.TB, doc *Document, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		rec := &capture{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(rec, req)
-		if rec.status == http.StatusMethodNotAllowed && rec.Header().Get("Allow") == "" {
-			mu.Lock()
-			errs = append(errs, fmt.Sprintf("%s %s: 405 without an Allow header (RFC 9110)", req.Method, req.URL.Path))
-			mu.Unlock()
+		if rec.status == http.StatusMethodNotAllowed {
+			if err := doc.CheckAllow(req.Method, req.URL.Path, rec.Header().Get("Allow")); err != nil {
+				mu.Lock()
+				errs = append(errs, err.Error())
+				mu.Unlock()
+			}
 		}
 		method := req.Method
 		if method == http.MethodHead {

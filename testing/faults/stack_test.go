@@ -102,13 +102,9 @@ func newStack(t *testing.T, opts stackOptions) *stack {
 		s.dbURL = s.ha.URL()
 	} else {
 		s.pgData = filepath.Join(s.dir, "pgdata")
-		pg, err := pgserver.Start(ctx, pgserver.Options{DataDir: s.pgData, Throwaway: true, Log: silent})
-		if err != nil {
-			t.Fatalf("starting PostgreSQL: %v", err)
-		}
-		s.pg = pg
+		s.pg = startPostgres(ctx, t, s.pgData)
 		t.Cleanup(func() { _ = s.pg.Stop(context.Background()) })
-		s.dbURL = pg.URL
+		s.dbURL = s.pg.URL
 	}
 	if s.db, err = pgxpool.New(ctx, s.dbURL); err != nil {
 		t.Fatal(err)
@@ -240,6 +236,20 @@ func newStack(t *testing.T, opts stackOptions) *stack {
 		}
 	})
 	return s
+}
+
+// startPostgres starts the stack's own PostgreSQL in dataDir: a
+// descendant of the test binary, which procguard (TestMain) stops when the
+// binary dies however it dies (TestRigPostgresDiesWithItsTestBinary).
+func startPostgres(ctx context.Context, t *testing.T, dataDir string) *pgserver.Server {
+	t.Helper()
+	silent := logrus.New()
+	silent.SetOutput(io.Discard)
+	pg, err := pgserver.Start(ctx, pgserver.Options{DataDir: dataDir, Throwaway: true, Log: silent})
+	if err != nil {
+		t.Fatalf("starting PostgreSQL: %v", err)
+	}
+	return pg
 }
 
 // replica is one `keb serve` process.
