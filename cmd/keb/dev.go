@@ -83,7 +83,7 @@ const devRuntimeFaults = "transient=sa-flaky,permanent=sa-broken"
 func devEnabledPlans(fs *flag.FlagSet, cfg *config.Config) {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "enabled-plans" })
-	if _, env := os.LookupEnv("APP_BROKER_ENABLED_PLANS"); !set && !env && !slices.Contains(cfg.EnabledPlans, "free") {
+	if !set && !config.IsSet("APP_BROKER_ENABLED_PLANS") && !slices.Contains(cfg.EnabledPlans, "free") {
 		cfg.EnabledPlans = append(slices.Clone(cfg.EnabledPlans), "free")
 	}
 }

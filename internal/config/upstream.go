@@ -225,6 +225,23 @@ func (b *Binder) lookup(env string) (string, bool) {
 	return v, ok
 }
 
+// IsSet says whether keb's variable env, or one of upstream's names for it,
+// is in the environment: what a caller that defaults a setting on its own
+// (keb dev's plans) must check before it does.
+func IsSet(env string) bool {
+	if _, ok := os.LookupEnv(env); ok {
+		return true
+	}
+	for _, s := range UpstreamSettings {
+		if s.Keb == env {
+			if _, ok := os.LookupEnv(s.Name); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func (b *Binder) noteUpstream(n UpstreamNote) {
 	if !slices.Contains(b.upstream, n) {
 		b.upstream = append(b.upstream, n)
