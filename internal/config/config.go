@@ -184,6 +184,8 @@ type Engine struct {
 	BTPSecrets BTPSecrets
 	// Orchestrations: see internal/orchestration.
 	Orchestration Orchestration
+	// Runtime: what every Runtime CR carries from the settings.
+	Runtime Runtime
 	// HAP: the hyperscaler account pool (internal/hyperscaler).
 	HAP HAP
 }
@@ -231,6 +233,22 @@ type BTPSecrets struct {
 	Rate int
 	// DryRun counts and logs what it would do without writing.
 	DryRun bool
+}
+
+// Runtime holds the settings upstream KEB calls infrastructureManager.*:
+// what keb writes into every Runtime CR besides the request's parameters
+// (provisioning.RuntimeSettings).
+type Runtime struct {
+	// KubernetesVersion is spec.shoot.kubernetes.version; upstream's chart
+	// ships the placeholder 1.16.9 and every deployment sets its own.
+	KubernetesVersion string
+	// MachineImage and MachineImageVersion are every worker's machine.image
+	// (written even when empty, as upstream writes them), unless the plans
+	// file names one for the provider.
+	MachineImage, MachineImageVersion string
+	// ControlPlaneFailureTolerance (node, zone or "") is the paid plans'
+	// spec.shoot.controlPlane.highAvailability.failureTolerance.type.
+	ControlPlaneFailureTolerance string
 }
 
 // Audience selects runtimes by plan name or global account ID.
@@ -303,6 +321,8 @@ var Defaults = Config{
 		ExpiryInterval:    time.Hour,
 		BTPSecrets:        BTPSecrets{Interval: 24 * time.Hour, Rate: 10},
 		Orchestration:     Orchestration{Poll: time.Second, UpgradeTimeout: 3 * time.Hour},
+		// Upstream KEB's shipped values (resources/keb/values.yaml).
+		Runtime: Runtime{KubernetesVersion: "1.16.9"},
 	},
 	Binding: DefaultBinding,
 }
@@ -585,6 +605,7 @@ func (c *Config) BindEngine(b *Binder) {
 	b.Duration(&e.ExpiryInterval, "expiry-interval", "APP_EXPIRY_INTERVAL", d.ExpiryInterval,
 		"how often one replica looks for instances older than their plan's lifetime and suspends them")
 	c.bindHAP(b)
+	c.bindRuntime(b)
 	o, do := &e.Orchestration, d.Orchestration
 	b.String(&o.MaintenanceWindows, "maintenance-windows", "APP_MAINTENANCE_WINDOWS", "",
 		"runtimes' daily maintenance windows (UTC): default=22:00-02:00,<region>=HH:MM-HH:MM,plan:<plan>=HH:MM-HH:MM")
@@ -632,6 +653,21 @@ func (c *Config) bindHAP(b *Binder) {
 	}
 	b.Duration(&h.ReleaseShootTimeout, "hap-release-shoot-timeout", "APP_HAP_RELEASE_SHOOT_TIMEOUT", d.ReleaseShootTimeout,
 		"how long a deprovisioning waits for its Shoot to be gone before deciding whether its account is dirty")
+}
+
+// bindRuntime binds what every Runtime CR carries, with upstream's variable
+// names (its infrastructureManager.* chart values).
+func (c *Config) bindRuntime(b *Binder) {
+	r, d := &c.Engine.Runtime, Defaults.Engine.Runtime
+	b.String(&r.KubernetesVersion, "kubernetes-version", "APP_INFRASTRUCTURE_MANAGER_KUBERNETES_VERSION", d.KubernetesVersion,
+		"Kubernetes version of new runtimes (the Runtime CR's spec.shoot.kubernetes.version; upstream's placeholder default: set your landscape's)")
+	b.String(&r.MachineImage, "machine-image", "APP_INFRASTRUCTURE_MANAGER_MACHINE_IMAGE", d.MachineImage,
+		"worker nodes' OS image of new runtimes and worker pools (machine.image.name; empty: the infrastructure manager's default); a plans file's providers.*.machineImage wins")
+	b.String(&r.MachineImageVersion, "machine-image-version", "APP_INFRASTRUCTURE_MANAGER_MACHINE_IMAGE_VERSION", d.MachineImageVersion,
+		"version of that image (machine.image.version; empty: the image's default)")
+	b.String(&r.ControlPlaneFailureTolerance, "control-plane-failure-tolerance", "APP_INFRASTRUCTURE_MANAGER_CONTROL_PLANE_FAILURE_TOLERANCE",
+		d.ControlPlaneFailureTolerance,
+		"node or zone: the control plane's failure tolerance on paid plans (not azure_lite, trial, free); empty: none written")
 }
 
 // SplitRules splits a rule list on ';' and new lines, dropping blanks and # comments.
@@ -739,6 +775,11 @@ func (c *Config) Validate() error {
 	}
 	if c.Engine.Workers > 0 && (c.Engine.Orchestration.Poll <= 0 || c.Engine.Orchestration.UpgradeTimeout <= 0) {
 		errs = append(errs, errors.New("APP_ORCHESTRATION_POLL and APP_UPGRADE_TIMEOUT must be positive"))
+	}
+	switch c.Engine.Runtime.ControlPlaneFailureTolerance {
+	case "", "node", "zone":
+	default:
+		errs = append(errs, fmt.Errorf("APP_INFRASTRUCTURE_MANAGER_CONTROL_PLANE_FAILURE_TOLERANCE=%q: use node, zone or nothing", c.Engine.Runtime.ControlPlaneFailureTolerance))
 	}
 	if err := c.Cleanup.Validate(); err != nil {
 		errs = append(errs, err)

@@ -367,7 +367,7 @@ func TestInitializationAdoptsTheInstancesRuntimeCR(t *testing.T) {
 		t.Fatal(err)
 	}
 	earlier.Record.SetResolved(resolvedFor(t, earlier, params))
-	if err := kcpClient(t).Create(t.Context(), provisioning.DesiredRuntime(earlier, params, processtest.Catalog(t), ns)); err != nil {
+	if err := kcpClient(t).Create(t.Context(), provisioning.DesiredRuntime(earlier, params, processtest.Catalog(t), ns, testConfig(ns).Runtime)); err != nil {
 		t.Fatal(err)
 	}
 

@@ -101,7 +101,7 @@ func (s *UpdateRuntime) change(after *process.Operation, params catalog.Provisio
 	current *im.Runtime) (im.Fields, error) {
 	d := after.Record
 	plan, _ := s.Catalog.PlanByID(after.Instance.PlanID)
-	worker := provisioning.KymaWorker(after, params, s.Catalog, plan)
+	worker := provisioning.KymaWorker(after, params, s.Catalog, plan, s.Config.Runtime)
 	f := im.Fields{}
 	type field struct {
 		value any
@@ -155,9 +155,10 @@ func (s *UpdateRuntime) change(after *process.Operation, params catalog.Provisio
 	if err := setOIDC(f, params.OIDC, current, s.Catalog.DefaultOIDC()); err != nil {
 		return nil, err
 	}
-	if pools := provisioning.AdditionalWorkers(after, params, s.Catalog, plan, worker.Zones, provisioning.PoolZonesOf(current)); pools != nil {
+	if pools := provisioning.AdditionalWorkers(after, params, s.Catalog, plan, s.Config.Runtime, worker.Zones, provisioning.PoolZonesOf(current)); pools != nil {
 		// The parameter's list replaces the pools: a pool it no longer
 		// lists is removed, labels, annotations and taints are overwritten.
+		keepDisksAndImages(*pools, current)
 		if err := f.SetWhole(*pools, "spec", "shoot", "provider", "additionalWorkers"); err != nil {
 			return nil, err
 		}
@@ -219,4 +220,31 @@ func setOIDC(f im.Fields, o *catalog.OIDC, current *im.Runtime, def catalog.OIDC
 		return err
 	}
 	return f.Set(nil, path("oidcConfig")...)
+}
+
+// keepDisksAndImages gives each pool that current already has that pool's
+// disk type and node image: as upstream KEB, only new pools take the
+// settings' (an earlier keb's pools have neither, and Gardener would roll
+// their nodes for a new disk type or image).
+func keepDisksAndImages(pools []im.Worker, current *im.Runtime) {
+	if current.Spec.Shoot.Provider.AdditionalWorkers == nil {
+		return
+	}
+	have := map[string]im.Worker{}
+	for _, w := range *current.Spec.Shoot.Provider.AdditionalWorkers {
+		have[w.Name] = w
+	}
+	for i, p := range pools {
+		w, ok := have[p.Name]
+		if !ok {
+			continue
+		}
+		pools[i].Machine.Image = w.Machine.Image
+		if pools[i].Volume != nil {
+			pools[i].Volume.Type = nil
+			if w.Volume != nil {
+				pools[i].Volume.Type = w.Volume.Type
+			}
+		}
+	}
 }
