@@ -18,7 +18,8 @@ import (
 )
 
 // UpdateRuntime writes the change into the Runtime CR, patching only the
-// fields an update owns: the Kyma worker pool's machine type, autoscaler
+// fields an update owns: the Kyma worker pool's machine type (when it
+// changes: the plan or the machineType parameter), autoscaler
 // bounds, zones (the CR's, grown when a plan has more), roll-out (when
 // given) and disk, the administrators, the OIDC authenticator (when the
 // parameters set one), and on a plan change the
@@ -77,7 +78,16 @@ func (s *UpdateRuntime) Run(ctx context.Context, op *process.Operation) (process
 	} else if err != nil {
 		return process.StepResult{}, fmt.Errorf("reading Runtime CR: %w", err)
 	}
-	fields, err := s.change(after, params, after.Instance.PlanID != op.Instance.PlanID, current)
+	before, err := provisioning.Parameters(op)
+	if err != nil {
+		return process.Fail("%v", err)
+	}
+	newPlan := after.Instance.PlanID != op.Instance.PlanID
+	// As upstream, the machine type is written only when it changes: the
+	// CR keeps the one it has (a version-agnostic name resolved when it was
+	// written, an operator's choice) through every other update.
+	newMachine := newPlan || deref(params.MachineType) != deref(before.MachineType)
+	fields, err := s.change(after, params, newPlan, newMachine, current)
 	if err != nil {
 		return process.StepResult{}, err
 	}
@@ -97,7 +107,7 @@ func (s *UpdateRuntime) Run(ctx context.Context, op *process.Operation) (process
 // change is the part of the Runtime CR the update sets: after is the
 // operation as it looks once the update is done; a new plan brings its
 // shoot purpose too.
-func (s *UpdateRuntime) change(after *process.Operation, params catalog.ProvisioningParameters, newPlan bool,
+func (s *UpdateRuntime) change(after *process.Operation, params catalog.ProvisioningParameters, newPlan, newMachine bool,
 	current *im.Runtime) (im.Fields, error) {
 	d := after.Record
 	plan, _ := s.Catalog.PlanByID(after.Instance.PlanID)
@@ -124,9 +134,12 @@ func (s *UpdateRuntime) change(after *process.Operation, params catalog.Provisio
 	}
 	// The worker pool as a one-entry list of only the fields an update
 	// owns: im.Patch merges it into the pool of the same name.
-	pool := map[string]any{"name": worker.Name, "machine": map[string]any{"type": worker.Machine.Type},
+	pool := map[string]any{"name": worker.Name,
 		"minimum": worker.Minimum, "maximum": worker.Maximum, "zones": worker.Zones,
 		"volume": map[string]any{"size": worker.Volume.VolumeSize}}
+	if newMachine {
+		pool["machine"] = map[string]any{"type": worker.Machine.Type}
+	}
 	// The roll-out: as the parameters say, else as the CR has it (an
 	// operator's maxUnavailable stays); maxSurge follows a change of the
 	// number of zones (a trial's upgrade).
@@ -247,4 +260,11 @@ func keepDisksAndImages(pools []im.Worker, current *im.Runtime) {
 			}
 		}
 	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

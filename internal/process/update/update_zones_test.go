@@ -98,6 +98,12 @@ func TestUpdateRuntimeOfAnEarlierKeb(t *testing.T) {
 	if !slices.Equal(op.Record.Zones, earlier) {
 		t.Errorf("the update's record names zones %v, want the CR's %v", op.Record.Zones, earlier)
 	}
+	// The machine type stays the earlier keb's (its m6i.large for the AWS
+	// default, which is mi.large → m7i.large now): an update that does not
+	// change it does not roll the nodes to another family.
+	if w.Machine.Type != "m6i.large" {
+		t.Errorf("Kyma pool's machine type %s after an update that did not change it, want the CR's m6i.large", w.Machine.Type)
+	}
 	// As upstream's update: the settings reach only the new pools; the
 	// cluster's version, control plane and the existing pools' disks and
 	// images stay as the earlier keb wrote them (none: Gardener's defaults).
