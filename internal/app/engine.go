@@ -183,7 +183,8 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 		HAP: provisioning.HAP{Rules: rules, MultiAccountGlobalAccounts: ec.HAP.MultiAccountGlobalAccounts,
 			Limit: ec.HAP.MultiAccountLimits.For},
 		Runtime: provisioning.RuntimeSettings{KubernetesVersion: ec.Runtime.KubernetesVersion, MachineImage: ec.Runtime.MachineImage,
-			MachineImageVersion: ec.Runtime.MachineImageVersion, ControlPlaneFailureTolerance: ec.Runtime.ControlPlaneFailureTolerance},
+			MachineImageVersion: ec.Runtime.MachineImageVersion, ControlPlaneFailureTolerance: ec.Runtime.ControlPlaneFailureTolerance,
+			MaxPods: ec.Runtime.MaxPods, MaxPodsGlobalAccounts: ec.Runtime.MaxPodsGlobalAccounts},
 	}
 	// One runtime client cache for every pipeline: a runtime's client (and
 	// its connections) is built once, whichever operation reaches it.

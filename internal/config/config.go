@@ -249,6 +249,10 @@ type Runtime struct {
 	// ControlPlaneFailureTolerance (node, zone or "") is the paid plans'
 	// spec.shoot.controlPlane.highAvailability.failureTolerance.type.
 	ControlPlaneFailureTolerance string
+	// MaxPods is every worker pool's kubelet maxPods in the runtimes of
+	// MaxPodsGlobalAccounts ("*": all).
+	MaxPods               int
+	MaxPodsGlobalAccounts []string
 }
 
 // Audience selects runtimes by plan name or global account ID.
@@ -322,7 +326,7 @@ var Defaults = Config{
 		BTPSecrets:        BTPSecrets{Interval: 24 * time.Hour, Rate: 10},
 		Orchestration:     Orchestration{Poll: time.Second, UpgradeTimeout: 3 * time.Hour},
 		// Upstream KEB's shipped values (resources/keb/values.yaml).
-		Runtime: Runtime{KubernetesVersion: "1.16.9"},
+		Runtime: Runtime{KubernetesVersion: "1.16.9", MaxPods: 200},
 	},
 	Binding: DefaultBinding,
 }
@@ -668,6 +672,10 @@ func (c *Config) bindRuntime(b *Binder) {
 	b.String(&r.ControlPlaneFailureTolerance, "control-plane-failure-tolerance", "APP_INFRASTRUCTURE_MANAGER_CONTROL_PLANE_FAILURE_TOLERANCE",
 		d.ControlPlaneFailureTolerance,
 		"node or zone: the control plane's failure tolerance on paid plans (not azure_lite, trial, free); empty: none written")
+	b.Int(&r.MaxPods, "max-pods", "APP_INFRASTRUCTURE_MANAGER_MAX_PODS", d.MaxPods,
+		"kubelet maxPods of every worker pool in the runtimes of APP_MAX_PODS_ALLOWED_GLOBAL_ACCOUNTS")
+	b.List(&r.MaxPodsGlobalAccounts, "max-pods-allowed-global-accounts", "APP_MAX_PODS_ALLOWED_GLOBAL_ACCOUNTS", nil,
+		"global accounts whose new worker pools get APP_INFRASTRUCTURE_MANAGER_MAX_PODS (* for all)")
 }
 
 // SplitRules splits a rule list on ';' and new lines, dropping blanks and # comments.
@@ -780,6 +788,9 @@ func (c *Config) Validate() error {
 	case "", "node", "zone":
 	default:
 		errs = append(errs, fmt.Errorf("APP_INFRASTRUCTURE_MANAGER_CONTROL_PLANE_FAILURE_TOLERANCE=%q: use node, zone or nothing", c.Engine.Runtime.ControlPlaneFailureTolerance))
+	}
+	if len(c.Engine.Runtime.MaxPodsGlobalAccounts) > 0 && c.Engine.Runtime.MaxPods <= 0 {
+		errs = append(errs, errors.New("APP_INFRASTRUCTURE_MANAGER_MAX_PODS must be positive when APP_MAX_PODS_ALLOWED_GLOBAL_ACCOUNTS names global accounts"))
 	}
 	if err := c.Cleanup.Validate(); err != nil {
 		errs = append(errs, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -159,9 +160,20 @@ func KymaWorker(op *process.Operation, params catalog.ProvisioningParameters, ca
 		Zones:          zones,
 		Volume: &im.Volume{VolumeSize: fmt.Sprintf("%dGi", volume+deref(params.AdditionalVolumeSizeGi)),
 			Type: optional(cat.VolumeType(plan, d.Provider))},
-		CRI: CRI(params.GVisor),
+		CRI:        CRI(params.GVisor),
+		Kubernetes: Kubelet(op, rs),
 	}
 	return w
+}
+
+// Kubelet is a worker pool's kubelet configuration: the maxPods setting for
+// the global accounts allowed more pods per node (as upstream KEB's
+// allow-list), nil for every other.
+func Kubelet(op *process.Operation, rs RuntimeSettings) *im.WorkerKubernetes {
+	if rs.MaxPods <= 0 || !(slices.Contains(rs.MaxPodsGlobalAccounts, "*") || slices.Contains(rs.MaxPodsGlobalAccounts, op.Instance.GlobalAccountID)) {
+		return nil
+	}
+	return &im.WorkerKubernetes{Kubelet: &im.Kubelet{MaxPods: ptr(int32(rs.MaxPods))}}
 }
 
 // ControlPlane is the shoot's control plane for the failure tolerance
@@ -217,6 +229,7 @@ func AdditionalWorkers(op *process.Operation, params catalog.ProvisioningParamet
 			Labels:      p.Labels,
 			Annotations: p.Annotations,
 			CRI:         CRI(p.GVisor),
+			Kubernetes:  Kubelet(op, rs),
 		}
 		for _, t := range p.Taints {
 			w.Taints = append(w.Taints, im.Taint{Key: t.Key, Value: t.Value, Effect: im.TaintEffect(t.Effect)})

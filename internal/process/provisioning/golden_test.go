@@ -35,7 +35,7 @@ func TestRuntimeCRGolden(t *testing.T) {
 	cat := processtest.Catalog(t)
 	// A landscape's settings, where upstream's shipped ones write nothing.
 	landscape := provisioning.RuntimeSettings{KubernetesVersion: "1.33.4", MachineImage: "gardenlinux",
-		MachineImageVersion: "1592.9.0", ControlPlaneFailureTolerance: "zone"}
+		MachineImageVersion: "1592.9.0", ControlPlaneFailureTolerance: "zone", MaxPods: 200, MaxPodsGlobalAccounts: []string{"ga-1"}}
 	tests := []struct {
 		name, planID, platformRegion, params, context string
 		// settings, when set, replace keb's shipped ones.

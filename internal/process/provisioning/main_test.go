@@ -48,7 +48,8 @@ func testConfig(ns string) provisioning.Config {
 		RuntimePoll:        30 * time.Second,
 		BTPManagerPoll:     10 * time.Second,
 		// keb's shipped settings.
-		Runtime: provisioning.RuntimeSettings{KubernetesVersion: config.Defaults.Engine.Runtime.KubernetesVersion},
+		Runtime: provisioning.RuntimeSettings{KubernetesVersion: config.Defaults.Engine.Runtime.KubernetesVersion,
+			MaxPods: config.Defaults.Engine.Runtime.MaxPods},
 	}
 }
 

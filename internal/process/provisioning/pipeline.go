@@ -50,11 +50,14 @@ type Config struct {
 // worker nodes' image (every worker's machine.image, written even when
 // empty, unless the plans file names one for the provider), and the control
 // plane's failure tolerance (node or zone; written on paid plans other than
-// azure_lite, none when "").
+// azure_lite, none when ""); for the global accounts MaxPodsGlobalAccounts
+// names ("*": all), every worker pool's kubelet maxPods.
 type RuntimeSettings struct {
 	KubernetesVersion                 string
 	MachineImage, MachineImageVersion string
 	ControlPlaneFailureTolerance      string
+	MaxPods                           int
+	MaxPodsGlobalAccounts             []string
 }
 
 // Deps are the parts the steps use.
