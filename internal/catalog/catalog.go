@@ -64,6 +64,8 @@ type Catalog struct {
 	forcedRegions map[string]map[string]string
 	// lenient schemas accept parameters they do not name (IgnoreUnsupportedParameters).
 	lenient bool
+	// smaller picks the plans' smallerMachineTypes (SmallerMachineTypes).
+	smaller bool
 	// zones are every region's availability zones (resources/zones.yaml).
 	zones regionZones
 	// defaultOIDC is the runtimes' default OIDC provider, read from oidcFile ("" for the

@@ -124,6 +124,8 @@ type Plan struct {
 	// DefaultMachineTypes are the default machine per provider of a plan whose provider varies
 	// (trial, free), over DefaultMachineType and the provider's default.
 	DefaultMachineTypes map[string]string
+	// SmallerMachineTypes replace them in a catalog loaded with SmallerMachineTypes.
+	SmallerMachineTypes map[string]string
 	// VolumeTypes are the worker disk type per provider, over the provider's (Catalog.VolumeType).
 	VolumeTypes map[string]string
 	// ForcedRegions are, per provider, the region the plan's runtimes run in whatever the region
@@ -155,6 +157,7 @@ func (p Plan) clone() Plan {
 	p.UpgradableTo = append([]string(nil), p.UpgradableTo...)
 	p.TrialProviders = append([]string(nil), p.TrialProviders...)
 	p.DefaultMachineTypes = maps.Clone(p.DefaultMachineTypes)
+	p.SmallerMachineTypes = maps.Clone(p.SmallerMachineTypes)
 	p.VolumeTypes = maps.Clone(p.VolumeTypes)
 	p.ForcedRegions = maps.Clone(p.ForcedRegions)
 	return p

@@ -125,6 +125,9 @@ type planSpec struct {
 	// DefaultMachineTypes are the default machine per provider of a plan whose provider varies
 	// (a trial's provider parameter, free's platform region), over the provider's default.
 	DefaultMachineTypes map[string]string `json:"defaultMachineTypes,omitempty"`
+	// SmallerMachineTypes replace DefaultMachineTypes when the catalog is loaded with
+	// SmallerMachineTypes (upstream's useSmallerMachineTypes).
+	SmallerMachineTypes map[string]string `json:"smallerMachineTypes,omitempty"`
 	// VolumeTypes are the worker disk type per provider, over the provider's volumeType.
 	VolumeTypes map[string]string `json:"volumeTypes,omitempty"`
 	// ForcedRegions are, per provider, the region the plan's runtimes run in whatever the region
@@ -469,11 +472,13 @@ func (f *plansFile) checkPerProvider(fc *fileChecker, path string, p planSpec) {
 	if p.Provider == byPlatformRegion {
 		runsOn = p.Providers
 	}
-	for _, prov := range sortedKeys(p.DefaultMachineTypes) {
-		if !slices.Contains(runsOn, prov) {
-			fc.addf("%s.defaultMachineTypes.%s: the plan does not run on %s", path, prov, prov)
-		} else if !hasOptionSpec(f.Providers[prov].MachineTypes, p.DefaultMachineTypes[prov]) {
-			fc.addf("%s.defaultMachineTypes.%s: %q is not one of the provider's machine types", path, prov, p.DefaultMachineTypes[prov])
+	for key, machines := range map[string]map[string]string{"defaultMachineTypes": p.DefaultMachineTypes, "smallerMachineTypes": p.SmallerMachineTypes} {
+		for _, prov := range sortedKeys(machines) {
+			if !slices.Contains(runsOn, prov) {
+				fc.addf("%s.%s.%s: the plan does not run on %s", path, key, prov, prov)
+			} else if !hasOptionSpec(f.Providers[prov].MachineTypes, machines[prov]) {
+				fc.addf("%s.%s.%s: %q is not one of the provider's machine types", path, key, prov, machines[prov])
+			}
 		}
 	}
 	for _, prov := range sortedKeys(p.VolumeTypes) {
@@ -545,6 +550,7 @@ func (p planSpec) toPlan(name string, providers map[string]providerSpec) Plan {
 		AccessControlList:         p.AccessControlList,
 		MaxAdditionalVolumeSizeGi: p.MaxAdditionalVolumeSizeGi,
 		DefaultMachineTypes:       maps.Clone(p.DefaultMachineTypes),
+		SmallerMachineTypes:       maps.Clone(p.SmallerMachineTypes),
 		VolumeTypes:               maps.Clone(p.VolumeTypes),
 		ForcedRegions:             maps.Clone(p.ForcedRegions),
 	}

@@ -69,6 +69,8 @@ func (c *Catalog) Resolve(planID, platformRegion string, p ProvisioningParameter
 	}
 	switch {
 	case r.MachineType != "":
+	case c.smaller && plan.SmallerMachineTypes[provider] != "":
+		r.MachineType = plan.SmallerMachineTypes[provider]
 	case plan.DefaultMachineTypes[provider] != "":
 		r.MachineType = plan.DefaultMachineTypes[provider]
 	case plan.Trial && provider != plan.Provider:

@@ -364,3 +364,33 @@ func TestResolve(t *testing.T) {
 		})
 	}
 }
+
+// TestResolveSmallerMachineTypes: with upstream's useSmallerMachineTypes, trial and free
+// runtimes get the smaller machines (AWS mi.large, Azure Standard_D2s_v5; GCP trials keep
+// n2-standard-4), paid plans their own defaults.
+func TestResolveSmallerMachineTypes(t *testing.T) {
+	t.Parallel()
+	c, err := Load("", SmallerMachineTypes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	aws, gcp := "AWS", "GCP"
+	for _, tc := range []struct {
+		planID, platformRegion string
+		provider               *string
+		want                   string
+	}{
+		{TrialPlanID, "cf-eu10", nil, "Standard_D2s_v5"},
+		{TrialPlanID, "cf-eu10", &aws, "mi.large"},
+		{TrialPlanID, "cf-eu10", &gcp, "n2-standard-4"},
+		{FreePlanID, "cf-eu10", nil, "mi.large"},
+		{FreePlanID, "cf-eu20", nil, "Standard_D2s_v5"},
+		{AWSPlanID, "cf-eu10", nil, "mi.large"},
+		{AzurePlanID, "cf-eu10", nil, "Standard_D2s_v5"},
+	} {
+		res, err := c.Resolve(tc.planID, tc.platformRegion, ProvisioningParameters{Name: "x", Provider: tc.provider})
+		if err != nil || res.MachineType != tc.want {
+			t.Errorf("%s on %s (provider %v): machine %s, %v; want %s", tc.planID, tc.platformRegion, deref(tc.provider), res.MachineType, err, tc.want)
+		}
+	}
+}

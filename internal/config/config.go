@@ -34,6 +34,9 @@ type Config struct {
 	PlansFile            string
 	// OIDCDefaultFile replaces resources/oidc.yaml, the runtimes' default OIDC provider.
 	OIDCDefaultFile string
+	// UseSmallerMachineTypes gives trial and free runtimes the plans'
+	// smallerMachineTypes (upstream's useSmallerMachineTypes).
+	UseSmallerMachineTypes bool
 	// RejectUnsupportedParameters refuses parameters no plan schema names
 	// (400); false ignores them, logging and counting each.
 	RejectUnsupportedParameters bool
@@ -494,6 +497,8 @@ func (c *Config) BindBroker(b *Binder) {
 		"plans/providers YAML replacing the embedded resources/plans.yaml")
 	b.String(&c.OIDCDefaultFile, "oidc-default-file", "APP_BROKER_OIDC_DEFAULT_FILE", "",
 		"YAML of the runtimes' default OIDC provider (upstream's skrOIDCDefaultValues shape) replacing the embedded resources/oidc.yaml")
+	b.Bool(&c.UseSmallerMachineTypes, "use-smaller-machine-types", "APP_INFRASTRUCTURE_MANAGER_USE_SMALLER_MACHINE_TYPES", false,
+		"trial and free runtimes get the plans' smallerMachineTypes (AWS mi.large, Azure Standard_D2s_v5) instead of upstream's default sizes")
 	b.Bool(&c.RejectUnsupportedParameters, "reject-unsupported-parameters", "APP_BROKER_REJECT_UNSUPPORTED_PARAMETERS",
 		d.RejectUnsupportedParameters, "refuse parameters the plan's schema does not name with a 400 (false: ignore, log and count them)")
 	b.List(&c.GVisorAllowedGlobalAccounts, "gvisor-allowed-global-accounts", "APP_GVISOR_ALLOWED_GLOBAL_ACCOUNTS", nil,
