@@ -41,7 +41,6 @@ type Catalog struct {
 	byName map[string]*planEntry
 
 	trialRegions    []Option
-	trialDefault    string
 	trialByPlatform map[string]string
 	// providerTrialRegions maps provider → trial region → hyperscaler region.
 	providerTrialRegions map[string]map[string]string
@@ -159,7 +158,6 @@ func build(source string, f *plansFile, opts ...LoadOption) (*Catalog, error) {
 		source:               source,
 		plans:                map[string]*planEntry{},
 		byName:               map[string]*planEntry{},
-		trialDefault:         f.TrialRegions.Default,
 		euAccess:             slices.Clone(f.TrialRegions.EUAccessPlatformRegions),
 		trialByPlatform:      map[string]string{},
 		providerTrialRegions: map[string]map[string]string{},

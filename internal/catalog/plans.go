@@ -102,7 +102,7 @@ type Plan struct {
 	DefaultZonesCount int
 
 	// DefaultRegion is the region used when the request has none. It is "" for trial plans
-	// (the default follows the platform region, see Catalog.TrialRegion) and for plans whose
+	// (the default follows the platform region, see Catalog.trialArea) and for plans whose
 	// provider follows the platform region.
 	DefaultRegion string
 	// DefaultMachineType is the machine type used when the request has none; "" for plans

@@ -572,7 +572,7 @@ func (p planSpec) toPlan(name string, providers map[string]providerSpec) Plan {
 	plan.DefaultRegion = firstNonEmpty(p.DefaultRegion, prov.DefaultRegion)
 	plan.DefaultMachineType = firstNonEmpty(p.DefaultMachineType, prov.DefaultMachineType)
 	if p.Trial {
-		// A trial's region follows the platform region; see Catalog.TrialRegion.
+		// A trial's region follows the platform region; see Catalog.trialArea.
 		plan.DefaultRegion = ""
 	}
 	return plan

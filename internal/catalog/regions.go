@@ -87,16 +87,6 @@ func hasOption(opts []Option, code string) bool {
 	return false
 }
 
-// TrialRegion returns the trial region (europe, us, asia) a trial request from platformRegion
-// gets when it names none: the one listing that platform region in the plans file, else the
-// file's default.
-func (c *Catalog) TrialRegion(platformRegion string) string {
-	if r, ok := c.trialByPlatform[platformRegion]; ok {
-		return r
-	}
-	return c.trialDefault
-}
-
 // ProviderForPlan returns the provider a runtime of the plan runs on for a request from
 // platformRegion ("" means DefaultPlatformRegion). Fixed-provider plans ignore the platform
 // region; for the others (free) it is the platform region's provider when the plan allows it,
