@@ -123,7 +123,7 @@ func desiredRuntime(op *process.Operation, params catalog.ProvisioningParameters
 			Security: im.Security{
 				Administrators: Administrators(op, params),
 				Networking: im.NetworkingSecurity{Filter: im.Filter{
-					Ingress: IngressFilter(params.IngressFiltering, external(op)), Egress: im.Egress{Enabled: !external(op)}}},
+					Ingress: IngressFilter(params.IngressFiltering, External(op)), Egress: im.Egress{Enabled: !External(op)}}},
 			},
 		},
 	}
@@ -328,8 +328,9 @@ func storedContext(op *process.Operation) requestContext {
 	return c
 }
 
-// external reports an instance outside SAP, whose egress is not filtered.
-func external(op *process.Operation) bool {
+// External reports an instance outside SAP (its stored context's licence
+// type), whose egress is not filtered.
+func External(op *process.Operation) bool {
 	return catalog.ExternalLicence(storedContext(op).LicenseType)
 }
 

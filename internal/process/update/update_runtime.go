@@ -21,7 +21,7 @@ import (
 // fields an update owns: the Kyma worker pool's machine type (when it
 // changes: the plan or the machineType parameter), autoscaler
 // bounds, zones (the CR's, grown when a plan has more), roll-out (when
-// given) and disk, the administrators, the OIDC authenticator (when the
+// given) and disk, the administrators, the egress filter (from the licence), the OIDC authenticator (when the
 // parameters set one), and on a plan change the
 // provider, region, account, shoot purpose and plan labels. Every other field (a Kubernetes
 // version or machine image set by an upgrade, an image registry cache, a
@@ -123,6 +123,8 @@ func (s *UpdateRuntime) change(after *process.Operation, params catalog.Provisio
 		{d.HyperscalerSecret, []string{"spec", "shoot", "secretBindingName"}},
 		{d.Provider, []string{"spec", "shoot", "provider", "type"}},
 		{provisioning.Administrators(after, params), []string{"spec", "security", "administrators"}},
+		// Recomputed from the licence, as upstream's update does.
+		{!provisioning.External(after), []string{"spec", "security", "networking", "filter", "egress", "enabled"}},
 	}
 	if newPlan {
 		sets = append(sets, field{plan.Purpose, []string{"spec", "shoot", "purpose"}})

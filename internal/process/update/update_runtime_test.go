@@ -233,6 +233,15 @@ func TestUpdateFailures(t *testing.T) {
 			t.Errorf("description %q", op.Description)
 		}
 	})
+	t.Run("an external licence: egress no longer filtered", func(t *testing.T) {
+		op := trialRuntime(t, c, ns, catalog.TrialPlanName, `{"name":"trial-1","administrators":["x@example.com"]}`)
+		op.Instance.Context = json.RawMessage(`{"license_type":"PARTNER"}`)
+		runStep(t, step("update_initialization"), op, processtest.Done)
+		runStep(t, step("update_runtime"), op, processtest.Done)
+		if rt := getRuntime(t, c, ns, op); rt.Spec.Security.Networking.Filter.Egress.Enabled {
+			t.Errorf("egress filter still on for an instance with an external licence")
+		}
+	})
 	t.Run("the Runtime CR is gone", func(t *testing.T) {
 		op := trialRuntime(t, c, ns, catalog.TrialPlanName, `{"name":"trial-1"}`)
 		op.Instance.RuntimeID = uuid.NewString()
