@@ -82,6 +82,9 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	if !cfg.RejectUnsupportedParameters {
 		loadOpts = append(loadOpts, catalog.IgnoreUnsupportedParameters())
 	}
+	if cfg.UseSmallerMachineTypes {
+		loadOpts = append(loadOpts, catalog.SmallerMachineTypes())
+	}
 	cat, err := catalog.Load(cfg.PlansFile, loadOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("loading plans: %w", err)

@@ -185,6 +185,9 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 		BTPManagerPoll: ec.BTPMgrPoll,
 		HAP: provisioning.HAP{Rules: rules, MultiAccountGlobalAccounts: ec.HAP.MultiAccountGlobalAccounts,
 			Limit: ec.HAP.MultiAccountLimits.For},
+		Runtime: provisioning.RuntimeSettings{KubernetesVersion: ec.Runtime.KubernetesVersion, MachineImage: ec.Runtime.MachineImage,
+			MachineImageVersion: ec.Runtime.MachineImageVersion, ControlPlaneFailureTolerance: ec.Runtime.ControlPlaneFailureTolerance,
+			MaxPods: ec.Runtime.MaxPods, MaxPodsGlobalAccounts: ec.Runtime.MaxPodsGlobalAccounts},
 	}
 	// One runtime client cache for every pipeline: a runtime's client (and
 	// its connections) is built once, whichever operation reaches it.
@@ -220,7 +223,8 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 		storage.OperationTypeUpdate: update.Pipeline(update.Deps{
 			Config: update.Config{Namespace: ns, BTPManagerTimeout: ec.BTPMgrTimeout, BTPManagerPoll: ec.BTPMgrPoll,
 				RuntimeTimeout: ec.RuntimeTimeout, RuntimePoll: ec.RuntimePoll, RuntimeGrace: ec.RuntimeGrace,
-				AccountTimeout: ec.AccountTimeout, AccountPoll: accountPoll, Kyma: kymaSettings, HAP: provCfg.HAP},
+				AccountTimeout: ec.AccountTimeout, AccountPoll: accountPoll, Kyma: kymaSettings, HAP: provCfg.HAP,
+				Runtime: provCfg.Runtime},
 			Catalog: cat, KCP: kcp, Accounts: accounts, AccountStore: store, Store: store, Runtimes: runtimes, Watch: watcher,
 		}),
 	}

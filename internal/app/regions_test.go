@@ -108,6 +108,11 @@ func TestCatalogPerPlatformRegion(t *testing.T) {
 		{"cf-eu11", sccPlanID, `{"name":"x"}`, "plan sap-converged-cloud has no region in platform region cf-eu11"},
 		{"cf-us21", sccPlanID, `{"name":"x"}`, "plan sap-converged-cloud has no region in platform region cf-us21"},
 		{"cf-us10", sccPlanID, `{"name":"x","region":"eu-de-2"}`, `region "eu-de-2" is not one of: na-us-1`},
+		// Free runs on the platform region's own hyperscaler, AWS or Azure (upstream: "freemium
+		// provider for '<provider>' is not supported"), though the catalog offers AWS's regions.
+		{"cf-sa30", freePlanID, `{"name":"x"}`, "plan free runs on the platform region's own hyperscaler, one of AWS, Azure; platform region cf-sa30 is hosted on GCP"},
+		{"cf-in30", freePlanID, `{"name":"x","region":"eu-central-1"}`, "platform region cf-in30 is hosted on GCP"},
+		{"cf-eu01", freePlanID, `{"name":"x"}`, "platform region cf-eu01 is hosted on SAP Cloud Infrastructure"},
 	}
 	for i, tc := range refused {
 		t.Run("refused "+tc.region+" "+tc.inDescription, func(t *testing.T) {
@@ -133,13 +138,30 @@ func TestCatalogPerPlatformRegion(t *testing.T) {
 		{"cf-sa30", gcpPlanID, `{"name":"x"}`, "me-central2"},
 		{"cf-us10", sccPlanID, `{"name":"x"}`, "na-us-1"},
 		{"cf-ch20", trialPlanID, `{"name":"x"}`, "switzerlandnorth"},
-		// Trials on AWS and GCP: the area's region, forced in EU access and KSA platform regions.
+		// Trials on AWS and GCP: the area's region (the platform region's before the region
+		// parameter's, as upstream), forced in EU access and KSA platform regions.
 		{"cf-us10", trialPlanID, `{"name":"x","provider":"AWS"}`, "us-east-1"},
-		{"cf-eu10", trialPlanID, `{"name":"x","provider":"GCP","region":"asia"}`, "asia-south1"},
+		{"cf-eu10", trialPlanID, `{"name":"x","provider":"AWS"}`, "eu-west-1"},
+		{"cf-eu10", trialPlanID, `{"name":"x","provider":"GCP","region":"asia"}`, "europe-west3"},
+		{"cf-eu20", trialPlanID, `{"name":"x","provider":"GCP","region":"asia"}`, "asia-south1"},
 		{"cf-eu11", trialPlanID, `{"name":"x","provider":"AWS"}`, "eu-central-1"},
 		{"cf-sa30", trialPlanID, `{"name":"x","provider":"GCP"}`, "me-central2"},
-		{"cf-eu11", trialPlanID, `{"name":"x"}`, "westeurope"},
+		// An Azure trial in any EU access platform region: Switzerland.
+		{"cf-eu11", trialPlanID, `{"name":"x"}`, "switzerlandnorth"},
+		{"cf-eu02", trialPlanID, `{"name":"x"}`, "switzerlandnorth"},
+		// Free on AWS: eu-central-1 whatever was asked for; on Azure, the region asked for.
+		{"cf-us10", freePlanID, `{"name":"x","region":"us-east-1"}`, "eu-central-1"},
+		{"cf-eu20", freePlanID, `{"name":"x","region":"westeurope"}`, "westeurope"},
 	}
+	t.Run("free refused without a platform region in the path", func(t *testing.T) {
+		b := b.in(t)
+		r := b.do(http.MethodPut, "/oauth/v2/service_instances/pr-free-no-region?accepts_incomplete=true",
+			provisionBody(freePlanID, `{"name":"x"}`, `"globalaccount_id":"ga-pr-free","subaccount_id":"sa-pr","user_id":"u@example.com"`))
+		b.expectOSBError(r, http.StatusBadRequest, "BadRequest")
+		if want := "(/oauth/{region}/v2/...), one of AWS, Azure; this request names none"; !strings.Contains(r.body["description"].(string), want) {
+			t.Errorf("description %q lacks %q", r.body["description"], want)
+		}
+	})
 	for i, tc := range accepted {
 		t.Run("accepted "+tc.region+" "+tc.providerRegion, func(t *testing.T) {
 			b := b.in(t)

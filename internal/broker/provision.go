@@ -40,7 +40,7 @@ func (b *Broker) Provision(ctx context.Context, instanceID string, details domai
 		return domain.ProvisionedServiceSpec{}, errBadRequest(err)
 	}
 	region := b.platformRegion(ctx)
-	plan, pctx, resolved, storedContext, err := b.validateProvisioning(details, region)
+	plan, pctx, resolved, storedContext, err := b.validateProvisioning(details, region, regionFrom(ctx) != "")
 	if err != nil {
 		return b.refuseInvalid(ctx, log(), instanceID, details, region, err)
 	}
@@ -164,11 +164,15 @@ func (u *unsupportedLabels) label(name string) string {
 
 // validateProvisioning checks a PUT's plan, context and parameters and
 // resolves the plan's defaults; its error is the client's mistake.
-func (b *Broker) validateProvisioning(details domain.ProvisionDetails, region string) (
+// pathRegion says whether the request's path names its platform region.
+func (b *Broker) validateProvisioning(details domain.ProvisionDetails, region string, pathRegion bool) (
 	plan catalog.Plan, pctx catalog.ProvisioningContext, resolved catalog.Resolved, storedContext json.RawMessage, err error) {
 	plan, ok := b.catalog.PlanByID(details.PlanID)
 	if !ok {
 		return plan, pctx, resolved, nil, fmt.Errorf("plan %s is not offered", details.PlanID)
+	}
+	if err := b.catalog.PlatformProviderProblem(plan, region, pathRegion); err != nil {
+		return plan, pctx, resolved, nil, err
 	}
 	if pctx, err = catalog.ValidateContext(details.RawContext); err != nil {
 		return plan, pctx, resolved, nil, err

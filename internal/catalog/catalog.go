@@ -41,7 +41,6 @@ type Catalog struct {
 	byName map[string]*planEntry
 
 	trialRegions    []Option
-	trialDefault    string
 	trialByPlatform map[string]string
 	// providerTrialRegions maps provider → trial region → hyperscaler region.
 	providerTrialRegions map[string]map[string]string
@@ -54,12 +53,18 @@ type Catalog struct {
 	// otherRegions holds the variant of the platform regions the plans file does not name, by
 	// their class (OtherRegionClasses).
 	otherRegions map[string]map[string]*planEntry
-	// concreteMachines maps, per provider, a version-agnostic machine type to the concrete one.
+	// concreteMachines maps, per provider, a version-agnostic machine type to the concrete one
+	// (resolvesTo); machineVersions are the providers' machinesVersions templates, tried after.
 	concreteMachines map[string]map[string]string
+	machineVersions  map[string][]machineVersion
+	// euAccess are the EU access platform regions (trialRegions.euAccessPlatformRegions).
+	euAccess []string
 	// forcedRegions holds, per provider and platform region, the region its trials run in.
 	forcedRegions map[string]map[string]string
 	// lenient schemas accept parameters they do not name (IgnoreUnsupportedParameters).
 	lenient bool
+	// smaller picks the plans' smallerMachineTypes (SmallerMachineTypes).
+	smaller bool
 	// zones are every region's availability zones (resources/zones.yaml).
 	zones regionZones
 	// defaultOIDC is the runtimes' default OIDC provider, read from oidcFile ("" for the
@@ -72,6 +77,10 @@ type Catalog struct {
 type providerDefault struct {
 	region, machineType string
 	image               *machineImageSpec
+	volumeType          string
+	// trialRegion is the trial region of a trial nothing else places; euAccessRegion the
+	// region of a trial in an EU access platform region ("": none).
+	trialRegion, euAccessRegion string
 }
 
 // planEntry is one plan with everything needed to list and validate it.
@@ -149,7 +158,7 @@ func build(source string, f *plansFile, opts ...LoadOption) (*Catalog, error) {
 		source:               source,
 		plans:                map[string]*planEntry{},
 		byName:               map[string]*planEntry{},
-		trialDefault:         f.TrialRegions.Default,
+		euAccess:             slices.Clone(f.TrialRegions.EUAccessPlatformRegions),
 		trialByPlatform:      map[string]string{},
 		providerTrialRegions: map[string]map[string]string{},
 		providerDefaults:     map[string]providerDefault{},
@@ -173,7 +182,19 @@ func build(source string, f *plansFile, opts ...LoadOption) (*Catalog, error) {
 	}
 	for name, p := range f.Providers {
 		c.providerTrialRegions[name] = p.TrialRegions
-		c.providerDefaults[name] = providerDefault{region: p.DefaultRegion, machineType: p.DefaultMachineType, image: p.MachineImage}
+		c.providerDefaults[name] = providerDefault{region: p.DefaultRegion, machineType: p.DefaultMachineType, image: p.MachineImage,
+			volumeType: p.VolumeType, trialRegion: firstNonEmpty(p.TrialDefaultRegion, f.TrialRegions.Default),
+			euAccessRegion: p.EUAccessRegion}
+		versions, err := parseMachineVersions(p.MachinesVersions)
+		if err != nil { // checked with the file
+			return nil, fmt.Errorf("providers.%s.machinesVersions: %w", name, err)
+		}
+		if len(versions) > 0 {
+			if c.machineVersions == nil {
+				c.machineVersions = map[string][]machineVersion{}
+			}
+			c.machineVersions[name] = versions
+		}
 		for _, o := range slices.Concat(p.MachineTypes, p.AdditionalMachineTypes) {
 			if o.ResolvesTo != "" {
 				if c.concreteMachines == nil {
@@ -380,12 +401,27 @@ func (c *Catalog) UpdateSchema(planID string) (json.RawMessage, error) {
 }
 
 // ConcreteMachineType is the machine type the Runtime CR names for a provider's machine type: a
-// version-agnostic name (mi.large) resolved as the plans file says, any other as it is.
+// version-agnostic name (mi.large) resolved as the plans file says (the machine's resolvesTo,
+// else the first of the provider's machinesVersions that matches: mi.large → m7i.large), any
+// other as it is.
 func (c *Catalog) ConcreteMachineType(provider, machineType string) string {
 	if concrete, ok := c.concreteMachines[provider][machineType]; ok {
 		return concrete
 	}
+	if concrete, ok := resolveMachineVersion(c.machineVersions[provider], machineType); ok {
+		return concrete
+	}
 	return machineType
+}
+
+// VolumeType is the worker nodes' disk type of a plan's runtime on provider: the plan's
+// volumeTypes entry, else the provider's volumeType; "" for none (the Runtime CR then names
+// none, as upstream's for SAP Cloud Infrastructure).
+func (c *Catalog) VolumeType(plan Plan, provider string) string {
+	if t, ok := plan.VolumeTypes[provider]; ok {
+		return t
+	}
+	return c.providerDefaults[provider].volumeType
 }
 
 // MachineImage returns the OS image the plans file configures for a

@@ -138,7 +138,7 @@ func FuzzValidateParameters(f *testing.F) {
 		planIDs = append(planIDs, id)
 	}
 	slices.Sort(planIDs)
-	regions := []string{"cf-eu10", "cf-eu20", "cf-us30", "cf-eu01", "mars", "cf-eu11", "cf-ch20", "cf-sa30", "cf-us10"}
+	regions := []string{"cf-eu10", "cf-eu20", "cf-us30", "cf-eu01", "mars", "cf-eu11", "cf-ch20", "cf-sa30", "cf-us10", "cf-eu02", "cf-jp20"}
 	f.Add(uint8(0), uint8(0), []byte(`{"name":"c1"}`))
 	f.Add(uint8(1), uint8(6), []byte(`{"name":"c1","additionalWorkerNodePools":[{"name":"p","machineType":"Standard_D4s_v5",`+
 		`"taints":[{"key":"k","effect":"NoSchedule"}],"labels":{"a":"b"}}],"oidc":{"list":[{"clientID":"c",`+
@@ -182,6 +182,11 @@ func FuzzValidateParameters(f *testing.F) {
 		res, err := cat.Resolve(planID, r, params)
 		if err != nil {
 			t.Fatalf("accepted parameters do not resolve: %v (%s)", err, raw)
+		}
+		// Wherever a runtime is placed (a trial's eu-west-1, an EU access trial's region), its
+		// region has zones to place its nodes in.
+		if len(cat.RegionZones(res.Provider, res.ProviderRegion)) == 0 {
+			t.Fatalf("placed in %s %s, a region without zones (%s on %s: %s)", res.Provider, res.ProviderRegion, planID, r, raw)
 		}
 		if pools := params.AdditionalWorkerNodePools; pools != nil {
 			seen := map[string]bool{}

@@ -1,6 +1,9 @@
 package catalog
 
-import "time"
+import (
+	"maps"
+	"time"
+)
 
 // Plan IDs. Platforms store them with every instance they ever provisioned, so they are a
 // forever-contract: never change one, only add new plans.
@@ -99,7 +102,7 @@ type Plan struct {
 	DefaultZonesCount int
 
 	// DefaultRegion is the region used when the request has none. It is "" for trial plans
-	// (the default follows the platform region, see Catalog.TrialRegion) and for plans whose
+	// (the default follows the platform region, see Catalog.trialArea) and for plans whose
 	// provider follows the platform region.
 	DefaultRegion string
 	// DefaultMachineType is the machine type used when the request has none; "" for plans
@@ -117,6 +120,17 @@ type Plan struct {
 	Purpose string
 	// VolumeSizeGb is the size of each worker node's disk.
 	VolumeSizeGb int
+
+	// DefaultMachineTypes are the default machine per provider of a plan whose provider varies
+	// (trial, free), over DefaultMachineType and the provider's default.
+	DefaultMachineTypes map[string]string
+	// SmallerMachineTypes replace them in a catalog loaded with SmallerMachineTypes.
+	SmallerMachineTypes map[string]string
+	// VolumeTypes are the worker disk type per provider, over the provider's (Catalog.VolumeType).
+	VolumeTypes map[string]string
+	// ForcedRegions are, per provider, the region the plan's runtimes run in whatever the region
+	// parameter says (upstream's free on AWS: eu-central-1).
+	ForcedRegions map[string]string
 
 	// TrialProviders, on a trial plan, are the providers the provider parameter may choose,
 	// Provider (the default) first; empty: the trial runs on Provider only.
@@ -142,5 +156,9 @@ func (p Plan) clone() Plan {
 	p.Providers = append([]string(nil), p.Providers...)
 	p.UpgradableTo = append([]string(nil), p.UpgradableTo...)
 	p.TrialProviders = append([]string(nil), p.TrialProviders...)
+	p.DefaultMachineTypes = maps.Clone(p.DefaultMachineTypes)
+	p.SmallerMachineTypes = maps.Clone(p.SmallerMachineTypes)
+	p.VolumeTypes = maps.Clone(p.VolumeTypes)
+	p.ForcedRegions = maps.Clone(p.ForcedRegions)
 	return p
 }

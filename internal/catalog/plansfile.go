@@ -3,6 +3,7 @@ package catalog
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -44,8 +45,22 @@ type providerSpec struct {
 	PlatformRegions     map[string][]string `json:"platformRegions,omitempty"`
 	PlatformRegionsOnly bool                `json:"platformRegionsOnly,omitempty"`
 	// MachineImage, when set, is the worker nodes' OS image on this
-	// provider (the Runtime CR's machine.image); unset leaves Gardener's default.
+	// provider (the Runtime CR's machine.image), over the machine image
+	// settings every provider's nodes get otherwise.
 	MachineImage *machineImageSpec `json:"machineImage,omitempty"`
+	// MachinesVersions resolve version-agnostic machine names to the machine type the Runtime CR
+	// names, as upstream's providers data does: an input template (mi.{size}) to an output
+	// template (m7i.{size}); see machineVersions.
+	MachinesVersions map[string]string `json:"machinesVersions,omitempty"`
+	// VolumeType is the worker nodes' disk type (the Runtime CR's volume.type); "" writes none.
+	VolumeType string `json:"volumeType,omitempty"`
+	// TrialDefaultRegion is the trial region (europe, us, asia) of a trial on this provider that
+	// neither its platform region nor its region parameter places (upstream: Azure eastus,
+	// AWS eu-west-1, GCP europe-west3); "" is trialRegions.default.
+	TrialDefaultRegion string `json:"trialDefaultRegion,omitempty"`
+	// EUAccessRegion is where a trial on this provider runs in an EU access platform region
+	// (trialRegions.euAccessPlatformRegions); "" leaves EU access trials unplaced by it (GCP).
+	EUAccessRegion string `json:"euAccessRegion,omitempty"`
 }
 
 type machineImageSpec struct {
@@ -68,6 +83,10 @@ type optionSpec struct {
 type trialRegionsSpec struct {
 	Default string            `json:"default"`
 	Regions []trialRegionSpec `json:"regions"`
+	// EUAccessPlatformRegions are the EU access platform regions: a trial there runs in its
+	// provider's euAccessRegion, whichever provider hosts the platform region, as upstream's
+	// do (an Azure trial on cf-eu11 in switzerlandnorth).
+	EUAccessPlatformRegions []string `json:"euAccessPlatformRegions,omitempty"`
 }
 
 type trialRegionSpec struct {
@@ -103,6 +122,17 @@ type planSpec struct {
 	// parameter; provider is the default.
 	TrialProviders []string `json:"trialProviders,omitempty"`
 	VolumeSizeGb   int      `json:"volumeSizeGb,omitempty"`
+	// DefaultMachineTypes are the default machine per provider of a plan whose provider varies
+	// (a trial's provider parameter, free's platform region), over the provider's default.
+	DefaultMachineTypes map[string]string `json:"defaultMachineTypes,omitempty"`
+	// SmallerMachineTypes replace DefaultMachineTypes when the catalog is loaded with
+	// SmallerMachineTypes (upstream's useSmallerMachineTypes).
+	SmallerMachineTypes map[string]string `json:"smallerMachineTypes,omitempty"`
+	// VolumeTypes are the worker disk type per provider, over the provider's volumeType.
+	VolumeTypes map[string]string `json:"volumeTypes,omitempty"`
+	// ForcedRegions are, per provider, the region the plan's runtimes run in whatever the region
+	// parameter says (upstream's free on AWS: eu-central-1).
+	ForcedRegions map[string]string `json:"forcedRegions,omitempty"`
 	// Optional features, each refused with a 400 on plans that do not enable it.
 	IngressFiltering          bool `json:"ingressFiltering,omitempty"`
 	AccessControlList         bool `json:"accessControlList,omitempty"`
@@ -169,6 +199,12 @@ func (f *plansFile) check() error {
 		f.Providers[name].check(fc, name)
 	}
 	f.TrialRegions.check(fc)
+	for _, name := range sortedKeys(f.Providers) {
+		if d := f.Providers[name].TrialDefaultRegion; d != "" && !slices.ContainsFunc(f.TrialRegions.Regions,
+			func(r trialRegionSpec) bool { return r.Code == d }) {
+			fc.addf("providers.%s.trialDefaultRegion: %q is not one of the trial regions", name, d)
+		}
+	}
 	if len(f.Plans) == 0 {
 		fc.addf("plans: none described")
 	}
@@ -232,10 +268,15 @@ func (p providerSpec) check(fc *fileChecker, name string) {
 	if !hasOptionSpec(p.MachineTypes, p.DefaultMachineType) {
 		fc.addf("providers.%s.defaultMachineType: %q is not one of its machine types", name, p.DefaultMachineType)
 	}
+	// A trial's region need not be offered to paid plans (upstream's AWS trials run in
+	// eu-west-1): resources/zones.yaml must list its zones (loadZones).
 	for _, trialRegion := range sortedKeys(p.TrialRegions) {
-		if !hasOptionSpec(p.Regions, p.TrialRegions[trialRegion]) {
-			fc.addf("providers.%s.trialRegions.%s: %q is not one of its regions", name, trialRegion, p.TrialRegions[trialRegion])
+		if p.TrialRegions[trialRegion] == "" {
+			fc.addf("providers.%s.trialRegions.%s: must not be empty", name, trialRegion)
 		}
+	}
+	if _, err := parseMachineVersions(p.MachinesVersions); err != nil {
+		fc.addf("providers.%s.machinesVersions: %v", name, err)
 	}
 }
 
@@ -399,6 +440,7 @@ func (f *plansFile) checkPlan(fc *fileChecker, name string, p planSpec) {
 		fc.addf("%s.purpose: %q must be one of %s, %s, %s, %s", path, p.Purpose,
 			PurposeEvaluation, PurposeTesting, PurposeDevelopment, PurposeProduction)
 	}
+	f.checkPerProvider(fc, path, p)
 	if p.MaxAdditionalVolumeSizeGi < 0 {
 		fc.addf("%s.maxAdditionalVolumeSizeGi: %d must not be negative", path, p.MaxAdditionalVolumeSizeGi)
 	}
@@ -419,6 +461,36 @@ func (f *plansFile) checkPlan(fc *fileChecker, name string, p planSpec) {
 			// A trial's region is a trial region and a free plan's provider follows the
 			// platform region: neither can take over a running cluster's region.
 			fc.addf("%s.upgradableToPlans: %q cannot be upgraded to (trial plans and plans with provider %s cannot take over a running runtime)", path, to, byPlatformRegion)
+		}
+	}
+}
+
+// checkPerProvider checks a plan's defaultMachineTypes, volumeTypes and forcedRegions: each for
+// a provider the plan runs on, a machine or region among that provider's.
+func (f *plansFile) checkPerProvider(fc *fileChecker, path string, p planSpec) {
+	runsOn := append([]string{p.Provider}, p.TrialProviders...)
+	if p.Provider == byPlatformRegion {
+		runsOn = p.Providers
+	}
+	for key, machines := range map[string]map[string]string{"defaultMachineTypes": p.DefaultMachineTypes, "smallerMachineTypes": p.SmallerMachineTypes} {
+		for _, prov := range sortedKeys(machines) {
+			if !slices.Contains(runsOn, prov) {
+				fc.addf("%s.%s.%s: the plan does not run on %s", path, key, prov, prov)
+			} else if !hasOptionSpec(f.Providers[prov].MachineTypes, machines[prov]) {
+				fc.addf("%s.%s.%s: %q is not one of the provider's machine types", path, key, prov, machines[prov])
+			}
+		}
+	}
+	for _, prov := range sortedKeys(p.VolumeTypes) {
+		if !slices.Contains(runsOn, prov) {
+			fc.addf("%s.volumeTypes.%s: the plan does not run on %s", path, prov, prov)
+		}
+	}
+	for _, prov := range sortedKeys(p.ForcedRegions) {
+		if !slices.Contains(runsOn, prov) {
+			fc.addf("%s.forcedRegions.%s: the plan does not run on %s", path, prov, prov)
+		} else if p.Trial || !hasOptionSpec(f.Providers[prov].Regions, p.ForcedRegions[prov]) {
+			fc.addf("%s.forcedRegions.%s: %q is not one of the provider's regions (a trial's are its trialRegions)", path, prov, p.ForcedRegions[prov])
 		}
 	}
 }
@@ -477,6 +549,10 @@ func (p planSpec) toPlan(name string, providers map[string]providerSpec) Plan {
 		IngressFiltering:          p.IngressFiltering,
 		AccessControlList:         p.AccessControlList,
 		MaxAdditionalVolumeSizeGi: p.MaxAdditionalVolumeSizeGi,
+		DefaultMachineTypes:       maps.Clone(p.DefaultMachineTypes),
+		SmallerMachineTypes:       maps.Clone(p.SmallerMachineTypes),
+		VolumeTypes:               maps.Clone(p.VolumeTypes),
+		ForcedRegions:             maps.Clone(p.ForcedRegions),
 	}
 	if p.Trial && len(p.TrialProviders) > 0 {
 		plan.TrialProviders = append([]string{p.Provider}, p.TrialProviders...)
@@ -496,7 +572,7 @@ func (p planSpec) toPlan(name string, providers map[string]providerSpec) Plan {
 	plan.DefaultRegion = firstNonEmpty(p.DefaultRegion, prov.DefaultRegion)
 	plan.DefaultMachineType = firstNonEmpty(p.DefaultMachineType, prov.DefaultMachineType)
 	if p.Trial {
-		// A trial's region follows the platform region; see Catalog.TrialRegion.
+		// A trial's region follows the platform region; see Catalog.trialArea.
 		plan.DefaultRegion = ""
 	}
 	return plan

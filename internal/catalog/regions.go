@@ -1,8 +1,10 @@
 package catalog
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -85,16 +87,6 @@ func hasOption(opts []Option, code string) bool {
 	return false
 }
 
-// TrialRegion returns the trial region (europe, us, asia) a trial request from platformRegion
-// gets when it names none: the one listing that platform region in the plans file, else the
-// file's default.
-func (c *Catalog) TrialRegion(platformRegion string) string {
-	if r, ok := c.trialByPlatform[platformRegion]; ok {
-		return r
-	}
-	return c.trialDefault
-}
-
 // ProviderForPlan returns the provider a runtime of the plan runs on for a request from
 // platformRegion ("" means DefaultPlatformRegion). Fixed-provider plans ignore the platform
 // region; for the others (free) it is the platform region's provider when the plan allows it,
@@ -122,4 +114,37 @@ func (e *planEntry) providerFor(platformRegion string) string {
 		}
 	}
 	return e.plan.Providers[0]
+}
+
+// ErrPlatformProviderNotSupported is wrapped by the refusal of a plan whose provider follows the
+// platform region (free) where that region's hyperscaler is not one the plan runs on.
+var ErrPlatformProviderNotSupported = errors.New("plan not supported on this platform region's hyperscaler")
+
+// PlatformProviderProblem refuses a new runtime of a plan whose provider follows the platform
+// region (free) where that hyperscaler is not one the plan runs on (GCP, SAP Cloud
+// Infrastructure), or where the request names no platform region (pathRegion false: /oauth/v2):
+// upstream answers both with a 400 ("freemium provider for '<provider>' is not supported"), and
+// its schema offers the first provider's regions there all the same. nil for any other plan.
+func (c *Catalog) PlatformProviderProblem(plan Plan, platformRegion string, pathRegion bool) error {
+	if !plan.ByPlatformRegion() {
+		return nil
+	}
+	runsOn := make([]string, len(plan.Providers))
+	for i, p := range plan.Providers {
+		runsOn[i] = providerLabel(p)
+	}
+	if !pathRegion {
+		return fmt.Errorf("%w: plan %s runs on the hyperscaler of the platform region in the request's path (/oauth/{region}/v2/...), "+
+			"one of %s; this request names none", ErrPlatformProviderNotSupported, plan.Name, strings.Join(runsOn, ", "))
+	}
+	p, err := ProviderForPlatformRegion(platformRegion)
+	if err == nil && slices.Contains(plan.Providers, p) {
+		return nil
+	}
+	host := "an unknown hyperscaler"
+	if err == nil {
+		host = providerLabel(p)
+	}
+	return fmt.Errorf("%w: plan %s runs on the platform region's own hyperscaler, one of %s; platform region %s is hosted on %s",
+		ErrPlatformProviderNotSupported, plan.Name, strings.Join(runsOn, ", "), platformRegion, host)
 }

@@ -41,28 +41,6 @@ func TestProviderForPlatformRegion(t *testing.T) {
 	}
 }
 
-func TestTrialRegion(t *testing.T) {
-	t.Parallel()
-	c := defaultCatalog(t)
-	tests := []struct {
-		name, platformRegion, want string
-	}{
-		{name: "europe", platformRegion: "cf-eu10", want: "europe"},
-		{name: "us", platformRegion: "cf-us10", want: "us"},
-		{name: "asia", platformRegion: "cf-ap21", want: "asia"},
-		{name: "other falls back to europe", platformRegion: "cf-jp20", want: "europe"},
-		{name: "none falls back to europe", platformRegion: "", want: "europe"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			if got := c.TrialRegion(tt.platformRegion); got != tt.want {
-				t.Errorf("TrialRegion(%q) = %q, want %q", tt.platformRegion, got, tt.want)
-			}
-		})
-	}
-}
-
 func TestProviderForPlan(t *testing.T) {
 	t.Parallel()
 	c := defaultCatalog(t)

@@ -1,6 +1,9 @@
 package catalog
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Resolved is a provision request with the plan's defaults applied: everything provisioning
 // needs to know about where and how big the runtime is.
@@ -41,28 +44,40 @@ func (c *Catalog) Resolve(planID, platformRegion string, p ProvisioningParameter
 		Parameters: p,
 	}
 
-	if plan.Trial && p.Region == nil {
-		r.Region = c.TrialRegion(platformRegion)
-	} else {
-		r.Region = c.regionFor(e, provider, p)
+	r.Region = c.regionFor(e, provider, p)
+	if plan.Trial {
+		r.Region = c.trialArea(platformRegion, p.Region, provider)
 	}
 	r.ProviderRegion = r.Region
-	if plan.Trial {
+	switch {
+	case plan.Trial:
 		hs, ok := c.providerTrialRegions[provider][r.Region]
 		if !ok {
 			return Resolved{}, fmt.Errorf("resolve parameters: trial region %q has no %s region in plans file %s", r.Region, provider, c.source)
 		}
 		r.ProviderRegion = hs
-		if forced, ok := c.forcedRegions[provider][platformRegion]; ok {
-			// EU access and KSA platform regions keep trials in their one region.
+		if forced := c.trialForcedRegion(provider, platformRegion); forced != "" {
 			r.ProviderRegion = forced
 		}
+	case plan.ForcedRegions[provider] != "":
+		// Upstream's free runtimes on AWS run in eu-central-1 whatever region was asked for.
+		r.ProviderRegion = plan.ForcedRegions[provider]
 	}
 
-	r.MachineType = firstNonEmpty(deref(p.MachineType), plan.DefaultMachineType)
-	if plan.Trial && provider != plan.Provider {
+	if !plan.BasicForm {
+		r.MachineType = deref(p.MachineType)
+	}
+	switch {
+	case r.MachineType != "":
+	case c.smaller && plan.SmallerMachineTypes[provider] != "":
+		r.MachineType = plan.SmallerMachineTypes[provider]
+	case plan.DefaultMachineTypes[provider] != "":
+		r.MachineType = plan.DefaultMachineTypes[provider]
+	case plan.Trial && provider != plan.Provider:
 		// A trial on another provider than the plan's gets that provider's default machine.
 		r.MachineType = c.providerDefaults[provider].machineType
+	default:
+		r.MachineType = plan.DefaultMachineType
 	}
 	if r.MachineType == "" && len(offer.machineTypes) > 0 {
 		r.MachineType = c.providerDefaultMachineType(provider, offer)
@@ -75,6 +90,31 @@ func (c *Catalog) Resolve(planID, platformRegion string, p ProvisioningParameter
 		r.ZonesCount = len(p.Zones)
 	}
 	return r, nil
+}
+
+// trialArea is a trial's region (europe, us, asia) as upstream chooses it: the one its
+// platform region maps to (trialRegions.regions[].platformRegions), else the region parameter,
+// else the provider's trialDefaultRegion (upstream: Azure eastus, AWS eu-west-1, GCP
+// europe-west3, i.e. us, europe, europe).
+func (c *Catalog) trialArea(platformRegion string, param *string, provider string) string {
+	if area, ok := c.trialByPlatform[platformRegion]; ok {
+		return area
+	}
+	if param != nil && *param != "" {
+		return *param
+	}
+	return c.providerDefaults[provider].trialRegion
+}
+
+// trialForcedRegion is where a trial on provider runs in platformRegion whatever its area:
+// the provider's euAccessRegion in an EU access platform region (Azure switzerlandnorth, AWS
+// eu-central-1; GCP has none), else the provider's first region there (providers.*.platformRegions:
+// GCP me-central2 on the KSA platform region cf-sa30); "" when neither.
+func (c *Catalog) trialForcedRegion(provider, platformRegion string) string {
+	if r := c.providerDefaults[provider].euAccessRegion; r != "" && slices.Contains(c.euAccess, platformRegion) {
+		return r
+	}
+	return c.forcedRegions[provider][platformRegion]
 }
 
 // regionFor is the region of a non-trial runtime: the parameter, else the plan's default, else

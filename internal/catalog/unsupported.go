@@ -16,6 +16,13 @@ func IgnoreUnsupportedParameters() LoadOption {
 	return func(c *Catalog) { c.lenient = true }
 }
 
+// SmallerMachineTypes gives trial and free runtimes the plans' smallerMachineTypes (AWS
+// mi.large, Azure Standard_D2s_v5) instead of their defaultMachineTypes, as upstream's
+// useSmallerMachineTypes does.
+func SmallerMachineTypes() LoadOption {
+	return func(c *Catalog) { c.smaller = true }
+}
+
 // schemaDoc is a built schema as the catalog serves it: without "additionalProperties": false
 // when unsupported parameters are ignored.
 func (c *Catalog) schemaDoc(doc map[string]any) map[string]any {

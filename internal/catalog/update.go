@@ -240,15 +240,18 @@ func withoutStoredAdministrators(doc any, stored []string) any {
 }
 
 // regionAfterPlanChange is where the runtime runs on the new plan: the same hyperscaler region,
-// or for a trial, the new provider's region for the trial region. Either must be offered by the
-// new plan.
+// or for a trial, the new provider's region for the trial region (the plan's default region
+// where it does not offer that one). Either must be offered by the new plan.
 func (c *Catalog) regionAfterPlanChange(from, to *planEntry, r UpdateRequest) (string, error) {
 	region := r.ProviderRegion
-	if from.plan.Trial {
-		trialRegion := deref(r.Stored.Region)
-		if trialRegion == "" {
-			trialRegion = c.TrialRegion(r.PlatformRegion)
-		}
+	trialProvider := from.plan.Provider
+	if tp := TrialProvider(r.Stored.Provider); tp != "" {
+		trialProvider = tp
+	}
+	// A trial moving to a plan of its own provider stays where it runs (where that plan offers
+	// it): a forced EU access region, or an area chosen by an earlier keb's rules.
+	if from.plan.Trial && (to.plan.Provider != trialProvider || !c.offersRegion(to, r.PlatformRegion, region)) {
+		trialRegion := c.trialArea(r.PlatformRegion, r.Stored.Region, trialProvider)
 		hs, ok := c.providerTrialRegions[to.plan.Provider][trialRegion]
 		if !ok {
 			return "", &PlanChangeError{From: from.plan.Name, To: to.plan.Name, Allowed: from.plan.UpgradableTo,
@@ -260,11 +263,22 @@ func (c *Catalog) regionAfterPlanChange(from, to *planEntry, r UpdateRequest) (s
 	if err != nil {
 		return "", &PlanChangeError{From: from.plan.Name, To: to.plan.Name, Allowed: from.plan.UpgradableTo, Reason: err.Error()}
 	}
+	if from.plan.Trial && !hasOption(regional.offers[to.plan.Provider].regions, region) && regional.plan.DefaultRegion != "" {
+		// A trial region paid plans do not offer (AWS trials' eu-west-1): the plan's default
+		// region there (eu-central-1).
+		region = regional.plan.DefaultRegion
+	}
 	if !hasOption(regional.offers[to.plan.Provider].regions, region) {
 		return "", &PlanChangeError{From: from.plan.Name, To: to.plan.Name, Allowed: from.plan.UpgradableTo,
 			Reason: fmt.Sprintf("the runtime's region %s is not offered by plan %s", region, to.plan.Name)}
 	}
 	return region, nil
+}
+
+// offersRegion reports whether plan e offers region in platform region pr.
+func (c *Catalog) offersRegion(e *planEntry, pr, region string) bool {
+	regional, err := c.entryFor(e.plan.ID, pr)
+	return err == nil && hasOption(regional.offers[e.plan.Provider].regions, region)
 }
 
 // autoScalerProblem checks autoScalerMin <= autoScalerMax after a PATCH that sets one or both,

@@ -149,7 +149,7 @@ func TestValidateUpdate(t *testing.T) {
 					t.Errorf("merged %+v", p)
 				}
 			}},
-		{name: "trial in asia to gcp", from: TrialPlanID, to: GCPPlanID, stored: `{"name":"t","region":"asia"}`,
+		{name: "trial in asia to gcp", platform: "cf-eu20", from: TrialPlanID, to: GCPPlanID, stored: `{"name":"t","region":"asia"}`,
 			check: func(t *testing.T, p ProvisioningParameters) {
 				if *p.Region != "asia-south1" {
 					t.Errorf("region %v", *p.Region)

@@ -291,6 +291,11 @@ func TestResolve(t *testing.T) {
 	c := defaultCatalog(t)
 	ptr := func(s string) *string { return &s }
 	intp := func(i int) *int { return &i }
+	// trial is a one-node runtime (trial, free) on provider in region (the area for a trial).
+	trial := func(provider, region, providerRegion, machine string) Resolved {
+		return Resolved{Provider: provider, Region: region, ProviderRegion: providerRegion, MachineType: machine,
+			AutoScalerMin: 1, AutoScalerMax: 1, NodeCount: 1, ZonesCount: 1}
+	}
 
 	tests := []struct {
 		name           string
@@ -305,16 +310,42 @@ func TestResolve(t *testing.T) {
 			want: Resolved{Provider: "aws", Region: "us-east-1", ProviderRegion: "us-east-1", MachineType: "m6i.xlarge", AutoScalerMin: 4, AutoScalerMax: 8, NodeCount: 5, ZonesCount: 1}},
 		{name: "lite defaults", planID: AzureLitePlanID, params: ProvisioningParameters{Name: "x"},
 			want: Resolved{Provider: "azure", Region: "eastus", ProviderRegion: "eastus", MachineType: "Standard_D4s_v5", AutoScalerMin: 2, AutoScalerMax: 10, NodeCount: 3, ZonesCount: 1}},
+		{name: "aws defaults: mi.large", planID: AWSPlanID, params: ProvisioningParameters{Name: "x"},
+			want: Resolved{Provider: "aws", Region: "eu-central-1", ProviderRegion: "eu-central-1", MachineType: "mi.large", AutoScalerMin: 3, AutoScalerMax: 20, NodeCount: 3, ZonesCount: 3}},
+		// Trials as upstream places them: the platform region's area, else the region
+		// parameter, else the provider's fallback; EU access and KSA forced.
 		{name: "trial region follows platform region", planID: TrialPlanID, platformRegion: "cf-us10", params: ProvisioningParameters{Name: "x"},
-			want: Resolved{Provider: "azure", Region: "us", ProviderRegion: "eastus", MachineType: "Standard_D2s_v5", AutoScalerMin: 1, AutoScalerMax: 1, NodeCount: 1, ZonesCount: 1}},
-		{name: "trial default region europe", planID: TrialPlanID, platformRegion: "cf-jp20", params: ProvisioningParameters{Name: "x"},
-			want: Resolved{Provider: "azure", Region: "europe", ProviderRegion: "westeurope", MachineType: "Standard_D2s_v5", AutoScalerMin: 1, AutoScalerMax: 1, NodeCount: 1, ZonesCount: 1}},
-		{name: "trial asked region", planID: TrialPlanID, platformRegion: "cf-eu10", params: ProvisioningParameters{Name: "x", Region: ptr("asia")},
-			want: Resolved{Provider: "azure", Region: "asia", ProviderRegion: "southeastasia", MachineType: "Standard_D2s_v5", AutoScalerMin: 1, AutoScalerMax: 1, NodeCount: 1, ZonesCount: 1}},
+			want: trial("azure", "us", "eastus", "Standard_D4s_v5")},
+		{name: "trial: the platform region's area wins over the region parameter", planID: TrialPlanID, platformRegion: "cf-eu10",
+			params: ProvisioningParameters{Name: "x", Region: ptr("asia")}, want: trial("azure", "europe", "westeurope", "Standard_D4s_v5")},
+		{name: "trial asked region", planID: TrialPlanID, platformRegion: "cf-jp20", params: ProvisioningParameters{Name: "x", Region: ptr("asia")},
+			want: trial("azure", "asia", "southeastasia", "Standard_D4s_v5")},
+		{name: "azure trial elsewhere: eastus", planID: TrialPlanID, platformRegion: "cf-jp20", params: ProvisioningParameters{Name: "x"},
+			want: trial("azure", "us", "eastus", "Standard_D4s_v5")},
+		{name: "aws trial in europe: eu-west-1", planID: TrialPlanID, platformRegion: "cf-eu10", params: ProvisioningParameters{Name: "x", Provider: ptr("AWS")},
+			want: trial("aws", "europe", "eu-west-1", "mi.xlarge")},
+		{name: "aws trial elsewhere: eu-west-1", planID: TrialPlanID, platformRegion: "cf-jp20", params: ProvisioningParameters{Name: "x", Provider: ptr("AWS")},
+			want: trial("aws", "europe", "eu-west-1", "mi.xlarge")},
+		{name: "gcp trial elsewhere: europe-west3", planID: TrialPlanID, platformRegion: "cf-jp20", params: ProvisioningParameters{Name: "x", Provider: ptr("GCP")},
+			want: trial("gcp", "europe", "europe-west3", "n2-standard-4")},
+		{name: "azure trial on AWS's EU access platform region", planID: TrialPlanID, platformRegion: "cf-eu11", params: ProvisioningParameters{Name: "x"},
+			want: trial("azure", "us", "switzerlandnorth", "Standard_D4s_v5")},
+		{name: "azure trial on SAP Cloud Infrastructure's EU access platform region", planID: TrialPlanID, platformRegion: "cf-eu01",
+			params: ProvisioningParameters{Name: "x"}, want: trial("azure", "us", "switzerlandnorth", "Standard_D4s_v5")},
+		{name: "aws trial on Azure's EU access platform region", planID: TrialPlanID, platformRegion: "cf-ch20", params: ProvisioningParameters{Name: "x", Provider: ptr("AWS")},
+			want: trial("aws", "europe", "eu-central-1", "mi.xlarge")},
+		{name: "gcp trials ignore EU access", planID: TrialPlanID, platformRegion: "cf-eu11", params: ProvisioningParameters{Name: "x", Provider: ptr("GCP"), Region: ptr("us")},
+			want: trial("gcp", "us", "us-central1", "n2-standard-4")},
+		{name: "gcp trial on KSA", planID: TrialPlanID, platformRegion: "cf-sa30", params: ProvisioningParameters{Name: "x", Provider: ptr("GCP")},
+			want: trial("gcp", "europe", "me-central2", "n2-standard-4")},
 		{name: "free on azure platform", planID: FreePlanID, platformRegion: "cf-eu20", params: ProvisioningParameters{Name: "x"},
-			want: Resolved{Provider: "azure", Region: "eastus", ProviderRegion: "eastus", MachineType: "Standard_D2s_v5", AutoScalerMin: 1, AutoScalerMax: 1, NodeCount: 1, ZonesCount: 1}},
+			want: trial("azure", "eastus", "eastus", "Standard_D4s_v5")},
+		{name: "free on azure platform in the region asked for", planID: FreePlanID, platformRegion: "cf-eu20", params: ProvisioningParameters{Name: "x", Region: ptr("westeurope")},
+			want: trial("azure", "westeurope", "westeurope", "Standard_D4s_v5")},
+		{name: "free on aws platform: eu-central-1 whatever was asked for", planID: FreePlanID, platformRegion: "cf-us10", params: ProvisioningParameters{Name: "x", Region: ptr("us-east-1")},
+			want: trial("aws", "us-east-1", "eu-central-1", "mi.xlarge")},
 		{name: "free without platform region", planID: FreePlanID, params: ProvisioningParameters{Name: "x"},
-			want: Resolved{Provider: "aws", Region: "eu-central-1", ProviderRegion: "eu-central-1", MachineType: "m6i.large", AutoScalerMin: 1, AutoScalerMax: 1, NodeCount: 1, ZonesCount: 1}},
+			want: trial("aws", "eu-central-1", "eu-central-1", "mi.xlarge")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -331,5 +362,35 @@ func TestResolve(t *testing.T) {
 				t.Errorf("Resolve =\n %+v\nwant\n %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestResolveSmallerMachineTypes: with upstream's useSmallerMachineTypes, trial and free
+// runtimes get the smaller machines (AWS mi.large, Azure Standard_D2s_v5; GCP trials keep
+// n2-standard-4), paid plans their own defaults.
+func TestResolveSmallerMachineTypes(t *testing.T) {
+	t.Parallel()
+	c, err := Load("", SmallerMachineTypes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	aws, gcp := "AWS", "GCP"
+	for _, tc := range []struct {
+		planID, platformRegion string
+		provider               *string
+		want                   string
+	}{
+		{TrialPlanID, "cf-eu10", nil, "Standard_D2s_v5"},
+		{TrialPlanID, "cf-eu10", &aws, "mi.large"},
+		{TrialPlanID, "cf-eu10", &gcp, "n2-standard-4"},
+		{FreePlanID, "cf-eu10", nil, "mi.large"},
+		{FreePlanID, "cf-eu20", nil, "Standard_D2s_v5"},
+		{AWSPlanID, "cf-eu10", nil, "mi.large"},
+		{AzurePlanID, "cf-eu10", nil, "Standard_D2s_v5"},
+	} {
+		res, err := c.Resolve(tc.planID, tc.platformRegion, ProvisioningParameters{Name: "x", Provider: tc.provider})
+		if err != nil || res.MachineType != tc.want {
+			t.Errorf("%s on %s (provider %v): machine %s, %v; want %s", tc.planID, tc.platformRegion, deref(tc.provider), res.MachineType, err, tc.want)
+		}
 	}
 }

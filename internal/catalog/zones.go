@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"strings"
 
@@ -81,6 +82,13 @@ func loadZones(f *plansFile) (regionZones, error) {
 			}
 			if len(z.byRegion[provider][r.Code]) == 0 {
 				fc.addf("providers.%s.%s: missing; the plans file offers this region without zones of its own", provider, r.Code)
+			}
+		}
+		// Trials may run in regions paid plans do not offer (AWS eu-west-1).
+		p := f.Providers[provider]
+		for _, r := range append(slices.Sorted(maps.Values(p.TrialRegions)), p.EUAccessRegion) {
+			if r != "" && !hasOptionSpec(p.Regions, r) && len(z.byRegion[provider][r]) == 0 {
+				fc.addf("providers.%s.%s: missing; the plans file places trials there", provider, r)
 			}
 		}
 	}

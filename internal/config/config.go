@@ -34,6 +34,9 @@ type Config struct {
 	PlansFile            string
 	// OIDCDefaultFile replaces resources/oidc.yaml, the runtimes' default OIDC provider.
 	OIDCDefaultFile string
+	// UseSmallerMachineTypes gives trial and free runtimes the plans'
+	// smallerMachineTypes (upstream's useSmallerMachineTypes).
+	UseSmallerMachineTypes bool
 	// RejectUnsupportedParameters refuses parameters no plan schema names
 	// (400); false ignores them, logging and counting each.
 	RejectUnsupportedParameters bool
@@ -190,6 +193,8 @@ type Engine struct {
 	BTPSecrets BTPSecrets
 	// Orchestrations: see internal/orchestration.
 	Orchestration Orchestration
+	// Runtime: what every Runtime CR carries from the settings.
+	Runtime Runtime
 	// HAP: the hyperscaler account pool (internal/hyperscaler).
 	HAP HAP
 }
@@ -237,6 +242,26 @@ type BTPSecrets struct {
 	Rate int
 	// DryRun counts and logs what it would do without writing.
 	DryRun bool
+}
+
+// Runtime holds the settings upstream KEB calls infrastructureManager.*:
+// what keb writes into every Runtime CR besides the request's parameters
+// (provisioning.RuntimeSettings).
+type Runtime struct {
+	// KubernetesVersion is spec.shoot.kubernetes.version; upstream's chart
+	// ships the placeholder 1.16.9 and every deployment sets its own.
+	KubernetesVersion string
+	// MachineImage and MachineImageVersion are every worker's machine.image
+	// (written even when empty, as upstream writes them), unless the plans
+	// file names one for the provider.
+	MachineImage, MachineImageVersion string
+	// ControlPlaneFailureTolerance (node, zone or "") is the paid plans'
+	// spec.shoot.controlPlane.highAvailability.failureTolerance.type.
+	ControlPlaneFailureTolerance string
+	// MaxPods is every worker pool's kubelet maxPods in the runtimes of
+	// MaxPodsGlobalAccounts ("*": all).
+	MaxPods               int
+	MaxPodsGlobalAccounts []string
 }
 
 // Audience selects runtimes by plan name or global account ID.
@@ -310,6 +335,8 @@ var Defaults = Config{
 		ExpiryInterval:    time.Hour,
 		BTPSecrets:        BTPSecrets{Interval: 24 * time.Hour, Rate: 10},
 		Orchestration:     Orchestration{Poll: time.Second, UpgradeTimeout: 3 * time.Hour},
+		// Upstream KEB's shipped values (resources/keb/values.yaml).
+		Runtime: Runtime{KubernetesVersion: "1.16.9", MaxPods: 200},
 	},
 	Binding: DefaultBinding,
 }
@@ -496,6 +523,8 @@ func (c *Config) BindBroker(b *Binder) {
 		"plans/providers YAML replacing the embedded resources/plans.yaml")
 	b.String(&c.OIDCDefaultFile, "oidc-default-file", "APP_BROKER_OIDC_DEFAULT_FILE", "",
 		"YAML of the runtimes' default OIDC provider (upstream's skrOIDCDefaultValues shape) replacing the embedded resources/oidc.yaml")
+	b.Bool(&c.UseSmallerMachineTypes, "use-smaller-machine-types", "APP_INFRASTRUCTURE_MANAGER_USE_SMALLER_MACHINE_TYPES", false,
+		"trial and free runtimes get the plans' smallerMachineTypes (AWS mi.large, Azure Standard_D2s_v5) instead of upstream's default sizes")
 	b.Bool(&c.RejectUnsupportedParameters, "reject-unsupported-parameters", "APP_BROKER_REJECT_UNSUPPORTED_PARAMETERS",
 		d.RejectUnsupportedParameters, "refuse parameters the plan's schema does not name with a 400 (false: ignore, log and count them)")
 	b.List(&c.GVisorAllowedGlobalAccounts, "gvisor-allowed-global-accounts", "APP_GVISOR_ALLOWED_GLOBAL_ACCOUNTS", nil,
@@ -613,6 +642,7 @@ func (c *Config) BindEngine(b *Binder) {
 	b.Duration(&e.ExpiryInterval, "expiry-interval", "APP_EXPIRY_INTERVAL", d.ExpiryInterval,
 		"how often one replica looks for instances older than their plan's lifetime and suspends them")
 	c.bindHAP(b)
+	c.bindRuntime(b)
 	o, do := &e.Orchestration, d.Orchestration
 	b.String(&o.MaintenanceWindows, "maintenance-windows", "APP_MAINTENANCE_WINDOWS", "",
 		"runtimes' daily maintenance windows (UTC): default=22:00-02:00,<region>=HH:MM-HH:MM,plan:<plan>=HH:MM-HH:MM")
@@ -660,6 +690,25 @@ func (c *Config) bindHAP(b *Binder) {
 	}
 	b.Duration(&h.ReleaseShootTimeout, "hap-release-shoot-timeout", "APP_HAP_RELEASE_SHOOT_TIMEOUT", d.ReleaseShootTimeout,
 		"how long a deprovisioning waits for its Shoot to be gone before deciding whether its account is dirty")
+}
+
+// bindRuntime binds what every Runtime CR carries, with upstream's variable
+// names (its infrastructureManager.* chart values).
+func (c *Config) bindRuntime(b *Binder) {
+	r, d := &c.Engine.Runtime, Defaults.Engine.Runtime
+	b.String(&r.KubernetesVersion, "kubernetes-version", "APP_INFRASTRUCTURE_MANAGER_KUBERNETES_VERSION", d.KubernetesVersion,
+		"Kubernetes version of new runtimes (the Runtime CR's spec.shoot.kubernetes.version; upstream's placeholder default: set your landscape's)")
+	b.String(&r.MachineImage, "machine-image", "APP_INFRASTRUCTURE_MANAGER_MACHINE_IMAGE", d.MachineImage,
+		"worker nodes' OS image of new runtimes and worker pools (machine.image.name; empty: the infrastructure manager's default); a plans file's providers.*.machineImage wins")
+	b.String(&r.MachineImageVersion, "machine-image-version", "APP_INFRASTRUCTURE_MANAGER_MACHINE_IMAGE_VERSION", d.MachineImageVersion,
+		"version of that image (machine.image.version; empty: the image's default)")
+	b.String(&r.ControlPlaneFailureTolerance, "control-plane-failure-tolerance", "APP_INFRASTRUCTURE_MANAGER_CONTROL_PLANE_FAILURE_TOLERANCE",
+		d.ControlPlaneFailureTolerance,
+		"node or zone: the control plane's failure tolerance on paid plans (not azure_lite, trial, free); empty: none written")
+	b.Int(&r.MaxPods, "max-pods", "APP_INFRASTRUCTURE_MANAGER_MAX_PODS", d.MaxPods,
+		"kubelet maxPods of every worker pool in the runtimes of APP_MAX_PODS_ALLOWED_GLOBAL_ACCOUNTS")
+	b.List(&r.MaxPodsGlobalAccounts, "max-pods-allowed-global-accounts", "APP_MAX_PODS_ALLOWED_GLOBAL_ACCOUNTS", nil,
+		"global accounts whose new worker pools get APP_INFRASTRUCTURE_MANAGER_MAX_PODS (* for all)")
 }
 
 // SplitRules splits a rule list on ';' and new lines, dropping blanks and # comments.
@@ -767,6 +816,14 @@ func (c *Config) Validate() error {
 	}
 	if c.Engine.Workers > 0 && (c.Engine.Orchestration.Poll <= 0 || c.Engine.Orchestration.UpgradeTimeout <= 0) {
 		errs = append(errs, errors.New("APP_ORCHESTRATION_POLL and APP_UPGRADE_TIMEOUT must be positive"))
+	}
+	switch c.Engine.Runtime.ControlPlaneFailureTolerance {
+	case "", "node", "zone":
+	default:
+		errs = append(errs, fmt.Errorf("APP_INFRASTRUCTURE_MANAGER_CONTROL_PLANE_FAILURE_TOLERANCE=%q: use node, zone or nothing", c.Engine.Runtime.ControlPlaneFailureTolerance))
+	}
+	if len(c.Engine.Runtime.MaxPodsGlobalAccounts) > 0 && c.Engine.Runtime.MaxPods <= 0 {
+		errs = append(errs, errors.New("APP_INFRASTRUCTURE_MANAGER_MAX_PODS must be positive when APP_MAX_PODS_ALLOWED_GLOBAL_ACCOUNTS names global accounts"))
 	}
 	if err := c.Cleanup.Validate(); err != nil {
 		errs = append(errs, err)

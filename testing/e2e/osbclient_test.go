@@ -194,7 +194,7 @@ func TestOSBClientFlow(t *testing.T) {
 	}
 	inst, err = c.GetInstance(&osb.GetInstanceRequest{InstanceID: trialID})
 	if err != nil || inst.PlanID != awsPlanID || inst.Parameters["region"] != "eu-central-1" || inst.Parameters["provider"] != "aws" ||
-		inst.Parameters["autoScalerMax"] != 6.0 || inst.Parameters["machineType"] != "m6i.large" || inst.Parameters["targetSecret"] != "aws-osb-000" {
+		inst.Parameters["autoScalerMax"] != 6.0 || inst.Parameters["machineType"] != "mi.large" || inst.Parameters["targetSecret"] != "aws-osb-000" {
 		t.Fatalf("GET instance after the plan update: %+v, %v", inst, err)
 	}
 	rt = s.runtimeCR(trialRuntime)

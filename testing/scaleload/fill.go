@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/controlplane"
 	im "github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/kyma"
@@ -337,7 +338,7 @@ feed:
 func (f *filler) objectsOf(r runtimeRow) (*im.Runtime, *kyma.Kyma, *corev1.Secret) {
 	op := operationOf(r)
 	params, _ := provisioning.Parameters(op)
-	rt := provisioning.DesiredRuntime(op, params, f.cat, controlplane.Namespace)
+	rt := provisioning.DesiredRuntime(op, params, f.cat, controlplane.Namespace, provisioning.RuntimeSettings{KubernetesVersion: config.Defaults.Engine.Runtime.KubernetesVersion})
 	rt.TypeMeta = metav1.TypeMeta{APIVersion: im.GroupVersion.String(), Kind: "Runtime"}
 	rt.Finalizers = []string{im.Finalizer}
 	rt.Status = im.RuntimeStatus{State: im.StateReady, ProvisioningCompleted: true, Conditions: readyConditions()}

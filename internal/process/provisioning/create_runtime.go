@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -57,7 +58,7 @@ func (s *CreateRuntime) Run(ctx context.Context, op *process.Operation) (process
 	if len(op.Record.Zones) == 0 {
 		op.Record.Zones = KymaZones(op, params, s.Catalog)
 	}
-	rt := desiredRuntime(op, params, s.Catalog, s.Config.Namespace, PoolZonesOf(existing))
+	rt := desiredRuntime(op, params, s.Catalog, s.Config.Namespace, s.Config.Runtime, PoolZonesOf(existing))
 	err = s.KCP.Create(ctx, rt, client.FieldOwner(im.FieldManager), client.FieldValidation("Strict"))
 	if apierrors.IsAlreadyExists(err) {
 		fields, ferr := RuntimeFields(rt)
@@ -74,8 +75,9 @@ func (s *CreateRuntime) Run(ctx context.Context, op *process.Operation) (process
 
 // DesiredRuntime is the Runtime CR of an operation's runtime, as
 // create_runtime writes it when there is none yet.
-func DesiredRuntime(op *process.Operation, params catalog.ProvisioningParameters, cat *catalog.Catalog, namespace string) *im.Runtime {
-	return desiredRuntime(op, params, cat, namespace, nil)
+func DesiredRuntime(op *process.Operation, params catalog.ProvisioningParameters, cat *catalog.Catalog, namespace string,
+	rs RuntimeSettings) *im.Runtime {
+	return desiredRuntime(op, params, cat, namespace, rs, nil)
 }
 
 // PoolZonesOf are the zones of each additional worker pool of rt, by pool
@@ -92,12 +94,12 @@ func PoolZonesOf(rt *im.Runtime) map[string][]string {
 }
 
 func desiredRuntime(op *process.Operation, params catalog.ProvisioningParameters, cat *catalog.Catalog, namespace string,
-	poolZones map[string][]string) *im.Runtime {
+	rs RuntimeSettings, poolZones map[string][]string) *im.Runtime {
 	d := op.Record
 	plan, _ := cat.PlanByID(op.Instance.PlanID)
 	nodes, pods, services := params.Networking.CIDRs()
 	additionalOIDC := OIDCConfigs(params.OIDC, cat.DefaultOIDC())
-	kymaWorker := KymaWorker(op, params, cat, plan)
+	kymaWorker := KymaWorker(op, params, cat, plan, rs)
 	rt := &im.Runtime{
 		ObjectMeta: metav1.ObjectMeta{Name: kyma.Name(op.Instance.RuntimeID), Namespace: namespace, Labels: RuntimeLabels(op)},
 		Spec: im.RuntimeSpec{
@@ -108,19 +110,20 @@ func desiredRuntime(op *process.Operation, params catalog.ProvisioningParameters
 				Region:              d.ProviderRegion,
 				SecretBindingName:   d.HyperscalerSecret,
 				EnforceSeedLocation: params.ColocateControlPlane,
-				Kubernetes: im.Kubernetes{KubeAPIServer: im.APIServer{
+				Kubernetes: im.Kubernetes{Version: optional(rs.KubernetesVersion), KubeAPIServer: im.APIServer{
 					AdditionalOIDCConfig: additionalOIDC, ACL: ACL(params.AccessControlList)}},
+				ControlPlane: ControlPlane(plan, rs.ControlPlaneFailureTolerance),
 				Provider: im.Provider{
 					Type:              d.Provider,
 					Workers:           []im.Worker{kymaWorker},
-					AdditionalWorkers: AdditionalWorkers(op, params, cat, plan, kymaWorker.Zones, poolZones),
+					AdditionalWorkers: AdditionalWorkers(op, params, cat, plan, rs, kymaWorker.Zones, poolZones),
 				},
 				Networking: im.Networking{Type: ptr(im.NetworkingCalico), Nodes: nodes, Pods: pods, Services: services},
 			},
 			Security: im.Security{
 				Administrators: Administrators(op, params),
 				Networking: im.NetworkingSecurity{Filter: im.Filter{
-					Ingress: IngressFilter(params.IngressFiltering, external(op)), Egress: im.Egress{Enabled: !external(op)}}},
+					Ingress: IngressFilter(params.IngressFiltering, External(op)), Egress: im.Egress{Enabled: !External(op)}}},
 			},
 		},
 	}
@@ -132,7 +135,8 @@ func desiredRuntime(op *process.Operation, params catalog.ProvisioningParameters
 // else the plan's, plus additionalVolumeSizeGi), and a roll-out that adds a
 // machine per zone and takes none away unless maxSurge and maxUnavailable
 // say otherwise.
-func KymaWorker(op *process.Operation, params catalog.ProvisioningParameters, cat *catalog.Catalog, plan catalog.Plan) im.Worker {
+func KymaWorker(op *process.Operation, params catalog.ProvisioningParameters, cat *catalog.Catalog, plan catalog.Plan,
+	rs RuntimeSettings) im.Worker {
 	d := op.Record
 	zones := KymaZones(op, params, cat)
 	surge, unavailable := len(zones), 0
@@ -148,16 +152,40 @@ func KymaWorker(op *process.Operation, params catalog.ProvisioningParameters, ca
 	}
 	w := im.Worker{
 		Name:           im.KymaWorkerName,
-		Machine:        im.Machine{Type: cat.ConcreteMachineType(d.Provider, d.MachineType), Image: machineImage(cat, d.Provider)},
+		Machine:        im.Machine{Type: cat.ConcreteMachineType(d.Provider, d.MachineType), Image: machineImage(cat, d.Provider, rs)},
 		Minimum:        int32(d.AutoScalerMin),
 		Maximum:        int32(d.AutoScalerMax),
 		MaxSurge:       ptr(intstr.FromInt32(int32(surge))),
 		MaxUnavailable: ptr(intstr.FromInt32(int32(unavailable))),
 		Zones:          zones,
-		Volume:         &im.Volume{VolumeSize: fmt.Sprintf("%dGi", volume+deref(params.AdditionalVolumeSizeGi))},
-		CRI:            CRI(params.GVisor),
+		Volume: &im.Volume{VolumeSize: fmt.Sprintf("%dGi", volume+deref(params.AdditionalVolumeSizeGi)),
+			Type: optional(cat.VolumeType(plan, d.Provider))},
+		CRI:        CRI(params.GVisor),
+		Kubernetes: Kubelet(op, rs),
 	}
 	return w
+}
+
+// Kubelet is a worker pool's kubelet configuration: the maxPods setting for
+// the global accounts allowed more pods per node (as upstream KEB's
+// allow-list), nil for every other.
+func Kubelet(op *process.Operation, rs RuntimeSettings) *im.WorkerKubernetes {
+	if rs.MaxPods <= 0 || !(slices.Contains(rs.MaxPodsGlobalAccounts, "*") || slices.Contains(rs.MaxPodsGlobalAccounts, op.Instance.GlobalAccountID)) {
+		return nil
+	}
+	return &im.WorkerKubernetes{Kubelet: &im.Kubelet{MaxPods: ptr(int32(rs.MaxPods))}}
+}
+
+// ControlPlane is the shoot's control plane for the failure tolerance
+// setting (node or zone): written on the paid plans upstream KEB writes it
+// on (aws, azure, gcp, sap-converged-cloud and their build-runtime and
+// preview plans), never on azure_lite, trial and free; nil when the setting
+// is "".
+func ControlPlane(plan catalog.Plan, tolerance string) *im.ControlPlane {
+	if tolerance == "" || plan.Lite || plan.Trial || plan.ByPlatformRegion() {
+		return nil
+	}
+	return &im.ControlPlane{HighAvailability: &im.HighAvailability{FailureTolerance: im.FailureTolerance{Type: tolerance}}}
 }
 
 // CRI is a worker's container runtime for the gvisor parameter: containerd
@@ -177,7 +205,7 @@ func CRI(g *catalog.GVisor) *im.CRI {
 // and taints. nil when the parameter is absent; an empty list when it lists
 // none.
 func AdditionalWorkers(op *process.Operation, params catalog.ProvisioningParameters, cat *catalog.Catalog, plan catalog.Plan,
-	kymaZones []string, current map[string][]string) *[]im.Worker {
+	rs RuntimeSettings, kymaZones []string, current map[string][]string) *[]im.Worker {
 	if params.AdditionalWorkerNodePools == nil {
 		return nil
 	}
@@ -190,16 +218,18 @@ func AdditionalWorkers(op *process.Operation, params catalog.ProvisioningParamet
 		}
 		w := im.Worker{
 			Name:           p.Name,
-			Machine:        im.Machine{Type: cat.ConcreteMachineType(d.Provider, p.MachineType), Image: machineImage(cat, d.Provider)},
+			Machine:        im.Machine{Type: cat.ConcreteMachineType(d.Provider, p.MachineType), Image: machineImage(cat, d.Provider, rs)},
 			Minimum:        int32(valueOr(p.AutoScalerMin, plan.DefaultAutoScalerMin)),
 			Maximum:        int32(valueOr(p.AutoScalerMax, plan.DefaultAutoScalerMax)),
 			MaxSurge:       ptr(intstr.FromInt32(int32(len(zones)))),
 			MaxUnavailable: ptr(intstr.FromInt32(0)),
 			Zones:          zones,
-			Volume:         &im.Volume{VolumeSize: fmt.Sprintf("%dGi", plan.VolumeSizeGb+deref(p.AdditionalVolumeSizeGi))},
-			Labels:         p.Labels,
-			Annotations:    p.Annotations,
-			CRI:            CRI(p.GVisor),
+			Volume: &im.Volume{VolumeSize: fmt.Sprintf("%dGi", plan.VolumeSizeGb+deref(p.AdditionalVolumeSizeGi)),
+				Type: optional(cat.VolumeType(plan, d.Provider))},
+			Labels:      p.Labels,
+			Annotations: p.Annotations,
+			CRI:         CRI(p.GVisor),
+			Kubernetes:  Kubelet(op, rs),
 		}
 		for _, t := range p.Taints {
 			w.Taints = append(w.Taints, im.Taint{Key: t.Key, Value: t.Value, Effect: im.TaintEffect(t.Effect)})
@@ -209,18 +239,28 @@ func AdditionalWorkers(op *process.Operation, params catalog.ProvisioningParamet
 	return &workers
 }
 
-// machineImage is the OS image the plans file configures for the provider's
-// worker nodes; nil leaves Gardener's default.
-func machineImage(cat *catalog.Catalog, provider string) *im.ShootMachineImage {
+// machineImage is the worker nodes' OS image: the one the plans file
+// configures for the provider, else the machine image settings, written
+// even when they are empty as upstream KEB writes its (the infrastructure
+// manager then leaves Gardener's default).
+func machineImage(cat *catalog.Catalog, provider string, rs RuntimeSettings) *im.ShootMachineImage {
 	name, version, ok := cat.MachineImage(provider)
 	if !ok {
-		return nil
+		return &im.ShootMachineImage{Name: rs.MachineImage, Version: ptr(rs.MachineImageVersion)}
 	}
 	img := &im.ShootMachineImage{Name: name}
 	if version != "" {
 		img.Version = &version
 	}
 	return img
+}
+
+// optional is s, nil when empty: a field written only with a value.
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // ACL is the API server's access control list of the accessControlList
@@ -288,8 +328,9 @@ func storedContext(op *process.Operation) requestContext {
 	return c
 }
 
-// external reports an instance outside SAP, whose egress is not filtered.
-func external(op *process.Operation) bool {
+// External reports an instance outside SAP (its stored context's licence
+// type), whose egress is not filtered.
+func External(op *process.Operation) bool {
 	return catalog.ExternalLicence(storedContext(op).LicenseType)
 }
 
@@ -346,15 +387,9 @@ func MergeOIDC(base im.OIDCConfig, p catalog.OIDCProvider) im.OIDCConfig {
 // (encodedJwksArray) has no field in the Runtime CR keb writes: the
 // contract names none, so it is kept with the instance's parameters only.
 func OIDCConfig(p catalog.OIDCProvider) im.OIDCConfig {
-	opt := func(s string) *string {
-		if s == "" {
-			return nil
-		}
-		return &s
-	}
-	c := im.OIDCConfig{ClientID: opt(p.ClientID), IssuerURL: opt(p.IssuerURL), GroupsClaim: opt(p.GroupsClaim),
-		GroupsPrefix: opt(p.GroupsPrefix), SigningAlgs: append([]string(nil), p.SigningAlgs...),
-		UsernameClaim: opt(p.UsernameClaim), UsernamePrefix: opt(p.UsernamePrefix)}
+	c := im.OIDCConfig{ClientID: optional(p.ClientID), IssuerURL: optional(p.IssuerURL), GroupsClaim: optional(p.GroupsClaim),
+		GroupsPrefix: optional(p.GroupsPrefix), SigningAlgs: append([]string(nil), p.SigningAlgs...),
+		UsernameClaim: optional(p.UsernameClaim), UsernamePrefix: optional(p.UsernamePrefix)}
 	for _, kv := range p.RequiredClaims {
 		k, v, _ := strings.Cut(kv, "=")
 		if c.RequiredClaims == nil {

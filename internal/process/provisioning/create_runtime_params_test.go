@@ -48,11 +48,11 @@ func TestCreateRuntimeParameters(t *testing.T) {
 			`{"name":"batch","machineType":"Standard_F8s_v2","haZones":false,"autoScalerMin":0,"autoScalerMax":2}]}`,
 			data: azurePinned,
 			want: map[string]string{
-				"shoot.provider.additionalWorkers.0": `{"name":"gpu","machine":{"type":"Standard_NC4as_T4_v3"},"minimum":3,"maximum":5,` +
-					`"maxSurge":3,"maxUnavailable":0,"zones":["3","1","2"],"volume":{"size":"100Gi"},"labels":{"team":"ml"},` +
+				"shoot.provider.additionalWorkers.0": `{"name":"gpu","machine":{"type":"Standard_NC4as_T4_v3","image":{"name":"","version":""}},"minimum":3,"maximum":5,` +
+					`"maxSurge":3,"maxUnavailable":0,"zones":["3","1","2"],"volume":{"type":"StandardSSD_LRS","size":"100Gi"},"labels":{"team":"ml"},` +
 					`"annotations":{"example.com/owner":"ml"},"taints":[{"key":"nvidia.com/gpu","value":"present","effect":"NoSchedule"}]}`,
-				"shoot.provider.additionalWorkers.1": `{"name":"batch","machine":{"type":"Standard_F8s_v2"},"minimum":0,"maximum":2,` +
-					`"maxSurge":1,"maxUnavailable":0,"zones":["3"],"volume":{"size":"80Gi"}}`,
+				"shoot.provider.additionalWorkers.1": `{"name":"batch","machine":{"type":"Standard_F8s_v2","image":{"name":"","version":""}},"minimum":0,"maximum":2,` +
+					`"maxSurge":1,"maxUnavailable":0,"zones":["3"],"volume":{"type":"StandardSSD_LRS","size":"80Gi"}}`,
 				"shoot.provider.workers.0.name": `"cpu-worker-0"`,
 			}},
 		{name: "pool defaults", params: `{"name":"x","additionalWorkerNodePools":[{"name":"p","machineType":"Standard_D8s_v5"}]}`,
@@ -102,13 +102,13 @@ func TestCreateRuntimeParameters(t *testing.T) {
 		{name: "an empty access control list", params: `{"name":"x","accessControlList":{"allowedCIDRs":[]}}`,
 			want: map[string]string{"shoot.kubernetes.kubeAPIServer.acl": "absent"}},
 		{name: "additional volume", params: `{"name":"x","additionalVolumeSizeGi":100}`,
-			want: map[string]string{"shoot.provider.workers.0.volume": `{"size":"180Gi"}`}},
+			want: map[string]string{"shoot.provider.workers.0.volume": `{"type":"StandardSSD_LRS","size":"180Gi"}`}},
 		{name: "version-agnostic machine types", planID: catalog.AWSPlanID,
 			params: `{"name":"x","machineType":"mi.xlarge","additionalWorkerNodePools":[{"name":"p","machineType":"mi.2xlarge"}]}`,
 			data: process.Record{Provider: "aws", Region: "eu-central-1", ProviderRegion: "eu-central-1",
 				MachineType: "mi.xlarge", AutoScalerMin: 3, AutoScalerMax: 20, ZonesCount: 3},
-			want: map[string]string{"shoot.provider.workers.0.machine": `{"type":"m6i.xlarge"}`,
-				"shoot.provider.additionalWorkers.0.machine": `{"type":"m6i.2xlarge"}`}},
+			want: map[string]string{"shoot.provider.workers.0.machine": `{"type":"m7i.xlarge","image":{"name":"","version":""}}`,
+				"shoot.provider.additionalWorkers.0.machine": `{"type":"m7i.2xlarge","image":{"name":"","version":""}}`}},
 		{name: "gVisor", params: `{"name":"x","gvisor":{"enabled":true},"additionalWorkerNodePools":[` +
 			`{"name":"p","machineType":"Standard_D8s_v5","gvisor":{"enabled":true}},{"name":"q","machineType":"Standard_D8s_v5","gvisor":{"enabled":false}}]}`,
 			want: map[string]string{"shoot.provider.workers.0.cri": `{"name":"containerd","containerRuntimes":[{"type":"gvisor"}]}`,
@@ -118,7 +118,7 @@ func TestCreateRuntimeParameters(t *testing.T) {
 			data: process.Record{Provider: "azure", Region: "westeurope", ProviderRegion: "westeurope",
 				MachineType: "Standard_D4s_v5", AutoScalerMin: 3, AutoScalerMax: 20, ZonesCount: 2},
 			want: map[string]string{"shoot.provider.workers.0.zones": `["2","3"]`, "shoot.provider.workers.0.maxSurge": `1`,
-				"shoot.provider.workers.0.maxUnavailable": `1`, "shoot.provider.workers.0.volume": `{"size":"50Gi"}`}},
+				"shoot.provider.workers.0.maxUnavailable": `1`, "shoot.provider.workers.0.volume": `{"type":"StandardSSD_LRS","size":"50Gi"}`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -63,12 +63,15 @@ func TestCreateRuntime(t *testing.T) {
 		wantPurpose, wantNodes, wantPods, wantImage string
 		wantExternal                                bool
 		wantVolume                                  string
+		// wantDisk is the workers' disk type (none on SAP Cloud Infrastructure).
+		wantDisk string
 	}{
 		{
 			name: "azure: numbered zones, the user administers", planID: catalog.AzurePlanID,
 			data: process.Record{Provider: "azure", Region: "westeurope", ProviderRegion: "westeurope",
 				MachineType: "Standard_D4s_v5", AutoScalerMin: 3, AutoScalerMax: 20, ZonesCount: 3},
 			wantZonesFrom: []string{"1", "2", "3"}, wantZoneCount: 3, wantAdmins: []string{"jane.doe@example.com"},
+			wantDisk: "StandardSSD_LRS",
 		},
 		{
 			name: "gcp: region-letter zones, networking given", planID: catalog.GCPPlanID,
@@ -76,7 +79,7 @@ func TestCreateRuntime(t *testing.T) {
 			data: process.Record{Provider: "gcp", Region: "europe-west3", ProviderRegion: "europe-west3",
 				MachineType: "n2-standard-2", AutoScalerMin: 3, AutoScalerMax: 20, ZonesCount: 2},
 			wantZonesFrom: []string{"europe-west3-a", "europe-west3-b", "europe-west3-c"}, wantZoneCount: 2, wantAdmins: []string{"jane.doe@example.com"},
-			wantNodes: "10.180.0.0/16", wantPods: "10.32.0.0/12",
+			wantNodes: "10.180.0.0/16", wantPods: "10.32.0.0/12", wantDisk: "pd-balanced",
 		},
 		{
 			name: "aws: letter-suffixed zones, administrators given, an external customer", planID: catalog.AWSPlanID,
@@ -85,7 +88,7 @@ func TestCreateRuntime(t *testing.T) {
 			data: process.Record{Provider: "aws", Region: "eu-central-1", ProviderRegion: "eu-central-1",
 				MachineType: "m6i.large", AutoScalerMin: 4, AutoScalerMax: 8, ZonesCount: 3},
 			wantZonesFrom: []string{"eu-central-1a", "eu-central-1b", "eu-central-1c"}, wantZoneCount: 3,
-			wantAdmins: []string{"admin1@example.com", "admin2@example.com"}, wantExternal: true,
+			wantAdmins: []string{"admin1@example.com", "admin2@example.com"}, wantExternal: true, wantDisk: "gp3",
 		},
 		{
 			name: "sap-converged-cloud eu-de-1: its zones a, b and d, never c", planID: catalog.SapConvergedCloudPlanID,
@@ -104,12 +107,14 @@ func TestCreateRuntime(t *testing.T) {
 			data: process.Record{Provider: "aws", Region: "ca-central-1", ProviderRegion: "ca-central-1",
 				MachineType: "m6i.large", AutoScalerMin: 3, AutoScalerMax: 20, ZonesCount: 3},
 			wantZonesFrom: []string{"ca-central-1a", "ca-central-1b", "ca-central-1d"}, wantZoneCount: 3, wantAdmins: []string{"jane.doe@example.com"},
+			wantDisk: "gp3",
 		},
 		{
 			name: "trial: the provider's region in the region label, purpose evaluation", planID: catalog.TrialPlanID,
 			data: process.Record{Provider: "azure", Region: "europe", ProviderRegion: "westeurope",
-				MachineType: "Standard_D2s_v5", AutoScalerMin: 1, AutoScalerMax: 1, ZonesCount: 1},
+				MachineType: "Standard_D4s_v5", AutoScalerMin: 1, AutoScalerMax: 1, ZonesCount: 1},
 			wantZonesFrom: []string{"1", "2", "3"}, wantZoneCount: 1, wantAdmins: []string{"jane.doe@example.com"}, wantPurpose: "evaluation",
+			wantDisk: "Standard_LRS",
 		},
 		{
 			name: "upper-case runtime ID: CR named in lower case; the plans file's machine image", planID: catalog.AzurePlanID,
@@ -117,6 +122,7 @@ func TestCreateRuntime(t *testing.T) {
 			data: process.Record{RuntimeID: "ABCDEF12-" + uuid.NewString()[9:], Provider: "azure", Region: "eastus",
 				ProviderRegion: "eastus", MachineType: "Standard_D2s_v5", AutoScalerMin: 3, AutoScalerMax: 20, ZonesCount: 1},
 			wantZonesFrom: []string{"1", "2", "3"}, wantZoneCount: 1, wantAdmins: []string{"jane.doe@example.com"}, wantImage: "gardenlinux 1592.9.0",
+			wantDisk: "StandardSSD_LRS",
 		},
 	}
 	for _, tc := range tests {
@@ -185,6 +191,11 @@ func TestCreateRuntime(t *testing.T) {
 				MaxSurge: ptr(intstr.FromInt32(zones)), MaxUnavailable: ptr(intstr.FromInt32(0)),
 				Zones: gotZones, Volume: &infrastructuremanager.Volume{VolumeSize: "80Gi"},
 			}
+			if tc.wantDisk != "" {
+				worker.Volume.Type = &tc.wantDisk
+			}
+			// The image settings, empty as shipped, unless the plans file names one.
+			worker.Machine.Image = &infrastructuremanager.ShootMachineImage{Name: "", Version: ptr("")}
 			if name, version, ok := strings.Cut(tc.wantImage, " "); ok {
 				worker.Machine.Image = &infrastructuremanager.ShootMachineImage{Name: name, Version: &version}
 			}
@@ -204,6 +215,7 @@ func TestCreateRuntime(t *testing.T) {
 				t.Fatal(err)
 			}
 			want.Shoot.Kubernetes.KubeAPIServer.AdditionalOIDCConfig = &oidc
+			want.Shoot.Kubernetes.Version = ptr("1.16.9")
 			if g, w := processtest.MustJSON(t, rt.Spec), processtest.MustJSON(t, want); g != w {
 				t.Errorf("spec:\n got %s\nwant %s", g, w)
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -32,8 +33,13 @@ var updateGolden = flag.Bool("update", false, "rewrite the golden Runtime CRs un
 func TestRuntimeCRGolden(t *testing.T) {
 	t.Parallel()
 	cat := processtest.Catalog(t)
+	// A landscape's settings, where upstream's shipped ones write nothing.
+	landscape := provisioning.RuntimeSettings{KubernetesVersion: "1.33.4", MachineImage: "gardenlinux",
+		MachineImageVersion: "1592.9.0", ControlPlaneFailureTolerance: "zone", MaxPods: 200, MaxPodsGlobalAccounts: []string{"ga-1"}}
 	tests := []struct {
 		name, planID, platformRegion, params, context string
+		// settings, when set, replace keb's shipped ones.
+		settings *provisioning.RuntimeSettings
 	}{
 		{name: "azure-defaults", planID: catalog.AzurePlanID, platformRegion: "cf-eu20", params: `{"name":"c1"}`},
 		{name: "aws-ca-central-1-legacy-oidc", planID: catalog.AWSPlanID, platformRegion: "cf-eu10",
@@ -49,6 +55,16 @@ func TestRuntimeCRGolden(t *testing.T) {
 			params: `{"name":"c1","region":"westeurope","additionalWorkerNodePools":[{"name":"p","machineType":"Standard_D4s_v5","autoScalerMin":0}]}`},
 		{name: "trial", planID: catalog.TrialPlanID, platformRegion: "cf-eu10", params: `{"name":"c1"}`},
 		{name: "free-aws", planID: catalog.FreePlanID, platformRegion: "cf-eu10", params: `{"name":"c1"}`},
+		{name: "aws-defaults", planID: catalog.AWSPlanID, platformRegion: "cf-eu10", params: `{"name":"c1"}`},
+		{name: "aws-landscape-settings", planID: catalog.AWSPlanID, platformRegion: "cf-eu10", settings: &landscape,
+			params: `{"name":"c1","additionalWorkerNodePools":[{"name":"p","machineType":"mi.2xlarge"}]}`},
+		{name: "azure-lite-landscape-settings", planID: catalog.AzureLitePlanID, platformRegion: "cf-eu20", settings: &landscape,
+			params: `{"name":"c1"}`},
+		{name: "trial-aws", planID: catalog.TrialPlanID, platformRegion: "cf-eu10", params: `{"name":"c1","provider":"AWS"}`},
+		{name: "trial-eu-access", planID: catalog.TrialPlanID, platformRegion: "cf-eu11", params: `{"name":"c1"}`},
+		{name: "trial-gcp-ksa", planID: catalog.TrialPlanID, platformRegion: "cf-sa30", params: `{"name":"c1","provider":"GCP"}`},
+		{name: "free-aws-region-asked", planID: catalog.FreePlanID, platformRegion: "cf-us10", params: `{"name":"c1","region":"us-east-1"}`},
+		{name: "free-azure", planID: catalog.FreePlanID, platformRegion: "cf-eu20", params: `{"name":"c1","region":"westeurope"}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -75,7 +91,11 @@ func TestRuntimeCRGolden(t *testing.T) {
 				HyperscalerSecret: "binding-" + res.Provider}
 			ns := newNamespace(t)
 			c := kcpClient(t)
-			step := &provisioning.CreateRuntime{KCP: c, Catalog: cat, Config: testConfig(ns)}
+			cfg := testConfig(ns)
+			if tc.settings != nil {
+				cfg.Runtime = *tc.settings
+			}
+			step := &provisioning.CreateRuntime{KCP: c, Catalog: cat, Config: cfg}
 			out, err := step.Run(t.Context(), op)
 			processtest.MustOutcome(t, "create_runtime", processtest.Done, out, err)
 
@@ -95,6 +115,9 @@ func TestRuntimeCRGolden(t *testing.T) {
 				tc.planID + ", platform region " + tc.platformRegion + ", parameters " + tc.params
 			if tc.context != "" {
 				header += ", context " + tc.context
+			}
+			if tc.settings != nil {
+				header += fmt.Sprintf("\n# settings: %+v", *tc.settings)
 			}
 			got = append([]byte(header+"\n"), got...)
 			path := filepath.Join("testdata", "runtime-cr", tc.name+".yaml")

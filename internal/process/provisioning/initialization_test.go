@@ -68,9 +68,9 @@ func TestInitializationAppliesPlanDefaults(t *testing.T) {
 				MachineType: "Standard_D2s_v5", AutoScalerMin: 3, AutoScalerMax: 20, ZonesCount: 3},
 		},
 		{
-			name: "aws: eu-central-1, m6i.large", planID: catalog.AWSPlanID,
+			name: "aws: eu-central-1, mi.large", planID: catalog.AWSPlanID,
 			want: process.Record{Provider: "aws", Region: "eu-central-1", ProviderRegion: "eu-central-1",
-				MachineType: "m6i.large", AutoScalerMin: 3, AutoScalerMax: 20, ZonesCount: 3},
+				MachineType: "mi.large", AutoScalerMin: 3, AutoScalerMax: 20, ZonesCount: 3},
 		},
 		{
 			name: "gcp: europe-west3, n2-standard-2", planID: catalog.GCPPlanID,
@@ -86,22 +86,22 @@ func TestInitializationAppliesPlanDefaults(t *testing.T) {
 			name: "trial from cf-us10: trial region us on azure eastus, one node", planID: catalog.TrialPlanID,
 			platformRegion: "cf-us10",
 			want: process.Record{Provider: "azure", Region: "us", ProviderRegion: "eastus",
-				MachineType: "Standard_D2s_v5", AutoScalerMin: 1, AutoScalerMax: 1, ZonesCount: 1},
+				MachineType: "Standard_D4s_v5", AutoScalerMin: 1, AutoScalerMax: 1, ZonesCount: 1},
 		},
 		{
-			name: "trial asks for asia", planID: catalog.TrialPlanID, params: `{"name":"t","region":"asia"}`,
+			name: "trial asks for asia", planID: catalog.TrialPlanID, params: `{"name":"t","region":"asia"}`, platformRegion: "cf-eu20",
 			want: process.Record{Provider: "azure", Region: "asia", ProviderRegion: "southeastasia",
-				MachineType: "Standard_D2s_v5", AutoScalerMin: 1, AutoScalerMax: 1, ZonesCount: 1},
+				MachineType: "Standard_D4s_v5", AutoScalerMin: 1, AutoScalerMax: 1, ZonesCount: 1},
 		},
 		{
 			name: "free from cf-eu10 runs on aws", planID: catalog.FreePlanID, platformRegion: "cf-eu10",
 			want: process.Record{Provider: "aws", Region: "eu-central-1", ProviderRegion: "eu-central-1",
-				MachineType: "m6i.large", AutoScalerMin: 1, AutoScalerMax: 1, ZonesCount: 1},
+				MachineType: "mi.xlarge", AutoScalerMin: 1, AutoScalerMax: 1, ZonesCount: 1},
 		},
 		{
 			name: "free from cf-eu20 runs on azure", planID: catalog.FreePlanID, platformRegion: "cf-eu20",
 			want: process.Record{Provider: "azure", Region: "eastus", ProviderRegion: "eastus",
-				MachineType: "Standard_D2s_v5", AutoScalerMin: 1, AutoScalerMax: 1, ZonesCount: 1},
+				MachineType: "Standard_D4s_v5", AutoScalerMin: 1, AutoScalerMax: 1, ZonesCount: 1},
 		},
 		{
 			name: "sap-converged-cloud: openstack defaults (cf-eu10 offers eu-de-2)", planID: catalog.SapConvergedCloudPlanID,
@@ -261,10 +261,13 @@ func TestInitializationErrors(t *testing.T) {
 		storeErr error
 		want     processtest.Outcome
 		wantMsg  string // in the failure or error
+		// platformRegion replaces cf-eu10.
+		platformRegion string
 	}{
 		{name: "unknown plan fails for good", planID: "00000000-0000-0000-0000-000000000000", want: processtest.Failure, wantMsg: "unknown plan"},
 		{name: "unreadable stored parameters fail for good", planID: catalog.AzurePlanID, params: `{"name":`, want: processtest.Failure, wantMsg: "parameters"},
-		{name: "trial region unknown to the provider fails for good", planID: catalog.TrialPlanID, params: `{"name":"t","region":"mars"}`, want: processtest.Failure, wantMsg: "mars"},
+		{name: "trial region unknown to the provider fails for good", planID: catalog.TrialPlanID, params: `{"name":"t","region":"mars"}`, want: processtest.Failure, wantMsg: "mars",
+			platformRegion: "cf-eu20"},
 		{name: "store unavailable is temporary", planID: catalog.AzurePlanID, storeErr: errors.New("connection refused"), want: processtest.Temporary, wantMsg: "connection refused"},
 	}
 	for _, tc := range tests {
@@ -273,6 +276,9 @@ func TestInitializationErrors(t *testing.T) {
 			store := newIdentityStore()
 			store.err = tc.storeErr
 			op := newOp(t, tc.planID, tc.params)
+			if tc.platformRegion != "" {
+				op.Instance.PlatformRegion = tc.platformRegion
+			}
 			step := &provisioning.Initialization{Catalog: processtest.Catalog(t), Store: store, KCP: kcpClient(t), Config: testConfig(newNamespace(t))}
 			res, err := step.Run(t.Context(), op)
 			processtest.MustOutcome(t, step.Name(), tc.want, res, err)
@@ -367,7 +373,7 @@ func TestInitializationAdoptsTheInstancesRuntimeCR(t *testing.T) {
 		t.Fatal(err)
 	}
 	earlier.Record.SetResolved(resolvedFor(t, earlier, params))
-	if err := kcpClient(t).Create(t.Context(), provisioning.DesiredRuntime(earlier, params, processtest.Catalog(t), ns)); err != nil {
+	if err := kcpClient(t).Create(t.Context(), provisioning.DesiredRuntime(earlier, params, processtest.Catalog(t), ns, testConfig(ns).Runtime)); err != nil {
 		t.Fatal(err)
 	}
 

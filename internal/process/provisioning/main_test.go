@@ -10,6 +10,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/process/processtest"
@@ -46,6 +47,9 @@ func testConfig(ns string) provisioning.Config {
 		AccountPoll:        time.Minute,
 		RuntimePoll:        30 * time.Second,
 		BTPManagerPoll:     10 * time.Second,
+		// keb's shipped settings.
+		Runtime: provisioning.RuntimeSettings{KubernetesVersion: config.Defaults.Engine.Runtime.KubernetesVersion,
+			MaxPods: config.Defaults.Engine.Runtime.MaxPods},
 	}
 }
 

@@ -40,6 +40,24 @@ type Config struct {
 	MaintenanceWindows maintenance.Config
 	// HAP chooses each runtime's account pool.
 	HAP HAP
+	// Runtime are the settings every Runtime CR carries.
+	Runtime RuntimeSettings
+}
+
+// RuntimeSettings are what keb's settings put into every Runtime CR it
+// writes, where and when upstream KEB writes its infrastructureManager
+// settings: the Kubernetes version (spec.shoot.kubernetes.version), the
+// worker nodes' image (every worker's machine.image, written even when
+// empty, unless the plans file names one for the provider), and the control
+// plane's failure tolerance (node or zone; written on paid plans other than
+// azure_lite, none when ""); for the global accounts MaxPodsGlobalAccounts
+// names ("*": all), every worker pool's kubelet maxPods.
+type RuntimeSettings struct {
+	KubernetesVersion                 string
+	MachineImage, MachineImageVersion string
+	ControlPlaneFailureTolerance      string
+	MaxPods                           int
+	MaxPodsGlobalAccounts             []string
 }
 
 // Deps are the parts the steps use.

@@ -45,6 +45,8 @@ type Config struct {
 	// Kyma are the installation's choices for Kyma CRs: a plan change
 	// rewrites the labels they make.
 	Kyma kyma.Settings
+	// Runtime are the settings the Runtime CR's new worker pools carry.
+	Runtime provisioning.RuntimeSettings
 }
 
 // runtimeClients gives a client for a provisioned runtime; *runtimeclient.Cache

@@ -18,9 +18,10 @@ import (
 )
 
 // UpdateRuntime writes the change into the Runtime CR, patching only the
-// fields an update owns: the Kyma worker pool's machine type, autoscaler
+// fields an update owns: the Kyma worker pool's machine type (when it
+// changes: the plan or the machineType parameter), autoscaler
 // bounds, zones (the CR's, grown when a plan has more), roll-out (when
-// given) and disk, the administrators, the OIDC authenticator (when the
+// given) and disk, the administrators, the egress filter (from the licence), the OIDC authenticator (when the
 // parameters set one), and on a plan change the
 // provider, region, account, shoot purpose and plan labels. Every other field (a Kubernetes
 // version or machine image set by an upgrade, an image registry cache, a
@@ -77,7 +78,16 @@ func (s *UpdateRuntime) Run(ctx context.Context, op *process.Operation) (process
 	} else if err != nil {
 		return process.StepResult{}, fmt.Errorf("reading Runtime CR: %w", err)
 	}
-	fields, err := s.change(after, params, after.Instance.PlanID != op.Instance.PlanID, current)
+	before, err := provisioning.Parameters(op)
+	if err != nil {
+		return process.Fail("%v", err)
+	}
+	newPlan := after.Instance.PlanID != op.Instance.PlanID
+	// As upstream, the machine type is written only when it changes: the
+	// CR keeps the one it has (a version-agnostic name resolved when it was
+	// written, an operator's choice) through every other update.
+	newMachine := newPlan || deref(params.MachineType) != deref(before.MachineType)
+	fields, err := s.change(after, params, newPlan, newMachine, current)
 	if err != nil {
 		return process.StepResult{}, err
 	}
@@ -97,11 +107,11 @@ func (s *UpdateRuntime) Run(ctx context.Context, op *process.Operation) (process
 // change is the part of the Runtime CR the update sets: after is the
 // operation as it looks once the update is done; a new plan brings its
 // shoot purpose too.
-func (s *UpdateRuntime) change(after *process.Operation, params catalog.ProvisioningParameters, newPlan bool,
+func (s *UpdateRuntime) change(after *process.Operation, params catalog.ProvisioningParameters, newPlan, newMachine bool,
 	current *im.Runtime) (im.Fields, error) {
 	d := after.Record
 	plan, _ := s.Catalog.PlanByID(after.Instance.PlanID)
-	worker := provisioning.KymaWorker(after, params, s.Catalog, plan)
+	worker := provisioning.KymaWorker(after, params, s.Catalog, plan, s.Config.Runtime)
 	f := im.Fields{}
 	type field struct {
 		value any
@@ -113,6 +123,8 @@ func (s *UpdateRuntime) change(after *process.Operation, params catalog.Provisio
 		{d.HyperscalerSecret, []string{"spec", "shoot", "secretBindingName"}},
 		{d.Provider, []string{"spec", "shoot", "provider", "type"}},
 		{provisioning.Administrators(after, params), []string{"spec", "security", "administrators"}},
+		// Recomputed from the licence, as upstream's update does.
+		{!provisioning.External(after), []string{"spec", "security", "networking", "filter", "egress", "enabled"}},
 	}
 	if newPlan {
 		sets = append(sets, field{plan.Purpose, []string{"spec", "shoot", "purpose"}})
@@ -124,9 +136,12 @@ func (s *UpdateRuntime) change(after *process.Operation, params catalog.Provisio
 	}
 	// The worker pool as a one-entry list of only the fields an update
 	// owns: im.Patch merges it into the pool of the same name.
-	pool := map[string]any{"name": worker.Name, "machine": map[string]any{"type": worker.Machine.Type},
+	pool := map[string]any{"name": worker.Name,
 		"minimum": worker.Minimum, "maximum": worker.Maximum, "zones": worker.Zones,
 		"volume": map[string]any{"size": worker.Volume.VolumeSize}}
+	if newMachine {
+		pool["machine"] = map[string]any{"type": worker.Machine.Type}
+	}
 	// The roll-out: as the parameters say, else as the CR has it (an
 	// operator's maxUnavailable stays); maxSurge follows a change of the
 	// number of zones (a trial's upgrade).
@@ -155,9 +170,10 @@ func (s *UpdateRuntime) change(after *process.Operation, params catalog.Provisio
 	if err := setOIDC(f, params.OIDC, current, s.Catalog.DefaultOIDC()); err != nil {
 		return nil, err
 	}
-	if pools := provisioning.AdditionalWorkers(after, params, s.Catalog, plan, worker.Zones, provisioning.PoolZonesOf(current)); pools != nil {
+	if pools := provisioning.AdditionalWorkers(after, params, s.Catalog, plan, s.Config.Runtime, worker.Zones, provisioning.PoolZonesOf(current)); pools != nil {
 		// The parameter's list replaces the pools: a pool it no longer
 		// lists is removed, labels, annotations and taints are overwritten.
+		keepDisksAndImages(*pools, current)
 		if err := f.SetWhole(*pools, "spec", "shoot", "provider", "additionalWorkers"); err != nil {
 			return nil, err
 		}
@@ -219,4 +235,38 @@ func setOIDC(f im.Fields, o *catalog.OIDC, current *im.Runtime, def catalog.OIDC
 		return err
 	}
 	return f.Set(nil, path("oidcConfig")...)
+}
+
+// keepDisksAndImages gives each pool that current already has that pool's
+// disk type and node image: as upstream KEB, only new pools take the
+// settings' (an earlier keb's pools have neither, and Gardener would roll
+// their nodes for a new disk type or image).
+func keepDisksAndImages(pools []im.Worker, current *im.Runtime) {
+	if current.Spec.Shoot.Provider.AdditionalWorkers == nil {
+		return
+	}
+	have := map[string]im.Worker{}
+	for _, w := range *current.Spec.Shoot.Provider.AdditionalWorkers {
+		have[w.Name] = w
+	}
+	for i, p := range pools {
+		w, ok := have[p.Name]
+		if !ok {
+			continue
+		}
+		pools[i].Machine.Image = w.Machine.Image
+		if pools[i].Volume != nil {
+			pools[i].Volume.Type = nil
+			if w.Volume != nil {
+				pools[i].Volume.Type = w.Volume.Type
+			}
+		}
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

@@ -122,7 +122,7 @@ func TestUpdatePlanTrialToAWS(t *testing.T) {
 
 	runStep(t, steps["update_initialization"], op, processtest.Done)
 	d := op.Record
-	if d.Provider != "aws" || d.ProviderRegion != "eu-central-1" || d.MachineType != "m6i.large" || d.AutoScalerMin != 3 ||
+	if d.Provider != "aws" || d.ProviderRegion != "eu-central-1" || d.MachineType != "mi.large" || d.AutoScalerMin != 3 ||
 		d.AutoScalerMax != 5 || d.KymaVersion != "2.20.0" || d.HyperscalerSecret != "azure-shared" {
 		t.Fatalf("resolved %+v", d)
 	}
@@ -135,7 +135,7 @@ func TestUpdatePlanTrialToAWS(t *testing.T) {
 	runStep(t, steps["update_runtime"], op, processtest.Done)
 	rt := getRuntime(t, c, ns, op)
 	w := rt.Spec.Shoot.Provider.Workers[0]
-	if rt.Spec.Shoot.Provider.Type != "aws" || rt.Spec.Shoot.Region != "eu-central-1" || w.Machine.Type != "m6i.large" ||
+	if rt.Spec.Shoot.Provider.Type != "aws" || rt.Spec.Shoot.Region != "eu-central-1" || w.Machine.Type != "m7i.large" ||
 		w.Minimum != 3 || w.Maximum != 5 || len(w.Zones) != 3 || w.MaxSurge.IntValue() != 3 ||
 		*rt.Spec.Shoot.Kubernetes.Version != "1.33" || rt.Spec.Shoot.SecretBindingName != op.Record.HyperscalerSecret ||
 		rt.Labels["kyma-project.io/broker-plan-name"] != "aws" || rt.Labels["kyma-project.io/region"] != "eu-central-1" ||
@@ -191,7 +191,7 @@ func TestUpdatePlanTrialToAWS(t *testing.T) {
 	var resolved map[string]any
 	_ = json.Unmarshal(u.ResolvedParameters, &resolved)
 	if u.PlanName != "aws" || u.Provider != "aws" || u.ProviderRegion != "eu-central-1" || string(u.Parameters) != string(op.Request.Parameters) ||
-		resolved["autoScalerMax"] != 5.0 || resolved["machineType"] != "m6i.large" || u.Action == nil ||
+		resolved["autoScalerMax"] != 5.0 || resolved["machineType"] != "mi.large" || u.Action == nil ||
 		u.Action.OldValue != "trial" || u.Action.NewValue != "aws" || u.Action.OperationID != op.ID {
 		t.Errorf("recorded %+v (action %+v), resolved %v", u, u.Action, resolved)
 	}
@@ -218,11 +218,11 @@ func TestUpdateFailures(t *testing.T) {
 	}
 
 	t.Run("the infrastructure manager fails the change", func(t *testing.T) {
-		op := trialRuntime(t, c, ns, catalog.TrialPlanName, `{"name":"trial-1","administrators":["admin@example.com"]}`)
+		op := trialRuntime(t, c, ns, catalog.TrialPlanName, `{"name":"trial-1","administrators":["admin2@example.com"]}`)
 		runStep(t, step("update_initialization"), op, processtest.Done)
 		runStep(t, step("update_runtime"), op, processtest.Done)
 		rt := getRuntime(t, c, ns, op)
-		if !slices.Equal(rt.Spec.Security.Administrators, []string{"admin@example.com"}) {
+		if !slices.Equal(rt.Spec.Security.Administrators, []string{"admin2@example.com"}) {
 			t.Fatalf("administrators %v", rt.Spec.Security.Administrators)
 		}
 		// Failed is waited through (the infrastructure manager retries
@@ -231,6 +231,15 @@ func TestUpdateFailures(t *testing.T) {
 		runStep(t, step("check_runtime_update"), op, processtest.Retry)
 		if processtest.MissingFrom(op.Description, "Failed", "GardenerErr", "quota exceeded") != "" {
 			t.Errorf("description %q", op.Description)
+		}
+	})
+	t.Run("an external licence: egress no longer filtered", func(t *testing.T) {
+		op := trialRuntime(t, c, ns, catalog.TrialPlanName, `{"name":"trial-1","administrators":["x@example.com"]}`)
+		op.Instance.Context = json.RawMessage(`{"license_type":"PARTNER"}`)
+		runStep(t, step("update_initialization"), op, processtest.Done)
+		runStep(t, step("update_runtime"), op, processtest.Done)
+		if rt := getRuntime(t, c, ns, op); rt.Spec.Security.Networking.Filter.Egress.Enabled {
+			t.Errorf("egress filter still on for an instance with an external licence")
 		}
 	})
 	t.Run("the Runtime CR is gone", func(t *testing.T) {

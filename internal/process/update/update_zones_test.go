@@ -14,6 +14,7 @@ import (
 	"github.com/kyma-keb/keb/internal/infrastructuremanager/runtimetest"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/process/processtest"
+	"github.com/kyma-keb/keb/internal/process/provisioning"
 	"github.com/kyma-keb/keb/internal/process/update"
 	"github.com/kyma-keb/keb/internal/storage"
 )
@@ -33,6 +34,9 @@ func TestUpdateRuntimeOfAnEarlierKeb(t *testing.T) {
 	processtest.EnsureNamespace(t, c, controlplane.Namespace)
 	cfg := testConfig()
 	cfg.Namespace = ns
+	// A landscape's Runtime CR settings, which the earlier keb's CR has none of.
+	cfg.Runtime = provisioning.RuntimeSettings{KubernetesVersion: "1.33.4", MachineImage: "gardenlinux",
+		MachineImageVersion: "1592.9.0", ControlPlaneFailureTolerance: "zone"}
 	cat := processtest.Catalog(t)
 	steps := map[string]process.Step{}
 	for _, s := range update.Pipeline(update.Deps{Config: cfg, Catalog: cat, KCP: c, Accounts: &tenantAccounts{}, Store: &recorder{}}).Steps {
@@ -93,5 +97,29 @@ func TestUpdateRuntimeOfAnEarlierKeb(t *testing.T) {
 	}
 	if !slices.Equal(op.Record.Zones, earlier) {
 		t.Errorf("the update's record names zones %v, want the CR's %v", op.Record.Zones, earlier)
+	}
+	// The machine type stays the earlier keb's (its m6i.large for the AWS
+	// default, which is mi.large → m7i.large now): an update that does not
+	// change it does not roll the nodes to another family.
+	if w.Machine.Type != "m6i.large" {
+		t.Errorf("Kyma pool's machine type %s after an update that did not change it, want the CR's m6i.large", w.Machine.Type)
+	}
+	// As upstream's update: the settings reach only the new pools; the
+	// cluster's version, control plane and the existing pools' disks and
+	// images stay as the earlier keb wrote them (none: Gardener's defaults).
+	if v, cp := got.Spec.Shoot.Kubernetes.Version, got.Spec.Shoot.ControlPlane; v != nil || cp != nil {
+		t.Errorf("the update wrote Kubernetes version %v, control plane %+v; want neither", v, cp)
+	}
+	for _, p := range append([]im.Worker{w}, pools["old"]) {
+		if p.Machine.Image != nil || p.Volume == nil || p.Volume.Type != nil {
+			t.Errorf("pool %s of the earlier keb: image %+v, volume %+v; want no image and no disk type", p.Name, p.Machine.Image, p.Volume)
+		}
+	}
+	for _, name := range []string{"new", "one"} {
+		p := pools[name]
+		if img := p.Machine.Image; img == nil || img.Name != "gardenlinux" || img.Version == nil || *img.Version != "1592.9.0" ||
+			p.Volume == nil || p.Volume.Type == nil || *p.Volume.Type != "gp3" {
+			t.Errorf("new pool %s: image %+v, volume %+v; want gardenlinux 1592.9.0 and gp3", name, p.Machine.Image, p.Volume)
+		}
 	}
 }
