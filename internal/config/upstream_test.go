@@ -55,7 +55,7 @@ func TestUpstreamSettingNames(t *testing.T) {
 		"APP_DATABASE_SSLMODE":                            "verify-full",
 		"APP_DATABASE_SSLROOTCERT":                        "/secrets/root.crt",
 		"APP_UPDATE_WORKERS_AMOUNT":                       "5",
-		"APP_INFRASTRUCTURE_MANAGER_KUBERNETES_VERSION":   "1.33",
+		"APP_INFRASTRUCTURE_MANAGER_MULTI_ZONE_CLUSTER":   "false",
 		"APP_BROKER_DEFAULT_REQUEST_REGION":               "cf-us10", // the same name in both
 	} {
 		env[k] = v
@@ -83,7 +83,7 @@ func TestUpstreamSettingNames(t *testing.T) {
 		"APP_BROKER_TRIAL_DOCS_URL":                     "ignored upstream KEB's APP_BROKER_TRIAL_DOCS_URL: keb's own APP_TRIAL_DOCS_URL is set too, and wins",
 		"APP_DATABASE_PASSWORD":                         "read upstream KEB's APP_DATABASE_PASSWORD as APP_DATABASE_URL",
 		"APP_UPDATE_WORKERS_AMOUNT":                     "ignored upstream KEB's APP_UPDATE_WORKERS_AMOUNT: keb has no setting of that meaning; keb has one pool of workers for every kind of operation: APP_WORKERS",
-		"APP_INFRASTRUCTURE_MANAGER_KUBERNETES_VERSION": "ignored upstream KEB's APP_INFRASTRUCTURE_MANAGER_KUBERNETES_VERSION: keb has no setting of that meaning",
+		"APP_INFRASTRUCTURE_MANAGER_MULTI_ZONE_CLUSTER": "ignored upstream KEB's APP_INFRASTRUCTURE_MANAGER_MULTI_ZONE_CLUSTER: keb has no setting of that meaning; keb reads plans, regions, machines and trial regions from its plans file (resources/plans.yaml, APP_BROKER_PLANS_FILE), in keb's own format",
 	}
 	for name, msg := range want {
 		if got[name].Message() != msg {
