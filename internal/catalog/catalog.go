@@ -211,7 +211,11 @@ func build(source string, f *plansFile, opts ...LoadOption) (*Catalog, error) {
 				machineTypes: narrow(ps.MachineTypes, spec.MachineTypes),
 				seedRegions:  ps.SeedRegions,
 			}
-			o.poolMachineTypes = append(slices.Clone(o.machineTypes), narrow(ps.AdditionalMachineTypes, nil)...)
+			o.poolMachineTypes = slices.Clone(o.machineTypes)
+			if !e.plan.Lite {
+				// A lite plan's pools use its own machine types only, as upstream's azure_lite.
+				o.poolMachineTypes = append(o.poolMachineTypes, narrow(ps.AdditionalMachineTypes, nil)...)
+			}
 			e.offers[prov] = o
 		}
 		if err := e.compile(compiler, name, c.schemaDoc(c.createSchema(e)), c.schemaDoc(updateSchema(e)), c.hiddenSchema(e)); err != nil {

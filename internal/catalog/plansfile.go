@@ -63,6 +63,9 @@ type optionSpec struct {
 	// for a replacement plans file's region that resources/zones.yaml does not list, or lists
 	// otherwise than the operator's landscape has them.
 	Zones []string `json:"zones,omitempty"`
+	// PlatformRegionsOnly, for a region, offers it only in the platform regions whose
+	// platformRegions name it (Azure's switzerlandnorth: EU access on cf-ch20 alone, as upstream).
+	PlatformRegionsOnly bool `json:"platformRegionsOnly,omitempty"`
 }
 
 type trialRegionsSpec struct {
@@ -190,14 +193,29 @@ func (p providerSpec) check(fc *fileChecker, name string) {
 	}
 	checkOptions(fc, "providers."+name+".regions", p.Regions)
 	checkOptions(fc, "providers."+name+".machineTypes", p.MachineTypes)
-	for i, o := range slices.Concat(p.MachineTypes, p.AdditionalMachineTypes) {
-		if o.ResolvesTo != "" && !hasOptionSpec(p.MachineTypes, o.ResolvesTo) && !hasOptionSpec(p.AdditionalMachineTypes, o.ResolvesTo) {
-			fc.addf("providers.%s.machineTypes[%d].resolvesTo: %q is not one of its machine types", name, i, o.ResolvesTo)
+	// The concrete type need not be offered itself (upstream offers ri.large, never r8i.large),
+	// but it must be concrete: a version-agnostic name resolving to another would be written
+	// into the Runtime CR as it is.
+	all := slices.Concat(p.MachineTypes, p.AdditionalMachineTypes)
+	for i, o := range all {
+		if o.ResolvesTo != "" && slices.ContainsFunc(all, func(t optionSpec) bool { return t.Code == o.ResolvesTo && t.ResolvesTo != "" }) {
+			fc.addf("providers.%s.machineTypes[%d].resolvesTo: %q is a version-agnostic name itself", name, i, o.ResolvesTo)
 		}
 	}
 	for _, r := range p.Regions {
 		if r.ResolvesTo != "" {
 			fc.addf("providers.%s.regions: %q: resolvesTo is for machine types only", name, r.Code)
+		}
+		if r.PlatformRegionsOnly && !slices.ContainsFunc(sortedKeys(p.PlatformRegions), func(pr string) bool { return slices.Contains(p.PlatformRegions[pr], r.Code) }) {
+			fc.addf("providers.%s.regions: %q: platformRegionsOnly needs a platformRegions entry naming it", name, r.Code)
+		}
+		if r.PlatformRegionsOnly && r.Code == p.DefaultRegion {
+			fc.addf("providers.%s.regions: %q: the default region cannot be platformRegionsOnly", name, r.Code)
+		}
+	}
+	for _, m := range slices.Concat(p.MachineTypes, p.AdditionalMachineTypes) {
+		if m.PlatformRegionsOnly {
+			fc.addf("providers.%s.machineTypes: %q: platformRegionsOnly is for regions only", name, m.Code)
 		}
 	}
 	for i, o := range p.AdditionalMachineTypes {
