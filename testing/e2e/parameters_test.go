@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kyma-keb/keb/internal/catalog/catalogtest"
+	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/infrasim"
 )
 
@@ -17,7 +19,7 @@ import (
 // the pools and the OIDC providers and lifts the access control list, and
 // is applied by the infrastructure manager.
 func TestTodaysParametersOnTheRealStack(t *testing.T) {
-	s := newStack(t, infrasim.ModeShared, 0)
+	s := newStack(t, infrasim.ModeShared, 0, func(c *config.Config) { c.PlansFile = catalogtest.PlansFileWithGatedParameters(t) })
 	freshAccount(t, s.kcp, "azure-params")
 	const id = "e2e-params"
 	path := "/oauth/v2/service_instances/" + id + "?accepts_incomplete=true"
