@@ -183,11 +183,9 @@ var provisioningCases = []parameterCase{
 		inDescription: []string{"ingressFiltering is not available for instances with the external licence type CUSTOMER"}},
 	{name: "ingress filtering not a boolean", params: `{"ingressFiltering":"yes"}`, inDescription: []string{"ingressFiltering must be true or false"}},
 
-	// colocateControlPlane: regions with a seed.
-	{name: "colocated control plane", params: `{"region":"westeurope","colocateControlPlane":true}`,
-		recorded: map[string]string{"colocateControlPlane": `true`}},
-	{name: "colocated control plane without a seed", params: `{"region":"japaneast","colocateControlPlane":true}`,
-		inDescription: []string{"colocateControlPlane cannot colocate the control plane in the japaneast region"}},
+	// colocateControlPlane: regions with a seed (read from the control plane: TestColocationReadsSeedsFromTheControlPlane).
+	{name: "colocated control plane off", params: `{"region":"japaneast","colocateControlPlane":false}`,
+		recorded: map[string]string{"colocateControlPlane": `false`}},
 	{name: "colocated control plane on trial", planID: trialPlanID, params: `{"colocateControlPlane":true}`,
 		inDescription: []string{"colocateControlPlane is not available on plan trial"}},
 

@@ -102,8 +102,6 @@ type offer struct {
 	// poolMachineTypes are what additional worker pools may use: machineTypes and the
 	// provider's additional families.
 	poolMachineTypes []Option
-	// seedRegions are the regions where the control plane may be colocated.
-	seedRegions []string
 }
 
 // Load reads the plans file at path, or the embedded resources/plans.yaml when path is "", checks
@@ -209,7 +207,6 @@ func build(source string, f *plansFile, opts ...LoadOption) (*Catalog, error) {
 			o := offer{
 				regions:      narrow(ps.Regions, spec.Regions),
 				machineTypes: narrow(ps.MachineTypes, spec.MachineTypes),
-				seedRegions:  ps.SeedRegions,
 			}
 			o.poolMachineTypes = slices.Clone(o.machineTypes)
 			if !e.plan.Lite {

@@ -35,8 +35,9 @@ type providerSpec struct {
 	// AdditionalMachineTypes are machine families offered only to additional worker pools
 	// (compute-optimised, GPU).
 	AdditionalMachineTypes []optionSpec `json:"additionalMachineTypes,omitempty"`
-	// SeedRegions are the regions where Gardener has a seed for this provider: only there may
-	// a runtime's control plane be colocated (colocateControlPlane).
+	// SeedRegions was keb's own list of the regions with a Gardener seed. They are read from the
+	// control plane now, as upstream reads them (internal/seeds); a plans file still naming them
+	// is refused with where they went, rather than followed.
 	SeedRegions []string `json:"seedRegions,omitempty"`
 	// PlatformRegions narrows the regions offered in the platform regions it names (EU access,
 	// KSA); a trial on this provider there runs in the first one. PlatformRegionsOnly offers the
@@ -239,10 +240,9 @@ func (p providerSpec) check(fc *fileChecker, name string) {
 	if p.PlatformRegionsOnly && len(p.PlatformRegions) == 0 {
 		fc.addf("providers.%s.platformRegionsOnly: needs platformRegions", name)
 	}
-	for _, r := range p.SeedRegions {
-		if !hasOptionSpec(p.Regions, r) {
-			fc.addf("providers.%s.seedRegions: %q is not one of its regions", name, r)
-		}
+	if len(p.SeedRegions) > 0 {
+		fc.addf("providers.%s.seedRegions: the seed regions are read from the control plane's ConfigMap gardener-seeds-cache "+
+			"(APP_BROKER_GARDENER_SEEDS_CACHE_CONFIG_MAP_NAME), as upstream KEB reads them; remove this list", name)
 	}
 	if !hasOptionSpec(p.Regions, p.DefaultRegion) {
 		fc.addf("providers.%s.defaultRegion: %q is not one of its regions", name, p.DefaultRegion)
