@@ -107,6 +107,9 @@ type planSpec struct {
 	// parameter; provider is the default.
 	TrialProviders []string `json:"trialProviders,omitempty"`
 	VolumeSizeGb   int      `json:"volumeSizeGb,omitempty"`
+	// DisabledParameters leaves parameters out that the form would offer (networking,
+	// colocateControlPlane, gvisor), as upstream's disable* plan settings.
+	DisabledParameters []string `json:"disabledParameters,omitempty"`
 	// Optional features, each refused with a 400 on plans that do not enable it.
 	IngressFiltering          bool `json:"ingressFiltering,omitempty"`
 	AccessControlList         bool `json:"accessControlList,omitempty"`
@@ -124,6 +127,9 @@ type zonesSpec struct {
 	Max     int `json:"max"`
 	Default int `json:"default"`
 }
+
+// disableableParameters are the parameters a plan may leave out of its form (disabledParameters).
+var disableableParameters = []string{paramNetworking, paramColocateControlPlane, paramGVisor}
 
 // maxZones is the most availability zones any hyperscaler region offers keb.
 const maxZones = 3
@@ -184,10 +190,10 @@ func (f *plansFile) check() error {
 
 func (p providerSpec) check(fc *fileChecker, name string) {
 	switch name {
-	case ProviderAzure, ProviderAWS, ProviderGCP, ProviderOpenStack:
+	case ProviderAzure, ProviderAWS, ProviderGCP, ProviderOpenStack, ProviderAlicloud, ProviderGDCH:
 	default:
-		fc.addf("providers.%s: unknown provider (known: %s, %s, %s, %s)", name,
-			ProviderAzure, ProviderAWS, ProviderGCP, ProviderOpenStack)
+		fc.addf("providers.%s: unknown provider (known: %s, %s, %s, %s, %s, %s)", name,
+			ProviderAzure, ProviderAWS, ProviderGCP, ProviderOpenStack, ProviderAlicloud, ProviderGDCH)
 	}
 	if p.MachineImage != nil && p.MachineImage.Name == "" {
 		fc.addf("providers.%s.machineImage.name: must not be empty", name)
@@ -417,6 +423,11 @@ func (f *plansFile) checkPlan(fc *fileChecker, name string, p planSpec) {
 		fc.addf("%s.purpose: %q must be one of %s, %s, %s, %s", path, p.Purpose,
 			PurposeEvaluation, PurposeTesting, PurposeDevelopment, PurposeProduction)
 	}
+	for _, d := range p.DisabledParameters {
+		if !slices.Contains(disableableParameters, d) {
+			fc.addf("%s.disabledParameters: %q cannot be disabled (only %s)", path, d, strings.Join(disableableParameters, ", "))
+		}
+	}
 	if p.MaxAdditionalVolumeSizeGi < 0 {
 		fc.addf("%s.maxAdditionalVolumeSizeGi: %d must not be negative", path, p.MaxAdditionalVolumeSizeGi)
 	}
@@ -495,6 +506,7 @@ func (p planSpec) toPlan(name string, providers map[string]providerSpec) Plan {
 		IngressFiltering:          p.IngressFiltering,
 		AccessControlList:         p.AccessControlList,
 		MaxAdditionalVolumeSizeGi: p.MaxAdditionalVolumeSizeGi,
+		DisabledParameters:        append([]string(nil), p.DisabledParameters...),
 	}
 	if p.Trial && len(p.TrialProviders) > 0 {
 		plan.TrialProviders = append([]string{p.Provider}, p.TrialProviders...)

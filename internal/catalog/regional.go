@@ -85,7 +85,7 @@ func (c *Catalog) buildRegional(f *plansFile) error {
 // OtherRegionClasses are the classes of the platform regions the plans file does not name: the
 // provider each one's digit names (see ProviderForPlatformRegion), and "" for none.
 func OtherRegionClasses() []string {
-	return []string{"", ProviderOpenStack, ProviderAWS, ProviderAzure, ProviderGCP}
+	return []string{"", ProviderOpenStack, ProviderAWS, ProviderAzure, ProviderGCP, ProviderAlicloud}
 }
 
 // OtherRegionClass is the class (OtherRegionClasses) of a platform region.

@@ -28,7 +28,8 @@ func TestUpdateSchemas(t *testing.T) {
 		AzureLitePlanName: {"name", "machineType", "autoScalerMin", "autoScalerMax", "gvisor", "additionalWorkerNodePools",
 			"oidc", "administrators", "maxSurge", "maxUnavailable"},
 	}
-	wantUpdatable := map[string]bool{TrialPlanName: true, AzureLitePlanName: true, AWSPlanName: true, AzurePlanName: true, GCPPlanName: true}
+	wantUpdatable := map[string]bool{TrialPlanName: true, AzureLitePlanName: true, AWSPlanName: true, AzurePlanName: true, GCPPlanName: true,
+		AlicloudPlanName: true}
 	for _, sp := range services[0].Plans {
 		schema := sp.Schemas.Instance.Update.Parameters
 		// _load_current_config: the cockpit's update dialog opens with the instance's current values.

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -188,12 +189,18 @@ func TestUpstreamRegionDisplayNamesAndZones(t *testing.T) {
 		{ProviderOpenStack, "na-us-2", "", []string{"a", "b"}},
 		{ProviderOpenStack, "ap-jp-1", "", []string{"a"}},
 		{ProviderOpenStack, "ap-ae-1", "", []string{"a"}},
+		// upstream-fidelity.md §6: full names region+letter (alicloud, regions ending in a digit)
+		// and region-letter (gdch).
+		{ProviderAlicloud, "ap-southeast-1", "Singapore", abc},
+		{ProviderAlicloud, "eu-central-1", "Germany, Frankfurt", abc},
+		{ProviderAlicloud, "eu-west-1", "UK, London", []string{"a", "b"}},
+		{ProviderGDCH, "us-west16", "", abc},
 	}
-	names := map[string]string{}
+	names := map[string]string{} // provider/region → display name
 	for _, e := range c.plans {
-		for _, o := range e.offers {
+		for prov, o := range e.offers {
 			for _, r := range o.regions {
-				names[r.Code] = r.DisplayName
+				names[prov+"/"+r.Code] = r.DisplayName
 			}
 		}
 	}
@@ -202,19 +209,19 @@ func TestUpstreamRegionDisplayNamesAndZones(t *testing.T) {
 			if v == nil {
 				continue
 			}
-			for _, o := range v.offers {
+			for prov, o := range v.offers {
 				for _, r := range o.regions {
-					names[r.Code] = r.DisplayName
+					names[prov+"/"+r.Code] = r.DisplayName
 				}
 			}
 		}
 	}
 	for _, tc := range cases {
-		display := tc.region // upstream's SAP Cloud Infrastructure regions show their bare code
+		display := tc.region // upstream's SAP Cloud Infrastructure and GDCH regions show their bare code
 		if tc.display != "" {
 			display = tc.region + " (" + tc.display + ")"
 		}
-		if got := names[tc.region]; got != display {
+		if got := names[tc.provider+"/"+tc.region]; got != display {
 			t.Errorf("%s %s: display name %q, upstream %q", tc.provider, tc.region, got, display)
 		}
 		var want []string
@@ -243,5 +250,94 @@ func TestVersionAgnosticMachinesResolve(t *testing.T) {
 		if _, size, _ := strings.Cut(m, "."); !strings.HasSuffix(got, "."+size) {
 			t.Errorf("%s resolves to %q, another size", m, got)
 		}
+	}
+}
+
+// TestAlicloudAndGDCHPlansAsUpstream: upstream's plans alicloud, build-runtime-alicloud and gdch
+// (upstream-today.md §4 IDs, upstream-fidelity.md §6 data): their regions, machines in order,
+// defaults, zones as Gardener names them, the one-way upgrade, and gdch without networking,
+// colocation or gVisor (root and pools).
+func TestAlicloudAndGDCHPlansAsUpstream(t *testing.T) {
+	t.Parallel()
+	c := defaultCatalog(t)
+	ids := map[string]string{"alicloud": "9f2c3b4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d",
+		"build-runtime-alicloud": "72efa867-7b54-4d59-8df7-68f4759ff271", "gdch": "024e11fb-40df-4753-a992-24d136e2d15c"}
+	ecs := sizes("ecs.g9i.", awsSizes...)
+	gdc := []string{"n3-standard-2-gdc", "n3-standard-4-gdc", "n3-standard-8-gdc", "n3-standard-16-gdc", "n3-standard-32-gdc", "n3-standard-64-gdc"}
+	cases := []struct {
+		plan, provider, region, machine string
+		regions, machines               []string
+		min, max                        int
+		upgradable                      []string
+	}{
+		{"alicloud", "alicloud", "eu-central-1", "ecs.g9i.large", []string{"ap-southeast-1", "eu-central-1", "eu-west-1"}, ecs, 3, 20,
+			[]string{"build-runtime-alicloud"}},
+		{"build-runtime-alicloud", "alicloud", "eu-central-1", "ecs.g9i.large", []string{"ap-southeast-1", "eu-central-1", "eu-west-1"}, ecs, 3, 20, nil},
+		{"gdch", "gdch", "us-west16", "n3-standard-2-gdc", []string{"us-west16"}, gdc, 3, 10, nil},
+	}
+	for _, tc := range cases {
+		plan, ok := c.PlanByName(tc.plan)
+		if !ok || plan.ID != ids[tc.plan] {
+			t.Errorf("plan %s: ID %q, upstream's %s", tc.plan, plan.ID, ids[tc.plan])
+			continue
+		}
+		for _, pr := range []string{"cf-eu10", "cf-eu20", "cf-us30", "cf-eu40", "cf-eu11", "cf-ch20"} {
+			e, err := c.entryFor(plan.ID, pr)
+			if err != nil {
+				t.Errorf("%s on %s: %v (upstream offers it on every platform region)", tc.plan, pr, err)
+				continue
+			}
+			if got := schemaEnum(t, e.create.doc, "region"); !slices.Equal(got, tc.regions) {
+				t.Errorf("%s on %s: regions %v, upstream %v", tc.plan, pr, got, tc.regions)
+			}
+			if got := schemaEnum(t, e.create.doc, "machineType"); !slices.Equal(got, tc.machines) {
+				t.Errorf("%s on %s: machines %v, upstream %v", tc.plan, pr, got, tc.machines)
+			}
+		}
+		r, err := c.Resolve(plan.ID, "cf-eu10", ProvisioningParameters{Name: "x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Provider != tc.provider || r.ProviderRegion != tc.region || r.MachineType != tc.machine ||
+			r.AutoScalerMin != tc.min || r.AutoScalerMax != tc.max || r.ZonesCount != 3 {
+			t.Errorf("%s defaults: %s %s %s %d..%d, %d zones", tc.plan, r.Provider, r.ProviderRegion, r.MachineType,
+				r.AutoScalerMin, r.AutoScalerMax, r.ZonesCount)
+		}
+		if !slices.Equal(plan.UpgradableTo, tc.upgradable) {
+			t.Errorf("%s upgradable to %v, upstream %v", tc.plan, plan.UpgradableTo, tc.upgradable)
+		}
+	}
+	for provider, want := range map[string][]string{
+		"alicloud/eu-central-1": {"eu-central-1a", "eu-central-1b", "eu-central-1c"},
+		"alicloud/eu-west-1":    {"eu-west-1a", "eu-west-1b"},
+		"gdch/us-west16":        {"us-west16-a", "us-west16-b", "us-west16-c"},
+	} {
+		p, region, _ := strings.Cut(provider, "/")
+		if got := c.RegionZones(p, region); !slices.Equal(got, want) {
+			t.Errorf("%s zones %v, upstream %v", provider, got, want)
+		}
+	}
+
+	gdch, _ := c.PlanByName("gdch")
+	for _, kind := range []string{"create", "update"} {
+		raw, _ := c.CreateSchema(gdch.ID)
+		if kind == "update" {
+			raw, _ = c.UpdateSchema(gdch.ID)
+		}
+		for _, disabled := range []string{`"networking"`, `"colocateControlPlane"`, `"gvisor"`} {
+			if strings.Contains(string(raw), disabled) {
+				t.Errorf("gdch %s schema offers %s; upstream disables it", kind, disabled)
+			}
+		}
+	}
+	for _, params := range []string{`{"name":"x","networking":{"nodes":"10.250.0.0/16"}}`, `{"name":"x","colocateControlPlane":true}`,
+		`{"name":"x","gvisor":{"enabled":true}}`} {
+		if _, err := c.ValidateParameters(gdch.ID, "cf-eu10", json.RawMessage(params)); err == nil {
+			t.Errorf("gdch accepted %s", params)
+		}
+	}
+	ali, _ := c.PlanByName("alicloud")
+	if _, err := c.ValidateParameters(ali.ID, "cf-eu10", json.RawMessage(`{"name":"x","region":"eu-west-1","networking":{"nodes":"10.250.0.0/16"},"colocateControlPlane":true}`)); err != nil {
+		t.Errorf("alicloud refused networking and colocation: %v", err)
 	}
 }

@@ -144,7 +144,7 @@ func seed(ctx context.Context, c client.Client, kind hyperscaler.Kind, namespace
 		objs = append(objs, hyperscaler.AccountObjects(kind, poolNamespace, name, hyperscaler.ProviderOf(hsType), labels,
 			map[string]string{"credentials": "dev-only: not a real " + hsType + " account"})...)
 	}
-	for _, hs := range []string{"azure", "aws", "gcp", "openstack"} {
+	for _, hs := range []string{"azure", "aws", "gcp", "openstack", "alicloud", "gdch"} {
 		for i := 1; i <= devAccountsPerHyperscaler; i++ {
 			account(fmt.Sprintf("%s-dev-%02d", hs, i), hs)
 		}
