@@ -144,11 +144,18 @@ func seed(ctx context.Context, c client.Client, kind hyperscaler.Kind, namespace
 		objs = append(objs, hyperscaler.AccountObjects(kind, poolNamespace, name, hyperscaler.ProviderOf(hsType), labels,
 			map[string]string{"credentials": "dev-only: not a real " + hsType + " account"})...)
 	}
-	for _, hs := range []string{"azure", "aws", "gcp", "openstack", "alicloud", "gdch"} {
+	for _, hs := range []string{"azure", "aws", "gcp", "openstack"} {
 		for i := 1; i <= devAccountsPerHyperscaler; i++ {
 			account(fmt.Sprintf("%s-dev-%02d", hs, i), hs)
 		}
 		account(hs+"-shared-01", hs, hyperscaler.LabelShared, "true")
+	}
+	// The alicloud, build-runtime-alicloud and gdch plans (not enabled out of the box) draw
+	// from dedicated accounts only.
+	for _, hs := range []string{"alicloud", "gdch"} {
+		for i := 1; i <= devAccountsPerHyperscaler; i++ {
+			account(fmt.Sprintf("%s-dev-%02d", hs, i), hs)
+		}
 	}
 	for _, hs := range []string{"aws", "azure", "openstack"} {
 		for i := 1; i <= devEUAccountsPerHyperscaler; i++ {
