@@ -52,6 +52,7 @@ func devCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) error
 		if err != nil {
 			return err
 		}
+		logUpstreamSettings(log, b)
 		return devstack.Run(ctx, devstack.Options{Dir: dir, Config: cfg, Out: os.Stdout, K8sBinDir: binDir,
 			RuntimeDelay: delay, RuntimeMode: infrasim.Mode(mode), RuntimeFaults: injected, NoLifecycleManager: !lifecycleManager,
 			AccountCleanupDelay: accountCleanupDelay}, log)

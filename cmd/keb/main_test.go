@@ -60,22 +60,27 @@ func runKeb(args ...string) (code int, stdout, stderr string) {
 // captureStdout runs fn with os.Stdout redirected, for the commands that
 // print there rather than to run's stdout. Tests using it must not be
 // parallel.
-func captureStdout(t *testing.T, fn func()) string {
+func captureStdout(t *testing.T, fn func()) string { return capture(t, &os.Stdout, fn) }
+
+// captureStderr is captureStdout for os.Stderr, where keb's logger writes.
+func captureStderr(t *testing.T, fn func()) string { return capture(t, &os.Stderr, fn) }
+
+func capture(t *testing.T, f **os.File, fn func()) string {
 	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	orig := os.Stdout
-	os.Stdout = w
+	orig := *f
+	*f = w
 	done := make(chan string)
 	go func() {
 		b, _ := io.ReadAll(r)
 		done <- string(b)
 	}()
-	defer func() { os.Stdout = orig }()
+	defer func() { *f = orig }()
 	fn()
-	os.Stdout = orig
+	*f = orig
 	w.Close()
 	out := <-done
 	r.Close()
@@ -450,5 +455,47 @@ func TestSuggest(t *testing.T) {
 		if got != want {
 			t.Errorf("suggest(%q) = %q, want %q", word, got, want)
 		}
+	}
+}
+
+// TestServeLogsUpstreamSettings: keb serve started with an environment
+// from upstream KEB's chart says, once each and before it can stop for
+// anything else, which of upstream's names it read as its own, which
+// keb's own names overrode, and which mean nothing to keb; the database
+// password it composed into the URL is never logged.
+func TestServeLogsUpstreamSettings(t *testing.T) {
+	for _, k := range []string{"APP_DATABASE_URL", "DATABASE_URL", "APP_BROKER_ENABLED_PLANS", "APP_AUTH_JWKS_URLS",
+		"APP_AUTH_PUBLIC_KEY_FILES", "APP_KCP_KUBECONFIG", "KUBECONFIG", "KUBERNETES_SERVICE_HOST", "APP_LOG_FORMAT"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	for k, v := range map[string]string{
+		"APP_BROKER_ENABLE_PLANS": "azure,aws", "APP_DATABASE_HOST": "127.0.0.1", "APP_DATABASE_PORT": "1",
+		"APP_DATABASE_USER": "keb", "APP_DATABASE_PASSWORD": "upstream-pw-42", "APP_DATABASE_NAME": "broker",
+		"APP_BROKER_TRIAL_DOCS_URL": "https://upstream.example", "APP_TRIAL_DOCS_URL": "https://keb.example",
+		"APP_UPDATE_WORKERS_AMOUNT": "5",
+	} {
+		t.Setenv(k, v)
+	}
+	var code int
+	var errOut string
+	logged := captureStderr(t, func() { code, _, errOut = runKeb("serve") })
+	// It stops for the token issuer's keys, which upstream's names do not
+	// supply, but not for the database.
+	if code != 1 || !strings.Contains(errOut, "APP_AUTH_JWKS_URLS") || strings.Contains(errOut, "APP_DATABASE_URL") {
+		t.Errorf("exit %d, stderr %s", code, errOut)
+	}
+	for _, want := range []string{
+		`read upstream KEB's APP_BROKER_ENABLE_PLANS as APP_BROKER_ENABLED_PLANS`,
+		`read upstream KEB's APP_DATABASE_HOST as APP_DATABASE_URL`,
+		`ignored upstream KEB's APP_BROKER_TRIAL_DOCS_URL: keb's own APP_TRIAL_DOCS_URL is set too, and wins`,
+		`ignored upstream KEB's APP_UPDATE_WORKERS_AMOUNT: keb has no setting of that meaning`,
+	} {
+		if n := strings.Count(logged, want); n != 1 {
+			t.Errorf("logged %q %d times, want once:\n%s", want, n, logged)
+		}
+	}
+	if strings.Contains(logged+errOut, "upstream-pw-42") {
+		t.Errorf("the database password is in the output:\n%s", logged)
 	}
 }

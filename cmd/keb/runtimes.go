@@ -47,6 +47,7 @@ type runtimesOptions struct {
 	output          listOutput
 	pageSize        int
 	all, ops        bool
+	expired         bool
 	query           url.Values
 	now             func() time.Time
 	client          *http.Client
@@ -71,6 +72,7 @@ func bindRuntimes(fs *flag.FlagSet, stdout, stderr io.Writer, now func() time.Ti
 	b.Bool(&opts.all, "all", "KEB_RUNTIMES_ALL", false, "follow the next cursors and list every page")
 	bindListOutput(b, fs, &opts.output)
 	b.Bool(&opts.ops, "ops", "KEB_RUNTIMES_OPS", false, "ask for every operation (op_detail=all) and list them under each runtime")
+	b.Bool(&opts.expired, "expired", "KEB_RUNTIMES_EXPIRED", false, "only trial and free runtimes that have expired (expired=true)")
 	for _, f := range runtimesFilters {
 		bindRepeatable(fs, opts.query, f.param, f.flag, f.short, f.env,
 			"only runtimes with this "+f.help+" (repeatable or comma-separated; any of them matches)")
@@ -141,6 +143,9 @@ func listRuntimes(ctx context.Context, opts runtimesOptions, stdout, stderr io.W
 	base, err := url.Parse(strings.TrimRight(opts.url, "/") + "/info/runtimes")
 	if opts.ops {
 		opts.query.Set("op_detail", "all")
+	}
+	if opts.expired {
+		opts.query.Set("expired", "true")
 	}
 	if err != nil || base.Scheme == "" || base.Host == "" {
 		return fmt.Errorf("bad --url %q: want e.g. http://127.0.0.1:8080", opts.url)

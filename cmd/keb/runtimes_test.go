@@ -114,7 +114,7 @@ func TestRuntimesTableAndQuery(t *testing.T) {
 	out, errOut, err := runRuntimesAt(t, srv, "--token", "tok-123",
 		"--account", "ga-1,ga-2", "--account", "ga-3", "--plan", "azure", "--state", "succeeded,failed",
 		"--instance-id", "inst-1", "--runtime-id", rtID1, "--region", "westeurope", "--subaccount", "sa-1",
-		"--shoot", "c-123", "--page-size", "50")
+		"--shoot", "c-123", "--page-size", "50", "--expired")
 	if err != nil {
 		t.Fatalf("error: %v", err)
 	}
@@ -129,7 +129,7 @@ func TestRuntimesTableAndQuery(t *testing.T) {
 	want := map[string][]string{
 		"account": {"ga-1", "ga-2", "ga-3"}, "plan": {"azure"}, "state": {"succeeded", "failed"},
 		"instance_id": {"inst-1"}, "runtime_id": {rtID1}, "region": {"westeurope"}, "subaccount": {"sa-1"},
-		"shoot": {"c-123"}, "page_size": {"50"},
+		"shoot": {"c-123"}, "page_size": {"50"}, "expired": {"true"},
 	}
 	if !reflect.DeepEqual(map[string][]string(q), want) {
 		t.Errorf("query %v, want %v", q, want)

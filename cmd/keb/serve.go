@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/kyma-keb/keb/internal/app"
 	"github.com/kyma-keb/keb/internal/config"
 )
@@ -18,11 +20,14 @@ func serveCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) err
 		if err := b.Err(); err != nil {
 			return err
 		}
-		if err := cfg.CheckServe(); err != nil {
-			return err
-		}
 		log, err := newLogger(cfg.LogFormat, cfg.LogLevel)
 		if err != nil {
+			return err
+		}
+		// Said before anything can stop the start.
+		logUpstreamSettings(log, b)
+		// After the report: what an upstream name supplied counts.
+		if err := cfg.CheckServe(); err != nil {
 			return err
 		}
 		if cfg.TrustGateway {
@@ -39,5 +44,22 @@ func serveCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) err
 		}
 		log.WithField("address", ln.Addr().String()).WithField("version", version).Info("keb is serving")
 		return a.Serve(ctx, ln)
+	}
+}
+
+// logUpstreamSettings says, once, what keb made of upstream KEB's setting
+// names in the environment: which it read as its own, which keb's own names
+// overrode, which mean nothing to keb.
+func logUpstreamSettings(log logrus.FieldLogger, b *config.Binder) {
+	for _, n := range b.UpstreamReport() {
+		entry := log.WithField("upstream_setting", n.Upstream).WithField("outcome", string(n.Outcome))
+		if n.Keb != "" {
+			entry = entry.WithField("keb_setting", n.Keb)
+		}
+		if n.Outcome == config.UpstreamRead {
+			entry.Info(n.Message())
+		} else {
+			entry.Warn(n.Message())
+		}
 	}
 }

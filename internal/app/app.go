@@ -218,7 +218,11 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	reg.MustRegister(metrics.NewCensus(store, accounts, cfg.MetricsCensusInterval, log.WithField("component", "metrics")))
 	a := &App{cfg: cfg, pool: pool, log: log, engine: eng, bindings: bindings}
 	readiness := httpapi.NewReadiness(cfg.ReadinessInterval, httpapi.CheckTimeout, log.WithField("component", "readiness"), a.probes()...)
-	runtimesHandler := runtimelisting.NewHandler(store, catalog.ServiceID)
+	var runtimeCRs runtimelisting.RuntimeCRs // nil interface without a control plane
+	if cp != nil {
+		runtimeCRs = runtimelisting.ControlPlaneCRs{KCP: cp.kcp, Namespace: controlplane.Namespace}
+	}
+	runtimesHandler := runtimelisting.NewHandler(store, catalog.ServiceID, runtimeCRs)
 	eventList := events.New(store, cfg.EventsRetention)
 	opts := httpapi.Options{Broker: brk, Auth: verifier, Log: log, Registry: reg, Ready: readiness,
 		RequestTimeout: cfg.RequestTimeout,

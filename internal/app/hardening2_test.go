@@ -644,6 +644,7 @@ func TestHeadersLogsAndAnswersBounded(t *testing.T) {
 		{instancePath("doc-1"), "secret-a"},
 		{"/info/runtimes?state=all", "secret-a"},
 		{"/runtimes?instance_id=doc-1&actions=true&bindings=true", "secret-a"},
+		{"/runtimes?instance_id=doc-1&op_detail=all&with_bindings=true&kyma_config=true&cluster_config=true&gardener_config=true", "secret-a"},
 	} {
 		if r := b.expect(b.do(http.MethodGet, rq.path, ""), http.StatusOK); strings.Contains(r.raw, rq.want) || strings.Contains(r.raw, "clientsecret") {
 			t.Errorf("GET %s answers the credentials: %s", rq.path, r.raw)

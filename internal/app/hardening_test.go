@@ -431,7 +431,8 @@ func TestUnstorableValuesAre400(t *testing.T) {
 			struct{ method, path, body string }{http.MethodPut, "/oauth/" + id + "/v2/service_instances/good-2?accepts_incomplete=true", provisionBody(azurePlanID, `{"name":"c1"}`, "")},
 		)
 	}
-	for _, f := range []string{"account", "subaccount", "instance_id", "runtime_id", "region", "plan", "shoot", "state", "kyma_state", "op_detail", "page", "page_size"} {
+	for _, f := range []string{"account", "subaccount", "instance_id", "runtime_id", "region", "plan", "shoot", "state", "kyma_state", "op_detail", "page", "page_size",
+		"bindings", "with_bindings", "actions", "expired", "runtime_config", "kyma_config", "cluster_config", "gardener_config"} {
 		for _, v := range []string{"a%00b", "a%FFb", url.QueryEscape(long)} {
 			cases = append(cases, struct{ method, path, body string }{http.MethodGet, "/info/runtimes?" + f + "=" + v, ""})
 		}

@@ -350,6 +350,19 @@ func (b *bundle) runtimeStatus(id string) map[string]any {
 	return b.runtime(id)["status"].(map[string]any)
 }
 
+// newestOf is the newest operation of one of a runtime status's lists
+// (update, suspension, ...: upstream's {data, count, totalCount}); nil
+// without one.
+func newestOf(status map[string]any, list string) map[string]any {
+	l, _ := status[list].(map[string]any)
+	data, _ := l["data"].([]any)
+	if len(data) == 0 {
+		return nil
+	}
+	op, _ := data[0].(map[string]any)
+	return op
+}
+
 func provisionBody(planID, params string, ctxFields string) string {
 	if ctxFields == "" {
 		ctxFields = `"globalaccount_id":"ga-1","subaccount_id":"sa-1","user_id":"User@Example.com"`

@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -186,6 +187,15 @@ func TestRuntimesEndpointBadRequest(t *testing.T) {
 		{name: "bad page", query: "?page=x", names: []string{`page "x"`}},
 		{name: "malformed next", query: "?next=!!!", names: []string{`next "!!!"`}},
 		{name: "all reported", query: "?state=foo&state=bar&page_size=500", names: []string{`"foo"`, `"bar"`, `"500"`}},
+		{name: "expired not a boolean", query: "?expired=yes", names: []string{`bad expired "yes" (want true or false)`}},
+		{name: "with_bindings not a boolean", query: "?with_bindings=1", names: []string{`bad with_bindings "1"`}},
+		{name: "runtime_config not a boolean", query: "?runtime_config=yes", names: []string{`bad runtime_config "yes"`}},
+		{name: "gardener_config not a boolean", query: "?gardener_config=all", names: []string{`bad gardener_config "all"`}},
+		{name: "kyma_config and cluster_config reported together", query: "?kyma_config=x&cluster_config=y",
+			names: []string{`bad kyma_config "x"`, `bad cluster_config "y"`}},
+		{name: "runtime_config without a control plane", query: "?runtime_config=true",
+			names: []string{"no control plane", "APP_KCP_KUBECONFIG"}},
+		{name: "upstream state keb does not record", query: "?state=upgrading", names: []string{`unknown state "upgrading"`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -200,5 +210,141 @@ func TestRuntimesEndpointBadRequest(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRuntimesEndpointUpstreamFields: the fields upstream KEB's listing has
+// and operators' tools read, from what keb stores: the context's licence and
+// commercial model, the claimed hyperscaler account, the subaccount's CIS
+// attributes, the account the instance was created in; and omitted where
+// keb knows none.
+func TestRuntimesEndpointUpstreamFields(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	seedListing(b)
+	b.exec(`UPDATE instances SET context = '{"license_type":"CUSTOMER","commercial_model":"SUBSCRIPTION","platform":"cf"}',
+		subscription_secret_name = 'azure-pool-7', subscription_global_account_id = 'ga-old' WHERE instance_id = 'inst-1'`)
+	b.exec(`INSERT INTO subaccount_states (subaccount_id, beta_enabled, used_for_production, changed_at)
+		VALUES ('sa-1', true, 'USED_FOR_PRODUCTION', now())`)
+	r := b.expect(b.do(http.MethodGet, "/runtimes?state=all", ""), http.StatusOK)
+	byID := map[string]map[string]any{}
+	for _, d := range r.body["data"].([]any) {
+		byID[d.(map[string]any)["instanceID"].(string)] = d.(map[string]any)
+	}
+	want := map[string]any{"licenseType": "CUSTOMER", "commercialModel": "SUBSCRIPTION", "subscriptionSecretName": "azure-pool-7",
+		"subscriptionGlobalAccountID": "ga-old", "betaEnabled": "true", "usedForProduction": "USED_FOR_PRODUCTION"}
+	for k, v := range want {
+		if got := byID["inst-1"][k]; got != v {
+			t.Errorf("inst-1 %s = %v, want %v", k, got, v)
+		}
+	}
+	// inst-2: nothing known; its account is its subscription's.
+	for k := range want {
+		got, has := byID["inst-2"][k]
+		if k == "subscriptionGlobalAccountID" {
+			if got != "ga-2" {
+				t.Errorf("inst-2 subscriptionGlobalAccountID = %v, want its globalAccountID ga-2", got)
+			}
+			continue
+		}
+		if has {
+			t.Errorf("inst-2 %s = %v, want it omitted", k, got)
+		}
+	}
+	// The archived inst-0 shares sa-1's CIS attributes, and has no context.
+	if a := byID["inst-0"]; a["betaEnabled"] != "true" || a["licenseType"] != nil || a["subscriptionGlobalAccountID"] != "ga-1" {
+		t.Errorf("archived runtime: %v", a)
+	}
+	if _, has := byID["inst-1"]["runtimeConfig"]; has {
+		t.Error("runtimeConfig shown without runtime_config=true")
+	}
+}
+
+// TestRuntimesEndpointUpstreamOptions: upstream's query options select and
+// show what they do upstream.
+func TestRuntimesEndpointUpstreamOptions(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	seedListing(b)
+	b.exec(`UPDATE instances SET expired_at = now() - interval '1 minute', state = 'suspended' WHERE instance_id = 'inst-2'`)
+	for _, q := range []string{"?expired=true", "?expired=true&state=all", "?expired=true&plan=azure&region=eastus"} {
+		r := b.expect(b.do(http.MethodGet, "/runtimes"+q, ""), http.StatusOK)
+		if got := strings.Join(dataIDs(r), ","); got != "inst-2" || r.body["totalCount"] != float64(1) {
+			t.Errorf("%s: %s (total %v), want inst-2 (total 1)", q, got, r.body["totalCount"])
+		}
+	}
+	if r := b.expect(b.do(http.MethodGet, "/runtimes?expired=true&state=succeeded", ""), http.StatusOK); len(dataIDs(r)) != 0 {
+		t.Errorf("expired and succeeded: %v", dataIDs(r))
+	}
+	if r := b.expect(b.do(http.MethodGet, "/runtimes?expired=false&state=all", ""), http.StatusOK); r.body["totalCount"] != float64(3) {
+		t.Errorf("expired=false filters: %s", r.raw)
+	}
+
+	// with_bindings is upstream's name for bindings.
+	b.exec(`INSERT INTO bindings (binding_id, instance_id, runtime_id, plan_id, state, operation_id, service_account, expires_at, deadline, created_at)
+		VALUES ('bind-1', 'inst-1', 'rt-1', $1, 'succeeded', 'bop-1', 'sa', now() + interval '600 seconds', now(), now())`, azurePlanID)
+	for _, q := range []string{"with_bindings=true", "bindings=true", "bindings=false&with_bindings=true"} {
+		r := b.expect(b.do(http.MethodGet, "/runtimes?instance_id=inst-1&"+q, ""), http.StatusOK)
+		bs, _ := r.body["data"].([]any)[0].(map[string]any)["bindings"].([]any)
+		if len(bs) != 1 || bs[0].(map[string]any)["id"] != "bind-1" || bs[0].(map[string]any)["expiresInSeconds"] != float64(600) {
+			t.Errorf("%s: bindings %v", q, bs)
+		}
+	}
+
+	// Upstream's provisioner-era options are accepted and add nothing.
+	r := b.expect(b.do(http.MethodGet, "/runtimes?instance_id=inst-1&kyma_config=true&cluster_config=true&gardener_config=false", ""), http.StatusOK)
+	for _, k := range []string{"kymaConfig", "clusterConfig"} {
+		if _, has := r.body["data"].([]any)[0].(map[string]any)[k]; has {
+			t.Errorf("%s shown: %s", k, r.raw)
+		}
+	}
+}
+
+// TestRuntimesEndpointStatusLists: status.update, suspension, unsuspension
+// and the upgrades in upstream's list shape; op_detail=all lists every
+// operation of each kind, op_detail=last the newest.
+func TestRuntimesEndpointStatusLists(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	seedListing(b)
+	b.exec(`INSERT INTO operations (operation_id, instance_id, type, state, description, finished_stages, deadline, data, temporary, created_at)
+		VALUES ('upd-1', 'inst-1', 'update', 'succeeded', '', '{}', now(), '{}', false, now() - interval '100 minutes'),
+		('sus-1', 'inst-1', 'deprovision', 'succeeded', '', '{}', now(), '{}', true, now() - interval '90 minutes'),
+		('res-1', 'inst-1', 'provision', 'succeeded', '', '{}', now(), '{}', false, now() - interval '80 minutes'),
+		('upd-2', 'inst-1', 'update', 'succeeded', '', '{}', now(), '{}', false, now() - interval '70 minutes'),
+		('upc-1', 'inst-1', 'upgrade_cluster', 'failed', '', '{}', now(), '{}', false, now() - interval '60 minutes'),
+		('upc-2', 'inst-1', 'upgrade_cluster', 'succeeded', '', '{}', now(), '{}', false, now() - interval '50 minutes')`)
+	b.exec(`UPDATE operations SET created_at = now() - interval '110 minutes' WHERE operation_id = 'op-1'`)
+	ids := func(st map[string]any, list string) string {
+		l, _ := st[list].(map[string]any)
+		if l == nil {
+			return "<none>"
+		}
+		var out []string
+		for _, op := range l["data"].([]any) {
+			out = append(out, op.(map[string]any)["operationID"].(string))
+		}
+		return fmt.Sprintf("%s count=%v total=%v", strings.Join(out, ","), l["count"], l["totalCount"])
+	}
+	cases := []struct {
+		detail string
+		want   map[string]string
+	}{
+		{detail: "all", want: map[string]string{"update": "upd-2,upd-1 count=2 total=2", "suspension": "sus-1 count=1 total=1",
+			"unsuspension": "res-1 count=1 total=1", "upgradingKyma": "<none>", "upgradingCluster": "upc-2,upc-1 count=2 total=2"}},
+		{detail: "last", want: map[string]string{"update": "upd-2 count=1 total=1", "suspension": "sus-1 count=1 total=1",
+			"unsuspension": "res-1 count=1 total=1", "upgradingKyma": "<none>", "upgradingCluster": "upc-2 count=1 total=1"}},
+	}
+	for _, tc := range cases {
+		r := b.expect(b.do(http.MethodGet, "/runtimes?instance_id=inst-1&op_detail="+tc.detail, ""), http.StatusOK)
+		st := r.body["data"].([]any)[0].(map[string]any)["status"].(map[string]any)
+		for list, want := range tc.want {
+			if got := ids(st, list); got != want {
+				t.Errorf("op_detail=%s: %s = %s, want %s", tc.detail, list, got, want)
+			}
+		}
+		if p := st["provisioning"].(map[string]any)["operationID"]; p != "res-1" {
+			t.Errorf("op_detail=%s: provisioning %v, want the newest, res-1", tc.detail, p)
+		}
 	}
 }

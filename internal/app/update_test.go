@@ -100,8 +100,8 @@ func TestSuspendAndResume(t *testing.T) {
 	if st["state"] != "deprovisioning" || st["deprovisioning"].(map[string]any)["operationID"] != suspend {
 		t.Fatalf("suspending runtime as operators see it: %v", st)
 	}
-	// As upstream's DTO reports it: a suspension, no resumption yet.
-	if sus, _ := st["suspension"].(map[string]any); sus["operationID"] != suspend || st["unsuspension"] != nil {
+	// As upstream's DTO reports it: a suspension (a list of one), no resumption yet.
+	if sus := newestOf(st, "suspension"); sus["operationID"] != suspend || st["unsuspension"] != nil {
 		t.Fatalf("suspension and unsuspension of a suspending runtime: %v", st)
 	}
 	lo := b.expect(b.do(http.MethodGet, instancePath("inst-1")+"/last_operation?operation="+suspend, ""), http.StatusOK)
@@ -157,7 +157,7 @@ func TestSuspendAndResume(t *testing.T) {
 	if rt["status"].(map[string]any)["state"] != "succeeded" || rt["runtimeID"] != "rt-2" || rt["shootName"] != "c-rt-2" {
 		t.Fatalf("resumed runtime as operators see it: %v", rt)
 	}
-	if uns, _ := rt["status"].(map[string]any)["unsuspension"].(map[string]any); uns["operationID"] != resume || uns["state"] != "succeeded" {
+	if uns := newestOf(rt["status"].(map[string]any), "unsuspension"); uns["operationID"] != resume || uns["state"] != "succeeded" {
 		t.Fatalf("resumed runtime's unsuspension: %v", rt["status"])
 	}
 	if inst := b.instance("inst-1"); inst.ClusterID != clusterID {
@@ -214,7 +214,7 @@ func TestUpdateCredentials(t *testing.T) {
 	if op := b.operation("inst-1", upd); op.Type != storage.OperationTypeUpdate || op.Temporary || !op.InProgress() {
 		t.Fatalf("update operation: %+v", op)
 	}
-	if u, _ := b.runtimeStatus("inst-1")["update"].(map[string]any); u["operationID"] != upd || u["type"] != "update" {
+	if u := newestOf(b.runtimeStatus("inst-1"), "update"); u["operationID"] != upd || u["type"] != "update" {
 		t.Fatalf("operators' view of the update: %v", b.runtimeStatus("inst-1"))
 	}
 	if n := b.count(`SELECT count(*) FROM instances WHERE instance_id = 'inst-1' AND encrypted_credentials LIKE 'v1.%'

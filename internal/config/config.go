@@ -319,6 +319,9 @@ type Binder struct {
 	fs   *flag.FlagSet
 	errs []error
 	envs []string
+	// upstream notes the aliases of upstream KEB's settings read or
+	// overridden (UpstreamReport).
+	upstream []UpstreamNote
 }
 
 // NewBinder binds flags on fs.
@@ -340,7 +343,7 @@ func (b *Binder) Envs() []string { return append([]string(nil), b.envs...) }
 
 // String binds a string flag.
 func (b *Binder) String(p *string, name, env, def, help string) {
-	if v, ok := os.LookupEnv(env); ok {
+	if v, ok := b.lookup(env); ok {
 		def = v
 	}
 	b.fs.StringVar(p, name, def, b.usage(help, env))
@@ -348,7 +351,7 @@ func (b *Binder) String(p *string, name, env, def, help string) {
 
 // Int binds an int flag.
 func (b *Binder) Int(p *int, name, env string, def int, help string) {
-	if v, ok := os.LookupEnv(env); ok {
+	if v, ok := b.lookup(env); ok {
 		n, err := strconv.Atoi(v)
 		if err != nil {
 			b.errs = append(b.errs, fmt.Errorf("%s=%q: not an integer", env, v))
@@ -361,7 +364,7 @@ func (b *Binder) Int(p *int, name, env string, def int, help string) {
 
 // Bool binds a bool flag.
 func (b *Binder) Bool(p *bool, name, env string, def bool, help string) {
-	if v, ok := os.LookupEnv(env); ok {
+	if v, ok := b.lookup(env); ok {
 		x, err := strconv.ParseBool(v)
 		if err != nil {
 			b.errs = append(b.errs, fmt.Errorf("%s=%q: not a boolean", env, v))
@@ -374,7 +377,7 @@ func (b *Binder) Bool(p *bool, name, env string, def bool, help string) {
 
 // Duration binds a duration flag (Go syntax: 90s, 15m, 24h).
 func (b *Binder) Duration(p *time.Duration, name, env string, def time.Duration, help string) {
-	if v, ok := os.LookupEnv(env); ok {
+	if v, ok := b.lookup(env); ok {
 		d, err := time.ParseDuration(v)
 		if err != nil {
 			b.errs = append(b.errs, fmt.Errorf("%s=%q: not a duration (use e.g. 90s, 15m, 24h)", env, v))
@@ -387,7 +390,7 @@ func (b *Binder) Duration(p *time.Duration, name, env string, def time.Duration,
 
 // List binds a comma-separated list flag.
 func (b *Binder) List(p *[]string, name, env string, def []string, help string) {
-	if v, ok := os.LookupEnv(env); ok {
+	if v, ok := b.lookup(env); ok {
 		def = splitList(v)
 	}
 	// A copy: binding must never let a caller mutate Defaults.
@@ -414,8 +417,24 @@ func splitList(s string) []string {
 
 // BindDatabase binds the database URL. APP_DATABASE_URL wins; the common
 // DATABASE_URL is honoured when it is absent.
+//
+// Upstream KEB's APP_DATABASE_HOST, _PORT, _NAME, _USER, _PASSWORD, _SSLMODE
+// and _SSLROOTCERT are read as one URL when neither of keb's names is set.
 func (c *Config) BindDatabase(b *Binder) {
 	def := os.Getenv("DATABASE_URL")
+	if u, parts := upstreamDatabaseURL(); u != "" {
+		outcome, keb := UpstreamRead, "APP_DATABASE_URL"
+		if _, own := os.LookupEnv(keb); own {
+			outcome = UpstreamOverridden
+		} else if def != "" {
+			outcome, keb = UpstreamOverridden, "DATABASE_URL"
+		} else {
+			def = u
+		}
+		for _, p := range parts {
+			b.noteUpstream(UpstreamNote{Upstream: p, Keb: keb, Outcome: outcome})
+		}
+	}
 	b.String(&c.DatabaseURL, "database-url", "APP_DATABASE_URL", def,
 		"PostgreSQL URL, e.g. postgres://keb@localhost:5432/keb (DATABASE_URL is used when unset)")
 	b.Int(&c.DatabaseMaxConns, "database-max-conns", "APP_DATABASE_MAX_CONNS", 0,

@@ -370,8 +370,8 @@ func (c *Console) render(w http.ResponseWriter, status int, name string, data an
 // instance's operations, oldest first.
 func archivedOperations(st runtimelisting.RuntimeStatus) []runtimelisting.OperationDTO {
 	var ops []runtimelisting.OperationDTO
-	for _, op := range []*runtimelisting.OperationDTO{st.Provisioning, st.Update, st.Suspension, st.Unsuspension,
-		st.UpgradingKyma, st.UpgradingCluster, st.Deprovisioning} {
+	for _, op := range []*runtimelisting.OperationDTO{st.Provisioning, st.Update.Newest(), st.Suspension.Newest(),
+		st.Unsuspension.Newest(), st.UpgradingKyma.Newest(), st.UpgradingCluster.Newest(), st.Deprovisioning} {
 		if op != nil && op.OperationID != "" {
 			ops = append(ops, *op)
 		}

@@ -2,6 +2,7 @@ package runtimelisting_test
 
 import (
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -21,14 +22,28 @@ func storable(s string) bool {
 func FuzzParseQuery(f *testing.F) {
 	f.Add("account=ga&state=all&page=2&page_size=10")
 	f.Add("kyma_state=Error&kyma_state=warning&plan=azure")
+	f.Add("expired=true&with_bindings=true&runtime_config=true&kyma_config=false&gardener_config=true")
 	f.Fuzz(func(t *testing.T, raw string) {
 		v, err := url.ParseQuery(raw)
 		if err != nil {
 			return
 		}
+		if _, err := runtimelisting.ParseOptions(v); err == nil {
+			// Accepted options are booleans, as upstream's clients send them.
+			for _, name := range []string{"actions", "runtime_config"} {
+				for _, val := range v[name] {
+					if val != "" && val != "true" && val != "false" {
+						t.Fatalf("accepted %s=%q", name, val)
+					}
+				}
+			}
+		}
 		q, err := runtimelisting.ParseQuery(v)
 		if err != nil {
 			return
+		}
+		if q.Expired && !slices.Contains(v["expired"], "true") {
+			t.Fatalf("expired filter without expired=true: %v", v)
 		}
 		for _, list := range [][]string{q.GlobalAccountIDs, q.SubAccountIDs, q.InstanceIDs, q.RuntimeIDs, q.Regions, q.Plans, q.Shoots, statesOf(q.States)} {
 			for _, s := range list {

@@ -45,18 +45,29 @@ const (
 	stateAll     = "all"
 )
 
+// RuntimeCRs reads the page's Runtime CRs for runtime_config=true: the
+// control plane's objects as they are, keyed by runtime ID (a runtime without
+// one is missing from the map). One call per page.
+type RuntimeCRs interface {
+	RuntimeConfigs(ctx context.Context, runtimeIDs []string) (map[string]json.RawMessage, error)
+}
+
 // Handler answers the runtime listing.
 type Handler struct {
 	store Store
 	// serviceID is shown for archived runtimes, whose archive entry does not
 	// keep it (keb offers a single service).
 	serviceID string
+	// crs is nil without a control plane: runtime_config=true is then
+	// refused rather than answered without the field.
+	crs RuntimeCRs
 }
 
 // NewHandler returns the listing handler over store. serviceID is the
-// catalog's service ID.
-func NewHandler(store Store, serviceID string) *Handler {
-	return &Handler{store: store, serviceID: serviceID}
+// catalog's service ID; crs (nil without a control plane) serves
+// runtime_config=true.
+func NewHandler(store Store, serviceID string, crs RuntimeCRs) *Handler {
+	return &Handler{store: store, serviceID: serviceID, crs: crs}
 }
 
 // Response is the body of a listing.
@@ -71,20 +82,24 @@ type Response struct {
 
 // RuntimeDTO is one runtime, with KEB's field names.
 type RuntimeDTO struct {
-	InstanceID       string          `json:"instanceID"`
-	RuntimeID        string          `json:"runtimeID"`
-	GlobalAccountID  string          `json:"globalAccountID"`
-	SubAccountID     string          `json:"subAccountID"`
-	ProviderRegion   string          `json:"region"`
-	SubAccountRegion string          `json:"subAccountRegion"`
-	ShootName        string          `json:"shootName"`
-	ServiceClassID   string          `json:"serviceClassID"`
-	ServiceClassName string          `json:"serviceClassName"`
-	ServicePlanID    string          `json:"servicePlanID"`
-	ServicePlanName  string          `json:"servicePlanName"`
-	Provider         string          `json:"provider"`
-	Parameters       json.RawMessage `json:"parameters"`
-	UserID           string          `json:"userID"`
+	InstanceID      string `json:"instanceID"`
+	RuntimeID       string `json:"runtimeID"`
+	GlobalAccountID string `json:"globalAccountID"`
+	// SubscriptionGlobalAccountID is the global account the instance was
+	// created in (its hyperscaler account's tenant): the global account,
+	// unless the subaccount has moved since.
+	SubscriptionGlobalAccountID string          `json:"subscriptionGlobalAccountID"`
+	SubAccountID                string          `json:"subAccountID"`
+	ProviderRegion              string          `json:"region"`
+	SubAccountRegion            string          `json:"subAccountRegion"`
+	ShootName                   string          `json:"shootName"`
+	ServiceClassID              string          `json:"serviceClassID"`
+	ServiceClassName            string          `json:"serviceClassName"`
+	ServicePlanID               string          `json:"servicePlanID"`
+	ServicePlanName             string          `json:"servicePlanName"`
+	Provider                    string          `json:"provider"`
+	Parameters                  json.RawMessage `json:"parameters"`
+	UserID                      string          `json:"userID"`
 	// KymaState is the state Lifecycle Manager reports for the runtime's
 	// Kyma CR (Ready, Processing, Warning, Error, Deleting), as keb's
 	// control-plane watch last saw it; omitted without one (archived
@@ -110,6 +125,22 @@ type RuntimeDTO struct {
 	// Actions is the runtime's history of changes (plan changes), oldest
 	// first; only with actions=true.
 	Actions []ActionDTO `json:"actions,omitempty"`
+	// RuntimeConfig is the runtime's Runtime CR as the control plane holds
+	// it (without managedFields); only with runtime_config=true, and
+	// omitted for a runtime that has none.
+	RuntimeConfig json.RawMessage `json:"runtimeConfig,omitempty"`
+	// BetaEnabled ("true" or "false") and UsedForProduction (CIS's value,
+	// e.g. USED_FOR_PRODUCTION) are the subaccount's attributes as the
+	// subaccount sync last saw them; omitted until it has.
+	BetaEnabled       string `json:"betaEnabled,omitempty"`
+	UsedForProduction string `json:"usedForProduction,omitempty"`
+	// SubscriptionSecretName is the hyperscaler account (Gardener binding)
+	// the runtime was created with; omitted before one was claimed.
+	SubscriptionSecretName *string `json:"subscriptionSecretName,omitempty"`
+	// LicenseType and CommercialModel are the OSB context's license_type
+	// and commercial_model; omitted when the platform sent none.
+	LicenseType     *string `json:"licenseType,omitempty"`
+	CommercialModel *string `json:"commercialModel,omitempty"`
 }
 
 // BindingDTO is one service binding of a runtime.
@@ -118,6 +149,8 @@ type BindingDTO struct {
 	State     string    `json:"state"`
 	CreatedAt time.Time `json:"createdAt"`
 	ExpiresAt time.Time `json:"expiresAt"`
+	// ExpiresInSeconds is upstream's name for the binding's lifetime.
+	ExpiresInSeconds int64 `json:"expiresInSeconds"`
 }
 
 // ActionDTO is one change in a runtime's history, in upstream KEB's shape.
@@ -140,18 +173,35 @@ type RuntimeStatus struct {
 	State          string        `json:"state"`
 	Provisioning   *OperationDTO `json:"provisioning,omitempty"`
 	Deprovisioning *OperationDTO `json:"deprovisioning,omitempty"`
-	// Suspension, Unsuspension and Update are upstream KEB's fields: the
-	// newest suspending deprovisioning, resuming provisioning and update.
-	Suspension   *OperationDTO `json:"suspension,omitempty"`
-	Unsuspension *OperationDTO `json:"unsuspension,omitempty"`
-	Update       *OperationDTO `json:"update,omitempty"`
-	// UpgradingKyma and UpgradingCluster are upstream KEB's fields: the
-	// newest upgrade an orchestration ran on the runtime.
-	UpgradingKyma    *OperationDTO `json:"upgradingKyma,omitempty"`
-	UpgradingCluster *OperationDTO `json:"upgradingCluster,omitempty"`
+	// Suspension, Unsuspension and Update are upstream KEB's fields, in its
+	// list shape: the suspending deprovisionings, resuming provisionings
+	// and updates, newest first (with op_detail=last only the newest).
+	Suspension   *OperationsDTO `json:"suspension,omitempty"`
+	Unsuspension *OperationsDTO `json:"unsuspension,omitempty"`
+	Update       *OperationsDTO `json:"update,omitempty"`
+	// UpgradingKyma and UpgradingCluster are the upgrades orchestrations
+	// ran on the runtime, in the same shape (upgradingCluster is
+	// upstream's; upgradingKyma is keb's, upstream dropped it).
+	UpgradingKyma    *OperationsDTO `json:"upgradingKyma,omitempty"`
+	UpgradingCluster *OperationsDTO `json:"upgradingCluster,omitempty"`
 	// Operations lists every operation, newest first; only with
 	// op_detail=all.
 	Operations []OperationDTO `json:"operations,omitempty"`
+}
+
+// OperationsDTO is upstream's list of one kind of operation, newest first.
+type OperationsDTO struct {
+	Data       []OperationDTO `json:"data"`
+	Count      int            `json:"count"`
+	TotalCount int            `json:"totalCount"`
+}
+
+// Newest is the newest operation of the list; nil for a nil or empty list.
+func (o *OperationsDTO) Newest() *OperationDTO {
+	if o == nil || len(o.Data) == 0 {
+		return nil
+	}
+	return &o.Data[0]
 }
 
 // OperationDTO is one operation of a runtime.
@@ -186,7 +236,16 @@ const MaxPage = 1_000_000
 const maxValueLength = 512
 
 // otherParameters are the parameters besides the filters.
-var otherParameters = []string{"state", "kyma_state", "op_detail", "bindings", "actions", "page", "page_size", "next"}
+var otherParameters = []string{"state", "kyma_state", "op_detail", "bindings", "with_bindings", "actions", "expired",
+	"runtime_config", "kyma_config", "cluster_config", "gardener_config", "page", "page_size", "next"}
+
+// Options are what a listing shows besides the stored runtimes' rows.
+type Options struct {
+	// Actions adds each runtime's history of changes.
+	Actions bool
+	// RuntimeConfig adds each runtime's Runtime CR.
+	RuntimeConfig bool
+}
 
 // ParseQuery turns query parameters into a storage query. Every bad value is
 // reported, not just the first, so an operator fixes a request in one go.
@@ -261,12 +320,22 @@ func ParseQuery(v url.Values) (storage.RuntimeQuery, error) {
 		problems = append(problems, fmt.Sprintf("unknown op_detail %q (want %s or %s)", d, opDetailLast, opDetailAll))
 	}
 
-	switch v := v.Get("bindings"); v {
-	case "", "false":
-	case "true":
-		q.Bindings = true
-	default:
-		problems = append(problems, fmt.Sprintf("bad bindings %.32q (want true or false)", v))
+	// with_bindings is upstream's other name for bindings; either asks.
+	for _, name := range []string{"bindings", "with_bindings"} {
+		b, p := boolParameter(v, name)
+		q.Bindings = q.Bindings || b
+		problems = append(problems, p...)
+	}
+	expired, p := boolParameter(v, "expired")
+	q.Expired = expired
+	problems = append(problems, p...)
+	// Upstream's kyma_config, cluster_config and gardener_config showed
+	// what its provisioner had recorded; keb has no provisioner, so they
+	// add nothing, but a well-formed one is accepted as upstream's clients
+	// send it.
+	for _, name := range []string{"kyma_config", "cluster_config", "gardener_config"} {
+		_, p := boolParameter(v, name)
+		problems = append(problems, p...)
 	}
 
 	q.Page, q.PageSize = 1, defaultPageSize
@@ -298,6 +367,39 @@ func ParseQuery(v url.Values) (storage.RuntimeQuery, error) {
 		return storage.RuntimeQuery{}, errors.New(strings.Join(problems, "; "))
 	}
 	return q, nil
+}
+
+// boolParameter reads a true/false query parameter ("" is false); each of
+// its values must be one of those.
+func boolParameter(v url.Values, name string) (bool, []string) {
+	on := false
+	var problems []string
+	for _, s := range v[name] {
+		switch s {
+		case "", "false":
+		case "true":
+			on = true
+		default:
+			problems = append(problems, fmt.Sprintf("bad %s %.32q (want true or false)", name, s))
+		}
+	}
+	return on, problems
+}
+
+// ParseOptions reads the parameters that add to each runtime without
+// selecting runtimes: actions and runtime_config.
+func ParseOptions(v url.Values) (Options, error) {
+	var o Options
+	var problems []string
+	var p []string
+	o.Actions, p = boolParameter(v, "actions")
+	problems = append(problems, p...)
+	o.RuntimeConfig, p = boolParameter(v, "runtime_config")
+	problems = append(problems, p...)
+	if len(problems) > 0 {
+		return Options{}, errors.New(strings.Join(problems, "; "))
+	}
+	return o, nil
 }
 
 // valueProblem says why a query value cannot be compared with stored text,
@@ -343,9 +445,13 @@ func DecodeCursor(s string) (storage.RuntimeCursor, error) {
 // ServeHTTP answers one listing request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	q, err := ParseQuery(req.URL.Query())
-	withActions := false
+	var opts Options
 	if err == nil {
-		withActions, err = parseActions(req.URL.Query().Get("actions"))
+		opts, err = ParseOptions(req.URL.Query())
+	}
+	if err == nil && opts.RuntimeConfig && h.crs == nil {
+		err = errors.New("runtime_config=true shows each runtime's Runtime CR, and this broker has no control plane " +
+			"to read them from (APP_KCP_KUBECONFIG is not set)")
 	}
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "BadRequest", "description": err.Error()})
@@ -368,7 +474,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	for _, r := range page.Runtimes {
 		resp.Data = append(resp.Data, h.dto(r, q))
 	}
-	if withActions {
+	if opts.RuntimeConfig {
+		if err := h.addRuntimeConfigs(req.Context(), resp.Data); err != nil {
+			logging.FromContext(req.Context(), logrus.StandardLogger()).WithError(err).Warn("listing runtimes' Runtime CRs")
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "ServiceUnavailable",
+				"description": "the control plane's Runtime CRs could not be read; retry later, or list without runtime_config"})
+			return
+		}
+	}
+	if opts.Actions {
 		if err := h.addActions(req.Context(), resp.Data); err != nil {
 			logging.FromContext(req.Context(), logrus.StandardLogger()).WithError(err).Error("listing runtimes' actions")
 			writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "InternalServerError",
@@ -382,16 +496,27 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// parseActions reads the actions query parameter: "true" lists each
-// runtime's history of changes, "" and "false" leave it out.
-func parseActions(v string) (bool, error) {
-	switch v {
-	case "", "false":
-		return false, nil
-	case "true":
-		return true, nil
+// addRuntimeConfigs reads the page's Runtime CRs in one call.
+func (h *Handler) addRuntimeConfigs(ctx context.Context, data []RuntimeDTO) error {
+	var ids []string
+	for _, d := range data {
+		if d.RuntimeID != "" {
+			ids = append(ids, d.RuntimeID)
+		}
 	}
-	return false, fmt.Errorf("actions %.64q must be true or false", v)
+	if len(ids) == 0 {
+		return nil
+	}
+	crs, err := h.crs.RuntimeConfigs(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for i := range data {
+		if data[i].RuntimeID != "" {
+			data[i].RuntimeConfig = crs[data[i].RuntimeID]
+		}
+	}
+	return nil
 }
 
 // addActions reads the history of the page's runtimes in one query.
@@ -424,8 +549,14 @@ func (h *Handler) dto(r storage.Runtime, q storage.RuntimeQuery) RuntimeDTO {
 	if len(params) == 0 {
 		params = json.RawMessage(`{}`)
 	}
+	subscriptionGA := r.SubscriptionGlobalAccountID
+	if subscriptionGA == "" {
+		subscriptionGA = r.GlobalAccountID // never moved
+	}
 	d := RuntimeDTO{
 		InstanceID: r.InstanceID, RuntimeID: r.RuntimeID, GlobalAccountID: r.GlobalAccountID,
+		SubscriptionGlobalAccountID: subscriptionGA, SubscriptionSecretName: r.SubscriptionSecretName,
+		LicenseType: r.LicenseType, CommercialModel: r.CommercialModel,
 		SubAccountID: r.SubAccountID, ProviderRegion: r.ProviderRegion, SubAccountRegion: r.PlatformRegion,
 		ShootName: r.ShootName, ServiceClassID: serviceID, ServiceClassName: serviceClassName,
 		ServicePlanID: r.PlanID, ServicePlanName: r.PlanName, Provider: r.Provider, Parameters: params,
@@ -434,27 +565,79 @@ func (h *Handler) dto(r storage.Runtime, q storage.RuntimeQuery) RuntimeDTO {
 			CreatedAt: r.CreatedAt, ModifiedAt: r.UpdatedAt, DeletedAt: r.DeletedAt, ExpiredAt: r.ExpiredAt,
 			State: string(r.State), Provisioning: operationDTO(r.Provisioning),
 			Deprovisioning: operationDTO(r.Deprovisioning),
-			Suspension:     operationDTO(r.Suspension), Unsuspension: operationDTO(r.Unsuspension),
-			Update:        operationDTO(r.Update),
-			UpgradingKyma: operationDTO(r.UpgradingKyma), UpgradingCluster: operationDTO(r.UpgradingCluster),
+			Suspension:     newest(r.Suspension), Unsuspension: newest(r.Unsuspension),
+			Update:        newest(r.Update),
+			UpgradingKyma: newest(r.UpgradingKyma), UpgradingCluster: newest(r.UpgradingCluster),
 		},
 		MaintenanceWindowBegin: maintenance.Timestamp(r.MaintenanceWindowBegin),
 		MaintenanceWindowEnd:   maintenance.Timestamp(r.MaintenanceWindowEnd),
+	}
+	if r.BetaEnabled != nil {
+		d.BetaEnabled = strconv.FormatBool(*r.BetaEnabled)
+	}
+	if r.UsedForProduction != nil {
+		d.UsedForProduction = *r.UsedForProduction
 	}
 	if q.AllOperations {
 		d.Status.Operations = make([]OperationDTO, 0, len(r.Operations))
 		for i := range r.Operations {
 			d.Status.Operations = append(d.Status.Operations, *operationDTO(&r.Operations[i]))
 		}
+		allOperations(&d.Status, r.Operations)
 	}
 	if q.Bindings {
 		bs := make([]BindingDTO, 0, len(r.Bindings))
 		for _, b := range r.Bindings {
-			bs = append(bs, BindingDTO{ID: b.ID, State: string(b.State), CreatedAt: b.CreatedAt, ExpiresAt: b.ExpiresAt})
+			bs = append(bs, BindingDTO{ID: b.ID, State: string(b.State), CreatedAt: b.CreatedAt, ExpiresAt: b.ExpiresAt,
+				ExpiresInSeconds: int64(b.ExpiresAt.Sub(b.CreatedAt) / time.Second)})
 		}
 		d.Bindings = &bs
 	}
 	return d
+}
+
+// newest is the list of one operation, op; nil without one. Upstream's
+// op_detail=last answers with the same count and totalCount of 1.
+func newest(op *storage.RuntimeOperation) *OperationsDTO {
+	if op == nil {
+		return nil
+	}
+	return &OperationsDTO{Data: []OperationDTO{*operationDTO(op)}, Count: 1, TotalCount: 1}
+}
+
+// allOperations fills the status's lists from every operation of the
+// runtime (newest first), as upstream's op_detail=all does: a suspension is
+// a temporary deprovisioning, an unsuspension any provisioning but the
+// first. Kinds the runtime never had stay nil.
+func allOperations(st *RuntimeStatus, ops []storage.RuntimeOperation) {
+	lists := map[**OperationsDTO]func(i int, op storage.RuntimeOperation) bool{
+		&st.Update:           func(_ int, op storage.RuntimeOperation) bool { return op.Type == storage.OperationTypeUpdate },
+		&st.UpgradingKyma:    func(_ int, op storage.RuntimeOperation) bool { return op.Type == storage.OperationTypeUpgradeKyma },
+		&st.UpgradingCluster: func(_ int, op storage.RuntimeOperation) bool { return op.Type == storage.OperationTypeUpgradeCluster },
+		&st.Suspension: func(_ int, op storage.RuntimeOperation) bool {
+			return op.Type == storage.OperationTypeDeprovision && op.Temporary
+		},
+		&st.Unsuspension: func(i int, op storage.RuntimeOperation) bool {
+			return op.Type == storage.OperationTypeProvision && slices.ContainsFunc(ops[i+1:], func(o storage.RuntimeOperation) bool {
+				return o.Type == storage.OperationTypeProvision
+			})
+		},
+	}
+	for list, match := range lists {
+		var l *OperationsDTO
+		for i, op := range ops {
+			if match(i, op) {
+				if l == nil {
+					l = &OperationsDTO{Data: []OperationDTO{}}
+				}
+				l.Data = append(l.Data, *operationDTO(&ops[i]))
+			}
+		}
+		if l != nil {
+			l.Count, l.TotalCount = len(l.Data), len(l.Data)
+		}
+		*list = l
+	}
 }
 
 func operationDTO(op *storage.RuntimeOperation) *OperationDTO {

@@ -3,10 +3,12 @@ package runtimelisting_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,7 +97,7 @@ func TestExpiredAtShownOnlyWhenSet(t *testing.T) {
 	h := runtimelisting.NewHandler(pageStore{storage.RuntimePage{Total: 2, Runtimes: []storage.Runtime{
 		{InstanceID: "expired", State: storage.RuntimeSuspended, ExpiredAt: &expired},
 		{InstanceID: "running", State: storage.RuntimeSucceeded},
-	}}}, "svc")
+	}}}, "svc", nil)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/info/runtimes", nil))
 	if rec.Code != http.StatusOK {
@@ -114,5 +116,68 @@ func TestExpiredAtShownOnlyWhenSet(t *testing.T) {
 	}
 	if got, has := body.Data[1].Status["expiredAt"]; has {
 		t.Errorf("running runtime: expiredAt %v, want it omitted", got)
+	}
+}
+
+// crs answers RuntimeConfigs from a fixed map, or fails; it records the IDs
+// asked for.
+type crs struct {
+	byID  map[string]json.RawMessage
+	err   error
+	asked [][]string
+}
+
+func (c *crs) RuntimeConfigs(_ context.Context, ids []string) (map[string]json.RawMessage, error) {
+	c.asked = append(c.asked, ids)
+	return c.byID, c.err
+}
+
+// TestRuntimeConfigPerPage: runtime_config=true asks for the page's Runtime
+// CRs once, shows each on its runtime (none on one without a runtime ID or
+// a CR), and a control plane that cannot answer is a 503 saying so, not a
+// listing without the field.
+func TestRuntimeConfigPerPage(t *testing.T) {
+	t.Parallel()
+	page := pageStore{storage.RuntimePage{Total: 3, Runtimes: []storage.Runtime{
+		{InstanceID: "a", RuntimeID: "rt-a", State: storage.RuntimeSucceeded},
+		{InstanceID: "b", RuntimeID: "rt-b", State: storage.RuntimeSucceeded},
+		{InstanceID: "c", State: storage.RuntimeProvisioning},
+	}}}
+	cp := &crs{byID: map[string]json.RawMessage{"rt-a": json.RawMessage(`{"kind":"Runtime","metadata":{"name":"rt-a"}}`)}}
+	rec := httptest.NewRecorder()
+	runtimelisting.NewHandler(page, "svc", cp).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/runtimes?runtime_config=true", nil))
+	var body struct {
+		Data []map[string]any `json:"data"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); rec.Code != http.StatusOK || err != nil || len(body.Data) != 3 {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	if len(cp.asked) != 1 || !slices.Equal(cp.asked[0], []string{"rt-a", "rt-b"}) {
+		t.Errorf("asked the control plane %v, want once for [rt-a rt-b]", cp.asked)
+	}
+	if cr, _ := body.Data[0]["runtimeConfig"].(map[string]any); cr["kind"] != "Runtime" {
+		t.Errorf("runtime a: runtimeConfig %v", body.Data[0]["runtimeConfig"])
+	}
+	for _, d := range body.Data[1:] {
+		if _, has := d["runtimeConfig"]; has {
+			t.Errorf("runtime %v without a CR shows runtimeConfig", d["instanceID"])
+		}
+	}
+
+	// Without runtime_config the control plane is not asked.
+	cp.asked = nil
+	rec = httptest.NewRecorder()
+	runtimelisting.NewHandler(page, "svc", cp).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/runtimes", nil))
+	if rec.Code != http.StatusOK || len(cp.asked) != 0 {
+		t.Errorf("without runtime_config: %d, asked %v", rec.Code, cp.asked)
+	}
+
+	rec = httptest.NewRecorder()
+	runtimelisting.NewHandler(page, "svc", &crs{err: errors.New("connection refused")}).
+		ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/runtimes?runtime_config=true", nil))
+	var e map[string]string
+	if err := json.Unmarshal(rec.Body.Bytes(), &e); rec.Code != http.StatusServiceUnavailable || err != nil ||
+		e["error"] != "ServiceUnavailable" || !strings.Contains(e["description"], "Runtime CRs") {
+		t.Errorf("control plane down: %d %s", rec.Code, rec.Body)
 	}
 }

@@ -65,6 +65,10 @@ type RuntimeQuery struct {
 	AllOperations bool
 	// Bindings also loads the page's instances' service bindings.
 	Bindings bool
+	// Expired keeps only trial and free runtimes that have expired
+	// (instances.expired_at set); archived runtimes, whose archive entry
+	// does not keep the expiry, never match.
+	Expired bool
 }
 
 // RuntimeCursor is the position of a runtime in the listing order.
@@ -84,6 +88,9 @@ type RuntimeOperation struct {
 	ErrorMessage   string         `db:"error_message"`
 	CreatedAt      time.Time      `db:"created_at"`
 	UpdatedAt      time.Time      `db:"updated_at"`
+	// Temporary marks a suspending deprovisioning; read only for the
+	// listing's op_detail=all.
+	Temporary bool `db:"temporary"`
 }
 
 // Runtime is one row of the runtime listing: a live instance with its newest
@@ -111,9 +118,24 @@ type Runtime struct {
 	// archived ones without leftovers.
 	Leftovers json.RawMessage
 	// EUAccess: the runtime's hyperscaler account is an EU-access one.
-	EUAccess  bool
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	EUAccess bool
+	// SubscriptionGlobalAccountID is the global account the instance was
+	// created in when its subaccount has moved since; "" otherwise.
+	SubscriptionGlobalAccountID string
+	// SubscriptionSecretName is the hyperscaler account (Gardener binding)
+	// the runtime was created with; nil before one was claimed, and for
+	// archived runtimes.
+	SubscriptionSecretName *string
+	// LicenseType and CommercialModel are the OSB context's license_type
+	// and commercial_model as the platform sent them; nil when it did not.
+	LicenseType, CommercialModel *string
+	// BetaEnabled and UsedForProduction are the subaccount's CIS
+	// attributes as the subaccount sync last stored them
+	// (subaccount_states); nil when it has not seen the subaccount.
+	BetaEnabled       *bool
+	UsedForProduction *string
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
 	// DeletedAt is when a deprovisioned instance was archived; nil for live ones.
 	DeletedAt *time.Time
 	// ExpiredAt is when a trial or free instance expired; nil when it has
@@ -194,6 +216,12 @@ type runtimeRow struct {
 	MWEnd           string          `db:"maintenance_window_end"`
 	Leftovers       json.RawMessage `db:"leftovers"`
 	EUAccess        bool            `db:"eu_access"`
+	SubscriptionGA  string          `db:"subscription_global_account_id"`
+	SecretName      *string         `db:"subscription_secret_name"`
+	LicenseType     *string         `db:"license_type"`
+	CommercialModel *string         `db:"commercial_model"`
+	BetaEnabled     *bool           `db:"beta_enabled"`
+	ForProduction   *string         `db:"used_for_production"`
 
 	POperationID    *string    `db:"p_operation_id"`
 	PState          *string    `db:"p_state"`
@@ -288,7 +316,9 @@ func (r runtimeRow) listed() Runtime {
 		PlanName: r.PlanName, PlatformRegion: r.PlatformRegion, Provider: r.Provider,
 		ProviderRegion: r.ProviderRegion, ShootName: r.ShootName, Parameters: r.Parameters, State: r.State,
 		KymaState: deref(r.KymaState), Leftovers: r.Leftovers, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, DeletedAt: r.DeletedAt, ExpiredAt: r.ExpiredAt,
-		EUAccess: r.EUAccess,
+		EUAccess: r.EUAccess, SubscriptionGlobalAccountID: r.SubscriptionGA, SubscriptionSecretName: r.SecretName,
+		LicenseType: r.LicenseType, CommercialModel: r.CommercialModel, BetaEnabled: r.BetaEnabled,
+		UsedForProduction: r.ForProduction,
 		Provisioning: rowOperation(r.InstanceID, OperationTypeProvision, r.POperationID, r.PState, r.PDescription,
 			r.PErrorMessage, r.PFinishedStages, r.PCreatedAt, r.PUpdatedAt),
 		Deprovisioning: rowOperation(r.InstanceID, OperationTypeDeprovision, r.DOperationID, r.DState, r.DDescription,
@@ -304,6 +334,8 @@ const liveRows = `SELECT i.instance_id, i.runtime_id, i.global_account_id, i.sub
 	i.service_id, i.plan_id, i.plan_name, i.platform_region, i.provider, i.provider_region, i.shoot_name,
 	i.parameters, i.state, i.kyma_state, i.created_at, i.updated_at, NULL::timestamptz AS deleted_at, i.expired_at,
 	i.maintenance_window_begin, i.maintenance_window_end, i.eu_access, false AS archived,
+	i.subscription_global_account_id, i.subscription_secret_name,
+	i.context->>'license_type' AS license_type, i.context->>'commercial_model' AS commercial_model,
 	NULL::text AS a_deprovisioning_id, NULL::timestamptz AS a_deprovisioning_started_at,
 	NULL::text AS a_deprovisioning_description, NULL::jsonb AS leftovers
 FROM instances i`
@@ -320,6 +352,8 @@ const archivedRows = `SELECT a.instance_id, a.runtime_id, a.global_account_id, a
 	'{}'::jsonb AS parameters, 'deprovisioned' AS state, NULL::text AS kyma_state, a.instance_created_at AS created_at,
 	a.archived_at AS updated_at, a.archived_at AS deleted_at, NULL::timestamptz AS expired_at,
 	'' AS maintenance_window_begin, '' AS maintenance_window_end, false AS eu_access, true AS archived,
+	'' AS subscription_global_account_id, NULL::text AS subscription_secret_name,
+	NULL::text AS license_type, NULL::text AS commercial_model,
 	a.last_deprovisioning_id AS a_deprovisioning_id, a.deprovisioning_started_at AS a_deprovisioning_started_at,
 	a.deprovisioning_description AS a_deprovisioning_description, a.leftovers
 FROM instances_archive a`
@@ -336,6 +370,8 @@ const pageWithOperations = `SELECT r.instance_id, r.runtime_id, r.global_account
 	r.service_id, r.plan_id, r.plan_name, r.platform_region, r.provider, r.provider_region, r.shoot_name,
 	r.parameters, r.state, r.kyma_state, r.created_at, r.updated_at, r.deleted_at, r.expired_at,
 	r.maintenance_window_begin, r.maintenance_window_end, r.leftovers, r.eu_access,
+	r.subscription_global_account_id, r.subscription_secret_name, r.license_type, r.commercial_model,
+	sa.beta_enabled, sa.used_for_production,
 	p.operation_id AS p_operation_id, p.state AS p_state, p.description AS p_description,
 	p.finished_stages AS p_finished_stages, p.error_message AS p_error_message,
 	p.created_at AS p_created_at, p.updated_at AS p_updated_at,
@@ -357,6 +393,7 @@ const pageWithOperations = `SELECT r.instance_id, r.runtime_id, r.global_account
 	c.finished_stages AS c_finished_stages, c.error_message AS c_error_message,
 	c.created_at AS c_created_at, c.updated_at AS c_updated_at
 FROM (%s) r
+LEFT JOIN subaccount_states sa ON sa.subaccount_id = r.subaccount_id
 LEFT JOIN LATERAL (SELECT o.operation_id, o.state, o.description, o.finished_stages, o.error_message,
 	o.created_at, o.updated_at,
 	-- a resumption: a suspension came before it (one more probe of the same index)
@@ -412,12 +449,14 @@ type branch struct {
 	account, subaccount, instance, runtime, region, plan, shoot, created string
 	// kyma is the Kyma state's column; "" for the archive, which has none.
 	kyma string
+	// expired is the expiry's column; "" for the archive, which has none.
+	expired string
 }
 
 var (
 	liveBranch = branch{account: "i.global_account_id", subaccount: "i.subaccount_id", instance: "i.instance_id",
 		runtime: "i.runtime_id", region: "i.provider_region", plan: "i.plan_name", shoot: "i.shoot_name",
-		created: "i.created_at", kyma: "i.kyma_state"}
+		created: "i.created_at", kyma: "i.kyma_state", expired: "i.expired_at"}
 	archiveBranch = branch{account: "a.global_account_id", subaccount: "a.subaccount_id", instance: "a.instance_id",
 		runtime: "a.runtime_id", region: "a.provider_region", plan: "a.plan_name", shoot: "a.shoot_name",
 		created: "a.instance_created_at"}
@@ -449,6 +488,13 @@ func (b *runtimeSQL) where(q RuntimeQuery, col branch) []string {
 		// keeps it usable by a plan that does not see the value (a generic
 		// one). A runtime without a shoot has no name to be found by.
 		preds = append(preds, b.in(col.shoot, q.Shoots), col.shoot+" <> ''")
+	}
+	if q.Expired {
+		if col.expired == "" {
+			preds = append(preds, "false") // the archive does not keep the expiry
+		} else {
+			preds = append(preds, col.expired+" IS NOT NULL")
+		}
 	}
 	if q.After != nil {
 		preds = append(preds, "("+col.created+", "+col.instance+") > ("+b.arg(q.After.CreatedAt)+"::timestamptz, "+
@@ -706,11 +752,13 @@ func ScanRuntimesCount(row pgx.Row) (RuntimesCount, error) {
 }
 
 // selectiveFilter reports whether q filters on a column the kept counts
-// (runtime_counts) do not have: account, subaccount, instance, runtime or
-// shoot. Each of those has its own index, whose range for the values asked
-// is small, so such a listing counts its rows there.
+// (runtime_counts) do not have: account, subaccount, instance, runtime,
+// shoot or expiry. Each of those has its own index, whose range for the
+// values asked is small (expired runtimes: instances_expired_created_idx,
+// trial and free runtimes past their lifetime), so such a listing counts its
+// rows there.
 func selectiveFilter(q RuntimeQuery) bool {
-	return len(q.GlobalAccountIDs)+len(q.SubAccountIDs)+len(q.InstanceIDs)+len(q.RuntimeIDs)+len(q.Shoots) > 0
+	return q.Expired || len(q.GlobalAccountIDs)+len(q.SubAccountIDs)+len(q.InstanceIDs)+len(q.RuntimeIDs)+len(q.Shoots) > 0
 }
 
 // keptCount is the count of q (no selective filter, no cursor) summed from
@@ -1040,7 +1088,7 @@ func loadRuntimeOperations(ctx context.Context, tx pgx.Tx, runtimes []Runtime) e
 		runtimes[i].Operations = []RuntimeOperation{}
 	}
 	rows, _ := tx.Query(ctx, `SELECT operation_id, instance_id, type, state, description, finished_stages,
-		error_message, created_at, updated_at FROM operations WHERE instance_id = ANY($1::text[])
+		error_message, created_at, updated_at, temporary FROM operations WHERE instance_id = ANY($1::text[])
 		ORDER BY instance_id, created_at DESC, operation_id DESC`, ids)
 	ops, err := pgx.CollectRows(rows, pgx.RowToStructByName[RuntimeOperation])
 	if err != nil {

@@ -578,11 +578,12 @@ func TestRuntimesPlanUsesIndexes(t *testing.T) {
 	ctx := testCtx(t)
 	for _, sql := range []string{
 		`INSERT INTO instances (instance_id, runtime_id, global_account_id, subaccount_id, user_id, service_id, plan_id,
-			plan_name, platform_region, provider, provider_region, created_at, state, shoot_name, kyma_state)
+			plan_name, platform_region, provider, provider_region, created_at, state, shoot_name, kyma_state, expired_at)
 		SELECT 'inst-'||g, 'rt-'||g, 'ga-'||(g % 500), 'sa-'||g, 'u', 'svc', 'p', 'azure', 'cf-eu10', 'azure',
 			'westeurope', now() - g * interval '1 minute',
 			CASE WHEN g % 20 = 0 THEN 'failed' WHEN g % 20 = 1 THEN 'provisioning' ELSE 'succeeded' END, 'c-'||g,
-			CASE WHEN g % 20 = 1 THEN NULL WHEN g % 50 = 7 THEN 'Error' ELSE 'Ready' END
+			CASE WHEN g % 20 = 1 THEN NULL WHEN g % 50 = 7 THEN 'Error' ELSE 'Ready' END,
+			CASE WHEN g % 50 = 3 THEN now() END
 		FROM generate_series(1, 10000) g`,
 		`INSERT INTO operations (operation_id, instance_id, type, state, deadline, data, created_at)
 		SELECT 'op-'||g, 'inst-'||g, 'provision', 'succeeded', now(), jsonb_build_object('shootName', 'c-'||g),
@@ -643,6 +644,11 @@ func TestRuntimesPlanUsesIndexes(t *testing.T) {
 		{name: "kyma_state Error page 2", q: storage.RuntimeQuery{PageSize: 100, Page: 2, KymaStates: []string{"Error"}}},
 		{name: "kyma_state Error, all states", q: storage.RuntimeQuery{PageSize: 100, KymaStates: []string{"Error"}, States: storage.RuntimeStates}},
 		{name: "kyma_state Error and Warning", q: storage.RuntimeQuery{PageSize: 100, KymaStates: []string{"Error", "Warning"}}},
+		// 200 expired runtimes among 10,000 (upstream's expired=true):
+		// read from the partial instances_expired_created_idx, also for
+		// their count.
+		{name: "expired", q: storage.RuntimeQuery{PageSize: 100, Expired: true}},
+		{name: "expired page 2, all states", q: storage.RuntimeQuery{PageSize: 100, Page: 2, Expired: true, States: storage.RuntimeStates}},
 	}
 	// A node reading whole rows of instances or the archive (not an
 	// index-only scan of keys), and how many rows it returned.
@@ -695,7 +701,7 @@ func TestRuntimesPlanUsesIndexes(t *testing.T) {
 		// Without an account, subaccount, instance, runtime or shoot
 		// filter the count is a sum of the kept counts: it reads neither
 		// instances nor the archive, whatever the fleet's size.
-		selective := len(tc.q.GlobalAccountIDs)+len(tc.q.Shoots) > 0
+		selective := len(tc.q.GlobalAccountIDs)+len(tc.q.Shoots) > 0 || tc.q.Expired
 		// A page by number sums them by creation month.
 		kept := "on runtime_counts"
 		if tc.q.Page > 1 {
@@ -703,6 +709,18 @@ func TestRuntimesPlanUsesIndexes(t *testing.T) {
 		}
 		if !selective && (!strings.Contains(countPlan, kept) || strings.Contains(countPlan, "on instances")) {
 			t.Errorf("%s: the count does not sum %s alone:\n%s", tc.name, strings.TrimPrefix(kept, "on "), countPlan)
+		}
+		if tc.q.Expired {
+			for _, p := range []string{plan, countPlan} {
+				if !strings.Contains(p, "instances_expired_created_idx") || strings.Contains(p, "Seq Scan on instances") {
+					t.Errorf("%s: the expiry filter does not read its index:\n%s", tc.name, p)
+				}
+			}
+			for _, m := range rowReads.FindAllStringSubmatch(plan, -1) {
+				if n, _ := strconv.Atoi(m[2]); n > 201 {
+					t.Errorf("%s: reads %d rows of %s for 200 expired runtimes:\n%s", tc.name, n, m[1], plan)
+				}
+			}
 		}
 		if len(tc.q.KymaStates) > 0 {
 			if !strings.Contains(plan, "instances_kyma_state_created_idx") {

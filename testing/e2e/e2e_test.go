@@ -92,6 +92,23 @@ func TestProvisionAndDeprovision(t *testing.T) {
 		t.Errorf("Kyma CR spec: %+v", k.Spec)
 	}
 
+	// The operators' listing as upstream's tools read it: the Runtime CR
+	// itself (runtime_config=true, from the control plane), the account
+	// it was created with, and the platform's context.
+	listed := runtimeListing(t, s, instanceID)
+	rtCR, _ := listed["runtimeConfig"].(map[string]any)
+	meta, _ := rtCR["metadata"].(map[string]any)
+	crSpec, _ := rtCR["spec"].(map[string]any)
+	shootSpec, _ := crSpec["shoot"].(map[string]any)
+	if meta["name"] != rt.Name || meta["uid"] != string(rt.UID) || shootSpec["region"] != "westeurope" || meta["managedFields"] != nil {
+		t.Errorf("runtimeConfig is not the Runtime CR %s (without managedFields): %v", rt.Name, rtCR)
+	}
+	if listed["subscriptionSecretName"] != rt.Spec.Shoot.SecretBindingName || listed["subscriptionGlobalAccountID"] != "ga-e2e" ||
+		listed["licenseType"] != nil {
+		t.Errorf("listing: subscriptionSecretName %v (want %s), subscriptionGlobalAccountID %v, licenseType %v",
+			listed["subscriptionSecretName"], rt.Spec.Shoot.SecretBindingName, listed["subscriptionGlobalAccountID"], listed["licenseType"])
+	}
+
 	// The pool: the tenant's account carries its label.
 	pool := poolAccount(t, s.kcp, rt.Spec.Shoot.SecretBindingName)
 	if pool.Labels["tenantName"] != "ga-e2e" {
@@ -166,7 +183,23 @@ func TestProvisionAndDeprovision(t *testing.T) {
 	if code, _ := s.call(http.MethodGet, "/oauth/v2/service_instances/"+instanceID, ""); code != http.StatusNotFound {
 		t.Fatalf("GET after deprovisioning: %d", code)
 	}
+	// Archived, its Runtime CR gone: listed without runtimeConfig.
+	if listed := runtimeListing(t, s, instanceID); listed["runtimeConfig"] != nil || status(listed)["state"] != "deprovisioned" {
+		t.Errorf("archived runtime with runtime_config=true: %v", listed)
+	}
 	if code, _ := s.call(http.MethodDelete, "/oauth/v2/service_instances/"+instanceID+"?accepts_incomplete=true&service_id="+serviceID+"&plan_id="+azurePlanID, ""); code != http.StatusGone {
 		t.Fatalf("DELETE after deprovisioning: %d", code)
 	}
+}
+
+// runtimeListing is the instance's row of /runtimes with upstream's
+// runtime_config=true.
+func runtimeListing(t *testing.T, s *stack, instanceID string) map[string]any {
+	t.Helper()
+	code, body := s.call(http.MethodGet, "/runtimes?state=all&runtime_config=true&instance_id="+instanceID, "")
+	data, _ := body["data"].([]any)
+	if code != http.StatusOK || len(data) != 1 {
+		t.Fatalf("GET /runtimes?runtime_config=true for %s: %d %v", instanceID, code, body)
+	}
+	return data[0].(map[string]any)
 }

@@ -344,7 +344,12 @@ func TestOrchestrations(t *testing.T) {
 		if code != http.StatusOK || last["state"] != "succeeded" {
 			t.Errorf("last_operation of the upgrade: %d %v", code, last)
 		}
-		uk, _ := status(s.runtime("orch-1"))["upgradingKyma"].(map[string]any)
+		ukList, _ := status(s.runtime("orch-1"))["upgradingKyma"].(map[string]any)
+		ukData, _ := ukList["data"].([]any)
+		var uk map[string]any
+		if len(ukData) > 0 {
+			uk, _ = ukData[0].(map[string]any)
+		}
 		if uk == nil || uk["operationID"] != upgradeOp || uk["state"] != "succeeded" {
 			t.Errorf("/runtimes upgradingKyma = %v, want operation %s succeeded", uk, upgradeOp)
 		}

@@ -221,7 +221,7 @@ func measure(ctx context.Context, dbURL, label string, n, warmup int, budget tim
 		return nil, err
 	}
 	store := storage.NewStore(pool, cipher, queue)
-	srv := httptest.NewServer(runtimelisting.NewHandler(store, catalog.ServiceID))
+	srv := httptest.NewServer(runtimelisting.NewHandler(store, catalog.ServiceID, nil))
 	defer srv.Close()
 	client := srv.Client()
 	get := func(query string) (listing, error) {
@@ -384,6 +384,11 @@ func listingQueries(get func(string) (listing, error), instances int) ([]namedQu
 		{fmt.Sprintf("page=%d (beyond the end)", pages+1), fmt.Sprintf("page=%d&page_size=100", pages+1)},
 		{fmt.Sprintf("page=%d (middle)", pages/2), fmt.Sprintf("page=%d&page_size=100", pages/2)},
 		{"op_detail=all", "op_detail=all&page_size=100"},
+		// Upstream KEB's options (issue 37): the expired trial and free
+		// runtimes, and the bindings under upstream's name.
+		{"expired=true", "expired=true&page_size=100"},
+		{"expired=true&page=2", "expired=true&page=2&page_size=100"},
+		{"with_bindings=true&op_detail=all", "with_bindings=true&op_detail=all&page_size=100"},
 	}, nil
 }
 
