@@ -35,6 +35,7 @@ import (
 	"github.com/kyma-keb/keb/internal/orchestration"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/runtimelisting"
+	"github.com/kyma-keb/keb/internal/seeds"
 	"github.com/kyma-keb/keb/internal/storage"
 	"github.com/kyma-keb/keb/internal/userkubeconfig"
 )
@@ -177,6 +178,7 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	}
 	if cp != nil {
 		brokerOpts.Labels.Servers = kubeconfigs
+		brokerOpts.Seeds = &seeds.Cache{Reader: cp.kcp, Namespace: controlplane.Namespace, Name: cfg.SeedsConfigMap}
 	}
 	if cfg.QuotaCheck {
 		id, secret, err := cfg.Cleanup.Credentials()

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kyma-keb/keb/internal/catalog/catalogtest"
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/storage"
 	"github.com/kyma-keb/keb/testing/logtest"
@@ -182,11 +183,9 @@ var provisioningCases = []parameterCase{
 		inDescription: []string{"ingressFiltering is not available for instances with the external licence type CUSTOMER"}},
 	{name: "ingress filtering not a boolean", params: `{"ingressFiltering":"yes"}`, inDescription: []string{"ingressFiltering must be true or false"}},
 
-	// colocateControlPlane: regions with a seed.
-	{name: "colocated control plane", params: `{"region":"westeurope","colocateControlPlane":true}`,
-		recorded: map[string]string{"colocateControlPlane": `true`}},
-	{name: "colocated control plane without a seed", params: `{"region":"japaneast","colocateControlPlane":true}`,
-		inDescription: []string{"colocateControlPlane cannot colocate the control plane in the japaneast region"}},
+	// colocateControlPlane: regions with a seed (read from the control plane: TestColocationReadsSeedsFromTheControlPlane).
+	{name: "colocated control plane off", params: `{"region":"japaneast","colocateControlPlane":false}`,
+		recorded: map[string]string{"colocateControlPlane": `false`}},
 	{name: "colocated control plane on trial", planID: trialPlanID, params: `{"colocateControlPlane":true}`,
 		inDescription: []string{"colocateControlPlane is not available on plan trial"}},
 
@@ -197,8 +196,8 @@ var provisioningCases = []parameterCase{
 		inDescription: []string{`accessControlList.allowedCIDRs[0] "203.0.113.7/24" is not a network address`}},
 	{name: "access control list not a CIDR", params: `{"accessControlList":{"allowedCIDRs":["anywhere"]}}`,
 		inDescription: []string{`accessControlList.allowedCIDRs[0] "anywhere" is not a CIDR`}},
-	{name: "access control list on azure_lite", planID: azureLitePlanID, params: `{"accessControlList":{"allowedCIDRs":[]}}`,
-		inDescription: []string{"accessControlList is not available on plan azure_lite"}},
+	{name: "access control list on trial", planID: trialPlanID, params: `{"accessControlList":{"allowedCIDRs":[]}}`,
+		inDescription: []string{"accessControlList is not available on plan trial"}},
 
 	// additionalVolumeSizeGi: 0-max, the Kyma pool and additional pools.
 	{name: "additional volume", params: `{"additionalVolumeSizeGi":100,"additionalWorkerNodePools":[{"name":"p1","machineType":"Standard_D4s_v5","additionalVolumeSizeGi":20}]}`,
@@ -235,13 +234,21 @@ var provisioningCases = []parameterCase{
 	{name: "an unknown parameter", params: `{"gardenerShootName":"x"}`, inDescription: []string{"gardenerShootName is not a supported parameter"}},
 }
 
+// setupWithGatedParameters is setup with an operator's plans file offering ingressFiltering,
+// accessControlList and additionalVolumeSizeGi on every paid plan (out of the box keb offers them
+// as upstream's shipped defaults do: ingress filtering on aws, azure and gcp only).
+func setupWithGatedParameters(t *testing.T) *bundle {
+	t.Helper()
+	return setupWith(t, func(c *config.Config) { c.PlansFile = catalogtest.PlansFileWithGatedParameters(t) }, io.Discard)
+}
+
 // TestProvisioningParameters sends each case as a PUT to the real server:
 // a valid one is accepted and recorded with the instance as sent, an invalid
 // one is refused with a 400 naming the field and the rule, and leaves no
 // instance and no operation behind.
 func TestProvisioningParameters(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupWithGatedParameters(t)
 	for i, tc := range provisioningCases {
 		t.Run(tc.name, func(t *testing.T) {
 			id := fmt.Sprintf("params-%d", i)
@@ -358,7 +365,7 @@ var updateCases = []parameterCase{
 // changes nothing.
 func TestUpdateParameters(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setupWithGatedParameters(t)
 	const id = "upd-params"
 	prov := b.expect(b.do(http.MethodPut, provisionPath(id), provisionBody(azurePlanID,
 		`{"name":"c1","ingressFiltering":true,"additionalWorkerNodePools":`+storedPools+`}`, baseCtx)), http.StatusAccepted)

@@ -60,10 +60,11 @@ func TestCatalogPerPlatformRegion(t *testing.T) {
 	}, io.Discard)
 	awsAll := []string{"eu-central-1", "eu-west-2", "ca-central-1", "sa-east-1", "us-east-1", "us-west-2", "ap-northeast-1",
 		"ap-northeast-2", "ap-south-1", "ap-southeast-1", "ap-southeast-2"}
-	azureAll := []string{"eastus", "centralus", "westus2", "uksouth", "northeurope", "westeurope", "switzerlandnorth", "japaneast",
+	// switzerlandnorth only on cf-ch20, as upstream.
+	azureAll := []string{"eastus", "centralus", "westus2", "uksouth", "northeurope", "westeurope", "japaneast",
 		"southeastasia", "australiaeast", "brazilsouth", "canadacentral"}
-	gcpAll := []string{"europe-west3", "asia-south1", "asia-northeast2", "us-central1", "southamerica-east1", "australia-southeast1",
-		"me-central2", "me-west1"}
+	gcpAll := []string{"europe-west3", "asia-south1", "us-central1", "me-central2", "asia-northeast2", "me-west1", "southamerica-east1",
+		"australia-southeast1", "asia-northeast1", "asia-southeast1", "us-west1", "us-east4", "europe-west4"}
 	want := map[string]map[string][]string{
 		"/oauth": {"azure": azureAll, "aws": awsAll, "gcp": gcpAll, "azure_lite": azureAll, "trial": nil, "free": awsAll,
 			"sap-converged-cloud": {"eu-de-2"}, "build-runtime-aws": awsAll},

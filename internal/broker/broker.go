@@ -58,6 +58,9 @@ type Options struct {
 	AllowedGlobalAccounts guardrails.AllowedGlobalAccounts
 	// Quota checks the subaccount's entitlement (CIS); nil checks none.
 	Quota quota
+	// Seeds lists the regions with a Gardener seed per provider (seeds.Cache), for
+	// colocateControlPlane; nil (no control plane) cannot check it and refuses it with a 503.
+	Seeds seedRegions
 	// SubaccountMovement lets a PATCH move the instance's subaccount to
 	// another global account (a new globalaccount_id); false refuses it.
 	SubaccountMovement bool
@@ -67,6 +70,11 @@ type Options struct {
 // (guardrails.Quota).
 type quota interface {
 	Refusal(ctx context.Context, planID, planName, subaccountID, instanceID string) (string, error)
+}
+
+// seedRegions lists the regions with a Gardener seed of a provider (seeds.Cache).
+type seedRegions interface {
+	Regions(ctx context.Context, provider string) ([]string, error)
 }
 
 // blocklist says whether an operation is blocked (guardrails.FileBlocklist).

@@ -112,6 +112,15 @@ var errQuotaUnavailable = apiresponses.NewFailureResponseBuilder(
 	errors.New("the subaccount's quota could not be checked (CIS is unavailable); nothing was changed, retry later"),
 	http.StatusServiceUnavailable, "quota-unavailable").WithErrorKey("ServiceUnavailable").Build()
 
+// errSeedsUnavailable answers a provisioning asking for colocateControlPlane whose seed regions
+// could not be read (the control plane's ConfigMap missing, or without the provider): nothing
+// was written; the operator fixes the ConfigMap and the platform retries.
+func errSeedsUnavailable(err error) error {
+	return apiresponses.NewFailureResponseBuilder(
+		fmt.Errorf("colocateControlPlane cannot be checked: %w; nothing was changed, retry later or provision without colocateControlPlane", err),
+		http.StatusServiceUnavailable, "seeds-unavailable").WithErrorKey("ServiceUnavailable").Build()
+}
+
 func errBadRequest(err error) error {
 	return apiresponses.NewFailureResponseBuilder(err, http.StatusBadRequest, "invalid-request").
 		WithErrorKey("BadRequest").Build()

@@ -17,6 +17,7 @@ import (
 	"github.com/kyma-keb/keb/internal/guardrails"
 	"github.com/kyma-keb/keb/internal/logging"
 	"github.com/kyma-keb/keb/internal/process"
+	"github.com/kyma-keb/keb/internal/seeds"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -40,8 +41,17 @@ func (b *Broker) Provision(ctx context.Context, instanceID string, details domai
 		return domain.ProvisionedServiceSpec{}, errBadRequest(err)
 	}
 	region := b.platformRegion(ctx)
-	plan, pctx, resolved, storedContext, err := b.validateProvisioning(details, region, regionFrom(ctx) != "")
-	if err != nil {
+	plan, pctx, resolved, storedContext, err := b.validateProvisioning(ctx, details, region)
+	var unreadable *seedsUnavailable
+	switch {
+	case errors.As(err, &unreadable):
+		if _, known := b.store.Instance(ctx, instanceID); known == nil {
+			// A re-sent PUT of an existing instance gets that instance's answer.
+			return b.refuseInvalid(ctx, log(), instanceID, details, region, err)
+		}
+		log().WithError(unreadable.err).Warn("colocateControlPlane: cannot read the seed regions")
+		return domain.ProvisionedServiceSpec{}, errSeedsUnavailable(unreadable.err)
+	case err != nil:
 		return b.refuseInvalid(ctx, log(), instanceID, details, region, err)
 	}
 	if msg := b.opts.AllowedGlobalAccounts.Refusal(pctx.GlobalAccountID); msg != "" {
@@ -164,13 +174,14 @@ func (u *unsupportedLabels) label(name string) string {
 
 // validateProvisioning checks a PUT's plan, context and parameters and
 // resolves the plan's defaults; its error is the client's mistake.
-// pathRegion says whether the request's path names its platform region.
-func (b *Broker) validateProvisioning(details domain.ProvisionDetails, region string, pathRegion bool) (
+func (b *Broker) validateProvisioning(ctx context.Context, details domain.ProvisionDetails, region string) (
 	plan catalog.Plan, pctx catalog.ProvisioningContext, resolved catalog.Resolved, storedContext json.RawMessage, err error) {
 	plan, ok := b.catalog.PlanByID(details.PlanID)
 	if !ok {
 		return plan, pctx, resolved, nil, fmt.Errorf("plan %s is not offered", details.PlanID)
 	}
+	// Whether the request's path names its platform region (free is refused on /oauth/v2).
+	pathRegion := regionFrom(ctx) != ""
 	if err := b.catalog.PlatformProviderProblem(plan, region, pathRegion); err != nil {
 		return plan, pctx, resolved, nil, err
 	}
@@ -190,9 +201,34 @@ func (b *Broker) validateProvisioning(details domain.ProvisionDetails, region st
 	if resolved, err = b.catalog.Resolve(plan.ID, region, params); err != nil {
 		return plan, pctx, resolved, nil, err
 	}
+	if params.Colocated() {
+		if err := b.colocation(ctx, resolved, region); err != nil {
+			return plan, pctx, resolved, nil, err
+		}
+	}
 	storedContext, err = contextWithoutCredentials(details.RawContext)
 	return plan, pctx, resolved, storedContext, err
 }
+
+// colocation checks colocateControlPlane against the seed regions the control plane lists now
+// (read per request, as upstream does: seeds come and go without a keb restart). A
+// *seedsUnavailable says they could not be read.
+func (b *Broker) colocation(ctx context.Context, r catalog.Resolved, platformRegion string) error {
+	if b.opts.Seeds == nil {
+		return &seedsUnavailable{err: fmt.Errorf("%w: keb runs without a control plane (APP_KCP_KUBECONFIG)", seeds.ErrUnavailable)}
+	}
+	regions, err := b.opts.Seeds.Regions(ctx, r.Provider)
+	if err != nil {
+		return &seedsUnavailable{err: err}
+	}
+	return b.catalog.ColocationProblem(r, platformRegion, regions)
+}
+
+// seedsUnavailable is a provisioning's colocation that could not be checked: not the
+// request's mistake.
+type seedsUnavailable struct{ err error }
+
+func (e *seedsUnavailable) Error() string { return e.err.Error() }
 
 // refuseInvalid answers a PUT whose body keb cannot accept. OSB's rule for a
 // taken instance ID comes first: a PUT of an existing ID with different

@@ -111,8 +111,6 @@ type offer struct {
 	// poolMachineTypes are what additional worker pools may use: machineTypes and the
 	// provider's additional families.
 	poolMachineTypes []Option
-	// seedRegions are the regions where the control plane may be colocated.
-	seedRegions []string
 }
 
 // Load reads the plans file at path, or the embedded resources/plans.yaml when path is "", checks
@@ -230,9 +228,12 @@ func build(source string, f *plansFile, opts ...LoadOption) (*Catalog, error) {
 			o := offer{
 				regions:      narrow(ps.Regions, spec.Regions),
 				machineTypes: narrow(ps.MachineTypes, spec.MachineTypes),
-				seedRegions:  ps.SeedRegions,
 			}
-			o.poolMachineTypes = append(slices.Clone(o.machineTypes), narrow(ps.AdditionalMachineTypes, nil)...)
+			o.poolMachineTypes = slices.Clone(o.machineTypes)
+			if !e.plan.Lite {
+				// A lite plan's pools use its own machine types only, as upstream's azure_lite.
+				o.poolMachineTypes = append(o.poolMachineTypes, narrow(ps.AdditionalMachineTypes, nil)...)
+			}
 			e.offers[prov] = o
 		}
 		if err := e.compile(compiler, name, c.schemaDoc(c.createSchema(e)), c.schemaDoc(updateSchema(e)), c.hiddenSchema(e)); err != nil {

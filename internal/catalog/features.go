@@ -111,15 +111,6 @@ func unavailableProblems(plan Plan, doc any, schemaDoc map[string]any) []FieldPr
 // featureProblems checks the features' values against the runtime's region.
 func featureProblems(o offer, provider, region string, p ProvisioningParameters) []FieldProblem {
 	var problems []FieldProblem
-	if p.ColocateControlPlane != nil && *p.ColocateControlPlane && !slices.Contains(o.seedRegions, region) {
-		seeds := "none"
-		if len(o.seedRegions) > 0 {
-			seeds = strings.Join(o.seedRegions, ", ")
-		}
-		problems = append(problems, FieldProblem{Field: paramColocateControlPlane, Message: fmt.Sprintf(
-			"cannot colocate the control plane in the %s region: Gardener has no %s seed there (seeds in: %s)",
-			region, providerLabel(provider), seeds)})
-	}
 	if acl := p.AccessControlList; acl != nil {
 		for i, c := range acl.AllowedCIDRs {
 			field := fmt.Sprintf("accessControlList.allowedCIDRs[%d]", i)
@@ -133,6 +124,39 @@ func featureProblems(o offer, provider, region string, p ProvisioningParameters)
 		}
 	}
 	return problems
+}
+
+// ColocationProblem checks a provisioning's colocateControlPlane against the regions with a
+// Gardener seed of its provider (seeds, read from the control plane by the caller): the runtime's
+// region must be among them and offered by the plan in the platform region, as upstream allows
+// (seed regions ∩ the plan's regions). It returns nil or a *ValidationError naming the regions
+// that would do.
+func (c *Catalog) ColocationProblem(r Resolved, platformRegion string, seeds []string) error {
+	e, err := c.entryFor(r.Plan.ID, platformRegion)
+	if err != nil {
+		return fmt.Errorf("colocation: %w", err)
+	}
+	var allowed []string
+	for _, o := range e.offers[r.Provider].regions {
+		if slices.Contains(seeds, o.Code) {
+			allowed = append(allowed, o.Code)
+		}
+	}
+	if slices.Contains(allowed, r.ProviderRegion) {
+		return nil
+	}
+	where := "none"
+	if len(allowed) > 0 {
+		where = strings.Join(allowed, ", ")
+	}
+	return newValidationError(subjectParameters, []FieldProblem{{Field: paramColocateControlPlane, Message: fmt.Sprintf(
+		"cannot colocate the control plane in the %s region: %s can have control planes in the following regions: %s",
+		r.ProviderRegion, providerLabel(r.Provider), where)}})
+}
+
+// Colocated reports whether a provisioning asks to colocate its control plane.
+func (p ProvisioningParameters) Colocated() bool {
+	return p.ColocateControlPlane != nil && *p.ColocateControlPlane
 }
 
 // externalLicenceTypes are the context's license types of instances outside SAP (customers,

@@ -19,38 +19,48 @@ const (
 	BuildRuntimeAWSPlanID   = "6aae0ff3-89f7-4f12-86de-51466145422e"
 	BuildRuntimeGCPPlanID   = "a310cd6b-6452-45a0-935d-d24ab53f9eba"
 	BuildRuntimeAzurePlanID = "499244b4-1bef-48c9-be68-495269899f8e"
+	// Upstream's plans on Alibaba Cloud and Google Distributed Cloud Hosted (upstream-today.md §4).
+	AlicloudPlanID             = "9f2c3b4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d"
+	BuildRuntimeAlicloudPlanID = "72efa867-7b54-4d59-8df7-68f4759ff271"
+	GDCHPlanID                 = "024e11fb-40df-4753-a992-24d136e2d15c"
 )
 
 // Plan names, as they appear in the catalog, in the enabled-plans setting and in the plans file.
 // Like the IDs, they are stored by platforms and must not change.
 const (
-	AzurePlanName             = "azure"
-	AWSPlanName               = "aws"
-	GCPPlanName               = "gcp"
-	AzureLitePlanName         = "azure_lite"
-	TrialPlanName             = "trial"
-	FreePlanName              = "free"
-	PreviewPlanName           = "preview"
-	SapConvergedCloudPlanName = "sap-converged-cloud"
-	BuildRuntimeAWSPlanName   = "build-runtime-aws"
-	BuildRuntimeGCPPlanName   = "build-runtime-gcp"
-	BuildRuntimeAzurePlanName = "build-runtime-azure"
+	AzurePlanName                = "azure"
+	AWSPlanName                  = "aws"
+	GCPPlanName                  = "gcp"
+	AzureLitePlanName            = "azure_lite"
+	TrialPlanName                = "trial"
+	FreePlanName                 = "free"
+	PreviewPlanName              = "preview"
+	SapConvergedCloudPlanName    = "sap-converged-cloud"
+	BuildRuntimeAWSPlanName      = "build-runtime-aws"
+	BuildRuntimeGCPPlanName      = "build-runtime-gcp"
+	BuildRuntimeAzurePlanName    = "build-runtime-azure"
+	AlicloudPlanName             = "alicloud"
+	BuildRuntimeAlicloudPlanName = "build-runtime-alicloud"
+	GDCHPlanName                 = "gdch"
 )
 
 // planIDs maps every plan name keb knows to its ID. The plans file describes plans by name; only
 // names listed here are accepted, so a typo in the file cannot invent a plan with no ID.
 var planIDs = map[string]string{
-	AzurePlanName:             AzurePlanID,
-	AWSPlanName:               AWSPlanID,
-	GCPPlanName:               GCPPlanID,
-	AzureLitePlanName:         AzureLitePlanID,
-	TrialPlanName:             TrialPlanID,
-	FreePlanName:              FreePlanID,
-	PreviewPlanName:           PreviewPlanID,
-	SapConvergedCloudPlanName: SapConvergedCloudPlanID,
-	BuildRuntimeAWSPlanName:   BuildRuntimeAWSPlanID,
-	BuildRuntimeGCPPlanName:   BuildRuntimeGCPPlanID,
-	BuildRuntimeAzurePlanName: BuildRuntimeAzurePlanID,
+	AzurePlanName:                AzurePlanID,
+	AWSPlanName:                  AWSPlanID,
+	GCPPlanName:                  GCPPlanID,
+	AzureLitePlanName:            AzureLitePlanID,
+	TrialPlanName:                TrialPlanID,
+	FreePlanName:                 FreePlanID,
+	PreviewPlanName:              PreviewPlanID,
+	SapConvergedCloudPlanName:    SapConvergedCloudPlanID,
+	BuildRuntimeAWSPlanName:      BuildRuntimeAWSPlanID,
+	BuildRuntimeGCPPlanName:      BuildRuntimeGCPPlanID,
+	BuildRuntimeAzurePlanName:    BuildRuntimeAzurePlanID,
+	AlicloudPlanName:             AlicloudPlanID,
+	BuildRuntimeAlicloudPlanName: BuildRuntimeAlicloudPlanID,
+	GDCHPlanName:                 GDCHPlanID,
 }
 
 // DefaultEnabledPlans returns the plans offered when the operator does not configure a list.
@@ -136,6 +146,10 @@ type Plan struct {
 	// Provider (the default) first; empty: the trial runs on Provider only.
 	TrialProviders []string
 
+	// DisabledParameters are parameters the plan does not offer although its form would
+	// (upstream's disableNetworking, disableColocateControlPlane, disableGvisor).
+	DisabledParameters []string
+
 	// IngressFiltering and AccessControlList enable the parameters of those names;
 	// MaxAdditionalVolumeSizeGi bounds additionalVolumeSizeGi (0: not offered).
 	IngressFiltering          bool
@@ -160,5 +174,6 @@ func (p Plan) clone() Plan {
 	p.SmallerMachineTypes = maps.Clone(p.SmallerMachineTypes)
 	p.VolumeTypes = maps.Clone(p.VolumeTypes)
 	p.ForcedRegions = maps.Clone(p.ForcedRegions)
+	p.DisabledParameters = append([]string(nil), p.DisabledParameters...)
 	return p
 }

@@ -36,8 +36,9 @@ type providerSpec struct {
 	// AdditionalMachineTypes are machine families offered only to additional worker pools
 	// (compute-optimised, GPU).
 	AdditionalMachineTypes []optionSpec `json:"additionalMachineTypes,omitempty"`
-	// SeedRegions are the regions where Gardener has a seed for this provider: only there may
-	// a runtime's control plane be colocated (colocateControlPlane).
+	// SeedRegions was keb's own list of the regions with a Gardener seed. They are read from the
+	// control plane now, as upstream reads them (internal/seeds); a plans file still naming them
+	// is refused with where they went, rather than followed.
 	SeedRegions []string `json:"seedRegions,omitempty"`
 	// PlatformRegions narrows the regions offered in the platform regions it names (EU access,
 	// KSA); a trial on this provider there runs in the first one. PlatformRegionsOnly offers the
@@ -78,6 +79,9 @@ type optionSpec struct {
 	// for a replacement plans file's region that resources/zones.yaml does not list, or lists
 	// otherwise than the operator's landscape has them.
 	Zones []string `json:"zones,omitempty"`
+	// PlatformRegionsOnly, for a region, offers it only in the platform regions whose
+	// platformRegions name it (Azure's switzerlandnorth: EU access on cf-ch20 alone, as upstream).
+	PlatformRegionsOnly bool `json:"platformRegionsOnly,omitempty"`
 }
 
 type trialRegionsSpec struct {
@@ -133,6 +137,9 @@ type planSpec struct {
 	// ForcedRegions are, per provider, the region the plan's runtimes run in whatever the region
 	// parameter says (upstream's free on AWS: eu-central-1).
 	ForcedRegions map[string]string `json:"forcedRegions,omitempty"`
+	// DisabledParameters leaves parameters out that the form would offer (networking,
+	// colocateControlPlane, gvisor), as upstream's disable* plan settings.
+	DisabledParameters []string `json:"disabledParameters,omitempty"`
 	// Optional features, each refused with a 400 on plans that do not enable it.
 	IngressFiltering          bool `json:"ingressFiltering,omitempty"`
 	AccessControlList         bool `json:"accessControlList,omitempty"`
@@ -150,6 +157,9 @@ type zonesSpec struct {
 	Max     int `json:"max"`
 	Default int `json:"default"`
 }
+
+// disableableParameters are the parameters a plan may leave out of its form (disabledParameters).
+var disableableParameters = []string{paramNetworking, paramColocateControlPlane, paramGVisor}
 
 // maxZones is the most availability zones any hyperscaler region offers keb.
 const maxZones = 3
@@ -216,24 +226,39 @@ func (f *plansFile) check() error {
 
 func (p providerSpec) check(fc *fileChecker, name string) {
 	switch name {
-	case ProviderAzure, ProviderAWS, ProviderGCP, ProviderOpenStack:
+	case ProviderAzure, ProviderAWS, ProviderGCP, ProviderOpenStack, ProviderAlicloud, ProviderGDCH:
 	default:
-		fc.addf("providers.%s: unknown provider (known: %s, %s, %s, %s)", name,
-			ProviderAzure, ProviderAWS, ProviderGCP, ProviderOpenStack)
+		fc.addf("providers.%s: unknown provider (known: %s, %s, %s, %s, %s, %s)", name,
+			ProviderAzure, ProviderAWS, ProviderGCP, ProviderOpenStack, ProviderAlicloud, ProviderGDCH)
 	}
 	if p.MachineImage != nil && p.MachineImage.Name == "" {
 		fc.addf("providers.%s.machineImage.name: must not be empty", name)
 	}
 	checkOptions(fc, "providers."+name+".regions", p.Regions)
 	checkOptions(fc, "providers."+name+".machineTypes", p.MachineTypes)
-	for i, o := range slices.Concat(p.MachineTypes, p.AdditionalMachineTypes) {
-		if o.ResolvesTo != "" && !hasOptionSpec(p.MachineTypes, o.ResolvesTo) && !hasOptionSpec(p.AdditionalMachineTypes, o.ResolvesTo) {
-			fc.addf("providers.%s.machineTypes[%d].resolvesTo: %q is not one of its machine types", name, i, o.ResolvesTo)
+	// The concrete type need not be offered itself (upstream offers ri.large, never r8i.large),
+	// but it must be concrete: a version-agnostic name resolving to another would be written
+	// into the Runtime CR as it is.
+	all := slices.Concat(p.MachineTypes, p.AdditionalMachineTypes)
+	for i, o := range all {
+		if o.ResolvesTo != "" && slices.ContainsFunc(all, func(t optionSpec) bool { return t.Code == o.ResolvesTo && t.ResolvesTo != "" }) {
+			fc.addf("providers.%s.machineTypes[%d].resolvesTo: %q is a version-agnostic name itself", name, i, o.ResolvesTo)
 		}
 	}
 	for _, r := range p.Regions {
 		if r.ResolvesTo != "" {
 			fc.addf("providers.%s.regions: %q: resolvesTo is for machine types only", name, r.Code)
+		}
+		if r.PlatformRegionsOnly && !slices.ContainsFunc(sortedKeys(p.PlatformRegions), func(pr string) bool { return slices.Contains(p.PlatformRegions[pr], r.Code) }) {
+			fc.addf("providers.%s.regions: %q: platformRegionsOnly needs a platformRegions entry naming it", name, r.Code)
+		}
+		if r.PlatformRegionsOnly && r.Code == p.DefaultRegion {
+			fc.addf("providers.%s.regions: %q: the default region cannot be platformRegionsOnly", name, r.Code)
+		}
+	}
+	for _, m := range slices.Concat(p.MachineTypes, p.AdditionalMachineTypes) {
+		if m.PlatformRegionsOnly {
+			fc.addf("providers.%s.machineTypes: %q: platformRegionsOnly is for regions only", name, m.Code)
 		}
 	}
 	for i, o := range p.AdditionalMachineTypes {
@@ -257,10 +282,9 @@ func (p providerSpec) check(fc *fileChecker, name string) {
 	if p.PlatformRegionsOnly && len(p.PlatformRegions) == 0 {
 		fc.addf("providers.%s.platformRegionsOnly: needs platformRegions", name)
 	}
-	for _, r := range p.SeedRegions {
-		if !hasOptionSpec(p.Regions, r) {
-			fc.addf("providers.%s.seedRegions: %q is not one of its regions", name, r)
-		}
+	if len(p.SeedRegions) > 0 {
+		fc.addf("providers.%s.seedRegions: the seed regions are read from the control plane's ConfigMap gardener-seeds-cache "+
+			"(APP_BROKER_GARDENER_SEEDS_CACHE_CONFIG_MAP_NAME), as upstream KEB reads them; remove this list", name)
 	}
 	if !hasOptionSpec(p.Regions, p.DefaultRegion) {
 		fc.addf("providers.%s.defaultRegion: %q is not one of its regions", name, p.DefaultRegion)
@@ -441,6 +465,11 @@ func (f *plansFile) checkPlan(fc *fileChecker, name string, p planSpec) {
 			PurposeEvaluation, PurposeTesting, PurposeDevelopment, PurposeProduction)
 	}
 	f.checkPerProvider(fc, path, p)
+	for _, d := range p.DisabledParameters {
+		if !slices.Contains(disableableParameters, d) {
+			fc.addf("%s.disabledParameters: %q cannot be disabled (only %s)", path, d, strings.Join(disableableParameters, ", "))
+		}
+	}
 	if p.MaxAdditionalVolumeSizeGi < 0 {
 		fc.addf("%s.maxAdditionalVolumeSizeGi: %d must not be negative", path, p.MaxAdditionalVolumeSizeGi)
 	}
@@ -553,6 +582,7 @@ func (p planSpec) toPlan(name string, providers map[string]providerSpec) Plan {
 		SmallerMachineTypes:       maps.Clone(p.SmallerMachineTypes),
 		VolumeTypes:               maps.Clone(p.VolumeTypes),
 		ForcedRegions:             maps.Clone(p.ForcedRegions),
+		DisabledParameters:        append([]string(nil), p.DisabledParameters...),
 	}
 	if p.Trial && len(p.TrialProviders) > 0 {
 		plan.TrialProviders = append([]string{p.Provider}, p.TrialProviders...)

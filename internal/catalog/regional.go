@@ -85,7 +85,7 @@ func (c *Catalog) buildRegional(f *plansFile) error {
 // OtherRegionClasses are the classes of the platform regions the plans file does not name: the
 // provider each one's digit names (see ProviderForPlatformRegion), and "" for none.
 func OtherRegionClasses() []string {
-	return []string{"", ProviderOpenStack, ProviderAWS, ProviderAzure, ProviderGCP}
+	return []string{"", ProviderOpenStack, ProviderAWS, ProviderAzure, ProviderGCP, ProviderAlicloud}
 }
 
 // OtherRegionClass is the class (OtherRegionClasses) of a platform region.
@@ -140,6 +140,11 @@ func (c *Catalog) variantOf(compiler *jsonschema.Compiler, f *plansFile, e *plan
 		} else if spec.PlatformRegionsOnly {
 			o.regions = nil
 			changed = true
+		} else if rest := withoutPlatformRegionsOnly(o.regions, spec.Regions); len(rest) != len(o.regions) {
+			// The plan's default entry offers every region (an instance keeps its region on
+			// update); a platform region not naming these does not offer them.
+			o.regions = rest
+			changed = true
 		}
 		if len(o.regions) > 0 {
 			offers[prov] = o
@@ -167,6 +172,17 @@ func (c *Catalog) variantOf(compiler *jsonschema.Compiler, f *plansFile, e *plan
 		return nil, fmt.Errorf("plan %s in platform region %s: %w", e.plan.Name, pr, err)
 	}
 	return v, nil
+}
+
+// withoutPlatformRegionsOnly is opts without the regions specs marks platformRegionsOnly.
+func withoutPlatformRegionsOnly(opts []Option, specs []optionSpec) []Option {
+	var out []Option
+	for _, o := range opts {
+		if !slices.ContainsFunc(specs, func(s optionSpec) bool { return s.Code == o.Code && s.PlatformRegionsOnly }) {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // keep returns the options whose codes are listed, in the list's order.

@@ -14,6 +14,8 @@ const (
 	ProviderAWS       = "aws"
 	ProviderGCP       = "gcp"
 	ProviderOpenStack = "openstack"
+	ProviderAlicloud  = "alicloud"
+	ProviderGDCH      = "gdch"
 )
 
 // DefaultPlatformRegion is the platform region of requests that arrive without one (on /oauth/v2
@@ -27,10 +29,11 @@ var platformRegionDigitProviders = map[byte]string{
 	'1': ProviderAWS,
 	'2': ProviderAzure,
 	'3': ProviderGCP,
+	'4': ProviderAlicloud,
 }
 
 // ProviderForPlatformRegion returns the provider hosting a platform region, read from the first
-// digit of its name: 0 openstack, 1 aws, 2 azure, 3 gcp (cf-eu10 → aws, cf-eu20 → azure,
+// digit of its name: 0 openstack, 1 aws, 2 azure, 3 gcp, 4 alicloud (cf-eu10 → aws, cf-eu20 → azure,
 // cf-us30 → gcp). A name without a digit, or with another first digit, is an error.
 func ProviderForPlatformRegion(platformRegion string) (string, error) {
 	i := strings.IndexFunc(platformRegion, func(r rune) bool { return r >= '0' && r <= '9' })
@@ -39,7 +42,7 @@ func ProviderForPlatformRegion(platformRegion string) (string, error) {
 	}
 	provider, ok := platformRegionDigitProviders[platformRegion[i]]
 	if !ok {
-		return "", fmt.Errorf("platform region %q: digit %c names no known provider (0 openstack, 1 aws, 2 azure, 3 gcp)",
+		return "", fmt.Errorf("platform region %q: digit %c names no known provider (0 openstack, 1 aws, 2 azure, 3 gcp, 4 alicloud)",
 			platformRegion, platformRegion[i])
 	}
 	return provider, nil

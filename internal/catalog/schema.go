@@ -116,6 +116,14 @@ func (p *properties) add(name string, schema map[string]any) {
 	p.props[name] = schema
 }
 
+// drop removes the named properties.
+func (p *properties) drop(names []string) {
+	for _, n := range names {
+		delete(p.props, n)
+		p.order = slices.DeleteFunc(p.order, func(o string) bool { return o == n })
+	}
+}
+
 // object returns an object schema over the properties; extra keys are merged in.
 func (p *properties) object(extra map[string]any) map[string]any {
 	s := map[string]any{
@@ -227,6 +235,7 @@ func (c *Catalog) createSchema(e *planEntry) map[string]any {
 	p.add(paramModules, modulesSchema())
 	p.add(paramAdministrators, administratorsSchema())
 	p.add(paramOIDC, oidcSchema(true, c.defaultOIDC))
+	p.drop(plan.DisabledParameters)
 
 	return p.root(map[string]any{"required": []string{paramName}})
 }
@@ -385,6 +394,7 @@ func updateSchema(e *planEntry) map[string]any {
 	addFeatureSchemas(&p, e, false)
 	p.add(paramAdministrators, administratorsSchema())
 	p.add(paramOIDC, oidcSchema(false, OIDCProvider{}))
+	p.drop(plan.DisabledParameters)
 	return p.root(nil)
 }
 

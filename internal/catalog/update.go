@@ -107,10 +107,12 @@ func (c *Catalog) ValidateUpdate(r UpdateRequest) (ProvisioningParameters, error
 			return ProvisioningParameters{}, newValidationError(subjectParameters, problems)
 		}
 	}
-	if problems := unavailableProblems(to.plan, doc, to.update.doc); len(problems) > 0 {
+	kept := keptGatedParameters(doc, r.Stored, to.update.doc)
+	checkedDoc := without(doc, kept)
+	if problems := unavailableProblems(to.plan, checkedDoc, to.update.doc); len(problems) > 0 {
 		return ProvisioningParameters{}, newValidationError(subjectParameters, problems)
 	}
-	if err := to.update.compiled.Validate(withoutStoredAdministrators(doc, r.Stored.Administrators)); err != nil {
+	if err := to.update.compiled.Validate(withoutStoredAdministrators(checkedDoc, r.Stored.Administrators)); err != nil {
 		return ProvisioningParameters{}, asValidationError(subjectParameters, err, doc, to.update.doc)
 	}
 	var patch updateParameters
@@ -184,6 +186,14 @@ func (c *Catalog) ValidateUpdate(r UpdateRequest) (ProvisioningParameters, error
 	if storedAdministrators(merged.Administrators, r.Stored.Administrators) {
 		checked.Administrators = nil
 	}
+	// A gated parameter the plan no longer offers (its setting narrowed since the instance
+	// stored it) is kept as stored and not checked again, whether the PATCH repeats it or not.
+	offered, _ := to.create.doc["properties"].(map[string]any)
+	for _, k := range gatedParameters {
+		if _, ok := offered[k]; !ok && storedGated(k, merged, r.Stored) {
+			clearGated(k, &checked)
+		}
+	}
 	whole, err := json.Marshal(checked)
 	if err != nil {
 		return ProvisioningParameters{}, fmt.Errorf("validate update: encoding parameters: %w", err)
@@ -200,7 +210,97 @@ func (c *Catalog) ValidateUpdate(r UpdateRequest) (ProvisioningParameters, error
 		return ProvisioningParameters{}, err
 	}
 	params.Administrators = merged.Administrators
+	for _, k := range gatedParameters {
+		if _, ok := offered[k]; !ok && storedGated(k, merged, r.Stored) {
+			restoreGated(k, &params, merged)
+		}
+	}
 	return params, nil
+}
+
+// gatedParameters are the parameters a setting offers on some plans only (plans.yaml's
+// ingressFiltering, accessControlList, maxAdditionalVolumeSizeGi; upstream's
+// ingressFilteringPlans, ACLEnabledPlans, additionalVolumeSizeGiPlans). Narrowing the setting must
+// lose no instance: one that stored such a value on a plan that no longer offers it keeps it, and
+// an update repeating it unchanged is accepted; changing it is refused as on any plan without it.
+var gatedParameters = []string{paramIngressFiltering, paramAccessControlList, paramAdditionalVolume}
+
+// storedGated reports whether the merged value of gated parameter k is the instance's stored,
+// non-empty value.
+func storedGated(k string, merged, stored ProvisioningParameters) bool {
+	switch k {
+	case paramIngressFiltering:
+		return stored.IngressFiltering != nil && merged.IngressFiltering != nil && *stored.IngressFiltering == *merged.IngressFiltering
+	case paramAccessControlList:
+		return stored.AccessControlList != nil && merged.AccessControlList != nil &&
+			slices.Equal(stored.AccessControlList.AllowedCIDRs, merged.AccessControlList.AllowedCIDRs)
+	case paramAdditionalVolume:
+		return stored.AdditionalVolumeSizeGi != nil && merged.AdditionalVolumeSizeGi != nil && *stored.AdditionalVolumeSizeGi == *merged.AdditionalVolumeSizeGi
+	}
+	return false
+}
+
+func clearGated(k string, p *ProvisioningParameters) {
+	switch k {
+	case paramIngressFiltering:
+		p.IngressFiltering = nil
+	case paramAccessControlList:
+		p.AccessControlList = nil
+	case paramAdditionalVolume:
+		p.AdditionalVolumeSizeGi = nil
+	}
+}
+
+// restoreGated copies gated parameter k from the merged parameters into p.
+func restoreGated(k string, p *ProvisioningParameters, merged ProvisioningParameters) {
+	switch k {
+	case paramIngressFiltering:
+		p.IngressFiltering = merged.IngressFiltering
+	case paramAccessControlList:
+		p.AccessControlList = merged.AccessControlList
+	case paramAdditionalVolume:
+		p.AdditionalVolumeSizeGi = merged.AdditionalVolumeSizeGi
+	}
+}
+
+// keptGatedParameters names the gated parameters of a PATCH the plan's update schema does not
+// offer whose value is the stored one: they change nothing and are not refused.
+func keptGatedParameters(doc any, stored ProvisioningParameters, schemaDoc map[string]any) []string {
+	obj, ok := doc.(map[string]any)
+	if !ok {
+		return nil
+	}
+	props, _ := schemaDoc["properties"].(map[string]any)
+	var kept []string
+	for _, k := range gatedParameters {
+		sent, ok := obj[k]
+		if _, offered := props[k]; !ok || offered {
+			continue
+		}
+		var patch ProvisioningParameters
+		if err := decodeValidated(map[string]any{k: sent}, &patch); err != nil {
+			continue
+		}
+		if storedGated(k, patch, stored) {
+			kept = append(kept, k)
+		}
+	}
+	return kept
+}
+
+// without is doc without the keys named.
+func without(doc any, keys []string) any {
+	obj, ok := doc.(map[string]any)
+	if !ok || len(keys) == 0 {
+		return doc
+	}
+	rest := make(map[string]any, len(obj))
+	for k, v := range obj {
+		if !slices.Contains(keys, k) {
+			rest[k] = v
+		}
+	}
+	return rest
 }
 
 // storedAdministrators reports whether admins is the instance's stored, non-empty administrators

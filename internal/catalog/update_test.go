@@ -21,10 +21,15 @@ func TestUpdateSchemas(t *testing.T) {
 	wantProps := map[string][]string{
 		TrialPlanName: {"name", "oidc", "administrators"},
 		FreePlanName:  {"name", "oidc", "administrators"},
-		AzurePlanName: {"name", "machineType", "autoScalerMin", "autoScalerMax", "additionalVolumeSizeGi", "gvisor", "additionalWorkerNodePools",
-			"accessControlList", "oidc", "administrators", "ingressFiltering", "maxSurge", "maxUnavailable"},
+		// ingressFiltering as upstream's shipped ingressFilteringPlans; accessControlList and
+		// additionalVolumeSizeGi on no plan out of the box.
+		AzurePlanName: {"name", "machineType", "autoScalerMin", "autoScalerMax", "gvisor", "additionalWorkerNodePools",
+			"oidc", "administrators", "ingressFiltering", "maxSurge", "maxUnavailable"},
+		AzureLitePlanName: {"name", "machineType", "autoScalerMin", "autoScalerMax", "gvisor", "additionalWorkerNodePools",
+			"oidc", "administrators", "maxSurge", "maxUnavailable"},
 	}
-	wantUpdatable := map[string]bool{TrialPlanName: true, AzureLitePlanName: true, AWSPlanName: true, AzurePlanName: true, GCPPlanName: true}
+	wantUpdatable := map[string]bool{TrialPlanName: true, AzureLitePlanName: true, AWSPlanName: true, AzurePlanName: true, GCPPlanName: true,
+		AlicloudPlanName: true}
 	for _, sp := range services[0].Plans {
 		schema := sp.Schemas.Instance.Update.Parameters
 		// _load_current_config: the cockpit's update dialog opens with the instance's current values.
@@ -253,5 +258,61 @@ func TestLoadChecksUpgradableToPlans(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `plans.azure.upgradableToPlans: "azure" is the plan itself`) ||
 		!strings.Contains(err.Error(), `plans.azure.upgradableToPlans: "gcp" is not described under plans`) {
 		t.Fatalf("Load: %v", err)
+	}
+}
+
+// TestGatedParametersStoredOnAPlanNoLongerOffering: out of the box keb offers ingressFiltering,
+// accessControlList and additionalVolumeSizeGi as upstream's shipped defaults do (ingress filtering
+// on aws, azure and gcp; the others nowhere). An instance that stored them before (an operator's
+// earlier plans file, upstream's test settings) keeps them: an update that leaves them as they are
+// is accepted and keeps them, an update that changes one is refused as on any plan without it,
+// and a new provisioning may not set them.
+func TestGatedParametersStoredOnAPlanNoLongerOffering(t *testing.T) {
+	t.Parallel()
+	c := defaultCatalog(t)
+	const stored = `{"name":"x","ingressFiltering":true,"accessControlList":{"allowedCIDRs":["203.0.113.0/24"]},"additionalVolumeSizeGi":10}`
+	var s ProvisioningParameters
+	if err := json.Unmarshal([]byte(stored), &s); err != nil {
+		t.Fatal(err)
+	}
+	for _, planID := range []string{AzureLitePlanID, PreviewPlanID, SapConvergedCloudPlanID, BuildRuntimeAWSPlanID, AzurePlanID} {
+		plan, _ := c.PlanByID(planID)
+		region := "eu-de-2"
+		if plan.Provider != ProviderOpenStack {
+			region = plan.DefaultRegion
+		}
+		update := func(raw string) (ProvisioningParameters, error) {
+			return c.ValidateUpdate(UpdateRequest{FromPlanID: planID, PlatformRegion: "cf-eu10", ProviderRegion: region,
+				Stored: s, Raw: json.RawMessage(raw)})
+		}
+		for _, raw := range []string{`{"autoScalerMax":30}`, ``, stored} {
+			got, err := update(raw)
+			if err != nil {
+				t.Errorf("%s: update %s of an instance with stored gated parameters refused: %v", plan.Name, raw, err)
+				continue
+			}
+			if got.IngressFiltering == nil || !*got.IngressFiltering || got.AccessControlList == nil ||
+				!slices.Equal(got.AccessControlList.AllowedCIDRs, []string{"203.0.113.0/24"}) ||
+				got.AdditionalVolumeSizeGi == nil || *got.AdditionalVolumeSizeGi != 10 {
+				t.Errorf("%s: update %s lost a stored gated parameter: %+v", plan.Name, raw, got)
+			}
+		}
+		changes := map[string]string{
+			paramAccessControlList: `{"accessControlList":{"allowedCIDRs":[]}}`,
+			paramAdditionalVolume:  `{"additionalVolumeSizeGi":20}`,
+		}
+		if !plan.IngressFiltering {
+			changes[paramIngressFiltering] = `{"ingressFiltering":false}`
+		}
+		for param, raw := range changes {
+			_, err := update(raw)
+			var verr *ValidationError
+			if !errors.As(err, &verr) || !strings.Contains(err.Error(), param+" is not available on plan "+plan.Name) {
+				t.Errorf("%s: update %s changing a gated parameter the plan does not offer: %v", plan.Name, raw, err)
+			}
+		}
+		if _, err := c.ValidateParameters(planID, "cf-eu10", json.RawMessage(stored)); err == nil {
+			t.Errorf("%s: a new provisioning with gated parameters the plan does not offer was accepted", plan.Name)
+		}
 	}
 }

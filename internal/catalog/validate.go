@@ -266,6 +266,8 @@ var providerLabels = map[string]string{
 	ProviderAWS:       "AWS",
 	ProviderGCP:       "GCP",
 	ProviderOpenStack: "SAP Cloud Infrastructure",
+	ProviderAlicloud:  "Alibaba Cloud",
+	ProviderGDCH:      "GDCH",
 }
 
 func providerLabel(p string) string {

@@ -145,6 +145,9 @@ func poolsSchema(e *planEntry, create bool) map[string]any {
 		item.add(paramAdditionalVolume, additionalVolumeSchema(plan))
 	}
 	item.add(paramGVisor, gvisorSchema())
+	if slices.Contains(plan.DisabledParameters, paramGVisor) {
+		item.drop([]string{paramGVisor})
+	}
 	return map[string]any{
 		"type": "array", "title": "Additional worker node pools",
 		"description": "Worker pools beside the Kyma one. On update the list replaces the pools; [] removes them all.",

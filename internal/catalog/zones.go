@@ -103,8 +103,15 @@ func fullZoneName(provider, region, suffix string) string {
 	switch strings.ToLower(provider) {
 	case ProviderAzure:
 		return suffix
-	case ProviderGCP:
+	case ProviderGCP, ProviderGDCH:
 		return region + "-" + suffix
+	case ProviderAlicloud:
+		// As upstream (internal/provider/zones.go): eu-central-1 + a, a region without a
+		// trailing digit region-a.
+		if last := region[len(region)-1]; last < '0' || last > '9' {
+			return region + "-" + suffix
+		}
+		return region + suffix
 	default:
 		return region + suffix
 	}

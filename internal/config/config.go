@@ -16,6 +16,7 @@ import (
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/guardrails"
 	"github.com/kyma-keb/keb/internal/maintenance"
+	"github.com/kyma-keb/keb/internal/seeds"
 )
 
 // Config is everything `keb serve` and `keb dev` need.
@@ -32,6 +33,9 @@ type Config struct {
 	DefaultRequestRegion string
 	EnabledPlans         []string
 	PlansFile            string
+	// SeedsConfigMap names the ConfigMap in kcp-system listing the regions with a Gardener seed
+	// per provider (colocateControlPlane), as upstream's gardenerSeedsCache.
+	SeedsConfigMap string
 	// OIDCDefaultFile replaces resources/oidc.yaml, the runtimes' default OIDC provider.
 	OIDCDefaultFile string
 	// UseSmallerMachineTypes gives trial and free runtimes the plans'
@@ -292,6 +296,7 @@ var Defaults = Config{
 	FreeDocsURL:          "https://help.sap.com/docs/btp/sap-business-technology-platform/available-plans-in-kyma-environment",
 	EventsRetention:      14 * 24 * time.Hour,
 	EnabledPlans:         catalog.DefaultEnabledPlans(),
+	SeedsConfigMap:       seeds.DefaultConfigMap,
 	// keb's strictness from the start; upstream's default is false.
 	RejectUnsupportedParameters: true,
 	BlocklistReload:             10 * time.Second,
@@ -521,6 +526,8 @@ func (c *Config) BindBroker(b *Binder) {
 		"the global accounts that may provision when APP_BROKER_RESTRICT_TO_ALLOWED_GLOBAL_ACCOUNTS is set")
 	b.String(&c.PlansFile, "plans-file", "APP_BROKER_PLANS_FILE", "",
 		"plans/providers YAML replacing the embedded resources/plans.yaml")
+	b.String(&c.SeedsConfigMap, "gardener-seeds-cache", "APP_BROKER_GARDENER_SEEDS_CACHE_CONFIG_MAP_NAME", d.SeedsConfigMap,
+		"ConfigMap in kcp-system listing, per provider, the regions with a Gardener seed (YAML seedRegions); colocateControlPlane is accepted there only")
 	b.String(&c.OIDCDefaultFile, "oidc-default-file", "APP_BROKER_OIDC_DEFAULT_FILE", "",
 		"YAML of the runtimes' default OIDC provider (upstream's skrOIDCDefaultValues shape) replacing the embedded resources/oidc.yaml")
 	b.Bool(&c.UseSmallerMachineTypes, "use-smaller-machine-types", "APP_INFRASTRUCTURE_MANAGER_USE_SMALLER_MACHINE_TYPES", false,

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kyma-keb/keb/internal/hyperscaler"
+	"github.com/kyma-keb/keb/internal/seeds"
 	"github.com/kyma-keb/keb/resources"
 )
 
@@ -105,7 +106,7 @@ const (
 // of kind (CredentialsBindings with a Secret behind each, unless configured otherwise) with
 // dedicated accounts per hyperscaler and a shared one each, EU-access accounts for the EU
 // platform regions and the KSA pool (gcp_cf-sa30) that keb's default HAP rules draw from, and
-// sample overrides. Existing objects are left alone.
+// sample overrides, and upstream's sample of the seed regions. Existing objects are left alone.
 func seed(ctx context.Context, c client.Client, kind hyperscaler.Kind, namespace, poolNamespace string) error {
 	objs := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}},
@@ -114,6 +115,20 @@ func seed(ctx context.Context, c client.Client, kind hyperscaler.Kind, namespace
 			ObjectMeta: metav1.ObjectMeta{Name: "global-overrides", Namespace: namespace,
 				Labels: map[string]string{"provisioning-runtime-override": "true"}},
 			Data: map[string]string{"global.disableLegacyConnectivity": "true"},
+		},
+		// Where Gardener has seeds (colocateControlPlane): upstream KEB's sample for local
+		// installs (resources/installation/templates/gardener-seeds-cache.yaml); a landscape's
+		// own is maintained outside the broker.
+		&corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: seeds.DefaultConfigMap, Namespace: namespace},
+			Data: map[string]string{
+				"aws":       "seedRegions:\n- eu-west-1\n- eu-central-1\n- us-east-1\n",
+				"azure":     "seedRegions:\n- westeurope\n- northeurope\n- westus2\n- eastus\n- eastus2\n",
+				"gcp":       "seedRegions:\n- europe-west1\n- us-central1\n",
+				"openstack": "seedRegions:\n- eu-de-1\n",
+				"alicloud":  "seedRegions:\n- eu-central-1\n",
+				"gdch":      "seedRegions:\n- us-west16\n",
+			},
 		},
 		&corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: "core-overrides", Namespace: namespace,
@@ -134,6 +149,13 @@ func seed(ctx context.Context, c client.Client, kind hyperscaler.Kind, namespace
 			account(fmt.Sprintf("%s-dev-%02d", hs, i), hs)
 		}
 		account(hs+"-shared-01", hs, hyperscaler.LabelShared, "true")
+	}
+	// The alicloud, build-runtime-alicloud and gdch plans (not enabled out of the box) draw
+	// from dedicated accounts only.
+	for _, hs := range []string{"alicloud", "gdch"} {
+		for i := 1; i <= devAccountsPerHyperscaler; i++ {
+			account(fmt.Sprintf("%s-dev-%02d", hs, i), hs)
+		}
 	}
 	for _, hs := range []string{"aws", "azure", "openstack"} {
 		for i := 1; i <= devEUAccountsPerHyperscaler; i++ {

@@ -283,6 +283,8 @@ var defaultRules = []string{
 	"build-runtime-aws", "build-runtime-aws(PR=cf-eu11) -> EU",
 	"build-runtime-azure", "build-runtime-azure(PR=cf-ch20) -> EU",
 	"build-runtime-gcp", "build-runtime-gcp(PR=cf-sa30) -> PR",
+	// Upstream's default set names none for these; each draws from its provider's own pool.
+	"alicloud", "build-runtime-alicloud", "gdch",
 }
 
 // DefaultRules is keb's default rule set for the plans known: the rules of other plans are left

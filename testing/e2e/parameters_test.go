@@ -5,6 +5,11 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kyma-keb/keb/internal/catalog/catalogtest"
+	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/infrasim"
 )
 
@@ -17,8 +22,13 @@ import (
 // the pools and the OIDC providers and lifts the access control list, and
 // is applied by the infrastructure manager.
 func TestTodaysParametersOnTheRealStack(t *testing.T) {
-	s := newStack(t, infrasim.ModeShared, 0)
+	s := newStack(t, infrasim.ModeShared, 0, func(c *config.Config) { c.PlansFile = catalogtest.PlansFileWithGatedParameters(t) })
 	freshAccount(t, s.kcp, "azure-params")
+	// The landscape's seeds, which colocateControlPlane is checked against (maintained outside keb).
+	if err := s.kcp.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "gardener-seeds-cache", Namespace: kcpNS},
+		Data: map[string]string{"azure": "seedRegions: [westeurope]\n"}}); err != nil {
+		t.Fatal(err)
+	}
 	const id = "e2e-params"
 	path := "/oauth/v2/service_instances/" + id + "?accepts_incomplete=true"
 	code, body := s.call(http.MethodPut, path, `{"service_id": "`+serviceID+`", "plan_id": "`+azurePlanID+`",

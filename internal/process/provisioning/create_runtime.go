@@ -67,6 +67,11 @@ func (s *CreateRuntime) Run(ctx context.Context, op *process.Operation) (process
 		}
 		_, _, err = im.Patch(ctx, s.KCP, client.ObjectKeyFromObject(rt), fields)
 	}
+	if apierrors.IsInvalid(err) {
+		// The infrastructure manager's CRD refuses the Runtime (a provider type it does not
+		// know, such as gdch): no retry makes it valid, so the provisioning fails saying why.
+		return process.Fail("the control plane refuses the Runtime CR (the infrastructure manager's CRD): %v", err)
+	}
 	if err != nil {
 		return process.StepResult{}, fmt.Errorf("creating Runtime CR: %w", err)
 	}
@@ -429,7 +434,7 @@ func RuntimeLabels(op *process.Operation) map[string]string {
 
 // ProviderLabel is the kyma-project.io/provider label's value for a
 // provider type, as upstream KEB writes it (AWS, Azure, GCP,
-// SapConvergedCloud; unknown for any other).
+// SapConvergedCloud, Alicloud, GDCH; unknown for any other).
 func ProviderLabel(provider string) string {
 	switch strings.ToLower(provider) {
 	case catalog.ProviderAWS:
@@ -440,6 +445,10 @@ func ProviderLabel(provider string) string {
 		return "GCP"
 	case catalog.ProviderOpenStack:
 		return "SapConvergedCloud"
+	case catalog.ProviderAlicloud:
+		return "Alicloud"
+	case catalog.ProviderGDCH:
+		return "GDCH"
 	}
 	return "unknown"
 }

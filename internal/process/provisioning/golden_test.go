@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -65,6 +66,9 @@ func TestRuntimeCRGolden(t *testing.T) {
 		{name: "trial-gcp-ksa", planID: catalog.TrialPlanID, platformRegion: "cf-sa30", params: `{"name":"c1","provider":"GCP"}`},
 		{name: "free-aws-region-asked", planID: catalog.FreePlanID, platformRegion: "cf-us10", params: `{"name":"c1","region":"us-east-1"}`},
 		{name: "free-azure", planID: catalog.FreePlanID, platformRegion: "cf-eu20", params: `{"name":"c1","region":"westeurope"}`},
+		{name: "alicloud-defaults", planID: catalog.AlicloudPlanID, platformRegion: "cf-eu10", params: `{"name":"c1"}`},
+		{name: "build-runtime-alicloud-eu-west-1", planID: catalog.BuildRuntimeAlicloudPlanID, platformRegion: "cf-eu40",
+			params: `{"name":"c1","region":"eu-west-1","machineType":"ecs.g9i.2xlarge"}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -138,5 +142,36 @@ func TestRuntimeCRGolden(t *testing.T) {
 				t.Errorf("the Runtime CR differs from %s (make golden-runtime-cr rewrites it; review the diff):\n got:\n%s", path, got)
 			}
 		})
+	}
+}
+
+// TestGDCHRuntimeRefusedByTheCRD: upstream writes a gdch Runtime CR, but no infrastructure
+// manager API seen lists gdch among its provider types, so the API server refuses it as the
+// real CRD would; the provisioning fails at once, saying so, instead of retrying a CR no retry
+// makes valid.
+func TestGDCHRuntimeRefusedByTheCRD(t *testing.T) {
+	t.Parallel()
+	cat := processtest.Catalog(t)
+	params, err := cat.ValidateParameters(catalog.GDCHPlanID, "cf-eu10", json.RawMessage(`{"name":"c1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cat.Resolve(catalog.GDCHPlanID, "cf-eu10", params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst := processtest.Instance(t, catalog.GDCHPlanID)
+	inst.RuntimeID, inst.ShootName, inst.PlatformRegion = "4a3f3c0e-0b5e-4c63-9f2b-gdch", "c-4a3f3c0", "cf-eu10"
+	inst.Parameters = json.RawMessage(`{"name":"c1"}`)
+	op := processtest.Operation(storage.OperationTypeProvision, inst)
+	op.Record = process.Record{RuntimeID: inst.RuntimeID, ShootName: inst.ShootName, Provider: res.Provider,
+		Region: res.Region, ProviderRegion: res.ProviderRegion, MachineType: res.MachineType,
+		AutoScalerMin: res.AutoScalerMin, AutoScalerMax: res.AutoScalerMax, ZonesCount: res.ZonesCount,
+		HyperscalerSecret: "binding-gdch"}
+	step := &provisioning.CreateRuntime{KCP: kcpClient(t), Catalog: cat, Config: testConfig(newNamespace(t))}
+	out, err := step.Run(t.Context(), op)
+	if err != nil || out.Failure == nil || !strings.Contains(out.Failure.Error(), "the control plane refuses the Runtime CR") ||
+		!strings.Contains(out.Failure.Error(), `"gdch"`) {
+		t.Fatalf("create_runtime of a gdch runtime: %+v, %v", out, err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/catalog/catalogtest"
 	"github.com/kyma-keb/keb/internal/controlplane"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager/runtimetest"
@@ -29,7 +30,7 @@ func TestUpdateParametersInRuntimeCR(t *testing.T) {
 	processtest.EnsureNamespace(t, c, controlplane.Namespace)
 	cfg := testConfig()
 	cfg.Namespace = ns
-	cat := processtest.Catalog(t)
+	cat := catalogtest.WithGatedParameters(t)
 	steps := map[string]process.Step{}
 	for _, s := range update.Pipeline(update.Deps{Config: cfg, Catalog: cat, KCP: c, Accounts: &tenantAccounts{}, Store: &recorder{}}).Steps {
 		steps[s.Name()] = s
