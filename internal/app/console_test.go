@@ -185,6 +185,13 @@ func TestConsoleArchivedHistory(t *testing.T) {
 	if !strings.Contains(body, "Operation succeeded: the runtime is deprovisioned") || strings.Contains(body, `id="left-out"`) {
 		t.Fatalf("archived deprovisioning without its description, or operations said left out:\n%s", body)
 	}
+	// A long life: the page says how many older operations the archive
+	// left out.
+	b.exec(`UPDATE instances_archive SET operations_left_out = 52 WHERE instance_id = 'inst-h'`)
+	if code, body := b.consolePage("/console/instances/inst-h"); code != http.StatusOK ||
+		!strings.Contains(body, `id="left-out">52 older operations are not kept`) {
+		t.Fatalf("archived instance page with operations left out: %d\n%s", code, body)
+	}
 	// The runtimes list shows the archived runtime as before: its row is
 	// the summary's, not the kept operations'.
 	if code, body := b.consolePage("/console/runtimes?state=deprovisioned"); code != http.StatusOK || !strings.Contains(body, "inst-h") {
