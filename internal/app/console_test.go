@@ -9,8 +9,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kyma-keb/keb/internal/auth"
+	"github.com/kyma-keb/keb/internal/storage"
 )
 
 // The console needs a cld:read token; once logged in it lists and filters
@@ -118,7 +120,9 @@ func TestConsole(t *testing.T) {
 	}
 
 	// A deprovisioned one says it is gone and shows what the archive keeps
-	// of its operations (its deprovisioning).
+	// of its operations. This archive row is one an earlier keb wrote (no
+	// operations kept with it): the page shows what its summary keeps, the
+	// deprovisioning.
 	b.exec(`INSERT INTO instances_archive (instance_id, runtime_id, global_account_id, subaccount_id, plan_id,
 		plan_name, platform_region, provider, provider_region, last_deprovisioning_id,
 		instance_created_at, deprovisioning_started_at) SELECT instance_id, runtime_id, global_account_id, subaccount_id,
@@ -129,6 +133,69 @@ func TestConsole(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, `id="gone"`) || !strings.Contains(body, `id="archived"`) ||
 		!strings.Contains(body, `data-operation="dep-c1"`) || !strings.Contains(body, `data-live="false"`) || strings.Contains(body, `id="timeline"`) {
 		t.Fatalf("deprovisioned instance page: %d\n%s", code, body)
+	}
+}
+
+// TestConsoleArchivedHistory: an instance provisioned, updated, suspended,
+// resumed and deprovisioned shows all of these operations on its console
+// page once its deprovisioning archived it, as the archive step does it
+// (Store.ArchiveAndRemove).
+func TestConsoleArchivedHistory(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.running("inst-h")
+	first, err := b.store.LastOperation(b.ctx(), "inst-h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov := first.ID
+	upd := b.accepted(b.do(http.MethodPatch, provisionPath("inst-h"), updateBody("", `{"autoScalerMax":6}`)))
+	b.finish(upd, storage.OperationSucceeded)
+	suspend := b.accepted(b.do(http.MethodPatch, provisionPath("inst-h"), patchBody(`"active":false`)))
+	b.finish(suspend, storage.OperationSucceeded)
+	resume := b.accepted(b.do(http.MethodPatch, provisionPath("inst-h"), patchBody(`"active":true`)))
+	b.provisioned("inst-h", resume, "rt-2", "")
+	dep := b.accepted(b.do(http.MethodDelete, deprovisionPath("inst-h", azurePlanID), ""))
+
+	inst := b.instance("inst-h")
+	if err := b.store.ArchiveAndRemove(b.ctx(), storage.ArchivedInstance{InstanceID: "inst-h", RuntimeID: inst.RuntimeID,
+		GlobalAccountID: inst.GlobalAccountID, SubAccountID: inst.SubAccountID, PlanID: inst.PlanID, PlanName: inst.PlanName,
+		PlatformRegion: inst.PlatformRegion, Provider: inst.Provider, ProviderRegion: inst.ProviderRegion,
+		ShootName: inst.ShootName, ProvisioningState: storage.OperationSucceeded, LastDeprovisioningID: dep,
+		InstanceCreatedAt: inst.CreatedAt, DeprovisioningStartedAt: time.Now(),
+		DeprovisioningDescription: "Operation succeeded: the runtime is deprovisioned"}); err != nil {
+		t.Fatalf("ArchiveAndRemove: %v", err)
+	}
+	code, body := b.consolePage("/console/instances/inst-h")
+	if code != http.StatusOK || !strings.Contains(body, `id="gone"`) || !strings.Contains(body, `id="archived"`) {
+		t.Fatalf("archived instance page: %d\n%s", code, body)
+	}
+	// Every operation, oldest first, each with what it ended as.
+	rows := regexp.MustCompile(`(?s)<tr data-operation="([^"]+)"><td><strong>([^<]+)</strong>.*?<span class="state ([^"]+)">`).
+		FindAllStringSubmatch(body, -1)
+	var got []string
+	for _, r := range rows {
+		got = append(got, r[1]+" "+r[2]+" "+r[3])
+	}
+	want := []string{prov + " provision succeeded", upd + " update succeeded", suspend + " suspension succeeded",
+		resume + " provision succeeded", dep + " deprovision succeeded"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("archived operations on the page:\n%s\nwant\n%s\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"), body)
+	}
+	if !strings.Contains(body, "Operation succeeded: the runtime is deprovisioned") || strings.Contains(body, `id="left-out"`) {
+		t.Fatalf("archived deprovisioning without its description, or operations said left out:\n%s", body)
+	}
+	// A long life: the page says how many older operations the archive
+	// left out.
+	b.exec(`UPDATE instances_archive SET operations_left_out = 52 WHERE instance_id = 'inst-h'`)
+	if code, body := b.consolePage("/console/instances/inst-h"); code != http.StatusOK ||
+		!strings.Contains(body, `id="left-out">52 older operations are not kept`) {
+		t.Fatalf("archived instance page with operations left out: %d\n%s", code, body)
+	}
+	// The runtimes list shows the archived runtime as before: its row is
+	// the summary's, not the kept operations'.
+	if code, body := b.consolePage("/console/runtimes?state=deprovisioned"); code != http.StatusOK || !strings.Contains(body, "inst-h") {
+		t.Fatalf("deprovisioned runtimes list: %d\n%s", code, body)
 	}
 }
 

@@ -62,6 +62,7 @@ type EventLister interface {
 // last saw of its Kyma CR (storage.Store).
 type InstanceReader interface {
 	Instance(ctx context.Context, instanceID string) (storage.Instance, error)
+	ArchivedOperations(ctx context.Context, instanceID string) (storage.ArchivedHistory, error)
 }
 
 // Options are what the console reads through.
@@ -114,7 +115,6 @@ func New(opts Options) *Console {
 		// Times carry their zone: an operator in another one must not
 		// read UTC as local time.
 		"when":     func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 MST") },
-		"archived": archivedOperations,
 		"join":     strings.Join,
 		"short":    short,
 		"since":    since,
@@ -367,6 +367,14 @@ func (c *Console) instancePage(w http.ResponseWriter, r *http.Request, token str
 			status, data["Error"] = http.StatusInternalServerError, "the Kyma module states could not be read"
 		}
 		data["Modules"] = modules
+		if rt.Status.State == "deprovisioned" {
+			archived, err := c.archivedHistory(r.Context(), id, rt.Status)
+			if err != nil {
+				logging.FromContext(r.Context(), c.opts.Log).WithError(err).Error("console: reading the archived operations")
+				status, data["Error"] = http.StatusInternalServerError, "the archived operations could not be read"
+			}
+			data["Archived"] = archived
+		}
 	}
 	name := "instance.html"
 	if r.URL.Query().Get("fragment") == "instance" {
@@ -402,8 +410,40 @@ func (c *Console) render(w http.ResponseWriter, status int, name string, data an
 	}
 }
 
-// archivedOperations are what the archive keeps of a deprovisioned
-// instance's operations, oldest first.
+// archivedHistory is what an archived instance's page lists: every
+// operation the archive kept with it, oldest first, and how many older ones
+// it left out. An instance archived by a keb that kept no operations shows
+// what its summary row keeps (archivedOperations).
+type archivedHistory struct {
+	Operations []runtimelisting.OperationDTO
+	LeftOut    int
+}
+
+func (c *Console) archivedHistory(ctx context.Context, id string, st runtimelisting.RuntimeStatus) (archivedHistory, error) {
+	h, err := c.opts.Instances.ArchivedOperations(ctx, id)
+	if err != nil {
+		return archivedHistory{Operations: archivedOperations(st)}, err
+	}
+	if !h.Kept {
+		return archivedHistory{Operations: archivedOperations(st)}, nil
+	}
+	out := archivedHistory{Operations: make([]runtimelisting.OperationDTO, 0, len(h.Operations)), LeftOut: h.LeftOut}
+	for _, op := range h.Operations {
+		typ := string(op.Type)
+		if op.Temporary {
+			// A suspension is a deprovisioning that kept the instance: the
+			// page says which, as /info/runtimes' suspension list does.
+			typ = "suspension"
+		}
+		out.Operations = append(out.Operations, runtimelisting.OperationDTO{OperationID: op.ID, Type: typ,
+			State: string(op.State), Description: op.Description, CreatedAt: op.CreatedAt, UpdatedAt: op.UpdatedAt,
+			Error: op.Error})
+	}
+	return out, nil
+}
+
+// archivedOperations are what the archive's summary row keeps of a
+// deprovisioned instance's operations, oldest first.
 func archivedOperations(st runtimelisting.RuntimeStatus) []runtimelisting.OperationDTO {
 	var ops []runtimelisting.OperationDTO
 	for _, op := range []*runtimelisting.OperationDTO{st.Provisioning, st.Update.Newest(), st.Suspension.Newest(),

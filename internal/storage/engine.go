@@ -241,17 +241,19 @@ func (s *Store) OtherInstancesOfTenant(ctx context.Context, globalAccountID, pro
 // last_operation answers a poll of it from the archive. Idempotent: an
 // instance already archived keeps its first archive row (ON CONFLICT DO
 // NOTHING), and one already gone is not an error.
+//
+// The archive row also keeps the instance's operations (ArchivedOperation),
+// read by the same statement that writes the row, before the delete: the
+// newest MaxArchivedOperations, and how many older ones were left out. The
+// running deprovisioning is kept as it ends (succeeded, with
+// DeprovisioningDescription): its own final save never happens.
 func (s *Store) ArchiveAndRemove(ctx context.Context, a ArchivedInstance) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO instances_archive (instance_id, runtime_id, global_account_id,
-			subaccount_id, plan_id, plan_name, platform_region, provider, provider_region, shoot_name,
-			provisioning_state, last_deprovisioning_id, instance_created_at, deprovisioning_started_at,
-			deprovisioning_description, leftovers)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
-			ON CONFLICT (instance_id) DO NOTHING`,
+		if _, err := tx.Exec(ctx, archiveSQL,
 			a.InstanceID, a.RuntimeID, a.GlobalAccountID, a.SubAccountID, a.PlanID, a.PlanName, a.PlatformRegion,
 			a.Provider, a.ProviderRegion, a.ShootName, a.ProvisioningState, a.LastDeprovisioningID,
-			a.InstanceCreatedAt, a.DeprovisioningStartedAt, a.DeprovisioningDescription, jsonOrNull(a.Leftovers)); err != nil {
+			a.InstanceCreatedAt, a.DeprovisioningStartedAt, a.DeprovisioningDescription, jsonOrNull(a.Leftovers),
+			MaxArchivedOperations, maxArchivedText, OperationSucceeded); err != nil {
 			return fmt.Errorf("archiving instance %s: %w", a.InstanceID, err)
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM instances WHERE instance_id = $1`, a.InstanceID); err != nil {
@@ -260,6 +262,38 @@ func (s *Store) ArchiveAndRemove(ctx context.Context, a ArchivedInstance) error 
 		return nil
 	})
 }
+
+// MaxArchivedOperations bounds the operations an archive row keeps: an
+// instance updated every day for years must not make its archive row (read
+// whole by the console) grow without end.
+const MaxArchivedOperations = 100
+
+// maxArchivedText bounds each kept description and error, in characters: a
+// step's error can quote a whole answer of a remote API.
+const maxArchivedText = 2000
+
+// archiveSQL writes an instance's archive row with its operations. The
+// operations are those still in the operations table in this transaction;
+// on a retry after the row was written, ON CONFLICT keeps the first row,
+// whose operations were read before they were deleted.
+const archiveSQL = `WITH newest AS (
+		SELECT operation_id, type, state, temporary, description, error_message, created_at, updated_at
+		FROM operations WHERE instance_id = $1 ORDER BY created_at DESC, operation_id DESC LIMIT $17)
+	INSERT INTO instances_archive (instance_id, runtime_id, global_account_id,
+		subaccount_id, plan_id, plan_name, platform_region, provider, provider_region, shoot_name,
+		provisioning_state, last_deprovisioning_id, instance_created_at, deprovisioning_started_at,
+		deprovisioning_description, leftovers, operations, operations_left_out)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
+		(SELECT coalesce(jsonb_agg(jsonb_build_object(
+			'id', operation_id, 'type', type,
+			'state', CASE WHEN operation_id = $12 THEN $19 ELSE state END,
+			'temporary', temporary,
+			'description', left(CASE WHEN operation_id = $12 THEN $15 ELSE description END, $18),
+			'error', left(CASE WHEN operation_id = $12 THEN '' ELSE error_message END, $18),
+			'created_at', created_at, 'updated_at', updated_at) ORDER BY created_at, operation_id), '[]'::jsonb)
+			FROM newest),
+		greatest((SELECT count(*) FROM operations WHERE instance_id = $1) - $17, 0))
+	ON CONFLICT (instance_id) DO NOTHING`
 
 // Archived returns the archive entry of a deprovisioned instance.
 func (s *Store) Archived(ctx context.Context, instanceID string) (ArchivedInstance, error) {
@@ -270,6 +304,30 @@ func (s *Store) Archived(ctx context.Context, instanceID string) (ArchivedInstan
 		FROM instances_archive WHERE instance_id = $1`, instanceID)
 	a, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[ArchivedInstance])
 	return a, interpretError(err)
+}
+
+// ArchivedOperations returns what the archive keeps of a deprovisioned
+// instance's operations, oldest first. Kept is false for an instance
+// archived by a keb that did not keep them yet (the summary row is all
+// there is); ErrNotFound when the instance is not archived.
+func (s *Store) ArchivedOperations(ctx context.Context, instanceID string) (ArchivedHistory, error) {
+	var (
+		raw []byte
+		h   ArchivedHistory
+	)
+	err := s.pool.QueryRow(ctx, `SELECT operations, operations_left_out FROM instances_archive WHERE instance_id = $1`,
+		instanceID).Scan(&raw, &h.LeftOut)
+	if err != nil {
+		return ArchivedHistory{}, interpretError(err)
+	}
+	if raw == nil {
+		return ArchivedHistory{}, nil
+	}
+	h.Kept = true
+	if err := json.Unmarshal(raw, &h.Operations); err != nil {
+		return ArchivedHistory{}, fmt.Errorf("decoding the archived operations of instance %s: %w", instanceID, err)
+	}
+	return h, nil
 }
 
 // WakeRuntime marks the in-progress operation of the instance running

@@ -201,6 +201,30 @@ type Action struct {
 	CreatedAt   time.Time  `db:"created_at"`
 }
 
+// ArchivedOperation is what the archive keeps of one operation of a
+// deprovisioned instance (Store.ArchiveAndRemove): no parameters, no step
+// history, description and error cut at a bound.
+type ArchivedOperation struct {
+	ID    string         `json:"id"`
+	Type  OperationType  `json:"type"`
+	State OperationState `json:"state"`
+	// Temporary marks a suspension (a deprovisioning that kept the instance).
+	Temporary   bool      `json:"temporary"`
+	Description string    `json:"description"`
+	Error       string    `json:"error"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+}
+
+// ArchivedHistory is the operations an archive row keeps, oldest first.
+type ArchivedHistory struct {
+	// Kept is false for instances archived before keb kept operations.
+	Kept       bool
+	Operations []ArchivedOperation
+	// LeftOut counts the older operations beyond MaxArchivedOperations.
+	LeftOut int
+}
+
 // ArchivedInstance is what is kept of an instance after deprovisioning.
 type ArchivedInstance struct {
 	InstanceID              string         `db:"instance_id"`

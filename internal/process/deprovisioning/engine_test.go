@@ -124,12 +124,30 @@ func TestArchiveAndRemoveInEngine(t *testing.T) {
 			a.ShootName != "c-1234567" || a.GlobalAccountID != "ga-inst-new" {
 			t.Errorf("archive row %+v", a)
 		}
+		// The archive keeps the instance's operations, the deprovisioning
+		// as it ended (its own final save never happens).
+		archived := func(when string) {
+			t.Helper()
+			h, err := f.store.ArchivedOperations(f.ctx, "inst-new")
+			if err != nil || !h.Kept || len(h.Operations) != 2 {
+				t.Fatalf("%s: archived operations %+v, %v; want the provisioning and the deprovisioning", when, h, err)
+			}
+			prov, dep := h.Operations[0], h.Operations[1]
+			if prov.Type != storage.OperationTypeProvision || prov.State != storage.OperationSucceeded || prov.Description != "provisioned" {
+				t.Errorf("%s: archived provisioning %+v", when, prov)
+			}
+			if dep.ID != opID || dep.State != storage.OperationSucceeded || dep.Description != deprovisioning.Done {
+				t.Errorf("%s: archived deprovisioning %+v, want %s succeeded: %q", when, dep, opID, deprovisioning.Done)
+			}
+		}
+		archived("archived")
 		// Its job runs again (a retry after a lost acknowledgement): the
 		// operation is gone, the engine is done with it.
 		f.process(opID)
 		if n := f.count(`SELECT count(*) FROM instances_archive`); n != 1 {
 			t.Errorf("%d archive rows, want 1", n)
 		}
+		archived("after the job ran again")
 	})
 
 	t.Run("suspension keeps the instance", func(t *testing.T) {
