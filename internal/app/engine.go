@@ -16,6 +16,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/kyma-keb/keb/internal/avs"
 	"github.com/kyma-keb/keb/internal/binding"
 	"github.com/kyma-keb/keb/internal/btpmanager"
 	"github.com/kyma-keb/keb/internal/catalog"
@@ -118,7 +119,8 @@ func queueConfig(cfg config.Config) process.QueueConfig {
 // the control-plane watch.
 func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, orchestrations *storage.Orchestrations,
 	cat *catalog.Catalog, rules *hyperscaler.Rules, expirer *expiry.Expirer,
-	bindings *binding.Service, work *metrics.Work, observer *metrics.Operations, log logrus.FieldLogger) (*engine, error) {
+	bindings *binding.Service, work *metrics.Work, observer *metrics.Operations, integrations *metrics.Integrations,
+	log logrus.FieldLogger) (*engine, error) {
 	ec := cfg.Engine
 	if ec.KCPKubeconfig == "" && !InCluster() {
 		return nil, errors.New("no control plane: set APP_KCP_KUBECONFIG (or KUBECONFIG), or APP_WORKERS=0 to only accept requests")
@@ -182,6 +184,13 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 		BTPManagerPoll: ec.BTPMgrPoll,
 		HAP: provisioning.HAP{Rules: rules, MultiAccountGlobalAccounts: ec.HAP.MultiAccountGlobalAccounts,
 			Limit: ec.HAP.MultiAccountLimits.For},
+		AVS: cfg.AVS,
+	}
+	// The optional integrations: a client only where configured, so that
+	// their steps join the pipelines only then.
+	var avsClient *avs.Client
+	if cfg.AVS.Configured() {
+		avsClient = avs.NewClient(cfg.AVS, nil, integrations)
 	}
 	// One runtime client cache for every pipeline: a runtime's client (and
 	// its connections) is built once, whichever operation reaches it.
@@ -204,6 +213,9 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 	if bindings != nil {
 		deprov.Bindings = bindings
 	}
+	if avsClient != nil {
+		deprov.AVS = avsClient
+	}
 	watcher := process.NewWatcher(kcpCfg, scheme, ns, store, queue, log.WithField("component", "watch"))
 	watcher.MaxRun = ec.JobTimeout
 	kymaStates := process.NewKymaStates(store, log.WithField("component", "kyma_states"))
@@ -211,7 +223,7 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 	pipelines := map[storage.OperationType]process.Pipeline{
 		storage.OperationTypeProvision: provisioning.Pipeline(provisioning.Deps{
 			Config: provCfg, Catalog: cat, Store: store, Finisher: store, KCP: kcp, Accounts: accounts, AccountStore: store,
-			Runtimes: runtimes, OverrideSources: sources, VersionPins: pins, Watch: watcher,
+			Runtimes: runtimes, OverrideSources: sources, VersionPins: pins, Watch: watcher, AVS: avsClient,
 		}),
 		storage.OperationTypeDeprovision: deprovisioning.Pipeline(deprov),
 		storage.OperationTypeUpdate: update.Pipeline(update.Deps{
@@ -256,7 +268,7 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 			return err
 		}})
 	if ec.LeftoversInterval > 0 {
-		lo := &deprovisioning.Leftovers{Store: store, KCP: kcp, Accounts: accounts, Config: deprov.Config}
+		lo := &deprovisioning.Leftovers{Store: store, KCP: kcp, Accounts: accounts, Config: deprov.Config, AVS: deprov.AVS}
 		periodic = append(periodic, process.Periodic{Name: deprovisioning.LeftoversJob, Interval: ec.LeftoversInterval,
 			Run: func(ctx context.Context) error {
 				res, err := lo.Run(ctx)

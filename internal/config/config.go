@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kyma-keb/keb/internal/avs"
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/guardrails"
 	"github.com/kyma-keb/keb/internal/maintenance"
@@ -111,6 +112,9 @@ type Config struct {
 	Cleanup Cleanup
 
 	Binding Binding
+
+	// AVS is the optional AVS integration (internal/avs).
+	AVS avs.Config
 }
 
 // HTTP bounds what one client can take from the HTTP server, so that hostile
@@ -517,6 +521,7 @@ func (c *Config) bindHTTP(b *Binder) {
 
 // BindEngine binds the settings of the engine that drives operations.
 func (c *Config) BindEngine(b *Binder) {
+	c.BindAVS(b)
 	d := Defaults.Engine
 	e := &c.Engine
 	b.Int(&e.Workers, "workers", "APP_WORKERS", d.Workers,
@@ -699,6 +704,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("APP_EXPIRY_INTERVAL must be positive"))
 	}
 	if err := c.Binding.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := validateAVS(c.AVS); err != nil {
 		errs = append(errs, err)
 	}
 	if c.ReadinessInterval <= 0 {

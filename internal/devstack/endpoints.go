@@ -35,6 +35,8 @@ type Endpoints struct {
 	CISClientID     string `json:"cis_client_id"`
 	CISClientSecret string `json:"cis_client_secret"`
 	CISVersion      string `json:"cis_client_version"`
+	// AVSAPIEndpoint is the AVS stand-in's evaluation API ("" without one).
+	AVSAPIEndpoint string `json:"avs_api_endpoint,omitempty"`
 }
 
 // LoadEndpoints reads the endpoints of the `keb dev` running in dir.

@@ -22,6 +22,8 @@ const (
 	CategoryBTPManager            Category = "btp-manager"
 	CategoryDB                    Category = "db - keb"
 	CategoryK8sClient             Category = "k8s client - keb"
+	// CategoryAVS is SAP's Availability Service (internal/avs).
+	CategoryAVS Category = "avs"
 )
 
 // Error reasons: short codes of why an operation failed or a step was
@@ -52,6 +54,8 @@ var stepComponents = map[string]Category{
 	"apply_kyma":                 CategoryLifecycleManager,
 	"inject_btp_manager":         CategoryBTPManager,
 	"check_kyma":                 CategoryLifecycleManager,
+	"avs_internal_evaluation":    CategoryAVS,
+	"avs_external_evaluation":    CategoryAVS,
 	// update
 	"update_initialization":          CategoryKEB,
 	"update_hyperscaler_account":     CategoryAccountPool,
@@ -73,6 +77,7 @@ var stepComponents = map[string]Category{
 	"delete_runtime":             CategoryInfrastructureManager,
 	"release_hyperscaler_secret": CategoryAccountPool,
 	"archive":                    CategoryDB,
+	"remove_avs_evaluations":     CategoryAVS,
 }
 
 // StepComponent is the component a step depends on; keb for a step the

@@ -34,6 +34,9 @@ type Leftovers struct {
 	KCP      client.Client
 	Accounts accountMarker
 	Config   Config
+	// AVS removes evaluations a deprovisioning left; nil: AVS is not
+	// configured, and they stay listed.
+	AVS avsRemover
 	// Batch is how many archived instances one run looks at (default 100).
 	Batch int
 }
@@ -123,6 +126,8 @@ func (l *Leftovers) retry(ctx context.Context, a storage.ArchivedInstance, lo pr
 			return l.Accounts.MarkDirty(ctx, hyperscaler.Pool{Type: hsType}, a.GlobalAccountID)
 		})
 		return err == nil, err
+	case "remove_avs_evaluations":
+		return retryAVS(ctx, l.AVS, lo.Refs)
 	default:
 		// remove_bindings, soft_delete_btp_services: what they left was in
 		// the cluster, which the deprovisioning deleted before archiving.
