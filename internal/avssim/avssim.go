@@ -359,10 +359,6 @@ func (s *Server) remove(w http.ResponseWriter, r *http.Request, _ []byte) {
 	if !ok {
 		return
 	}
-	if slices.Contains(s.opts.Parents, ev.ID) {
-		writeError(w, http.StatusForbidden, "a parent evaluation is not keb's to delete")
-		return
-	}
 	delete(s.evaluations, ev.ID)
 	w.WriteHeader(http.StatusOK)
 }
