@@ -236,6 +236,13 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 	upgrades := upgrade.Deps{Config: upgrade.Config{Namespace: ns, RuntimeTimeout: ec.RuntimeTimeout, RuntimePoll: ec.RuntimePoll,
 		RuntimeGrace: ec.RuntimeGrace},
 		Catalog: cat, KCP: kcp, Store: store, Watch: watcher}
+	if avsClient != nil && cfg.AVS.Maintains() {
+		exempt, err := avs.ReadMaintenanceExemptions(cfg.AVS.MaintenanceExemptionsFile)
+		if err != nil {
+			return nil, err
+		}
+		upgrades.AVS, upgrades.Provisioning, upgrades.AVSExemptions = avsClient, store, exempt
+	}
 	pipelines[storage.OperationTypeUpgradeKyma] = upgrade.KymaPipeline(upgrades)
 	pipelines[storage.OperationTypeUpgradeCluster] = upgrade.ClusterPipeline(upgrades)
 	scheduler := orchestration.NewScheduler(orchestrations, windows, log.WithField("component", "orchestration"))

@@ -31,6 +31,11 @@ type Config struct {
 	TrialInternalTesterAccessID, TrialGroupID, TrialParentID int64
 	// TagClasses are the tag class IDs of the evaluations' tags.
 	TagClasses TagClasses
+	// MaintenanceDuringUpgradeDisabled leaves the evaluations alone during
+	// cluster upgrades; MaintenanceExemptionsFile names global accounts
+	// whose runtimes are never put into maintenance (MaintenanceExemptions).
+	MaintenanceDuringUpgradeDisabled bool
+	MaintenanceExemptionsFile        string
 }
 
 // TagClasses are the tag class IDs of an evaluation's seven tags.
@@ -44,6 +49,10 @@ func (c Config) Configured() bool { return c.APIEndpoint != "" }
 
 // Provisions reports whether provisioning creates evaluations.
 func (c Config) Provisions() bool { return c.Configured() && !c.Disabled }
+
+// Maintains reports whether cluster upgrades put evaluations into
+// maintenance.
+func (c Config) Maintains() bool { return c.Configured() && !c.MaintenanceDuringUpgradeDisabled }
 
 // trialTester reports whether the trial tester, group and parent are set.
 func (c Config) trialTester() bool {

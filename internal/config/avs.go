@@ -50,6 +50,12 @@ func (c *Config) BindAVS(b *Binder) {
 		"trial and free runtimes' internal tester_access_id (used when the three APP_AVS_TRIAL_* are set)")
 	b.Int64(&a.TrialGroupID, "avs-trial-group-id", "APP_AVS_TRIAL_GROUP_ID", 0, "trial and free runtimes' internal group_id")
 	b.Int64(&a.TrialParentID, "avs-trial-parent-id", "APP_AVS_TRIAL_PARENT_ID", 0, "trial and free runtimes' internal parent evaluation")
+	b.Bool(&a.MaintenanceDuringUpgradeDisabled, "avs-maintenance-mode-during-upgrade-disabled",
+		"APP_AVS_MAINTENANCE_MODE_DURING_UPGRADE_DISABLED", false,
+		"leave the evaluations active during cluster upgrades (default: MAINTENANCE while the upgrade runs)")
+	b.String(&a.MaintenanceExemptionsFile, "avs-maintenance-mode-always-disabled-global-accounts-file",
+		"APP_AVS_MAINTENANCE_MODE_DURING_UPGRADE_ALWAYS_DISABLED_GLOBAL_ACCOUNTS_FILE_PATH", "",
+		"YAML file (maintenanceModeDuringUpgradeAlwaysDisabledGAIDs: [global account IDs]) of global accounts whose runtimes' evaluations stay active during upgrades; read at start")
 	t := &a.TagClasses
 	for _, tc := range []struct {
 		p          *int64
@@ -85,6 +91,9 @@ func validateAVS(a avs.Config) error {
 		if u, err := url.Parse(v); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 			errs = append(errs, fmt.Errorf("%s=%q: want an http(s) URL", env, v))
 		}
+	}
+	if _, err := avs.ReadMaintenanceExemptions(a.MaintenanceExemptionsFile); err != nil {
+		errs = append(errs, fmt.Errorf("APP_AVS_MAINTENANCE_MODE_DURING_UPGRADE_ALWAYS_DISABLED_GLOBAL_ACCOUNTS_FILE_PATH: %w", err))
 	}
 	if a.OAuthClientID == "" || a.OAuthUsername == "" {
 		errs = append(errs, errors.New("AVS needs APP_AVS_OAUTH_CLIENT_ID and APP_AVS_OAUTH_USERNAME"))

@@ -70,6 +70,8 @@ var stepComponents = map[string]Category{
 	"upgrade_kyma":           CategoryLifecycleManager,
 	"upgrade_cluster":        CategoryInfrastructureManager,
 	"await_upgrade":          CategoryInfrastructureManager,
+	"avs_maintenance_start":  CategoryAVS,
+	"avs_maintenance_end":    CategoryAVS,
 	// deprovisioning
 	"remove_bindings":            CategoryKEB,
 	"soft_delete_btp_services":   CategoryBTPManager,

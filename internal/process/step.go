@@ -232,6 +232,9 @@ type Record struct {
 	// AVS are the AVS evaluations a provisioning created (and its
 	// deprovisioning removed); nil without the AVS integration.
 	AVS *avs.Record `json:"avs,omitempty"`
+	// AVSMaintenance is what a cluster upgrade did to the runtime's AVS
+	// evaluations; nil when it did nothing.
+	AVSMaintenance *avs.Maintenance `json:"avsMaintenance,omitempty"`
 	// ErrorCategory and ErrorReason say, for a failed operation, which
 	// component failed it and why, as a short code.
 	ErrorCategory Category `json:"errorCategory,omitempty"`
