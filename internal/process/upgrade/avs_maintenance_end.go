@@ -68,4 +68,3 @@ func (s *AVSMaintenanceEnd) RestoreAfterFailure(ctx context.Context, op *process
 	}
 	return err
 }
-

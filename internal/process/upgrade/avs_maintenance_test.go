@@ -29,10 +29,10 @@ func (p provisioned) LastOperationOfType(_ context.Context, _ string, _ storage.
 // evaluations, the external one already in maintenance by an operator's
 // hand, and the steps of a cluster upgrade using it.
 type maintenanceFixture struct {
-	sim        *avssim.Server
-	client     *avs.Client
-	start      *upgrade.AVSMaintenanceStart
-	end        *upgrade.AVSMaintenanceEnd
+	sim         *avssim.Server
+	client      *avs.Client
+	start       *upgrade.AVSMaintenanceStart
+	end         *upgrade.AVSMaintenanceEnd
 	in, ex, in2 int64
 }
 
