@@ -22,6 +22,7 @@ import (
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/controlplane"
+	"github.com/kyma-keb/keb/internal/edp"
 	"github.com/kyma-keb/keb/internal/expiry"
 	gardenerpkg "github.com/kyma-keb/keb/internal/gardener"
 	gardenercore "github.com/kyma-keb/keb/internal/gardener/core"
@@ -184,13 +185,17 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 		BTPManagerPoll: ec.BTPMgrPoll,
 		HAP: provisioning.HAP{Rules: rules, MultiAccountGlobalAccounts: ec.HAP.MultiAccountGlobalAccounts,
 			Limit: ec.HAP.MultiAccountLimits.For},
-		AVS: cfg.AVS,
+		AVS: cfg.AVS, EDP: cfg.EDP,
 	}
 	// The optional integrations: a client only where configured, so that
 	// their steps join the pipelines only then.
 	var avsClient *avs.Client
 	if cfg.AVS.Configured() {
 		avsClient = avs.NewClient(cfg.AVS, nil, integrations)
+	}
+	var edpClient *edp.Client
+	if cfg.EDP.Enabled() {
+		edpClient = edp.NewClient(cfg.EDP, nil, integrations)
 	}
 	// One runtime client cache for every pipeline: a runtime's client (and
 	// its connections) is built once, whichever operation reaches it.
@@ -216,6 +221,9 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 	if avsClient != nil {
 		deprov.AVS = avsClient
 	}
+	if edpClient != nil {
+		deprov.EDP, deprov.Subaccounts = edpClient, store
+	}
 	watcher := process.NewWatcher(kcpCfg, scheme, ns, store, queue, log.WithField("component", "watch"))
 	watcher.MaxRun = ec.JobTimeout
 	kymaStates := process.NewKymaStates(store, log.WithField("component", "kyma_states"))
@@ -223,16 +231,21 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 	pipelines := map[storage.OperationType]process.Pipeline{
 		storage.OperationTypeProvision: provisioning.Pipeline(provisioning.Deps{
 			Config: provCfg, Catalog: cat, Store: store, Finisher: store, KCP: kcp, Accounts: accounts, AccountStore: store,
-			Runtimes: runtimes, OverrideSources: sources, VersionPins: pins, Watch: watcher, AVS: avsClient,
+			Runtimes: runtimes, OverrideSources: sources, VersionPins: pins, Watch: watcher, AVS: avsClient, EDP: edpClient,
 		}),
 		storage.OperationTypeDeprovision: deprovisioning.Pipeline(deprov),
-		storage.OperationTypeUpdate: update.Pipeline(update.Deps{
-			Config: update.Config{Namespace: ns, BTPManagerTimeout: ec.BTPMgrTimeout, BTPManagerPoll: ec.BTPMgrPoll,
-				RuntimeTimeout: ec.RuntimeTimeout, RuntimePoll: ec.RuntimePoll, RuntimeGrace: ec.RuntimeGrace,
-				AccountTimeout: ec.AccountTimeout, AccountPoll: accountPoll, Kyma: kymaSettings, HAP: provCfg.HAP},
-			Catalog: cat, KCP: kcp, Accounts: accounts, AccountStore: store, Store: store, Runtimes: runtimes, Watch: watcher,
-		}),
 	}
+	upd := update.Deps{
+		Config: update.Config{Namespace: ns, BTPManagerTimeout: ec.BTPMgrTimeout, BTPManagerPoll: ec.BTPMgrPoll,
+			RuntimeTimeout: ec.RuntimeTimeout, RuntimePoll: ec.RuntimePoll, RuntimeGrace: ec.RuntimeGrace,
+			AccountTimeout: ec.AccountTimeout, AccountPoll: accountPoll, Kyma: kymaSettings, HAP: provCfg.HAP},
+		Catalog: cat, KCP: kcp, Accounts: accounts, AccountStore: store, Store: store, Runtimes: runtimes, Watch: watcher,
+	}
+	if edpClient != nil {
+		// Only then: a nil *edp.Client in the interface would add the step.
+		upd.EDP, upd.EDPRequired = edpClient, cfg.EDP.Required
+	}
+	pipelines[storage.OperationTypeUpdate] = update.Pipeline(upd)
 	upgrades := upgrade.Deps{Config: upgrade.Config{Namespace: ns, RuntimeTimeout: ec.RuntimeTimeout, RuntimePoll: ec.RuntimePoll,
 		RuntimeGrace: ec.RuntimeGrace},
 		Catalog: cat, KCP: kcp, Store: store, Watch: watcher}
@@ -344,3 +357,4 @@ func sharedPlanIDs(cat *catalog.Catalog) []string {
 	}
 	return ids
 }
+

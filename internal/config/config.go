@@ -15,6 +15,7 @@ import (
 
 	"github.com/kyma-keb/keb/internal/avs"
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/edp"
 	"github.com/kyma-keb/keb/internal/guardrails"
 	"github.com/kyma-keb/keb/internal/maintenance"
 )
@@ -115,6 +116,8 @@ type Config struct {
 
 	// AVS is the optional AVS integration (internal/avs).
 	AVS avs.Config
+	// EDP is the optional EDP integration (internal/edp).
+	EDP edp.Config
 }
 
 // HTTP bounds what one client can take from the HTTP server, so that hostile
@@ -522,6 +525,7 @@ func (c *Config) bindHTTP(b *Binder) {
 // BindEngine binds the settings of the engine that drives operations.
 func (c *Config) BindEngine(b *Binder) {
 	c.BindAVS(b)
+	c.BindEDP(b)
 	d := Defaults.Engine
 	e := &c.Engine
 	b.Int(&e.Workers, "workers", "APP_WORKERS", d.Workers,
@@ -707,6 +711,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := validateAVS(c.AVS); err != nil {
+		errs = append(errs, err)
+	}
+	if err := validateEDP(c.EDP); err != nil {
 		errs = append(errs, err)
 	}
 	if c.ReadinessInterval <= 0 {

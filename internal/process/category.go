@@ -24,6 +24,8 @@ const (
 	CategoryK8sClient             Category = "k8s client - keb"
 	// CategoryAVS is SAP's Availability Service (internal/avs).
 	CategoryAVS Category = "avs"
+	// CategoryEDP is the Event Data Platform (internal/edp).
+	CategoryEDP Category = "edp"
 )
 
 // Error reasons: short codes of why an operation failed or a step was
@@ -56,6 +58,7 @@ var stepComponents = map[string]Category{
 	"check_kyma":                 CategoryLifecycleManager,
 	"avs_internal_evaluation":    CategoryAVS,
 	"avs_external_evaluation":    CategoryAVS,
+	"edp_registration":           CategoryEDP,
 	// update
 	"update_initialization":          CategoryKEB,
 	"update_hyperscaler_account":     CategoryAccountPool,
@@ -64,6 +67,7 @@ var stepComponents = map[string]Category{
 	"update_kyma":                    CategoryLifecycleManager,
 	"update_btp_manager_credentials": CategoryBTPManager,
 	"relabel_global_account":         CategoryK8sClient,
+	"edp_update":                     CategoryEDP,
 	// upgrades
 	"upgrade_initialisation": CategoryKEB,
 	"upgrade_overrides":      CategoryKEB,
@@ -80,6 +84,7 @@ var stepComponents = map[string]Category{
 	"release_hyperscaler_secret": CategoryAccountPool,
 	"archive":                    CategoryDB,
 	"remove_avs_evaluations":     CategoryAVS,
+	"edp_deregistration":         CategoryEDP,
 }
 
 // StepComponent is the component a step depends on; keb for a step the

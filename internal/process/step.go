@@ -13,6 +13,7 @@ import (
 
 	"github.com/kyma-keb/keb/internal/avs"
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/edp"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/storage"
 )
@@ -235,6 +236,9 @@ type Record struct {
 	// AVSMaintenance is what a cluster upgrade did to the runtime's AVS
 	// evaluations; nil when it did nothing.
 	AVSMaintenance *avs.Maintenance `json:"avsMaintenance,omitempty"`
+	// EDP is the subaccount's EDP registration a provisioning did; nil
+	// without the EDP integration.
+	EDP *edp.Record `json:"edp,omitempty"`
 	// ErrorCategory and ErrorReason say, for a failed operation, which
 	// component failed it and why, as a short code.
 	ErrorCategory Category `json:"errorCategory,omitempty"`

@@ -60,6 +60,10 @@ type Deps struct {
 	// AVS removes the runtimes' AVS evaluations; nil: AVS is not
 	// configured and the pipeline has no such step.
 	AVS avsRemover
+	// EDP removes the subaccounts' EDP data tenants, and Subaccounts finds
+	// a subaccount's other instances; EDP nil: no such step.
+	EDP         edpDeregistrar
+	Subaccounts subaccountInstances
 }
 
 // Pipeline returns the deprovisioning pipeline.
@@ -73,6 +77,9 @@ func Pipeline(d Deps) process.Pipeline {
 		// Before the runtime goes, as upstream: its monitors must not
 		// alert on a cluster being deleted.
 		steps = append(steps, &RemoveAVSEvaluations{AVS: d.AVS})
+	}
+	if d.EDP != nil {
+		steps = append(steps, &EDPDeregistration{EDP: d.EDP, Instances: d.Subaccounts})
 	}
 	steps = append(steps,
 		&DeleteKyma{KCP: d.KCP, Config: d.Config},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kyma-keb/keb/internal/avs"
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/edp"
 	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/maintenance"
@@ -44,6 +45,8 @@ type Config struct {
 	// AVS is the AVS integration's settings; it adds its steps only when
 	// it provisions (avs.Config.Provisions).
 	AVS avs.Config
+	// EDP is the EDP integration's settings; it adds its step when enabled.
+	EDP edp.Config
 }
 
 // Deps are the parts the steps use.
@@ -65,6 +68,8 @@ type Deps struct {
 	Watch process.SeenReader
 	// AVS creates the runtimes' AVS evaluations when Config.AVS provisions.
 	AVS avsCreator
+	// EDP registers the runtimes' subaccounts when Config.EDP is enabled.
+	EDP edpRegistrar
 }
 
 // Pipeline returns the provisioning pipeline.
@@ -81,6 +86,15 @@ func Pipeline(d Deps) process.Pipeline {
 		// Before the cluster is requested, as upstream: a runtime is
 		// monitored from its start.
 		steps = append(steps, &AVSInternalEvaluation{AVS: d.AVS, Config: d.Config.AVS, ShootDomain: d.Config.Kyma.ShootDomain})
+	}
+	if e := d.Config.EDP; e.Enabled() {
+		// After AVS, before the cluster, as upstream.
+		reg := EDPRegistration{EDP: d.EDP, Environment: e.Environment}
+		if e.Required {
+			steps = append(steps, &reg)
+		} else {
+			steps = append(steps, &OptionalEDPRegistration{reg})
+		}
 	}
 	steps = append(steps,
 		// The components first: the overrides Secret carries them.
