@@ -357,4 +357,3 @@ func sharedPlanIDs(cat *catalog.Catalog) []string {
 	}
 	return ids
 }
-

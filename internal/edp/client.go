@@ -52,7 +52,9 @@ type Error struct {
 	Body   string
 }
 
-func (e *Error) Error() string { return fmt.Sprintf("EDP %s: HTTP %d: %.200s", e.Call, e.Status, e.Body) }
+func (e *Error) Error() string {
+	return fmt.Sprintf("EDP %s: HTTP %d: %.200s", e.Call, e.Status, e.Body)
+}
 
 // Temporary reports whether err may heal by retrying: no answer (or no
 // token), 408, or ≥ 500.
