@@ -67,8 +67,9 @@ type Options struct {
 	// injects (infrasim.ParseFaults); nil: none.
 	RuntimeFaults func(rt *infrastructuremanager.Runtime) *infrasim.Fault
 	// NoAVS leaves the AVS stand-in out (it is also out when APP_AVS_API_ENDPOINT
-	// names a real AVS).
-	NoAVS bool
+	// names a real AVS); NoEDP the EDP stand-in (also out when
+	// APP_EDP_ADMIN_URL names a real EDP).
+	NoAVS, NoEDP bool
 	// AccountCleanupDelay is how long a released (dirty) dev account stays
 	// dirty before the simulated account cleaner hands it back to the pool
 	// (infrasim.AccountCleaner); 0: never, as on a landscape without its
@@ -239,6 +240,14 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 		defer stopAVS()
 		log.WithField("url", cfg.AVS.APIEndpoint).Info("AVS stand-in started")
 	}
+	if !opts.NoEDP && cfg.EDP.AdminURL == "" {
+		stopEDP, err := startEDP(&cfg, cfg.Host)
+		if err != nil {
+			return err
+		}
+		defer stopEDP()
+		log.WithField("url", cfg.EDP.AdminURL).Info("EDP stand-in started")
+	}
 	a, err := app.New(ctx, cfg, log, &app.DevOptions{
 		PublicKeys: []crypto.PublicKey{devKey.Public()},
 		TokenIssue: auth.DevTokenHandler(devKey, devClient, Issuer, Audience),
@@ -251,7 +260,7 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 	removeEndpoints, err := writeEndpoints(opts.Dir, Endpoints{BrokerURL: "http://" + ln.Addr().String(),
 		DatabaseURL: cfg.DatabaseURL, KCPKubeconfig: kcp.kubeconfig, CISEventsURL: cfg.Cleanup.CISEventsURL,
 		CISAuthURL: cfg.Cleanup.CISAuthURL, CISClientID: cfg.Cleanup.CISClientID, CISClientSecret: cfg.Cleanup.CISClientSecret,
-		CISVersion: cfg.Cleanup.CISVersion, AVSAPIEndpoint: cfg.AVS.APIEndpoint})
+		CISVersion: cfg.Cleanup.CISVersion, AVSAPIEndpoint: cfg.AVS.APIEndpoint, EDPAdminURL: cfg.EDP.AdminURL})
 	if err != nil {
 		return err
 	}

@@ -37,6 +37,8 @@ type Endpoints struct {
 	CISVersion      string `json:"cis_client_version"`
 	// AVSAPIEndpoint is the AVS stand-in's evaluation API ("" without one).
 	AVSAPIEndpoint string `json:"avs_api_endpoint,omitempty"`
+	// EDPAdminURL is the EDP stand-in's admin API ("" without one).
+	EDPAdminURL string `json:"edp_admin_url,omitempty"`
 }
 
 // LoadEndpoints reads the endpoints of the `keb dev` running in dir.

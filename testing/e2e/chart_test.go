@@ -152,9 +152,9 @@ var everything = []string{"serviceMonitor.enabled=true", "prometheusRule.enabled
 	"cis.secretName=cis-credentials", "hap.rule={azure,aws,gcp,azure_lite,trial}"}
 
 // secretOnly are settings the chart sets from Secrets in another form: the
-// CIS credentials as files (APP_CIS_CLIENT_*_FILE); their plain forms, and
-// the AVS password, can come from envFromSecrets.
-var secretOnly = []string{"APP_CIS_CLIENT_ID", "APP_CIS_CLIENT_SECRET", "APP_AVS_OAUTH_PASSWORD"}
+// CIS credentials as files (APP_CIS_CLIENT_*_FILE); their plain forms, the
+// AVS password and the EDP secret can come from envFromSecrets.
+var secretOnly = []string{"APP_CIS_CLIENT_ID", "APP_CIS_CLIENT_SECRET", "APP_AVS_OAUTH_PASSWORD", "APP_EDP_SECRET"}
 
 func TestHelmChart(t *testing.T) {
 	out, err := exec.Command(helmBin(t), "lint", "--strict", chartDir(t)).CombinedOutput()
