@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kyma-keb/keb/internal/avs"
+	"github.com/kyma-keb/keb/internal/edp"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/storage"
 )
@@ -77,6 +78,7 @@ type record struct {
 	StepRuns      map[string]int         `json:"stepRuns"`
 	History       []process.HistoryEntry `json:"history"`
 	AVS           *avs.Record            `json:"avs"`
+	EDP           *edp.Record            `json:"edp"`
 }
 
 // outside says what a done step created or removed outside keb's control
@@ -91,6 +93,10 @@ func outside(rec record, step string) string {
 		}
 		if c := rec.AVS.Of(kind); c != nil {
 			return fmt.Sprintf("AVS evaluation %d (parent %d)", c.ID, c.Parent)
+		}
+	case "edp_registration":
+		if rec.EDP != nil && rec.EDP.Created {
+			return fmt.Sprintf("EDP data tenant %s (%s)", rec.EDP.Tenant, rec.EDP.Environment)
 		}
 	case "remove_avs_evaluations":
 		var ids []string

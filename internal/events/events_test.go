@@ -100,6 +100,10 @@ func TestAVSEvaluationsInEvents(t *testing.T) {
 	if e := got[2]; e.Kind != StepDone || e.Message != "step avs_internal_evaluation done: AVS evaluation 1001 (parent 40)" {
 		t.Errorf("avs_internal_evaluation's end: %+v", e)
 	}
+	reg := `{"stepStartedAt":{"edp_registration":"2026-11-26T10:00:01Z"},"edp":{"tenant":"sa-1","environment":"dev","created":true}}`
+	if e := FromOperation(op("p2", storage.OperationSucceeded, "", []string{"edp_registration"}, reg, 0, 20))[2]; e.Message != "step edp_registration done: EDP data tenant sa-1 (dev)" {
+		t.Errorf("edp_registration's end: %+v", e)
+	}
 	if e := got[4]; e.Kind != StepDone || e.Message != "step create_runtime done" || e.Reason != "" {
 		t.Errorf("create_runtime's end: %+v", e)
 	}
