@@ -22,21 +22,16 @@
 package avssim
 
 import (
-	"bytes"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 	"unicode/utf8"
 
 	"github.com/kyma-keb/keb/internal/avs"
+	"github.com/kyma-keb/keb/internal/standin"
 )
 
 // Paths of the stand-in, relative to its mount point.
@@ -45,13 +40,8 @@ const (
 	APIPath   = "/api/v2/evaluationmetadata"
 )
 
-// Bounds of what it keeps.
-const (
-	MaxEvaluations = 100000
-	MaxTokens      = 10000
-	MaxRequests    = 10000
-	tokenTTL       = time.Hour
-)
+// MaxEvaluations bounds what it keeps (tokens and requests: standin).
+const MaxEvaluations = 100000
 
 // Options are the credentials it accepts and the parent evaluations that
 // exist before keb creates any.
@@ -70,27 +60,18 @@ type Evaluation struct {
 	Children []int64
 }
 
-// Request is one API request it served: method, path and body.
-type Request struct {
-	Method, Path string
-	Body         string
-}
-
-// Server is the stand-in's state.
+// Server is the stand-in's state; the core's lock guards it.
 type Server struct {
+	*standin.Core
 	opts Options
 
-	mu          sync.Mutex
 	evaluations map[int64]*Evaluation
 	nextID      int64
-	tokens      map[string]time.Time
-	faults      []int
-	requests    []Request
 }
 
 // New returns a stand-in with opts.
 func New(opts Options) *Server {
-	s := &Server{opts: opts, evaluations: map[int64]*Evaluation{}, tokens: map[string]time.Time{}, nextID: 1000}
+	s := &Server{Core: standin.NewCore(), opts: opts, evaluations: map[int64]*Evaluation{}, nextID: 1000}
 	for _, p := range opts.Parents {
 		s.evaluations[p] = &Evaluation{ID: p, Status: avs.StatusActive,
 			CreateRequest: avs.CreateRequest{Name: "parent-" + strconv.FormatInt(p, 10), DefinitionType: "BASIC"}}
@@ -98,26 +79,10 @@ func New(opts Options) *Server {
 	return s
 }
 
-// FailNext makes the next n API requests (not token requests) answer status.
-func (s *Server) FailNext(n, status int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for range n {
-		s.faults = append(s.faults, status)
-	}
-}
-
-// Requests are the API requests served so far, oldest first.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.requests)
-}
-
 // Evaluations are the evaluations that exist, parents included.
 func (s *Server) Evaluations() map[int64]Evaluation {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Lock()
+	defer s.Unlock()
 	out := make(map[int64]Evaluation, len(s.evaluations))
 	for id, e := range s.evaluations {
 		c := *e
@@ -131,12 +96,12 @@ func (s *Server) Evaluations() map[int64]Evaluation {
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+TokenPath, s.token)
-	mux.HandleFunc("POST "+APIPath, s.api(s.create))
-	mux.HandleFunc("GET "+APIPath+"/{id}", s.api(s.get))
-	mux.HandleFunc("POST "+APIPath+"/{id}/tag", s.api(s.tag))
-	mux.HandleFunc("PUT "+APIPath+"/{id}/lifecycle", s.api(s.lifecycle))
-	mux.HandleFunc("DELETE "+APIPath+"/{parent}/child/{id}", s.api(s.detach))
-	mux.HandleFunc("DELETE "+APIPath+"/{id}", s.api(s.remove))
+	mux.HandleFunc("POST "+APIPath, s.API(writeError, s.create))
+	mux.HandleFunc("GET "+APIPath+"/{id}", s.API(writeError, s.get))
+	mux.HandleFunc("POST "+APIPath+"/{id}/tag", s.API(writeError, s.tag))
+	mux.HandleFunc("PUT "+APIPath+"/{id}/lifecycle", s.API(writeError, s.lifecycle))
+	mux.HandleFunc("DELETE "+APIPath+"/{parent}/child/{id}", s.API(writeError, s.detach))
+	mux.HandleFunc("DELETE "+APIPath+"/{id}", s.API(writeError, s.remove))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s %.200s", r.Method, r.URL.Path))
 	})
@@ -144,8 +109,10 @@ func (s *Server) Handler() http.Handler {
 }
 
 func (s *Server) token(w http.ResponseWriter, r *http.Request) {
+	// HTTP Basic carries both form-encoded (RFC 6749 2.3.1).
 	id, secret, ok := r.BasicAuth()
-	if !ok || id != s.opts.ClientID || secret != "" {
+	id, err1 := url.QueryUnescape(id)
+	if !ok || err1 != nil || id != s.opts.ClientID || secret != "" {
 		writeError(w, http.StatusUnauthorized, "client authentication failed: the client ID in HTTP Basic, with an empty secret")
 		return
 	}
@@ -166,77 +133,17 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_grant: bad user credentials")
 		return
 	}
-	raw := make([]byte, 16)
-	_, _ = rand.Read(raw)
-	tok := hex.EncodeToString(raw)
-	s.mu.Lock()
-	now := time.Now()
-	for t, exp := range s.tokens {
-		if now.After(exp) {
-			delete(s.tokens, t)
-		}
-	}
-	if len(s.tokens) >= MaxTokens {
-		s.mu.Unlock()
+	tok, ok := s.IssueToken()
+	if !ok {
 		writeError(w, http.StatusTooManyRequests, "too many tokens")
 		return
 	}
-	s.tokens[tok] = now.Add(tokenTTL)
-	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"access_token": tok, "token_type": "bearer", "expires_in": int(tokenTTL.Seconds())})
-}
-
-// api checks the token, records the request and applies a fault, then runs h
-// under the lock.
-func (s *Server) api(h func(w http.ResponseWriter, r *http.Request, body []byte)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<16))
-		if err != nil {
-			writeError(w, http.StatusRequestEntityTooLarge, "body too large")
-			return
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if exp, known := s.tokens[tok]; !ok || !known || time.Now().After(exp) {
-			writeError(w, http.StatusUnauthorized, "missing or unknown bearer token")
-			return
-		}
-		if len(s.requests) >= MaxRequests {
-			s.requests = slices.Delete(s.requests, 0, len(s.requests)/2)
-		}
-		s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Body: string(body)})
-		if len(s.faults) > 0 {
-			status := s.faults[0]
-			s.faults = s.faults[1:]
-			writeError(w, status, "injected failure")
-			return
-		}
-		if len(body) > 0 && r.Header.Get("Content-Type") != "application/json" {
-			writeError(w, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
-			return
-		}
-		h(w, r, body)
-	}
-}
-
-// decodeStrict decodes body into v, refusing unknown fields, trailing data
-// and a type mismatch (a numeric threshold).
-func decodeStrict(body []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return fmt.Errorf("trailing data")
-	}
-	return nil
+	standin.WriteToken(w, tok)
 }
 
 func (s *Server) create(w http.ResponseWriter, _ *http.Request, body []byte) {
 	var req avs.CreateRequest
-	if err := decodeStrict(body, &req); err != nil {
+	if err := standin.DecodeStrict(body, &req); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid evaluation: "+err.Error())
 		return
 	}
@@ -257,7 +164,7 @@ func (s *Server) create(w http.ResponseWriter, _ *http.Request, body []byte) {
 	ev := &Evaluation{CreateRequest: req, ID: s.nextID, Status: avs.StatusActive}
 	s.evaluations[ev.ID] = ev
 	parent.Children = append(parent.Children, ev.ID)
-	writeJSON(w, http.StatusOK, view(ev))
+	standin.WriteJSON(w, http.StatusOK, view(ev))
 }
 
 // invalid says what AVS refuses in a creation, "" when nothing.
@@ -306,7 +213,7 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request, key string) (*Ev
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request, _ []byte) {
 	if ev, ok := s.lookup(w, r, "id"); ok {
-		writeJSON(w, http.StatusOK, view(ev))
+		standin.WriteJSON(w, http.StatusOK, view(ev))
 	}
 }
 
@@ -316,12 +223,12 @@ func (s *Server) tag(w http.ResponseWriter, r *http.Request, body []byte) {
 		return
 	}
 	var t avs.Tag
-	if err := decodeStrict(body, &t); err != nil {
+	if err := standin.DecodeStrict(body, &t); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid tag: "+err.Error())
 		return
 	}
 	ev.Tags = append(ev.Tags, t)
-	writeJSON(w, http.StatusOK, view(ev))
+	standin.WriteJSON(w, http.StatusOK, view(ev))
 }
 
 func (s *Server) lifecycle(w http.ResponseWriter, r *http.Request, body []byte) {
@@ -330,12 +237,12 @@ func (s *Server) lifecycle(w http.ResponseWriter, r *http.Request, body []byte) 
 		return
 	}
 	var st avs.Status
-	if err := decodeStrict(body, &st); err != nil || !st.Valid() {
+	if err := standin.DecodeStrict(body, &st); err != nil || !st.Valid() {
 		writeError(w, http.StatusBadRequest, "the body is one of \"ACTIVE\", \"MAINTENANCE\", \"INACTIVE\", \"RETIRED\", \"DELETED\"")
 		return
 	}
 	ev.Status = st
-	writeJSON(w, http.StatusOK, view(ev))
+	standin.WriteJSON(w, http.StatusOK, view(ev))
 }
 
 func (s *Server) detach(w http.ResponseWriter, r *http.Request, _ []byte) {
@@ -346,7 +253,7 @@ func (s *Server) detach(w http.ResponseWriter, r *http.Request, _ []byte) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	i := slices.Index(parent.Children, id)
 	if err != nil || i < 0 {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"statusCode": 400, "status": "BAD_REQUEST",
+		standin.WriteJSON(w, http.StatusBadRequest, map[string]any{"statusCode": 400, "status": "BAD_REQUEST",
 			"message": fmt.Sprintf("Evaluation %d does not contain subevaluation %s", parent.ID, r.PathValue("id"))})
 		return
 	}
@@ -371,12 +278,6 @@ func view(ev *Evaluation) map[string]any {
 		"parent_id": ev.ParentID, "group_id": ev.GroupID, "tester_access_id": ev.TesterAccessID}
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
 func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, map[string]any{"statusCode": status, "status": http.StatusText(status), "message": msg})
+	standin.WriteJSON(w, status, map[string]any{"statusCode": status, "status": http.StatusText(status), "message": msg})
 }

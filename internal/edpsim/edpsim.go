@@ -20,72 +20,39 @@
 package edpsim
 
 import (
-	"bytes"
-	"crypto/rand"
 	"encoding/base64"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
-	"sync"
-	"time"
+
+	"github.com/kyma-keb/keb/internal/standin"
 )
 
 // TokenPath is the token endpoint, relative to the mount point.
 const TokenPath = "/oauth2/token"
 
-// Bounds of what it keeps.
-const (
-	MaxTenants  = 100000
-	MaxTokens   = 10000
-	MaxRequests = 10000
-	tokenTTL    = time.Hour
-)
+// MaxTenants bounds what it keeps (tokens and requests: standin).
+const MaxTenants = 100000
 
-// Request is one API request it served.
-type Request struct {
-	Method, Path, Body string
-}
-
-// Server is the stand-in's state.
+// Server is the stand-in's state; the core's lock guards it.
 type Server struct {
+	*standin.Core
 	namespace, secret string
 
-	mu       sync.Mutex
-	tenants  map[string]map[string]string // "<name>/<env>" → metadata
-	tokens   map[string]time.Time
-	faults   []int
-	requests []Request
+	tenants map[string]map[string]string // "<name>/<env>" → metadata
 }
 
 // New returns a stand-in of namespace, whose client secret is secret.
 func New(namespace, secret string) *Server {
-	return &Server{namespace: namespace, secret: secret, tenants: map[string]map[string]string{}, tokens: map[string]time.Time{}}
-}
-
-// FailNext makes the next n API requests answer status.
-func (s *Server) FailNext(n, status int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for range n {
-		s.faults = append(s.faults, status)
-	}
-}
-
-// Requests are the API requests served so far.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.requests)
+	return &Server{Core: standin.NewCore(), namespace: namespace, secret: secret, tenants: map[string]map[string]string{}}
 }
 
 // Tenants are the data tenants ("<name>/<env>") and their metadata.
 func (s *Server) Tenants() map[string]map[string]string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.Lock()
+	defer s.Unlock()
 	out := map[string]map[string]string{}
 	for k, md := range s.tenants {
 		c := map[string]string{}
@@ -120,11 +87,17 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "unreadable form")
 		return
 	}
+	// HTTP Basic carries both form-encoded (RFC 6749 2.3.1); or the form.
 	id, secret, ok := r.BasicAuth()
-	if !ok {
-		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
+	if ok {
+		var err1, err2 error
+		id, err1 = url.QueryUnescape(id)
+		secret, err2 = url.QueryUnescape(secret)
+		ok = err1 == nil && err2 == nil
+	} else {
+		id, secret, ok = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret"), true
 	}
-	if id != "edp-namespace;"+s.namespace || secret != s.secret {
+	if !ok || id != "edp-namespace;"+s.namespace || secret != s.secret {
 		writeError(w, http.StatusUnauthorized, "invalid_client")
 		return
 	}
@@ -137,78 +110,28 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_scope: edp-namespace.read edp-namespace.update")
 		return
 	}
-	raw := make([]byte, 16)
-	_, _ = rand.Read(raw)
-	tok := hex.EncodeToString(raw)
-	s.mu.Lock()
-	now := time.Now()
-	for t, exp := range s.tokens {
-		if now.After(exp) {
-			delete(s.tokens, t)
-		}
-	}
-	if len(s.tokens) >= MaxTokens {
-		s.mu.Unlock()
+	tok, ok := s.IssueToken()
+	if !ok {
 		writeError(w, http.StatusTooManyRequests, "too many tokens")
 		return
 	}
-	s.tokens[tok] = now.Add(tokenTTL)
-	s.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"access_token": tok, "token_type": "bearer", "expires_in": int(tokenTTL.Seconds())})
+	standin.WriteToken(w, tok)
 }
 
+// api is standin's API wrapper that also holds a token to its namespace.
 func (s *Server) api(h func(w http.ResponseWriter, r *http.Request, body []byte)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<16))
-		if err != nil {
-			writeError(w, http.StatusRequestEntityTooLarge, "body too large")
-			return
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if exp, known := s.tokens[tok]; !ok || !known || time.Now().After(exp) {
-			writeError(w, http.StatusUnauthorized, "missing or unknown bearer token")
-			return
-		}
-		if len(s.requests) >= MaxRequests {
-			s.requests = slices.Delete(s.requests, 0, len(s.requests)/2)
-		}
-		s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Body: string(body)})
-		if len(s.faults) > 0 {
-			status := s.faults[0]
-			s.faults = s.faults[1:]
-			writeError(w, status, "injected failure")
-			return
-		}
+	return s.API(writeError, func(w http.ResponseWriter, r *http.Request, body []byte) {
 		if r.PathValue("ns") != s.namespace {
 			writeError(w, http.StatusForbidden, "the token is not for namespace "+r.PathValue("ns"))
 			return
 		}
-		if len(body) > 0 && r.Header.Get("Content-Type") != "application/json" {
-			writeError(w, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
-			return
-		}
 		h(w, r, body)
-	}
-}
-
-func decodeStrict(body []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return fmt.Errorf("trailing data")
-	}
-	return nil
+	})
 }
 
 func (s *Server) createTenant(w http.ResponseWriter, _ *http.Request, body []byte) {
 	var t struct{ Name, Environment, Secret string }
-	if err := decodeStrict(body, &t); err != nil || t.Name == "" || t.Environment == "" {
+	if err := standin.DecodeStrict(body, &t); err != nil || t.Name == "" || t.Environment == "" {
 		writeError(w, http.StatusBadRequest, "a data tenant is {\"name\",\"environment\",\"secret\"}")
 		return
 	}
@@ -269,8 +192,7 @@ func (s *Server) listMetadata(w http.ResponseWriter, r *http.Request, _ []byte) 
 		ref.Namespace.Name = s.namespace
 		out = append(out, map[string]any{"dataTenant": ref, "key": k, "value": md[k]})
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(out)
+	standin.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) createMetadata(w http.ResponseWriter, r *http.Request, body []byte) {
@@ -279,7 +201,7 @@ func (s *Server) createMetadata(w http.ResponseWriter, r *http.Request, body []b
 		return
 	}
 	var item struct{ Key, Value string }
-	if err := decodeStrict(body, &item); err != nil || item.Key == "" {
+	if err := standin.DecodeStrict(body, &item); err != nil || item.Key == "" {
 		writeError(w, http.StatusBadRequest, "a metadata entry is {\"key\",\"value\"}")
 		return
 	}
@@ -297,7 +219,7 @@ func (s *Server) updateMetadata(w http.ResponseWriter, r *http.Request, body []b
 		return
 	}
 	var v struct{ Value string }
-	if err := decodeStrict(body, &v); err != nil {
+	if err := standin.DecodeStrict(body, &v); err != nil {
 		writeError(w, http.StatusBadRequest, "a metadata change is {\"value\"}")
 		return
 	}
@@ -323,7 +245,5 @@ func (s *Server) deleteMetadata(w http.ResponseWriter, r *http.Request, _ []byte
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"status": status, "message": msg})
+	standin.WriteJSON(w, status, map[string]any{"status": status, "message": msg})
 }
