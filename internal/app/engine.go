@@ -22,6 +22,7 @@ import (
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/controlplane"
+	"github.com/kyma-keb/keb/internal/director"
 	"github.com/kyma-keb/keb/internal/edp"
 	"github.com/kyma-keb/keb/internal/expiry"
 	gardenerpkg "github.com/kyma-keb/keb/internal/gardener"
@@ -228,11 +229,15 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 	watcher.MaxRun = ec.JobTimeout
 	kymaStates := process.NewKymaStates(store, log.WithField("component", "kyma_states"))
 	watcher.Kyma, watcher.WakeOnKyma = kymaStates, ec.AwaitKymaReady
+	prov := provisioning.Deps{
+		Config: provCfg, Catalog: cat, Store: store, Finisher: store, KCP: kcp, Accounts: accounts, AccountStore: store,
+		Runtimes: runtimes, OverrideSources: sources, VersionPins: pins, Watch: watcher, AVS: avsClient, EDP: edpClient,
+	}
+	if cfg.Director.Configured() {
+		prov.Director = director.NewClient(cfg.Director, nil, integrations)
+	}
 	pipelines := map[storage.OperationType]process.Pipeline{
-		storage.OperationTypeProvision: provisioning.Pipeline(provisioning.Deps{
-			Config: provCfg, Catalog: cat, Store: store, Finisher: store, KCP: kcp, Accounts: accounts, AccountStore: store,
-			Runtimes: runtimes, OverrideSources: sources, VersionPins: pins, Watch: watcher, AVS: avsClient, EDP: edpClient,
-		}),
+		storage.OperationTypeProvision:   provisioning.Pipeline(prov),
 		storage.OperationTypeDeprovision: deprovisioning.Pipeline(deprov),
 	}
 	upd := update.Deps{

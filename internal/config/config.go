@@ -15,6 +15,7 @@ import (
 
 	"github.com/kyma-keb/keb/internal/avs"
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/director"
 	"github.com/kyma-keb/keb/internal/edp"
 	"github.com/kyma-keb/keb/internal/guardrails"
 	"github.com/kyma-keb/keb/internal/maintenance"
@@ -118,6 +119,8 @@ type Config struct {
 	AVS avs.Config
 	// EDP is the optional EDP integration (internal/edp).
 	EDP edp.Config
+	// Director is the optional Director integration (internal/director).
+	Director director.Config
 }
 
 // HTTP bounds what one client can take from the HTTP server, so that hostile
@@ -526,6 +529,7 @@ func (c *Config) bindHTTP(b *Binder) {
 func (c *Config) BindEngine(b *Binder) {
 	c.BindAVS(b)
 	c.BindEDP(b)
+	c.BindDirector(b)
 	d := Defaults.Engine
 	e := &c.Engine
 	b.Int(&e.Workers, "workers", "APP_WORKERS", d.Workers,
@@ -714,6 +718,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := validateEDP(c.EDP); err != nil {
+		errs = append(errs, err)
+	}
+	if err := validateDirector(c.Director); err != nil {
 		errs = append(errs, err)
 	}
 	if c.ReadinessInterval <= 0 {

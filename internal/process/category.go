@@ -26,6 +26,8 @@ const (
 	CategoryAVS Category = "avs"
 	// CategoryEDP is the Event Data Platform (internal/edp).
 	CategoryEDP Category = "edp"
+	// CategoryDirector is Compass's Director (internal/director).
+	CategoryDirector Category = "director"
 )
 
 // Error reasons: short codes of why an operation failed or a step was
@@ -59,6 +61,7 @@ var stepComponents = map[string]Category{
 	"avs_internal_evaluation":    CategoryAVS,
 	"avs_external_evaluation":    CategoryAVS,
 	"edp_registration":           CategoryEDP,
+	"check_dashboard_url":        CategoryDirector,
 	// update
 	"update_initialization":          CategoryKEB,
 	"update_hyperscaler_account":     CategoryAccountPool,

@@ -70,6 +70,8 @@ type Deps struct {
 	AVS avsCreator
 	// EDP registers the runtimes' subaccounts when Config.EDP is enabled.
 	EDP edpRegistrar
+	// Director confirms each runtime's dashboard URL; nil: no such step.
+	Director consoleURLReader
 }
 
 // Pipeline returns the provisioning pipeline.
@@ -102,6 +104,12 @@ func Pipeline(d Deps) process.Pipeline {
 		&Overrides{Catalog: d.Catalog, KCP: d.KCP, Sources: d.OverrideSources, Config: d.Config},
 		&CreateRuntime{KCP: d.KCP, Catalog: d.Catalog, Config: d.Config},
 		&CheckRuntime{KCP: d.KCP, Watch: d.Watch, Config: d.Config},
+	)
+	if d.Director != nil {
+		// Once the cluster is ready, as upstream's check_runtime stage.
+		steps = append(steps, &CheckDashboardURL{Director: d.Director, ShootDomain: d.Config.Kyma.ShootDomain})
+	}
+	steps = append(steps,
 		&ApplyKyma{KCP: d.KCP, Catalog: d.Catalog, Config: d.Config},
 		&InjectBTPManager{Runtimes: d.Runtimes, Config: d.Config},
 		&CheckKyma{KCP: d.KCP, Watch: d.Watch, Config: d.Config},
