@@ -70,6 +70,9 @@ type Options struct {
 	// names a real AVS); NoEDP the EDP stand-in (also out when
 	// APP_EDP_ADMIN_URL names a real EDP).
 	NoAVS, NoEDP bool
+	// NoDirector leaves the Director stand-in out (also out when
+	// APP_DIRECTOR_URL names a real Director).
+	NoDirector bool
 	// AccountCleanupDelay is how long a released (dirty) dev account stays
 	// dirty before the simulated account cleaner hands it back to the pool
 	// (infrasim.AccountCleaner); 0: never, as on a landscape without its
@@ -248,6 +251,14 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 		defer stopEDP()
 		log.WithField("url", cfg.EDP.AdminURL).Info("EDP stand-in started")
 	}
+	if !opts.NoDirector && !cfg.Director.Configured() {
+		stopDirector, err := startDirector(&cfg, cfg.Host, kc)
+		if err != nil {
+			return err
+		}
+		defer stopDirector()
+		log.WithField("url", cfg.Director.URL).Info("Director stand-in started")
+	}
 	a, err := app.New(ctx, cfg, log, &app.DevOptions{
 		PublicKeys: []crypto.PublicKey{devKey.Public()},
 		TokenIssue: auth.DevTokenHandler(devKey, devClient, Issuer, Audience),
@@ -260,7 +271,7 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 	removeEndpoints, err := writeEndpoints(opts.Dir, Endpoints{BrokerURL: "http://" + ln.Addr().String(),
 		DatabaseURL: cfg.DatabaseURL, KCPKubeconfig: kcp.kubeconfig, CISEventsURL: cfg.Cleanup.CISEventsURL,
 		CISAuthURL: cfg.Cleanup.CISAuthURL, CISClientID: cfg.Cleanup.CISClientID, CISClientSecret: cfg.Cleanup.CISClientSecret,
-		CISVersion: cfg.Cleanup.CISVersion, AVSAPIEndpoint: cfg.AVS.APIEndpoint, EDPAdminURL: cfg.EDP.AdminURL})
+		CISVersion: cfg.Cleanup.CISVersion, AVSAPIEndpoint: cfg.AVS.APIEndpoint, EDPAdminURL: cfg.EDP.AdminURL, DirectorURL: cfg.Director.URL})
 	if err != nil {
 		return err
 	}

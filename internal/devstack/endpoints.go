@@ -39,6 +39,8 @@ type Endpoints struct {
 	AVSAPIEndpoint string `json:"avs_api_endpoint,omitempty"`
 	// EDPAdminURL is the EDP stand-in's admin API ("" without one).
 	EDPAdminURL string `json:"edp_admin_url,omitempty"`
+	// DirectorURL is the Director stand-in's GraphQL URL ("" without one).
+	DirectorURL string `json:"director_url,omitempty"`
 }
 
 // LoadEndpoints reads the endpoints of the `keb dev` running in dir.
