@@ -12,29 +12,23 @@ import (
 	"strconv"
 	"strings"
 	"time"
-)
 
-// Calls observes each call to an integration's API, for metrics
-// (metrics.Integrations).
-type Calls interface {
-	// Observe records one call: its name, the HTTP status (0: no answer)
-	// and whether it failed, and how long it took.
-	Observe(integration, call string, status int, failed bool, took time.Duration)
-}
+	"github.com/kyma-keb/keb/internal/integration"
+)
 
 // Client calls the AVS evaluation API.
 type Client struct {
 	cfg   Config
 	http  *http.Client
-	calls Calls
+	calls integration.Calls
 }
 
 // NewClient returns a client of the API cfg names; calls may be nil.
-func NewClient(cfg Config, httpClient *http.Client, calls Calls) *Client {
+func NewClient(cfg Config, httpClient *http.Client, calls integration.Calls) *Client {
 	if httpClient == nil {
 		// Upstream set no timeout; a bound keeps a hung AVS from holding a
 		// worker until the job's timeout.
-		httpClient = &http.Client{Timeout: 30 * time.Second}
+		httpClient = &http.Client{Timeout: integration.Timeout}
 	}
 	return &Client{cfg: cfg, http: httpClient, calls: calls}
 }

@@ -86,12 +86,7 @@ func validateAVS(a avs.Config) error {
 	if !a.Configured() {
 		return nil
 	}
-	var errs []error
-	for env, v := range map[string]string{"APP_AVS_API_ENDPOINT": a.APIEndpoint, "APP_AVS_OAUTH_TOKEN_ENDPOINT": a.OAuthTokenEndpoint} {
-		if u, err := url.Parse(v); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("%s=%q: want an http(s) URL", env, v))
-		}
-	}
+	errs := httpURLs(map[string]string{"APP_AVS_API_ENDPOINT": a.APIEndpoint, "APP_AVS_OAUTH_TOKEN_ENDPOINT": a.OAuthTokenEndpoint})
 	if _, err := avs.ReadMaintenanceExemptions(a.MaintenanceExemptionsFile); err != nil {
 		errs = append(errs, fmt.Errorf("APP_AVS_MAINTENANCE_MODE_DURING_UPGRADE_ALWAYS_DISABLED_GLOBAL_ACCOUNTS_FILE_PATH: %w", err))
 	}
@@ -103,4 +98,16 @@ func validateAVS(a avs.Config) error {
 		errs = append(errs, errors.New("AVS needs APP_AVS_INTERNAL_TESTER_ACCESS_ID, APP_AVS_GROUP_ID and APP_AVS_PARENT_ID (and APP_AVS_EXTERNAL_TESTER_ACCESS_ID unless APP_AVS_EXTERNAL_TESTER_DISABLED)"))
 	}
 	return errors.Join(errs...)
+}
+
+// httpURLs checks that each setting (by variable) is an absolute http(s)
+// URL, as the integrations' endpoints must be.
+func httpURLs(settings map[string]string) []error {
+	var errs []error
+	for env, v := range settings {
+		if u, err := url.Parse(v); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("%s=%q: want an http(s) URL", env, v))
+		}
+	}
+	return errs
 }

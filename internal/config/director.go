@@ -1,8 +1,7 @@
 package config
 
 import (
-	"fmt"
-	"net/url"
+	"errors"
 
 	"github.com/kyma-keb/keb/internal/director"
 )
@@ -25,13 +24,9 @@ func validateDirector(d director.Config) error {
 	if !d.Configured() {
 		return nil
 	}
-	for env, v := range map[string]string{"APP_DIRECTOR_URL": d.URL, "APP_DIRECTOR_OAUTH_TOKEN_URL": d.OAuthTokenURL} {
-		if u, err := url.Parse(v); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return fmt.Errorf("%s=%q: want an http(s) URL", env, v)
-		}
-	}
+	errs := httpURLs(map[string]string{"APP_DIRECTOR_URL": d.URL, "APP_DIRECTOR_OAUTH_TOKEN_URL": d.OAuthTokenURL})
 	if d.OAuthClientID == "" {
-		return fmt.Errorf("the Director needs APP_DIRECTOR_OAUTH_CLIENT_ID")
+		errs = append(errs, errors.New("the Director needs APP_DIRECTOR_OAUTH_CLIENT_ID"))
 	}
-	return nil
+	return errors.Join(errs...)
 }

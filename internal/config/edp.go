@@ -2,8 +2,6 @@ package config
 
 import (
 	"errors"
-	"fmt"
-	"net/url"
 
 	"github.com/kyma-keb/keb/internal/edp"
 )
@@ -28,12 +26,7 @@ func validateEDP(e edp.Config) error {
 	if !e.Enabled() {
 		return nil
 	}
-	var errs []error
-	for env, v := range map[string]string{"APP_EDP_ADMIN_URL": e.AdminURL, "APP_EDP_AUTH_URL": e.AuthURL} {
-		if u, err := url.Parse(v); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("%s=%q: want an http(s) URL", env, v))
-		}
-	}
+	errs := httpURLs(map[string]string{"APP_EDP_ADMIN_URL": e.AdminURL, "APP_EDP_AUTH_URL": e.AuthURL})
 	if e.Namespace == "" || e.Environment == "" || e.Secret == "" {
 		errs = append(errs, errors.New("EDP needs APP_EDP_NAMESPACE, APP_EDP_ENVIRONMENT and APP_EDP_SECRET"))
 	}

@@ -18,8 +18,9 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
+
+	"github.com/kyma-keb/keb/internal/integration"
 )
 
 // Config is the APP_DIRECTOR_* settings group; off unless URL is set.
@@ -33,30 +34,19 @@ func (c Config) Configured() bool { return c.URL != "" }
 // ConsoleURLLabel is the label the runtime's console URL is in.
 const ConsoleURLLabel = "runtime_consoleUrl"
 
-// Calls observes each call, for metrics (metrics.Integrations).
-type Calls interface {
-	Observe(integration, call string, status int, failed bool, took time.Duration)
-}
-
 // Client asks the Director over GraphQL with client-credentials tokens.
 type Client struct {
 	cfg   Config
 	http  *http.Client
-	calls Calls
+	calls integration.Calls
 }
 
 // NewClient returns a client of cfg's Director; base carries the requests
 // (nil: http.DefaultTransport), calls may be nil.
-func NewClient(cfg Config, base *http.Client, calls Calls) *Client {
+func NewClient(cfg Config, base *http.Client, calls integration.Calls) *Client {
 	cc := clientcredentials.Config{ClientID: cfg.OAuthClientID, ClientSecret: cfg.OAuthClientSecret,
 		TokenURL: cfg.OAuthTokenURL, Scopes: strings.Fields(cfg.OAuthScope)}
-	ctx := context.Background()
-	if base != nil {
-		ctx = context.WithValue(ctx, oauth2.HTTPClient, base)
-	}
-	hc := oauth2.NewClient(ctx, cc.TokenSource(ctx))
-	hc.Timeout = 30 * time.Second
-	return &Client{cfg: cfg, http: hc, calls: calls}
+	return &Client{cfg: cfg, http: integration.ClientCredentials(cc, base), calls: calls}
 }
 
 // permanentError is an answer that retrying does not change.

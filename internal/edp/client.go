@@ -12,37 +12,26 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
-)
 
-// Calls observes each call to an integration's API, for metrics
-// (metrics.Integrations).
-type Calls interface {
-	Observe(integration, call string, status int, failed bool, took time.Duration)
-}
+	"github.com/kyma-keb/keb/internal/integration"
+)
 
 // Client calls EDP's admin API with client-credentials tokens, cached until
 // they expire.
 type Client struct {
 	cfg   Config
 	http  *http.Client
-	calls Calls
+	calls integration.Calls
 }
 
 // NewClient returns a client of cfg's EDP; base carries the requests
 // (nil: http.DefaultTransport), calls may be nil.
-func NewClient(cfg Config, base *http.Client, calls Calls) *Client {
+func NewClient(cfg Config, base *http.Client, calls integration.Calls) *Client {
 	cc := clientcredentials.Config{ClientID: "edp-namespace;" + cfg.Namespace, ClientSecret: cfg.Secret,
 		TokenURL: strings.TrimSuffix(cfg.AuthURL, "/") + "/oauth2/token",
 		Scopes:   []string{"edp-namespace.read", "edp-namespace.update"}}
-	ctx := context.Background()
-	if base != nil {
-		ctx = context.WithValue(ctx, oauth2.HTTPClient, base)
-	}
-	hc := oauth2.NewClient(ctx, cc.TokenSource(ctx))
-	hc.Timeout = 30 * time.Second
-	return &Client{cfg: cfg, http: hc, calls: calls}
+	return &Client{cfg: cfg, http: integration.ClientCredentials(cc, base), calls: calls}
 }
 
 // Error is an answer of EDP that is not a success.

@@ -23,7 +23,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -82,27 +81,13 @@ func (s *Server) Handler() http.Handler {
 }
 
 func (s *Server) token(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, 1<<14)
-	if err := r.ParseForm(); err != nil {
-		writeError(w, http.StatusBadRequest, "unreadable form")
+	id, secret, ok := standin.ClientCredentials(w, r)
+	if !ok {
+		writeError(w, http.StatusBadRequest, "a client-credentials grant with the client in HTTP Basic or the form")
 		return
 	}
-	// HTTP Basic carries both form-encoded (RFC 6749 2.3.1); or the form.
-	id, secret, ok := r.BasicAuth()
-	if ok {
-		var err1, err2 error
-		id, err1 = url.QueryUnescape(id)
-		secret, err2 = url.QueryUnescape(secret)
-		ok = err1 == nil && err2 == nil
-	} else {
-		id, secret, ok = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret"), true
-	}
-	if !ok || id != "edp-namespace;"+s.namespace || secret != s.secret {
+	if id != "edp-namespace;"+s.namespace || secret != s.secret {
 		writeError(w, http.StatusUnauthorized, "invalid_client")
-		return
-	}
-	if r.PostForm.Get("grant_type") != "client_credentials" {
-		writeError(w, http.StatusBadRequest, "unsupported_grant_type")
 		return
 	}
 	if scopes := strings.Fields(r.PostForm.Get("scope")); !slices.Contains(scopes, "edp-namespace.read") ||

@@ -38,7 +38,7 @@ func NewIntegrations(reg prometheus.Registerer) *Integrations {
 	return m
 }
 
-// Observe records one call (avs.Calls).
+// Observe records one call (integration.Calls).
 func (m *Integrations) Observe(integration, call string, status int, failed bool, took time.Duration) {
 	m.requests.WithLabelValues(integration, call, strconv.Itoa(status)).Inc()
 	if failed {

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -142,4 +143,22 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 // WriteToken answers a token request with tok.
 func WriteToken(w http.ResponseWriter, tok string) {
 	WriteJSON(w, http.StatusOK, map[string]any{"access_token": tok, "token_type": "bearer", "expires_in": int(TokenTTL.Seconds())})
+}
+
+// ClientCredentials reads a client-credentials token request: the form
+// parsed, the client's ID and secret from HTTP Basic (form-encoded, RFC 6749
+// 2.3.1) or else from the form; ok is false when the body or the Basic
+// credentials are malformed, or the grant is another.
+func ClientCredentials(w http.ResponseWriter, r *http.Request) (id, secret string, ok bool) {
+	r.Body = http.MaxBytesReader(w, r.Body, 1<<14)
+	if err := r.ParseForm(); err != nil || r.PostForm.Get("grant_type") != "client_credentials" {
+		return "", "", false
+	}
+	id, secret, basic := r.BasicAuth()
+	if !basic {
+		return r.PostForm.Get("client_id"), r.PostForm.Get("client_secret"), true
+	}
+	id, err1 := url.QueryUnescape(id)
+	secret, err2 := url.QueryUnescape(secret)
+	return id, secret, err1 == nil && err2 == nil
 }
