@@ -52,25 +52,55 @@ func (s *EDPDeregistration) Leftover(op *process.Operation) string {
 // Run implements process.Step.
 func (s *EDPDeregistration) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
 	name := edp.TenantName(op.Instance.SubAccountID)
-	others, err := s.Instances.InstancesOfSubaccounts(ctx, []string{op.Instance.SubAccountID})
-	if err != nil {
-		return process.StepResult{}, err
-	}
-	for _, o := range others {
-		if o.InstanceID != op.InstanceID && o.Running != storage.OperationTypeDeprovision && o.State != string(storage.RuntimeSuspended) {
-			return process.Done() // the subaccount's other runtime still needs it
-		}
+	needed, err := tenantNeeded(ctx, s.Instances, op.Instance.SubAccountID, op.InstanceID)
+	if err != nil || needed {
+		return process.StepResult{}, err // needed: the subaccount's other runtime still uses it
 	}
 	op.Describe("Removing subaccount %s from EDP", name)
-	for _, key := range edp.Keys {
-		if err := s.EDP.DeleteMetadata(ctx, name, key); err != nil {
-			return edpFailure(fmt.Sprintf("removing EDP metadata %s", key), err)
-		}
-	}
-	if err := s.EDP.DeleteDataTenant(ctx, name); err != nil {
+	if err := removeTenant(ctx, s.EDP, name); err != nil {
 		return edpFailure("removing the EDP data tenant", err)
 	}
 	return process.Done()
+}
+
+// tenantNeeded reports whether another runtime of the subaccount lives: an
+// instance other than except that is neither suspended nor being
+// deprovisioned.
+func tenantNeeded(ctx context.Context, instances subaccountInstances, subaccountID, except string) (bool, error) {
+	others, err := instances.InstancesOfSubaccounts(ctx, []string{subaccountID})
+	if err != nil {
+		return false, err
+	}
+	for _, o := range others {
+		if o.InstanceID != except && o.Running != storage.OperationTypeDeprovision && o.State != string(storage.RuntimeSuspended) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// removeTenant deletes the tenant's four entries, then the tenant.
+func removeTenant(ctx context.Context, c edpDeregistrar, name string) error {
+	for _, key := range edp.Keys {
+		if err := c.DeleteMetadata(ctx, name, key); err != nil {
+			return fmt.Errorf("metadata %s: %w", key, err)
+		}
+	}
+	return c.DeleteDataTenant(ctx, name)
+}
+
+// retryEDP removes the data tenant a skipped deregistration left, unless a
+// runtime of its subaccount lives again; gone is true once it is removed
+// or in use again (then it is no leftover).
+func retryEDP(ctx context.Context, c edpDeregistrar, instances subaccountInstances, a storage.ArchivedInstance) (gone bool, err error) {
+	needed, err := tenantNeeded(ctx, instances, a.SubAccountID, a.InstanceID)
+	if err != nil || needed {
+		return needed, err
+	}
+	if err := removeTenant(ctx, c, edp.TenantName(a.SubAccountID)); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // edpFailure retries what may heal, and skips the step at once on a

@@ -37,6 +37,10 @@ type Leftovers struct {
 	// AVS removes evaluations a deprovisioning left; nil: AVS is not
 	// configured, and they stay listed.
 	AVS avsRemover
+	// EDP removes data tenants a deprovisioning left, once no runtime of
+	// their subaccount lives (Subaccounts); nil: they stay listed.
+	EDP         edpDeregistrar
+	Subaccounts subaccountInstances
 	// Batch is how many archived instances one run looks at (default 100).
 	Batch int
 }
@@ -128,6 +132,11 @@ func (l *Leftovers) retry(ctx context.Context, a storage.ArchivedInstance, lo pr
 		return err == nil, err
 	case "remove_avs_evaluations":
 		return retryAVS(ctx, l.AVS, lo.Refs)
+	case "edp_deregistration":
+		if l.EDP == nil || l.Subaccounts == nil {
+			return false, nil // EDP is no longer configured: it stays listed
+		}
+		return retryEDP(ctx, l.EDP, l.Subaccounts, a)
 	default:
 		// remove_bindings, soft_delete_btp_services: what they left was in
 		// the cluster, which the deprovisioning deleted before archiving.
