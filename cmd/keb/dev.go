@@ -16,7 +16,7 @@ func devCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) error
 	var cfg config.Config
 	var dir, binDir, mode, faults string
 	var delay, accountCleanupDelay time.Duration
-	lifecycleManager := true
+	lifecycleManager, avsStandIn, edpStandIn, directorStandIn := true, true, true, true
 	b := config.NewBinder(fs)
 	b.String(&cfg.Host, "host", "APP_HOST", "127.0.0.1", "address to listen on")
 	b.Int(&cfg.Port, "port", "APP_PORT", 8080, "HTTP port")
@@ -30,6 +30,12 @@ func devCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) error
 		"how long a released (dirty) dev account stays dirty before the simulated account cleaner empties it and returns it to the pool, as the landscape's cleaner does (0: never; then `keb pool release NAME` returns it)")
 	b.Bool(&lifecycleManager, "lifecycle-manager", "APP_DEV_LIFECYCLE_MANAGER", true,
 		"run the simulated Lifecycle Manager (false: for a real one, or to measure keb alone; then no module is installed, and a provisioning with credentials and the btp-operator module waits for the BtpOperator kind)")
+	b.Bool(&avsStandIn, "avs-stand-in", "APP_DEV_AVS", true,
+		"run the AVS stand-in and create each runtime's AVS evaluations there (ignored when APP_AVS_API_ENDPOINT names an AVS)")
+	b.Bool(&edpStandIn, "edp-stand-in", "APP_DEV_EDP", true,
+		"run the EDP stand-in and register each runtime's subaccount there (ignored when APP_EDP_ADMIN_URL names an EDP)")
+	b.Bool(&directorStandIn, "director-stand-in", "APP_DEV_DIRECTOR", true,
+		"run the Director stand-in (answering from the control plane's Runtime CRs) and check each runtime's dashboard URL there (ignored when APP_DIRECTOR_URL names a Director)")
 	cfg.BindDatabase(b)
 	b.String(&cfg.DatabaseSecretKey, "database-secret-key", "APP_DATABASE_SECRET_KEY", "",
 		"32-byte key sealing secrets at rest (default: generated once into <dir>/secret-key)")
@@ -55,7 +61,7 @@ func devCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) error
 		logUpstreamSettings(log, b)
 		return devstack.Run(ctx, devstack.Options{Dir: dir, Config: cfg, Out: os.Stdout, K8sBinDir: binDir,
 			RuntimeDelay: delay, RuntimeMode: infrasim.Mode(mode), RuntimeFaults: injected, NoLifecycleManager: !lifecycleManager,
-			AccountCleanupDelay: accountCleanupDelay}, log)
+			AccountCleanupDelay: accountCleanupDelay, NoAVS: !avsStandIn, NoEDP: !edpStandIn, NoDirector: !directorStandIn}, log)
 	}
 }
 

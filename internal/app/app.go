@@ -153,7 +153,7 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	}
 	var eng *engine
 	if cfg.Engine.Workers > 0 {
-		if eng, err = newEngine(cfg, queue, store, orchestrations, cat, rules, expirer, bindings, work, opsMetrics, log); err != nil {
+		if eng, err = newEngine(cfg, queue, store, orchestrations, cat, rules, expirer, bindings, work, opsMetrics, metrics.NewIntegrations(reg), log); err != nil {
 			pool.Close()
 			return nil, err
 		}

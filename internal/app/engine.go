@@ -16,11 +16,14 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/kyma-keb/keb/internal/avs"
 	"github.com/kyma-keb/keb/internal/binding"
 	"github.com/kyma-keb/keb/internal/btpmanager"
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/controlplane"
+	"github.com/kyma-keb/keb/internal/director"
+	"github.com/kyma-keb/keb/internal/edp"
 	"github.com/kyma-keb/keb/internal/expiry"
 	gardenerpkg "github.com/kyma-keb/keb/internal/gardener"
 	gardenercore "github.com/kyma-keb/keb/internal/gardener/core"
@@ -121,7 +124,8 @@ func queueConfig(cfg config.Config) process.QueueConfig {
 // the control-plane watch.
 func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, orchestrations *storage.Orchestrations,
 	cat *catalog.Catalog, rules *hyperscaler.Rules, expirer *expiry.Expirer,
-	bindings *binding.Service, work *metrics.Work, observer *metrics.Operations, log logrus.FieldLogger) (*engine, error) {
+	bindings *binding.Service, work *metrics.Work, observer *metrics.Operations, integrations *metrics.Integrations,
+	log logrus.FieldLogger) (*engine, error) {
 	ec := cfg.Engine
 	if ec.KCPKubeconfig == "" && !InCluster() {
 		return nil, errors.New("no control plane: set APP_KCP_KUBECONFIG (or KUBECONFIG), or APP_WORKERS=0 to only accept requests")
@@ -188,6 +192,17 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 		Runtime: provisioning.RuntimeSettings{KubernetesVersion: ec.Runtime.KubernetesVersion, MachineImage: ec.Runtime.MachineImage,
 			MachineImageVersion: ec.Runtime.MachineImageVersion, ControlPlaneFailureTolerance: ec.Runtime.ControlPlaneFailureTolerance,
 			MaxPods: ec.Runtime.MaxPods, MaxPodsGlobalAccounts: ec.Runtime.MaxPodsGlobalAccounts},
+		AVS: cfg.AVS, EDP: cfg.EDP,
+	}
+	// The optional integrations: a client only where configured, so that
+	// their steps join the pipelines only then.
+	var avsClient *avs.Client
+	if cfg.AVS.Configured() {
+		avsClient = avs.NewClient(cfg.AVS, nil, integrations)
+	}
+	var edpClient *edp.Client
+	if cfg.EDP.Enabled() {
+		edpClient = edp.NewClient(cfg.EDP, nil, integrations)
 	}
 	// One runtime client cache for every pipeline: a runtime's client (and
 	// its connections) is built once, whichever operation reaches it.
@@ -210,27 +225,49 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 	if bindings != nil {
 		deprov.Bindings = bindings
 	}
+	if avsClient != nil {
+		deprov.AVS = avsClient
+	}
+	if edpClient != nil {
+		deprov.EDP, deprov.Subaccounts = edpClient, store
+	}
 	watcher := process.NewWatcher(kcpCfg, scheme, ns, store, queue, log.WithField("component", "watch"))
 	watcher.MaxRun = ec.JobTimeout
 	kymaStates := process.NewKymaStates(store, log.WithField("component", "kyma_states"))
 	watcher.Kyma, watcher.WakeOnKyma = kymaStates, ec.AwaitKymaReady
-	pipelines := map[storage.OperationType]process.Pipeline{
-		storage.OperationTypeProvision: provisioning.Pipeline(provisioning.Deps{
-			Config: provCfg, Catalog: cat, Store: store, Finisher: store, KCP: kcp, Accounts: accounts, AccountStore: store,
-			Runtimes: runtimes, OverrideSources: sources, VersionPins: pins, Watch: watcher,
-		}),
-		storage.OperationTypeDeprovision: deprovisioning.Pipeline(deprov),
-		storage.OperationTypeUpdate: update.Pipeline(update.Deps{
-			Config: update.Config{Namespace: ns, BTPManagerTimeout: ec.BTPMgrTimeout, BTPManagerPoll: ec.BTPMgrPoll,
-				RuntimeTimeout: ec.RuntimeTimeout, RuntimePoll: ec.RuntimePoll, RuntimeGrace: ec.RuntimeGrace,
-				AccountTimeout: ec.AccountTimeout, AccountPoll: accountPoll, Kyma: kymaSettings, HAP: provCfg.HAP,
-				Runtime: provCfg.Runtime},
-			Catalog: cat, KCP: kcp, Accounts: accounts, AccountStore: store, Store: store, Runtimes: runtimes, Watch: watcher,
-		}),
+	prov := provisioning.Deps{
+		Config: provCfg, Catalog: cat, Store: store, Finisher: store, KCP: kcp, Accounts: accounts, AccountStore: store,
+		Runtimes: runtimes, OverrideSources: sources, VersionPins: pins, Watch: watcher, AVS: avsClient, EDP: edpClient,
 	}
+	if cfg.Director.Configured() {
+		prov.Director = director.NewClient(cfg.Director, nil, integrations)
+	}
+	pipelines := map[storage.OperationType]process.Pipeline{
+		storage.OperationTypeProvision:   provisioning.Pipeline(prov),
+		storage.OperationTypeDeprovision: deprovisioning.Pipeline(deprov),
+	}
+	upd := update.Deps{
+		Config: update.Config{Namespace: ns, BTPManagerTimeout: ec.BTPMgrTimeout, BTPManagerPoll: ec.BTPMgrPoll,
+			RuntimeTimeout: ec.RuntimeTimeout, RuntimePoll: ec.RuntimePoll, RuntimeGrace: ec.RuntimeGrace,
+			AccountTimeout: ec.AccountTimeout, AccountPoll: accountPoll, Kyma: kymaSettings, HAP: provCfg.HAP,
+			Runtime: provCfg.Runtime},
+		Catalog: cat, KCP: kcp, Accounts: accounts, AccountStore: store, Store: store, Runtimes: runtimes, Watch: watcher,
+	}
+	if edpClient != nil {
+		// Only then: a nil *edp.Client in the interface would add the step.
+		upd.EDP, upd.EDPRequired = edpClient, cfg.EDP.Required
+	}
+	pipelines[storage.OperationTypeUpdate] = update.Pipeline(upd)
 	upgrades := upgrade.Deps{Config: upgrade.Config{Namespace: ns, RuntimeTimeout: ec.RuntimeTimeout, RuntimePoll: ec.RuntimePoll,
 		RuntimeGrace: ec.RuntimeGrace},
 		Catalog: cat, KCP: kcp, Store: store, Watch: watcher}
+	if avsClient != nil && cfg.AVS.Maintains() {
+		exempt, err := avs.ReadMaintenanceExemptions(cfg.AVS.MaintenanceExemptionsFile)
+		if err != nil {
+			return nil, err
+		}
+		upgrades.AVS, upgrades.Provisioning, upgrades.AVSExemptions = avsClient, store, exempt
+	}
 	pipelines[storage.OperationTypeUpgradeKyma] = upgrade.KymaPipeline(upgrades)
 	pipelines[storage.OperationTypeUpgradeCluster] = upgrade.ClusterPipeline(upgrades)
 	scheduler := orchestration.NewScheduler(orchestrations, windows, log.WithField("component", "orchestration"))
@@ -269,7 +306,8 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 			return err
 		}})
 	if ec.LeftoversInterval > 0 {
-		lo := &deprovisioning.Leftovers{Store: store, KCP: kcp, Accounts: accounts, Config: deprov.Config}
+		lo := &deprovisioning.Leftovers{Store: store, KCP: kcp, Accounts: accounts, Config: deprov.Config, AVS: deprov.AVS,
+			EDP: deprov.EDP, Subaccounts: deprov.Subaccounts}
 		periodic = append(periodic, process.Periodic{Name: deprovisioning.LeftoversJob, Interval: ec.LeftoversInterval,
 			Run: func(ctx context.Context) error {
 				res, err := lo.Run(ctx)

@@ -13,7 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kyma-keb/keb/internal/avs"
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/director"
+	"github.com/kyma-keb/keb/internal/edp"
 	"github.com/kyma-keb/keb/internal/guardrails"
 	"github.com/kyma-keb/keb/internal/maintenance"
 	"github.com/kyma-keb/keb/internal/seeds"
@@ -118,6 +121,13 @@ type Config struct {
 	Cleanup Cleanup
 
 	Binding Binding
+
+	// AVS is the optional AVS integration (internal/avs).
+	AVS avs.Config
+	// EDP is the optional EDP integration (internal/edp).
+	EDP edp.Config
+	// Director is the optional Director integration (internal/director).
+	Director director.Config
 }
 
 // HTTP bounds what one client can take from the HTTP server, so that hostile
@@ -581,6 +591,9 @@ func (c *Config) bindHTTP(b *Binder) {
 
 // BindEngine binds the settings of the engine that drives operations.
 func (c *Config) BindEngine(b *Binder) {
+	c.BindAVS(b)
+	c.BindEDP(b)
+	c.BindDirector(b)
 	d := Defaults.Engine
 	e := &c.Engine
 	b.Int(&e.Workers, "workers", "APP_WORKERS", d.Workers,
@@ -783,6 +796,15 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("APP_EXPIRY_INTERVAL must be positive"))
 	}
 	if err := c.Binding.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := validateAVS(c.AVS); err != nil {
+		errs = append(errs, err)
+	}
+	if err := validateEDP(c.EDP); err != nil {
+		errs = append(errs, err)
+	}
+	if err := validateDirector(c.Director); err != nil {
 		errs = append(errs, err)
 	}
 	if c.ReadinessInterval <= 0 {

@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kyma-keb/keb/internal/avs"
 	"github.com/kyma-keb/keb/internal/config"
+	"github.com/kyma-keb/keb/internal/director"
+	"github.com/kyma-keb/keb/internal/edp"
 )
 
 // unsetEnv removes variables for the test and restores them afterwards
@@ -416,6 +419,27 @@ func TestValidate(t *testing.T) {
 		{name: "unknown log format", modify: func(c *config.Config) { c.LogFormat = "xml" }, want: []string{`APP_LOG_FORMAT="xml"`, "auto, json or text"}},
 		{name: "empty log format", modify: func(c *config.Config) { c.LogFormat = "" }, want: []string{"APP_LOG_FORMAT"}},
 		{name: "log format in capitals", modify: func(c *config.Config) { c.LogFormat = "JSON" }, want: []string{"APP_LOG_FORMAT"}},
+		{name: "AVS configured in full", modify: func(c *config.Config) {
+			c.AVS = avs.Config{APIEndpoint: "https://avs.example.com/api/v2/evaluationmetadata", OAuthTokenEndpoint: "https://avs.example.com/oauth/token",
+				OAuthClientID: "c", OAuthUsername: "u", InternalTesterAccessID: 1, ExternalTesterAccessID: 2, GroupID: 3, ParentID: 4}
+		}},
+		{name: "AVS without its IDs", modify: func(c *config.Config) {
+			c.AVS = avs.Config{APIEndpoint: "https://avs.example.com/api", OAuthTokenEndpoint: "https://avs.example.com/token", OAuthClientID: "c", OAuthUsername: "u"}
+		}, want: []string{"APP_AVS_PARENT_ID"}},
+		{name: "AVS with a relative token URL", modify: func(c *config.Config) {
+			c.AVS = avs.Config{APIEndpoint: "https://avs.example.com/api", OAuthTokenEndpoint: "/token", Disabled: true, OAuthClientID: "c", OAuthUsername: "u"}
+		}, want: []string{"APP_AVS_OAUTH_TOKEN_ENDPOINT"}},
+		{name: "AVS exemptions file missing", modify: func(c *config.Config) {
+			c.AVS = avs.Config{APIEndpoint: "https://avs.example.com/api", OAuthTokenEndpoint: "https://avs.example.com/token", Disabled: true,
+				OAuthClientID: "c", OAuthUsername: "u", MaintenanceExemptionsFile: "/nonexistent/exemptions.yaml"}
+		}, want: []string{"APP_AVS_MAINTENANCE_MODE_DURING_UPGRADE_ALWAYS_DISABLED_GLOBAL_ACCOUNTS_FILE_PATH"}},
+		{name: "EDP without a secret", modify: func(c *config.Config) {
+			c.EDP = edp.Config{AdminURL: "https://edp.example.com", AuthURL: "https://edp.example.com", Namespace: "kyma-dev", Environment: "prod"}
+		}, want: []string{"APP_EDP_SECRET"}},
+		{name: "EDP disabled needs nothing", modify: func(c *config.Config) { c.EDP = edp.Config{AdminURL: "https://edp.example.com", Disabled: true} }},
+		{name: "Director without a token URL", modify: func(c *config.Config) {
+			c.Director = director.Config{URL: "https://compass.example.com/director/graphql", OAuthClientID: "c"}
+		}, want: []string{"APP_DIRECTOR_OAUTH_TOKEN_URL"}},
 		{
 			name: "every problem is reported",
 			modify: func(c *config.Config) {

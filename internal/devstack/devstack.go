@@ -66,6 +66,13 @@ type Options struct {
 	// RuntimeFaults are the failures the simulated infrastructure manager
 	// injects (infrasim.ParseFaults); nil: none.
 	RuntimeFaults func(rt *infrastructuremanager.Runtime) *infrasim.Fault
+	// NoAVS leaves the AVS stand-in out (it is also out when APP_AVS_API_ENDPOINT
+	// names a real AVS); NoEDP the EDP stand-in (also out when
+	// APP_EDP_ADMIN_URL names a real EDP).
+	NoAVS, NoEDP bool
+	// NoDirector leaves the Director stand-in out (also out when
+	// APP_DIRECTOR_URL names a real Director).
+	NoDirector bool
 	// AccountCleanupDelay is how long a released (dirty) dev account stays
 	// dirty before the simulated account cleaner hands it back to the pool
 	// (infrasim.AccountCleaner); 0: never, as on a landscape without its
@@ -227,6 +234,31 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 	if err != nil {
 		return err
 	}
+	// The optional integrations' stand-ins, each on a port of its own.
+	if !opts.NoAVS && !cfg.AVS.Configured() {
+		stopAVS, err := startAVS(&cfg, cfg.Host)
+		if err != nil {
+			return err
+		}
+		defer stopAVS()
+		log.WithField("url", cfg.AVS.APIEndpoint).Info("AVS stand-in started")
+	}
+	if !opts.NoEDP && cfg.EDP.AdminURL == "" {
+		stopEDP, err := startEDP(&cfg, cfg.Host)
+		if err != nil {
+			return err
+		}
+		defer stopEDP()
+		log.WithField("url", cfg.EDP.AdminURL).Info("EDP stand-in started")
+	}
+	if !opts.NoDirector && !cfg.Director.Configured() {
+		stopDirector, err := startDirector(&cfg, cfg.Host, kc)
+		if err != nil {
+			return err
+		}
+		defer stopDirector()
+		log.WithField("url", cfg.Director.URL).Info("Director stand-in started")
+	}
 	a, err := app.New(ctx, cfg, log, &app.DevOptions{
 		PublicKeys: []crypto.PublicKey{devKey.Public()},
 		TokenIssue: auth.DevTokenHandler(devKey, devClient, Issuer, Audience),
@@ -239,7 +271,7 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 	removeEndpoints, err := writeEndpoints(opts.Dir, Endpoints{BrokerURL: "http://" + ln.Addr().String(),
 		DatabaseURL: cfg.DatabaseURL, KCPKubeconfig: kcp.kubeconfig, CISEventsURL: cfg.Cleanup.CISEventsURL,
 		CISAuthURL: cfg.Cleanup.CISAuthURL, CISClientID: cfg.Cleanup.CISClientID, CISClientSecret: cfg.Cleanup.CISClientSecret,
-		CISVersion: cfg.Cleanup.CISVersion})
+		CISVersion: cfg.Cleanup.CISVersion, AVSAPIEndpoint: cfg.AVS.APIEndpoint, EDPAdminURL: cfg.EDP.AdminURL, DirectorURL: cfg.Director.URL})
 	if err != nil {
 		return err
 	}

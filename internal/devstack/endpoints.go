@@ -35,6 +35,12 @@ type Endpoints struct {
 	CISClientID     string `json:"cis_client_id"`
 	CISClientSecret string `json:"cis_client_secret"`
 	CISVersion      string `json:"cis_client_version"`
+	// AVSAPIEndpoint is the AVS stand-in's evaluation API ("" without one).
+	AVSAPIEndpoint string `json:"avs_api_endpoint,omitempty"`
+	// EDPAdminURL is the EDP stand-in's admin API ("" without one).
+	EDPAdminURL string `json:"edp_admin_url,omitempty"`
+	// DirectorURL is the Director stand-in's GraphQL URL ("" without one).
+	DirectorURL string `json:"director_url,omitempty"`
 }
 
 // LoadEndpoints reads the endpoints of the `keb dev` running in dir.

@@ -10,8 +10,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
+	"github.com/kyma-keb/keb/internal/avs"
+	"github.com/kyma-keb/keb/internal/edp"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/storage"
 )
@@ -73,6 +77,39 @@ type record struct {
 	StepStartedAt map[string]time.Time   `json:"stepStartedAt"`
 	StepRuns      map[string]int         `json:"stepRuns"`
 	History       []process.HistoryEntry `json:"history"`
+	AVS           *avs.Record            `json:"avs"`
+	EDP           *edp.Record            `json:"edp"`
+}
+
+// outside says what a done step created or removed outside keb's control
+// plane, which operators look up there (an AVS evaluation's ID); "" for
+// every other step.
+func outside(rec record, step string) string {
+	switch step {
+	case "avs_internal_evaluation", "avs_external_evaluation":
+		kind := avs.Internal
+		if step == "avs_external_evaluation" {
+			kind = avs.External
+		}
+		if c := rec.AVS.Of(kind); c != nil {
+			return fmt.Sprintf("AVS evaluation %d (parent %d)", c.ID, c.Parent)
+		}
+	case "edp_registration":
+		if rec.EDP != nil && rec.EDP.Created {
+			return fmt.Sprintf("EDP data tenant %s (%s)", rec.EDP.Tenant, rec.EDP.Environment)
+		}
+	case "remove_avs_evaluations":
+		var ids []string
+		for _, kind := range []avs.Kind{avs.Internal, avs.External} {
+			if c := rec.AVS.Of(kind); c != nil && c.Deleted {
+				ids = append(ids, strconv.FormatInt(c.ID, 10))
+			}
+		}
+		if len(ids) > 0 {
+			return "removed AVS evaluations " + strings.Join(ids, ", ")
+		}
+	}
+	return ""
 }
 
 // FromOperation lists an operation's events in the order they happened. A
@@ -127,7 +164,11 @@ func FromOperation(op storage.EventOperation) []Event {
 		case op.FinishedAt != nil:
 			end = *op.FinishedAt
 		}
-		add(StepDone, LevelInfo, name, end, "step "+name+" done", "", rec.StepRuns[name])
+		done, reason := "step "+name+" done", outside(rec, name)
+		if reason != "" {
+			done += ": "
+		}
+		add(StepDone, LevelInfo, name, end, done, reason, rec.StepRuns[name])
 	}
 	if op.FinishedAt != nil {
 		switch op.State {

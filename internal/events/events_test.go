@@ -89,3 +89,28 @@ func TestFromOperationsOrdersAndCuts(t *testing.T) {
 		t.Errorf("order\n got %s\nwant %s", strings.Join(seq, " "), want)
 	}
 }
+
+// TestAVSEvaluationsInEvents: the AVS steps' done events name the
+// evaluations they created and removed, so that an operator finds them in
+// AVS; other steps' stay as they were.
+func TestAVSEvaluationsInEvents(t *testing.T) {
+	prov := `{"stepStartedAt":{"avs_internal_evaluation":"2026-11-26T10:00:01Z","create_runtime":"2026-11-26T10:00:02Z"},
+		"avs":{"internal":{"id":1001,"parent":40}}}`
+	got := FromOperation(op("p1", storage.OperationSucceeded, "", []string{"avs_internal_evaluation", "create_runtime"}, prov, 0, 20))
+	if e := got[2]; e.Kind != StepDone || e.Message != "step avs_internal_evaluation done: AVS evaluation 1001 (parent 40)" {
+		t.Errorf("avs_internal_evaluation's end: %+v", e)
+	}
+	reg := `{"stepStartedAt":{"edp_registration":"2026-11-26T10:00:01Z"},"edp":{"tenant":"sa-1","environment":"dev","created":true}}`
+	if e := FromOperation(op("p2", storage.OperationSucceeded, "", []string{"edp_registration"}, reg, 0, 20))[2]; e.Message != "step edp_registration done: EDP data tenant sa-1 (dev)" {
+		t.Errorf("edp_registration's end: %+v", e)
+	}
+	if e := got[4]; e.Kind != StepDone || e.Message != "step create_runtime done" || e.Reason != "" {
+		t.Errorf("create_runtime's end: %+v", e)
+	}
+	deprov := `{"stepStartedAt":{"remove_avs_evaluations":"2026-11-26T11:00:01Z"},
+		"avs":{"internal":{"id":1001,"parent":40,"deleted":true},"external":{"id":1002,"parent":40,"deleted":true}}}`
+	got = FromOperation(op("d1", storage.OperationSucceeded, "", []string{"remove_avs_evaluations"}, deprov, 0, 20))
+	if e := got[2]; e.Message != "step remove_avs_evaluations done: removed AVS evaluations 1001, 1002" {
+		t.Errorf("remove_avs_evaluations's end: %+v", e)
+	}
+}

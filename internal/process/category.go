@@ -22,6 +22,12 @@ const (
 	CategoryBTPManager            Category = "btp-manager"
 	CategoryDB                    Category = "db - keb"
 	CategoryK8sClient             Category = "k8s client - keb"
+	// CategoryAVS is SAP's Availability Service (internal/avs).
+	CategoryAVS Category = "avs"
+	// CategoryEDP is the Event Data Platform (internal/edp).
+	CategoryEDP Category = "edp"
+	// CategoryDirector is Compass's Director (internal/director).
+	CategoryDirector Category = "director"
 )
 
 // Error reasons: short codes of why an operation failed or a step was
@@ -52,6 +58,10 @@ var stepComponents = map[string]Category{
 	"apply_kyma":                 CategoryLifecycleManager,
 	"inject_btp_manager":         CategoryBTPManager,
 	"check_kyma":                 CategoryLifecycleManager,
+	"avs_internal_evaluation":    CategoryAVS,
+	"avs_external_evaluation":    CategoryAVS,
+	"edp_registration":           CategoryEDP,
+	"check_dashboard_url":        CategoryDirector,
 	// update
 	"update_initialization":          CategoryKEB,
 	"update_hyperscaler_account":     CategoryAccountPool,
@@ -60,12 +70,15 @@ var stepComponents = map[string]Category{
 	"update_kyma":                    CategoryLifecycleManager,
 	"update_btp_manager_credentials": CategoryBTPManager,
 	"relabel_global_account":         CategoryK8sClient,
+	"edp_update":                     CategoryEDP,
 	// upgrades
 	"upgrade_initialisation": CategoryKEB,
 	"upgrade_overrides":      CategoryKEB,
 	"upgrade_kyma":           CategoryLifecycleManager,
 	"upgrade_cluster":        CategoryInfrastructureManager,
 	"await_upgrade":          CategoryInfrastructureManager,
+	"avs_maintenance_start":  CategoryAVS,
+	"avs_maintenance_end":    CategoryAVS,
 	// deprovisioning
 	"remove_bindings":            CategoryKEB,
 	"soft_delete_btp_services":   CategoryBTPManager,
@@ -73,6 +86,8 @@ var stepComponents = map[string]Category{
 	"delete_runtime":             CategoryInfrastructureManager,
 	"release_hyperscaler_secret": CategoryAccountPool,
 	"archive":                    CategoryDB,
+	"remove_avs_evaluations":     CategoryAVS,
+	"edp_deregistration":         CategoryEDP,
 }
 
 // StepComponent is the component a step depends on; keb for a step the

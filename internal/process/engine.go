@@ -35,6 +35,11 @@ type Pipeline struct {
 	Succeeded func(ctx context.Context, op *Operation) error
 	// Done is the description of a succeeded operation.
 	Done string
+	// Failed runs once when the operation fails, before it is recorded
+	// failed, to undo what must not outlast it (an upgrade's AVS
+	// maintenance); it may be nil. Its error is logged: the operation
+	// fails all the same.
+	Failed func(ctx context.Context, op *Operation) error
 }
 
 // Engine runs operations step by step.
@@ -424,6 +429,14 @@ func (e *Engine) finish(ctx context.Context, o *Operation) (bool, error) {
 // naming the component that failed it and a short reason code (the labels
 // operators alert on, kcp_keb_v2_operation_result).
 func (e *Engine) fail(ctx context.Context, o *Operation, cat Category, reason, msg string) error {
+	if pipe, ok := e.pipelines[o.Type]; ok && pipe.Failed != nil {
+		hctx, cancel := bookkeeping(ctx)
+		if err := pipe.Failed(hctx, o); err != nil {
+			e.log.WithFields(logrus.Fields{"operation_id": o.ID, "instance_id": o.InstanceID, "type": o.Type}).
+				WithError(err).Warn("undoing what the failed operation did")
+		}
+		cancel()
+	}
 	o.State = storage.OperationFailed
 	o.ErrorMessage = msg
 	o.Record.ErrorCategory, o.Record.ErrorReason = cat, reason

@@ -469,3 +469,53 @@ func TestOtherErrorsAreDescribedWithoutTheirText(t *testing.T) {
 type remoteStep struct{ *fakeStep }
 
 func (remoteStep) Remote() string { return "the runtime's API server" }
+
+// TestFailedHookRunsOnceWhenTheOperationFails: a pipeline's Failed hook
+// sees the failing operation (its record as the steps left it) before it
+// is recorded failed, whether a step failed it or its deadline passed, and
+// never runs for a succeeded operation.
+func TestFailedHookRunsOnceWhenTheOperationFails(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		run     func(op *Operation) (StepResult, error)
+		advance time.Duration
+		calls   int
+	}{
+		{"step failure", func(op *Operation) (StepResult, error) {
+			op.Record.Conclusion = "marked"
+			return Fail("no")
+		}, 0, 1},
+		{"operation deadline", func(op *Operation) (StepResult, error) {
+			op.Record.Conclusion = "marked"
+			return RetryAfter(time.Minute)
+		}, 25 * time.Hour, 1},
+		{"success", func(op *Operation) (StepResult, error) { return Done() }, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, &fakeStep{name: "s", run: tc.run})
+			calls := 0
+			pipe := b.engine.pipelines[storage.OperationTypeProvision]
+			pipe.Failed = func(_ context.Context, op *Operation) error {
+				calls++
+				if op.Record.Conclusion != "marked" || op.State != storage.OperationInProgress {
+					t.Errorf("hook saw record %+v in state %s", op.Record, op.State)
+				}
+				return errors.New("AVS down") // logged; the operation fails all the same
+			}
+			b.engine.pipelines[storage.OperationTypeProvision] = pipe
+			_, _ = b.engine.Process(t.Context(), "op-1")
+			b.clock = b.clock.Add(tc.advance)
+			if b.store.op.State == storage.OperationInProgress {
+				_, _ = b.engine.Process(t.Context(), "op-1")
+			}
+			if calls != tc.calls {
+				t.Errorf("hook ran %d times, want %d (state %s)", calls, tc.calls, b.store.op.State)
+			}
+			if tc.calls > 0 && b.store.op.State != storage.OperationFailed {
+				t.Errorf("state %s, want failed", b.store.op.State)
+			}
+		})
+	}
+}

@@ -22,6 +22,9 @@ func (panicFailure) Is(target error) bool { return target == errPanicked }
 func (e *Engine) giveUp(step SkippableStep, o *Operation, res StepResult, stepErr error) (Leftover, bool) {
 	name := step.Name()
 	left := Leftover{Step: name, What: step.Leftover(o), SkippedAt: e.now()}
+	if r, ok := step.(LeftoverReferrer); ok {
+		left.Refs = r.LeftoverRefs(o)
+	}
 	left.Category, _ = StepComponent(name)
 	if res.Failure != nil && stepErr == nil {
 		left.Reason, left.Cause = ReasonStepFailed, res.Failure.Error()

@@ -11,7 +11,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kyma-keb/keb/internal/avs"
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/edp"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/storage"
 )
@@ -62,6 +64,17 @@ type Leftover struct {
 	What      string    `json:"what"`
 	Cause     string    `json:"cause"`
 	SkippedAt time.Time `json:"skippedAt"`
+	// Refs name what is left for the job that retries leftovers, where the
+	// archive does not (an external service's object IDs); see
+	// LeftoverReferrer.
+	Refs []string `json:"refs,omitempty"`
+}
+
+// LeftoverReferrer is a SkippableStep whose leftovers live outside the
+// control plane: Refs names them for the leftovers job.
+type LeftoverReferrer interface {
+	SkippableStep
+	LeftoverRefs(op *Operation) []string
 }
 
 // SharedCheckpoint is a Step whose checkpoint, once it is done, is written by
@@ -217,6 +230,15 @@ type Record struct {
 	SubaccountDeleted bool `json:"subaccountDeleted,omitempty"`
 	// Leftovers are the skipped steps' remains (SkippableStep).
 	Leftovers []Leftover `json:"leftovers,omitempty"`
+	// AVS are the AVS evaluations a provisioning created (and its
+	// deprovisioning removed); nil without the AVS integration.
+	AVS *avs.Record `json:"avs,omitempty"`
+	// AVSMaintenance is what a cluster upgrade did to the runtime's AVS
+	// evaluations; nil when it did nothing.
+	AVSMaintenance *avs.Maintenance `json:"avsMaintenance,omitempty"`
+	// EDP is the subaccount's EDP registration a provisioning did; nil
+	// without the EDP integration.
+	EDP *edp.Record `json:"edp,omitempty"`
 	// ErrorCategory and ErrorReason say, for a failed operation, which
 	// component failed it and why, as a short code.
 	ErrorCategory Category `json:"errorCategory,omitempty"`

@@ -40,6 +40,12 @@ func (s *Initialization) Run(ctx context.Context, op *process.Operation) (proces
 		op.Record.HyperscalerType, op.Record.HyperscalerSecret, op.Record.HyperscalerShared = pd.HyperscalerType, pd.HyperscalerSecret, pd.HyperscalerShared
 		op.Record.HyperscalerEUAccess = pd.HyperscalerEUAccess
 		op.Record.OverridesSecret = pd.OverridesSecret
+		// What the provisioning created elsewhere, for the steps that
+		// remove it; a re-run keeps what this deprovisioning already
+		// removed.
+		if op.Record.AVS == nil {
+			op.Record.AVS = pd.AVS
+		}
 	}
 	// Later steps read the runtime's identity from the instance (see
 	// process.Operation); the record keeps a copy for operators reading this

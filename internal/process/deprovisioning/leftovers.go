@@ -34,6 +34,13 @@ type Leftovers struct {
 	KCP      client.Client
 	Accounts accountMarker
 	Config   Config
+	// AVS removes evaluations a deprovisioning left; nil: AVS is not
+	// configured, and they stay listed.
+	AVS avsRemover
+	// EDP removes data tenants a deprovisioning left, once no runtime of
+	// their subaccount lives (Subaccounts); nil: they stay listed.
+	EDP         edpDeregistrar
+	Subaccounts subaccountInstances
 	// Batch is how many archived instances one run looks at (default 100).
 	Batch int
 }
@@ -123,6 +130,13 @@ func (l *Leftovers) retry(ctx context.Context, a storage.ArchivedInstance, lo pr
 			return l.Accounts.MarkDirty(ctx, hyperscaler.Pool{Type: hsType}, a.GlobalAccountID)
 		})
 		return err == nil, err
+	case "remove_avs_evaluations":
+		return retryAVS(ctx, l.AVS, lo.Refs)
+	case "edp_deregistration":
+		if l.EDP == nil || l.Subaccounts == nil {
+			return false, nil // EDP is no longer configured: it stays listed
+		}
+		return retryEDP(ctx, l.EDP, l.Subaccounts, a)
 	default:
 		// remove_bindings, soft_delete_btp_services: what they left was in
 		// the cluster, which the deprovisioning deleted before archiving.

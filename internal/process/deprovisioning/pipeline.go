@@ -57,20 +57,35 @@ type Deps struct {
 	// RuntimeClients reach the runtime (the same cache as Runtimes); nil
 	// skips what needs the runtime.
 	RuntimeClients runtimeClients
+	// AVS removes the runtimes' AVS evaluations; nil: AVS is not
+	// configured and the pipeline has no such step.
+	AVS avsRemover
+	// EDP removes the subaccounts' EDP data tenants, and Subaccounts finds
+	// a subaccount's other instances; EDP nil: no such step.
+	EDP         edpDeregistrar
+	Subaccounts subaccountInstances
 }
 
 // Pipeline returns the deprovisioning pipeline.
 func Pipeline(d Deps) process.Pipeline {
-	return process.Pipeline{
-		Steps: []process.Step{
-			&Initialization{Store: d.Store},
-			&RemoveBindings{Bindings: d.Bindings, Config: d.Config},
-			&SoftDeleteBTPServices{Runtimes: d.RuntimeClients, Config: d.Config},
-			&DeleteKyma{KCP: d.KCP, Config: d.Config},
-			&DeleteRuntime{KCP: d.KCP, Config: d.Config, Runtimes: d.Runtimes},
-			&ReleaseHyperscalerSecret{Store: d.Store, Accounts: d.Accounts, SharedPlanIDs: d.Config.SharedPlanIDs, Config: d.Config},
-			&Archive{Store: d.Store},
-		},
-		Done: Done,
+	steps := []process.Step{
+		&Initialization{Store: d.Store},
+		&RemoveBindings{Bindings: d.Bindings, Config: d.Config},
+		&SoftDeleteBTPServices{Runtimes: d.RuntimeClients, Config: d.Config},
 	}
+	if d.AVS != nil {
+		// Before the runtime goes, as upstream: its monitors must not
+		// alert on a cluster being deleted.
+		steps = append(steps, &RemoveAVSEvaluations{AVS: d.AVS})
+	}
+	if d.EDP != nil {
+		steps = append(steps, &EDPDeregistration{EDP: d.EDP, Instances: d.Subaccounts})
+	}
+	steps = append(steps,
+		&DeleteKyma{KCP: d.KCP, Config: d.Config},
+		&DeleteRuntime{KCP: d.KCP, Config: d.Config, Runtimes: d.Runtimes},
+		&ReleaseHyperscalerSecret{Store: d.Store, Accounts: d.Accounts, SharedPlanIDs: d.Config.SharedPlanIDs, Config: d.Config},
+		&Archive{Store: d.Store},
+	)
+	return process.Pipeline{Steps: steps, Done: Done}
 }

@@ -8,7 +8,9 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyma-keb/keb/internal/avs"
 	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/edp"
 	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/maintenance"
@@ -42,6 +44,11 @@ type Config struct {
 	HAP HAP
 	// Runtime are the settings every Runtime CR carries.
 	Runtime RuntimeSettings
+	// AVS is the AVS integration's settings; it adds its steps only when
+	// it provisions (avs.Config.Provisions).
+	AVS avs.Config
+	// EDP is the EDP integration's settings; it adds its step when enabled.
+	EDP edp.Config
 }
 
 // RuntimeSettings are what keb's settings put into every Runtime CR it
@@ -77,23 +84,60 @@ type Deps struct {
 	// Watch is what the control-plane watch has seen of Runtime and Kyma
 	// CRs and kubeconfig Secrets; nil: everything is read from KCP.
 	Watch process.SeenReader
+	// AVS creates the runtimes' AVS evaluations when Config.AVS provisions.
+	AVS avsCreator
+	// EDP registers the runtimes' subaccounts when Config.EDP is enabled.
+	EDP edpRegistrar
+	// Director confirms each runtime's dashboard URL; nil: no such step.
+	Director consoleURLReader
 }
 
 // Pipeline returns the provisioning pipeline.
 func Pipeline(d Deps) process.Pipeline {
+	// The optional integrations' steps are in the pipeline only when
+	// configured: without them the steps (and their checkpoints) are
+	// exactly keb's own.
+	withAVS := d.Config.AVS.Provisions()
+	steps := []process.Step{
+		&Initialization{Catalog: d.Catalog, Store: d.Store, KCP: d.KCP, VersionPins: d.VersionPins, Seen: seenLister(d.Watch), Config: d.Config},
+		&ResolveHyperscalerSecret{Catalog: d.Catalog, Accounts: d.Accounts, Store: d.AccountStore, Config: d.Config},
+	}
+	if withAVS {
+		// Before the cluster is requested, as upstream: a runtime is
+		// monitored from its start.
+		steps = append(steps, &AVSInternalEvaluation{AVS: d.AVS, Config: d.Config.AVS, ShootDomain: d.Config.Kyma.ShootDomain})
+	}
+	if e := d.Config.EDP; e.Enabled() {
+		// After AVS, before the cluster, as upstream.
+		reg := EDPRegistration{EDP: d.EDP, Environment: e.Environment}
+		if e.Required {
+			steps = append(steps, &reg)
+		} else {
+			steps = append(steps, &OptionalEDPRegistration{reg})
+		}
+	}
+	steps = append(steps,
+		// The components first: the overrides Secret carries them.
+		&Components{Catalog: d.Catalog},
+		&Overrides{Catalog: d.Catalog, KCP: d.KCP, Sources: d.OverrideSources, Config: d.Config},
+		&CreateRuntime{KCP: d.KCP, Catalog: d.Catalog, Config: d.Config},
+		&CheckRuntime{KCP: d.KCP, Watch: d.Watch, Config: d.Config},
+	)
+	if d.Director != nil {
+		// Once the cluster is ready, as upstream's check_runtime stage.
+		steps = append(steps, &CheckDashboardURL{Director: d.Director, ShootDomain: d.Config.Kyma.ShootDomain})
+	}
+	steps = append(steps,
+		&ApplyKyma{KCP: d.KCP, Catalog: d.Catalog, Config: d.Config},
+		&InjectBTPManager{Runtimes: d.Runtimes, Config: d.Config},
+		&CheckKyma{KCP: d.KCP, Watch: d.Watch, Config: d.Config},
+	)
+	if withAVS {
+		// Once the runtime answers: its health endpoint is what it checks.
+		steps = append(steps, &AVSExternalEvaluation{AVS: d.AVS, Config: d.Config.AVS, ShootDomain: d.Config.Kyma.ShootDomain})
+	}
 	return process.Pipeline{
-		Steps: []process.Step{
-			&Initialization{Catalog: d.Catalog, Store: d.Store, KCP: d.KCP, VersionPins: d.VersionPins, Seen: seenLister(d.Watch), Config: d.Config},
-			&ResolveHyperscalerSecret{Catalog: d.Catalog, Accounts: d.Accounts, Store: d.AccountStore, Config: d.Config},
-			// The components first: the overrides Secret carries them.
-			&Components{Catalog: d.Catalog},
-			&Overrides{Catalog: d.Catalog, KCP: d.KCP, Sources: d.OverrideSources, Config: d.Config},
-			&CreateRuntime{KCP: d.KCP, Catalog: d.Catalog, Config: d.Config},
-			&CheckRuntime{KCP: d.KCP, Watch: d.Watch, Config: d.Config},
-			&ApplyKyma{KCP: d.KCP, Catalog: d.Catalog, Config: d.Config},
-			&InjectBTPManager{Runtimes: d.Runtimes, Config: d.Config},
-			&CheckKyma{KCP: d.KCP, Watch: d.Watch, Config: d.Config},
-		},
+		Steps:     steps,
 		Succeeded: recordProvisioned(d.Finisher, d.Config),
 		Done:      "Operation succeeded: the Kyma runtime is ready",
 	}

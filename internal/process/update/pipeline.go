@@ -76,6 +76,10 @@ type Deps struct {
 	// Watch is what the control-plane watch has seen of Runtime CRs; nil:
 	// everything is read from KCP.
 	Watch process.SeenReader
+	// EDP tells EDP a plan change; nil: no such step. EDPRequired makes
+	// its failure fail the update.
+	EDP         edpUpdater
+	EDPRequired bool
 }
 
 // Pipeline returns the update pipeline. An update that only pushes
@@ -83,16 +87,25 @@ type Deps struct {
 // changes the runtime passes the credentials step unless it brought new
 // credentials too.
 func Pipeline(d Deps) process.Pipeline {
+	steps := []process.Step{
+		&Initialization{Catalog: d.Catalog, KCP: d.KCP, Config: d.Config},
+		&UpdateHyperscalerAccount{Catalog: d.Catalog, Accounts: d.Accounts, Store: d.AccountStore, Config: d.Config},
+		&UpdateRuntime{KCP: d.KCP, Catalog: d.Catalog, Config: d.Config},
+		&CheckRuntimeUpdate{KCP: d.KCP, Watch: d.Watch, Config: d.Config},
+		&UpdateKyma{KCP: d.KCP, Config: d.Config},
+		&RelabelGlobalAccount{KCP: d.KCP, Config: d.Config},
+		&UpdateBTPManagerCredentials{Runtimes: d.Runtimes, Config: d.Config},
+	}
+	if d.EDP != nil {
+		// Last, as upstream's stage of its own: the runtime changed first.
+		if d.EDPRequired {
+			steps = append(steps, &EDPUpdate{EDP: d.EDP})
+		} else {
+			steps = append(steps, &OptionalEDPUpdate{EDPUpdate{EDP: d.EDP}})
+		}
+	}
 	return process.Pipeline{
-		Steps: []process.Step{
-			&Initialization{Catalog: d.Catalog, KCP: d.KCP, Config: d.Config},
-			&UpdateHyperscalerAccount{Catalog: d.Catalog, Accounts: d.Accounts, Store: d.AccountStore, Config: d.Config},
-			&UpdateRuntime{KCP: d.KCP, Catalog: d.Catalog, Config: d.Config},
-			&CheckRuntimeUpdate{KCP: d.KCP, Watch: d.Watch, Config: d.Config},
-			&UpdateKyma{KCP: d.KCP, Config: d.Config},
-			&RelabelGlobalAccount{KCP: d.KCP, Config: d.Config},
-			&UpdateBTPManagerCredentials{Runtimes: d.Runtimes, Config: d.Config},
-		},
+		Steps:     steps,
 		Succeeded: recordUpdate(d.Store, d.Catalog),
 		Done:      "Operation succeeded: the Service Manager credentials are updated in the runtime",
 	}

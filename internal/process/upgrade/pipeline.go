@@ -13,6 +13,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyma-keb/keb/internal/avs"
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/storage"
@@ -46,6 +47,14 @@ type Deps struct {
 	// Watch is what the control-plane watch has seen of Runtime CRs; nil:
 	// everything is read from KCP.
 	Watch process.SeenReader
+	// AVS sets the runtimes' AVS evaluations' status; nil: cluster upgrades
+	// have no AVS maintenance steps (AVS is off, or
+	// APP_AVS_MAINTENANCE_MODE_DURING_UPGRADE_DISABLED). Provisioning reads
+	// which evaluations a runtime has, AVSExemptions which global accounts
+	// keep theirs active.
+	AVS           avsStatuses
+	Provisioning  provisioningReader
+	AVSExemptions avs.MaintenanceExemptions
 }
 
 // KymaPipeline returns the upgrade_kyma pipeline.
@@ -64,7 +73,7 @@ func KymaPipeline(d Deps) process.Pipeline {
 
 // ClusterPipeline returns the upgrade_cluster pipeline.
 func ClusterPipeline(d Deps) process.Pipeline {
-	return process.Pipeline{
+	p := process.Pipeline{
 		Steps: []process.Step{
 			&Initialisation{KCP: d.KCP, Config: d.Config},
 			&UpgradeCluster{KCP: d.KCP, Config: d.Config},
@@ -73,6 +82,16 @@ func ClusterPipeline(d Deps) process.Pipeline {
 		Succeeded: recordUpgrade(d.Store),
 		Done:      "Operation succeeded: the cluster is upgraded",
 	}
+	if d.AVS != nil {
+		// Maintenance around the change of the cluster, as upstream's
+		// cluster upgrades; a failed upgrade restores it too.
+		end := &AVSMaintenanceEnd{AVS: d.AVS}
+		p.Steps = []process.Step{p.Steps[0],
+			&AVSMaintenanceStart{AVS: d.AVS, Provisioning: d.Provisioning, Exemptions: d.AVSExemptions},
+			p.Steps[1], p.Steps[2], end}
+		p.Failed = end.RestoreAfterFailure
+	}
+	return p
 }
 
 // recordUpgrade writes the new versions into the instance's resolved

@@ -1,0 +1,141 @@
+package edp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"golang.org/x/oauth2/clientcredentials"
+
+	"github.com/kyma-keb/keb/internal/integration"
+)
+
+// Client calls EDP's admin API with client-credentials tokens, cached until
+// they expire.
+type Client struct {
+	cfg   Config
+	http  *http.Client
+	calls integration.Calls
+}
+
+// NewClient returns a client of cfg's EDP; base carries the requests
+// (nil: http.DefaultTransport), calls may be nil.
+func NewClient(cfg Config, base *http.Client, calls integration.Calls) *Client {
+	cc := clientcredentials.Config{ClientID: "edp-namespace;" + cfg.Namespace, ClientSecret: cfg.Secret,
+		TokenURL: strings.TrimSuffix(cfg.AuthURL, "/") + "/oauth2/token",
+		Scopes:   []string{"edp-namespace.read", "edp-namespace.update"}}
+	return &Client{cfg: cfg, http: integration.ClientCredentials(cc, base), calls: calls}
+}
+
+// Error is an answer of EDP that is not a success.
+type Error struct {
+	Call   string
+	Status int
+	Body   string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("EDP %s: HTTP %d: %.200s", e.Call, e.Status, e.Body)
+}
+
+// Temporary reports whether err may heal by retrying: no answer (or no
+// token), 408, or ≥ 500.
+func Temporary(err error) bool {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Status == http.StatusRequestTimeout || e.Status >= 500
+	}
+	return err != nil
+}
+
+// Conflict reports whether EDP answered 409: what is being created exists.
+func Conflict(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Status == http.StatusConflict
+}
+
+// CreateDataTenant creates name's data tenant in the configured environment.
+func (c *Client) CreateDataTenant(ctx context.Context, name string) error {
+	return c.do(ctx, "create_data_tenant", http.MethodPost, c.base()+"/dataTenants",
+		NewDataTenant(name, c.cfg.Environment), false)
+}
+
+// CreateMetadata adds a metadata entry to name's tenant.
+func (c *Client) CreateMetadata(ctx context.Context, name string, item MetadataItem) error {
+	return c.do(ctx, "create_metadata", http.MethodPost, c.tenant(name)+"/metadata", item, false)
+}
+
+// UpdateMetadata changes a metadata entry's value.
+func (c *Client) UpdateMetadata(ctx context.Context, name string, item MetadataItem) error {
+	return c.do(ctx, "update_metadata", http.MethodPut, c.tenant(name)+"/metadata/"+url.PathEscape(item.Key),
+		struct {
+			Value string `json:"value"`
+		}{item.Value}, false)
+}
+
+// DeleteMetadata removes a metadata entry; a missing one is no error.
+func (c *Client) DeleteMetadata(ctx context.Context, name, key string) error {
+	return c.do(ctx, "delete_metadata", http.MethodDelete, c.tenant(name)+"/metadata/"+url.PathEscape(key), nil, true)
+}
+
+// DeleteDataTenant removes name's tenant; a missing one is no error.
+func (c *Client) DeleteDataTenant(ctx context.Context, name string) error {
+	return c.do(ctx, "delete_data_tenant", http.MethodDelete, c.tenant(name), nil, true)
+}
+
+func (c *Client) base() string {
+	return strings.TrimSuffix(c.cfg.AdminURL, "/") + "/namespaces/" + url.PathEscape(c.cfg.Namespace)
+}
+
+func (c *Client) tenant(name string) string {
+	return c.base() + "/dataTenants/" + url.PathEscape(name) + "/" + url.PathEscape(c.cfg.Environment)
+}
+
+// do makes one call: 201 and 204 are success (200 is not), and on a
+// DELETE, 404.
+func (c *Client) do(ctx context.Context, call, method, target string, in any, deleting bool) error {
+	began := time.Now()
+	status, err := c.attempt(ctx, call, method, target, in, deleting)
+	if c.calls != nil {
+		c.calls.Observe("edp", call, status, err != nil, time.Since(began))
+	}
+	return err
+}
+
+func (c *Client) attempt(ctx context.Context, call, method, target string, in any, deleting bool) (int, error) {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return 0, fmt.Errorf("EDP %s: encoding the request: %w", call, err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, body)
+	if err != nil {
+		return 0, fmt.Errorf("EDP %s: %w", call, err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("EDP %s: %w", call, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	switch {
+	case resp.StatusCode == http.StatusCreated || resp.StatusCode == http.StatusNoContent:
+		return resp.StatusCode, nil
+	case resp.StatusCode == http.StatusNotFound && deleting:
+		return resp.StatusCode, nil
+	}
+	return resp.StatusCode, &Error{Call: call, Status: resp.StatusCode, Body: string(raw)}
+}
