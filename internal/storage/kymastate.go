@@ -27,11 +27,25 @@ type KymaState struct {
 // setKymaStates writes the states of many runtimes in one statement. A row
 // is written only when its state or modules differ (another replica's watch
 // wrote them already, or nothing changed), and only by a deletion or a state
-// newer than the stored one.
-const setKymaStates = `UPDATE instances i
+// newer than the stored one. The rows to write are locked first, in
+// instance_id order: every replica's watch records the same runtimes, each in
+// the order its informer delivered them, and two such updates locking rows as
+// the join meets them deadlock (seen with two replicas; the statement failed
+// and was retried).
+const setKymaStates = `WITH v AS (
+	SELECT * FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::bigint[]) AS v(runtime_id, state, modules, version)
+), locked AS (
+	SELECT i.instance_id FROM instances i JOIN v ON i.runtime_id = v.runtime_id
+	WHERE i.runtime_id <> ''
+		AND (v.modules IS NULL OR i.kyma_state_version IS NULL OR v.version = 0 OR i.kyma_state_version < v.version)
+		AND (i.kyma_state IS DISTINCT FROM v.state OR i.kyma_modules IS DISTINCT FROM v.modules)
+	ORDER BY i.instance_id
+	FOR UPDATE OF i
+)
+UPDATE instances i
 SET kyma_state = v.state, kyma_modules = v.modules, kyma_state_version = NULLIF(v.version, 0)
-FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::bigint[]) AS v(runtime_id, state, modules, version)
-WHERE i.runtime_id = v.runtime_id AND i.runtime_id <> ''
+FROM v, locked l
+WHERE i.instance_id = l.instance_id AND i.runtime_id = v.runtime_id
 	AND (v.modules IS NULL OR i.kyma_state_version IS NULL OR v.version = 0 OR i.kyma_state_version < v.version)
 	AND (i.kyma_state IS DISTINCT FROM v.state OR i.kyma_modules IS DISTINCT FROM v.modules)`
 

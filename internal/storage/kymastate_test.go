@@ -2,6 +2,7 @@ package storage_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -98,5 +99,50 @@ func TestSetKymaStates(t *testing.T) {
 	}
 	if st, m := f.kymaOf("i-2"); st != nil || m != "[]" {
 		t.Errorf("not reported yet: %v %q, want NULL and []", st, m)
+	}
+}
+
+// TestSetKymaStatesOfTwoReplicasDoNotDeadlock: two replicas' watches record
+// the same runtimes' states at once, each in its own order (as their
+// informers deliver them); neither may fail with a deadlock.
+func TestSetKymaStatesOfTwoReplicasDoNotDeadlock(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	const n = 150
+	var forward, backward []string
+	for i := range n {
+		id := fmt.Sprintf("i-%03d", i)
+		f.provision(id, "ga-"+id, "azure", "op-"+id)
+		f.exec(`UPDATE instances SET runtime_id = $2 WHERE instance_id = $1`, id, "rt-"+id)
+		forward = append(forward, "rt-"+id)
+	}
+	for i := n - 1; i >= 0; i-- {
+		backward = append(backward, forward[i])
+	}
+	record := func(ids []string, round int) error {
+		states := make([]storage.KymaState, len(ids))
+		for i, id := range ids {
+			// Every round changes every row: a state keb has not stored.
+			states[i] = storage.KymaState{RuntimeID: id, State: fmt.Sprintf("Processing-%d-%d", round, i%7), Modules: json.RawMessage(`[]`)}
+		}
+		_, err := f.store.SetKymaStates(f.ctx, states)
+		return err
+	}
+	errs := make(chan error, 2)
+	for _, ids := range [][]string{forward, backward} {
+		go func() {
+			for round := range 25 {
+				if err := record(ids, round); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("recording Kyma states: %v", err)
+		}
 	}
 }
