@@ -1,9 +1,13 @@
 package app_test
 
 import (
+	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,11 +58,31 @@ func TestIdleConnectionPastTheServersIdleTimeout(t *testing.T) {
 	}
 	allClosed("the raw connection")
 
-	// A client keeping idle connections for an hour, keb 300 ms.
-	client := &http.Client{Transport: &http.Transport{IdleConnTimeout: time.Hour}}
+	// A client keeping idle connections for an hour, keb 300 ms. Its
+	// connections count their closes: the transport closes a connection
+	// when it has read keb's close, after which it never reuses it.
+	var dialed, dropped atomic.Int64
+	dialer := &net.Dialer{}
+	client := &http.Client{Transport: &http.Transport{IdleConnTimeout: time.Hour,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dialer.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			dialed.Add(1)
+			return &countingConn{Conn: c, closed: &dropped}, nil
+		}}}
 	b.expect(b.doWith(client, http.MethodPut, provisionPath("inst-idle-1"), provisionBody(azurePlanID, `{"name":"i1"}`,
 		`"globalaccount_id":"ga-i1","subaccount_id":"sa-i1","user_id":"u"`)), http.StatusAccepted)
 	allClosed("the client's connection")
+	// The client learns of keb's close when its read loop gets to it, which
+	// on a busy machine is not at once: only then is the next PUT sure to
+	// take a new connection (a PUT written before that is the race above).
+	for deadline := time.Now().Add(time.Minute); dropped.Load() < dialed.Load(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the client saw keb close %d of its %d connections within a minute", dropped.Load(), dialed.Load())
+		}
+	}
 	opened := b.openedConns.Load()
 	// doWith fails the test on a request without an answer (EOF).
 	b.expect(b.doWith(client, http.MethodPut, provisionPath("inst-idle-2"), provisionBody(azurePlanID, `{"name":"i2"}`,
@@ -66,4 +90,16 @@ func TestIdleConnectionPastTheServersIdleTimeout(t *testing.T) {
 	if n := b.openedConns.Load() - opened; n != 1 {
 		t.Fatalf("the PUT after keb's idle timeout opened %d connections, want 1 (the idle one was closed)", n)
 	}
+}
+
+// countingConn counts its first Close in closed.
+type countingConn struct {
+	net.Conn
+	once   sync.Once
+	closed *atomic.Int64
+}
+
+func (c *countingConn) Close() error {
+	c.once.Do(func() { c.closed.Add(1) })
+	return c.Conn.Close()
 }
