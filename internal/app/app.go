@@ -79,7 +79,7 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	if err != nil {
 		return nil, err
 	}
-	loadOpts := []catalog.LoadOption{catalog.DefaultOIDCFile(cfg.OIDCDefaultFile)}
+	loadOpts := []catalog.LoadOption{catalog.DefaultOIDCFile(cfg.OIDCDefaultFile), catalog.DualStackDocsURL(cfg.DualStackDocsURL)}
 	if !cfg.RejectUnsupportedParameters {
 		loadOpts = append(loadOpts, catalog.IgnoreUnsupportedParameters())
 	}

@@ -63,7 +63,7 @@ var UpstreamSettings = []UpstreamSetting{
 	{Name: "APP_BROKER_BINDING_MIN_EXPIRATION_SECONDS", Keb: "APP_BROKER_BINDING_MIN_EXPIRATION", Convert: seconds},
 	{Name: "APP_BROKER_CHECK_QUOTA_LIMIT"},
 	{Name: "APP_BROKER_DEFAULT_REQUEST_REGION"},
-	{Name: "APP_BROKER_DUAL_STACK_DOCS_URL", Note: noteNotKeb},
+	{Name: "APP_BROKER_DUAL_STACK_DOCS_URL"},
 	{Name: "APP_BROKER_DYNAMIC_VOLUME_SIZE_ENABLED", Note: notePlansYAML},
 	{Name: "APP_BROKER_ENABLE_PLANS", Keb: "APP_BROKER_ENABLED_PLANS"},
 	{Name: "APP_BROKER_ENABLE_PLAN_UPGRADES", Note: "keb always allows the plan upgrades its plans file names (aws → build-runtime-aws, ...)"},
