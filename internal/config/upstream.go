@@ -53,7 +53,7 @@ var UpstreamSettings = []UpstreamSetting{
 	{Name: "APP_BROKER_ADDITIONAL_VOLUME_SIZE_GI_MAX_SIZE", Note: notePlansYAML},
 	{Name: "APP_BROKER_ADDITIONAL_VOLUME_SIZE_GI_PLANS", Note: notePlansYAML},
 	{Name: "APP_BROKER_ALLOWED_GLOBAL_ACCOUNTS"},
-	{Name: "APP_BROKER_AUDIT_LOG_ACCESS", Note: notePlansYAML},
+	{Name: "APP_BROKER_AUDIT_LOG_ACCESS", Note: "keb offers auditLogAccess on no plan, as upstream's shipped false: paid plans accept and ignore it, trial and free refuse it; the Runtime CR contract has no audit-log field to write it to"},
 	{Name: "APP_BROKER_BINDING_BINDABLE_PLANS"},
 	{Name: "APP_BROKER_BINDING_CREATE_BINDING_TIMEOUT", Keb: "APP_BROKER_BINDING_TIMEOUT"},
 	{Name: "APP_BROKER_BINDING_ENABLED", Note: "keb offers bindings on the plans of APP_BROKER_BINDING_BINDABLE_PLANS (with a control plane); set it empty to offer none"},
