@@ -83,6 +83,9 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	if !cfg.RejectUnsupportedParameters {
 		loadOpts = append(loadOpts, catalog.IgnoreUnsupportedParameters())
 	}
+	if cfg.GVisorEnabled {
+		loadOpts = append(loadOpts, catalog.OfferGVisor())
+	}
 	if cfg.UseSmallerMachineTypes {
 		loadOpts = append(loadOpts, catalog.SmallerMachineTypes())
 	}

@@ -72,6 +72,8 @@ type Catalog struct {
 	// create form's OIDC list, as upstream does with its skrOIDCDefaultValues.
 	defaultOIDC OIDCProvider
 	oidcFile    string
+	// gvisorOffered puts gvisor into the plans' forms (OfferGVisor).
+	gvisorOffered bool
 	// dualStackDocsURL is the page networking.dualStack's description links to (DualStackDocsURL).
 	dualStackDocsURL string
 }

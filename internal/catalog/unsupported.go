@@ -38,8 +38,11 @@ func DualStackDocsURL(url string) LoadOption {
 }
 
 // schemaDoc is a built schema as the catalog serves it: without "additionalProperties": false
-// when unsupported parameters are ignored.
+// when unsupported parameters are ignored, without gvisor unless OfferGVisor.
 func (c *Catalog) schemaDoc(doc map[string]any) map[string]any {
+	if !c.gvisorOffered {
+		dropGVisor(doc)
+	}
 	if c.lenient {
 		dropClosedObjects(doc)
 	}
@@ -94,6 +97,7 @@ func (c *Catalog) UnsupportedParameters(planID, platformRegion string, raw json.
 	}
 	var out []string
 	shown, _ := e.splitHidden(doc)
+	shown, _ = c.withoutSchemalessGVisor(e.plan, shown)
 	unknownKeys(shown, e.create.doc, "", &out)
 	sort.Strings(out)
 	return out

@@ -501,3 +501,58 @@ func TestAuditLogAccessAsUpstreamShipsIt(t *testing.T) {
 		}
 	}
 }
+
+// TestGVisorGatedAsUpstream: with upstream's shipped gvisorEnabled (false) no schema names gvisor,
+// yet the plans with additional pools accept it, the runtime's and each pool's, checked as the
+// schema would; OfferGVisor puts it into the forms. Trial and gdch take none.
+func TestGVisorGatedAsUpstream(t *testing.T) {
+	t.Parallel()
+	shipped := defaultCatalog(t)
+	offered, err := Load("", OfferGVisor())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const raw = `{"name":"x","gvisor":{"enabled":true},"additionalWorkerNodePools":[{"name":"p","machineType":"Standard_D4s_v5","gvisor":{"enabled":true}}]}`
+	for _, tc := range []struct {
+		c      *Catalog
+		inForm bool
+	}{{shipped, false}, {offered, true}} {
+		e, err := tc.c.entryFor(AzurePlanID, "cf-eu20")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, doc := range []map[string]any{e.create.doc, e.update.doc} {
+			props, _ := doc["properties"].(map[string]any)
+			pools, _ := props[paramAdditionalPools].(map[string]any)
+			items, _ := pools["items"].(map[string]any)
+			itemProps, _ := items["properties"].(map[string]any)
+			_, root := props[paramGVisor]
+			_, pool := itemProps[paramGVisor]
+			if root != tc.inForm || pool != tc.inForm || slices.Contains(asStrings(doc["_controlsOrder"]), paramGVisor) != tc.inForm {
+				t.Errorf("offered %v: gvisor in the form: root %v, pool %v", tc.inForm, root, pool)
+			}
+		}
+		p, err := tc.c.ValidateParameters(AzurePlanID, "cf-eu20", json.RawMessage(raw))
+		if err != nil || !p.GVisor.On() || p.AdditionalWorkerNodePools == nil || !(*p.AdditionalWorkerNodePools)[0].GVisor.On() {
+			t.Errorf("offered %v: gvisor gave %+v, %v; want it on for the runtime and the pool", tc.inForm, p.GVisor, err)
+		}
+		up, err := tc.c.ValidateUpdate(UpdateRequest{FromPlanID: AzurePlanID, PlatformRegion: "cf-eu20", ProviderRegion: "eastus",
+			Stored: ProvisioningParameters{Name: "x"}, Raw: json.RawMessage(`{"gvisor":{"enabled":false}}`)})
+		if err != nil || up.GVisor == nil || up.GVisor.Enabled {
+			t.Errorf("offered %v: PATCH gvisor off gave %+v, %v", tc.inForm, up.GVisor, err)
+		}
+		for _, bad := range []struct{ raw, field string }{
+			{`{"name":"x","gvisor":{"enabled":"yes"}}`, "gvisor.enabled"},
+			{`{"name":"x","gvisor":true}`, "gvisor"},
+			{`{"name":"x","additionalWorkerNodePools":[{"name":"p","machineType":"Standard_D4s_v5","gvisor":{"enabled":true,"x":1}}]}`, "additionalWorkerNodePools[0].gvisor.x"},
+		} {
+			if _, err := tc.c.ValidateParameters(AzurePlanID, "cf-eu20", json.RawMessage(bad.raw)); err == nil || !strings.Contains(err.Error(), bad.field) {
+				t.Errorf("offered %v: %s answered %v, want a problem naming %s", tc.inForm, bad.raw, err, bad.field)
+			}
+		}
+		if _, err := tc.c.ValidateParameters(TrialPlanID, "cf-eu10", json.RawMessage(`{"name":"x","gvisor":{"enabled":false}}`)); err == nil ||
+			!strings.Contains(err.Error(), "gvisor is not available on plan trial") {
+			t.Errorf("offered %v: gvisor on trial answered %v", tc.inForm, err)
+		}
+	}
+}

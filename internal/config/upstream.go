@@ -70,7 +70,7 @@ var UpstreamSettings = []UpstreamSetting{
 	{Name: "APP_BROKER_FREE_DOCS_URL", Keb: "APP_FREE_DOCS_URL"},
 	{Name: "APP_BROKER_FREE_EXPIRATION_PERIOD", Keb: "APP_FREE_DURATION"},
 	{Name: "APP_BROKER_GARDENER_SEEDS_CACHE_CONFIG_MAP_NAME"},
-	{Name: "APP_BROKER_GVISOR_ENABLED", Note: "keb offers gvisor to the global accounts of APP_GVISOR_ALLOWED_GLOBAL_ACCOUNTS"},
+	{Name: "APP_BROKER_GVISOR_ENABLED"},
 	{Name: "APP_BROKER_KCR_CONFIG_MAP_NAME", Note: noteNotKeb},
 	{Name: "APP_BROKER_MONITOR_ADDITIONAL_PROPERTIES", Note: "keb counts and logs every unsupported parameter (keb_unsupported_parameters_total)"},
 	{Name: "APP_BROKER_ONLY_ONE_FREE_PER_GA", Note: "keb reads onePerGlobalAccount per plan from its plans file"},
