@@ -71,8 +71,9 @@ func TestGatedParametersAsUpstreamShipsThem(t *testing.T) {
 
 // TestDualStackAndAuditLogAccessAsUpstream: networking.dualStack is in the AWS plans' create form
 // (linking to the configured docs page) and accepted there, recorded with the instance; on
-// azure a 400 names it. auditLogAccess, which upstream's shipped settings offer on no plan, is
-// accepted and ignored by a paid plan's PUT and PATCH and refused on trial with a 400.
+// azure a 400 names it. auditLogAccess and gvisor, which upstream's shipped settings offer on no
+// plan, are in no form; auditLogAccess is accepted and ignored by a paid plan's PUT and PATCH and
+// refused on trial with a 400 (gvisor's answers: TestGVisorForAllowedAccounts).
 func TestDualStackAndAuditLogAccessAsUpstream(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -82,8 +83,10 @@ func TestDualStackAndAuditLogAccessAsUpstream(t *testing.T) {
 		plan := p.(map[string]any)
 		schema := plan["schemas"].(map[string]any)["service_instance"].(map[string]any)["create"].(map[string]any)["parameters"].(map[string]any)
 		props := schema["properties"].(map[string]any)
-		if _, offered := props["auditLogAccess"]; offered {
-			t.Errorf("catalog: %s offers auditLogAccess", plan["name"])
+		for _, gated := range []string{"auditLogAccess", "gvisor"} {
+			if _, offered := props[gated]; offered {
+				t.Errorf("catalog: %s offers %s; upstream's shipped settings offer it on no plan", plan["name"], gated)
+			}
 		}
 		if n, ok := props["networking"].(map[string]any); ok {
 			networking[plan["name"].(string)] = n["properties"].(map[string]any)
