@@ -79,9 +79,12 @@ func New(ctx context.Context, cfg config.Config, log logrus.FieldLogger, dev *De
 	if err != nil {
 		return nil, err
 	}
-	loadOpts := []catalog.LoadOption{catalog.DefaultOIDCFile(cfg.OIDCDefaultFile)}
+	loadOpts := []catalog.LoadOption{catalog.DefaultOIDCFile(cfg.OIDCDefaultFile), catalog.DualStackDocsURL(cfg.DualStackDocsURL)}
 	if !cfg.RejectUnsupportedParameters {
 		loadOpts = append(loadOpts, catalog.IgnoreUnsupportedParameters())
+	}
+	if cfg.GVisorEnabled {
+		loadOpts = append(loadOpts, catalog.OfferGVisor())
 	}
 	if cfg.UseSmallerMachineTypes {
 		loadOpts = append(loadOpts, catalog.SmallerMachineTypes())

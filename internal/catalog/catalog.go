@@ -72,6 +72,10 @@ type Catalog struct {
 	// create form's OIDC list, as upstream does with its skrOIDCDefaultValues.
 	defaultOIDC OIDCProvider
 	oidcFile    string
+	// gvisorOffered puts gvisor into the plans' forms (OfferGVisor).
+	gvisorOffered bool
+	// dualStackDocsURL is the page networking.dualStack's description links to (DualStackDocsURL).
+	dualStackDocsURL string
 }
 
 type providerDefault struct {
@@ -81,6 +85,8 @@ type providerDefault struct {
 	// trialRegion is the trial region of a trial nothing else places; euAccessRegion the
 	// region of a trial in an EU access platform region ("": none).
 	trialRegion, euAccessRegion string
+	// dualStack: the provider's plans offer networking.dualStack.
+	dualStack bool
 }
 
 // planEntry is one plan with everything needed to list and validate it.
@@ -160,6 +166,7 @@ func build(source string, f *plansFile, opts ...LoadOption) (*Catalog, error) {
 		trialByPlatform:      map[string]string{},
 		providerTrialRegions: map[string]map[string]string{},
 		providerDefaults:     map[string]providerDefault{},
+		dualStackDocsURL:     DefaultDualStackDocsURL,
 	}
 	for _, o := range opts {
 		o(c)
@@ -182,7 +189,7 @@ func build(source string, f *plansFile, opts ...LoadOption) (*Catalog, error) {
 		c.providerTrialRegions[name] = p.TrialRegions
 		c.providerDefaults[name] = providerDefault{region: p.DefaultRegion, machineType: p.DefaultMachineType, image: p.MachineImage,
 			volumeType: p.VolumeType, trialRegion: firstNonEmpty(p.TrialDefaultRegion, f.TrialRegions.Default),
-			euAccessRegion: p.EUAccessRegion}
+			euAccessRegion: p.EUAccessRegion, dualStack: p.DualStack}
 		versions, err := parseMachineVersions(p.MachinesVersions)
 		if err != nil { // checked with the file
 			return nil, fmt.Errorf("providers.%s.machinesVersions: %w", name, err)

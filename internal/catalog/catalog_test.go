@@ -348,11 +348,11 @@ func TestPlanSchemaProperties(t *testing.T) {
 		{name: "azure full form", planID: AzurePlanID,
 			// upstream's order (plans_schema.go), keb's own parameters after it
 			wantProps: []string{"name", "region", "colocateControlPlane", "machineType", "autoScalerMin", "autoScalerMax",
-				"zonesCount", "gvisor", "additionalWorkerNodePools", "modules", "networking", "oidc", "administrators",
+				"zonesCount", "additionalWorkerNodePools", "modules", "networking", "oidc", "administrators",
 				"ingressFiltering", "components", "kymaVersion", "zones", "maxSurge", "maxUnavailable", "volumeSizeGb"}},
 		{name: "lite has no zone choice, no ingress filtering (upstream's shipped ingressFilteringPlans)", planID: AzureLitePlanID,
 			wantProps: []string{"name", "region", "colocateControlPlane", "machineType", "autoScalerMin", "autoScalerMax",
-				"gvisor", "additionalWorkerNodePools", "modules", "networking", "oidc", "administrators",
+				"additionalWorkerNodePools", "modules", "networking", "oidc", "administrators",
 				"components", "kymaVersion", "maxSurge", "maxUnavailable", "volumeSizeGb"}},
 		{name: "trial basic form, trial regions hidden", planID: TrialPlanID,
 			wantProps:  []string{"name", "modules", "oidc", "administrators"},

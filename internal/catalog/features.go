@@ -10,7 +10,7 @@ import (
 // planFeatureParameters are parameters some plans offer and others do not: a plan without one
 // refuses it with "is not available on plan X" rather than "not a supported parameter".
 var planFeatureParameters = []string{paramProvider, paramGVisor, paramAdditionalPools, paramIngressFiltering, paramColocateControlPlane,
-	paramAccessControlList, paramAdditionalVolume, paramZones, paramMaxSurge, paramMaxUnavailable, paramVolumeSizeGb}
+	paramAccessControlList, paramAdditionalVolume, paramZones, paramMaxSurge, paramMaxUnavailable, paramVolumeSizeGb, paramAuditLogAccess}
 
 // trialProviderLabels are the provider parameter's values, upstream's spelling, by provider.
 var trialProviderLabels = map[string]string{ProviderAzure: "Azure", ProviderAWS: "AWS", ProviderGCP: "GCP"}

@@ -158,6 +158,10 @@ func FuzzValidateParameters(f *testing.F) {
 		`"nodes":"10.180.0.0/16","pods":"10.100.0.0/20"`} {
 		f.Add(uint8(1), uint8(0), []byte(`{"name":"c1","networking":{`+n+`}}`))
 	}
+	// Issue 37: dualStack (AWS plans only) and auditLogAccess (hidden on paid plans).
+	for plan := range uint8(len(planIDs)) {
+		f.Add(plan, uint8(0), []byte(`{"name":"c1","networking":{"nodes":"10.180.0.0/16","dualStack":true},"auditLogAccess":false}`))
+	}
 	f.Fuzz(func(t *testing.T, plan, region uint8, raw []byte) {
 		planID := planIDs[int(plan)%len(planIDs)]
 		r := regions[int(region)%len(regions)]

@@ -12,6 +12,10 @@ type Networking struct {
 	Nodes    string `json:"nodes"`
 	Pods     string `json:"pods,omitempty"`
 	Services string `json:"services,omitempty"`
+	// DualStack asks for IPv4 and IPv6 (plans of a provider with dualStack in the plans file:
+	// AWS). It is recorded with the instance but not written into the Runtime CR: the Runtime CR
+	// contract keb validates against (KIM's CRD in resources/crds) names no networking.dualStack.
+	DualStack *bool `json:"dualStack,omitempty"`
 }
 
 // The cluster CIDRs of a runtime created without the networking parameter
@@ -151,7 +155,12 @@ func (n *Networking) isDefault(i int) bool {
 	return [...]bool{n.Nodes == "", n.Pods == "", n.Services == ""}[i]
 }
 
-func networkingSchema() map[string]any {
+// dualStackTitle is upstream's title of networking.dualStack, warning of the Istio module.
+const dualStackTitle = "Enable dual stack (Istio module doesn't support dual stack)"
+
+// networkingSchema is the networking parameter's schema; dualStack adds networking.dualStack,
+// whose description links to docsURL as upstream's does.
+func networkingSchema(dualStack bool, docsURL string) map[string]any {
 	var p properties
 	cidr := func(title, description, def string) map[string]any {
 		return map[string]any{"type": "string", "title": title, "description": description, "default": def, "minLength": 1}
@@ -159,6 +168,12 @@ func networkingSchema() map[string]any {
 	p.add("nodes", cidr("Worker node network", "CIDR of the worker nodes' network, /23 or larger.", DefaultNodesCIDR))
 	p.add("pods", cidr("Pod network", "CIDR of the pods' network.", DefaultPodsCIDR))
 	p.add("services", cidr("Service network", "CIDR of the services' network.", DefaultServicesCIDR))
+	if dualStack {
+		p.add("dualStack", map[string]any{
+			"type": "boolean", "title": dualStackTitle,
+			"description": "Gives the cluster IPv6 addresses beside the IPv4 ones. Cannot change later. See " + docsURL,
+		})
+	}
 	return p.object(map[string]any{
 		"title":       "Networking",
 		"description": "The cluster's networks; none may overlap another. They cannot change later.",

@@ -62,6 +62,9 @@ type providerSpec struct {
 	// EUAccessRegion is where a trial on this provider runs in an EU access platform region
 	// (trialRegions.euAccessPlatformRegions); "" leaves EU access trials unplaced by it (GCP).
 	EUAccessRegion string `json:"euAccessRegion,omitempty"`
+	// DualStack offers networking.dualStack (IPv4 and IPv6) on this provider's plans, as
+	// upstream's providers data does for AWS alone.
+	DualStack bool `json:"dualStack,omitempty"`
 }
 
 type machineImageSpec struct {

@@ -167,15 +167,21 @@ func (p *properties) root(extra map[string]any) map[string]any {
 }
 
 // hiddenSchema checks the parameters a plan accepts without showing them in its form (nil: none):
-// a trial's region (an area) and provider, which upstream's trial form leaves out too.
+// a trial's region (an area) and provider, which upstream's trial form leaves out too, and
+// auditLogAccess on the plans that accept and ignore it (acceptsAuditLogAccess).
 func (c *Catalog) hiddenSchema(e *planEntry) map[string]any {
-	if !e.plan.Trial {
-		return nil
-	}
 	var p properties
-	p.add(paramRegion, c.regionSchema(e))
-	if len(e.plan.TrialProviders) > 1 {
-		p.add(paramProvider, trialProviderSchema(e.plan))
+	if e.plan.Trial {
+		p.add(paramRegion, c.regionSchema(e))
+		if len(e.plan.TrialProviders) > 1 {
+			p.add(paramProvider, trialProviderSchema(e.plan))
+		}
+	}
+	if acceptsAuditLogAccess(e.plan) {
+		p.add(paramAuditLogAccess, auditLogAccessSchema())
+	}
+	if len(p.order) == 0 {
+		return nil
 	}
 	s := p.object(map[string]any{"$schema": draft04})
 	delete(s, "additionalProperties")
@@ -228,7 +234,7 @@ func (c *Catalog) createSchema(e *planEntry) map[string]any {
 			"maxLength":   KymaVersionMaxLength,
 			"pattern":     KymaVersionPattern,
 		})
-		p.add(paramNetworking, networkingSchema())
+		p.add(paramNetworking, networkingSchema(c.providerDefaults[plan.Provider].dualStack, c.dualStackDocsURL))
 		c.addWorkerSchemas(&p, e)
 	}
 	addFeatureSchemas(&p, e, true)

@@ -23,9 +23,26 @@ func SmallerMachineTypes() LoadOption {
 	return func(c *Catalog) { c.smaller = true }
 }
 
+// DefaultDualStackDocsURL is the page networking.dualStack's description links to unless
+// DualStackDocsURL names another (upstream's broker.dualStackDocsURL: a help.sap.com page).
+const DefaultDualStackDocsURL = "https://help.sap.com/docs/btp/sap-business-technology-platform/kyma-environment"
+
+// DualStackDocsURL makes networking.dualStack's description link to url (upstream's
+// broker.dualStackDocsURL); "" keeps DefaultDualStackDocsURL.
+func DualStackDocsURL(url string) LoadOption {
+	return func(c *Catalog) {
+		if url != "" {
+			c.dualStackDocsURL = url
+		}
+	}
+}
+
 // schemaDoc is a built schema as the catalog serves it: without "additionalProperties": false
-// when unsupported parameters are ignored.
+// when unsupported parameters are ignored, without gvisor unless OfferGVisor.
 func (c *Catalog) schemaDoc(doc map[string]any) map[string]any {
+	if !c.gvisorOffered {
+		dropGVisor(doc)
+	}
 	if c.lenient {
 		dropClosedObjects(doc)
 	}
@@ -80,6 +97,7 @@ func (c *Catalog) UnsupportedParameters(planID, platformRegion string, raw json.
 	}
 	var out []string
 	shown, _ := e.splitHidden(doc)
+	shown, _ = c.withoutSchemalessGVisor(e.plan, shown)
 	unknownKeys(shown, e.create.doc, "", &out)
 	sort.Strings(out)
 	return out

@@ -107,8 +107,15 @@ func (c *Catalog) ValidateUpdate(r UpdateRequest) (ProvisioningParameters, error
 			return ProvisioningParameters{}, newValidationError(subjectParameters, problems)
 		}
 	}
+	doc, problems := withoutAuditLogAccess(to.plan, doc)
+	if len(problems) > 0 {
+		return ProvisioningParameters{}, newValidationError(subjectParameters, problems)
+	}
 	kept := keptGatedParameters(doc, r.Stored, to.update.doc)
-	checkedDoc := without(doc, kept)
+	checkedDoc, problems := c.withoutSchemalessGVisor(to.plan, without(doc, kept))
+	if len(problems) > 0 {
+		return ProvisioningParameters{}, newValidationError(subjectParameters, problems)
+	}
 	if problems := unavailableProblems(to.plan, checkedDoc, to.update.doc); len(problems) > 0 {
 		return ProvisioningParameters{}, newValidationError(subjectParameters, problems)
 	}

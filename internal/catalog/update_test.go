@@ -22,10 +22,10 @@ func TestUpdateSchemas(t *testing.T) {
 		TrialPlanName: {"name", "oidc", "administrators"},
 		FreePlanName:  {"name", "oidc", "administrators"},
 		// ingressFiltering as upstream's shipped ingressFilteringPlans; accessControlList and
-		// additionalVolumeSizeGi on no plan out of the box.
-		AzurePlanName: {"name", "machineType", "autoScalerMin", "autoScalerMax", "gvisor", "additionalWorkerNodePools",
+		// additionalVolumeSizeGi on no plan out of the box; gvisor is accepted, not shown, as upstream's shipped gvisorEnabled.
+		AzurePlanName: {"name", "machineType", "autoScalerMin", "autoScalerMax", "additionalWorkerNodePools",
 			"oidc", "administrators", "ingressFiltering", "maxSurge", "maxUnavailable"},
-		AzureLitePlanName: {"name", "machineType", "autoScalerMin", "autoScalerMax", "gvisor", "additionalWorkerNodePools",
+		AzureLitePlanName: {"name", "machineType", "autoScalerMin", "autoScalerMax", "additionalWorkerNodePools",
 			"oidc", "administrators", "maxSurge", "maxUnavailable"},
 	}
 	wantUpdatable := map[string]bool{TrialPlanName: true, AzureLitePlanName: true, AWSPlanName: true, AzurePlanName: true, GCPPlanName: true,

@@ -136,6 +136,27 @@ func TestUpstreamMachinesAndRegionsOffered(t *testing.T) {
 	}
 }
 
+// TestPaidPlansDefaultMachineIsUpstreamsFirst: upstream's paid plans default to the first of
+// their regularMachines (upstream-fidelity §1.3): AWS mi.large, Azure and azure_lite
+// Standard_D2s_v5, GCP n2-standard-2, SAP Cloud Infrastructure g_c2_m8.
+func TestPaidPlansDefaultMachineIsUpstreamsFirst(t *testing.T) {
+	t.Parallel()
+	c := defaultCatalog(t)
+	for plan, machines := range map[string][]string{
+		AWSPlanName: upstreamAWSRegular, PreviewPlanName: upstreamAWSRegular, BuildRuntimeAWSPlanName: upstreamAWSRegular,
+		AzurePlanName: upstreamAzureRegular, BuildRuntimeAzurePlanName: upstreamAzureRegular, AzureLitePlanName: upstreamAzureLite,
+		GCPPlanName: upstreamGCPRegular, BuildRuntimeGCPPlanName: upstreamGCPRegular, SapConvergedCloudPlanName: upstreamSCC,
+	} {
+		p, ok := c.PlanByName(plan)
+		if !ok {
+			t.Fatalf("no plan %s", plan)
+		}
+		if p.DefaultMachineType != machines[0] {
+			t.Errorf("%s defaults to %s; upstream to %s, the first of its machines", plan, p.DefaultMachineType, machines[0])
+		}
+	}
+}
+
 // TestUpstreamRegionDisplayNamesAndZones holds every region's display name (the cockpit's label)
 // and zones (what Gardener accepts) to upstream's providers data.
 func TestUpstreamRegionDisplayNamesAndZones(t *testing.T) {

@@ -43,6 +43,10 @@ func (c *Catalog) validateParameters(e *planEntry, platformRegion string, raw js
 			return ProvisioningParameters{}, asValidationError(subjectParameters, err, hidden, e.hidden.doc)
 		}
 	}
+	shown, problems := c.withoutSchemalessGVisor(e.plan, shown)
+	if len(problems) > 0 {
+		return ProvisioningParameters{}, newValidationError(subjectParameters, problems)
+	}
 	if problems := unavailableProblems(e.plan, shown, e.create.doc); len(problems) > 0 {
 		return ProvisioningParameters{}, newValidationError(subjectParameters, problems)
 	}

@@ -308,8 +308,8 @@ func TestResolve(t *testing.T) {
 			want: Resolved{Provider: "azure", Region: "eastus", ProviderRegion: "eastus", MachineType: "Standard_D2s_v5", AutoScalerMin: 3, AutoScalerMax: 20, NodeCount: 3, ZonesCount: 3}},
 		{name: "aws given values", planID: AWSPlanID, params: ProvisioningParameters{Name: "x", Region: ptr("us-east-1"), MachineType: ptr("m6i.xlarge"), AutoScalerMin: intp(4), AutoScalerMax: intp(8), NodeCount: intp(5), ZonesCount: intp(1)},
 			want: Resolved{Provider: "aws", Region: "us-east-1", ProviderRegion: "us-east-1", MachineType: "m6i.xlarge", AutoScalerMin: 4, AutoScalerMax: 8, NodeCount: 5, ZonesCount: 1}},
-		{name: "lite defaults", planID: AzureLitePlanID, params: ProvisioningParameters{Name: "x"},
-			want: Resolved{Provider: "azure", Region: "eastus", ProviderRegion: "eastus", MachineType: "Standard_D4s_v5", AutoScalerMin: 2, AutoScalerMax: 10, NodeCount: 3, ZonesCount: 1}},
+		{name: "lite defaults: Standard_D2s_v5 (upstream's first)", planID: AzureLitePlanID, params: ProvisioningParameters{Name: "x"},
+			want: Resolved{Provider: "azure", Region: "eastus", ProviderRegion: "eastus", MachineType: "Standard_D2s_v5", AutoScalerMin: 2, AutoScalerMax: 10, NodeCount: 3, ZonesCount: 1}},
 		{name: "aws defaults: mi.large", planID: AWSPlanID, params: ProvisioningParameters{Name: "x"},
 			want: Resolved{Provider: "aws", Region: "eu-central-1", ProviderRegion: "eu-central-1", MachineType: "mi.large", AutoScalerMin: 3, AutoScalerMax: 20, NodeCount: 3, ZonesCount: 3}},
 		// Trials as upstream places them: the platform region's area, else the region
@@ -391,6 +391,168 @@ func TestResolveSmallerMachineTypes(t *testing.T) {
 		res, err := c.Resolve(tc.planID, tc.platformRegion, ProvisioningParameters{Name: "x", Provider: tc.provider})
 		if err != nil || res.MachineType != tc.want {
 			t.Errorf("%s on %s (provider %v): machine %s, %v; want %s", tc.planID, tc.platformRegion, deref(tc.provider), res.MachineType, err, tc.want)
+		}
+	}
+}
+
+// TestNetworkingDualStack: networking.dualStack is offered and accepted on the plans of a
+// provider with dualStack in the plans file (AWS, as upstream's providers data), its description
+// linking to the configured page; elsewhere a 400 names it (upstream: refused when it rejects
+// unsupported parameters, ignored otherwise). It is recorded with the instance.
+func TestNetworkingDualStack(t *testing.T) {
+	t.Parallel()
+	const docs = "https://docs.example/dual-stack"
+	c, err := Load("", DualStackDocsURL(docs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lenient, err := Load("", IgnoreUnsupportedParameters())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const raw = `{"name":"x","networking":{"nodes":"10.180.0.0/16","dualStack":true}}`
+	for _, tc := range []struct {
+		planID, platformRegion string
+		offered                bool
+	}{
+		{AWSPlanID, "cf-eu10", true}, {PreviewPlanID, "cf-us10", true}, {BuildRuntimeAWSPlanID, "cf-eu11", true},
+		{AzurePlanID, "cf-eu20", false}, {AzureLitePlanID, "cf-eu20", false}, {GCPPlanID, "cf-eu30", false},
+		{SapConvergedCloudPlanID, "cf-eu20", false},
+	} {
+		e, err := c.entryFor(tc.planID, tc.platformRegion)
+		if err != nil {
+			t.Fatal(err)
+		}
+		props, _ := e.create.doc["properties"].(map[string]any)
+		networking, _ := props[paramNetworking].(map[string]any)
+		nprops, _ := networking["properties"].(map[string]any)
+		ds, offered := nprops["dualStack"].(map[string]any)
+		if offered != tc.offered {
+			t.Errorf("%s: networking.dualStack offered %v, want %v", e.plan.Name, offered, tc.offered)
+		}
+		p, err := c.ValidateParameters(tc.planID, tc.platformRegion, json.RawMessage(raw))
+		if !tc.offered {
+			var verr *ValidationError
+			if !errors.As(err, &verr) || !strings.Contains(err.Error(), "networking.dualStack") {
+				t.Errorf("%s: dualStack answered %v, want a validation error naming networking.dualStack", e.plan.Name, err)
+			}
+			if _, err := lenient.ValidateParameters(tc.planID, tc.platformRegion, json.RawMessage(raw)); err != nil {
+				t.Errorf("%s: ignoring unsupported parameters, dualStack is refused: %v", e.plan.Name, err)
+			}
+			continue
+		}
+		if ds["type"] != "boolean" || ds["title"] != dualStackTitle || !strings.HasSuffix(ds["description"].(string), docs) {
+			t.Errorf("%s: dualStack schema %v, want upstream's boolean linking to %s", e.plan.Name, ds, docs)
+		}
+		if err != nil || p.Networking == nil || p.Networking.DualStack == nil || !*p.Networking.DualStack {
+			t.Errorf("%s: dualStack true gives %+v, %v; want it recorded", e.plan.Name, p.Networking, err)
+		}
+		if _, err := c.ValidateParameters(tc.planID, tc.platformRegion, json.RawMessage(`{"name":"x","networking":{"nodes":"10.180.0.0/16","dualStack":"yes"}}`)); err == nil {
+			t.Errorf("%s: dualStack \"yes\" accepted, want a boolean", e.plan.Name)
+		}
+	}
+}
+
+// TestAuditLogAccessAsUpstreamShipsIt: with upstream's shipped broker.auditLogAccess (false) no
+// schema offers auditLogAccess; paid plans accept it in a PUT or a PATCH and change nothing,
+// trial and free refuse it (upstream-fidelity §3.10, §5.1).
+func TestAuditLogAccessAsUpstreamShipsIt(t *testing.T) {
+	t.Parallel()
+	c := defaultCatalog(t)
+	for _, tc := range []struct {
+		planID, platformRegion string
+		accepted               bool
+	}{
+		{AWSPlanID, "cf-eu10", true}, {AzurePlanID, "cf-eu20", true}, {AzureLitePlanID, "cf-eu20", true},
+		{GCPPlanID, "cf-eu30", true}, {SapConvergedCloudPlanID, "cf-eu20", true},
+		{TrialPlanID, "cf-eu10", false}, {FreePlanID, "cf-eu10", false},
+	} {
+		e, err := c.entryFor(tc.planID, tc.platformRegion)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, doc := range []map[string]any{e.create.doc, e.update.doc} {
+			if props, _ := doc["properties"].(map[string]any); props[paramAuditLogAccess] != nil {
+				t.Errorf("%s: a schema offers auditLogAccess; upstream's shipped settings offer it on no plan", e.plan.Name)
+			}
+		}
+		p, err := c.ValidateParameters(tc.planID, tc.platformRegion, json.RawMessage(`{"name":"x","auditLogAccess":true}`))
+		_, uerr := c.ValidateUpdate(UpdateRequest{FromPlanID: tc.planID, PlatformRegion: tc.platformRegion,
+			Stored: ProvisioningParameters{Name: "x"}, Raw: json.RawMessage(`{"auditLogAccess":true}`)})
+		if !tc.accepted {
+			for what, err := range map[string]error{"PUT": err, "PATCH": uerr} {
+				if err == nil || !strings.Contains(err.Error(), "auditLogAccess is not available on plan "+e.plan.Name) {
+					t.Errorf("%s: auditLogAccess in a %s answered %v, want it refused as not available", e.plan.Name, what, err)
+				}
+			}
+			continue
+		}
+		if err != nil || uerr != nil {
+			t.Errorf("%s: auditLogAccess refused (PUT %v, PATCH %v); upstream accepts and ignores it", e.plan.Name, err, uerr)
+		}
+		if want := (ProvisioningParameters{Name: "x"}); !reflect.DeepEqual(p, want) {
+			t.Errorf("%s: auditLogAccess gave %+v, want nothing recorded beside the name", e.plan.Name, p)
+		}
+		_, err = c.ValidateParameters(tc.planID, tc.platformRegion, json.RawMessage(`{"name":"x","auditLogAccess":"yes"}`))
+		_, uerr = c.ValidateUpdate(UpdateRequest{FromPlanID: tc.planID, PlatformRegion: tc.platformRegion,
+			Stored: ProvisioningParameters{Name: "x"}, Raw: json.RawMessage(`{"auditLogAccess":"yes"}`)})
+		if err == nil || uerr == nil || !strings.Contains(err.Error(), "auditLogAccess") || !strings.Contains(uerr.Error(), "auditLogAccess") {
+			t.Errorf("%s: auditLogAccess \"yes\" answered PUT %v, PATCH %v; want a boolean", e.plan.Name, err, uerr)
+		}
+	}
+}
+
+// TestGVisorGatedAsUpstream: with upstream's shipped gvisorEnabled (false) no schema names gvisor,
+// yet the plans with additional pools accept it, the runtime's and each pool's, checked as the
+// schema would; OfferGVisor puts it into the forms. Trial and gdch take none.
+func TestGVisorGatedAsUpstream(t *testing.T) {
+	t.Parallel()
+	shipped := defaultCatalog(t)
+	offered, err := Load("", OfferGVisor())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const raw = `{"name":"x","gvisor":{"enabled":true},"additionalWorkerNodePools":[{"name":"p","machineType":"Standard_D4s_v5","gvisor":{"enabled":true}}]}`
+	for _, tc := range []struct {
+		c      *Catalog
+		inForm bool
+	}{{shipped, false}, {offered, true}} {
+		e, err := tc.c.entryFor(AzurePlanID, "cf-eu20")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, doc := range []map[string]any{e.create.doc, e.update.doc} {
+			props, _ := doc["properties"].(map[string]any)
+			pools, _ := props[paramAdditionalPools].(map[string]any)
+			items, _ := pools["items"].(map[string]any)
+			itemProps, _ := items["properties"].(map[string]any)
+			_, root := props[paramGVisor]
+			_, pool := itemProps[paramGVisor]
+			if root != tc.inForm || pool != tc.inForm || slices.Contains(asStrings(doc["_controlsOrder"]), paramGVisor) != tc.inForm {
+				t.Errorf("offered %v: gvisor in the form: root %v, pool %v", tc.inForm, root, pool)
+			}
+		}
+		p, err := tc.c.ValidateParameters(AzurePlanID, "cf-eu20", json.RawMessage(raw))
+		if err != nil || !p.GVisor.On() || p.AdditionalWorkerNodePools == nil || !(*p.AdditionalWorkerNodePools)[0].GVisor.On() {
+			t.Errorf("offered %v: gvisor gave %+v, %v; want it on for the runtime and the pool", tc.inForm, p.GVisor, err)
+		}
+		up, err := tc.c.ValidateUpdate(UpdateRequest{FromPlanID: AzurePlanID, PlatformRegion: "cf-eu20", ProviderRegion: "eastus",
+			Stored: ProvisioningParameters{Name: "x"}, Raw: json.RawMessage(`{"gvisor":{"enabled":false}}`)})
+		if err != nil || up.GVisor == nil || up.GVisor.Enabled {
+			t.Errorf("offered %v: PATCH gvisor off gave %+v, %v", tc.inForm, up.GVisor, err)
+		}
+		for _, bad := range []struct{ raw, field string }{
+			{`{"name":"x","gvisor":{"enabled":"yes"}}`, "gvisor.enabled"},
+			{`{"name":"x","gvisor":true}`, "gvisor"},
+			{`{"name":"x","additionalWorkerNodePools":[{"name":"p","machineType":"Standard_D4s_v5","gvisor":{"enabled":true,"x":1}}]}`, "additionalWorkerNodePools[0].gvisor.x"},
+		} {
+			if _, err := tc.c.ValidateParameters(AzurePlanID, "cf-eu20", json.RawMessage(bad.raw)); err == nil || !strings.Contains(err.Error(), bad.field) {
+				t.Errorf("offered %v: %s answered %v, want a problem naming %s", tc.inForm, bad.raw, err, bad.field)
+			}
+		}
+		if _, err := tc.c.ValidateParameters(TrialPlanID, "cf-eu10", json.RawMessage(`{"name":"x","gvisor":{"enabled":false}}`)); err == nil ||
+			!strings.Contains(err.Error(), "gvisor is not available on plan trial") {
+			t.Errorf("offered %v: gvisor on trial answered %v", tc.inForm, err)
 		}
 	}
 }

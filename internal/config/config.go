@@ -47,6 +47,12 @@ type Config struct {
 	// RejectUnsupportedParameters refuses parameters no plan schema names
 	// (400); false ignores them, logging and counting each.
 	RejectUnsupportedParameters bool
+	// DualStackDocsURL is the page the networking.dualStack description
+	// links to (upstream's broker.dualStackDocsURL).
+	DualStackDocsURL string
+	// GVisorEnabled puts gvisor into the plans' forms (upstream's
+	// broker.gvisorEnabled, shipped false: accepted without being shown).
+	GVisorEnabled bool
 	// GVisorAllowedGlobalAccounts may use the gvisor parameter ("*": all).
 	GVisorAllowedGlobalAccounts []string
 	// BlocklistFile is the operation blocklist (internal/guardrails), read
@@ -544,6 +550,10 @@ func (c *Config) BindBroker(b *Binder) {
 		"trial and free runtimes get the plans' smallerMachineTypes (AWS mi.large, Azure Standard_D2s_v5) instead of upstream's default sizes")
 	b.Bool(&c.RejectUnsupportedParameters, "reject-unsupported-parameters", "APP_BROKER_REJECT_UNSUPPORTED_PARAMETERS",
 		d.RejectUnsupportedParameters, "refuse parameters the plan's schema does not name with a 400 (false: ignore, log and count them)")
+	b.String(&c.DualStackDocsURL, "dual-stack-docs-url", "APP_BROKER_DUAL_STACK_DOCS_URL", catalog.DefaultDualStackDocsURL,
+		"page the networking.dualStack description links to (the plans of providers with dualStack in the plans file: AWS)")
+	b.Bool(&c.GVisorEnabled, "gvisor-enabled", "APP_BROKER_GVISOR_ENABLED", false,
+		"show gvisor (the runtime's and each pool's) in the plans' forms; without it the plans accept gvisor all the same, as upstream's shipped false")
 	b.List(&c.GVisorAllowedGlobalAccounts, "gvisor-allowed-global-accounts", "APP_GVISOR_ALLOWED_GLOBAL_ACCOUNTS", nil,
 		"global accounts whose runtimes may use the gvisor parameter (* for all)")
 	b.Duration(&c.OperationTimeout, "operation-timeout", "APP_BROKER_OPERATION_TIMEOUT", d.OperationTimeout,

@@ -57,6 +57,9 @@ func TestRuntimeCRGolden(t *testing.T) {
 		{name: "trial", planID: catalog.TrialPlanID, platformRegion: "cf-eu10", params: `{"name":"c1"}`},
 		{name: "free-aws", planID: catalog.FreePlanID, platformRegion: "cf-eu10", params: `{"name":"c1"}`},
 		{name: "aws-defaults", planID: catalog.AWSPlanID, platformRegion: "cf-eu10", params: `{"name":"c1"}`},
+		// Accepted as upstream accepts it; no networking.dualStack in the CR: KIM's CRD has none.
+		{name: "aws-dual-stack", planID: catalog.AWSPlanID, platformRegion: "cf-eu10",
+			params: `{"name":"c1","networking":{"nodes":"10.180.0.0/16","dualStack":true},"auditLogAccess":true}`},
 		{name: "aws-landscape-settings", planID: catalog.AWSPlanID, platformRegion: "cf-eu10", settings: &landscape,
 			params: `{"name":"c1","additionalWorkerNodePools":[{"name":"p","machineType":"mi.2xlarge"}]}`},
 		{name: "azure-lite-landscape-settings", planID: catalog.AzureLitePlanID, platformRegion: "cf-eu20", settings: &landscape,
