@@ -55,7 +55,7 @@ func TestClientAgainstStandIn(t *testing.T) {
 		t.Fatalf("GenerateSecret: %+v, %v", creds, err)
 	}
 	want := map[string]struct{ method, path, query, body string }{
-		"create": {"POST", "/service/sps", "", "company_id=global&sp_name=SKR+Grafana+%28instanceID%3A+inst-1%29"},
+		"create":  {"POST", "/service/sps", "", "company_id=global&sp_name=SKR+Grafana+%28instanceID%3A+inst-1%29"},
 		"company": {"GET", "/service/company/global", "", ""},
 		"attributes": {"PUT", "/service/sps/" + sp.ID, "", `{"assertion_attributes":[{"assertionAttribute":"first_name","userAttribute":"firstName"},` +
 			`{"assertionAttribute":"last_name","userAttribute":"lastName"},{"assertionAttribute":"email","userAttribute":"otherMail"},` +
