@@ -17,8 +17,8 @@ import (
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/director"
 	"github.com/kyma-keb/keb/internal/edp"
-	"github.com/kyma-keb/keb/internal/ias"
 	"github.com/kyma-keb/keb/internal/guardrails"
+	"github.com/kyma-keb/keb/internal/ias"
 	"github.com/kyma-keb/keb/internal/maintenance"
 	"github.com/kyma-keb/keb/internal/seeds"
 )
