@@ -1,0 +1,83 @@
+package deprovisioning_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"testing"
+
+	"github.com/kyma-keb/keb/internal/catalog"
+	"github.com/kyma-keb/keb/internal/ias"
+	"github.com/kyma-keb/keb/internal/iassim"
+	"github.com/kyma-keb/keb/internal/process"
+	"github.com/kyma-keb/keb/internal/process/deprovisioning"
+	"github.com/kyma-keb/keb/internal/process/processtest"
+	"github.com/kyma-keb/keb/internal/storage"
+)
+
+// TestIASDeregistration runs the step against the stand-in: it removes the
+// runtime's service provider (found by its display name) and no other; a
+// re-run, or a runtime never registered, is done at once; IAS down is
+// retried, a refusal skips the step (it never fails a deprovisioning).
+func TestIASDeregistration(t *testing.T) {
+	t.Parallel()
+	sim := iassim.New("keb", "s3cret", "corporate-idp")
+	srv := httptest.NewServer(sim.Handler())
+	t.Cleanup(srv.Close)
+	client := ias.NewClient(ias.Config{URL: srv.URL, UserID: "keb", UserSecret: "s3cret"}, srv.Client(), nil)
+	op := processtest.Operation(storage.OperationTypeDeprovision, processtest.Instance(t, catalog.AWSPlanID))
+	for _, id := range []string{op.InstanceID, "another-instance"} {
+		if err := client.CreateServiceProvider(t.Context(), ias.DisplayName(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step := &deprovisioning.IASDeregistration{IAS: client}
+	if _, ok := process.Step(step).(process.SkippableStep); !ok {
+		t.Fatalf("the deregistration is not skippable")
+	}
+	sim.FailNext(1, http.StatusInternalServerError)
+	if _, err := step.Run(t.Context(), op); err == nil {
+		t.Errorf("500: no error to retry")
+	}
+	sim.FailNext(1, http.StatusUnauthorized)
+	res, err := step.Run(t.Context(), op)
+	processtest.MustOutcome(t, "401", processtest.Failure, res, err)
+	id := sim.ServiceProviders()[ias.DisplayName(op.InstanceID)].ID
+	n := len(sim.Requests())
+	res, err = step.Run(t.Context(), op)
+	processtest.MustOutcome(t, "removal", processtest.Done, res, err)
+	reqs := sim.Requests()[n:]
+	if len(reqs) != 2 || reqs[0].Path != "/service/company/global" || reqs[1].Method != http.MethodPut ||
+		reqs[1].Path != "/service/sps/delete" || reqs[1].Query != "sp_id="+id || reqs[1].Body != "" {
+		t.Errorf("requests %+v", reqs)
+	}
+	left := sim.ServiceProviders()
+	if _, ok := left[ias.DisplayName("another-instance")]; len(left) != 1 || !ok {
+		t.Errorf("service providers left %v, want another-instance's only", left)
+	}
+	res, err = step.Run(t.Context(), op)
+	processtest.MustOutcome(t, "re-run", processtest.Done, res, err)
+	if got := len(sim.Requests()) - n; got != 3 {
+		t.Errorf("a re-run made %d calls, want one look-up", got-2)
+	}
+}
+
+// TestIASDeregistrationJoinsOnlyWithIAS: without an IAS client the
+// pipeline is keb's own; with one, the deregistration removes the service
+// provider before the runtime goes.
+func TestIASDeregistrationJoinsOnlyWithIAS(t *testing.T) {
+	t.Parallel()
+	names := func(d deprovisioning.Deps) []string {
+		var out []string
+		for _, s := range deprovisioning.Pipeline(d).Steps {
+			out = append(out, s.Name())
+		}
+		return out
+	}
+	own := names(deprovisioning.Deps{})
+	got := names(deprovisioning.Deps{IAS: ias.NewClient(ias.Config{URL: "https://ias.example.com"}, nil, nil)})
+	want := slices.Insert(slices.Clone(own), slices.Index(own, "delete_kyma"), "ias_deregistration")
+	if !slices.Equal(got, want) {
+		t.Errorf("steps %v, want %v", got, want)
+	}
+}
