@@ -1,10 +1,15 @@
 package deprovisioning_test
 
 import (
+	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
 
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/ias"
@@ -80,4 +85,67 @@ func TestIASDeregistrationJoinsOnlyWithIAS(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("steps %v, want %v", got, want)
 	}
+}
+
+// TestIASDeregistrationInEngine runs the deprovisioning with the engine on
+// real PostgreSQL against the IAS stand-in: it removes the service
+// provider the provisioning registered and archives the instance; an IAS
+// that stays down past the 5 minutes of retries is skipped, the instance
+// archived all the same with the service provider as its leftover.
+func TestIASDeregistrationInEngine(t *testing.T) {
+	t.Parallel()
+	setup := func(t *testing.T, instanceID string, data process.Record) (*engineFixture, *iassim.Server, string) {
+		t.Helper()
+		f := newEngineFixture(t)
+		sim := iassim.New("keb", "s3cret", "idp")
+		srv := httptest.NewServer(sim.Handler())
+		t.Cleanup(srv.Close)
+		client := ias.NewClient(ias.Config{URL: srv.URL, UserID: "keb", UserSecret: "s3cret"}, srv.Client(), nil)
+		if err := client.CreateServiceProvider(f.ctx, ias.DisplayName(instanceID)); err != nil {
+			t.Fatal(err)
+		}
+		log := logrus.New()
+		log.SetOutput(io.Discard)
+		f.engine = process.NewEngine(f.store, map[storage.OperationType]process.Pipeline{
+			storage.OperationTypeDeprovision: deprovisioning.Pipeline(deprovisioning.Deps{Store: f.store, IAS: client}),
+		}, log)
+		opID := f.deprovisioning(instanceID, false, teardownSteps[1:]...)
+		own, _ := json.Marshal(data)
+		f.exec(`UPDATE operations SET data = $2 WHERE operation_id = $1`, opID, own)
+		return f, sim, opID
+	}
+
+	t.Run("removes the service provider", func(t *testing.T) {
+		t.Parallel()
+		f, sim, opID := setup(t, "inst-ias", process.Record{})
+		f.process(opID)
+		if left := sim.ServiceProviders(); len(left) != 0 {
+			t.Errorf("service providers %v left in IAS", left)
+		}
+		a, err := f.store.Archived(f.ctx, "inst-ias")
+		if err != nil || len(a.Leftovers) != 0 {
+			t.Errorf("archive %+v, %v; want archived with no leftovers", a, err)
+		}
+	})
+
+	t.Run("IAS down: skipped with a leftover", func(t *testing.T) {
+		t.Parallel()
+		// The step's 5 minutes of retries are over when IAS answers 503 again.
+		started := time.Now().Add(-6 * time.Minute)
+		f, sim, opID := setup(t, "inst-ias-down", process.Record{StepStartedAt: map[string]time.Time{"ias_deregistration": started}})
+		sim.FailNext(1, http.StatusServiceUnavailable)
+		f.process(opID)
+		if left := sim.ServiceProviders(); len(left) != 1 {
+			t.Fatalf("service providers %v, want the runtime's still there", left)
+		}
+		a, err := f.store.Archived(f.ctx, "inst-ias-down")
+		if err != nil {
+			t.Fatalf("Archived: %v", err)
+		}
+		var lo []process.Leftover
+		if err := json.Unmarshal(a.Leftovers, &lo); err != nil || len(lo) != 1 || lo[0].Step != "ias_deregistration" ||
+			lo[0].Category != process.CategoryIAS || lo[0].What != "the IAS service provider "+ias.DisplayName("inst-ias-down") {
+			t.Fatalf("leftovers %s, want the IAS step's", a.Leftovers)
+		}
+	})
 }
