@@ -317,7 +317,7 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 		}})
 	if ec.LeftoversInterval > 0 {
 		lo := &deprovisioning.Leftovers{Store: store, KCP: kcp, Accounts: accounts, Config: deprov.Config, AVS: deprov.AVS,
-			EDP: deprov.EDP, Subaccounts: deprov.Subaccounts}
+			EDP: deprov.EDP, Subaccounts: deprov.Subaccounts, IAS: deprov.IAS}
 		periodic = append(periodic, process.Periodic{Name: deprovisioning.LeftoversJob, Interval: ec.LeftoversInterval,
 			Run: func(ctx context.Context) error {
 				res, err := lo.Run(ctx)

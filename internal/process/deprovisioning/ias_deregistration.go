@@ -19,8 +19,8 @@ type iasDeregistrar interface {
 // its display name; none is fine), as upstream's IAS_Deregistration. It
 // never fails a deprovisioning: IAS's trouble is retried for 5 minutes (a
 // refusal not at all), then the step is skipped and the service provider
-// listed as left behind. A suspension runs it too; the unsuspension
-// registers the runtime again.
+// listed as left behind, for the leftovers job to remove later. A
+// suspension runs it too; the unsuspension registers the runtime again.
 type IASDeregistration struct {
 	IAS iasDeregistrar
 }
@@ -42,18 +42,25 @@ func (s *IASDeregistration) Leftover(op *process.Operation) string {
 // Run implements process.Step.
 func (s *IASDeregistration) Run(ctx context.Context, op *process.Operation) (process.StepResult, error) {
 	op.Describe("Removing the runtime's service provider from IAS")
-	co, err := s.IAS.Company(ctx)
-	if err != nil {
-		return iasFailure("reading the IAS service providers", err)
-	}
-	sp, ok := co.ServiceProvider(ias.DisplayName(op.InstanceID))
-	if !ok {
-		return process.Done()
-	}
-	if err := s.IAS.DeleteServiceProvider(ctx, sp.ID); err != nil {
+	if err := removeServiceProvider(ctx, s.IAS, op.InstanceID); err != nil {
 		return iasFailure("removing the IAS service provider", err)
 	}
 	return process.Done()
+}
+
+// removeServiceProvider deletes instanceID's service provider, found by
+// its display name; none is fine. The leftovers job retries it for a
+// skipped deregistration.
+func removeServiceProvider(ctx context.Context, c iasDeregistrar, instanceID string) error {
+	co, err := c.Company(ctx)
+	if err != nil {
+		return err
+	}
+	sp, ok := co.ServiceProvider(ias.DisplayName(instanceID))
+	if !ok {
+		return nil
+	}
+	return c.DeleteServiceProvider(ctx, sp.ID)
 }
 
 // iasFailure retries what may heal, and skips the step at once on a

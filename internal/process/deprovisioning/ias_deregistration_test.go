@@ -91,10 +91,11 @@ func TestIASDeregistrationJoinsOnlyWithIAS(t *testing.T) {
 // real PostgreSQL against the IAS stand-in: it removes the service
 // provider the provisioning registered and archives the instance; an IAS
 // that stays down past the 5 minutes of retries is skipped, the instance
-// archived all the same with the service provider as its leftover.
+// archived all the same with the service provider as its leftover, which
+// the leftovers job removes once IAS answers.
 func TestIASDeregistrationInEngine(t *testing.T) {
 	t.Parallel()
-	setup := func(t *testing.T, instanceID string, data process.Record) (*engineFixture, *iassim.Server, string) {
+	setup := func(t *testing.T, instanceID string, data process.Record) (*engineFixture, *iassim.Server, string, *ias.Client) {
 		t.Helper()
 		f := newEngineFixture(t)
 		sim := iassim.New("keb", "s3cret", "idp")
@@ -112,12 +113,12 @@ func TestIASDeregistrationInEngine(t *testing.T) {
 		opID := f.deprovisioning(instanceID, false, teardownSteps[1:]...)
 		own, _ := json.Marshal(data)
 		f.exec(`UPDATE operations SET data = $2 WHERE operation_id = $1`, opID, own)
-		return f, sim, opID
+		return f, sim, opID, client
 	}
 
 	t.Run("removes the service provider", func(t *testing.T) {
 		t.Parallel()
-		f, sim, opID := setup(t, "inst-ias", process.Record{})
+		f, sim, opID, _ := setup(t, "inst-ias", process.Record{})
 		f.process(opID)
 		if left := sim.ServiceProviders(); len(left) != 0 {
 			t.Errorf("service providers %v left in IAS", left)
@@ -132,7 +133,7 @@ func TestIASDeregistrationInEngine(t *testing.T) {
 		t.Parallel()
 		// The step's 5 minutes of retries are over when IAS answers 503 again.
 		started := time.Now().Add(-6 * time.Minute)
-		f, sim, opID := setup(t, "inst-ias-down", process.Record{StepStartedAt: map[string]time.Time{"ias_deregistration": started}})
+		f, sim, opID, client := setup(t, "inst-ias-down", process.Record{StepStartedAt: map[string]time.Time{"ias_deregistration": started}})
 		sim.FailNext(1, http.StatusServiceUnavailable)
 		f.process(opID)
 		if left := sim.ServiceProviders(); len(left) != 1 {
@@ -146,6 +147,14 @@ func TestIASDeregistrationInEngine(t *testing.T) {
 		if err := json.Unmarshal(a.Leftovers, &lo); err != nil || len(lo) != 1 || lo[0].Step != "ias_deregistration" ||
 			lo[0].Category != process.CategoryIAS || lo[0].What != "the IAS service provider "+ias.DisplayName("inst-ias-down") {
 			t.Fatalf("leftovers %s, want the IAS step's", a.Leftovers)
+		}
+		job := &deprovisioning.Leftovers{Store: f.store, IAS: client}
+		res, err := job.Run(f.ctx)
+		if err != nil || res.Resolved != 1 || res.Remaining != 0 {
+			t.Errorf("leftovers job: %+v, %v; want the IAS leftover resolved", res, err)
+		}
+		if left := sim.ServiceProviders(); len(left) != 0 {
+			t.Errorf("service providers %v left in IAS after the leftovers job", left)
 		}
 	})
 }
