@@ -16,7 +16,7 @@ func devCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) error
 	var cfg config.Config
 	var dir, binDir, mode, faults string
 	var delay, accountCleanupDelay time.Duration
-	lifecycleManager, avsStandIn, edpStandIn, directorStandIn := true, true, true, true
+	lifecycleManager, avsStandIn, edpStandIn, directorStandIn, iasStandIn := true, true, true, true, true
 	b := config.NewBinder(fs)
 	b.String(&cfg.Host, "host", "APP_HOST", "127.0.0.1", "address to listen on")
 	b.Int(&cfg.Port, "port", "APP_PORT", 8080, "HTTP port")
@@ -36,6 +36,8 @@ func devCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) error
 		"run the EDP stand-in and register each runtime's subaccount there (ignored when APP_EDP_ADMIN_URL names an EDP)")
 	b.Bool(&directorStandIn, "director-stand-in", "APP_DEV_DIRECTOR", true,
 		"run the Director stand-in (answering from the control plane's Runtime CRs) and check each runtime's dashboard URL there (ignored when APP_DIRECTOR_URL names a Director)")
+	b.Bool(&iasStandIn, "ias-stand-in", "APP_DEV_IAS", true,
+		"run the IAS stand-in and register each runtime's Grafana there (ignored when APP_IAS_URL names an IAS)")
 	cfg.BindDatabase(b)
 	b.String(&cfg.DatabaseSecretKey, "database-secret-key", "APP_DATABASE_SECRET_KEY", "",
 		"32-byte key sealing secrets at rest (default: generated once into <dir>/secret-key)")
@@ -61,7 +63,7 @@ func devCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) error
 		logUpstreamSettings(log, b)
 		return devstack.Run(ctx, devstack.Options{Dir: dir, Config: cfg, Out: os.Stdout, K8sBinDir: binDir,
 			RuntimeDelay: delay, RuntimeMode: infrasim.Mode(mode), RuntimeFaults: injected, NoLifecycleManager: !lifecycleManager,
-			AccountCleanupDelay: accountCleanupDelay, NoAVS: !avsStandIn, NoEDP: !edpStandIn, NoDirector: !directorStandIn}, log)
+			AccountCleanupDelay: accountCleanupDelay, NoAVS: !avsStandIn, NoEDP: !edpStandIn, NoDirector: !directorStandIn, NoIAS: !iasStandIn}, log)
 	}
 }
 

@@ -29,6 +29,7 @@ import (
 	gardenercore "github.com/kyma-keb/keb/internal/gardener/core"
 	gardenersecurity "github.com/kyma-keb/keb/internal/gardener/security"
 	"github.com/kyma-keb/keb/internal/hyperscaler"
+	"github.com/kyma-keb/keb/internal/ias"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/kube"
 	"github.com/kyma-keb/keb/internal/kyma"
@@ -192,7 +193,7 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 		Runtime: provisioning.RuntimeSettings{KubernetesVersion: ec.Runtime.KubernetesVersion, MachineImage: ec.Runtime.MachineImage,
 			MachineImageVersion: ec.Runtime.MachineImageVersion, ControlPlaneFailureTolerance: ec.Runtime.ControlPlaneFailureTolerance,
 			MaxPods: ec.Runtime.MaxPods, MaxPodsGlobalAccounts: ec.Runtime.MaxPodsGlobalAccounts},
-		AVS: cfg.AVS, EDP: cfg.EDP,
+		AVS: cfg.AVS, EDP: cfg.EDP, IAS: cfg.IAS,
 	}
 	// The optional integrations: a client only where configured, so that
 	// their steps join the pipelines only then.
@@ -231,6 +232,12 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 	if edpClient != nil {
 		deprov.EDP, deprov.Subaccounts = edpClient, store
 	}
+	var iasClient *ias.Client
+	if cfg.IAS.Enabled() {
+		// Only then: a nil *ias.Client in the interfaces would add the steps.
+		iasClient = ias.NewClient(cfg.IAS, nil, integrations)
+		deprov.IAS = iasClient
+	}
 	watcher := process.NewWatcher(kcpCfg, scheme, ns, store, queue, log.WithField("component", "watch"))
 	watcher.MaxRun = ec.JobTimeout
 	kymaStates := process.NewKymaStates(store, log.WithField("component", "kyma_states"))
@@ -238,6 +245,9 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 	prov := provisioning.Deps{
 		Config: provCfg, Catalog: cat, Store: store, Finisher: store, KCP: kcp, Accounts: accounts, AccountStore: store,
 		Runtimes: runtimes, OverrideSources: sources, VersionPins: pins, Watch: watcher, AVS: avsClient, EDP: edpClient,
+	}
+	if iasClient != nil {
+		prov.IAS = iasClient
 	}
 	if cfg.Director.Configured() {
 		prov.Director = director.NewClient(cfg.Director, nil, integrations)
@@ -307,7 +317,7 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 		}})
 	if ec.LeftoversInterval > 0 {
 		lo := &deprovisioning.Leftovers{Store: store, KCP: kcp, Accounts: accounts, Config: deprov.Config, AVS: deprov.AVS,
-			EDP: deprov.EDP, Subaccounts: deprov.Subaccounts}
+			EDP: deprov.EDP, Subaccounts: deprov.Subaccounts, IAS: deprov.IAS}
 		periodic = append(periodic, process.Periodic{Name: deprovisioning.LeftoversJob, Interval: ec.LeftoversInterval,
 			Run: func(ctx context.Context) error {
 				res, err := lo.Run(ctx)

@@ -18,6 +18,7 @@ import (
 	"github.com/kyma-keb/keb/internal/director"
 	"github.com/kyma-keb/keb/internal/edp"
 	"github.com/kyma-keb/keb/internal/guardrails"
+	"github.com/kyma-keb/keb/internal/ias"
 	"github.com/kyma-keb/keb/internal/maintenance"
 	"github.com/kyma-keb/keb/internal/seeds"
 )
@@ -132,6 +133,8 @@ type Config struct {
 	AVS avs.Config
 	// EDP is the optional EDP integration (internal/edp).
 	EDP edp.Config
+	// IAS is the optional IAS integration (internal/ias).
+	IAS ias.Config
 	// Director is the optional Director integration (internal/director).
 	Director director.Config
 }
@@ -603,6 +606,7 @@ func (c *Config) bindHTTP(b *Binder) {
 func (c *Config) BindEngine(b *Binder) {
 	c.BindAVS(b)
 	c.BindEDP(b)
+	c.BindIAS(b)
 	c.BindDirector(b)
 	d := Defaults.Engine
 	e := &c.Engine
@@ -815,6 +819,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := validateDirector(c.Director); err != nil {
+		errs = append(errs, err)
+	}
+	if err := validateIAS(c.IAS); err != nil {
 		errs = append(errs, err)
 	}
 	if c.ReadinessInterval <= 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/director"
 	"github.com/kyma-keb/keb/internal/edp"
+	"github.com/kyma-keb/keb/internal/ias"
 )
 
 // unsetEnv removes variables for the test and restores them afterwards
@@ -437,6 +438,13 @@ func TestValidate(t *testing.T) {
 			c.EDP = edp.Config{AdminURL: "https://edp.example.com", AuthURL: "https://edp.example.com", Namespace: "kyma-dev", Environment: "prod"}
 		}, want: []string{"APP_EDP_SECRET"}},
 		{name: "EDP disabled needs nothing", modify: func(c *config.Config) { c.EDP = edp.Config{AdminURL: "https://edp.example.com", Disabled: true} }},
+		{name: "IAS without an identity provider", modify: func(c *config.Config) {
+			c.IAS = ias.Config{URL: "https://ias.example.com", UserID: "u", UserSecret: "p"}
+		}, want: []string{"APP_IAS_IDENTITY_PROVIDER"}},
+		{name: "IAS URL not http", modify: func(c *config.Config) {
+			c.IAS = ias.Config{URL: "ftp://ias.example.com", UserID: "u", UserSecret: "p", IdentityProvider: "idp"}
+		}, want: []string{"APP_IAS_URL"}},
+		{name: "IAS disabled needs nothing", modify: func(c *config.Config) { c.IAS = ias.Config{URL: "https://ias.example.com", Disabled: true} }},
 		{name: "Director without a token URL", modify: func(c *config.Config) {
 			c.Director = director.Config{URL: "https://compass.example.com/director/graphql", OAuthClientID: "c"}
 		}, want: []string{"APP_DIRECTOR_OAUTH_TOKEN_URL"}},

@@ -73,6 +73,9 @@ type Options struct {
 	// NoDirector leaves the Director stand-in out (also out when
 	// APP_DIRECTOR_URL names a real Director).
 	NoDirector bool
+	// NoIAS leaves the IAS stand-in out (also out when APP_IAS_URL names
+	// a real IAS).
+	NoIAS bool
 	// AccountCleanupDelay is how long a released (dirty) dev account stays
 	// dirty before the simulated account cleaner hands it back to the pool
 	// (infrasim.AccountCleaner); 0: never, as on a landscape without its
@@ -251,6 +254,14 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 		defer stopEDP()
 		log.WithField("url", cfg.EDP.AdminURL).Info("EDP stand-in started")
 	}
+	if !opts.NoIAS && cfg.IAS.URL == "" {
+		stopIAS, err := startIAS(&cfg, cfg.Host)
+		if err != nil {
+			return err
+		}
+		defer stopIAS()
+		log.WithField("url", cfg.IAS.URL).Info("IAS stand-in started")
+	}
 	if !opts.NoDirector && !cfg.Director.Configured() {
 		stopDirector, err := startDirector(&cfg, cfg.Host, kc)
 		if err != nil {
@@ -271,7 +282,8 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 	removeEndpoints, err := writeEndpoints(opts.Dir, Endpoints{BrokerURL: "http://" + ln.Addr().String(),
 		DatabaseURL: cfg.DatabaseURL, KCPKubeconfig: kcp.kubeconfig, CISEventsURL: cfg.Cleanup.CISEventsURL,
 		CISAuthURL: cfg.Cleanup.CISAuthURL, CISClientID: cfg.Cleanup.CISClientID, CISClientSecret: cfg.Cleanup.CISClientSecret,
-		CISVersion: cfg.Cleanup.CISVersion, AVSAPIEndpoint: cfg.AVS.APIEndpoint, EDPAdminURL: cfg.EDP.AdminURL, DirectorURL: cfg.Director.URL})
+		CISVersion: cfg.Cleanup.CISVersion, AVSAPIEndpoint: cfg.AVS.APIEndpoint, EDPAdminURL: cfg.EDP.AdminURL, DirectorURL: cfg.Director.URL,
+		IASURL: cfg.IAS.URL, IASUser: cfg.IAS.UserID, IASPassword: cfg.IAS.UserSecret})
 	if err != nil {
 		return err
 	}

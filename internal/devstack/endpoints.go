@@ -41,6 +41,11 @@ type Endpoints struct {
 	EDPAdminURL string `json:"edp_admin_url,omitempty"`
 	// DirectorURL is the Director stand-in's GraphQL URL ("" without one).
 	DirectorURL string `json:"director_url,omitempty"`
+	// IASURL is the IAS stand-in's tenant URL ("" without one), IASUser
+	// and IASPassword its API user.
+	IASURL      string `json:"ias_url,omitempty"`
+	IASUser     string `json:"ias_user_id,omitempty"`
+	IASPassword string `json:"ias_user_secret,omitempty"`
 }
 
 // LoadEndpoints reads the endpoints of the `keb dev` running in dir.

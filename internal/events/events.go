@@ -16,6 +16,7 @@ import (
 
 	"github.com/kyma-keb/keb/internal/avs"
 	"github.com/kyma-keb/keb/internal/edp"
+	"github.com/kyma-keb/keb/internal/ias"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/storage"
 )
@@ -79,6 +80,7 @@ type record struct {
 	History       []process.HistoryEntry `json:"history"`
 	AVS           *avs.Record            `json:"avs"`
 	EDP           *edp.Record            `json:"edp"`
+	IAS           *ias.Record            `json:"ias"`
 }
 
 // outside says what a done step created or removed outside keb's control
@@ -97,6 +99,10 @@ func outside(rec record, step string) string {
 	case "edp_registration":
 		if rec.EDP != nil && rec.EDP.Created {
 			return fmt.Sprintf("EDP data tenant %s (%s)", rec.EDP.Tenant, rec.EDP.Environment)
+		}
+	case "ias_registration":
+		if rec.IAS != nil {
+			return fmt.Sprintf("IAS service provider %s (client %s)", rec.IAS.ServiceProviderID, rec.IAS.ClientID)
 		}
 	case "remove_avs_evaluations":
 		var ids []string

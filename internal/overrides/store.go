@@ -177,3 +177,26 @@ func SetKyma(ctx context.Context, c client.Client, namespace, name string, kyma 
 	}
 	return nil
 }
+
+// SetComponent writes values into component's overrides in the stored
+// Secret name, leaving the rest as it is (a merge patch of those keys):
+// overrides an integration makes (IAS's Grafana client) rather than the
+// labelled sources. The Secret must exist.
+func SetComponent(ctx context.Context, c client.Client, namespace, name, component string, values map[string]string) error {
+	if err := checkComponent(component); err != nil {
+		return err
+	}
+	data := make(map[string][]byte, len(values))
+	for k, v := range values {
+		data[component+"."+k] = []byte(v)
+	}
+	patch, err := json.Marshal(map[string]any{"data": data})
+	if err != nil {
+		return fmt.Errorf("encoding %s overrides of secret %s/%s: %w", component, namespace, name, err)
+	}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	if err := c.Patch(ctx, s, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("writing %s overrides into secret %s/%s: %w", component, namespace, name, err)
+	}
+	return nil
+}

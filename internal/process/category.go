@@ -28,6 +28,8 @@ const (
 	CategoryEDP Category = "edp"
 	// CategoryDirector is Compass's Director (internal/director).
 	CategoryDirector Category = "director"
+	// CategoryIAS is SAP Cloud Identity Services (internal/ias).
+	CategoryIAS Category = "ias"
 )
 
 // Error reasons: short codes of why an operation failed or a step was
@@ -62,6 +64,8 @@ var stepComponents = map[string]Category{
 	"avs_external_evaluation":    CategoryAVS,
 	"edp_registration":           CategoryEDP,
 	"check_dashboard_url":        CategoryDirector,
+	"ias_registration":           CategoryIAS,
+	"ias_type":                   CategoryIAS,
 	// update
 	"update_initialization":          CategoryKEB,
 	"update_hyperscaler_account":     CategoryAccountPool,
@@ -88,6 +92,7 @@ var stepComponents = map[string]Category{
 	"archive":                    CategoryDB,
 	"remove_avs_evaluations":     CategoryAVS,
 	"edp_deregistration":         CategoryEDP,
+	"ias_deregistration":         CategoryIAS,
 }
 
 // StepComponent is the component a step depends on; keb for a step the

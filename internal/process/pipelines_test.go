@@ -3,6 +3,7 @@ package process_test
 import (
 	"testing"
 
+	"github.com/kyma-keb/keb/internal/ias"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/process/deprovisioning"
 	"github.com/kyma-keb/keb/internal/process/provisioning"
@@ -20,6 +21,11 @@ func TestEveryStepHasAComponent(t *testing.T) {
 		"update":          update.Pipeline(update.Deps{}),
 		"upgrade_kyma":    upgrade.KymaPipeline(upgrade.Deps{}),
 		"upgrade_cluster": upgrade.ClusterPipeline(upgrade.Deps{}),
+		// The IAS integration's steps, which join only when it is enabled.
+		"provisioning with IAS": provisioning.Pipeline(provisioning.Deps{Config: provisioning.Config{
+			IAS: ias.Config{URL: "https://ias.example.com"}}}),
+		"deprovisioning with IAS": deprovisioning.Pipeline(deprovisioning.Deps{
+			IAS: ias.NewClient(ias.Config{URL: "https://ias.example.com"}, nil, nil)}),
 	}
 	for name, p := range pipelines {
 		for _, s := range p.Steps {

@@ -14,6 +14,7 @@ import (
 	"github.com/kyma-keb/keb/internal/avs"
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/edp"
+	"github.com/kyma-keb/keb/internal/ias"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/storage"
 )
@@ -239,6 +240,9 @@ type Record struct {
 	// EDP is the subaccount's EDP registration a provisioning did; nil
 	// without the EDP integration.
 	EDP *edp.Record `json:"edp,omitempty"`
+	// IAS is the runtime's IAS service provider a provisioning registered;
+	// nil without the IAS integration.
+	IAS *ias.Record `json:"ias,omitempty"`
 	// ErrorCategory and ErrorReason say, for a failed operation, which
 	// component failed it and why, as a short code.
 	ErrorCategory Category `json:"errorCategory,omitempty"`

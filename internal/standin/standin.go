@@ -1,5 +1,5 @@
 // Package standin holds what keb's stand-ins of external services (AVS,
-// EDP) share: the tokens they issue, the API requests they served, the
+// EDP, IAS) share: the tokens they issue, the API requests they served, the
 // failures tests inject, and strict JSON decoding, each stand-in refusing
 // what its service refuses.
 package standin
@@ -7,6 +7,7 @@ package standin
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -29,6 +30,8 @@ const (
 // Request is one API request a stand-in served.
 type Request struct {
 	Method, Path, Body string
+	// Query is the raw query string.
+	Query string
 }
 
 // ErrorWriter writes an error answer in the service's shape.
@@ -88,6 +91,30 @@ func (c *Core) Requests() []Request {
 // answers an injected failure, refuses a body that is not JSON (415), and
 // runs h under the lock.
 func (c *Core) API(writeError ErrorWriter, h func(w http.ResponseWriter, r *http.Request, body []byte)) http.HandlerFunc {
+	return c.Serve(c.bearer, "application/json", writeError, h)
+}
+
+// bearer reports whether r carries an unexpired token the stand-in issued;
+// it runs under the lock.
+func (c *Core) bearer(r *http.Request) bool {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	exp, known := c.tokens[tok]
+	return ok && known && !time.Now().After(exp)
+}
+
+// Basic is an authentication of Serve: HTTP Basic with user and password.
+func Basic(user, password string) func(r *http.Request) bool {
+	return func(r *http.Request) bool {
+		u, p, ok := r.BasicAuth()
+		return ok && subtle.ConstantTimeCompare([]byte(u), []byte(user)) == 1 &&
+			subtle.ConstantTimeCompare([]byte(p), []byte(password)) == 1
+	}
+}
+
+// Serve is API with another authentication (authorized runs under the
+// lock) and another content type of request bodies.
+func (c *Core) Serve(authorized func(r *http.Request) bool, contentType string, writeError ErrorWriter,
+	h func(w http.ResponseWriter, r *http.Request, body []byte)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<16))
 		if err != nil {
@@ -96,23 +123,22 @@ func (c *Core) API(writeError ErrorWriter, h func(w http.ResponseWriter, r *http
 		}
 		c.Lock()
 		defer c.Unlock()
-		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if exp, known := c.tokens[tok]; !ok || !known || time.Now().After(exp) {
-			writeError(w, http.StatusUnauthorized, "missing or unknown bearer token")
+		if !authorized(r) {
+			writeError(w, http.StatusUnauthorized, "missing or unknown credentials")
 			return
 		}
 		if len(c.requests) >= MaxRequests {
 			c.requests = slices.Delete(c.requests, 0, len(c.requests)/2)
 		}
-		c.requests = append(c.requests, Request{Method: r.Method, Path: r.URL.Path, Body: string(body)})
+		c.requests = append(c.requests, Request{Method: r.Method, Path: r.URL.Path, Body: string(body), Query: r.URL.RawQuery})
 		if len(c.faults) > 0 {
 			status := c.faults[0]
 			c.faults = c.faults[1:]
 			writeError(w, status, "injected failure")
 			return
 		}
-		if len(body) > 0 && r.Header.Get("Content-Type") != "application/json" {
-			writeError(w, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
+		if len(body) > 0 && r.Header.Get("Content-Type") != contentType {
+			writeError(w, http.StatusUnsupportedMediaType, "Content-Type must be "+contentType)
 			return
 		}
 		h(w, r, body)

@@ -41,6 +41,9 @@ type Leftovers struct {
 	// their subaccount lives (Subaccounts); nil: they stay listed.
 	EDP         edpDeregistrar
 	Subaccounts subaccountInstances
+	// IAS removes service providers a deprovisioning left; nil: they stay
+	// listed.
+	IAS iasDeregistrar
 	// Batch is how many archived instances one run looks at (default 100).
 	Batch int
 }
@@ -137,6 +140,11 @@ func (l *Leftovers) retry(ctx context.Context, a storage.ArchivedInstance, lo pr
 			return false, nil // EDP is no longer configured: it stays listed
 		}
 		return retryEDP(ctx, l.EDP, l.Subaccounts, a)
+	case "ias_deregistration":
+		if l.IAS == nil {
+			return false, nil // IAS is no longer configured: it stays listed
+		}
+		return true, removeServiceProvider(ctx, l.IAS, a.InstanceID)
 	default:
 		// remove_bindings, soft_delete_btp_services: what they left was in
 		// the cluster, which the deprovisioning deleted before archiving.

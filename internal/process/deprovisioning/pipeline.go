@@ -64,6 +64,8 @@ type Deps struct {
 	// a subaccount's other instances; EDP nil: no such step.
 	EDP         edpDeregistrar
 	Subaccounts subaccountInstances
+	// IAS removes the runtimes' IAS service providers; nil: no such step.
+	IAS iasDeregistrar
 }
 
 // Pipeline returns the deprovisioning pipeline.
@@ -80,6 +82,10 @@ func Pipeline(d Deps) process.Pipeline {
 	}
 	if d.EDP != nil {
 		steps = append(steps, &EDPDeregistration{EDP: d.EDP, Instances: d.Subaccounts})
+	}
+	if d.IAS != nil {
+		// Upstream's first group, with AVS and EDP.
+		steps = append(steps, &IASDeregistration{IAS: d.IAS})
 	}
 	steps = append(steps,
 		&DeleteKyma{KCP: d.KCP, Config: d.Config},

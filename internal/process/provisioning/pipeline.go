@@ -12,6 +12,7 @@ import (
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/edp"
 	"github.com/kyma-keb/keb/internal/hyperscaler"
+	"github.com/kyma-keb/keb/internal/ias"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/maintenance"
 	"github.com/kyma-keb/keb/internal/process"
@@ -49,6 +50,9 @@ type Config struct {
 	AVS avs.Config
 	// EDP is the EDP integration's settings; it adds its step when enabled.
 	EDP edp.Config
+	// IAS is the IAS integration's settings; it adds its steps when
+	// enabled.
+	IAS ias.Config
 }
 
 // RuntimeSettings are what keb's settings put into every Runtime CR it
@@ -90,6 +94,14 @@ type Deps struct {
 	EDP edpRegistrar
 	// Director confirms each runtime's dashboard URL; nil: no such step.
 	Director consoleURLReader
+	// IAS registers the runtimes' Grafana when Config.IAS is enabled.
+	IAS iasClient
+}
+
+// iasClient is what the IAS steps call (*ias.Client is one).
+type iasClient interface {
+	iasRegistrar
+	iasTyper
 }
 
 // Pipeline returns the provisioning pipeline.
@@ -120,6 +132,15 @@ func Pipeline(d Deps) process.Pipeline {
 		// The components first: the overrides Secret carries them.
 		&Components{Catalog: d.Catalog},
 		&Overrides{Catalog: d.Catalog, KCP: d.KCP, Sources: d.OverrideSources, Config: d.Config},
+	)
+	withIAS := d.Config.IAS.Enabled()
+	if withIAS {
+		// After the overrides Secret, which gets Grafana's client, and
+		// before the cluster is requested, as upstream.
+		steps = append(steps, &IASRegistration{IAS: d.IAS, KCP: d.KCP, Namespace: d.Config.Namespace,
+			IdentityProvider: d.Config.IAS.IdentityProvider})
+	}
+	steps = append(steps,
 		&CreateRuntime{KCP: d.KCP, Catalog: d.Catalog, Config: d.Config},
 		&CheckRuntime{KCP: d.KCP, Watch: d.Watch, Config: d.Config},
 	)
@@ -135,6 +156,10 @@ func Pipeline(d Deps) process.Pipeline {
 	if withAVS {
 		// Once the runtime answers: its health endpoint is what it checks.
 		steps = append(steps, &AVSExternalEvaluation{AVS: d.AVS, Config: d.Config.AVS, ShootDomain: d.Config.Kyma.ShootDomain})
+	}
+	if withIAS {
+		// Upstream's post-actions, after the AVS external evaluation.
+		steps = append(steps, &IASType{IAS: d.IAS, ShootDomain: d.Config.Kyma.ShootDomain})
 	}
 	return process.Pipeline{
 		Steps:     steps,
