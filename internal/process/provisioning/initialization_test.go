@@ -78,9 +78,9 @@ func TestInitializationAppliesPlanDefaults(t *testing.T) {
 				MachineType: "n2-standard-2", AutoScalerMin: 3, AutoScalerMax: 20, ZonesCount: 3},
 		},
 		{
-			name: "azure_lite: autoscaler 2..10, one zone, lite machine", planID: catalog.AzureLitePlanID,
+			name: "azure_lite: autoscaler 2..10, one zone, upstream's lite machine (Standard_D2s_v5)", planID: catalog.AzureLitePlanID,
 			want: process.Record{Provider: "azure", Region: "eastus", ProviderRegion: "eastus",
-				MachineType: "Standard_D4s_v5", AutoScalerMin: 2, AutoScalerMax: 10, ZonesCount: 1},
+				MachineType: "Standard_D2s_v5", AutoScalerMin: 2, AutoScalerMax: 10, ZonesCount: 1},
 		},
 		{
 			name: "trial from cf-us10: trial region us on azure eastus, one node", planID: catalog.TrialPlanID,
