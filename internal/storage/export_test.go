@@ -52,9 +52,3 @@ var CensusSQL = []string{censusInstancesSQL, censusKymaStatesSQL, censusInProgre
 
 // AccountUsageQuery is AccountUsage's statement, for EXPLAIN.
 const AccountUsageQuery = accountUsageQuery
-
-// CommitBehind is commitBehind (the one-round-trip accept).
-func (t *pipelinedTx) CommitBehind(ctx context.Context, behind *pgx.Batch, rides func(sql string) bool,
-	read func(pgx.BatchResults) error, first func() error, prepare func(*pgx.Batch)) error {
-	return t.commitBehind(ctx, behind, rides, read, first, prepare)
-}

@@ -165,12 +165,6 @@ func (t *pipelinedTx) finishBehind(br pgx.BatchResults) error {
 	if err := t.readBehind(br); err != nil {
 		return err
 	}
-	return readCommit(br)
-}
-
-// readCommit reads the result of a COMMIT sent in a batch: PostgreSQL
-// answers a COMMIT of an aborted transaction with ROLLBACK.
-func readCommit(br pgx.BatchResults) error {
 	tag, err := br.Exec()
 	switch {
 	case err != nil:
@@ -204,7 +198,14 @@ func (t *pipelinedTx) commitWith(ctx context.Context, b *pgx.Batch) (err error) 
 			return err
 		}
 	}
-	return readCommit(br)
+	tag, err := br.Exec()
+	switch {
+	case err != nil:
+		return fmt.Errorf("committing: %w", err)
+	case tag.String() == "ROLLBACK":
+		return pgx.ErrTxCommitRollback
+	}
+	return nil
 }
 
 // Begin implements pgx.Tx; savepoints are not supported.
