@@ -278,18 +278,8 @@ func (t *pipelinedTx) Prepare(ctx context.Context, name, sql string) (*pgconn.St
 	return t.conn.Prepare(ctx, name, sql)
 }
 
-// Exec implements pgx.Tx. Once a statement behind (commitBehind) failed,
-// the transaction can only roll back, and a statement sent after it is not
-// sent: it is answered as done, since whatever it did would be rolled back
-// with the rest. River's insert notification comes after its insert, so
-// after the accept's statements behind it: a notification in a transaction
-// that rolls back is never delivered, and River would otherwise log the
-// aborted transaction's error for every refused accept (a PUT of an ID
-// that exists).
+// Exec implements pgx.Tx.
 func (t *pipelinedTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	if t.behindSent && t.behindErr != nil {
-		return pgconn.CommandTag{}, nil
-	}
 	b := &pgx.Batch{}
 	b.Queue(sql, args...)
 	behind := t.takeBehind(sql, b)
