@@ -32,15 +32,6 @@ import (
 type pipelinedTx struct {
 	conn  *pgx.Conn
 	begun bool
-	// behind, when set, are statements that go out in the pipeline of the
-	// first statement rides matches, behind it and followed by COMMIT
-	// (commitBehind); readBehind reads their results, and behindErr is the
-	// outcome once they went.
-	behind     *pgx.Batch
-	rides      func(sql string) bool
-	readBehind func(pgx.BatchResults) error
-	behindSent bool
-	behindErr  error
 }
 
 var _ pgx.Tx = (*pipelinedTx)(nil)
@@ -100,79 +91,6 @@ func (t *pipelinedTx) beginWithStatement(ctx context.Context, sql string, args [
 	b := &pgx.Batch{}
 	b.Queue(sql, args...)
 	return t.sendBatch(ctx, b)
-}
-
-// commitBehind runs first, which sends statements through the
-// transaction (River's InsertTx), and sends behind and COMMIT in the same
-// pipeline as the first of those statements rides matches, right behind
-// it: BEGIN, that statement, behind and COMMIT are one round trip, and the
-// caller of first reads that statement's results as if it had gone alone.
-// read reads behind's results in order (COMMIT's are read here). When no
-// statement matched, behind and COMMIT go after first as commitWith
-// sends them, with prepare's changes: what a statement behind would have
-// read from the matching one's effects in SQL, prepare can set from what
-// first learned.
-//
-// behind's statements run after the matching statement and before any
-// that first sends later (River's insert notification, which then runs
-// after the commit); a failing one makes PostgreSQL skip the rest and the
-// COMMIT, and its error is the one returned, whatever first returns.
-func (t *pipelinedTx) commitBehind(ctx context.Context, behind *pgx.Batch, rides func(sql string) bool,
-	read func(pgx.BatchResults) error, first func() error, prepare func(*pgx.Batch)) error {
-	t.behind, t.rides, t.readBehind = behind, rides, read
-	defer func() { t.behind, t.rides, t.readBehind = nil, nil, nil }()
-	err := first()
-	if t.behindSent {
-		if t.behindErr != nil {
-			return t.behindErr
-		}
-		return err
-	}
-	if err != nil {
-		return err
-	}
-	// Nothing first sent matched: behind goes on its own round trip.
-	t.behind = nil
-	prepare(behind)
-	behind.Queue("commit")
-	br, err := t.sendBatch(ctx, behind)
-	if err != nil {
-		return err
-	}
-	t.behindSent = true
-	t.behindErr = t.finishBehind(br)
-	if cerr := br.Close(); t.behindErr == nil {
-		t.behindErr = cerr
-	}
-	return t.behindErr
-}
-
-// takeBehind appends the statements waiting behind sql (and COMMIT) to b
-// when sql is the one they ride behind, and reports whether it did.
-func (t *pipelinedTx) takeBehind(sql string, b *pgx.Batch) bool {
-	if t.behind == nil || t.behindSent || !t.rides(sql) {
-		return false
-	}
-	t.behindSent = true
-	b.QueuedQueries = append(b.QueuedQueries, t.behind.QueuedQueries...)
-	b.Queue("commit")
-	return true
-}
-
-// finishBehind reads the results of the statements behind (read) and of the
-// COMMIT after them.
-func (t *pipelinedTx) finishBehind(br pgx.BatchResults) error {
-	if err := t.readBehind(br); err != nil {
-		return err
-	}
-	tag, err := br.Exec()
-	switch {
-	case err != nil:
-		return fmt.Errorf("committing: %w", err)
-	case tag.String() == "ROLLBACK":
-		return pgx.ErrTxCommitRollback
-	}
-	return nil
 }
 
 // commitWith sends b's statements and COMMIT in one round trip (with BEGIN
@@ -280,21 +198,15 @@ func (t *pipelinedTx) Prepare(ctx context.Context, name, sql string) (*pgconn.St
 
 // Exec implements pgx.Tx.
 func (t *pipelinedTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	b := &pgx.Batch{}
-	b.Queue(sql, args...)
-	behind := t.takeBehind(sql, b)
-	if t.begun && !behind {
+	if t.begun {
 		return t.conn.Exec(ctx, sql, args...)
 	}
-	br, err := t.sendBatch(ctx, b)
+	br, err := t.beginWithStatement(ctx, sql, args)
 	if err != nil {
 		return pgconn.CommandTag{}, err
 	}
 	tag, err := br.Exec()
-	if behind {
-		t.behindErr = t.finishBehind(br)
-	}
-	if cerr := br.Close(); err == nil && !behind {
+	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
 	return tag, err
@@ -302,21 +214,15 @@ func (t *pipelinedTx) Exec(ctx context.Context, sql string, args ...any) (pgconn
 
 // Query implements pgx.Tx.
 func (t *pipelinedTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	b := &pgx.Batch{}
-	b.Queue(sql, args...)
-	behind := t.takeBehind(sql, b)
-	if t.begun && !behind {
+	if t.begun {
 		return t.conn.Query(ctx, sql, args...)
 	}
-	br, err := t.sendBatch(ctx, b)
+	br, err := t.beginWithStatement(ctx, sql, args)
 	if err != nil {
 		return nil, err
 	}
 	rows, err := br.Query()
 	out := &batchRows{Rows: rows, results: br}
-	if behind {
-		out.behind = func() { t.behindErr = t.finishBehind(br) }
-	}
 	if err != nil {
 		out.Close() // a caller seeing err need not close them
 	}
@@ -338,12 +244,8 @@ func (t *pipelinedTx) Conn() *pgx.Conn { return t.conn }
 type batchRows struct {
 	pgx.Rows
 	results pgx.BatchResults
-	// behind, when set, reads the results of the statements that rode
-	// behind these rows (commitBehind); their errors are the
-	// transaction's, not these rows'.
-	behind func()
-	closed bool
-	err    error
+	closed  bool
+	err     error
 }
 
 func (r *batchRows) Next() bool {
@@ -360,15 +262,6 @@ func (r *batchRows) Close() {
 	}
 	r.closed = true
 	r.Rows.Close()
-	if r.behind != nil {
-		if r.Rows.Err() == nil {
-			r.behind()
-		}
-		// Closing the results reads what is left; a failure behind
-		// these rows is reported by commitBehind, not here.
-		_ = r.results.Close()
-		return
-	}
 	r.err = r.results.Close()
 }
 

@@ -3,7 +3,6 @@ package storage
 import (
 	"context"
 	"fmt"
-	"regexp"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -80,6 +79,11 @@ func (s *Store) createProvisioning(ctx context.Context, a *accept) error {
 	inst, op := a.inst, a.op
 	err := retryLost(ctx, func() error {
 		return inPipelinedTx(ctx, s.pool, func(tx *pipelinedTx) error {
+			// The queue's job first: its ID is written with the operation.
+			jobID, err := s.enqueue(ctx, tx, op)
+			if err != nil {
+				return err
+			}
 			// Each insert still runs with its own snapshot; a failing one makes
 			// PostgreSQL skip the COMMIT behind it, and the whole transaction is
 			// rolled back. An archived ID writes no instance (the insert's
@@ -89,64 +93,15 @@ func (s *Store) createProvisioning(ctx context.Context, a *accept) error {
 				inst.InstanceID, inst.RuntimeID, inst.GlobalAccountID, inst.SubAccountID, inst.UserID, inst.ServiceID,
 				inst.PlanID, inst.PlanName, inst.OnePerGlobalAccountPlan, inst.PlatformRegion, inst.Provider, inst.ProviderRegion,
 				jsonOrEmpty(inst.Parameters), jsonOrEmpty(inst.Context), a.sealed)
-			if s.enqueuer == nil {
-				batch.Queue(insertNewInstanceOperationSQL, append(operationArgs(op), nil, false)...)
-				if err := tx.commitWith(ctx, batch); err != nil {
-					return fmt.Errorf("writing instance and operation: %w", err)
-				}
-				return nil
-			}
-			// One round trip: River's job insert goes out with BEGIN in
-			// front and the instance, the operation (with the job's ID,
-			// read from River's sequence in the same session) and COMMIT
-			// behind it (commitBehind).
-			batch.Queue(insertNewInstanceOperationSQL+` RETURNING job_id`, append(operationArgs(op), nil, true)...)
-			var jobID, written int64
-			err := tx.commitBehind(ctx, batch, isRiverJobInsert,
-				func(br pgx.BatchResults) error {
-					if _, err := br.Exec(); err != nil {
-						return fmt.Errorf("writing instance: %w", err)
-					}
-					if err := br.QueryRow().Scan(&written); err != nil {
-						return fmt.Errorf("writing operation: %w", err)
-					}
-					return nil
-				},
-				func() (err error) {
-					jobID, err = s.enqueuer.EnqueueTx(ctx, tx, op.ID)
-					if err != nil {
-						return fmt.Errorf("enqueueing operation %s: %w", op.ID, err)
-					}
-					return nil
-				},
-				func(b *pgx.Batch) {
-					// River's insert went alone (its statement no longer
-					// matched): its job ID is known by now.
-					args := b.QueuedQueries[1].Arguments
-					args[len(args)-2], args[len(args)-1] = jobID, false
-				})
-			if err != nil {
-				return err
-			}
-			if written != jobID {
-				// Committed, but the operation names another job than River
-				// returned: River's insert no longer draws from the sequence
-				// keb reads (TestAcceptOneRoundTrip fails first).
-				return fmt.Errorf("operation %s was written with job %d, River queued job %d", op.ID, written, jobID)
+			batch.Queue(insertNewInstanceOperationSQL, append(operationArgs(op), jobID)...)
+			if err := tx.commitWith(ctx, batch); err != nil {
+				return fmt.Errorf("writing instance and operation: %w", err)
 			}
 			return nil
 		})
 	})
 	return interpretError(err)
 }
-
-// isRiverJobInsert tells River's job insert (JobInsertFastMany, schema
-// prefix or not) among the statements River's InsertTx sends: the
-// accept's own statements ride behind it, and read its job's ID with
-// currval of the sequence it draws from (insertNewInstanceOperationSQL).
-func isRiverJobInsert(sql string) bool { return riverJobInsert.MatchString(sql) }
-
-var riverJobInsert = regexp.MustCompile(`(?is)\bINSERT\s+INTO\s+(\S+\.)?river_job\s*\(`)
 
 // insertInstanceSQL writes a new instance unless its ID is archived: a
 // deprovisioned instance's ID is never reused. No row written means archived
@@ -169,16 +124,11 @@ const insertInstanceSQL = `INSERT INTO instances (instance_id, runtime_id, globa
 // it: only a failing statement keeps PostgreSQL from running that COMMIT. An
 // archived ID gives the operation a NULL instance_id, which its NOT NULL
 // constraint refuses (23502, read as ErrArchived by interpretError).
-//
-// Its job is $11, or with $12 the job River's insert just drew in this
-// session from river_job_id_seq (the sequence River's own insert names):
-// the accept sends the two in one pipeline, before River's answer is read.
 const insertNewInstanceOperationSQL = `INSERT INTO operations (operation_id, instance_id, type, state, description,
 	stage, deadline, data, temporary, update_request, job_id)
 	SELECT $1::text,
 		CASE WHEN EXISTS (SELECT 1 FROM instances_archive WHERE instance_id = $2) THEN NULL ELSE $2::text END,
-		$3::text, $4::text, $5::text, $6::text, $7::timestamptz, $8::jsonb, $9::boolean, $10::jsonb,
-		CASE WHEN $12::boolean THEN currval('river_job_id_seq') ELSE $11::bigint END`
+		$3::text, $4::text, $5::text, $6::text, $7::timestamptz, $8::jsonb, $9::boolean, $10::jsonb, $11::bigint`
 
 // runningOperations reads the instance's operations in progress (at most one,
 // by operations_one_active_per_instance) inside tx.
