@@ -34,6 +34,9 @@ var masks = []struct {
 	{regexp.MustCompile(`/tmp/tmp\.[A-Za-z0-9]+`), "<tmp>"},
 	// keb dev's pool accounts: which one a provisioning claims depends on what earlier chapters left dirty.
 	{regexp.MustCompile(`\b(aws|azure|gcp|openstack)-dev-\d\d\b`), "$1-dev-<n>"},
+	// IAS stand-in's service provider IDs (32 hex digits) and client IDs ("T" and 12 hex digits).
+	{regexp.MustCompile(`\b[0-9a-f]{32}\b`), "<hex32>"},
+	{regexp.MustCompile(`\bT[0-9a-f]{12}\b`), "<ias-client>"},
 	// Ports of local listeners: keb dev's, the runtimes' apiservers'.
 	{regexp.MustCompile(`127\.0\.0\.1:\d+`), "127.0.0.1:<port>"},
 	// Ages and durations as kubectl and keb print them (5s, 2m, 1m20s, 3h, 12d; "21s ago").
