@@ -191,8 +191,8 @@ type OIDCConfig struct {
 // Provider is the hyperscaler and the worker pools.
 // +kubebuilder:object:generate=true
 type Provider struct {
-	// +kubebuilder:validation:Enum=aws;azure;gcp;openstack;alicloud
-	Type string `json:"type"` // KIM's enum since its API has acl (which keb writes); no KIM API seen has gdch
+	// +kubebuilder:validation:Enum=aws;azure;gcp;openstack
+	Type string `json:"type"` // contracts.md's enum: alicloud and gdch runtimes are refused, as the real CRD refuses them
 	// Workers holds exactly the Kyma worker pool, KymaWorkerName.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=1

@@ -158,9 +158,12 @@ func TestCRDRefusesWhatKIMRefuses(t *testing.T) {
 			worker(m)["machineType"] = "m6i.large"
 		},
 		"a purpose outside the enum": func(m map[string]any) { shoot(m)["purpose"] = "fun" },
-		// KIM's enum has alicloud since its API has acl; gdch is in none.
-		"a provider outside the enum": func(m map[string]any) {
+		// contracts.md's enum is aws, azure, gcp, openstack: upstream's alicloud and gdch are outside it.
+		"provider gdch, outside the enum": func(m map[string]any) {
 			shoot(m)["provider"].(map[string]any)["type"] = "gdch"
+		},
+		"provider alicloud, outside the enum": func(m map[string]any) {
+			shoot(m)["provider"].(map[string]any)["type"] = "alicloud"
 		},
 		"a taint effect outside the enum": func(m map[string]any) {
 			worker(m)["taints"] = []any{map[string]any{"key": "k", "effect": "Sometimes"}}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -41,6 +42,10 @@ func TestRuntimeCRGolden(t *testing.T) {
 		name, planID, platformRegion, params, context string
 		// settings, when set, replace keb's shipped ones.
 		settings *provisioning.RuntimeSettings
+		// refused: the control plane's CRD refuses the CR (a provider type outside contracts.md's
+		// enum aws, azure, gcp, openstack): create_runtime fails at once saying so, and the golden
+		// is the CR keb submitted.
+		refused bool
 	}{
 		{name: "azure-defaults", planID: catalog.AzurePlanID, platformRegion: "cf-eu20", params: `{"name":"c1"}`},
 		{name: "aws-ca-central-1-legacy-oidc", planID: catalog.AWSPlanID, platformRegion: "cf-eu10",
@@ -69,9 +74,10 @@ func TestRuntimeCRGolden(t *testing.T) {
 		{name: "trial-gcp-ksa", planID: catalog.TrialPlanID, platformRegion: "cf-sa30", params: `{"name":"c1","provider":"GCP"}`},
 		{name: "free-aws-region-asked", planID: catalog.FreePlanID, platformRegion: "cf-us10", params: `{"name":"c1","region":"us-east-1"}`},
 		{name: "free-azure", planID: catalog.FreePlanID, platformRegion: "cf-eu20", params: `{"name":"c1","region":"westeurope"}`},
-		{name: "alicloud-defaults", planID: catalog.AlicloudPlanID, platformRegion: "cf-eu10", params: `{"name":"c1"}`},
+		{name: "alicloud-defaults", planID: catalog.AlicloudPlanID, platformRegion: "cf-eu10", params: `{"name":"c1"}`, refused: true},
 		{name: "build-runtime-alicloud-eu-west-1", planID: catalog.BuildRuntimeAlicloudPlanID, platformRegion: "cf-eu40",
-			params: `{"name":"c1","region":"eu-west-1","machineType":"ecs.g9i.2xlarge"}`},
+			params: `{"name":"c1","region":"eu-west-1","machineType":"ecs.g9i.2xlarge"}`, refused: true},
+		{name: "gdch-defaults", planID: catalog.GDCHPlanID, platformRegion: "cf-eu10", params: `{"name":"c1"}`, refused: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -104,12 +110,25 @@ func TestRuntimeCRGolden(t *testing.T) {
 			}
 			step := &provisioning.CreateRuntime{KCP: c, Catalog: cat, Config: cfg}
 			out, err := step.Run(t.Context(), op)
-			processtest.MustOutcome(t, "create_runtime", processtest.Done, out, err)
-
 			u := &unstructured.Unstructured{}
-			u.SetGroupVersionKind(im.GroupVersion.WithKind("Runtime"))
-			if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: inst.RuntimeID}, u); err != nil {
-				t.Fatal(err)
+			if tc.refused {
+				if err != nil || out.Failure == nil || !strings.Contains(out.Failure.Error(), "the control plane refuses the Runtime CR") ||
+					!strings.Contains(out.Failure.Error(), `"`+res.Provider+`"`) {
+					t.Fatalf("create_runtime of a %s runtime: %+v, %v", res.Provider, out, err)
+				}
+				submitted, err := runtime.DefaultUnstructuredConverter.ToUnstructured(
+					provisioning.DesiredRuntime(op, params, cat, cfg.Namespace, cfg.Runtime))
+				if err != nil {
+					t.Fatal(err)
+				}
+				u.Object = submitted
+				u.SetGroupVersionKind(im.GroupVersion.WithKind("Runtime"))
+			} else {
+				processtest.MustOutcome(t, "create_runtime", processtest.Done, out, err)
+				u.SetGroupVersionKind(im.GroupVersion.WithKind("Runtime"))
+				if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: inst.RuntimeID}, u); err != nil {
+					t.Fatal(err)
+				}
 			}
 			cr := map[string]any{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(),
 				"metadata": map[string]any{"name": u.GetName(), "namespace": "kcp-system", "labels": u.GetLabels()},
@@ -125,6 +144,9 @@ func TestRuntimeCRGolden(t *testing.T) {
 			}
 			if tc.settings != nil {
 				header += fmt.Sprintf("\n# settings: %+v", *tc.settings)
+			}
+			if tc.refused {
+				header += "\n# refused by the control plane's CRD (provider types aws, azure, gcp, openstack): the CR keb submits"
 			}
 			got = append([]byte(header+"\n"), got...)
 			path := filepath.Join("testdata", "runtime-cr", tc.name+".yaml")
@@ -145,36 +167,5 @@ func TestRuntimeCRGolden(t *testing.T) {
 				t.Errorf("the Runtime CR differs from %s (make golden-runtime-cr rewrites it; review the diff):\n got:\n%s", path, got)
 			}
 		})
-	}
-}
-
-// TestGDCHRuntimeRefusedByTheCRD: upstream writes a gdch Runtime CR, but no infrastructure
-// manager API seen lists gdch among its provider types, so the API server refuses it as the
-// real CRD would; the provisioning fails at once, saying so, instead of retrying a CR no retry
-// makes valid.
-func TestGDCHRuntimeRefusedByTheCRD(t *testing.T) {
-	t.Parallel()
-	cat := processtest.Catalog(t)
-	params, err := cat.ValidateParameters(catalog.GDCHPlanID, "cf-eu10", json.RawMessage(`{"name":"c1"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := cat.Resolve(catalog.GDCHPlanID, "cf-eu10", params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst := processtest.Instance(t, catalog.GDCHPlanID)
-	inst.RuntimeID, inst.ShootName, inst.PlatformRegion = "4a3f3c0e-0b5e-4c63-9f2b-gdch", "c-4a3f3c0", "cf-eu10"
-	inst.Parameters = json.RawMessage(`{"name":"c1"}`)
-	op := processtest.Operation(storage.OperationTypeProvision, inst)
-	op.Record = process.Record{RuntimeID: inst.RuntimeID, ShootName: inst.ShootName, Provider: res.Provider,
-		Region: res.Region, ProviderRegion: res.ProviderRegion, MachineType: res.MachineType,
-		AutoScalerMin: res.AutoScalerMin, AutoScalerMax: res.AutoScalerMax, ZonesCount: res.ZonesCount,
-		HyperscalerSecret: "binding-gdch"}
-	step := &provisioning.CreateRuntime{KCP: kcpClient(t), Catalog: cat, Config: testConfig(newNamespace(t))}
-	out, err := step.Run(t.Context(), op)
-	if err != nil || out.Failure == nil || !strings.Contains(out.Failure.Error(), "the control plane refuses the Runtime CR") ||
-		!strings.Contains(out.Failure.Error(), `"gdch"`) {
-		t.Fatalf("create_runtime of a gdch runtime: %+v, %v", out, err)
 	}
 }
