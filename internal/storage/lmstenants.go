@@ -42,3 +42,13 @@ func (s *Store) EnsureLMSTenant(ctx context.Context, name, region string, create
 	})
 	return id, created, err
 }
+
+// ForgetLMSTenant removes the record of tenant id of (name, region), which
+// LMS no longer knows, so that the next EnsureLMSTenant creates another; a
+// record of another ID (a replica created that one since) stays.
+func (s *Store) ForgetLMSTenant(ctx context.Context, name, region, id string) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM lms_tenants WHERE name = $1 AND region = $2 AND id = $3`, name, region, id); err != nil {
+		return fmt.Errorf("forgetting the LMS tenant %s/%s (%s): %w", name, region, id, err)
+	}
+	return nil
+}

@@ -3,10 +3,12 @@ package provisioning
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyma-keb/keb/internal/integration"
 	"github.com/kyma-keb/keb/internal/lms"
 	"github.com/kyma-keb/keb/internal/overrides"
 	"github.com/kyma-keb/keb/internal/process"
@@ -41,7 +43,9 @@ const (
 // requests another certificate, as upstream's did. It does nothing when the
 // tenant step did nothing or was skipped.
 type LMSCertificates struct {
-	LMS       lmsCertifier
+	LMS lmsCertifier
+	// Tenant creates the tenant again when LMS no longer knows it.
+	Tenant    *LMSTenant
 	KCP       client.Client
 	Namespace string
 	// PollInterval is how often the callback URL is read (upstream's 15 s).
@@ -67,6 +71,9 @@ func (s *LMSCertificates) Run(ctx context.Context, op *process.Operation) (proce
 		return process.Fail("no LMS tenant recorded for the certificates")
 	}
 	status, err := s.LMS.TenantStatus(ctx, rec.TenantID)
+	if code, _ := integration.Status(err); code == http.StatusNotFound && s.Tenant != nil {
+		return s.recreate(ctx, op)
+	}
 	if err != nil {
 		return lmsFailure(op, "reading the LMS tenant's status", err)
 	}
@@ -107,6 +114,25 @@ func (s *LMSCertificates) Run(ctx context.Context, op *process.Operation) (proce
 	}
 	rec.KibanaURL, rec.RefusedSince = "https://kibana."+info.DNS, nil
 	return process.Done()
+}
+
+// recreate forgets the recorded tenant, which LMS no longer knows (the
+// contract is silent on tenants LMS deletes; keb dev's stand-in forgets
+// its tenants when it stops, while keb's database keeps their record), and
+// gets the global account a new one, whose readiness is then awaited.
+func (s *LMSCertificates) recreate(ctx context.Context, op *process.Operation) (process.StepResult, error) {
+	rec := op.Record.LMS
+	if err := s.Tenant.Tenants.ForgetLMSTenant(ctx, rec.Name, rec.Region, rec.TenantID); err != nil {
+		return process.StepResult{}, err
+	}
+	now := op.Now()
+	rec.TenantID, rec.RequestedAt = "", &now
+	res, err := s.Tenant.Run(ctx, op)
+	if err != nil || res.Failure != nil || res.RetryAfter > 0 {
+		return res, err
+	}
+	op.Describe("Waiting for the new LMS tenant %s: LMS no longer knew the recorded one", rec.TenantID)
+	return process.RetryAfter(lmsReadyPoll)
 }
 
 // errNotSigned is a certificate LMS did not sign within lmsTenantReady.

@@ -18,6 +18,7 @@ type lmsTenantCreator interface {
 // records it, one provisioning at a time (*storage.Store is one).
 type lmsTenantStore interface {
 	EnsureLMSTenant(ctx context.Context, name, region string, create func(ctx context.Context) (string, error)) (string, bool, error)
+	ForgetLMSTenant(ctx context.Context, name, region, id string) error
 }
 
 // LMS's retry bounds, upstream's: LMS not answering is retried for 30

@@ -237,3 +237,40 @@ func TestLMSStepsJoinOnlyWhenEnabled(t *testing.T) {
 	}
 }
 
+// TestLMSTenantLMSForgot: a recorded tenant LMS answers 404 for (keb dev's
+// stand-in restarted with keb's database kept) is forgotten and created
+// again by the certificates step, which then gets its certificates.
+func TestLMSTenantLMSForgot(t *testing.T) {
+	t.Parallel()
+	first := newLMSStack(t, true)
+	op, certs := lmsOp(t, "japaneast")
+	res, err := first.tenantStep().Run(t.Context(), op)
+	processtest.MustOutcome(t, "tenant", processtest.Done, res, err)
+	old := op.Record.LMS.TenantID
+
+	// A new stand-in that never heard of it, over the same database.
+	restarted := newLMSStack(t, true)
+	restarted.store = first.store
+	certs.LMS, certs.Tenant = restarted.client, restarted.tenantStep()
+	res, err = certs.Run(t.Context(), op)
+	processtest.MustOutcome(t, "certificates of a forgotten tenant", processtest.Retry, res, err)
+	tenants := restarted.sim.Tenants()
+	if len(tenants) != 1 || op.Record.LMS.TenantID != tenants[0].ID || op.Record.LMS.TenantID == old || tenants[0].Region != "aus" {
+		t.Fatalf("record %+v, tenants %+v: want a new tenant in aus", op.Record.LMS, tenants)
+	}
+	// The new one is recorded: the account's next runtime finds it.
+	next := processtest.Operation(storage.OperationTypeProvision, processtest.Instance(t, catalog.AWSPlanID))
+	next.Instance.GlobalAccountID = op.Instance.GlobalAccountID
+	next.Instance.Parameters = op.Instance.Parameters
+	res, err = restarted.tenantStep().Run(t.Context(), next)
+	processtest.MustOutcome(t, "next runtime", processtest.Done, res, err)
+	if next.Record.LMS.TenantID != tenants[0].ID || len(restarted.sim.Tenants()) != 1 {
+		t.Errorf("next runtime's tenant %s, want %s", next.Record.LMS.TenantID, tenants[0].ID)
+	}
+	for range 3 { // not ready at the first look, then signed at the second read
+		if res, err = certs.Run(t.Context(), op); err != nil || res.RetryAfter == 0 {
+			break
+		}
+	}
+	processtest.MustOutcome(t, "certificates", processtest.Done, res, err)
+}

@@ -146,13 +146,13 @@ func Pipeline(d Deps) process.Pipeline {
 		}
 	}
 	withLMS := d.Config.LMS.Enabled()
+	lmsTenant := LMSTenant{LMS: d.LMS, Tenants: d.LMSTenants, Config: d.Config.LMS}
 	if withLMS {
 		// With EDP, before the cluster, as upstream.
-		t := LMSTenant{LMS: d.LMS, Tenants: d.LMSTenants, Config: d.Config.LMS}
 		if d.Config.LMS.Mandatory {
-			steps = append(steps, &t)
+			steps = append(steps, &lmsTenant)
 		} else {
-			steps = append(steps, &OptionalLMSTenant{t})
+			steps = append(steps, &OptionalLMSTenant{lmsTenant})
 		}
 	}
 	steps = append(steps,
@@ -170,7 +170,7 @@ func Pipeline(d Deps) process.Pipeline {
 	if withLMS {
 		// After the overrides Secret, which gets Fluent Bit's certificate,
 		// and before the cluster is requested, as upstream.
-		c := LMSCertificates{LMS: d.LMS, KCP: d.KCP, Namespace: d.Config.Namespace, PollInterval: d.Config.LMSPoll}
+		c := LMSCertificates{LMS: d.LMS, Tenant: &lmsTenant, KCP: d.KCP, Namespace: d.Config.Namespace, PollInterval: d.Config.LMSPoll}
 		if d.Config.LMS.Mandatory {
 			steps = append(steps, &c)
 		} else {
