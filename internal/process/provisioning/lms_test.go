@@ -201,20 +201,13 @@ func TestLMSFailureRules(t *testing.T) {
 // cluster; without APP_LMS_MANDATORY both are skippable.
 func TestLMSStepsJoinOnlyWhenEnabled(t *testing.T) {
 	t.Parallel()
-	names := func(d provisioning.Deps) []string {
-		var out []string
-		for _, s := range provisioning.Pipeline(d).Steps {
-			out = append(out, s.Name())
-		}
-		return out
-	}
-	own := names(provisioning.Deps{})
+	own := stepNames(provisioning.Deps{})
 	d := provisioning.Deps{Config: provisioning.Config{LMS: lms.Config{URL: "https://lms.example.com", EnabledForGlobalAccounts: "none"}}}
-	if got := names(d); !slices.Equal(got, own) {
+	if got := stepNames(d); !slices.Equal(got, own) {
 		t.Errorf("LMS for no account: steps %v, want %v", got, own)
 	}
 	d.Config.LMS.EnabledForGlobalAccounts, d.Config.LMS.Mandatory = "all", true
-	got := names(d)
+	got := stepNames(d)
 	want := slices.Insert(slices.Clone(own), slices.Index(own, "components"), "lms_tenant")
 	want = slices.Insert(want, slices.Index(want, "create_runtime"), "lms_certificates")
 	if !slices.Equal(got, want) {
