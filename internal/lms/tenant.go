@@ -170,6 +170,26 @@ func Overrides(dns, subaccountID string, ca, cert, key []byte) map[string]string
 	return out
 }
 
+// keyKey is the override holding the key, base64 of its PEM.
+const keyKey = "outputs.forward.tls.key"
+
+// KeyOverrides are the logging component's overrides holding only the
+// certificate's key (PEM), stored before its CSR is sent.
+func KeyOverrides(key []byte) map[string]string {
+	out := map[string]string{}
+	for _, p := range overridePrefixes {
+		out[p+"."+keyKey] = base64.StdEncoding.EncodeToString(key)
+	}
+	return out
+}
+
+// StoredKey reads the key KeyOverrides stored back from the logging
+// component's overrides.
+func StoredKey(logging map[string]string) ([]byte, bool) {
+	key, err := base64.StdEncoding.DecodeString(logging[overridePrefixes[0]+"."+keyKey])
+	return key, err == nil && len(key) > 0
+}
+
 // Record is what keb set up in LMS for a runtime, kept in the provisioning
 // operation's record (JSON key "lms"); the key and certificates are only in
 // the runtime's overrides Secret.
@@ -189,6 +209,12 @@ type Record struct {
 	// Failed is set once LMS failed and was skipped (APP_LMS_MANDATORY
 	// false): the certificates are not requested.
 	Failed bool `json:"failed,omitempty"`
+	// DNS is the tenant's domain, CallbackURL where its certificate will
+	// be, CertRequestedAt when it was requested (its signing is awaited for
+	// 30 minutes from then).
+	DNS             string     `json:"dns,omitempty"`
+	CallbackURL     string     `json:"callbackURL,omitempty"`
+	CertRequestedAt *time.Time `json:"certRequestedAt,omitempty"`
 	// KibanaURL is the tenant's Kibana once the certificates are in the
 	// overrides.
 	KibanaURL string `json:"kibanaURL,omitempty"`

@@ -23,11 +23,13 @@ type lmsCertifier interface {
 	CACertificate(ctx context.Context, id string) (string, bool, error)
 }
 
-// lmsTenantReady bounds the wait for a new tenant's DNS names, from its
-// request on, upstream's 30 minutes; lmsReadyPoll is how often it looks.
+// LMS's waits, upstream's: a new tenant's DNS names are awaited (every
+// 30 s) for 30 minutes from the tenant's request, a certificate's signing
+// (every PollInterval) for 30 minutes from its request.
 const (
 	lmsTenantReady = 30 * time.Minute
 	lmsReadyPoll   = 30 * time.Second
+	lmsSigning     = 30 * time.Minute
 )
 
 // LMSCertificates gets the runtime a client certificate of its LMS tenant
@@ -35,28 +37,32 @@ const (
 // runtime's overrides Secret (component logging), where Fluent Bit's
 // configuration takes it: forward output to forward.<dns>:8443 over TLS,
 // each log marked with the subaccount. As upstream's
-// Request_LMS_Certificates, it waits (30 minutes from the tenant's request)
-// for the tenant's DNS names, then sends a new CSR and polls the callback
-// URL for the signed certificate and then the CA, every PollInterval, for
-// at most 30 minutes inside the step: the key exists only in memory until
-// it is in the overrides Secret, never in keb's database. A re-run (a crash)
-// requests another certificate, as upstream's did. It does nothing when the
-// tenant step did nothing or was skipped.
+// Request_LMS_Certificates, it waits for the tenant's DNS names, sends a
+// new CSR, and polls the callback URL for the signed certificate and then
+// the tenant's CA. Upstream polled inside the step, keeping the key in
+// memory; keb's step waits between runs (a job holds its worker for a
+// minute at most), so the key goes into the overrides Secret before the
+// CSR is sent and is read back from there, never into keb's database. A
+// re-run after a crash before the callback URL was saved sends another
+// CSR, as upstream's did. It does nothing when the tenant step did nothing
+// or was skipped.
 type LMSCertificates struct {
 	LMS lmsCertifier
 	// Tenant creates the tenant again when LMS no longer knows it.
 	Tenant    *LMSTenant
 	KCP       client.Client
 	Namespace string
-	// PollInterval is how often the callback URL is read (upstream's 15 s).
+	// PollInterval is how often the callback URL is read (0: upstream's
+	// 15 s).
 	PollInterval time.Duration
 }
 
 // Name implements process.Step.
 func (s *LMSCertificates) Name() string { return "lms_certificates" }
 
-// Timeout implements process.TimedStep.
-func (s *LMSCertificates) Timeout() time.Duration { return lmsRetries }
+// Timeout implements process.TimedStep: a tenant's readiness and then a
+// certificate's signing are each awaited for 30 minutes.
+func (s *LMSCertificates) Timeout() time.Duration { return lmsTenantReady + lmsSigning }
 
 // Remote implements process.RemoteStep.
 func (s *LMSCertificates) Remote() string { return "LMS" }
@@ -70,6 +76,51 @@ func (s *LMSCertificates) Run(ctx context.Context, op *process.Operation) (proce
 	if rec.TenantID == "" {
 		return process.Fail("no LMS tenant recorded for the certificates")
 	}
+	if op.Record.OverridesSecret == "" {
+		return process.StepResult{}, fmt.Errorf("no overrides Secret recorded for the LMS certificates")
+	}
+	if rec.CallbackURL == "" {
+		return s.request(ctx, op)
+	}
+	cert, ready, err := s.LMS.SignedCertificate(ctx, rec.CallbackURL)
+	if err != nil {
+		return lmsFailure(op, "reading the signed LMS certificate", err)
+	}
+	var ca string
+	if ready {
+		if ca, ready, err = s.LMS.CACertificate(ctx, rec.TenantID); err != nil {
+			return lmsFailure(op, "reading the LMS CA certificate", err)
+		}
+	}
+	if !ready {
+		if rec.CertRequestedAt != nil && op.Now().Sub(*rec.CertRequestedAt) > lmsSigning {
+			return lmsFailed(op, "LMS did not sign the certificate in time")
+		}
+		op.Describe("Waiting for LMS to sign the certificate of tenant %s", rec.TenantID)
+		return process.RetryAfter(s.poll())
+	}
+	stored, err := overrides.Load(ctx, s.KCP, s.Namespace, op.Record.OverridesSecret)
+	if err != nil {
+		return process.StepResult{}, err
+	}
+	key, ok := lms.StoredKey(stored.Components[lms.OverridesComponent])
+	if !ok {
+		// The Secret was rewritten without it: ask for another.
+		rec.CallbackURL = ""
+		return process.RetryAfter(time.Second)
+	}
+	if err := overrides.SetComponent(ctx, s.KCP, s.Namespace, op.Record.OverridesSecret, lms.OverridesComponent,
+		lms.Overrides(rec.DNS, op.Instance.SubAccountID, []byte(ca), []byte(cert), key)); err != nil {
+		return process.StepResult{}, err
+	}
+	rec.KibanaURL, rec.RefusedSince = "https://kibana."+rec.DNS, nil
+	return process.Done()
+}
+
+// request waits for the tenant's DNS names, then stores a new key in the
+// overrides Secret and sends its CSR.
+func (s *LMSCertificates) request(ctx context.Context, op *process.Operation) (process.StepResult, error) {
+	rec := op.Record.LMS
 	status, err := s.LMS.TenantStatus(ctx, rec.TenantID)
 	if code, _ := integration.Status(err); code == http.StatusNotFound && s.Tenant != nil {
 		return s.recreate(ctx, op)
@@ -92,28 +143,26 @@ func (s *LMSCertificates) Run(ctx context.Context, op *process.Operation) (proce
 	if err != nil {
 		return process.StepResult{}, err
 	}
+	if err := overrides.SetComponent(ctx, s.KCP, s.Namespace, op.Record.OverridesSecret, lms.OverridesComponent,
+		lms.KeyOverrides(csr.Key)); err != nil {
+		return process.StepResult{}, err
+	}
 	op.Describe("Requesting the LMS certificates of tenant %s", rec.TenantID)
 	callback, err := s.LMS.RequestCertificate(ctx, rec.TenantID, csr.Request)
 	if err != nil {
 		return lmsFailure(op, "requesting the LMS certificate", err)
 	}
-	cert, err := s.await(ctx, func(ctx context.Context) (string, bool, error) { return s.LMS.SignedCertificate(ctx, callback) })
-	if err != nil {
-		return s.awaitFailure(op, "the signed LMS certificate", err)
+	now := op.Now()
+	rec.DNS, rec.CallbackURL, rec.CertRequestedAt, rec.RefusedSince = info.DNS, callback, &now, nil
+	// Look at once: an LMS that signs at once needs no wait.
+	return s.Run(ctx, op)
+}
+
+func (s *LMSCertificates) poll() time.Duration {
+	if s.PollInterval <= 0 {
+		return 15 * time.Second
 	}
-	ca, err := s.await(ctx, func(ctx context.Context) (string, bool, error) { return s.LMS.CACertificate(ctx, rec.TenantID) })
-	if err != nil {
-		return s.awaitFailure(op, "the LMS CA certificate", err)
-	}
-	if op.Record.OverridesSecret == "" {
-		return process.StepResult{}, fmt.Errorf("no overrides Secret recorded for the LMS certificates")
-	}
-	if err := overrides.SetComponent(ctx, s.KCP, s.Namespace, op.Record.OverridesSecret, lms.OverridesComponent,
-		lms.Overrides(info.DNS, op.Instance.SubAccountID, []byte(ca), []byte(cert), csr.Key)); err != nil {
-		return process.StepResult{}, err
-	}
-	rec.KibanaURL, rec.RefusedSince = "https://kibana."+info.DNS, nil
-	return process.Done()
+	return s.PollInterval
 }
 
 // recreate forgets the recorded tenant, which LMS no longer knows (the
@@ -135,39 +184,6 @@ func (s *LMSCertificates) recreate(ctx context.Context, op *process.Operation) (
 	return process.RetryAfter(lmsReadyPoll)
 }
 
-// errNotSigned is a certificate LMS did not sign within lmsTenantReady.
-var errNotSigned = fmt.Errorf("not signed within %s", lmsTenantReady)
-
-// await polls get until it has the certificate, for at most lmsTenantReady.
-func (s *LMSCertificates) await(ctx context.Context, get func(ctx context.Context) (string, bool, error)) (string, error) {
-	poll := s.PollInterval
-	if poll <= 0 {
-		poll = 15 * time.Second
-	}
-	deadline := time.Now().Add(lmsTenantReady)
-	for {
-		pem, ready, err := get(ctx)
-		if err != nil || ready {
-			return pem, err
-		}
-		if time.Now().After(deadline) {
-			return "", errNotSigned
-		}
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-time.After(poll):
-		}
-	}
-}
-
-func (s *LMSCertificates) awaitFailure(op *process.Operation, what string, err error) (process.StepResult, error) {
-	if err == errNotSigned {
-		return lmsFailed(op, "LMS did not sign "+what+" in time")
-	}
-	return lmsFailure(op, "reading "+what, err)
-}
-
 // OptionalLMSCertificates is LMSCertificates without APP_LMS_MANDATORY:
 // LMS refusing, or a tenant or certificate not ready in time, skips the
 // step with a recorded warning (the seed's "does not fail the
@@ -176,7 +192,7 @@ func (s *LMSCertificates) awaitFailure(op *process.Operation, what string, err e
 type OptionalLMSCertificates struct{ LMSCertificates }
 
 // SkipAfter implements process.SkippableStep (see OptionalLMSTenant).
-func (s *OptionalLMSCertificates) SkipAfter() time.Duration { return lmsRetries + time.Minute }
+func (s *OptionalLMSCertificates) SkipAfter() time.Duration { return s.Timeout() + time.Minute }
 
 // Leftover implements process.SkippableStep.
 func (s *OptionalLMSCertificates) Leftover(op *process.Operation) string {

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -95,11 +96,13 @@ func TestLMSTenantAndCertificates(t *testing.T) {
 		t.Fatalf("%d tenants; re-run %+v, next %+v: want the one tenant reused", n, again.Record.LMS, next.Record.LMS)
 	}
 
-	// The tenant is not ready at the first look (the stand-in's ReadyAfter).
-	res, err = certs.Run(t.Context(), op)
-	processtest.MustOutcome(t, "certificates, tenant not ready", processtest.Retry, res, err)
-	res, err = certs.Run(t.Context(), op)
-	processtest.MustOutcome(t, "certificates", processtest.Done, res, err)
+	// The tenant is not ready at the first look, nor the certificate
+	// signed at the first read (the stand-in's ReadyAfter, SignAfter): the
+	// step waits twice, then writes the overrides.
+	for i, want := range []processtest.Outcome{processtest.Retry, processtest.Retry, processtest.Done} {
+		res, err = certs.Run(t.Context(), op)
+		processtest.MustOutcome(t, fmt.Sprintf("certificates, run %d", i+1), want, res, err)
+	}
 	data := overridesData(t, certs.KCP, certs.Namespace, op.Record.OverridesSecret)
 	dns := strings.TrimPrefix(op.Record.LMS.KibanaURL, "https://kibana.")
 	if dns == "" || dns == op.Record.LMS.KibanaURL {
@@ -260,7 +263,7 @@ func TestLMSTenantLMSForgot(t *testing.T) {
 	if next.Record.LMS.TenantID != tenants[0].ID || len(restarted.sim.Tenants()) != 1 {
 		t.Errorf("next runtime's tenant %s, want %s", next.Record.LMS.TenantID, tenants[0].ID)
 	}
-	for range 3 { // not ready at the first look, then signed at the second read
+	for range 5 { // not ready at the first look, then signed at the second read
 		if res, err = certs.Run(t.Context(), op); err != nil || res.RetryAfter == 0 {
 			break
 		}
