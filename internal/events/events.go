@@ -108,11 +108,9 @@ func outside(rec record, step string) string {
 		}
 	case "lms_tenant":
 		if rec.LMS != nil && rec.LMS.TenantID != "" {
-			how := "created"
-			if rec.LMS.Reused {
-				how = "reused"
-			}
-			return fmt.Sprintf("LMS tenant %s (%s, %s) %s", rec.LMS.TenantID, rec.LMS.Name, rec.LMS.Region, how)
+			// Whether it was created or reused is in the record (lms.reused):
+			// the message is the same for the account's every runtime.
+			return fmt.Sprintf("LMS tenant %s (%s, %s)", rec.LMS.TenantID, rec.LMS.Name, rec.LMS.Region)
 		}
 	case "lms_certificates":
 		if rec.LMS != nil && rec.LMS.KibanaURL != "" {

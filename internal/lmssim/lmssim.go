@@ -16,7 +16,8 @@
 // so that keb's polling shows.
 //
 // Where the contract is silent it assumes: a creation answers 200 with
-// {"id","message"}; a second tenant of one name and region is created like
+// {"id","message"}; a tenant's DNS domain is <name>.<region>.lms.keb.local;
+// a second tenant of one name and region is created like
 // the first (LMS's own dedup, if any, is unknown: keb never relies on it),
 // and errors are {"error","message"}.
 //
@@ -172,7 +173,7 @@ func (s *Server) createTenant(w http.ResponseWriter, _ *http.Request, body []byt
 		writeError(w, http.StatusInsufficientStorage, "too many tenants")
 	default:
 		id := uuid.NewString()
-		s.tenants[id] = &Tenant{Tenant: t, ID: id, DNS: id[:8] + "." + t.Region + ".lms.keb.local"}
+		s.tenants[id] = &Tenant{Tenant: t, ID: id, DNS: t.Name + "." + t.Region + ".lms.keb.local"}
 		s.order = append(s.order, id)
 		standin.WriteJSON(w, http.StatusOK, map[string]string{"id": id, "message": "tenant created"})
 	}
