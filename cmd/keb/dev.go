@@ -16,7 +16,7 @@ func devCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) error
 	var cfg config.Config
 	var dir, binDir, mode, faults string
 	var delay, accountCleanupDelay time.Duration
-	lifecycleManager, avsStandIn, edpStandIn, directorStandIn, iasStandIn := true, true, true, true, true
+	lifecycleManager, avsStandIn, edpStandIn, directorStandIn, iasStandIn, lmsStandIn := true, true, true, true, true, true
 	b := config.NewBinder(fs)
 	b.String(&cfg.Host, "host", "APP_HOST", "127.0.0.1", "address to listen on")
 	b.Int(&cfg.Port, "port", "APP_PORT", 8080, "HTTP port")
@@ -38,6 +38,8 @@ func devCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) error
 		"run the Director stand-in (answering from the control plane's Runtime CRs) and check each runtime's dashboard URL there (ignored when APP_DIRECTOR_URL names a Director)")
 	b.Bool(&iasStandIn, "ias-stand-in", "APP_DEV_IAS", true,
 		"run the IAS stand-in and register each runtime's Grafana there (ignored when APP_IAS_URL names an IAS)")
+	b.Bool(&lmsStandIn, "lms-stand-in", "APP_DEV_LMS", true,
+		"run the LMS stand-in and get each runtime's global account a logging tenant there (ignored when APP_LMS_URL names an LMS)")
 	cfg.BindDatabase(b)
 	b.String(&cfg.DatabaseSecretKey, "database-secret-key", "APP_DATABASE_SECRET_KEY", "",
 		"32-byte key sealing secrets at rest (default: generated once into <dir>/secret-key)")
@@ -63,7 +65,7 @@ func devCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) error
 		logUpstreamSettings(log, b)
 		return devstack.Run(ctx, devstack.Options{Dir: dir, Config: cfg, Out: os.Stdout, K8sBinDir: binDir,
 			RuntimeDelay: delay, RuntimeMode: infrasim.Mode(mode), RuntimeFaults: injected, NoLifecycleManager: !lifecycleManager,
-			AccountCleanupDelay: accountCleanupDelay, NoAVS: !avsStandIn, NoEDP: !edpStandIn, NoDirector: !directorStandIn, NoIAS: !iasStandIn}, log)
+			AccountCleanupDelay: accountCleanupDelay, NoAVS: !avsStandIn, NoEDP: !edpStandIn, NoDirector: !directorStandIn, NoIAS: !iasStandIn, NoLMS: !lmsStandIn}, log)
 	}
 }
 

@@ -33,6 +33,7 @@ import (
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/kube"
 	"github.com/kyma-keb/keb/internal/kyma"
+	"github.com/kyma-keb/keb/internal/lms"
 	"github.com/kyma-keb/keb/internal/maintenance"
 	"github.com/kyma-keb/keb/internal/metrics"
 	"github.com/kyma-keb/keb/internal/orchestration"
@@ -193,7 +194,7 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 		Runtime: provisioning.RuntimeSettings{KubernetesVersion: ec.Runtime.KubernetesVersion, MachineImage: ec.Runtime.MachineImage,
 			MachineImageVersion: ec.Runtime.MachineImageVersion, ControlPlaneFailureTolerance: ec.Runtime.ControlPlaneFailureTolerance,
 			MaxPods: ec.Runtime.MaxPods, MaxPodsGlobalAccounts: ec.Runtime.MaxPodsGlobalAccounts},
-		AVS: cfg.AVS, EDP: cfg.EDP, IAS: cfg.IAS,
+		AVS: cfg.AVS, EDP: cfg.EDP, IAS: cfg.IAS, LMS: cfg.LMS,
 	}
 	// The optional integrations: a client only where configured, so that
 	// their steps join the pipelines only then.
@@ -248,6 +249,9 @@ func newEngine(cfg config.Config, queue *process.Queue, store *storage.Store, or
 	}
 	if iasClient != nil {
 		prov.IAS = iasClient
+	}
+	if cfg.LMS.Enabled() {
+		prov.LMS, prov.LMSTenants = lms.NewClient(cfg.LMS, nil, integrations), store
 	}
 	if cfg.Director.Configured() {
 		prov.Director = director.NewClient(cfg.Director, nil, integrations)

@@ -33,23 +33,11 @@ func NewClient(cfg Config, httpClient *http.Client, calls integration.Calls) *Cl
 	return &Client{cfg: cfg, http: httpClient, calls: calls}
 }
 
-// Error is an answer of AVS that is not a success.
-type Error struct {
-	Call   string
-	Status int
-	Body   string
-}
-
-func (e *Error) Error() string {
-	return fmt.Sprintf("AVS %s: HTTP %d: %.200s", e.Call, e.Status, e.Body)
-}
-
 // Temporary reports whether err may heal by retrying: no answer, no token,
 // or an answer ≥ 500.
 func Temporary(err error) bool {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Status >= 500
+	if status, answered := integration.Status(err); answered {
+		return status >= 500
 	}
 	return err != nil
 }
@@ -89,7 +77,7 @@ func (c *Client) SetStatus(ctx context.Context, id int64, s Status) error {
 func (c *Client) Detach(ctx context.Context, parent, id int64) error {
 	err := c.do(ctx, "detach_evaluation", http.MethodDelete, c.item(parent)+"/child/"+strconv.FormatInt(id, 10), nil, nil,
 		http.StatusOK, http.StatusCreated, http.StatusNotFound)
-	var e *Error
+	var e *integration.HTTPError
 	if errors.As(err, &e) && e.Status == http.StatusBadRequest {
 		var body struct {
 			Message string `json:"message"`
@@ -162,7 +150,7 @@ func (c *Client) attempt(ctx context.Context, call, method, target string, in, o
 		success = success || resp.StatusCode == s
 	}
 	if !success {
-		return resp.StatusCode, &Error{Call: call, Status: resp.StatusCode, Body: string(raw)}
+		return resp.StatusCode, &integration.HTTPError{Service: "AVS", Call: call, Status: resp.StatusCode, Body: string(raw)}
 	}
 	if out != nil && resp.StatusCode != http.StatusNotFound {
 		if err := json.Unmarshal(raw, out); err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/kyma-keb/keb/internal/edp"
 	"github.com/kyma-keb/keb/internal/guardrails"
 	"github.com/kyma-keb/keb/internal/ias"
+	"github.com/kyma-keb/keb/internal/lms"
 	"github.com/kyma-keb/keb/internal/maintenance"
 	"github.com/kyma-keb/keb/internal/seeds"
 )
@@ -135,6 +136,8 @@ type Config struct {
 	EDP edp.Config
 	// IAS is the optional IAS integration (internal/ias).
 	IAS ias.Config
+	// LMS is the optional LMS integration (internal/lms).
+	LMS lms.Config
 	// Director is the optional Director integration (internal/director).
 	Director director.Config
 }
@@ -607,6 +610,7 @@ func (c *Config) BindEngine(b *Binder) {
 	c.BindAVS(b)
 	c.BindEDP(b)
 	c.BindIAS(b)
+	c.BindLMS(b)
 	c.BindDirector(b)
 	d := Defaults.Engine
 	e := &c.Engine
@@ -822,6 +826,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := validateIAS(c.IAS); err != nil {
+		errs = append(errs, err)
+	}
+	if err := validateLMS(c.LMS); err != nil {
 		errs = append(errs, err)
 	}
 	if c.ReadinessInterval <= 0 {

@@ -15,6 +15,7 @@ import (
 	"github.com/kyma-keb/keb/internal/director"
 	"github.com/kyma-keb/keb/internal/edp"
 	"github.com/kyma-keb/keb/internal/ias"
+	"github.com/kyma-keb/keb/internal/lms"
 )
 
 // unsetEnv removes variables for the test and restores them afterwards
@@ -445,6 +446,15 @@ func TestValidate(t *testing.T) {
 			c.IAS = ias.Config{URL: "ftp://ias.example.com", UserID: "u", UserSecret: "p", IdentityProvider: "idp"}
 		}, want: []string{"APP_IAS_URL"}},
 		{name: "IAS disabled needs nothing", modify: func(c *config.Config) { c.IAS = ias.Config{URL: "https://ias.example.com", Disabled: true} }},
+		{name: "LMS without a token", modify: func(c *config.Config) {
+			c.LMS = lms.Config{URL: "https://lms.example.com", ClusterType: "ha", Environment: "dev", EnabledForGlobalAccounts: "all"}
+		}, want: []string{"APP_LMS_TOKEN"}},
+		{name: "LMS with an unknown cluster type", modify: func(c *config.Config) {
+			c.LMS = lms.Config{URL: "https://lms.example.com", Token: "t", ClusterType: "big", Environment: "dev", EnabledForGlobalAccounts: "all"}
+		}, want: []string{"APP_LMS_CLUSTER_TYPE"}},
+		{name: "LMS for no global account needs nothing", modify: func(c *config.Config) {
+			c.LMS = lms.Config{URL: "https://lms.example.com", EnabledForGlobalAccounts: "none"}
+		}},
 		{name: "Director without a token URL", modify: func(c *config.Config) {
 			c.Director = director.Config{URL: "https://compass.example.com/director/graphql", OAuthClientID: "c"}
 		}, want: []string{"APP_DIRECTOR_OAUTH_TOKEN_URL"}},

@@ -76,6 +76,9 @@ type Options struct {
 	// NoIAS leaves the IAS stand-in out (also out when APP_IAS_URL names
 	// a real IAS).
 	NoIAS bool
+	// NoLMS leaves the LMS stand-in out (also out when APP_LMS_URL names a
+	// real LMS).
+	NoLMS bool
 	// AccountCleanupDelay is how long a released (dirty) dev account stays
 	// dirty before the simulated account cleaner hands it back to the pool
 	// (infrasim.AccountCleaner); 0: never, as on a landscape without its
@@ -262,6 +265,14 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 		defer stopIAS()
 		log.WithField("url", cfg.IAS.URL).Info("IAS stand-in started")
 	}
+	if !opts.NoLMS && cfg.LMS.URL == "" {
+		stopLMS, err := startLMS(&cfg, cfg.Host)
+		if err != nil {
+			return err
+		}
+		defer stopLMS()
+		log.WithField("url", cfg.LMS.URL).Info("LMS stand-in started")
+	}
 	if !opts.NoDirector && !cfg.Director.Configured() {
 		stopDirector, err := startDirector(&cfg, cfg.Host, kc)
 		if err != nil {
@@ -283,7 +294,7 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 		DatabaseURL: cfg.DatabaseURL, KCPKubeconfig: kcp.kubeconfig, CISEventsURL: cfg.Cleanup.CISEventsURL,
 		CISAuthURL: cfg.Cleanup.CISAuthURL, CISClientID: cfg.Cleanup.CISClientID, CISClientSecret: cfg.Cleanup.CISClientSecret,
 		CISVersion: cfg.Cleanup.CISVersion, AVSAPIEndpoint: cfg.AVS.APIEndpoint, EDPAdminURL: cfg.EDP.AdminURL, DirectorURL: cfg.Director.URL,
-		IASURL: cfg.IAS.URL, IASUser: cfg.IAS.UserID, IASPassword: cfg.IAS.UserSecret})
+		IASURL: cfg.IAS.URL, IASUser: cfg.IAS.UserID, IASPassword: cfg.IAS.UserSecret, LMSURL: cfg.LMS.URL, LMSToken: cfg.LMS.Token})
 	if err != nil {
 		return err
 	}

@@ -46,6 +46,10 @@ type Endpoints struct {
 	IASURL      string `json:"ias_url,omitempty"`
 	IASUser     string `json:"ias_user_id,omitempty"`
 	IASPassword string `json:"ias_user_secret,omitempty"`
+	// LMSURL is the LMS stand-in's URL ("" without one), LMSToken its
+	// X-LMS-Token.
+	LMSURL   string `json:"lms_url,omitempty"`
+	LMSToken string `json:"lms_token,omitempty"`
 }
 
 // LoadEndpoints reads the endpoints of the `keb dev` running in dir.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -34,31 +33,19 @@ func NewClient(cfg Config, base *http.Client, calls integration.Calls) *Client {
 	return &Client{cfg: cfg, http: integration.ClientCredentials(cc, base), calls: calls}
 }
 
-// Error is an answer of EDP that is not a success.
-type Error struct {
-	Call   string
-	Status int
-	Body   string
-}
-
-func (e *Error) Error() string {
-	return fmt.Sprintf("EDP %s: HTTP %d: %.200s", e.Call, e.Status, e.Body)
-}
-
 // Temporary reports whether err may heal by retrying: no answer (or no
 // token), 408, or ≥ 500.
 func Temporary(err error) bool {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Status == http.StatusRequestTimeout || e.Status >= 500
+	if status, answered := integration.Status(err); answered {
+		return status == http.StatusRequestTimeout || status >= 500
 	}
 	return err != nil
 }
 
 // Conflict reports whether EDP answered 409: what is being created exists.
 func Conflict(err error) bool {
-	var e *Error
-	return errors.As(err, &e) && e.Status == http.StatusConflict
+	status, answered := integration.Status(err)
+	return answered && status == http.StatusConflict
 }
 
 // CreateDataTenant creates name's data tenant in the configured environment.
@@ -137,5 +124,5 @@ func (c *Client) attempt(ctx context.Context, call, method, target string, in an
 	case resp.StatusCode == http.StatusNotFound && deleting:
 		return resp.StatusCode, nil
 	}
-	return resp.StatusCode, &Error{Call: call, Status: resp.StatusCode, Body: string(raw)}
+	return resp.StatusCode, &integration.HTTPError{Service: "EDP", Call: call, Status: resp.StatusCode, Body: string(raw)}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/kyma-keb/keb/internal/avs"
 	"github.com/kyma-keb/keb/internal/edp"
 	"github.com/kyma-keb/keb/internal/ias"
+	"github.com/kyma-keb/keb/internal/lms"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/storage"
 )
@@ -81,6 +82,7 @@ type record struct {
 	AVS           *avs.Record            `json:"avs"`
 	EDP           *edp.Record            `json:"edp"`
 	IAS           *ias.Record            `json:"ias"`
+	LMS           *lms.Record            `json:"lms"`
 }
 
 // outside says what a done step created or removed outside keb's control
@@ -103,6 +105,16 @@ func outside(rec record, step string) string {
 	case "ias_registration":
 		if rec.IAS != nil {
 			return fmt.Sprintf("IAS service provider %s (client %s)", rec.IAS.ServiceProviderID, rec.IAS.ClientID)
+		}
+	case "lms_tenant":
+		if rec.LMS != nil && rec.LMS.TenantID != "" {
+			// Whether it was created or reused is in the record (lms.reused):
+			// the message is the same for the account's every runtime.
+			return fmt.Sprintf("LMS tenant %s (%s, %s)", rec.LMS.TenantID, rec.LMS.Name, rec.LMS.Region)
+		}
+	case "lms_certificates":
+		if rec.LMS != nil && rec.LMS.KibanaURL != "" {
+			return "LMS certificates in the overrides Secret (Kibana " + rec.LMS.KibanaURL + ")"
 		}
 	case "remove_avs_evaluations":
 		var ids []string

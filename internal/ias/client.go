@@ -40,17 +40,6 @@ func NewClient(cfg Config, base *http.Client, calls integration.Calls) *Client {
 	return &Client{cfg: cfg, http: hc, calls: calls}
 }
 
-// Error is an answer of IAS that is not a success.
-type Error struct {
-	Call   string
-	Status int
-	Body   string
-}
-
-func (e *Error) Error() string {
-	return fmt.Sprintf("IAS %s: HTTP %d: %.200s", e.Call, e.Status, e.Body)
-}
-
 // ErrNoIdentityProvider is the configured identity provider missing from
 // the company: a setting to fix, not a failure to retry.
 var ErrNoIdentityProvider = errors.New("IAS: no identity provider of that name (APP_IAS_IDENTITY_PROVIDER)")
@@ -58,9 +47,8 @@ var ErrNoIdentityProvider = errors.New("IAS: no identity provider of that name (
 // Temporary reports whether err may heal by retrying: no answer, 408, or
 // ≥ 500.
 func Temporary(err error) bool {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Status == http.StatusRequestTimeout || e.Status >= 500
+	if status, answered := integration.Status(err); answered {
+		return status == http.StatusRequestTimeout || status >= 500
 	}
 	return err != nil && !errors.Is(err, ErrNoIdentityProvider)
 }
@@ -164,7 +152,7 @@ func (c *Client) GenerateSecret(ctx context.Context, spID string) (Credentials, 
 		Secret       secret `json:"rest_api_client_secret"`
 	}{CompanyID, spID, secret{SecretDescription, SecretScopes}}, &out)
 	if err == nil && (out.ClientID == "" || out.ClientSecret == "") {
-		err = &Error{Call: "generate_client_secret", Status: http.StatusOK, Body: "no clientId or clientSecret in the answer"}
+		err = &integration.HTTPError{Service: "IAS", Call: "generate_client_secret", Status: http.StatusOK, Body: "no clientId or clientSecret in the answer"}
 	}
 	return out, err
 }
@@ -221,11 +209,11 @@ func (c *Client) attempt(ctx context.Context, call, method, path string, body []
 		}
 		fallthrough
 	default:
-		return resp.StatusCode, &Error{Call: call, Status: resp.StatusCode, Body: string(raw)}
+		return resp.StatusCode, &integration.HTTPError{Service: "IAS", Call: call, Status: resp.StatusCode, Body: string(raw)}
 	}
 	if out != nil {
 		if err := json.Unmarshal(raw, out); err != nil {
-			return resp.StatusCode, &Error{Call: call, Status: resp.StatusCode, Body: "undecodable answer: " + err.Error()}
+			return resp.StatusCode, &integration.HTTPError{Service: "IAS", Call: call, Status: resp.StatusCode, Body: "undecodable answer: " + err.Error()}
 		}
 	}
 	return resp.StatusCode, nil

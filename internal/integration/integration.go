@@ -1,11 +1,14 @@
 // Package integration holds what keb's clients of the optional external
-// services (internal/avs, internal/edp, internal/director) share: the
-// observer of their calls, which metrics.Integrations is, and the HTTP
-// client of a service with OAuth2 client credentials.
+// services (internal/avs, edp, ias, lms, director) share: the observer of
+// their calls, which metrics.Integrations is, the error of an answer that is
+// not a success, and the HTTP client of a service with OAuth2 client
+// credentials.
 package integration
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -36,4 +39,31 @@ func ClientCredentials(cc clientcredentials.Config, base *http.Client) *http.Cli
 	hc := oauth2.NewClient(ctx, cc.TokenSource(ctx))
 	hc.Timeout = Timeout
 	return hc
+}
+
+// HTTPError is a service's answer that is not a success. Whether it may
+// heal by retrying is each service's own rule (avs.Temporary,
+// edp.Temporary, ...), so it is not decided here.
+type HTTPError struct {
+	// Service names the service as its messages show it: "AVS", "EDP".
+	Service string
+	// Call is the call's name, as in the metrics.
+	Call   string
+	Status int
+	// Body is the answer's body (or why it was unusable).
+	Body string
+}
+
+func (e *HTTPError) Error() string {
+	return fmt.Sprintf("%s %s: HTTP %d: %.200s", e.Service, e.Call, e.Status, e.Body)
+}
+
+// Status is err's HTTP status when err is (or wraps) an HTTPError, and
+// false when there was no answer.
+func Status(err error) (int, bool) {
+	var e *HTTPError
+	if errors.As(err, &e) {
+		return e.Status, true
+	}
+	return 0, false
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // Integrations counts and times the calls keb makes to the optional
-// external services of the provisioning pipelines (AVS, EDP, the Director, IAS), by
+// external services of the provisioning pipelines (AVS, EDP, the Director, IAS, LMS), by
 // integration and call, so that an operator sees a failing service before
 // the operations it slows down fail.
 type Integrations struct {

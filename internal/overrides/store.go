@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -71,7 +72,9 @@ func Store(ctx context.Context, c client.Client, namespace, name string, labels 
 			}
 			maps.Copy(s.Labels, labels)
 			// A copy: decoding the server's answer into s may write into this map.
-			s.Data = maps.Clone(data)
+			fresh := maps.Clone(data)
+			keepIntegrations(s, fresh)
+			s.Data = fresh
 			return nil
 		})
 		return err
@@ -161,6 +164,25 @@ func ForRuntime(ctx context.Context, c client.Client, sources client.Reader, nam
 	return name, nil
 }
 
+// keepIntegrations carries into fresh the keys of the stored Secret s that
+// SetComponent wrote (its annotations list them) and fresh lacks.
+func keepIntegrations(s *corev1.Secret, fresh map[string][]byte) {
+	for a, list := range s.Annotations {
+		component, ok := strings.CutPrefix(a, integrationAnnotation)
+		if !ok {
+			continue
+		}
+		for _, k := range strings.Split(list, ",") {
+			key := component + "." + k
+			if v, stored := s.Data[key]; stored {
+				if _, set := fresh[key]; !set {
+					fresh[key] = v
+				}
+			}
+		}
+	}
+}
+
 // SetKyma writes a runtime's Kyma version and components into its stored
 // overrides Secret, leaving the overrides as they are (a merge patch of
 // those two keys). A missing Secret is left missing: a runtime provisioned
@@ -178,19 +200,31 @@ func SetKyma(ctx context.Context, c client.Client, namespace, name string, kyma 
 	return nil
 }
 
+// integrationAnnotation prefixes the annotation, one per component, that
+// lists (comma-separated) the component's keys an integration wrote with
+// SetComponent.
+const integrationAnnotation = "keb.kyma-project.io/integration-overrides."
+
 // SetComponent writes values into component's overrides in the stored
 // Secret name, leaving the rest as it is (a merge patch of those keys):
-// overrides an integration makes (IAS's Grafana client) rather than the
-// labelled sources. The Secret must exist.
+// overrides an integration makes (IAS's Grafana client, LMS's Fluent Bit
+// certificate) rather than the labelled sources. Their keys are listed in
+// an annotation of the Secret, so that Store, which an upgrade or an
+// update uses to rewrite the Secret from the sources, keeps them: the
+// integration's step does not run again there. The Secret must exist.
 func SetComponent(ctx context.Context, c client.Client, namespace, name, component string, values map[string]string) error {
 	if err := checkComponent(component); err != nil {
 		return err
 	}
 	data := make(map[string][]byte, len(values))
+	keys := make([]string, 0, len(values))
 	for k, v := range values {
 		data[component+"."+k] = []byte(v)
+		keys = append(keys, k)
 	}
-	patch, err := json.Marshal(map[string]any{"data": data})
+	slices.Sort(keys)
+	patch, err := json.Marshal(map[string]any{"data": data,
+		"metadata": map[string]any{"annotations": map[string]string{integrationAnnotation + component: strings.Join(keys, ",")}}})
 	if err != nil {
 		return fmt.Errorf("encoding %s overrides of secret %s/%s: %w", component, namespace, name, err)
 	}

@@ -203,3 +203,35 @@ func TestStoreConcurrentlyCreatesOnce(t *testing.T) {
 		t.Errorf("Load = %+v, want %+v", loaded, sampleOverrides())
 	}
 }
+
+// TestStoreKeepsIntegrationKeys: what an integration wrote with
+// SetComponent (IAS's Grafana client, LMS's certificate) survives Store's
+// rewrite from the sources, as an upgrade or update does it; the sources'
+// own keys are replaced as before, and a source that sets an integration's
+// key wins.
+func TestStoreKeepsIntegrationKeys(t *testing.T) {
+	t.Parallel()
+	c, ns := setup(t)
+	ctx := t.Context()
+	if err := Store(ctx, c, ns, "ov", nil, sampleOverrides()); err != nil {
+		t.Fatal(err)
+	}
+	if err := SetComponent(ctx, c, ns, "ov", "logging", map[string]string{"tls.key": "k", "tls.cert": "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Store(ctx, c, ns, "ov", nil, Overrides{Components: map[string]map[string]string{"logging": {"tls.cert": "from a source"}}}); err != nil {
+		t.Fatal(err)
+	}
+	s := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ov"}, s); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"logging.tls.key": "k", "logging.tls.cert": "from a source"}
+	got := map[string]string{}
+	for k, v := range s.Data {
+		got[k] = string(v)
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("data after the rewrite %v, want %v", got, want)
+	}
+}

@@ -30,6 +30,8 @@ const (
 	CategoryDirector Category = "director"
 	// CategoryIAS is SAP Cloud Identity Services (internal/ias).
 	CategoryIAS Category = "ias"
+	// CategoryLMS is the Log Management Service (internal/lms).
+	CategoryLMS Category = "lms"
 )
 
 // Error reasons: short codes of why an operation failed or a step was
@@ -66,6 +68,8 @@ var stepComponents = map[string]Category{
 	"check_dashboard_url":        CategoryDirector,
 	"ias_registration":           CategoryIAS,
 	"ias_type":                   CategoryIAS,
+	"lms_tenant":                 CategoryLMS,
+	"lms_certificates":           CategoryLMS,
 	// update
 	"update_initialization":          CategoryKEB,
 	"update_hyperscaler_account":     CategoryAccountPool,

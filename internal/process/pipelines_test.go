@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/kyma-keb/keb/internal/ias"
+	"github.com/kyma-keb/keb/internal/lms"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/process/deprovisioning"
 	"github.com/kyma-keb/keb/internal/process/provisioning"
@@ -24,6 +25,9 @@ func TestEveryStepHasAComponent(t *testing.T) {
 		// The IAS integration's steps, which join only when it is enabled.
 		"provisioning with IAS": provisioning.Pipeline(provisioning.Deps{Config: provisioning.Config{
 			IAS: ias.Config{URL: "https://ias.example.com"}}}),
+		// And the LMS integration's.
+		"provisioning with LMS": provisioning.Pipeline(provisioning.Deps{Config: provisioning.Config{
+			LMS: lms.Config{URL: "https://lms.example.com", EnabledForGlobalAccounts: "all"}}}),
 		"deprovisioning with IAS": deprovisioning.Pipeline(deprovisioning.Deps{
 			IAS: ias.NewClient(ias.Config{URL: "https://ias.example.com"}, nil, nil)}),
 	}

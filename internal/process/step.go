@@ -16,6 +16,7 @@ import (
 	"github.com/kyma-keb/keb/internal/edp"
 	"github.com/kyma-keb/keb/internal/ias"
 	"github.com/kyma-keb/keb/internal/infrastructuremanager"
+	"github.com/kyma-keb/keb/internal/lms"
 	"github.com/kyma-keb/keb/internal/storage"
 )
 
@@ -243,6 +244,9 @@ type Record struct {
 	// IAS is the runtime's IAS service provider a provisioning registered;
 	// nil without the IAS integration.
 	IAS *ias.Record `json:"ias,omitempty"`
+	// LMS is the runtime's LMS tenant and certificates a provisioning set
+	// up; nil without the LMS integration (or for a runtime without LMS).
+	LMS *lms.Record `json:"lms,omitempty"`
 	// ErrorCategory and ErrorReason say, for a failed operation, which
 	// component failed it and why, as a short code.
 	ErrorCategory Category `json:"errorCategory,omitempty"`

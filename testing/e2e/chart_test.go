@@ -153,10 +153,10 @@ var everything = []string{"serviceMonitor.enabled=true", "prometheusRule.enabled
 
 // secretOnly are settings the chart sets from Secrets in another form: the
 // CIS credentials as files (APP_CIS_CLIENT_*_FILE); their plain forms, the
-// AVS password, the EDP secret, the Director's client secret and the IAS
-// user's secret can come from envFromSecrets.
+// AVS password, the EDP secret, the Director's client secret, the IAS
+// user's secret and the LMS token can come from envFromSecrets.
 var secretOnly = []string{"APP_CIS_CLIENT_ID", "APP_CIS_CLIENT_SECRET", "APP_AVS_OAUTH_PASSWORD", "APP_EDP_SECRET",
-	"APP_DIRECTOR_OAUTH_CLIENT_SECRET", "APP_IAS_USER_SECRET"}
+	"APP_DIRECTOR_OAUTH_CLIENT_SECRET", "APP_IAS_USER_SECRET", "APP_LMS_TOKEN"}
 
 func TestHelmChart(t *testing.T) {
 	out, err := exec.Command(helmBin(t), "lint", "--strict", chartDir(t)).CombinedOutput()

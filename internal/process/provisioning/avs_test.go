@@ -45,26 +45,19 @@ func avsOp(t *testing.T, planID string) *process.Operation {
 // last, and APP_AVS_DISABLED takes both out again.
 func TestAVSStepsJoinOnlyWhenConfigured(t *testing.T) {
 	t.Parallel()
-	names := func(d provisioning.Deps) []string {
-		var out []string
-		for _, s := range provisioning.Pipeline(d).Steps {
-			out = append(out, s.Name())
-		}
-		return out
-	}
 	own := []string{"initialization", "resolve_hyperscaler_secret", "components", "overrides",
 		"create_runtime", "check_runtime", "apply_kyma", "inject_btp_manager", "check_kyma"}
-	if got := names(provisioning.Deps{}); !slices.Equal(got, own) {
+	if got := stepNames(provisioning.Deps{}); !slices.Equal(got, own) {
 		t.Errorf("AVS off: %v, want %v", got, own)
 	}
 	on := provisioning.Deps{Config: provisioning.Config{AVS: avs.Config{APIEndpoint: "https://avs.example.com/api"}}}
 	want := []string{"initialization", "resolve_hyperscaler_secret", "avs_internal_evaluation", "components", "overrides",
 		"create_runtime", "check_runtime", "apply_kyma", "inject_btp_manager", "check_kyma", "avs_external_evaluation"}
-	if got := names(on); !slices.Equal(got, want) {
+	if got := stepNames(on); !slices.Equal(got, want) {
 		t.Errorf("AVS on: %v, want %v", got, want)
 	}
 	on.Config.AVS.Disabled = true
-	if got := names(on); !slices.Equal(got, own) {
+	if got := stepNames(on); !slices.Equal(got, own) {
 		t.Errorf("AVS disabled: %v, want %v", got, own)
 	}
 }

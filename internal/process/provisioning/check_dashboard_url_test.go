@@ -83,13 +83,7 @@ func TestCheckDashboardURL(t *testing.T) {
 	if _, ok := process.StepComponent(step.Name()); !ok {
 		t.Errorf("%s has no component", step.Name())
 	}
-	names := func(d provisioning.Deps) (out []string) {
-		for _, s := range provisioning.Pipeline(d).Steps {
-			out = append(out, s.Name())
-		}
-		return out
-	}
-	if got := names(provisioning.Deps{Director: client}); got[5] != "check_runtime" || got[6] != "check_dashboard_url" {
+	if got := stepNames(provisioning.Deps{Director: client}); got[5] != "check_runtime" || got[6] != "check_dashboard_url" {
 		t.Errorf("with the Director: %v, want check_dashboard_url after check_runtime", got)
 	}
 }

@@ -157,20 +157,13 @@ func TestIASType(t *testing.T) {
 // follows the overrides before the cluster and the type ends it.
 func TestIASStepsJoinOnlyWhenEnabled(t *testing.T) {
 	t.Parallel()
-	names := func(d provisioning.Deps) []string {
-		var out []string
-		for _, s := range provisioning.Pipeline(d).Steps {
-			out = append(out, s.Name())
-		}
-		return out
-	}
-	own := names(provisioning.Deps{})
+	own := stepNames(provisioning.Deps{})
 	d := provisioning.Deps{Config: provisioning.Config{IAS: ias.Config{URL: "https://ias.example.com", Disabled: true}}}
-	if got := names(d); !slices.Equal(got, own) {
+	if got := stepNames(d); !slices.Equal(got, own) {
 		t.Errorf("IAS disabled: steps %v, want %v", got, own)
 	}
 	d.Config.IAS.Disabled = false
-	got := names(d)
+	got := stepNames(d)
 	want := slices.Insert(slices.Clone(own), slices.Index(own, "create_runtime"), "ias_registration")
 	want = append(want, "ias_type")
 	if !slices.Equal(got, want) {

@@ -29,6 +29,15 @@ func TestMain(m *testing.M) { os.Exit(k8stest.Run(m, &env, pgtest.Run)) }
 // kcpClient is the package's one uncached client on keb's scheme.
 func kcpClient(t *testing.T) client.Client { return processtest.Client(t, env.Config) }
 
+// stepNames are the names of the steps of d's pipeline, in order.
+func stepNames(d provisioning.Deps) []string {
+	var out []string
+	for _, s := range provisioning.Pipeline(d).Steps {
+		out = append(out, s.Name())
+	}
+	return out
+}
+
 // newNamespace creates a fresh namespace for one test.
 func newNamespace(t *testing.T) string { return processtest.Namespace(t, kcpClient(t), "prov") }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/ias"
 	"github.com/kyma-keb/keb/internal/kyma"
+	"github.com/kyma-keb/keb/internal/lms"
 	"github.com/kyma-keb/keb/internal/maintenance"
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/runtimeclient"
@@ -53,6 +54,12 @@ type Config struct {
 	// IAS is the IAS integration's settings; it adds its steps when
 	// enabled.
 	IAS ias.Config
+	// LMS is the LMS integration's settings; it adds its steps when
+	// enabled.
+	LMS lms.Config
+	// LMSPoll is how often the LMS certificates step reads the callback
+	// URL (0: upstream's 15 s).
+	LMSPoll time.Duration
 }
 
 // RuntimeSettings are what keb's settings put into every Runtime CR it
@@ -96,6 +103,16 @@ type Deps struct {
 	Director consoleURLReader
 	// IAS registers the runtimes' Grafana when Config.IAS is enabled.
 	IAS iasClient
+	// LMS sets up the runtimes' LMS tenants and certificates when
+	// Config.LMS is enabled, LMSTenants records the tenants.
+	LMS        lmsClient
+	LMSTenants lmsTenantStore
+}
+
+// lmsClient is what the LMS steps call (*lms.Client is one).
+type lmsClient interface {
+	lmsTenantCreator
+	lmsCertifier
 }
 
 // iasClient is what the IAS steps call (*ias.Client is one).
@@ -128,6 +145,16 @@ func Pipeline(d Deps) process.Pipeline {
 			steps = append(steps, &OptionalEDPRegistration{reg})
 		}
 	}
+	withLMS := d.Config.LMS.Enabled()
+	lmsTenant := LMSTenant{LMS: d.LMS, Tenants: d.LMSTenants, Config: d.Config.LMS}
+	if withLMS {
+		// With EDP, before the cluster, as upstream.
+		if d.Config.LMS.Mandatory {
+			steps = append(steps, &lmsTenant)
+		} else {
+			steps = append(steps, &OptionalLMSTenant{lmsTenant})
+		}
+	}
 	steps = append(steps,
 		// The components first: the overrides Secret carries them.
 		&Components{Catalog: d.Catalog},
@@ -139,6 +166,16 @@ func Pipeline(d Deps) process.Pipeline {
 		// before the cluster is requested, as upstream.
 		steps = append(steps, &IASRegistration{IAS: d.IAS, KCP: d.KCP, Namespace: d.Config.Namespace,
 			IdentityProvider: d.Config.IAS.IdentityProvider})
+	}
+	if withLMS {
+		// After the overrides Secret, which gets Fluent Bit's certificate,
+		// and before the cluster is requested, as upstream.
+		c := LMSCertificates{LMS: d.LMS, Tenant: &lmsTenant, KCP: d.KCP, Namespace: d.Config.Namespace, PollInterval: d.Config.LMSPoll}
+		if d.Config.LMS.Mandatory {
+			steps = append(steps, &c)
+		} else {
+			steps = append(steps, &OptionalLMSCertificates{c})
+		}
 	}
 	steps = append(steps,
 		&CreateRuntime{KCP: d.KCP, Catalog: d.Catalog, Config: d.Config},
