@@ -85,7 +85,7 @@ func TestRuntimesEndpointShape(t *testing.T) {
 		"instanceID": "inst-1", "runtimeID": "rt-1", "globalAccountID": "ga-1", "subAccountID": "sa-1",
 		"region": "westeurope", "subAccountRegion": "cf-eu10", "shootName": "c-1", "serviceClassID": serviceID,
 		"serviceClassName": "kymaruntime", "servicePlanID": azurePlanID, "servicePlanName": "azure",
-		"provider": "azure", "userID": "user@example.com",
+		"provider": "Azure", "userID": "user@example.com",
 	}
 	for k, v := range want {
 		if first[k] != v {
@@ -183,6 +183,8 @@ func TestRuntimesEndpointBadRequest(t *testing.T) {
 		{name: "unknown state", query: "?state=foo", names: []string{`unknown state "foo"`}},
 		{name: "unknown op_detail", query: "?op_detail=some", names: []string{`op_detail "some"`}},
 		{name: "page_size too big", query: "?page_size=101", names: []string{`page_size "101"`}},
+		{name: "pageSize too big", query: "?pageSize=101", names: []string{`bad pageSize "101"`}},
+		{name: "pageSize and page_size differ", query: "?pageSize=10&page_size=20", names: []string{`page_size "20" and pageSize "10" differ`}},
 		{name: "page_size zero", query: "?page_size=0", names: []string{`page_size "0"`}},
 		{name: "bad page", query: "?page=x", names: []string{`page "x"`}},
 		{name: "malformed next", query: "?next=!!!", names: []string{`next "!!!"`}},
@@ -257,6 +259,52 @@ func TestRuntimesEndpointUpstreamFields(t *testing.T) {
 	}
 	if _, has := byID["inst-1"]["runtimeConfig"]; has {
 		t.Error("runtimeConfig shown without runtime_config=true")
+	}
+}
+
+// TestRuntimesAsUpstreamsClientReadsThem: upstream's own client library (its utils/keb.py,
+// monitor_instances) asks /runtimes for its instances by instance_id with page and pageSize,
+// follows the pages until it holds totalCount runtimes, and reads instanceID, status.state and
+// provider. keb answers it as upstream does: pageSize is taken (not refused as unknown), the
+// pages add up to totalCount, and provider carries upstream's names (AWS, Azure, GCP,
+// SapConvergedCloud, Alicloud), not the provider types keb stores.
+func TestRuntimesAsUpstreamsClientReadsThem(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	providers := map[string]string{"aws": "AWS", "azure": "Azure", "gcp": "GCP", "openstack": "SapConvergedCloud", "alicloud": "Alicloud"}
+	var query []string
+	for p := range providers {
+		b.exec(`INSERT INTO instances (instance_id, runtime_id, global_account_id, subaccount_id, user_id, service_id,
+			plan_id, plan_name, platform_region, provider, provider_region, parameters, context, created_at, state, shoot_name)
+			VALUES ($1, 'rt-' || $1, 'ga-1', 'sa-1', 'testing@script.sap', $2, $3, 'azure', 'cf-eu10', $4, 'region-1',
+				'{"name":"c1"}', '{}', now(), 'succeeded', 'c-' || $4)`, "inst-"+p, serviceID, azurePlanID, p)
+		query = append(query, "instance_id=inst-"+p)
+	}
+	got := map[string]map[string]any{}
+	for page := 1; ; page++ {
+		r := b.expect(b.do(http.MethodGet, fmt.Sprintf("/runtimes?%s&page=%d&pageSize=2", strings.Join(query, "&"), page), ""),
+			http.StatusOK)
+		for _, d := range r.body["data"].([]any) {
+			got[d.(map[string]any)["instanceID"].(string)] = d.(map[string]any)
+		}
+		if r.body["totalCount"] != float64(len(providers)) {
+			t.Fatalf("page %d: totalCount %v, want %d", page, r.body["totalCount"], len(providers))
+		}
+		if len(got) >= len(providers) {
+			break
+		}
+		if page > len(providers) {
+			t.Fatalf("pages of 2 never added up to totalCount %d: got %d runtimes", len(providers), len(got))
+		}
+	}
+	for p, name := range providers {
+		d := got["inst-"+p]
+		if d == nil {
+			t.Fatalf("inst-%s not listed", p)
+		}
+		if d["provider"] != name || d["status"].(map[string]any)["state"] != "succeeded" {
+			t.Errorf("inst-%s: provider %v, status %v; want provider %s, state succeeded", p, d["provider"], d["status"], name)
+		}
 	}
 }
 

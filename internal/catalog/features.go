@@ -12,8 +12,9 @@ import (
 var planFeatureParameters = []string{paramProvider, paramGVisor, paramAdditionalPools, paramIngressFiltering, paramColocateControlPlane,
 	paramAccessControlList, paramAdditionalVolume, paramZones, paramMaxSurge, paramMaxUnavailable, paramVolumeSizeGb, paramAuditLogAccess}
 
-// trialProviderLabels are the provider parameter's values, upstream's spelling, by provider.
-var trialProviderLabels = map[string]string{ProviderAzure: "Azure", ProviderAWS: "AWS", ProviderGCP: "GCP"}
+// trialProviderLabels are the provider parameter's values, upstream's names, by provider.
+var trialProviderLabels = map[string]string{ProviderAzure: upstreamProviderNames[ProviderAzure],
+	ProviderAWS: upstreamProviderNames[ProviderAWS], ProviderGCP: upstreamProviderNames[ProviderGCP]}
 
 // trialProviderSchema offers the trial's providers, the default first.
 func trialProviderSchema(plan Plan) map[string]any {

@@ -101,8 +101,9 @@ func (p OIDCProvider) formEntry() map[string]any {
 // offers the default provider in it, update an empty entry, since the cockpit loads the current
 // configuration) and the legacy single provider, read-only in the create form as upstream has it.
 // The branches tell each other apart by their keys: the list form requires "list" (so {} is the
-// legacy form, which then needs clientID and issuerURL) and both refuse the other's keys.
-// ValidateParameters also asks the legacy form for clientID and issuerURL.
+// legacy form) and both refuse the other's keys. ValidateParameters asks the legacy form for
+// clientID and issuerURL unless it is {}, which upstream takes for the default OIDC on create and
+// for no change on update.
 func oidcSchema(create bool, def OIDCProvider) map[string]any {
 	entryDefault := OIDCProvider{}
 	if create {
@@ -165,6 +166,10 @@ func oidcProblems(o *OIDC) []FieldProblem {
 			problems = append(problems, p.problems(fmt.Sprintf("oidc.list[%d]", i))...)
 		}
 		return problems
+	}
+	if legacy == nil {
+		// {}: upstream's default OIDC (create) or no change (update).
+		return nil
 	}
 	for _, f := range []struct{ name, value string }{{"clientID", legacy.ClientID}, {"issuerURL", legacy.IssuerURL}} {
 		if f.value == "" {

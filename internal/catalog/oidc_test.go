@@ -90,6 +90,36 @@ func TestOIDCBothFormsValidate(t *testing.T) {
 	}
 }
 
+// TestEmptyOIDCObjectIsTheDefault: upstream accepts oidc {} (its schema's List branch does not
+// require list) and takes it for no OIDC parameter at all: the default provider on create, no
+// change on update. keb accepts it too and names no provider for it; a legacy object with some
+// field but no clientID or issuerURL is still refused.
+func TestEmptyOIDCObjectIsTheDefault(t *testing.T) {
+	t.Parallel()
+	c := defaultCatalog(t)
+	for _, planID := range []string{AWSPlanID, TrialPlanID, FreePlanID} {
+		p, err := c.ValidateParameters(planID, "cf-eu10", json.RawMessage(`{"name":"n","oidc":{}}`))
+		if err != nil {
+			t.Fatalf("oidc {} on %s: %v", planID, err)
+		}
+		if legacy, list, listForm := p.OIDC.Providers(); legacy != nil || list != nil || listForm {
+			t.Errorf("oidc {} on %s names providers: %v %v %v", planID, legacy, list, listForm)
+		}
+	}
+	up, err := c.ValidateUpdate(UpdateRequest{FromPlanID: AWSPlanID, PlatformRegion: "cf-eu10", ProviderRegion: "eu-central-1",
+		Stored: ProvisioningParameters{Name: "n"}, Raw: json.RawMessage(`{"oidc":{}}`)})
+	if err != nil {
+		t.Fatalf("update with oidc {}: %v", err)
+	}
+	if legacy, list, listForm := up.OIDC.Providers(); legacy != nil || list != nil || listForm {
+		t.Errorf("update with oidc {} names providers: %v %v %v", legacy, list, listForm)
+	}
+	_, err = c.ValidateParameters(AWSPlanID, "cf-eu10", json.RawMessage(`{"name":"n","oidc":{"groupsClaim":"g"}}`))
+	if err == nil || !strings.Contains(err.Error(), "oidc.clientID") || !strings.Contains(err.Error(), "oidc.issuerURL") {
+		t.Errorf("a legacy object without clientID and issuerURL: %v", err)
+	}
+}
+
 // TestPoolLabelsUseTheKeyValueEditor: a pool's labels and annotations are edited in the
 // cockpit's key-value editor, in create and update, as upstream's form has them.
 func TestPoolLabelsUseTheKeyValueEditor(t *testing.T) {

@@ -126,13 +126,17 @@ type OIDCProvider struct {
 }
 
 // Providers returns the OIDC providers the runtime trusts and whether the parameter uses the
-// list form. A nil OIDC has none (the infrastructure manager's default applies).
+// list form. A nil OIDC, and {} (no field at all), name none: as upstream, the default provider
+// on create, and on update the configuration stays as it is.
 func (o *OIDC) Providers() (legacy *OIDCProvider, list []OIDCProvider, listForm bool) {
 	if o == nil {
 		return nil, nil, false
 	}
 	if o.List != nil {
 		return nil, *o.List, true
+	}
+	if o.OIDCProvider.empty() {
+		return nil, nil, false
 	}
 	p := o.OIDCProvider
 	return &p, nil, false

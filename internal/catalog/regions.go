@@ -18,6 +18,27 @@ const (
 	ProviderGDCH      = "gdch"
 )
 
+// upstreamProviderNames are upstream KEB's names of the providers (its CloudProvider values),
+// which its Runtime CR label kyma-project.io/provider and its /runtimes field provider carry.
+var upstreamProviderNames = map[string]string{
+	ProviderAWS:       "AWS",
+	ProviderAzure:     "Azure",
+	ProviderGCP:       "GCP",
+	ProviderOpenStack: "SapConvergedCloud",
+	ProviderAlicloud:  "Alicloud",
+	ProviderGDCH:      "GDCH",
+}
+
+// UpstreamProviderName is upstream KEB's name of a provider type (AWS, Azure, GCP,
+// SapConvergedCloud, Alicloud, GDCH; "unknown" for any other, as upstream), whatever the case
+// provider is written in: tools written against upstream key on these values.
+func UpstreamProviderName(provider string) string {
+	if n, ok := upstreamProviderNames[strings.ToLower(provider)]; ok {
+		return n
+	}
+	return "unknown"
+}
+
 // DefaultPlatformRegion is the platform region of requests that arrive without one (on /oauth/v2
 // rather than /oauth/{region}/v2).
 const DefaultPlatformRegion = "cf-eu10"

@@ -176,3 +176,15 @@ func TestTrialRegionAndProviderAreHidden(t *testing.T) {
 		}
 	}
 }
+
+// TestUpstreamProviderName: upstream KEB's names of the providers (its Runtime CR label
+// kyma-project.io/provider and its /runtimes provider field), whatever case keb's type is in.
+func TestUpstreamProviderName(t *testing.T) {
+	t.Parallel()
+	for provider, want := range map[string]string{"aws": "AWS", "azure": "Azure", "gcp": "GCP", "openstack": "SapConvergedCloud",
+		"alicloud": "Alicloud", "gdch": "GDCH", "AWS": "AWS", "OpenStack": "SapConvergedCloud", "": "unknown", "ibm": "unknown"} {
+		if got := UpstreamProviderName(provider); got != want {
+			t.Errorf("UpstreamProviderName(%q) = %q, want %q", provider, got, want)
+		}
+	}
+}

@@ -26,7 +26,7 @@ const (
 	LabelRegion          = "kyma-project.io/region"
 	LabelPlatformRegion  = "kyma-project.io/platform-region"
 	LabelShootName       = "kyma-project.io/shoot-name"
-	// LabelProvider is the hyperscaler of a Runtime CR, as upstream KEB names it (AWS, Azure, GCP,
+	// LabelProvider is the hyperscaler of a Runtime and a Kyma CR, as upstream KEB names it (AWS, Azure, GCP,
 	// SapConvergedCloud).
 	LabelProvider = "kyma-project.io/provider"
 	LabelKymaName = "operator.kyma-project.io/kyma-name"

@@ -18,6 +18,10 @@ type KymaInput struct {
 	// ShootName is the runtime's Gardener shoot: with Settings.ShootDomain it makes the
 	// runtime's domain.
 	ShootName string
+	// Provider is the runtime's hyperscaler by upstream KEB's name (AWS, Azure, GCP,
+	// SapConvergedCloud, ...: catalog.UpstreamProviderName), the kyma-project.io/provider label
+	// upstream puts on the Kyma CR as on the Runtime CR; "" writes no such label.
+	Provider string
 	// Channel is the default spec.channel (for example from configuration); "" means regular.
 	Channel string
 	// Modules is the provisioning parameter `modules`; nil means it was absent.
@@ -96,6 +100,14 @@ func Labels(in KymaInput, s Settings) map[string]string {
 		controlplane.LabelPlatformRegion:  in.PlatformRegion,
 		controlplane.LabelKymaName:        Name(in.RuntimeID),
 		controlplane.LabelManagedBy:       controlplane.ManagedByLifecycleManager,
+	}
+	// Not in the contract's list, but upstream KEB sets both on the Kyma CR too, and tools
+	// written against it select Kyma CRs by them.
+	if in.ShootName != "" {
+		l[controlplane.LabelShootName] = in.ShootName
+	}
+	if in.Provider != "" {
+		l[controlplane.LabelProvider] = in.Provider
 	}
 	if s.Internal.Includes(in.PlanName, in.GlobalAccountID) {
 		l[controlplane.LabelInternal] = "true"

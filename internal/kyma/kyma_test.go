@@ -27,7 +27,7 @@ func TestNewKymaLabels(t *testing.T) {
 	in := KymaInput{
 		InstanceID: "inst-1", RuntimeID: "RT-ABC", GlobalAccountID: "ga-1", SubAccountID: "sa-1",
 		PlanID: "4deee563-e5ec-4731-b9b1-53b42d855f0c", PlanName: "azure", Region: "eastus", PlatformRegion: "cf-eu20",
-		ShootName: "c-1a2b3c",
+		ShootName: "c-1a2b3c", Provider: "Azure",
 	}
 	k := NewKyma(in, Settings{ShootDomain: "kyma.example.com"})
 	want := map[string]string{
@@ -41,6 +41,9 @@ func TestNewKymaLabels(t *testing.T) {
 		"kyma-project.io/platform-region":     "cf-eu20",
 		"operator.kyma-project.io/kyma-name":  "rt-abc",
 		"operator.kyma-project.io/managed-by": "lifecycle-manager",
+		// upstream KEB's, beside the contract's
+		"kyma-project.io/shoot-name": "c-1a2b3c",
+		"kyma-project.io/provider":   "Azure",
 	}
 	if !maps.Equal(k.Labels, want) {
 		t.Errorf("labels = %v, want %v", k.Labels, want)

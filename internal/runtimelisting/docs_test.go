@@ -20,7 +20,7 @@ func TestDocsParameterTable(t *testing.T) {
 	}
 	doc := string(raw)
 	request, _, _ := strings.Cut(doc[strings.Index(doc, "## Request"):], "\n## Response")
-	name := regexp.MustCompile("`([a-z_]+)`")
+	name := regexp.MustCompile("`([a-zA-Z_]+)`")
 	documented := map[string]bool{}
 	for _, l := range strings.Split(request, "\n") {
 		cells := strings.Split(l, "|")

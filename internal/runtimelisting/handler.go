@@ -21,6 +21,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/kyma"
 	"github.com/kyma-keb/keb/internal/logging"
 	"github.com/kyma-keb/keb/internal/maintenance"
@@ -88,18 +89,21 @@ type RuntimeDTO struct {
 	// SubscriptionGlobalAccountID is the global account the instance was
 	// created in (its hyperscaler account's tenant): the global account,
 	// unless the subaccount has moved since.
-	SubscriptionGlobalAccountID string          `json:"subscriptionGlobalAccountID"`
-	SubAccountID                string          `json:"subAccountID"`
-	ProviderRegion              string          `json:"region"`
-	SubAccountRegion            string          `json:"subAccountRegion"`
-	ShootName                   string          `json:"shootName"`
-	ServiceClassID              string          `json:"serviceClassID"`
-	ServiceClassName            string          `json:"serviceClassName"`
-	ServicePlanID               string          `json:"servicePlanID"`
-	ServicePlanName             string          `json:"servicePlanName"`
-	Provider                    string          `json:"provider"`
-	Parameters                  json.RawMessage `json:"parameters"`
-	UserID                      string          `json:"userID"`
+	SubscriptionGlobalAccountID string `json:"subscriptionGlobalAccountID"`
+	SubAccountID                string `json:"subAccountID"`
+	ProviderRegion              string `json:"region"`
+	SubAccountRegion            string `json:"subAccountRegion"`
+	ShootName                   string `json:"shootName"`
+	ServiceClassID              string `json:"serviceClassID"`
+	ServiceClassName            string `json:"serviceClassName"`
+	ServicePlanID               string `json:"servicePlanID"`
+	ServicePlanName             string `json:"servicePlanName"`
+	// Provider is the hyperscaler by upstream's name (AWS, Azure, GCP, SapConvergedCloud,
+	// Alicloud, GDCH), as upstream's listing and the Runtime CR's kyma-project.io/provider
+	// label give it; keb stores the provider type (aws, azure, ...).
+	Provider   string          `json:"provider"`
+	Parameters json.RawMessage `json:"parameters"`
+	UserID     string          `json:"userID"`
 	// KymaState is the state Lifecycle Manager reports for the runtime's
 	// Kyma CR (Ready, Processing, Warning, Error, Deleting), as keb's
 	// control-plane watch last saw it; omitted without one (archived
@@ -237,7 +241,12 @@ const maxValueLength = 512
 
 // otherParameters are the parameters besides the filters.
 var otherParameters = []string{"state", "kyma_state", "op_detail", "bindings", "with_bindings", "actions", "expired",
-	"runtime_config", "kyma_config", "cluster_config", "gardener_config", "page", "page_size", "next"}
+	"runtime_config", "kyma_config", "cluster_config", "gardener_config", "page", "page_size", pageSizeAlias, "next"}
+
+// pageSizeAlias is page_size as upstream's own client library (its utils/keb.py) names it when
+// it pages through /runtimes; upstream ignores the name (its page size is then its default,
+// 100), keb reads it as page_size rather than refusing it as unknown.
+const pageSizeAlias = "pageSize"
 
 // Options are what a listing shows besides the stored runtimes' rows.
 type Options struct {
@@ -339,10 +348,18 @@ func ParseQuery(v url.Values) (storage.RuntimeQuery, error) {
 	}
 
 	q.Page, q.PageSize = 1, defaultPageSize
-	if s := v.Get("page_size"); s != "" {
-		n, err := strconv.Atoi(s)
+	sizeName, size := "page_size", v.Get("page_size")
+	if alias := v.Get(pageSizeAlias); alias != "" {
+		if size != "" && size != alias {
+			problems = append(problems, fmt.Sprintf("page_size %.32q and %s %.32q differ (%s is upstream's client's name of page_size)",
+				size, pageSizeAlias, alias, pageSizeAlias))
+		}
+		sizeName, size = pageSizeAlias, alias
+	}
+	if size != "" {
+		n, err := strconv.Atoi(size)
 		if err != nil || n < 1 || n > MaxPageSize {
-			problems = append(problems, fmt.Sprintf("bad page_size %q (want 1 to %d)", s, MaxPageSize))
+			problems = append(problems, fmt.Sprintf("bad %s %.32q (want 1 to %d)", sizeName, size, MaxPageSize))
 		} else {
 			q.PageSize = n
 		}
@@ -559,7 +576,7 @@ func (h *Handler) dto(r storage.Runtime, q storage.RuntimeQuery) RuntimeDTO {
 		LicenseType: r.LicenseType, CommercialModel: r.CommercialModel,
 		SubAccountID: r.SubAccountID, ProviderRegion: r.ProviderRegion, SubAccountRegion: r.PlatformRegion,
 		ShootName: r.ShootName, ServiceClassID: serviceID, ServiceClassName: serviceClassName,
-		ServicePlanID: r.PlanID, ServicePlanName: r.PlanName, Provider: r.Provider, Parameters: params,
+		ServicePlanID: r.PlanID, ServicePlanName: r.PlanName, Provider: catalog.UpstreamProviderName(r.Provider), Parameters: params,
 		UserID: r.UserID, KymaState: r.KymaState, EUAccess: r.EUAccess, Leftovers: r.Leftovers,
 		Status: RuntimeStatus{
 			CreatedAt: r.CreatedAt, ModifiedAt: r.UpdatedAt, DeletedAt: r.DeletedAt, ExpiredAt: r.ExpiredAt,

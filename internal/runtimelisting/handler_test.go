@@ -64,6 +64,14 @@ func TestParseQuery(t *testing.T) {
 		{name: "unknown kyma_state", query: "kyma_state=Broken", wantErr: true},
 		{name: "negative page", query: "page=-1", wantErr: true},
 		{name: "page_size 101", query: "page_size=101", wantErr: true},
+		// upstream's utils/keb.py pages with pageSize: read as page_size, not refused as unknown.
+		{name: "pageSize as upstream's keb.py sends it", query: "instance_id=a&page=1&pageSize=100", check: func(q storage.RuntimeQuery) bool {
+			return q.Page == 1 && q.PageSize == 100 && slices.Equal(q.InstanceIDs, []string{"a"})
+		}},
+		{name: "pageSize sets the page size", query: "pageSize=7", check: func(q storage.RuntimeQuery) bool { return q.PageSize == 7 }},
+		{name: "pageSize equal to page_size", query: "pageSize=7&page_size=7", check: func(q storage.RuntimeQuery) bool { return q.PageSize == 7 }},
+		{name: "pageSize and page_size differ", query: "pageSize=7&page_size=8", wantErr: true},
+		{name: "pageSize 101", query: "pageSize=101", wantErr: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

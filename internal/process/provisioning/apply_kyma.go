@@ -53,9 +53,19 @@ func KymaInput(op *process.Operation, params catalog.ProvisioningParameters) kym
 		Region:          op.Record.ProviderRegion,
 		PlatformRegion:  op.Instance.PlatformRegion,
 		ShootName:       op.Instance.ShootName,
+		Provider:        upstreamProviderName(op.Record.Provider),
 		Channel:         modulesChannel(params.Modules),
 		Modules:         modulesParam(params.Modules),
 	}
+}
+
+// upstreamProviderName is the provider label's value for a recorded
+// provider type; "" (no label) for an operation that recorded none.
+func upstreamProviderName(provider string) string {
+	if provider == "" {
+		return ""
+	}
+	return catalog.UpstreamProviderName(provider)
 }
 
 // RuntimeModules are the runtime's spec.modules, as its parameters select

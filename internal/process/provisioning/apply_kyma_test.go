@@ -78,6 +78,9 @@ func TestApplyKyma(t *testing.T) {
 				"kyma-project.io/platform-region":     i.PlatformRegion,
 				"operator.kyma-project.io/kyma-name":  name,
 				"operator.kyma-project.io/managed-by": "lifecycle-manager",
+				// upstream KEB's, beside the contract's: its own tests select Kyma CRs by them
+				"kyma-project.io/shoot-name": i.ShootName,
+				"kyma-project.io/provider":   "Azure",
 			}
 			for key, v := range wantLabels {
 				if k.Labels[key] != v {

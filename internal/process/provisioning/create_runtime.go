@@ -425,32 +425,11 @@ func Labels(op *process.Operation) map[string]string {
 }
 
 // RuntimeLabels are the Runtime CR's labels: Labels and the provider, by
-// the name upstream KEB gives it (ProviderLabel).
+// the name upstream KEB gives it (catalog.UpstreamProviderName).
 func RuntimeLabels(op *process.Operation) map[string]string {
 	l := Labels(op)
-	l[controlplane.LabelProvider] = ProviderLabel(op.Record.Provider)
+	l[controlplane.LabelProvider] = catalog.UpstreamProviderName(op.Record.Provider)
 	return l
-}
-
-// ProviderLabel is the kyma-project.io/provider label's value for a
-// provider type, as upstream KEB writes it (AWS, Azure, GCP,
-// SapConvergedCloud, Alicloud, GDCH; unknown for any other).
-func ProviderLabel(provider string) string {
-	switch strings.ToLower(provider) {
-	case catalog.ProviderAWS:
-		return "AWS"
-	case catalog.ProviderAzure:
-		return "Azure"
-	case catalog.ProviderGCP:
-		return "GCP"
-	case catalog.ProviderOpenStack:
-		return "SapConvergedCloud"
-	case catalog.ProviderAlicloud:
-		return "Alicloud"
-	case catalog.ProviderGDCH:
-		return "GDCH"
-	}
-	return "unknown"
 }
 
 func mergeLabels(have, want map[string]string) map[string]string {
