@@ -110,6 +110,17 @@ func (d document) runs() bool {
 	return false
 }
 
+// restarts is how many of a document's blocks restart keb dev.
+func (d document) restarts() int {
+	n := 0
+	for _, b := range d.blocks {
+		if b.Restart != nil && b.Skip == "" {
+			n++
+		}
+	}
+	return n
+}
+
 // TestREADME runs README.md's first-runtime path and every docs/guide chapter, each in a bash of its own
 // against a fresh `keb dev` of its own (at most -stacks at once), and compares each block's output with the
 // one pasted below it (see the package doc). With -update it rewrites them.
@@ -144,18 +155,21 @@ func TestREADME(t *testing.T) {
 	keb := buildKeb(t)
 
 	// Every document gets its own stack, so none sees what another left behind and they can run side by
-	// side. The longest start first (a document's blocks are its length), so that the last to finish is
-	// not one that started last.
+	// side. The likely longest start first, so that the last to finish is not one that started last: those
+	// that restart keb dev (a restart is a stack's start again), then by their number of blocks.
 	order := slices.Clone(docs)
-	slices.SortStableFunc(order, func(a, b document) int { return cmp.Compare(len(b.blocks), len(a.blocks)) })
+	slices.SortStableFunc(order, func(a, b document) int {
+		return cmp.Or(cmp.Compare(b.restarts(), a.restarts()), cmp.Compare(len(b.blocks), len(a.blocks)))
+	})
 	start := time.Now()
 	slots := make(chan struct{}, *stacksFlag)
 	var wg sync.WaitGroup
 	for _, d := range order {
+		// A slot is taken here, in order, not in the goroutine, where the order would be the scheduler's.
+		slots <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			slots <- struct{}{}
 			defer func() { <-slots }()
 			// t.Run from several goroutines: each document is a subtest, failing on its own.
 			t.Run(subtestName(d.path), func(t *testing.T) { runDocument(t, keb, d) })
