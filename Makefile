@@ -40,8 +40,10 @@ run-plan:
 	@echo "   bin/keb, each says when it starts); later runs only start the stack (about a minute), logging each stage."
 
 ## test: formatting, vet, and every test against real PostgreSQL and kube-apiservers
+## (the suites that run keb as a process share one binary, bin/test/keb, built first)
 test: postgres k8s-bins helm promtool walkthrough-tools lint
-	KUBEBUILDER_ASSETS=$(CURDIR)/bin/k8s $(GO) test -count=1 -timeout 45m ./...
+	$(GO) build -o bin/test/keb ./cmd/keb
+	KEB_TEST_BINARY=$(CURDIR)/bin/test/keb KUBEBUILDER_ASSETS=$(CURDIR)/bin/k8s $(GO) test -count=1 -timeout 45m ./...
 	@$(MAKE) --no-print-directory browser-test
 
 ## golden-runtime-cr: rewrite internal/process/provisioning/testdata/runtime-cr/*.yaml, the whole Runtime CR

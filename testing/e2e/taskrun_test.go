@@ -19,15 +19,15 @@ import (
 	"github.com/kyma-keb/keb/internal/auth"
 	"github.com/kyma-keb/keb/internal/infrasim"
 	"github.com/kyma-keb/keb/testing/k8stest"
+	"github.com/kyma-keb/keb/testing/kebbinary"
 )
 
-// buildKeb builds the keb binary for a test that runs its CLI.
+// buildKeb returns the keb binary for a test that runs its CLI: make test's, or one built for the test.
 func buildKeb(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "keb")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/kyma-keb/keb/cmd/keb").CombinedOutput()
+	bin, err := kebbinary.Path(t.TempDir())
 	if err != nil {
-		t.Fatalf("building keb: %v\n%s", err, out)
+		t.Fatal(err)
 	}
 	return bin
 }

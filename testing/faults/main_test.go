@@ -24,8 +24,6 @@ package faults
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/sirupsen/logrus"
@@ -33,9 +31,10 @@ import (
 
 	"github.com/kyma-keb/keb/internal/logging"
 	"github.com/kyma-keb/keb/internal/procguard"
+	"github.com/kyma-keb/keb/testing/kebbinary"
 )
 
-// kebBin is the keb binary the tests run as replicas.
+// kebBin is the keb binary the tests run as replicas (make test's shared one, or built here).
 var kebBin string
 
 // long reports whether the long variants run (make faults).
@@ -69,11 +68,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	kebBin = filepath.Join(dir, "keb")
-	build := exec.Command("go", "build", "-o", kebBin, "github.com/kyma-keb/keb/cmd/keb")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building keb:", err)
+	if kebBin, err = kebbinary.Path(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "faults:", err)
 		os.Exit(1)
 	}
 	code := m.Run()

@@ -12,10 +12,10 @@
 //	<!-- readme-test: restart ENV=V ... -->  `keb dev` is restarted with these settings before the block;
 //	                                         the text above must tell the reader the same: "`ENV=V ... make run`"
 //
-// TestREADME runs README.md and then every docs/guide chapter in file-name order against one fresh `keb
-// dev`, each document in a bash of its own (a chapter sets what it needs itself, in its first block, never
-// relying on an earlier one), and compares each output with the pasted one through the masks in mask.go;
-// `make readme` runs the same and rewrites the pasted outputs instead.
+// TestREADME runs README.md and every docs/guide chapter, each document in a bash of its own against a
+// fresh `keb dev` of its own (a chapter sets what it needs itself, in its first block, and sees nothing
+// another chapter did), several documents side by side (-stacks), and compares each output with the pasted
+// one through the masks in mask.go; `make readme` runs the same and rewrites the pasted outputs instead.
 package readme
 
 import (

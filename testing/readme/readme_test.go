@@ -3,6 +3,7 @@ package readme
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,6 +25,7 @@ import (
 
 	"github.com/kyma-keb/keb/internal/procguard"
 	"github.com/kyma-keb/keb/testing/k8stest"
+	"github.com/kyma-keb/keb/testing/kebbinary"
 )
 
 // update makes TestREADME write the outputs it got into the documents (`make readme`).
@@ -38,8 +41,7 @@ var firstBlocks = flag.Int("blocks", 0, "run only the first n blocks of each doc
 // repoRoot is the checkout, from this package's directory.
 const repoRoot = "../.."
 
-// documents returns the paths the test runs, in order: README.md first, then the guide's chapters by name
-// (their numbers put the chapters that restart keb dev last).
+// documents returns the paths the test runs: README.md, then the guide's chapters by name.
 func documents(t *testing.T) []string {
 	t.Helper()
 	if *docsFlag != "" {
@@ -83,18 +85,48 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// TestREADME runs README.md's first-runtime path and then every docs/guide chapter, each in a bash of its
-// own, against one fresh `keb dev`, and compares each block's output with the one pasted below it (see the
-// package doc). With -update it rewrites them.
-func TestREADME(t *testing.T) {
-	paths := documents(t)
-	type doc struct {
-		path   string
-		raw    string
-		blocks []Block
+// stacksFlag bounds how many documents run at once, each against its own `keb dev`.
+var stacksFlag = flag.Int("stacks", defaultStacks, "how many documents run at once, each against its own keb dev")
+
+// defaultStacks is how many `keb dev` stacks run side by side by default. The walkthrough mostly waits (on
+// simulated clusters, polls, restarts), so four stacks keep two cores busy without one stack's waits
+// growing past the blocks' timeouts (measured: docs/architecture.md, "Where the test suite's time goes").
+const defaultStacks = 4
+
+// document is one file the walkthrough runs: its path, text and runnable blocks.
+type document struct {
+	path   string
+	raw    string
+	blocks []Block
+}
+
+// runs reports whether a document has a block that runs; one without (a reference chapter) needs no stack.
+func (d document) runs() bool {
+	for _, b := range d.blocks {
+		if b.Skip == "" {
+			return true
+		}
 	}
-	var docs []doc
-	for _, p := range paths {
+	return false
+}
+
+// restarts is how many of a document's blocks restart keb dev.
+func (d document) restarts() int {
+	n := 0
+	for _, b := range d.blocks {
+		if b.Restart != nil && b.Skip == "" {
+			n++
+		}
+	}
+	return n
+}
+
+// TestREADME runs README.md's first-runtime path and every docs/guide chapter, each in a bash of its own
+// against a fresh `keb dev` of its own (at most -stacks at once), and compares each block's output with the
+// one pasted below it (see the package doc). With -update it rewrites them.
+func TestREADME(t *testing.T) {
+	var docs []document
+	for _, p := range documents(t) {
 		raw, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
@@ -109,7 +141,7 @@ func TestREADME(t *testing.T) {
 			}
 			blocks = blocks[:min(*firstBlocks, len(blocks))]
 		}
-		docs = append(docs, doc{p, string(raw), blocks})
+		docs = append(docs, document{p, string(raw), blocks})
 	}
 	for _, tool := range []string{"bash", "curl", "jq", "psql"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -117,59 +149,92 @@ func TestREADME(t *testing.T) {
 				"(sudo apt-get install -y curl jq postgresql-client)", tool)
 		}
 	}
-	work := workDir(t)
-	dev := startKebDev(t, work)
+	if *stacksFlag < 1 {
+		t.Fatalf("-stacks %d: at least one document must run at a time", *stacksFlag)
+	}
+	keb := buildKeb(t)
 
-	failed, total := 0, 0
-	for _, d := range docs {
-		// A chapter runs alone: a fresh shell, and keb dev as `make run` starts it.
-		if dev.settings != nil {
-			start := time.Now()
-			dev.restart(nil)
-			t.Logf("%s: keb dev restarted without settings in %s", docName(d.path), time.Since(start).Round(100*time.Millisecond))
+	// Every document gets its own stack, so none sees what another left behind and they can run side by
+	// side. The likely longest start first, so that the last to finish is not one that started last: those
+	// that restart keb dev (a restart is a stack's start again), then by their number of blocks.
+	order := slices.Clone(docs)
+	slices.SortStableFunc(order, func(a, b document) int {
+		return cmp.Or(cmp.Compare(b.restarts(), a.restarts()), cmp.Compare(len(b.blocks), len(a.blocks)))
+	})
+	start := time.Now()
+	slots := make(chan struct{}, *stacksFlag)
+	var wg sync.WaitGroup
+	for _, d := range order {
+		// A slot is taken here, in order, not in the goroutine, where the order would be the scheduler's.
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			// t.Run from several goroutines: each document is a subtest, failing on its own.
+			t.Run(subtestName(d.path), func(t *testing.T) { runDocument(t, keb, d) })
+		}()
+	}
+	wg.Wait()
+	t.Logf("%d documents in %s, %d stacks at a time", len(docs), time.Since(start).Round(time.Second), *stacksFlag)
+}
+
+// subtestName names a document's subtest: README.md, or a chapter's file name without .md.
+func subtestName(path string) string {
+	return strings.TrimSuffix(filepath.Base(path), ".md")
+}
+
+// runDocument runs one document's blocks in a fresh bash against a fresh `keb dev`, as a reader who starts
+// `make run` and opens a terminal for it, and compares (or, with -update, rewrites) their outputs.
+func runDocument(t *testing.T, keb string, d document) {
+	start := time.Now()
+	if !d.runs() {
+		t.Logf("%s: no block runs, no keb dev started", docName(d.path))
+		return
+	}
+	work := workDir(t, keb)
+	dev := startKebDev(t, work)
+	t.Logf("%s: keb dev ready in %s", docName(d.path), time.Since(start).Round(100*time.Millisecond))
+	sh := newShell(t, work)
+	failed := 0
+	outputs := make([][]string, len(d.blocks))
+	for i, b := range d.blocks {
+		if b.Skip != "" {
+			t.Logf("%s: not run: %s", b.Name(), b.Skip)
+			continue
 		}
-		sh := newShell(t, work)
-		docStart := time.Now()
-		outputs := make([][]string, len(d.blocks))
-		for i, b := range d.blocks {
-			total++
-			if b.Skip != "" {
-				t.Logf("%s: not run: %s", b.Name(), b.Skip)
-				continue
-			}
-			start := time.Now()
-			if b.Restart != nil {
-				dev.restart(b.Restart)
-				t.Logf("%s: keb dev restarted with %v in %s", b.Name(), b.Restart, time.Since(start).Round(100*time.Millisecond))
-				start = time.Now()
-			}
-			got, err := sh.run(b.Script)
-			if err != nil {
-				t.Fatalf("%s: %v\nthe block:\n%s\nits output so far:\n%s", b.Name(), err, b.Script, strings.Join(got, "\n"))
-			}
-			t.Logf("%s: %d lines in %s", b.Name(), len(got), time.Since(start).Round(100*time.Millisecond))
-			outputs[i] = got
-			diff := Compare(b.Output, got, b.Unordered)
-			if *update {
-				if diff != "" { // what `make readme` changes beyond IDs and times, for the one who reviews the diff
-					t.Logf("%s: rewritten, its shape changed (- pasted, + got):\n%s", b.Name(), diff)
-				}
-				continue
-			}
-			if diff != "" {
-				failed++
-				t.Errorf("%s: the output differs from the pasted one (masked; - pasted, + got):\n%s\nthe block:\n%s",
-					b.Name(), diff, b.Script)
-			}
+		blockStart := time.Now()
+		if b.Restart != nil {
+			dev.restart(b.Restart)
+			t.Logf("%s: keb dev restarted with %v in %s", b.Name(), b.Restart, time.Since(blockStart).Round(100*time.Millisecond))
+			blockStart = time.Now()
 		}
-		sh.close()
-		t.Logf("%s: %d blocks in %s", docName(d.path), len(d.blocks), time.Since(docStart).Round(time.Second))
+		got, err := sh.run(b.Script)
+		if err != nil {
+			t.Fatalf("%s: %v\nthe block:\n%s\nits output so far:\n%s", b.Name(), err, b.Script, strings.Join(got, "\n"))
+		}
+		t.Logf("%s: %d lines in %s", b.Name(), len(got), time.Since(blockStart).Round(100*time.Millisecond))
+		outputs[i] = got
+		diff := Compare(b.Output, got, b.Unordered)
 		if *update {
-			rewrite(t, d.path, d.blocks, outputs)
+			if diff != "" { // what `make readme` changes beyond IDs and times, for the one who reviews the diff
+				t.Logf("%s: rewritten, its shape changed (- pasted, + got):\n%s", b.Name(), diff)
+			}
+			continue
+		}
+		if diff != "" {
+			failed++
+			t.Errorf("%s: the output differs from the pasted one (masked; - pasted, + got):\n%s\nthe block:\n%s",
+				b.Name(), diff, b.Script)
 		}
 	}
+	sh.close()
+	t.Logf("%s: %d blocks in %s", docName(d.path), len(d.blocks), time.Since(start).Round(time.Second))
+	if *update {
+		rewrite(t, d.path, d.blocks, outputs)
+	}
 	if failed > 0 {
-		t.Logf("%d of %d blocks differ; if the change is meant, `make readme` rewrites the pasted outputs", failed, total)
+		t.Logf("%d of %d blocks differ; if the change is meant, `make readme` rewrites the pasted outputs", failed, len(d.blocks))
 	}
 }
 
@@ -199,17 +264,26 @@ func rewrite(t *testing.T, path string, ran []Block, outputs [][]string) {
 	t.Logf("rewrote the outputs of %d blocks in %s", len(blocks), docName(path))
 }
 
-// workDir is the checkout the walkthrough runs in: bin/keb built from this tree, bin/k8s the test's
-// Kubernetes binaries, and `keb dev`'s .keb.
-func workDir(t *testing.T) string {
+// buildKeb returns the keb binary every document's stack runs as bin/keb: make test's, or one built once.
+func buildKeb(t *testing.T) string {
+	t.Helper()
+	bin, err := kebbinary.Path(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// workDir is a checkout a document runs in: bin/keb (the one keb built), bin/k8s the test's Kubernetes
+// binaries, docs the checkout's, and `keb dev`'s .keb its own.
+func workDir(t *testing.T, keb string) string {
 	t.Helper()
 	work := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(work, "bin"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("go", "build", "-o", filepath.Join(work, "bin", "keb"), "github.com/kyma-keb/keb/cmd/keb").CombinedOutput()
-	if err != nil {
-		t.Fatalf("building keb: %v\n%s", err, out)
+	if err := os.Symlink(keb, filepath.Join(work, "bin", "keb")); err != nil {
+		t.Fatal(err)
 	}
 	k8s, err := k8stest.BinDir()
 	if err != nil {
