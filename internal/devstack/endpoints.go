@@ -46,6 +46,9 @@ type Endpoints struct {
 	IASURL      string `json:"ias_url,omitempty"`
 	IASUser     string `json:"ias_user_id,omitempty"`
 	IASPassword string `json:"ias_user_secret,omitempty"`
+	// SimPID is the process ID of keb dev's stand-ins (keb sim): `make
+	// bench` counts its CPU apart from keb's.
+	SimPID int `json:"sim_pid,omitempty"`
 }
 
 // LoadEndpoints reads the endpoints of the `keb dev` running in dir.
