@@ -191,7 +191,7 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 		return err
 	}
 	cfg.Engine.KCPKubeconfig = kcp.kubeconfig
-	stage("stand-ins started (keb sim: infrastructure manager, Lifecycle Manager, account cleaner, AVS, EDP, IAS, Director)", t0)
+	stage(fmt.Sprintf("stand-ins started (keb sim, PID %d)", sim.pid()), t0)
 
 	// Listening first: the CIS stand-in is reached on the broker's port.
 	defer ln.Close()
