@@ -53,8 +53,9 @@ func devCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) error
 		}
 		devCleanupInterval(fs, &cfg)
 		devEnabledPlans(fs, &cfg)
-		injected, err := infrasim.ParseFaults(faults)
-		if err != nil {
+		// Checked here too: a malformed spec fails before PostgreSQL and a
+		// control plane were started for nothing.
+		if _, err := infrasim.ParseFaults(faults); err != nil {
 			return err
 		}
 		cfg.MigrateOnStart = true
@@ -64,7 +65,7 @@ func devCommand(fs *flag.FlagSet) func(ctx context.Context, args []string) error
 		}
 		logUpstreamSettings(log, b)
 		return devstack.Run(ctx, devstack.Options{Dir: dir, Config: cfg, Out: os.Stdout, K8sBinDir: binDir,
-			RuntimeDelay: delay, RuntimeMode: infrasim.Mode(mode), RuntimeFaults: injected, NoLifecycleManager: !lifecycleManager,
+			RuntimeDelay: delay, RuntimeMode: infrasim.Mode(mode), RuntimeFaults: faults, NoLifecycleManager: !lifecycleManager,
 			AccountCleanupDelay: accountCleanupDelay, NoAVS: !avsStandIn, NoEDP: !edpStandIn, NoDirector: !directorStandIn, NoIAS: !iasStandIn, NoLMS: !lmsStandIn}, log)
 	}
 }

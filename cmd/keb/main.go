@@ -38,6 +38,7 @@ func commands() []command {
 	return []command{
 		{"serve", "run the broker (production)", serveCommand},
 		{"dev", "run the broker with an embedded PostgreSQL and dev auth (no set-up needed)", devCommand},
+		{"sim", "run the stand-ins (infrastructure manager, Lifecycle Manager, AVS, EDP, IAS, Director) against a control plane, as `keb dev` does", simCommand},
 		{"migrate", "apply (up), roll back (down) or show (status) database migrations", migrateCommand},
 		{"token", "print a token that a running `keb dev` accepts", tokenCommand},
 		{"runtimes", "list runtimes (GET /info/runtimes) as a table or JSON (alias: rt)", runtimesCommand},
@@ -150,7 +151,7 @@ func usage(w io.Writer) {
 func commandHelp(w io.Writer, c command, fs *flag.FlagSet) {
 	fmt.Fprintf(w, "Usage: keb %s%s [flags]\n\n%s.\n", c.name, subcommands[c.name], c.summary)
 	shared := map[string]bool{}
-	if c.name != "serve" && c.name != "dev" {
+	if c.name != "serve" && c.name != "dev" && c.name != "sim" {
 		shared = serveFlagNames()
 	}
 	own := flag.NewFlagSet(c.name, flag.ContinueOnError)

@@ -48,7 +48,7 @@ var flagOnly = map[string]map[string]bool{
 // sharedWithServe: command takes keb serve's setting name, which its help
 // leaves to serve's page (serve and dev list all of theirs).
 func sharedWithServe(command, name string) bool {
-	return command != "serve" && command != "dev" && serveFlagNames()[name]
+	return command != "serve" && command != "dev" && command != "sim" && serveFlagNames()[name]
 }
 
 func runKeb(args ...string) (code int, stdout, stderr string) {

@@ -22,7 +22,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/sirupsen/logrus"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyma-keb/keb/internal/app"
@@ -32,8 +31,6 @@ import (
 	"github.com/kyma-keb/keb/internal/gardener"
 	"github.com/kyma-keb/keb/internal/hyperscaler"
 	"github.com/kyma-keb/keb/internal/infrasim"
-	"github.com/kyma-keb/keb/internal/infrastructuremanager"
-	"github.com/kyma-keb/keb/internal/lmsim"
 	"github.com/kyma-keb/keb/internal/pgserver"
 	"github.com/kyma-keb/keb/internal/procguard"
 )
@@ -64,8 +61,8 @@ type Options struct {
 	// NoLifecycleManager leaves the simulated Lifecycle Manager out.
 	NoLifecycleManager bool
 	// RuntimeFaults are the failures the simulated infrastructure manager
-	// injects (infrasim.ParseFaults); nil: none.
-	RuntimeFaults func(rt *infrastructuremanager.Runtime) *infrasim.Fault
+	// injects (infrasim.ParseFaults's spec); "": none.
+	RuntimeFaults string
 	// NoAVS leaves the AVS stand-in out (it is also out when APP_AVS_API_ENDPOINT
 	// names a real AVS); NoEDP the EDP stand-in (also out when
 	// APP_EDP_ADMIN_URL names a real EDP).
@@ -182,50 +179,22 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 	}
 	stage("control plane ready, CRDs, account pool and overrides in place", t0)
 	t0 = time.Now()
-	// Runtimes start without CRDs, as real ones do: Lifecycle Manager
-	// installs the BtpOperator CRD with the btp-operator module.
-	sim, err := infrasim.New(kcp.config, scheme, infrasim.Options{
-		Namespace: controlplane.Namespace, Delay: opts.RuntimeDelay, Mode: opts.RuntimeMode,
-		BinDir: binDir, Log: log.WithField("component", "infrasim"), Faults: opts.RuntimeFaults,
-		RuntimeCRDs: []*apiextensionsv1.CustomResourceDefinition{},
-		Gardener: &infrasim.Gardener{Namespace: gardener.ProjectNamespace(cfg.Engine.GardenerProject),
-			Binding: poolKind.GroupVersionKind()},
-	})
+	// The stand-ins are a process of their own, as in a landscape: keb
+	// reaches them through the control plane and the URLs they report.
+	sim, settings, err := startSim(ctx, opts, &cfg, kcp.kubeconfig)
 	if err != nil {
-		return fmt.Errorf("simulated infrastructure manager: %w", err)
-	}
-	// Modules install as soon as the runtime is there: the cluster's delay
-	// is the dev stack's one wait, as before Lifecycle Manager was simulated.
-	sims := []interface{ Start(context.Context) error }{sim}
-	if !opts.NoLifecycleManager {
-		lm, err := lmsim.New(kcp.config, scheme, lmsim.Options{Namespace: controlplane.Namespace,
-			Log: log.WithField("component", "lmsim")})
-		if err != nil {
-			return fmt.Errorf("simulated Lifecycle Manager: %w", err)
-		}
-		sims = append(sims, lm)
-	}
-	if opts.AccountCleanupDelay > 0 {
-		sims = append(sims, &infrasim.AccountCleaner{Delay: opts.AccountCleanupDelay,
-			Pool: hyperscaler.NewAccountPool(kc, poolKind, gardener.ProjectNamespace(cfg.Engine.GardenerProject), nil),
-			Log:  log.WithField("component", "account-cleaner")})
-	}
-	simDone := make(chan error, len(sims))
-	simCtx, stopSim := context.WithCancel(ctx)
-	for _, s := range sims {
-		go func() { simDone <- s.Start(simCtx) }()
+		return err
 	}
 	defer func() {
-		stopSim()
-		for range sims {
-			if err := <-simDone; err != nil {
-				log.WithError(err).Warn("simulated infrastructure manager or Lifecycle Manager stopped")
-			}
+		if err := sim.stop(); err != nil {
+			log.WithError(err).Warn("stopping keb sim")
 		}
 	}()
+	if err := settings.Apply(&cfg); err != nil {
+		return err
+	}
 	cfg.Engine.KCPKubeconfig = kcp.kubeconfig
-	stage("runtimes simulation started (infrastructure manager, Lifecycle Manager, account cleaner)", t0)
-	t0 = time.Now()
+	stage(fmt.Sprintf("stand-ins started (keb sim, PID %d)", sim.pid()), t0)
 
 	// Listening first: the CIS stand-in is reached on the broker's port.
 	defer ln.Close()
@@ -240,47 +209,6 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 	if err != nil {
 		return err
 	}
-	// The optional integrations' stand-ins, each on a port of its own.
-	if !opts.NoAVS && !cfg.AVS.Configured() {
-		stopAVS, err := startAVS(&cfg, cfg.Host)
-		if err != nil {
-			return err
-		}
-		defer stopAVS()
-		log.WithField("url", cfg.AVS.APIEndpoint).Info("AVS stand-in started")
-	}
-	if !opts.NoEDP && cfg.EDP.AdminURL == "" {
-		stopEDP, err := startEDP(&cfg, cfg.Host)
-		if err != nil {
-			return err
-		}
-		defer stopEDP()
-		log.WithField("url", cfg.EDP.AdminURL).Info("EDP stand-in started")
-	}
-	if !opts.NoIAS && cfg.IAS.URL == "" {
-		stopIAS, err := startIAS(&cfg, cfg.Host)
-		if err != nil {
-			return err
-		}
-		defer stopIAS()
-		log.WithField("url", cfg.IAS.URL).Info("IAS stand-in started")
-	}
-	if !opts.NoLMS && cfg.LMS.URL == "" {
-		stopLMS, err := startLMS(&cfg, cfg.Host)
-		if err != nil {
-			return err
-		}
-		defer stopLMS()
-		log.WithField("url", cfg.LMS.URL).Info("LMS stand-in started")
-	}
-	if !opts.NoDirector && !cfg.Director.Configured() {
-		stopDirector, err := startDirector(&cfg, cfg.Host, kc)
-		if err != nil {
-			return err
-		}
-		defer stopDirector()
-		log.WithField("url", cfg.Director.URL).Info("Director stand-in started")
-	}
 	a, err := app.New(ctx, cfg, log, &app.DevOptions{
 		PublicKeys: []crypto.PublicKey{devKey.Public()},
 		TokenIssue: auth.DevTokenHandler(devKey, devClient, Issuer, Audience),
@@ -294,7 +222,7 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 		DatabaseURL: cfg.DatabaseURL, KCPKubeconfig: kcp.kubeconfig, CISEventsURL: cfg.Cleanup.CISEventsURL,
 		CISAuthURL: cfg.Cleanup.CISAuthURL, CISClientID: cfg.Cleanup.CISClientID, CISClientSecret: cfg.Cleanup.CISClientSecret,
 		CISVersion: cfg.Cleanup.CISVersion, AVSAPIEndpoint: cfg.AVS.APIEndpoint, EDPAdminURL: cfg.EDP.AdminURL, DirectorURL: cfg.Director.URL,
-		IASURL: cfg.IAS.URL, IASUser: cfg.IAS.UserID, IASPassword: cfg.IAS.UserSecret, LMSURL: cfg.LMS.URL, LMSToken: cfg.LMS.Token})
+		IASURL: cfg.IAS.URL, IASUser: cfg.IAS.UserID, IASPassword: cfg.IAS.UserSecret, LMSURL: cfg.LMS.URL, LMSToken: cfg.LMS.Token, SimPID: sim.pid()})
 	if err != nil {
 		return err
 	}

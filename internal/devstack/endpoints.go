@@ -50,6 +50,9 @@ type Endpoints struct {
 	// X-LMS-Token.
 	LMSURL   string `json:"lms_url,omitempty"`
 	LMSToken string `json:"lms_token,omitempty"`
+	// SimPID is the process ID of keb dev's stand-ins (keb sim): `make
+	// bench` counts its CPU apart from keb's.
+	SimPID int `json:"sim_pid,omitempty"`
 }
 
 // LoadEndpoints reads the endpoints of the `keb dev` running in dir.

@@ -1,7 +1,7 @@
 // Package infrasim is keb's simulated infrastructure manager: it watches
 // Runtime CRs in the control plane and, like the real one, gives each a
 // cluster, publishes its kubeconfig Secret and reports status. The clusters
-// are local kube-apiservers. `keb dev` and the tests run it in-process.
+// are local kube-apiservers. `keb sim` (a process of its own, `keb dev`'s child) and the tests run it.
 package infrasim
 
 import (

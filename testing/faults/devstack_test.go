@@ -16,8 +16,9 @@ import (
 )
 
 // TestKebDevChildrenDieWithIt kills `keb dev` with SIGKILL, which gives it no
-// chance to stop anything: its PostgreSQL, etcd and kube-apiserver must go
-// with it, and a new `keb dev` in the same directory starts cleanly.
+// chance to stop anything: its PostgreSQL, etcd, kube-apiserver and stand-ins
+// (keb sim) must go with it, and a new `keb dev` in the same directory starts
+// cleanly.
 func TestKebDevChildrenDieWithIt(t *testing.T) {
 	t.Parallel() // as newStack's
 	dir := filepath.Join(t.TempDir(), ".keb")
@@ -49,14 +50,14 @@ func TestKebDevChildrenDieWithIt(t *testing.T) {
 	}
 	dev, _ := start()
 	children := servicesUnder(dir)
-	if len(children) != 3 {
-		t.Fatalf("keb dev runs %v, want PostgreSQL, etcd and kube-apiserver", children)
+	if len(children) != 4 {
+		t.Fatalf("keb dev runs %v, want PostgreSQL, etcd, kube-apiserver and keb sim", children)
 	}
 	if err := dev.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = dev.Wait()
-	waitFor(t, time.Minute, "keb dev's PostgreSQL, etcd and kube-apiserver gone", func() bool { return noneAlive(children) })
+	waitFor(t, time.Minute, "keb dev's PostgreSQL, etcd, kube-apiserver and keb sim gone", func() bool { return noneAlive(children) })
 
 	again, _ := start()
 	second := servicesUnder(dir)
@@ -78,8 +79,8 @@ func noneAlive(ps []string) bool {
 }
 
 // servicesUnder lists the PostgreSQL and etcd processes whose command line
-// names dir (their data directories) and the kube-apiservers using that
-// etcd.
+// names dir (their data directories), the kube-apiservers using that etcd
+// and the keb sim whose directory is in dir.
 func servicesUnder(dir string) []string {
 	entries, _ := os.ReadDir("/proc")
 	type process struct{ pid, name, cmdline string }
@@ -99,6 +100,9 @@ func servicesUnder(dir string) []string {
 	var etcdURLs []string
 	for _, p := range all {
 		if (p.name == "postgres" || p.name == "etcd") && strings.Contains(p.cmdline, dir) {
+			out = append(out, p.name+" ("+p.pid+")")
+		}
+		if p.name == filepath.Base(kebBin) && strings.Contains(p.cmdline, " sim ") && strings.Contains(p.cmdline, "--dir "+filepath.Join(dir, "sim")) {
 			out = append(out, p.name+" ("+p.pid+")")
 		}
 		if p.name == "etcd" && strings.Contains(p.cmdline, dir) {

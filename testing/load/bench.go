@@ -91,8 +91,9 @@ type row struct {
 	cpuPerReq                   float64 // broker CPU ms per request (or operation)
 	sqlPerReq, apiPerReq, vsPGB float64 // NaN when not measured
 	// elsewhere is the CPU ms per request of PostgreSQL, keb's control
-	// plane and the load generator (cpuElsewhere); NaN when not measured.
-	elsewhere [3]float64
+	// plane, the stand-ins and the load generator (cpuElsewhere); NaN when
+	// not measured.
+	elsewhere [parts]float64
 	load      string
 	note      string
 }
@@ -105,6 +106,9 @@ type kebProcess struct {
 	done      chan error
 	loader    *loader
 	probe     cpuProbe
+	// simPID is its keb sim's process ID (0: a keb dev that runs the
+	// stand-ins in its own process).
+	simPID int
 }
 
 // startKeb starts `keb dev` and waits until it answers.
@@ -150,6 +154,10 @@ func startKeb(ctx context.Context, bin namedBinary, dir string, port int, dbURL 
 		if res, err := http.Get(p.url + "/healthz"); err == nil {
 			res.Body.Close()
 			if res.StatusCode == http.StatusOK {
+				// keb dev writes its endpoints before it serves.
+				if e, err := devstack.LoadEndpoints(dir); err == nil {
+					p.simPID = e.SimPID
+				}
 				return p, nil
 			}
 		}
@@ -286,7 +294,7 @@ func measure(p *kebProcess, idle idleRates, cell string, conc int, dur time.Dura
 	s1, _ := p.counters()
 	n := float64(len(res.lat))
 	r := row{cell: cell, binary: p.name, conc: conc, load: load + "–" + loadavg(), sqlPerReq: math.NaN(), apiPerReq: math.NaN(), vsPGB: math.NaN(),
-		elsewhere: [3]float64{math.NaN(), math.NaN(), math.NaN()}}
+		elsewhere: [parts]float64{math.NaN(), math.NaN(), math.NaN(), math.NaN()}}
 	if n == 0 {
 		r.note = fmt.Sprintf("no successful request (%d errors: %v)", res.errs, res.lastErr)
 		r.cpuPerReq = math.NaN()
@@ -312,7 +320,7 @@ func measure(p *kebProcess, idle idleRates, cell string, conc int, dur time.Dura
 type idleRates struct {
 	cpu, sql, api float64
 	// elsewhere is cpuElsewhere's idle ms per second.
-	elsewhere [3]float64
+	elsewhere [parts]float64
 }
 
 func measureIdle(p *kebProcess, d time.Duration) idleRates {
@@ -322,7 +330,7 @@ func measureIdle(p *kebProcess, d time.Duration) idleRates {
 	c1, e1 := p.cpu(), p.probe.read(p)
 	s1, a1 := p.counters()
 	return idleRates{cpu: float64(c1-c0) / float64(time.Millisecond) / d.Seconds(),
-		sql: (s1 - s0) / d.Seconds(), api: (a1 - a0) / d.Seconds(), elsewhere: e1.perRequest(e0, d.Seconds(), [3]float64{}, 0)}
+		sql: (s1 - s0) / d.Seconds(), api: (a1 - a0) / d.Seconds(), elsewhere: e1.perRequest(e0, d.Seconds(), [parts]float64{}, 0)}
 }
 
 func runBench(ctx context.Context, cfg benchConfig) error {
@@ -437,7 +445,7 @@ func runBench(ctx context.Context, cfg benchConfig) error {
 			return err
 		}
 		tps, lat := res.tps, res.latency
-		pgCPU := probe.read(nil).perRequest(pg0, res.transactions, [3]float64{}, 0)
+		pgCPU := probe.read(nil).perRequest(pg0, res.transactions, [parts]float64{}, 0)
 		pgCPU[1], pgCPU[2] = math.NaN(), float64(res.cpu)/float64(time.Millisecond)/res.transactions
 		for _, k := range provRows {
 			rows[k].vsPGB = rows[k].rate / tps
@@ -717,8 +725,8 @@ func renderTable(rows []row, cfg benchConfig, started time.Time, idle map[string
 	}
 	fmt.Fprintf(&b, "\n`make bench` on commit %s, %s, %s per cell; binaries: %s.\n\n", cfg.commit,
 		started.UTC().Format("2006-01-02 15:04 MST"), cfg.duration, strings.Join(names, ", "))
-	b.WriteString("| cell | c | binary | req/s | p50 | p99 | broker CPU ms/req | CPU elsewhere ms/req: PostgreSQL / apiservers + etcd / load generator | SQL/req | apiserver req/req | vs pgbench TPS | load avg | note |\n")
-	b.WriteString("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
+	b.WriteString("| cell | c | binary | req/s | p50 | p99 | broker CPU ms/req | stand-ins CPU ms/req | CPU elsewhere ms/req: PostgreSQL / apiservers + etcd / load generator | SQL/req | apiserver req/req | vs pgbench TPS | load avg | note |\n")
+	b.WriteString("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n")
 	num := func(v float64, format string) string {
 		if math.IsNaN(v) {
 			return "–"
@@ -738,8 +746,9 @@ func renderTable(rows []row, cfg benchConfig, started time.Time, idle map[string
 	}
 	for _, r := range rows {
 		e := r.elsewhere
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s / %s / %s | %s | %s | %s | %s | %s |\n", r.cell, r.conc, r.binary,
-			num(r.rate, "%.1f"), dur(r.p50), dur(r.p99), num(r.cpuPerReq, "%.3f"), num(e[0], "%.3f"), num(e[1], "%.3f"), num(e[2], "%.3f"), num(r.sqlPerReq, "%.2f"),
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s / %s / %s | %s | %s | %s | %s | %s |\n", r.cell, r.conc, r.binary,
+			num(r.rate, "%.1f"), dur(r.p50), dur(r.p99), num(r.cpuPerReq, "%.3f"), num(e[partStandIns], "%.3f"),
+			num(e[partPostgres], "%.3f"), num(e[partControlPlane], "%.3f"), num(e[partClient], "%.3f"), num(r.sqlPerReq, "%.2f"),
 			num(r.apiPerReq, "%.1f"), num(r.vsPGB, "%.2f×"), r.load, r.note)
 	}
 	return b.String()

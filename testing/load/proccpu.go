@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -75,11 +76,17 @@ func treeCPU(root int) time.Duration {
 // cpuElsewhere is the CPU the bench's work costs outside the measured keb:
 // PostgreSQL (the bench's cluster: postmaster, backends, background
 // workers), the clusters `keb dev` runs as its children (the control plane's
-// kube-apiserver and etcd, and a shared runtime cluster's) and the load
-// generator (this process; pgbench, its child, is not in it). Beside keb's own CPU it shows where a cell's CPU
-// went on a machine whose cores all of them share.
+// kube-apiserver and etcd, and the runtimes' clusters keb sim starts), the
+// stand-ins (keb sim's own process: the simulated infrastructure manager,
+// Lifecycle Manager and the HTTP stand-ins, which a landscape runs apart
+// from keb) and the load generator (this process; pgbench, its child, is not
+// in it). Beside keb's own CPU it shows where a cell's CPU went on a machine
+// whose cores all of them share.
 type cpuElsewhere struct {
-	postgres, controlPlane, client time.Duration
+	postgres, controlPlane, standIns, client time.Duration
+	// standInsKnown is false for a keb dev that runs its stand-ins in its
+	// own process (before keb sim): their CPU is then in keb's.
+	standInsKnown bool
 }
 
 // cpuProbe reads cpuElsewhere.
@@ -107,6 +114,12 @@ func (pr cpuProbe) read(keb *kebProcess) cpuElsewhere {
 	}
 	if keb != nil {
 		c.controlPlane = treeCPU(keb.cmd.Process.Pid)
+		if keb.simPID > 0 {
+			if st, err := readProcStat(keb.simPID); err == nil && st.ppid == keb.cmd.Process.Pid {
+				c.standIns, c.standInsKnown = st.own, true
+				c.controlPlane -= st.own
+			}
+		}
 	}
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
@@ -115,13 +128,28 @@ func (pr cpuProbe) read(keb *kebProcess) cpuElsewhere {
 	return c
 }
 
+// The parts perRequest reports, in the table's order.
+const (
+	partPostgres = iota
+	partControlPlane
+	partStandIns
+	partClient
+	parts
+)
+
 // perRequest is the CPU ms per request of each part between two readings
-// n requests apart, less idle (ms per second of each part) over elapsed.
-func (c cpuElsewhere) perRequest(since cpuElsewhere, n float64, idle [3]float64, elapsed time.Duration) [3]float64 {
-	d := [3]time.Duration{c.postgres - since.postgres, c.controlPlane - since.controlPlane, c.client - since.client}
-	var out [3]float64
+// n requests apart, less idle (ms per second of each part) over elapsed;
+// NaN for the stand-ins of a keb without keb sim.
+func (c cpuElsewhere) perRequest(since cpuElsewhere, n float64, idle [parts]float64, elapsed time.Duration) [parts]float64 {
+	var d [parts]time.Duration
+	d[partPostgres], d[partControlPlane] = c.postgres-since.postgres, c.controlPlane-since.controlPlane
+	d[partStandIns], d[partClient] = c.standIns-since.standIns, c.client-since.client
+	var out [parts]float64
 	for i := range d {
 		out[i] = max(float64(d[i])/float64(time.Millisecond)-idle[i]*elapsed.Seconds(), 0) / n
+	}
+	if !c.standInsKnown || !since.standInsKnown {
+		out[partStandIns] = math.NaN()
 	}
 	return out
 }
