@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strings"
 	"testing"
 
 	"code.cloudfoundry.org/lager/v3"
@@ -235,4 +236,25 @@ func TestAccessLogLevels(t *testing.T) {
 			t.Errorf("%s %s (%s): logged %v, want one line at %s", tc.method, tc.path, tc.xcase, e, tc.want)
 		}
 	}
+}
+
+// FuzzIfNoneMatch: any If-None-Match line. A line matches the catalog's tag
+// only when it holds that tag (bare or W/) or a "*"; and a tag put in front of
+// or behind any line that is a list still matches.
+func FuzzIfNoneMatch(f *testing.F) {
+	const etag = `"3q2-7w-x9kQZ0FjH1bS2hw-gzip"`
+	for _, s := range []string{etag, "*", `W/` + etag, `"a,b", ` + etag, `"x" ` + etag, `"`, ``, `,,,`, `W/`, `*x`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		if etagMatches([]string{line}, etag) && !strings.Contains(line, etag) && !strings.Contains(line, "*") {
+			t.Fatalf("%q matched %s", line, etag)
+		}
+		if !etagMatches([]string{line, etag}, etag) {
+			t.Fatalf("a second line holding the tag did not match after %q", line)
+		}
+		if !etagMatches([]string{etag + ", " + line}, etag) {
+			t.Fatalf("the tag first in a list did not match before %q", line)
+		}
+	})
 }
