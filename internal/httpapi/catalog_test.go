@@ -26,11 +26,18 @@ import (
 
 func catalogHandler(t *testing.T) http.Handler {
 	t.Helper()
+	_, h := catalogOf(t, "azure", "gcp", "trial")
+	return h
+}
+
+// catalogOf is a broker with plans enabled and its catalog's handler.
+func catalogOf(t *testing.T, plans ...string) (*broker.Broker, http.Handler) {
+	t.Helper()
 	cat, err := catalog.Load("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	brk, err := broker.New(cat, nil, broker.Options{EnabledPlans: []string{"azure", "gcp", "trial"}}, nil)
+	brk, err := broker.New(cat, nil, broker.Options{EnabledPlans: plans}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +49,7 @@ func catalogHandler(t *testing.T) http.Handler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return h
+	return brk, h
 }
 
 func TestCatalogCarriesAnETagAndAnswers304(t *testing.T) {
@@ -96,22 +103,7 @@ func TestCatalogCarriesAnETagAndAnswers304(t *testing.T) {
 // platform reads.
 func TestCatalogBytesAreBrokerapisCatalog(t *testing.T) {
 	t.Parallel()
-	cat, err := catalog.Load("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	brk, err := broker.New(cat, nil, broker.Options{EnabledPlans: []string{"azure", "gcp", "trial", "aws", "free"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	services, err := brk.Services(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := serveCatalog(services)
-	if err != nil {
-		t.Fatal(err)
-	}
+	brk, h := catalogOf(t, "azure", "gcp", "trial", "aws", "free")
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/oauth/v2/catalog", nil))
 	var served any
