@@ -445,6 +445,17 @@ func runBench(ctx context.Context, cfg benchConfig) error {
 		}
 		pg0 := probe.read(nil)
 		res, err := pgb.run(ctx, c, cfg.duration)
+		if err != nil && ctx.Err() == nil {
+			// A machine too busy for pgbench to finish a transaction in the
+			// cell (seen at a load average of 54): its row says so, and the
+			// cells measured so far and after are kept.
+			nan := math.NaN()
+			rows = append(rows, row{cell: "pgbench single-insert", binary: "PostgreSQL", conc: c, rate: nan, p50: -1, p99: -1,
+				cpuPerReq: nan, sqlPerReq: nan, apiPerReq: nan, vsPGB: nan, elsewhere: [3]float64{nan, nan, nan}, load: loadavg(),
+				note: "pgbench finished no transaction in the cell"})
+			i++
+			continue
+		}
 		if err != nil {
 			return err
 		}
