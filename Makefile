@@ -91,6 +91,7 @@ FUZZTIME ?= 1m
 FUZZ_TARGETS := \
 	./internal/httpapi:FuzzCheckInstanceBody \
 	./internal/httpapi:FuzzCheckBindingBody \
+	./internal/httpapi:FuzzIfNoneMatch \
 	./internal/orchestration:FuzzParseRequest \
 	./internal/console:FuzzParseLoginForm \
 	./internal/catalog:FuzzValidateContext \

@@ -548,8 +548,13 @@ func TestStrictBodyAndVersion(t *testing.T) {
 func TestSecurityHeaders(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	// The catalog names no account: it may be kept, and is revalidated with
+	// its ETag (private, no-cache).
+	if r := b.do(http.MethodGet, "/oauth/v2/catalog", ""); r.header.Get("X-Content-Type-Options") != "nosniff" ||
+		r.header.Get("Cache-Control") != "private, no-cache" || r.header.Get("ETag") == "" {
+		t.Errorf("catalog: status %d: headers %v", r.status, r.header)
+	}
 	for _, r := range []response{
-		b.do(http.MethodGet, "/oauth/v2/catalog", ""),
 		b.do(http.MethodPut, provisionPath("hdr-1"), provisionBody(azurePlanID, `{"name":"c1"}`, "")),
 		b.do(http.MethodGet, instancePath("hdr-1")+"/last_operation", ""),
 		b.do(http.MethodGet, "/info/runtimes", ""),
@@ -692,6 +697,52 @@ func TestPatchDashboardURL(t *testing.T) {
 	b.accepted(resume)
 	if _, has := resume.body["dashboard_url"]; has {
 		t.Fatalf("resumption answers the deleted cluster's dashboard: %s", resume.raw)
+	}
+}
+
+// TestCatalogConditionalGet: over HTTP, a platform revalidating its catalog
+// gets a 304 without a body (checked against docs/openapi.yaml like every
+// answer here) only for the entity tag of what it would be served: another
+// platform region's or encoding's tag, and hostile If-None-Match lines, get
+// the catalog, never an error.
+func TestCatalogConditionalGet(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	plain := withHeader("Accept-Encoding", "identity")
+	first := b.expect(b.do(http.MethodGet, "/oauth/v2/catalog", "", plain), http.StatusOK)
+	etag := first.header.Get("ETag")
+	if r := b.do(http.MethodGet, "/oauth/v2/catalog", "", plain, withHeader("If-None-Match", etag)); r.status != http.StatusNotModified ||
+		r.raw != "" || r.header.Get("ETag") != etag || r.header.Get("Cache-Control") != "private, no-cache" {
+		t.Fatalf("If-None-Match %s: status %d, headers %v, body %.100q; want 304, no body", etag, r.status, r.header, r.raw)
+	}
+	// The default platform region is cf-eu10: the same catalog, the same tag.
+	if r := b.do(http.MethodGet, "/oauth/cf-eu10/v2/catalog", "", plain, withHeader("If-None-Match", etag)); r.status != http.StatusNotModified {
+		t.Errorf("cf-eu10 with the default catalog's tag: status %d, want 304", r.status)
+	}
+	// An EU access platform region has a catalog of its own, and a tag of its own.
+	eu := b.expect(b.do(http.MethodGet, "/oauth/cf-eu11/v2/catalog", "", plain, withHeader("If-None-Match", etag)), http.StatusOK)
+	if eu.header.Get("ETag") == etag || eu.raw == first.raw {
+		t.Errorf("cf-eu11 answered the default catalog's tag with the same tag or body")
+	}
+	// Go's client asks for gzip itself (and unzips): the gzip body has its
+	// own tag, and the plain body's gets it in full.
+	gz := b.do(http.MethodGet, "/oauth/v2/catalog", "", withHeader("If-None-Match", etag))
+	if gz.status != http.StatusOK || gz.raw != first.raw || gz.header.Get("ETag") == etag || gz.header.Get("ETag") == "" {
+		t.Errorf("gzip with the plain body's tag: status %d, ETag %q; want 200, the catalog, a tag of its own", gz.status, gz.header.Get("ETag"))
+	}
+	if r := b.do(http.MethodGet, "/oauth/v2/catalog", "", withHeader("If-None-Match", gz.header.Get("ETag"))); r.status != http.StatusNotModified {
+		t.Errorf("gzip with its own tag: status %d, want 304", r.status)
+	}
+	hostile := []string{strings.Repeat(",", 4000), strings.Repeat(`W/"x", `, 900), `"` + strings.Repeat("q", 6000),
+		`W/`, `"`, `""`, `*x`, `**`, `W/*`, "\"\xff\xfe\"", `"` + etag, etag[1:], `"a" "b" ` + etag, strings.ToLower(etag)}
+	for _, inm := range hostile {
+		if inm == etag {
+			continue
+		}
+		r := b.do(http.MethodGet, "/oauth/v2/catalog", "", plain, withHeader("If-None-Match", inm))
+		if r.status != http.StatusOK || r.raw != first.raw {
+			t.Errorf("If-None-Match %.60q: status %d; want 200 with the catalog", inm, r.status)
+		}
 	}
 }
 

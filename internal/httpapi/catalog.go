@@ -22,6 +22,12 @@ import (
 // HTTP clients do, unasked) gets the body compressed once at start: 42 KB
 // become under 4 KB, one write instead of a dozen, and writing was most of
 // what a catalog request still cost.
+//
+// Unlike keb's other answers (no-store, securityHeaders), the catalog may be
+// stored: it names no account and is the same for every caller of a
+// platform region. "no-cache" makes a cache revalidate it with the ETag on
+// every use, so a platform sees a new catalog with its next read, and
+// "private" keeps it out of shared caches (the request carries a token).
 func serveCatalog(services []domain.Service) (http.Handler, error) {
 	raw, err := json.Marshal(map[string]any{"services": services})
 	if err != nil {
@@ -70,7 +76,8 @@ func serveCatalog(services []domain.Service) (http.Handler, error) {
 		h := w.Header()
 		h.Set("Vary", "Accept-Encoding")
 		h.Set("ETag", rep.etag)
-		if etagMatches(req.Header.Get("If-None-Match"), rep.etag) {
+		h.Set("Cache-Control", catalogCacheControl)
+		if etagMatches(req.Header.Values("If-None-Match"), rep.etag) {
 			w.WriteHeader(http.StatusNotModified)
 			return
 		}
@@ -83,6 +90,10 @@ func serveCatalog(services []domain.Service) (http.Handler, error) {
 		_, _ = w.Write(rep.body)
 	}), nil
 }
+
+// catalogCacheControl is the catalog's Cache-Control, on its 200 and 304
+// (RFC 9110 §15.4.5: a 304 carries what the 200 would).
+const catalogCacheControl = "private, no-cache"
 
 // representation is one encoding of the catalog, prepared at start.
 type representation struct {
@@ -129,12 +140,39 @@ func zeroQuality(params string) bool {
 }
 
 // etagMatches implements If-None-Match's weak comparison (RFC 9110 §13.1.2)
-// for a list of entity tags or "*".
-func etagMatches(header, etag string) bool {
-	for tag := range strings.SplitSeq(header, ",") {
-		tag = strings.TrimSpace(tag)
-		if tag == "*" || strings.TrimPrefix(tag, "W/") == etag {
-			return true
+// for "*" or lists of entity tags, over every If-None-Match line sent (a
+// list may be split across lines, §5.3). Tags are read as quoted strings,
+// not split at commas, which an entity tag may hold; a line that is not a
+// list of entity tags matches from its first malformed element on nothing.
+func etagMatches(lines []string, etag string) bool {
+	for _, line := range lines {
+		for rest := line; ; {
+			rest = strings.TrimLeft(rest, " \t,")
+			if rest == "" {
+				break
+			}
+			if rest[0] == '*' {
+				if len(rest) == 1 || strings.ContainsRune(" \t,", rune(rest[1])) {
+					return true
+				}
+				break
+			}
+			rest = strings.TrimPrefix(rest, "W/")
+			if rest == "" || rest[0] != '"' {
+				break
+			}
+			end := strings.IndexByte(rest[1:], '"')
+			if end < 0 {
+				break
+			}
+			if rest[:end+2] == etag {
+				return true
+			}
+			// Elements are separated by commas.
+			rest = strings.TrimLeft(rest[end+2:], " \t")
+			if rest != "" && rest[0] != ',' {
+				break
+			}
 		}
 	}
 	return false

@@ -3,10 +3,16 @@ package httpapi
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
+	"strings"
 	"testing"
+
+	"code.cloudfoundry.org/lager/v3"
+	"github.com/pivotal-cf/brokerapi/v10"
 
 	"github.com/gorilla/mux"
 	"github.com/sirupsen/logrus"
@@ -20,11 +26,18 @@ import (
 
 func catalogHandler(t *testing.T) http.Handler {
 	t.Helper()
+	_, h := catalogOf(t, "azure", "gcp", "trial")
+	return h
+}
+
+// catalogOf is a broker with plans enabled and its catalog's handler.
+func catalogOf(t *testing.T, plans ...string) (*broker.Broker, http.Handler) {
+	t.Helper()
 	cat, err := catalog.Load("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	brk, err := broker.New(cat, nil, broker.Options{EnabledPlans: []string{"azure", "gcp", "trial"}}, nil)
+	brk, err := broker.New(cat, nil, broker.Options{EnabledPlans: plans}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,16 +49,16 @@ func catalogHandler(t *testing.T) http.Handler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return h
+	return brk, h
 }
 
 func TestCatalogCarriesAnETagAndAnswers304(t *testing.T) {
 	t.Parallel()
 	h := catalogHandler(t)
-	get := func(ifNoneMatch string) (*http.Response, []byte) {
+	get := func(ifNoneMatch ...string) (*http.Response, []byte) {
 		req := httptest.NewRequest(http.MethodGet, "/oauth/v2/catalog", nil)
-		if ifNoneMatch != "" {
-			req.Header.Set("If-None-Match", ifNoneMatch)
+		for _, v := range ifNoneMatch {
+			req.Header.Add("If-None-Match", v)
 		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
@@ -57,20 +70,69 @@ func TestCatalogCarriesAnETagAndAnswers304(t *testing.T) {
 		return res, body
 	}
 
-	res, want := get("")
+	res, want := get()
 	etag := res.Header.Get("ETag")
 	if res.StatusCode != http.StatusOK || len(want) == 0 || len(etag) < 3 || etag[0] != '"' {
 		t.Fatalf("status %d, %d bytes, ETag %q; want the catalog with a quoted entity tag", res.StatusCode, len(want), etag)
 	}
-	for _, inm := range []string{etag, "W/" + etag, `"other", ` + etag, "*"} {
-		res, body := get(inm)
-		if res.StatusCode != http.StatusNotModified || len(body) != 0 || res.Header.Get("ETag") != etag {
-			t.Errorf("If-None-Match %s: status %d, %d body bytes, ETag %q; want 304 with the ETag and no body",
-				inm, res.StatusCode, len(body), res.Header.Get("ETag"))
+	if cc := res.Header.Get("Cache-Control"); cc != "private, no-cache" {
+		t.Errorf("Cache-Control %q; want private, no-cache (stored by the caller only, revalidated on every use)", cc)
+	}
+	// Each: If-None-Match lines that name the catalog (RFC 9110 §13.1.2:
+	// weak comparison, "*", lists, a list split over lines).
+	for _, inm := range [][]string{{etag}, {"W/" + etag}, {`"other", ` + etag}, {"*"}, {` , ` + etag + ` ,`},
+		{`"other"`, etag}, {`"a,b", ` + etag}, {`W/"x",W/` + etag}} {
+		res, body := get(inm...)
+		if res.StatusCode != http.StatusNotModified || len(body) != 0 || res.Header.Get("ETag") != etag ||
+			res.Header.Get("Cache-Control") != "private, no-cache" || res.Header.Get("Vary") != "Accept-Encoding" {
+			t.Errorf("If-None-Match %q: status %d, %d body bytes, headers %v; want 304 with the ETag, Cache-Control and Vary, no body",
+				inm, res.StatusCode, len(body), res.Header)
 		}
 	}
-	if res, body := get(`"stale"`); res.StatusCode != http.StatusOK || string(body) != string(want) {
-		t.Errorf("stale If-None-Match: status %d, want 200 with the catalog", res.StatusCode)
+	// Lines that do not name it, or are no list of entity tags: the catalog.
+	for _, inm := range [][]string{{`"stale"`}, {etag[1 : len(etag)-1]}, {`"` + etag}, {"*x"}, {`"a,` + etag[1:]},
+		{"W/ " + etag}, {"w/" + etag}, {`"other" x ` + etag}, {""}, {"\x00" + etag}} {
+		if res, body := get(inm...); res.StatusCode != http.StatusOK || !bytes.Equal(body, want) {
+			t.Errorf("If-None-Match %q: status %d; want 200 with the catalog", inm, res.StatusCode)
+		}
+	}
+}
+
+// The prepared bytes say what brokerapi's own encoding of the same services
+// says (without its null schemas): preparing them once changed nothing a
+// platform reads.
+func TestCatalogBytesAreBrokerapisCatalog(t *testing.T) {
+	t.Parallel()
+	brk, h := catalogOf(t, "azure", "gcp", "trial", "aws", "free")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/oauth/v2/catalog", nil))
+	var served any
+	if err := json.Unmarshal(rec.Body.Bytes(), &served); err != nil {
+		t.Fatal(err)
+	}
+	ref := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodGet, "/v2/catalog", nil)
+	req.Header.Set("X-Broker-API-Version", "2.17")
+	brokerapi.NewWithOptions(brk, lager.NewLogger("test")).ServeHTTP(ref, req)
+	var encoded any
+	if err := json.Unmarshal(ref.Body.Bytes(), &encoded); err != nil {
+		t.Fatalf("brokerapi's catalog (%d): %v", ref.Code, err)
+	}
+	plans := 0
+	for _, s := range encoded.(map[string]any)["services"].([]any) {
+		for _, p := range s.(map[string]any)["plans"].([]any) {
+			plans++
+			plan := p.(map[string]any)
+			if sch, keep := withoutEmpty(plan["schemas"], 3); keep {
+				plan["schemas"] = sch
+			} else {
+				delete(plan, "schemas")
+			}
+		}
+	}
+	if plans < 5 || !reflect.DeepEqual(served, encoded) {
+		t.Fatalf("the served catalog (%d plans in brokerapi's) differs from brokerapi's:\nserved:    %.600s\nbrokerapi: %.600s",
+			plans, rec.Body.String(), ref.Body.String())
 	}
 }
 
@@ -166,4 +228,25 @@ func TestAccessLogLevels(t *testing.T) {
 			t.Errorf("%s %s (%s): logged %v, want one line at %s", tc.method, tc.path, tc.xcase, e, tc.want)
 		}
 	}
+}
+
+// FuzzIfNoneMatch: any If-None-Match line. A line matches the catalog's tag
+// only when it holds that tag (bare or W/) or a "*"; and a tag put in front of
+// or behind any line that is a list still matches.
+func FuzzIfNoneMatch(f *testing.F) {
+	const etag = `"3q2-7w-x9kQZ0FjH1bS2hw-gzip"`
+	for _, s := range []string{etag, "*", `W/` + etag, `"a,b", ` + etag, `"x" ` + etag, `"`, ``, `,,,`, `W/`, `*x`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		if etagMatches([]string{line}, etag) && !strings.Contains(line, etag) && !strings.Contains(line, "*") {
+			t.Fatalf("%q matched %s", line, etag)
+		}
+		if !etagMatches([]string{line, etag}, etag) {
+			t.Fatalf("a second line holding the tag did not match after %q", line)
+		}
+		if !etagMatches([]string{etag + ", " + line}, etag) {
+			t.Fatalf("the tag first in a list did not match before %q", line)
+		}
+	})
 }

@@ -146,29 +146,38 @@ type loader struct {
 }
 
 func (l *loader) do(method, path, body string) (int, error) {
+	code, _, err := l.doWith(method, path, body, nil)
+	return code, err
+}
+
+// doWith is do with extra request headers; it returns the answer's headers.
+func (l *loader) doWith(method, path, body string, header http.Header) (int, http.Header, error) {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
 	req, err := http.NewRequest(method, l.base+path, rd)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
+	}
+	for k, v := range header {
+		req.Header[k] = v
 	}
 	req.Header.Set("X-Broker-API-Version", "2.17")
 	req.Header.Set("Authorization", "Bearer "+l.token)
 	req.Header.Set("Content-Type", "application/json")
 	res, err := l.client.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer res.Body.Close()
 	if res.StatusCode >= 400 {
 		var e map[string]any
 		_ = json.NewDecoder(res.Body).Decode(&e)
-		return res.StatusCode, fmt.Errorf("%d: %v", res.StatusCode, e["description"])
+		return res.StatusCode, res.Header, fmt.Errorf("%d: %v", res.StatusCode, e["description"])
 	}
 	_, _ = io.Copy(io.Discard, res.Body)
-	return res.StatusCode, nil
+	return res.StatusCode, res.Header, nil
 }
 
 type result struct {
