@@ -43,8 +43,15 @@ run-plan:
 ## (the suites that run keb as a process share one binary, bin/test/keb, built first)
 test: postgres k8s-bins helm promtool walkthrough-tools lint
 	$(GO) build -o bin/test/keb ./cmd/keb
-	KEB_TEST_BINARY=$(CURDIR)/bin/test/keb KUBEBUILDER_ASSETS=$(CURDIR)/bin/k8s $(GO) test -count=1 -timeout 45m ./...
+	KEB_TEST_BINARY=$(CURDIR)/bin/test/keb KUBEBUILDER_ASSETS=$(CURDIR)/bin/k8s $(GO) test -count=1 -timeout 45m \
+		-p $(TEST_PACKAGES_AT_ONCE) $(LONG_TEST_PACKAGES) ./...
 	@$(MAKE) --no-print-directory browser-test
+
+# The suites that mostly wait (on simulated clusters, polls, restarts of keb dev) and take minutes: go test starts
+# packages in the order named, so these start first and the short packages run beside them, TEST_PACKAGES_AT_ONCE
+# at a time (go test's default is one per core, which left the longest suite to start last, after the others).
+LONG_TEST_PACKAGES := ./testing/readme ./testing/e2e ./testing/faults
+TEST_PACKAGES_AT_ONCE ?= 4
 
 ## golden-runtime-cr: rewrite internal/process/provisioning/testdata/runtime-cr/*.yaml, the whole Runtime CR
 ## per request of TestRuntimeCRGolden, from this run (review the diff: it is what keb writes)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -92,6 +93,43 @@ func startControlPlane(ctx context.Context, dir, binDir string) (*controlPlane, 
 
 func (c *controlPlane) stop() error { return c.env.Stop() }
 
+// controlPlaneStart is a control plane starting in the background.
+type controlPlaneStart struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	cp     *controlPlane
+	err    error
+}
+
+// startControlPlaneInBackground starts startControlPlane in a goroutine, so that keb dev starts PostgreSQL
+// meanwhile.
+func startControlPlaneInBackground(ctx context.Context, dir, binDir string) *controlPlaneStart {
+	ctx, cancel := context.WithCancel(ctx)
+	s := &controlPlaneStart{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		s.cp, s.err = startControlPlane(ctx, dir, binDir)
+	}()
+	return s
+}
+
+// wait returns the started control plane, or why it did not start.
+func (s *controlPlaneStart) wait() (*controlPlane, error) {
+	<-s.done
+	return s.cp, s.err
+}
+
+// stop stops the control plane; one still starting is given up on (startControlPlane then stops what it
+// started once envtest returns).
+func (s *controlPlaneStart) stop() error {
+	s.cancel()
+	<-s.done
+	if s.cp == nil {
+		return nil
+	}
+	return s.cp.stop()
+}
+
 // The dev pool's size: every README walkthrough section run in order against
 // one `make run` claims at most about a dozen dedicated accounts of one
 // hyperscaler (one per global account), and the simulated account cleaner
@@ -168,10 +206,29 @@ func seed(ctx context.Context, c client.Client, kind hyperscaler.Kind, namespace
 	for i := 1; i <= 2; i++ {
 		account(fmt.Sprintf("gcp-sa30-%02d", i), "gcp_cf-sa30")
 	}
-	for _, o := range objs {
+	create := func(o client.Object) error {
 		if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("seeding %T %s: %w", o, o.GetName(), err)
 		}
+		return nil
 	}
-	return nil
+	// The namespaces first, then the rest (about 300 objects) several at a time: one after another they took
+	// seconds of keb dev's start, waiting on the apiserver's answers.
+	const namespaces = 2
+	for _, o := range objs[:namespaces] {
+		if err := create(o); err != nil {
+			return err
+		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for _, o := range objs[namespaces:] {
+		g.Go(func() error {
+			if gctx.Err() != nil {
+				return gctx.Err()
+			}
+			return create(o)
+		})
+	}
+	return g.Wait()
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/kyma-keb/keb/internal/infrasim"
 	"github.com/kyma-keb/keb/internal/pgserver"
 	"github.com/kyma-keb/keb/internal/procguard"
+	"github.com/kyma-keb/keb/internal/storage"
 )
 
 // Issuer and Audience are the claims of dev tokens; `keb dev` demands them.
@@ -113,6 +114,20 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 		log.WithField("took", time.Since(since).Round(100*time.Millisecond).String()).Infof("%s (%s since keb dev started)",
 			name, time.Since(began).Round(100*time.Millisecond))
 	}
+	binDir, err := filepath.Abs(opts.K8sBinDir)
+	if err != nil {
+		return err
+	}
+	// The control plane (etcd, kube-apiserver, keb's CRDs) takes longest to start: it starts beside
+	// PostgreSQL and the migrations instead of after them.
+	log.Info("starting the local control plane (kube-apiserver + etcd)")
+	cpBegan := time.Now()
+	cpStart := startControlPlaneInBackground(ctx, opts.Dir, binDir)
+	defer func() {
+		if err := cpStart.stop(); err != nil {
+			log.WithError(err).Warn("stopping the control plane")
+		}
+	}()
 	if cfg.DatabaseURL == "" {
 		t0 := time.Now()
 		log.Info("starting PostgreSQL (data in " + filepath.Join(opts.Dir, "pgdata") + "; the first start runs initdb)")
@@ -127,6 +142,12 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 		}()
 		if cfg.DatabaseURL, err = ensureDatabase(ctx, srv.URL, databaseName); err != nil {
 			return err
+		}
+		if cfg.MigrateOnStart {
+			// Now, while the control plane still starts, rather than when the broker starts after it.
+			if err := migrate(ctx, cfg.DatabaseURL, log); err != nil {
+				return err
+			}
 		}
 		stage("PostgreSQL ready", t0)
 	}
@@ -147,21 +168,10 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 	}
 	cfg.Issuer, cfg.Audience = Issuer, Audience
 
-	binDir, err := filepath.Abs(opts.K8sBinDir)
+	kcp, err := cpStart.wait()
 	if err != nil {
 		return err
 	}
-	log.Info("starting the local control plane (kube-apiserver + etcd)")
-	t0 := time.Now()
-	kcp, err := startControlPlane(ctx, opts.Dir, binDir)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err := kcp.stop(); err != nil {
-			log.WithError(err).Warn("stopping the control plane")
-		}
-	}()
 	scheme, err := app.Scheme()
 	if err != nil {
 		return err
@@ -177,8 +187,8 @@ func Run(ctx context.Context, opts Options, log logrus.FieldLogger) error {
 	if err := seed(ctx, kc, poolKind, controlplane.Namespace, gardener.ProjectNamespace(cfg.Engine.GardenerProject)); err != nil {
 		return err
 	}
-	stage("control plane ready, CRDs, account pool and overrides in place", t0)
-	t0 = time.Now()
+	stage("control plane ready, CRDs, account pool and overrides in place", cpBegan)
+	t0 := time.Now()
 	// The stand-ins are a process of their own, as in a landscape: keb
 	// reaches them through the control plane and the URLs they report.
 	sim, settings, err := startSim(ctx, opts, &cfg, kcp.kubeconfig)
@@ -266,6 +276,23 @@ func listen(host string, port int) (net.Listener, error) {
 			port, host, err, port+1)
 	}
 	return ln, nil
+}
+
+// migrate brings the dev database to the newest schema (the broker's start then finds nothing to do).
+func migrate(ctx context.Context, databaseURL string, log logrus.FieldLogger) error {
+	pool, err := storage.Open(ctx, databaseURL, 2)
+	if err != nil {
+		return fmt.Errorf("connecting to dev PostgreSQL for its migrations: %w", err)
+	}
+	defer pool.Close()
+	applied, err := storage.MigrateUp(ctx, pool)
+	if err != nil {
+		return fmt.Errorf("migrating the dev database: %w", err)
+	}
+	if len(applied) > 0 {
+		log.WithField("versions", applied).Info("applied database migrations")
+	}
+	return nil
 }
 
 // ensureDatabase creates the dev database if it is missing and returns its URL.
