@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -41,16 +40,9 @@ func TestDevWithPortTaken(t *testing.T) {
 	}
 }
 
-// devProcess is a `keb dev` started by startDev; exited receives the
-// result of its one Wait.
-type devProcess struct {
-	*exec.Cmd
-	exited chan error
-}
-
 // wait returns once the process has exited, for at most a minute: a bound
 // against a hang, not a timing claim.
-func (p devProcess) wait(t *testing.T, after string) {
+func (p kebProcess) wait(t *testing.T, after string) {
 	t.Helper()
 	select {
 	case err := <-p.exited:
@@ -63,35 +55,22 @@ func (p devProcess) wait(t *testing.T, after string) {
 // startDev starts `keb dev` on dir as a process of its own and waits until
 // it holds the directory's lock. A start that exits or hangs before that
 // fails the test with the process's stderr (a hang: with its goroutines).
-func startDev(t *testing.T, dir string, port int) devProcess {
+func startDev(t *testing.T, dir string, port int) kebProcess {
 	t.Helper()
 	bins, err := k8stest.BinDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "dev", "--dir", dir, "--port", fmt.Sprint(port), "--k8s-bin-dir", bins)
-	cmd.Env = append(os.Environ(), envRunAsKeb+"=1")
 	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
-	// A descendant that kept its stderr would hold Wait (and the stderr
-	// the test reports) past its exit.
-	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
+	p := startKeb(t, io.Discard, &stderr, "dev", "--dir", dir, "--port", fmt.Sprint(port), "--k8s-bin-dir", bins)
+	cmd, exited := p.Cmd, p.exited
 	lock := filepath.Join(dir, devstack.LockFile)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	hang := time.After(2 * time.Minute) // a bound against a hang on a loaded machine, not a timing claim
 	for {
 		if b, _ := os.ReadFile(lock); strings.Contains(string(b), fmt.Sprintf(`"pid":%d`, cmd.Process.Pid)) {
-			return devProcess{cmd, exited}
+			return p
 		}
 		select {
 		case err := <-exited:

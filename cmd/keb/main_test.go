@@ -6,12 +6,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyma-keb/keb/internal/app"
 	"github.com/kyma-keb/keb/internal/buildinfo"
 	"github.com/kyma-keb/keb/testing/k8stest"
 	"github.com/kyma-keb/keb/testing/pgtest"
@@ -55,6 +60,49 @@ func runKeb(args ...string) (code int, stdout, stderr string) {
 	var out, errOut bytes.Buffer
 	code = run(args, &out, &errOut)
 	return code, out.String(), errOut.String()
+}
+
+// kebProcess is keb started by startKeb; exited receives the result of
+// its one Wait (who takes it puts it back, for the cleanup).
+type kebProcess struct {
+	*exec.Cmd
+	exited chan error
+}
+
+// startKeb starts keb with args as a process of its own, its output to
+// stdout and stderr; the test's cleanup kills it.
+func startKeb(t *testing.T, stdout, stderr io.Writer, args ...string) kebProcess {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), envRunAsKeb+"=1")
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	// A descendant that kept its stderr would hold Wait (and the stderr
+	// the test reports) past its exit.
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := kebProcess{cmd, make(chan error, 1)}
+	go func() { p.exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.exited
+	})
+	return p
+}
+
+// kcpClient is a client of the tests' control plane, with keb's scheme.
+func kcpClient(t *testing.T) client.Client {
+	t.Helper()
+	scheme, err := app.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(kcp.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // captureStdout runs fn with os.Stdout redirected, for the commands that

@@ -12,9 +12,7 @@ import (
 	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kyma-keb/keb/internal/app"
 	"github.com/kyma-keb/keb/internal/catalog"
 	"github.com/kyma-keb/keb/internal/config"
 	"github.com/kyma-keb/keb/internal/hyperscaler"
@@ -29,14 +27,7 @@ func TestPoolReleaseRefusedWhileInUse(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	scheme, err := app.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(kcp.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := kcpClient(t)
 	ns := "garden-" + uuid.NewString()[:8]
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
@@ -66,7 +57,7 @@ func TestPoolReleaseRefusedWhileInUse(t *testing.T) {
 	}
 
 	var out bytes.Buffer
-	err = releaseAccount(ctx, pool, store, "az-used", &out)
+	err := releaseAccount(ctx, pool, store, "az-used", &out)
 	if err == nil || !strings.Contains(err.Error(), "1 live instance") {
 		t.Fatalf("release while in use: %v (printed %q); want a refusal naming the live instance", err, out.String())
 	}
@@ -156,14 +147,7 @@ func TestPoolCountsLiveInstancesAfterPlanMove(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	scheme, err := app.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(kcp.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := kcpClient(t)
 	ns := "garden-" + uuid.NewString()[:8]
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)

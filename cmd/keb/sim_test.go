@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -15,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kyma-keb/keb/internal/app"
 	"github.com/kyma-keb/keb/internal/controlplane"
 	im "github.com/kyma-keb/keb/internal/infrastructuremanager"
 	"github.com/kyma-keb/keb/internal/simstack"
@@ -37,33 +35,15 @@ func TestSimAgainstAControlPlane(t *testing.T) {
 	if err := kcp.WriteKubeconfig(kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	scheme, err := app.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(kcp.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := kcpClient(t)
 	k8stest.EnsureNamespace(t, c, controlplane.Namespace)
 	k8stest.EnsureNamespace(t, c, "garden-sim-test")
 
-	cmd := exec.Command(os.Args[0], "sim", "--kcp-kubeconfig", kubeconfig, "--dir", filepath.Join(dir, "sim"),
+	var stderr bytes.Buffer
+	p := startKeb(t, &stderr, &stderr, "sim", "--kcp-kubeconfig", kubeconfig, "--dir", filepath.Join(dir, "sim"),
 		"--k8s-bin-dir", bins, "--runtime-mode", "shared", "--runtime-delay", "0", "--gardener-project", "sim-test",
 		"--lifecycle-manager=false", "--account-cleanup-delay", "0", "--log-format", "text")
-	cmd.Env = append(os.Environ(), envRunAsKeb+"=1")
-	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stderr, &stderr
-	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
+	cmd, exited := p.Cmd, p.exited
 	settingsPath := filepath.Join(dir, "sim", simstack.SettingsFile)
 	var settings simstack.Settings
 	hang := time.After(2 * time.Minute) // a bound against a hang, not a timing claim

@@ -1,7 +1,6 @@
 package avs
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,16 +10,15 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/kyma-keb/keb/internal/integration"
 )
 
 // Client calls the AVS evaluation API.
 type Client struct {
-	cfg   Config
-	http  *http.Client
-	calls integration.Calls
+	cfg    Config
+	http   *http.Client
+	caller integration.Caller
 }
 
 // NewClient returns a client of the API cfg names; calls may be nil.
@@ -30,7 +28,12 @@ func NewClient(cfg Config, httpClient *http.Client, calls integration.Calls) *Cl
 		// worker until the job's timeout.
 		httpClient = &http.Client{Timeout: integration.Timeout}
 	}
-	return &Client{cfg: cfg, http: httpClient, calls: calls}
+	c := &Client{cfg: cfg, http: httpClient}
+	// Upstream: a fresh token for every request, another after a 401;
+	// an answer that is no JSON is retried.
+	c.caller = integration.Caller{Service: "AVS", HTTP: httpClient, Calls: calls, Limit: 1 << 20,
+		Prepare: c.authorize, RetryUnauthorized: true, UndecodableIsUnanswered: true}
+	return c
 }
 
 // Temporary reports whether err may heal by retrying: no answer, no token,
@@ -101,63 +104,19 @@ func (c *Client) item(id int64) string {
 	return strings.TrimSuffix(c.cfg.APIEndpoint, "/") + "/" + strconv.FormatInt(id, 10)
 }
 
-// do makes one API call with a fresh token; a 401 gets one more try with
-// another token.
 func (c *Client) do(ctx context.Context, call, method, target string, in, out any, ok ...int) error {
-	began := time.Now()
-	status, err := c.attempt(ctx, call, method, target, in, out, ok)
-	if status == http.StatusUnauthorized {
-		status, err = c.attempt(ctx, call, method, target, in, out, ok)
-	}
-	if c.calls != nil {
-		c.calls.Observe("avs", call, status, err != nil, time.Since(began))
-	}
-	return err
+	return c.caller.Do(ctx, integration.Call{Name: call, Method: method, URL: target, In: in, Out: out,
+		Success: integration.Statuses(ok...)})
 }
 
-func (c *Client) attempt(ctx context.Context, call, method, target string, in, out any, ok []int) (int, error) {
+// authorize gives req a new token.
+func (c *Client) authorize(ctx context.Context, req *http.Request) error {
 	token, err := c.token(ctx)
 	if err != nil {
-		return 0, tokenError{err}
-	}
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return 0, fmt.Errorf("AVS %s: encoding the request: %w", call, err)
-		}
-		body = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, target, body)
-	if err != nil {
-		return 0, fmt.Errorf("AVS %s: %w", call, err)
+		return tokenError{err}
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("AVS %s: %w", call, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return resp.StatusCode, fmt.Errorf("AVS %s: reading the answer: %w", call, err)
-	}
-	success := false
-	for _, s := range ok {
-		success = success || resp.StatusCode == s
-	}
-	if !success {
-		return resp.StatusCode, &integration.HTTPError{Service: "AVS", Call: call, Status: resp.StatusCode, Body: string(raw)}
-	}
-	if out != nil && resp.StatusCode != http.StatusNotFound {
-		if err := json.Unmarshal(raw, out); err != nil {
-			return resp.StatusCode, fmt.Errorf("AVS %s: decoding the answer: %w", call, err)
-		}
-	}
-	return resp.StatusCode, nil
+	return nil
 }
 
 // token gets a new token with the resource-owner password grant, the client

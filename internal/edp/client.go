@@ -1,15 +1,10 @@
 package edp
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"golang.org/x/oauth2/clientcredentials"
 
@@ -19,9 +14,8 @@ import (
 // Client calls EDP's admin API with client-credentials tokens, cached until
 // they expire.
 type Client struct {
-	cfg   Config
-	http  *http.Client
-	calls integration.Calls
+	cfg    Config
+	caller integration.Caller
 }
 
 // NewClient returns a client of cfg's EDP; base carries the requests
@@ -30,7 +24,8 @@ func NewClient(cfg Config, base *http.Client, calls integration.Calls) *Client {
 	cc := clientcredentials.Config{ClientID: "edp-namespace;" + cfg.Namespace, ClientSecret: cfg.Secret,
 		TokenURL: strings.TrimSuffix(cfg.AuthURL, "/") + "/oauth2/token",
 		Scopes:   []string{"edp-namespace.read", "edp-namespace.update"}}
-	return &Client{cfg: cfg, http: integration.ClientCredentials(cc, base), calls: calls}
+	return &Client{cfg: cfg, caller: integration.Caller{Service: "EDP", HTTP: integration.ClientCredentials(cc, base),
+		Calls: calls, Limit: 1 << 16, IgnoreReadErrors: true}}
 }
 
 // Temporary reports whether err may heal by retrying: no answer (or no
@@ -88,41 +83,9 @@ func (c *Client) tenant(name string) string {
 // do makes one call: 201 and 204 are success (200 is not), and on a
 // DELETE, 404.
 func (c *Client) do(ctx context.Context, call, method, target string, in any, deleting bool) error {
-	began := time.Now()
-	status, err := c.attempt(ctx, call, method, target, in, deleting)
-	if c.calls != nil {
-		c.calls.Observe("edp", call, status, err != nil, time.Since(began))
+	ok := integration.Statuses(http.StatusCreated, http.StatusNoContent)
+	if deleting {
+		ok = integration.Statuses(http.StatusCreated, http.StatusNoContent, http.StatusNotFound)
 	}
-	return err
-}
-
-func (c *Client) attempt(ctx context.Context, call, method, target string, in any, deleting bool) (int, error) {
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return 0, fmt.Errorf("EDP %s: encoding the request: %w", call, err)
-		}
-		body = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, target, body)
-	if err != nil {
-		return 0, fmt.Errorf("EDP %s: %w", call, err)
-	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("EDP %s: %w", call, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-	switch {
-	case resp.StatusCode == http.StatusCreated || resp.StatusCode == http.StatusNoContent:
-		return resp.StatusCode, nil
-	case resp.StatusCode == http.StatusNotFound && deleting:
-		return resp.StatusCode, nil
-	}
-	return resp.StatusCode, &integration.HTTPError{Service: "EDP", Call: call, Status: resp.StatusCode, Body: string(raw)}
+	return c.caller.Do(ctx, integration.Call{Name: call, Method: method, URL: target, In: in, Success: ok})
 }

@@ -1,13 +1,9 @@
 package ias
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -18,9 +14,8 @@ import (
 
 // Client calls IAS's service provider API with HTTP Basic credentials.
 type Client struct {
-	cfg   Config
-	http  *http.Client
-	calls integration.Calls
+	cfg    Config
+	caller integration.Caller
 }
 
 // NewClient returns a client of cfg's tenant; base carries the requests
@@ -37,7 +32,13 @@ func NewClient(cfg Config, base *http.Client, calls integration.Calls) *Client {
 		}
 		hc = &http.Client{Transport: tr, Timeout: timeout}
 	}
-	return &Client{cfg: cfg, http: hc, calls: calls}
+	return &Client{cfg: cfg, caller: integration.Caller{Service: "IAS", HTTP: hc, Calls: calls, Limit: 1 << 22,
+		Prepare: func(_ context.Context, req *http.Request) error {
+			req.SetBasicAuth(cfg.UserID, cfg.UserSecret)
+			// Upstream's: some tenants' front ends mishandle reused connections.
+			req.Close = true
+			return nil
+		}, IgnoreReadErrors: true}}
 }
 
 // ErrNoIdentityProvider is the configured identity provider missing from
@@ -56,7 +57,7 @@ func Temporary(err error) bool {
 // Company reads the company's service and identity providers.
 func (c *Client) Company(ctx context.Context) (Company, error) {
 	var out Company
-	err := c.do(ctx, "get_company", http.MethodGet, "/service/company/"+CompanyID, nil, "", &out, false)
+	err := c.do(ctx, "get_company", http.MethodGet, "/service/company/"+CompanyID, nil, &out, false)
 	return out, err
 }
 
@@ -64,8 +65,7 @@ func (c *Client) Company(ctx context.Context) (Company, error) {
 // answers no ID: Company finds it.
 func (c *Client) CreateServiceProvider(ctx context.Context, displayName string) error {
 	form := url.Values{"sp_name": {displayName}, "company_id": {CompanyID}}
-	return c.do(ctx, "create_service_provider", http.MethodPost, "/service/sps", []byte(form.Encode()),
-		"application/x-www-form-urlencoded", nil, false)
+	return c.do(ctx, "create_service_provider", http.MethodPost, "/service/sps", form, nil, false)
 }
 
 // SetOIDC makes spID an OpenID Connect provider of grafanaHost.
@@ -129,14 +129,10 @@ func (c *Client) DeleteSecrets(ctx context.Context, sp ServiceProvider) error {
 	if len(sp.ClientSecrets) == 0 {
 		return nil
 	}
-	body, err := json.Marshal(struct {
+	return c.do(ctx, "delete_client_secrets", http.MethodDelete, "/service/sps/clientSecret", struct {
 		ClientID string   `json:"clientId"`
 		IDs      []string `json:"clientSecretsIds"`
-	}{sp.UserForRest, sp.SecretIDs()})
-	if err != nil {
-		return fmt.Errorf("IAS delete_client_secrets: encoding the request: %w", err)
-	}
-	return c.do(ctx, "delete_client_secrets", http.MethodDelete, "/service/sps/clientSecret", body, "application/json", nil, true)
+	}{sp.UserForRest, sp.SecretIDs()}, nil, true)
 }
 
 // GenerateSecret gives spID a new client secret.
@@ -159,62 +155,20 @@ func (c *Client) GenerateSecret(ctx context.Context, spID string) (Credentials, 
 
 // DeleteServiceProvider removes spID; a missing one is no error.
 func (c *Client) DeleteServiceProvider(ctx context.Context, spID string) error {
-	return c.do(ctx, "delete_service_provider", http.MethodPut, "/service/sps/delete?sp_id="+url.QueryEscape(spID), nil, "", nil, true)
+	return c.do(ctx, "delete_service_provider", http.MethodPut, "/service/sps/delete?sp_id="+url.QueryEscape(spID), nil, nil, true)
 }
 
 func (c *Client) putJSON(ctx context.Context, call, path string, in, out any) error {
-	body, err := json.Marshal(in)
-	if err != nil {
-		return fmt.Errorf("IAS %s: encoding the request: %w", call, err)
-	}
-	return c.do(ctx, call, http.MethodPut, path, body, "application/json", out, false)
+	return c.do(ctx, call, http.MethodPut, path, in, out, false)
 }
 
 // do makes one call: 200, 201 and 204 are success, and on a deletion 404.
-func (c *Client) do(ctx context.Context, call, method, path string, body []byte, contentType string, out any, deleting bool) error {
-	began := time.Now()
-	status, err := c.attempt(ctx, call, method, path, body, contentType, out, deleting)
-	if c.calls != nil {
-		c.calls.Observe("ias", call, status, err != nil, time.Since(began))
+// in is sent as in integration.Call.
+func (c *Client) do(ctx context.Context, call, method, path string, in, out any, deleting bool) error {
+	ok := integration.Statuses(http.StatusOK, http.StatusCreated, http.StatusNoContent)
+	if deleting {
+		ok = integration.Statuses(http.StatusOK, http.StatusCreated, http.StatusNoContent, http.StatusNotFound)
 	}
-	return err
-}
-
-func (c *Client) attempt(ctx context.Context, call, method, path string, body []byte, contentType string, out any, deleting bool) (int, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(c.cfg.URL, "/")+path, rd)
-	if err != nil {
-		return 0, fmt.Errorf("IAS %s: %w", call, err)
-	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	req.SetBasicAuth(c.cfg.UserID, c.cfg.UserSecret)
-	// Upstream's: some tenants' front ends mishandle reused connections.
-	req.Close = true
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("IAS %s: %w", call, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<22))
-	switch resp.StatusCode {
-	case http.StatusOK, http.StatusCreated, http.StatusNoContent:
-	case http.StatusNotFound:
-		if deleting {
-			return resp.StatusCode, nil
-		}
-		fallthrough
-	default:
-		return resp.StatusCode, &integration.HTTPError{Service: "IAS", Call: call, Status: resp.StatusCode, Body: string(raw)}
-	}
-	if out != nil {
-		if err := json.Unmarshal(raw, out); err != nil {
-			return resp.StatusCode, &integration.HTTPError{Service: "IAS", Call: call, Status: resp.StatusCode, Body: "undecodable answer: " + err.Error()}
-		}
-	}
-	return resp.StatusCode, nil
+	return c.caller.Do(ctx, integration.Call{Name: call, Method: method, URL: strings.TrimSuffix(c.cfg.URL, "/") + path,
+		In: in, Out: out, Success: ok})
 }

@@ -1,8 +1,8 @@
 // Package integration holds what keb's clients of the optional external
-// services (internal/avs, edp, ias, lms, director) share: the observer of
-// their calls, which metrics.Integrations is, the error of an answer that is
-// not a success, and the HTTP client of a service with OAuth2 client
-// credentials.
+// services (internal/avs, edp, ias, lms, director) share: the call itself
+// (Caller: the request, its answer, its observation), the observer of their
+// calls, which metrics.Integrations is, the error of an answer that is not a
+// success, and the HTTP client of a service with OAuth2 client credentials.
 package integration
 
 import (

@@ -1,15 +1,10 @@
 package lms
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/kyma-keb/keb/internal/integration"
 )
@@ -19,9 +14,8 @@ const TokenHeader = "X-LMS-Token"
 
 // Client calls LMS's tenant API.
 type Client struct {
-	cfg   Config
-	http  *http.Client
-	calls integration.Calls
+	cfg    Config
+	caller integration.Caller
 }
 
 // NewClient returns a client of cfg's LMS; httpClient carries the requests
@@ -32,7 +26,11 @@ func NewClient(cfg Config, httpClient *http.Client, calls integration.Calls) *Cl
 		// bound keeps a hung LMS from holding a worker.
 		httpClient = &http.Client{Timeout: integration.Timeout}
 	}
-	return &Client{cfg: cfg, http: httpClient, calls: calls}
+	return &Client{cfg: cfg, caller: integration.Caller{Service: "LMS", HTTP: httpClient, Calls: calls, Limit: 1 << 20,
+		Prepare: func(_ context.Context, req *http.Request) error {
+			req.Header.Set(TokenHeader, cfg.Token)
+			return nil
+		}}}
 }
 
 // Temporary reports whether err may heal by retrying: only no answer at
@@ -126,52 +124,6 @@ func (c *Client) url(path string) string { return strings.TrimSuffix(c.cfg.URL, 
 // the answer before its status is looked at, as upstream's tenant creation
 // did: an answer that is no JSON is a (permanent) error whatever its status.
 func (c *Client) do(ctx context.Context, call, method, target string, in, out any, decodeFirst bool) error {
-	began := time.Now()
-	status, err := c.attempt(ctx, call, method, target, in, out, decodeFirst)
-	if c.calls != nil {
-		c.calls.Observe("lms", call, status, err != nil, time.Since(began))
-	}
-	return err
-}
-
-func (c *Client) attempt(ctx context.Context, call, method, target string, in, out any, decodeFirst bool) (int, error) {
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return 0, fmt.Errorf("LMS %s: encoding the request: %w", call, err)
-		}
-		body = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, target, body)
-	if err != nil {
-		return 0, fmt.Errorf("LMS %s: %w", call, err)
-	}
-	req.Header.Set(TokenHeader, c.cfg.Token)
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("LMS %s: %w", call, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return 0, fmt.Errorf("LMS %s: reading the answer: %w", call, err)
-	}
-	fail := func(body string) error {
-		return &integration.HTTPError{Service: "LMS", Call: call, Status: resp.StatusCode, Body: body}
-	}
-	var decodeErr error
-	if out != nil && (decodeFirst || resp.StatusCode < 400) {
-		decodeErr = json.Unmarshal(raw, out)
-	}
-	switch {
-	case decodeErr != nil && (decodeFirst || resp.StatusCode < 400):
-		return resp.StatusCode, fail("undecodable answer: " + decodeErr.Error())
-	case resp.StatusCode >= 400:
-		return resp.StatusCode, fail(string(raw))
-	}
-	return resp.StatusCode, nil
+	return c.caller.Do(ctx, integration.Call{Name: call, Method: method, URL: target, In: in, Out: out,
+		Success: func(status int) bool { return status < 400 }, DecodeFirst: decodeFirst})
 }
