@@ -175,4 +175,6 @@ func TestAcceptPastItsDeadlineCommitsNothing(t *testing.T) {
 // River's InsertTx.
 type riverOnly struct{ *process.Queue }
 
-func (riverOnly) OperationJob(string) (storage.OperationJob, bool) { return storage.OperationJob{}, false }
+func (riverOnly) OperationJob(string) (storage.OperationJob, bool) {
+	return storage.OperationJob{}, false
+}
