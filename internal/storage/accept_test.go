@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"reflect"
 	"runtime"
 	"slices"
@@ -14,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/sirupsen/logrus"
 
 	"github.com/kyma-keb/keb/internal/process"
 	"github.com/kyma-keb/keb/internal/storage"
@@ -40,13 +38,7 @@ type gatedQueue struct {
 
 func newGatedQueue(t *testing.T, f *fixture) *gatedQueue {
 	t.Helper()
-	log := logrus.New()
-	log.SetOutput(io.Discard)
-	q, err := process.NewQueue(f.pool, process.QueueConfig{}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gq := &gatedQueue{Queue: q, entered: make(chan string, storage.MaxAcceptsInFlight), gate: make(chan struct{}), f: f}
+	gq := &gatedQueue{Queue: kebQueue(t, f), entered: make(chan string, storage.MaxAcceptsInFlight), gate: make(chan struct{}), f: f}
 	f.store = storage.NewStore(f.pool, f.cipher, gq)
 	return gq
 }

@@ -32,12 +32,7 @@ var riverJobColumns = []string{"args", "attempt", "attempted_at", "attempted_by"
 // insert with it.
 func TestAcceptWritesRiversJobRow(t *testing.T) {
 	f := newFixture(t, nil)
-	log := logrus.New()
-	log.SetOutput(io.Discard)
-	q, err := process.NewQueue(f.pool, process.QueueConfig{}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := kebQueue(t, f)
 	f.store = storage.NewStore(f.pool, f.cipher, q)
 	ctx, cancel := context.WithTimeout(f.ctx, time.Minute)
 	defer cancel()
@@ -131,6 +126,18 @@ func TestAcceptWritesRiversJobRow(t *testing.T) {
 	}
 }
 
+// kebQueue is keb's River queue over f's database, inserting only.
+func kebQueue(t *testing.T, f *fixture) *process.Queue {
+	t.Helper()
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	q, err := process.NewQueue(f.pool, process.QueueConfig{}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
 // deadlineOnly has a deadline but is never cancelled: what a request whose
 // deadline passed looks like to a PostgreSQL that only now runs its
 // statements (a database frozen with them in hand), without pgx giving up
@@ -148,12 +155,7 @@ func (d deadlineOnly) Deadline() (time.Time, bool) { return d.deadline, true }
 // request's.
 func TestAcceptPastItsDeadlineCommitsNothing(t *testing.T) {
 	f := newFixture(t, nil)
-	log := logrus.New()
-	log.SetOutput(io.Discard)
-	q, err := process.NewQueue(f.pool, process.QueueConfig{}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := kebQueue(t, f)
 	for _, enq := range []struct {
 		name string
 		q    storage.Enqueuer
