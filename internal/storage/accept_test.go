@@ -269,6 +269,13 @@ func groupCommitAnswersEachAcceptAsAlone(t *testing.T, ownRows bool) {
 	if got := q.largestBatch(); got < 40 {
 		t.Errorf("largest group transaction queued %d jobs, want the 40 fresh accepts and the conflicts' winners together", got)
 	}
+	if ownRows {
+		// The group's job rows are River's (the held accepts' jobs River
+		// inserted itself) in every column but the job's identity and times.
+		if n := f.count(`SELECT count(DISTINCT to_jsonb(j) - 'id' - 'args' - 'unique_key' - 'created_at' - 'scheduled_at') FROM river_job j`); n != 1 {
+			t.Errorf("the job rows differ in %d ways from each other; the group's must be River's", n)
+		}
+	}
 	// Nothing else changed: the re-sent PUT's instance keeps its operation.
 	if n := f.operations("taken"); n != 1 {
 		t.Errorf("re-sent PUT left instance taken with %d operations, want 1", n)
