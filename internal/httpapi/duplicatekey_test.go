@@ -120,7 +120,7 @@ func BenchmarkCheckInstanceBody(b *testing.B) {
 		Plans: []domain.ServicePlan{{ID: "4deee563-e5ec-4731-b9b1-53b42d855f0c", Name: "azure"}}}}}
 	b.ReportAllocs()
 	for b.Loop() {
-		if rerr := o.checkInstanceBody(http.MethodPut, []byte(benchBody)); rerr != nil {
+		if _, rerr := o.checkInstanceBody(http.MethodPut, []byte(benchBody)); rerr != nil {
 			b.Fatal(rerr)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -27,7 +28,7 @@ func FuzzCheckInstanceBody(f *testing.F) {
 		}
 		// The one-decode path accepts only what the step-by-step checks
 		// accept, with the same IDs, and refuses nothing they accept.
-		fastService, fastPlan, ok := decodeWellFormedBody(method, body)
+		fastService, fastPlan, _, ok := decodeWellFormedBody(method, body)
 		slowService, slowPlan, slowErr := diagnoseInstanceBody(method, body)
 		if ok && (slowErr != nil || fastService != slowService || fastPlan != slowPlan) {
 			t.Fatalf("one-decode path accepted %q (%s, %s), the checks say %v (%s, %s)", body, fastService, fastPlan, slowErr, slowService, slowPlan)
@@ -35,7 +36,8 @@ func FuzzCheckInstanceBody(f *testing.F) {
 		if !ok && slowErr == nil && bytes.HasPrefix(bytes.TrimLeft(body, " \t\r\n"), []byte("{")) {
 			t.Fatalf("one-decode path refused %q, which the checks accept", body)
 		}
-		if rerr := o.checkInstanceBody(method, body); rerr != nil {
+		decoded, rerr := o.checkInstanceBody(method, body)
+		if rerr != nil {
 			if rerr.status != http.StatusBadRequest || rerr.description == "" {
 				t.Fatalf("refusal %+v", rerr)
 			}
@@ -62,6 +64,10 @@ func FuzzCheckInstanceBody(f *testing.F) {
 		}
 		if _, ok := o.service(d.ServiceID); !ok {
 			t.Fatalf("accepted service %q", d.ServiceID)
+		}
+		// The details serveProvision answers from are brokerapi's.
+		if decoded != nil && (!put || !reflect.DeepEqual(*decoded, d)) {
+			t.Fatalf("decoded %+v, brokerapi decodes %+v (PUT %v)", *decoded, d, put)
 		}
 	})
 }

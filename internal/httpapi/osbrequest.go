@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -95,13 +96,16 @@ var osbBodyFields = []string{"service_id", "plan_id", "organization_guid", "spac
 // checkInstanceBody validates a PUT (provision) or PATCH (update) body the
 // way OSB asks and brokerapi does not: exactly one JSON object, field names
 // exact, service_id (and for a PUT plan_id) present and offered. It returns
-// nil when brokerapi can decode the body into details without surprise.
-func (o offering) checkInstanceBody(method string, body []byte) *requestError {
-	serviceID, planID, ok := decodeWellFormedBody(method, body)
+// nil when brokerapi can decode the body into details without surprise;
+// then a PUT's details are the body decoded as brokerapi decodes it, when it
+// took the well-formed path (nil otherwise).
+func (o offering) checkInstanceBody(method string, body []byte) (*domain.ProvisionDetails, *requestError) {
+	serviceID, planID, details, ok := decodeWellFormedBody(method, body)
 	if !ok {
+		details = nil
 		var rerr *requestError
 		if serviceID, planID, rerr = diagnoseInstanceBody(method, body); rerr != nil {
-			return rerr
+			return nil, rerr
 		}
 	}
 	var missing []string
@@ -112,39 +116,43 @@ func (o offering) checkInstanceBody(method string, body []byte) *requestError {
 		missing = append(missing, "plan_id")
 	}
 	if len(missing) > 0 {
-		return badRequest("missing or empty: %s", strings.Join(missing, ", "))
+		return nil, badRequest("missing or empty: %s", strings.Join(missing, ", "))
 	}
-	return o.checkServiceAndPlan(serviceID, planID)
+	if rerr := o.checkServiceAndPlan(serviceID, planID); rerr != nil {
+		return nil, rerr
+	}
+	return details, nil
 }
 
 // decodeWellFormedBody is the path of the bodies platforms send: it decodes
 // the body once, as brokerapi will, and checks in place (gjson) what that
 // decoding cannot see: no duplicate keys, no case variants of OSB's fields.
 // ok is false for any body with a flaw; diagnoseInstanceBody then names it.
-func decodeWellFormedBody(method string, body []byte) (serviceID, planID string, ok bool) {
+// A PUT's decoded details are returned for serveProvision.
+func decodeWellFormedBody(method string, body []byte) (serviceID, planID string, details *domain.ProvisionDetails, ok bool) {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return "", "", false
+		return "", "", nil, false
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if method == http.MethodPatch {
 		var d domain.UpdateDetails
 		if dec.Decode(&d) != nil {
-			return "", "", false
+			return "", "", nil, false
 		}
 		serviceID, planID = d.ServiceID, d.PlanID
 	} else {
-		var d domain.ProvisionDetails
-		if dec.Decode(&d) != nil {
-			return "", "", false
+		details = &domain.ProvisionDetails{}
+		if dec.Decode(details) != nil {
+			return "", "", nil, false
 		}
-		serviceID, planID = d.ServiceID, d.PlanID
+		serviceID, planID = details.ServiceID, details.PlanID
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return "", "", false
+		return "", "", nil, false
 	}
 	if _, dup := strictjson.DuplicateKey(body); dup {
-		return "", "", false
+		return "", "", nil, false
 	}
 	variant := false
 	gjson.ParseBytes(body).ForEach(func(k, _ gjson.Result) bool {
@@ -156,7 +164,7 @@ func decodeWellFormedBody(method string, body []byte) (serviceID, planID string,
 		}
 		return !variant
 	})
-	return serviceID, planID, !variant
+	return serviceID, planID, details, !variant
 }
 
 // diagnoseInstanceBody checks a body that decodeWellFormedBody refused, one
@@ -302,8 +310,12 @@ func guardOSB(o offering, maxBody int64) func(http.Handler) http.Handler {
 			case route == routeInstance && (req.Method == http.MethodPut || req.Method == http.MethodPatch):
 				if body == nil {
 					rerr = badRequest("the body is empty; OSB requires a JSON object")
-				} else {
-					rerr = o.checkInstanceBody(req.Method, body)
+					break
+				}
+				var details *domain.ProvisionDetails
+				if details, rerr = o.checkInstanceBody(req.Method, body); details != nil {
+					// Decoded once: serveProvision takes it from here.
+					req = req.WithContext(context.WithValue(req.Context(), provisionDetailsKey{}, details))
 				}
 			case route == routeBinding && req.Method == http.MethodPut:
 				if body == nil {

@@ -209,14 +209,16 @@ func NewRouter(opts Options) (http.Handler, error) {
 	}
 
 	bounded := withDeadline(opts.RequestTimeout)
-	osb := brokerapi.NewWithOptions(opts.Broker, logging.NewLager("brokerapi", opts.Log))
+	osbLog := logging.NewLager("brokerapi", opts.Log)
+	osb := brokerapi.NewWithOptions(opts.Broker, osbLog)
 	requireWrite := opts.Auth.Require(auth.ScopeBrokerWrite)
 	// /oauth/v2 is registered before /oauth/{region}/v2 so that "v2" is never
 	// taken for a region.
 	guard := guardOSB(offering{services: services}, maxBody)
 	for _, prefix := range []string{"/oauth", "/oauth/{region}"} {
 		// Auth comes first: nothing of an unauthenticated request is read.
-		h := requireWrite(checkAPIVersion(withRegion(guard(withResponseHints(bounded(osbErrorShape(bindingMetadata(stripToV2(osb)))))))))
+		h := requireWrite(checkAPIVersion(withRegion(guard(withResponseHints(bounded(osbErrorShape(bindingMetadata(
+			serveProvision(opts.Broker, osbLog, stripToV2(osb))))))))))
 		r.Handle(prefix+"/v2/catalog", requireWrite(checkAPIVersion(withRegion(catalogHandler)))).Methods(http.MethodGet)
 		for _, rt := range osbRoutes[1:] {
 			// mux upper-cases the slice it is given in place: a copy keeps

@@ -2,6 +2,7 @@ package process
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivershared/uniquestates"
 	"github.com/riverqueue/river/rivertype"
 	"github.com/sirupsen/logrus"
 
@@ -179,7 +181,36 @@ type Queue struct {
 	working bool
 }
 
-var _ storage.Enqueuer = (*Queue)(nil)
+var (
+	_ storage.Enqueuer      = (*Queue)(nil)
+	_ storage.OperationJobs = (*Queue)(nil)
+)
+
+// OperationJob is the job row River's InsertTx would write for the
+// operation (JobInsertFastMany's columns), so that the single accept writes
+// it in its own pipeline, one round trip instead of two. The unique key is
+// River's: the hash of the kind and the args' unique fields (OperationArgs
+// has one, operation_id, so they are the whole encoded args). It describes
+// no notification: the store sends River's, paced as River paces it.
+// TestAcceptWritesRiversJobRow checks the row against River's own insert.
+func (q *Queue) OperationJob(operationID string) (storage.OperationJob, bool) {
+	args := OperationArgs{OperationID: operationID}
+	encoded, err := json.Marshal(args)
+	if err != nil {
+		return storage.OperationJob{}, false
+	}
+	opts := args.InsertOpts()
+	key := sha256.Sum256([]byte("&kind=" + args.Kind() + "&args=" + string(encoded)))
+	return storage.OperationJob{
+		Args:         encoded,
+		Kind:         args.Kind(),
+		MaxAttempts:  int16(opts.MaxAttempts),
+		Priority:     river.PriorityDefault,
+		Queue:        river.QueueDefault,
+		UniqueKey:    key[:],
+		UniqueStates: int32(uniquestates.UniqueStatesToBitmask(rivertype.UniqueOptsByStateDefault())),
+	}, true
+}
 
 type operationWorker struct {
 	river.WorkerDefaults[OperationArgs]

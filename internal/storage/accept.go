@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // maxAcceptBatch bounds the accepts of one group transaction: large enough
@@ -266,19 +267,11 @@ func (s *Store) insertAccepts(batch []*accept) (map[*accept]bool, error) {
 			written[a] = true
 			ops = append(ops, a.op)
 		}
-		// The queue's jobs, then the operations with their IDs: only for the
+		// The queue's jobs and the operations with their IDs: only for the
 		// instances written, so that no job exists without its operation.
-		jobIDs, err := s.enqueueMany(ctx, tx, ops)
+		tag, err := s.insertOperationsWithJobs(ctx, tx, ops)
 		if err != nil {
 			return err
-		}
-		var opa operationArrays
-		for i, op := range ops {
-			opa.add(op, jobIDs[i])
-		}
-		tag, err := tx.Exec(ctx, insertOperationsSQL, opa.args()...)
-		if err != nil {
-			return fmt.Errorf("inserting operations: %w", err)
 		}
 		if tag.RowsAffected() != int64(len(ops)) {
 			// An ID archived while its instance insert waited: the single
@@ -291,6 +284,102 @@ func (s *Store) insertAccepts(batch []*accept) (map[*accept]bool, error) {
 		return nil, err
 	}
 	return written, nil
+}
+
+// insertOperationsWithJobs writes ops and their jobs in tx: in one
+// statement with the job rows keb writes itself (OperationJobs), River's
+// insert notification riding along when due; otherwise River's
+// InsertManyTx first and the operations after it.
+func (s *Store) insertOperationsWithJobs(ctx context.Context, tx *pipelinedTx, ops []Operation) (pgconn.CommandTag, error) {
+	if jobs, ok := s.enqueuer.(OperationJobs); ok {
+		var opa operationArrays
+		var ja jobArrays
+		var queue string
+		for _, op := range ops {
+			job, ok := jobs.OperationJob(op.ID)
+			if !ok {
+				break
+			}
+			opa.add(op, nil)
+			ja.add(job)
+			queue = job.Queue
+		}
+		if len(ja.args) == len(ops) {
+			b := &pgx.Batch{}
+			b.Queue(insertOperationsWithJobsSQL, append(opa.args()[:9], ja.columns()...)...)
+			if s.jobNotify.due(time.Now()) {
+				b.Queue(jobNotifySQL, fmt.Sprintf(`{"queue": %q}`, queue))
+			}
+			br := tx.SendBatch(ctx, b)
+			tag, err := br.Exec()
+			if cerr := br.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return tag, fmt.Errorf("inserting operations and their jobs: %w", err)
+			}
+			return tag, nil
+		}
+	}
+	jobIDs, err := s.enqueueMany(ctx, tx, ops)
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	var opa operationArrays
+	for i, op := range ops {
+		opa.add(op, jobIDs[i])
+	}
+	tag, err := tx.Exec(ctx, insertOperationsSQL, opa.args()...)
+	if err != nil {
+		return tag, fmt.Errorf("inserting operations: %w", err)
+	}
+	return tag, nil
+}
+
+// insertOperationsWithJobsSQL is insertOperationsSQL with the operations'
+// jobs written in the same statement ($10–$16, the columns of
+// insertNewInstanceOperationWithJobSQL's job); each operation gets the job
+// whose args are its own.
+const insertOperationsWithJobsSQL = `WITH v AS (
+	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+		$7::timestamptz[], $8::jsonb[], $9::boolean[], $10::jsonb[], $11::text[], $12::smallint[], $13::smallint[],
+		$14::text[], $15::bytea[], $16::integer[])
+		AS v(operation_id, instance_id, type, state, description, stage, deadline, data, temporary, args, kind,
+		max_attempts, priority, queue, unique_key, unique_states)
+	WHERE NOT EXISTS (SELECT 1 FROM instances_archive a WHERE a.instance_id = v.instance_id)),
+job AS (
+	INSERT INTO river_job (args, created_at, kind, max_attempts, metadata, priority, queue, scheduled_at, state,
+		tags, unique_key, unique_states)
+	SELECT args, now(), kind, max_attempts, '{}'::jsonb, priority, queue, now(), 'available', '{}'::varchar(255)[],
+		unique_key, unique_states::bit(8)
+	FROM v
+	RETURNING id, args)
+INSERT INTO operations (operation_id, instance_id, type, state, description, stage, deadline, data, temporary, job_id)
+	SELECT v.operation_id, v.instance_id, v.type, v.state, v.description, v.stage, v.deadline, v.data, v.temporary,
+		job.id
+	FROM v JOIN job ON job.args = v.args`
+
+// jobArrays are the job columns of insertOperationsWithJobsSQL, a column each.
+type jobArrays struct {
+	args                  [][]byte
+	kind, queue           []string
+	maxAttempts, priority []int16
+	uniqueKey             [][]byte
+	uniqueStates          []int32
+}
+
+func (c *jobArrays) add(j OperationJob) {
+	c.args = append(c.args, j.Args)
+	c.kind = append(c.kind, j.Kind)
+	c.maxAttempts = append(c.maxAttempts, j.MaxAttempts)
+	c.priority = append(c.priority, j.Priority)
+	c.queue = append(c.queue, j.Queue)
+	c.uniqueKey = append(c.uniqueKey, j.UniqueKey)
+	c.uniqueStates = append(c.uniqueStates, j.UniqueStates)
+}
+
+func (c *jobArrays) columns() []any {
+	return []any{c.args, c.kind, c.maxAttempts, c.priority, c.queue, c.uniqueKey, c.uniqueStates}
 }
 
 // enqueueMany queues ops about to be written in tx and returns their jobs'

@@ -25,6 +25,9 @@ type Store struct {
 	pool     *pgxpool.Pool
 	cipher   *Cipher
 	enqueuer Enqueuer
+	// jobNotify paces River's insert notifications of the jobs the single
+	// accept writes itself (acceptjob.go).
+	jobNotify jobNotifier
 	// accepts groups concurrent CreateProvisioning calls into one
 	// transaction (accept.go).
 	accepts acceptGroup
@@ -68,9 +71,14 @@ func (s *Store) open(row instanceRow) (Instance, error) {
 }
 
 // createProvisioning is the single-accept transaction: a's job, instance
-// and operation, nothing else, in two round trips: BEGIN with River's
-// insert (the job's ID goes into the operation), then the instance, the
-// operation and COMMIT (pipelinedtx.go).
+// and operation, nothing else, in one round trip: BEGIN, the instance, the
+// operation with its job (acceptjob.go), the deadline guard and COMMIT
+// (pipelinedtx.go). The guard, last before the COMMIT, fails the
+// transaction when PostgreSQL reaches it within acceptCommitMargin of the
+// request's deadline, so that a database that froze with the pipeline in
+// hand does not commit, on thawing, an accept keb has answered 503. With an
+// enqueuer that cannot describe the job, River's InsertTx writes it first,
+// a round trip of its own.
 //
 // A connection lost on the way runs it again (retryLost): if the first run
 // committed, the second finds the instance (ErrAlreadyExists), which the
@@ -79,11 +87,6 @@ func (s *Store) createProvisioning(ctx context.Context, a *accept) error {
 	inst, op := a.inst, a.op
 	err := retryLost(ctx, func() error {
 		return inPipelinedTx(ctx, s.pool, func(tx *pipelinedTx) error {
-			// The queue's job first: its ID is written with the operation.
-			jobID, err := s.enqueue(ctx, tx, op)
-			if err != nil {
-				return err
-			}
 			// Each insert still runs with its own snapshot; a failing one makes
 			// PostgreSQL skip the COMMIT behind it, and the whole transaction is
 			// rolled back. An archived ID writes no instance (the insert's
@@ -93,8 +96,20 @@ func (s *Store) createProvisioning(ctx context.Context, a *accept) error {
 				inst.InstanceID, inst.RuntimeID, inst.GlobalAccountID, inst.SubAccountID, inst.UserID, inst.ServiceID,
 				inst.PlanID, inst.PlanName, inst.OnePerGlobalAccountPlan, inst.PlatformRegion, inst.Provider, inst.ProviderRegion,
 				jsonOrEmpty(inst.Parameters), jsonOrEmpty(inst.Context), a.sealed)
-			batch.Queue(insertNewInstanceOperationSQL, append(operationArgs(op), jobID)...)
+			if !s.queueAcceptJob(ctx, batch, op) {
+				// The queue's job first, through River: its ID is written
+				// with the operation, a round trip later.
+				jobID, err := s.enqueue(ctx, tx, op)
+				if err != nil {
+					return err
+				}
+				batch.Queue(insertNewInstanceOperationSQL, append(operationArgs(op), jobID)...)
+				queueAcceptDeadline(ctx, batch)
+			}
 			if err := tx.commitWith(ctx, batch); err != nil {
+				if acceptDeadlineFailed(err) {
+					return errAcceptDeadline
+				}
 				return fmt.Errorf("writing instance and operation: %w", err)
 			}
 			return nil

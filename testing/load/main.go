@@ -42,7 +42,8 @@ func main() {
 	dur := flag.Duration("duration", 15*time.Second, "how long to run each phase")
 	maxReq := flag.Int("requests", 200000, "upper bound of requests per phase")
 	mode := flag.String("mode", "osb", "osb: accept and poll throughput; pipeline: whole provisionings per second; waiting: first-step latency behind -n waiting operations; "+
-		"bench: start PostgreSQL and `keb dev` for each of -binaries and measure catalog, accept, poll, pgbench and the pipeline (`make bench`)")
+		"bench: start PostgreSQL and `keb dev` for each of -binaries and measure catalog, accept, poll, pgbench and the pipeline (`make bench`); "+
+		"accept: `keb serve --workers 0` of each of -binaries against the PostgreSQL at -pg, keb's CPU per PUT → 202 at -concurrencies, -rounds interleaved rounds, pgbench beside")
 	creds := flag.Bool("credentials", true, "pipeline/waiting: send sm_operator_credentials, so the final step writes into the runtime")
 	plan := flag.String("plan", "trial", "pipeline/waiting: trial (a global account each, shared pool accounts) or azure (one global account, one pool account)")
 	samples := flag.Int("samples", 30, "waiting: new provisionings measured")
@@ -55,8 +56,28 @@ func main() {
 	k8sBin := flag.String("k8s-bin-dir", "bin/k8s", "bench: kube-apiserver and etcd for keb dev")
 	doc := flag.String("doc", "", "bench: markdown file whose `make bench` section is replaced by the table")
 	commit := flag.String("commit", "unknown", "bench: the commit measured, printed with the table")
+	rounds := flag.Int("rounds", 3, "accept: rounds of cells")
+	pgURL := flag.String("pg", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "accept: an existing PostgreSQL's admin URL (a database per binary is created in it)")
+	pprofCell := flag.String("pprof", "", "accept: name:concurrency:seconds, a CPU profile of that binary's cell in the last round, into -bench-dir")
 	profileFor := flag.Duration("profile", 0, "bench: take a CPU profile of each pipeline keb over the first this long of every pipeline cell (0: none)")
 	flag.Parse()
+	if *mode == "accept" {
+		cfg := acceptConfig{rounds: *rounds, duration: *dur, dir: *benchDir, pgURL: *pgURL, port: *port, profile: *pprofCell}
+		var err error
+		if cfg.binaries, err = parseBinaries(*binaries); err != nil {
+			fail(err)
+		}
+		if cfg.concurrencies, err = parseInts(*concs); err != nil {
+			fail(err)
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if err := runAccept(ctx, cfg); err != nil {
+			stop()
+			fail(err)
+		}
+		return
+	}
 	if *mode == "bench" {
 		cfg := benchConfig{dir: *benchDir, port: *port, duration: *dur, pipelineConc: *conc, credentials: *creds,
 			doc: *doc, commit: *commit, profileFor: *profileFor}
