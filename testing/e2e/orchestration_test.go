@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -295,25 +296,44 @@ func TestOrchestrations(t *testing.T) {
 		gensBefore := generations()
 		id := op.orchestrate("kyma", `{"targets": {"include": [{"target": "all"}]}, "kyma": {"version": "2.21.0", "channel": "fast"},
 			"strategy": {"type": "parallel", "schedule": "immediate", "parallel": {"workers": 2}}}`)
-		// While orch-1's upgrade runs, the platform cannot delete or change it.
-		var upgradeOp string
+		// While an instance's upgrade runs, the platform cannot delete or change it. An upgrade runs for
+		// moments, so the test holds one in progress: a row lock on its operation keeps the worker's
+		// save of the step's result waiting until both requests are answered (DELETE and PATCH lock the
+		// instance, never the operation). Without the hold, a loaded machine let the upgrade end between
+		// the DELETE and the PATCH, which then suspended the instance.
+		var held, heldInstance string
+		var hold pgx.Tx
 		deadline := time.Now().Add(time.Minute)
-		for upgradeOp == "" && time.Now().Before(deadline) {
-			_ = db.QueryRow(ctx, `SELECT operation_id FROM operations WHERE instance_id = 'orch-1' AND type = 'upgrade_kyma'
-				AND state = 'in progress'`).Scan(&upgradeOp)
-			time.Sleep(10 * time.Millisecond)
+		for hold == nil && time.Now().Before(deadline) {
+			tx, err := db.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// SKIP LOCKED: a row the worker is writing is passed over; FOR UPDATE re-reads the state of a
+			// row that changed while it waited, so a held operation is one still in progress.
+			err = tx.QueryRow(ctx, `SELECT operation_id, instance_id FROM operations WHERE type = 'upgrade_kyma'
+				AND state = 'in progress' LIMIT 1 FOR UPDATE SKIP LOCKED`).Scan(&held, &heldInstance)
+			if err != nil {
+				_ = tx.Rollback(ctx)
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			hold = tx
 		}
-		if upgradeOp == "" {
-			t.Fatal("orch-1's upgrade never ran")
+		if hold == nil {
+			t.Fatal("no upgrade ran within a minute")
 		}
-		code, body := s.call(http.MethodDelete, "/oauth/v2/service_instances/orch-1?accepts_incomplete=true&service_id="+serviceID+"&plan_id="+azurePlanID, "")
+		code, body := s.call(http.MethodDelete, "/oauth/v2/service_instances/"+heldInstance+"?accepts_incomplete=true&service_id="+serviceID+"&plan_id="+azurePlanID, "")
 		if code != http.StatusUnprocessableEntity || body["error"] != "ConcurrencyError" {
-			t.Errorf("DELETE during the upgrade: %d %v, want 422 ConcurrencyError", code, body)
+			t.Errorf("DELETE of %s during its upgrade %s: %d %v, want 422 ConcurrencyError", heldInstance, held, code, body)
 		}
-		code, body = s.call(http.MethodPatch, "/oauth/v2/service_instances/orch-1?accepts_incomplete=true",
+		code, body = s.call(http.MethodPatch, "/oauth/v2/service_instances/"+heldInstance+"?accepts_incomplete=true",
 			`{"service_id": "`+serviceID+`", "context": {"active": false}}`)
 		if code != http.StatusUnprocessableEntity || body["error"] != "ConcurrencyError" {
-			t.Errorf("PATCH during the upgrade: %d %v, want 422 ConcurrencyError", code, body)
+			t.Errorf("PATCH of %s during its upgrade %s: %d %v, want 422 ConcurrencyError", heldInstance, held, code, body)
+		}
+		if err := hold.Rollback(ctx); err != nil {
+			t.Fatal(err)
 		}
 		got := op.wait(id, 3*time.Minute)
 		close(stop)
@@ -340,20 +360,20 @@ func TestOrchestrations(t *testing.T) {
 			}
 		}
 		// The platform and the operator see the upgrade.
-		code, last := s.call(http.MethodGet, "/oauth/v2/service_instances/orch-1/last_operation?operation="+upgradeOp, "")
+		code, last := s.call(http.MethodGet, "/oauth/v2/service_instances/"+heldInstance+"/last_operation?operation="+held, "")
 		if code != http.StatusOK || last["state"] != "succeeded" {
 			t.Errorf("last_operation of the upgrade: %d %v", code, last)
 		}
-		ukList, _ := status(s.runtime("orch-1"))["upgradingKyma"].(map[string]any)
+		ukList, _ := status(s.runtime(heldInstance))["upgradingKyma"].(map[string]any)
 		ukData, _ := ukList["data"].([]any)
 		var uk map[string]any
 		if len(ukData) > 0 {
 			uk, _ = ukData[0].(map[string]any)
 		}
-		if uk == nil || uk["operationID"] != upgradeOp || uk["state"] != "succeeded" {
-			t.Errorf("/runtimes upgradingKyma = %v, want operation %s succeeded", uk, upgradeOp)
+		if uk == nil || uk["operationID"] != held || uk["state"] != "succeeded" {
+			t.Errorf("/runtimes upgradingKyma = %v, want operation %s succeeded", uk, held)
 		}
-		code, instBody := s.call(http.MethodGet, "/oauth/v2/service_instances/orch-1", "")
+		code, instBody := s.call(http.MethodGet, "/oauth/v2/service_instances/"+heldInstance, "")
 		params, _ := instBody["parameters"].(map[string]any)
 		if code != http.StatusOK || params["kymaVersion"] != "2.21.0" || params["maintenanceWindowBegin"] != "0000-01-01T22:00:00Z" {
 			t.Errorf("GET instance after the upgrade: %d %v", code, instBody)
@@ -365,14 +385,14 @@ func TestOrchestrations(t *testing.T) {
 			} `json:"kymaConfig"`
 			FinishedStages []string `json:"finishedStages"`
 		}
-		if code := op.do(http.MethodGet, "/orchestrations/"+id+"/operations/"+upgradeOp, "", &detail); code != http.StatusOK ||
+		if code := op.do(http.MethodGet, "/orchestrations/"+id+"/operations/"+held, "", &detail); code != http.StatusOK ||
 			detail.KymaConfig.Version != "2.21.0" || detail.KymaConfig.PreviousVersion != "2.20.0" || len(detail.FinishedStages) != 4 ||
-			len(detail.KymaConfig.Components) == 0 || detail.KymaConfig.OverridesSecret != "overrides-"+runtimeIDs["orch-1"] {
+			len(detail.KymaConfig.Components) == 0 || detail.KymaConfig.OverridesSecret != "overrides-"+runtimeIDs[heldInstance] {
 			t.Errorf("operation detail: %d %+v", code, detail)
 		}
 		// The overrides Secret carries the new version for installers.
 		ov := &corev1.Secret{}
-		if err := s.kcp.Get(ctx, client.ObjectKey{Namespace: kcpNS, Name: "overrides-" + runtimeIDs["orch-1"]}, ov); err != nil ||
+		if err := s.kcp.Get(ctx, client.ObjectKey{Namespace: kcpNS, Name: "overrides-" + runtimeIDs[heldInstance]}, ov); err != nil ||
 			string(ov.Data["_kyma.version"]) != "2.21.0" || string(ov.Data["_kyma.components"]) != strings.Join(detail.KymaConfig.Components, ",") {
 			t.Errorf("overrides Secret after the upgrade: %v, %v", ov.Data, err)
 		}
