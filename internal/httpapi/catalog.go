@@ -69,42 +69,53 @@ func serveCatalog(services []domain.Service) (http.Handler, error) {
 	// A strong ETag names one representation: the gzip one has its own.
 	compressed := newRepresentation(zipped.Bytes(), "gzip", "-gzip")
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		rep := identity
+		rep := &identity
 		if acceptsGzip(req.Header.Values("Accept-Encoding")) {
-			rep = compressed
+			rep = &compressed
 		}
+		// The header values are the representation's own slices (see
+		// securityHeaders): a catalog read allocates none.
 		h := w.Header()
-		h.Set("Vary", "Accept-Encoding")
-		h.Set("ETag", rep.etag)
-		h.Set("Cache-Control", catalogCacheControl)
-		if etagMatches(req.Header.Values("If-None-Match"), rep.etag) {
+		h["Vary"] = headerVaryEncoding
+		h["Etag"] = rep.etag
+		h["Cache-Control"] = headerCatalogCacheControl
+		if etagMatches(req.Header.Values("If-None-Match"), rep.etag[0]) {
 			w.WriteHeader(http.StatusNotModified)
 			return
 		}
-		h.Set("Content-Type", "application/json")
-		if rep.encoding != "" {
-			h.Set("Content-Encoding", rep.encoding)
+		h["Content-Type"] = headerJSON
+		if rep.encoding != nil {
+			h["Content-Encoding"] = rep.encoding
 		}
-		h.Set("Content-Length", rep.length)
+		h["Content-Length"] = rep.length
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(rep.body)
 	}), nil
 }
 
-// catalogCacheControl is the catalog's Cache-Control, on its 200 and 304
-// (RFC 9110 §15.4.5: a 304 carries what the 200 would).
-const catalogCacheControl = "private, no-cache"
+// headerCatalogCacheControl is the catalog's Cache-Control, on its 200 and
+// 304 (RFC 9110 §15.4.5: a 304 carries what the 200 would).
+var (
+	headerCatalogCacheControl = []string{"private, no-cache"}
+	headerVaryEncoding        = []string{"Accept-Encoding"}
+	headerJSON                = []string{"application/json"}
+)
 
-// representation is one encoding of the catalog, prepared at start.
+// representation is one encoding of the catalog, prepared at start, with
+// its header values.
 type representation struct {
 	body                   []byte
-	encoding, etag, length string
+	encoding, etag, length []string
 }
 
 func newRepresentation(body []byte, encoding, etagSuffix string) representation {
 	sum := sha256.Sum256(body)
-	return representation{body: body, encoding: encoding, length: strconv.Itoa(len(body)),
-		etag: `"` + base64.RawURLEncoding.EncodeToString(sum[:16]) + etagSuffix + `"`}
+	rep := representation{body: body, length: []string{strconv.Itoa(len(body))},
+		etag: []string{`"` + base64.RawURLEncoding.EncodeToString(sum[:16]) + etagSuffix + `"`}}
+	if encoding != "" {
+		rep.encoding = []string{encoding}
+	}
+	return rep
 }
 
 // acceptsGzip reads Accept-Encoding (RFC 9110 §12.5.3): gzip, x-gzip or *

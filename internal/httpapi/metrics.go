@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,6 +13,21 @@ import (
 type metrics struct {
 	duration *prometheus.HistogramVec
 	requests *prometheus.CounterVec
+	// series are the two series of each route, method and code seen, so
+	// that a request neither formats its code nor hashes its labels
+	// (WithLabelValues did both, on every request).
+	mu     sync.RWMutex
+	series map[seriesKey]requestSeries
+}
+
+type seriesKey struct {
+	route, method string
+	code          int
+}
+
+type requestSeries struct {
+	duration prometheus.Observer
+	requests prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -26,6 +42,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "HTTP requests by route, method and status code.",
 		}, []string{"route", "method", "code"}),
 	}
+	m.series = map[seriesKey]requestSeries{}
 	reg.MustRegister(m.duration, m.requests)
 	return m
 }
@@ -45,18 +62,31 @@ func methodLabel(method string) string {
 }
 
 func (m *metrics) observe(route, method string, code int, d time.Duration) {
-	c := strconv.Itoa(code)
-	method = methodLabel(method)
-	m.duration.WithLabelValues(route, method, c).Observe(d.Seconds())
-	m.requests.WithLabelValues(route, method, c).Inc()
+	key := seriesKey{route: route, method: methodLabel(method), code: code}
+	m.mu.RLock()
+	s, ok := m.series[key]
+	m.mu.RUnlock()
+	if !ok {
+		// Routes, methodLabel and codes bound the series, as they bound
+		// the label values.
+		c := strconv.Itoa(code)
+		s = requestSeries{duration: m.duration.WithLabelValues(route, key.method, c),
+			requests: m.requests.WithLabelValues(route, key.method, c)}
+		m.mu.Lock()
+		m.series[key] = s
+		m.mu.Unlock()
+	}
+	s.duration.Observe(d.Seconds())
+	s.requests.Inc()
 }
 
+// middleware measures each request; its recorder is the access log's too.
 func (m *metrics) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, req)
-		m.observe(routeOf(req), req.Method, rec.code(), time.Since(start))
+		m.observe(rec.routeOf(req), req.Method, rec.code(), time.Since(start))
 	})
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"regexp"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -20,11 +19,15 @@ import (
 	"github.com/kyma-keb/keb/internal/logging"
 )
 
+// The headers keb reads and writes on every request, spelt canonically
+// (X-Broker-API-Version is X-Broker-Api-Version): Header.Get and Set
+// allocate a canonical copy of any other spelling, on every call, and the
+// request's own headers are assigned to the header map as they are.
 const (
 	headerRequestID       = "X-Request-Id"
-	headerRequestIdentity = "X-Broker-API-Request-Identity"
-	headerAPIVersion      = "X-Broker-API-Version"
-	headerCorrelationID   = "X-Correlation-ID"
+	headerRequestIdentity = "X-Broker-Api-Request-Identity"
+	headerAPIVersion      = "X-Broker-Api-Version"
+	headerCorrelationID   = "X-Correlation-Id"
 )
 
 // requestContext gives every request an ID (the caller's X-Request-Id or a
@@ -37,27 +40,33 @@ func requestContext(log logrus.FieldLogger) mux.MiddlewareFunc {
 			if id == "" || len(id) > 128 {
 				id = uuid.NewString()
 			}
-			w.Header().Set(headerRequestID, id)
-			// brokerapi takes its correlation ID from this header first:
-			// its log lines then carry keb's request ID.
-			req.Header.Set(headerCorrelationID, id)
-			if ident := req.Header.Get(headerRequestIdentity); ident != "" {
-				w.Header().Set(headerRequestIdentity, ident)
+			h := w.Header()
+			h[headerRequestID] = []string{id} // canonical keys (above)
+			ident := req.Header.Get(headerRequestIdentity)
+			if ident != "" {
+				h[headerRequestIdentity] = []string{ident}
+				ident = logSafe(ident)
 			}
-			fields := logrus.Fields{"request_id": id}
-			if ident := req.Header.Get(headerRequestIdentity); ident != "" {
-				fields["request_identity"] = logSafe(ident)
-			}
-			ctx := logging.WithAccessFields(logging.WithLogger(req.Context(), log.WithFields(fields)))
-			next.ServeHTTP(w, req.WithContext(ctx))
+			next.ServeHTTP(w, req.WithContext(logging.WithRequest(req.Context(), log, id, ident)))
 		})
 	}
 }
 
-// statusRecorder remembers the status code for logs and metrics.
+// statusRecorder remembers the status code and the route for logs and
+// metrics; the metrics' recorder is the access log's too (recorderFor).
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
+	route  string
+}
+
+// recorderFor returns w when it is a recorder already (the metrics' one,
+// around the access log), so that a request allocates one.
+func recorderFor(w http.ResponseWriter) *statusRecorder {
+	if rec, ok := w.(*statusRecorder); ok {
+		return rec
+	}
+	return &statusRecorder{ResponseWriter: w}
 }
 
 func (s *statusRecorder) WriteHeader(code int) {
@@ -84,6 +93,14 @@ func (s *statusRecorder) code() int {
 	return s.status
 }
 
+// routeOf is req's route template, looked up once per recorder.
+func (s *statusRecorder) routeOf(req *http.Request) string {
+	if s.route == "" {
+		s.route = routeOf(req)
+	}
+	return s.route
+}
+
 func routeOf(req *http.Request) string {
 	if r := mux.CurrentRoute(req); r != nil {
 		if t, err := r.GetPathTemplate(); err == nil {
@@ -104,9 +121,9 @@ func routeOf(req *http.Request) string {
 func accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		start := time.Now()
-		rec := &statusRecorder{ResponseWriter: w}
+		rec := recorderFor(w)
 		serveRecovering(next, rec, req)
-		route, status := routeOf(req), rec.code()
+		route, status := rec.routeOf(req), rec.code()
 		level := logrus.InfoLevel
 		switch {
 		case route == "/healthz" || route == "/readyz" || route == "/metrics":
@@ -122,8 +139,7 @@ func accessLog(next http.Handler) http.Handler {
 		case status >= 500:
 			level = logrus.ErrorLevel
 		}
-		log := logging.FromContext(req.Context(), logrus.StandardLogger())
-		if e, ok := log.(*logrus.Entry); ok && !e.Logger.IsLevelEnabled(level) {
+		if !logging.LevelEnabled(req.Context(), logrus.StandardLogger(), level) {
 			return // not even the fields are built
 		}
 		// The handler's fields are this line's alone: they take the rest.
@@ -133,7 +149,7 @@ func accessLog(next http.Handler) http.Handler {
 		}
 		fields["method"], fields["route"], fields["path"] = logSafe(req.Method), route, logSafe(req.URL.Path)
 		fields["status"], fields["duration_ms"] = status, time.Since(start).Milliseconds()
-		log.WithFields(fields).Log(level, "request")
+		logging.FromContext(req.Context(), logrus.StandardLogger()).WithFields(fields).Log(level, "request")
 	})
 }
 
@@ -164,8 +180,20 @@ func serveRecovering(next http.Handler, rec *statusRecorder, req *http.Request) 
 	next.ServeHTTP(rec, req)
 }
 
-// apiVersionSyntax is "2.<minor>", the minor a plain decimal number.
-var apiVersionSyntax = regexp.MustCompile(`^2\.(0|[1-9][0-9]{0,3})$`)
+// validAPIVersion reports whether v is "2.<minor>", the minor a plain
+// decimal number of at most four digits (no sign, no leading zero).
+func validAPIVersion(v string) bool {
+	minor, ok := strings.CutPrefix(v, "2.")
+	if !ok || minor == "" || len(minor) > 4 || (minor[0] == '0' && len(minor) > 1) {
+		return false
+	}
+	for i := 0; i < len(minor); i++ {
+		if minor[i] < '0' || minor[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
 
 // maxLoggedValue bounds every client value keb logs (a header, a path, a
 // method): a hostile one must not make one line kilobytes long.
@@ -191,9 +219,9 @@ func logSafe(s string) string {
 func checkAPIVersion(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		v := req.Header.Get(headerAPIVersion)
-		if !apiVersionSyntax.MatchString(v) {
+		if !validAPIVersion(v) {
 			writeError(w, http.StatusPreconditionFailed, "PreconditionFailed",
-				fmt.Sprintf("header %s must be 2.x (got %s); keb implements OSB API 2.17", headerAPIVersion, quoteValue(v)))
+				fmt.Sprintf("header X-Broker-API-Version must be 2.x (got %s); keb implements OSB API 2.17", quoteValue(v)))
 			return
 		}
 		next.ServeHTTP(w, req)
@@ -207,13 +235,24 @@ func checkAPIVersion(next http.Handler) http.Handler {
 func securityHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		h := w.Header()
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Cache-Control", "no-store")
-		h.Set("X-Frame-Options", "DENY")
-		h.Set("Content-Security-Policy", "frame-ancestors 'none'")
+		h["X-Content-Type-Options"] = headerNosniff
+		h["Cache-Control"] = headerNoStore
+		h["X-Frame-Options"] = headerDeny
+		h["Content-Security-Policy"] = headerNoFrames
 		next.ServeHTTP(w, req)
 	})
 }
+
+// Header values every answer shares, assigned to the header map as they are
+// (canonical keys) rather than through Header.Set, which allocates a slice
+// per value and request. Their length equals their capacity, so a handler's
+// Header.Add copies rather than writes into them; nothing writes an element.
+var (
+	headerNosniff  = []string{"nosniff"}
+	headerNoStore  = []string{"no-store"}
+	headerDeny     = []string{"DENY"}
+	headerNoFrames = []string{"frame-ancestors 'none'"}
+)
 
 // hintWriter sets Retry-After from the broker's hints just before the status
 // line goes out.

@@ -7,6 +7,7 @@ import (
 	stdlog "log"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -111,4 +112,30 @@ func TestPanicIsAnsweredAndLogged(t *testing.T) {
 	if err == nil {
 		t.Errorf("GET /late: the cut answer (status %d) read as complete; want the connection aborted", resp.StatusCode)
 	}
+}
+
+// The header names keb assigns to header maps directly are canonical:
+// another spelling would be a second header on the wire beside Set's.
+func TestHeaderNamesAreCanonical(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{headerRequestID, headerRequestIdentity, headerAPIVersion, headerCorrelationID} {
+		if c := http.CanonicalHeaderKey(name); c != name {
+			t.Errorf("header name %q is not canonical (%q)", name, c)
+		}
+	}
+}
+
+// validAPIVersion accepts what the regular expression it replaced accepted
+// (`^2\.(0|[1-9][0-9]{0,3})$`), and nothing else.
+func FuzzValidAPIVersion(f *testing.F) {
+	syntax := regexp.MustCompile(`^2\.(0|[1-9][0-9]{0,3})$`)
+	for _, v := range []string{"2.17", "2.0", "2.00", "2.9999", "2.10000", "2.", "2", "02.14", "2.14banana", "2.-1",
+		"+2.14", "2.14\n", "3.0", "2.0x10", "", "2.01", "2.1 "} {
+		f.Add(v)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		if got, want := validAPIVersion(v), syntax.MatchString(v); got != want {
+			t.Errorf("validAPIVersion(%q) = %v, the syntax says %v", v, got, want)
+		}
+	})
 }

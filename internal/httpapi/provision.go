@@ -9,6 +9,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/pivotal-cf/brokerapi/v10/domain"
 	"github.com/pivotal-cf/brokerapi/v10/domain/apiresponses"
+
+	"github.com/kyma-keb/keb/internal/logging"
 )
 
 // provisionDetailsKey holds, in a PUT's context, the body guardOSB decoded
@@ -86,8 +88,12 @@ func instanceIDOf(req *http.Request) string {
 // ID from, in its order.
 var correlationHeaders = []string{"X-Correlation-ID", "X-CorrelationID", "X-ForRequest-ID", "X-Request-ID", "X-Vcap-Request-Id"}
 
-// correlationIDOf is the correlation ID brokerapi would log for req.
+// correlationIDOf is the correlation ID brokerapi would log for req: keb's
+// request ID, which stripToV2 hands brokerapi as X-Correlation-ID.
 func correlationIDOf(req *http.Request) string {
+	if id := logging.RequestID(req.Context()); id != "" {
+		return id
+	}
 	for _, h := range correlationHeaders {
 		if v := req.Header.Get(h); v != "" {
 			return v

@@ -219,7 +219,7 @@ func NewRouter(opts Options) (http.Handler, error) {
 		// Auth comes first: nothing of an unauthenticated request is read.
 		h := requireWrite(checkAPIVersion(withRegion(guard(withResponseHints(bounded(osbErrorShape(bindingMetadata(
 			serveProvision(opts.Broker, osbLog, stripToV2(osb))))))))))
-		r.Handle(prefix+"/v2/catalog", requireWrite(checkAPIVersion(withRegion(catalogHandler)))).Methods(http.MethodGet)
+		r.Handle(prefix+"/v2/catalog", requireWrite(checkAPIVersion(checkRegion(catalogHandler)))).Methods(http.MethodGet)
 		for _, rt := range osbRoutes[1:] {
 			// mux upper-cases the slice it is given in place: a copy keeps
 			// routers built concurrently (tests) from racing on it.
@@ -337,10 +337,15 @@ type routed struct {
 func (r routed) Router() *mux.Router { return r.router }
 
 // stripToV2 hands brokerapi the path it routes on (/v2/...), without the
-// /oauth[/{region}] prefix.
+// /oauth[/{region}] prefix, and keb's request ID as the correlation ID,
+// which brokerapi takes from this header first: its log lines then carry
+// keb's request ID.
 func stripToV2(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r2 := req.Clone(req.Context())
+		if id := logging.RequestID(req.Context()); id != "" {
+			r2.Header.Set(headerCorrelationID, id)
+		}
 		if i := strings.Index(r2.URL.Path, "/v2/"); i >= 0 {
 			r2.URL.Path = r2.URL.Path[i:]
 		}
@@ -356,14 +361,38 @@ func stripToV2(next http.Handler) http.Handler {
 // records the Host the platform addressed too (the instance labels' link).
 func withRegion(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		req = req.WithContext(broker.ContextWithRequestHost(req.Context(), req.Host))
-		if region, ok := mux.Vars(req)["region"]; ok {
-			if err := catalog.ValidatePlatformRegion(region); err != nil {
-				writeError(w, http.StatusBadRequest, "BadRequest", err.Error())
-				return
-			}
-			req = req.WithContext(broker.ContextWithRegion(req.Context(), region))
+		region, ok, valid := platformRegion(w, req)
+		if !valid {
+			return
 		}
-		next.ServeHTTP(w, req)
+		ctx := broker.ContextWithRequestHost(req.Context(), req.Host)
+		if ok {
+			ctx = broker.ContextWithRegion(ctx, region)
+		}
+		next.ServeHTTP(w, req.WithContext(ctx))
 	})
+}
+
+// checkRegion refuses the platform regions withRegion refuses, for a
+// handler that reads neither region nor Host from the context (the
+// catalog's, which takes the region from the path).
+func checkRegion(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if _, _, valid := platformRegion(w, req); valid {
+			next.ServeHTTP(w, req)
+		}
+	})
+}
+
+// platformRegion is the {region} path segment (ok: there is one); an
+// invalid one is answered 400 (valid false).
+func platformRegion(w http.ResponseWriter, req *http.Request) (region string, ok, valid bool) {
+	region, ok = mux.Vars(req)["region"]
+	if ok {
+		if err := catalog.ValidatePlatformRegion(region); err != nil {
+			writeError(w, http.StatusBadRequest, "BadRequest", err.Error())
+			return region, ok, false
+		}
+	}
+	return region, ok, true
 }
