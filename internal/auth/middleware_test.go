@@ -80,59 +80,70 @@ func TestRequire(t *testing.T) {
 			wantError: "Forbidden", wantDescription: "token lacks scope broker:write",
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			var reached bool
-			h := v.Require(tt.scope)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				reached = true
-				claims, ok := ClaimsFromContext(r.Context())
-				if !ok || claims.Subject != "client-1" {
-					t.Errorf("claims in context = %+v, %v", claims, ok)
+	// Check answers as Require does, and hands no claims on.
+	middlewares := []struct {
+		name   string
+		build  func(scope string) func(http.Handler) http.Handler
+		claims bool
+	}{{"Require", v.Require, true}, {"Check", v.Check, false}}
+	for _, mw := range middlewares {
+		for _, tt := range tests {
+			t.Run(mw.name+"/"+tt.name, func(t *testing.T) {
+				t.Parallel()
+				var reached bool
+				h := mw.build(tt.scope)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					reached = true
+					claims, ok := ClaimsFromContext(r.Context())
+					if mw.claims && (!ok || claims.Subject != "client-1") {
+						t.Errorf("claims in context = %+v, %v", claims, ok)
+					}
+					if !mw.claims && ok {
+						t.Errorf("Check handed claims on: %+v", claims)
+					}
+					w.WriteHeader(http.StatusOK)
+				}))
+				req := httptest.NewRequest(http.MethodPut, "/oauth/v2/service_instances/1", nil)
+				if tt.authorization != "" {
+					req.Header.Set("Authorization", tt.authorization)
 				}
-				w.WriteHeader(http.StatusOK)
-			}))
-			req := httptest.NewRequest(http.MethodPut, "/oauth/v2/service_instances/1", nil)
-			if tt.authorization != "" {
-				req.Header.Set("Authorization", tt.authorization)
-			}
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, req)
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
 
-			if rec.Code != tt.wantStatus {
-				t.Fatalf("status = %d, want %d (body %s)", rec.Code, tt.wantStatus, rec.Body)
-			}
-			if tt.wantStatus == http.StatusOK {
-				if !reached {
-					t.Fatal("handler not reached")
+				if rec.Code != tt.wantStatus {
+					t.Fatalf("status = %d, want %d (body %s)", rec.Code, tt.wantStatus, rec.Body)
 				}
-				return
-			}
-			if reached {
-				t.Fatal("handler reached on failure")
-			}
-			got := rec.Header().Get("WWW-Authenticate")
-			if prefix, ok := strings.CutSuffix(tt.wantChallenge, "*"); ok {
-				if !strings.HasPrefix(got, prefix) {
-					t.Errorf("WWW-Authenticate = %q, want prefix %q", got, prefix)
+				if tt.wantStatus == http.StatusOK {
+					if !reached {
+						t.Fatal("handler not reached")
+					}
+					return
 				}
-			} else if got != tt.wantChallenge {
-				t.Errorf("WWW-Authenticate = %q, want %q", got, tt.wantChallenge)
-			}
-			if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
-				t.Errorf("Content-Type = %q", ct)
-			}
-			var body map[string]string
-			if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
-				t.Fatalf("body %q: %v", rec.Body, err)
-			}
-			if body["error"] != tt.wantError || !strings.Contains(body["description"], tt.wantDescription) {
-				t.Errorf("body = %v, want error %q and description containing %q", body, tt.wantError, tt.wantDescription)
-			}
-			if len(body) != 2 {
-				t.Errorf("body has unexpected fields: %v", body)
-			}
-		})
+				if reached {
+					t.Fatal("handler reached on failure")
+				}
+				got := rec.Header().Get("WWW-Authenticate")
+				if prefix, ok := strings.CutSuffix(tt.wantChallenge, "*"); ok {
+					if !strings.HasPrefix(got, prefix) {
+						t.Errorf("WWW-Authenticate = %q, want prefix %q", got, prefix)
+					}
+				} else if got != tt.wantChallenge {
+					t.Errorf("WWW-Authenticate = %q, want %q", got, tt.wantChallenge)
+				}
+				if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+					t.Errorf("Content-Type = %q", ct)
+				}
+				var body map[string]string
+				if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+					t.Fatalf("body %q: %v", rec.Body, err)
+				}
+				if body["error"] != tt.wantError || !strings.Contains(body["description"], tt.wantDescription) {
+					t.Errorf("body = %v, want error %q and description containing %q", body, tt.wantError, tt.wantDescription)
+				}
+				if len(body) != 2 {
+					t.Errorf("body has unexpected fields: %v", body)
+				}
+			})
+		}
 	}
 }
 

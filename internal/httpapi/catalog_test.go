@@ -31,7 +31,7 @@ func catalogHandler(t *testing.T) http.Handler {
 }
 
 // catalogOf is a broker with plans enabled and its catalog's handler.
-func catalogOf(t *testing.T, plans ...string) (*broker.Broker, http.Handler) {
+func catalogOf(t testing.TB, plans ...string) (*broker.Broker, http.Handler) {
 	t.Helper()
 	cat, err := catalog.Load("")
 	if err != nil {

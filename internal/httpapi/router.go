@@ -24,9 +24,12 @@ import (
 	"github.com/kyma-keb/keb/internal/logging"
 )
 
-// authorizer builds middleware that demands a bearer token with a scope.
+// authorizer builds middleware that demands a bearer token with a scope:
+// Require hands the token's claims on in the request's context, Check does
+// not (for handlers that don't read them).
 type authorizer interface {
 	Require(scope string) func(http.Handler) http.Handler
+	Check(scope string) func(http.Handler) http.Handler
 }
 
 // Options are the parts the router wires together.
@@ -211,7 +214,7 @@ func NewRouter(opts Options) (http.Handler, error) {
 	bounded := withDeadline(opts.RequestTimeout)
 	osbLog := logging.NewLager("brokerapi", opts.Log)
 	osb := brokerapi.NewWithOptions(opts.Broker, osbLog)
-	requireWrite := opts.Auth.Require(auth.ScopeBrokerWrite)
+	requireWrite, checkWrite := opts.Auth.Require(auth.ScopeBrokerWrite), opts.Auth.Check(auth.ScopeBrokerWrite)
 	// /oauth/v2 is registered before /oauth/{region}/v2 so that "v2" is never
 	// taken for a region.
 	guard := guardOSB(offering{services: services}, maxBody)
@@ -219,7 +222,7 @@ func NewRouter(opts Options) (http.Handler, error) {
 		// Auth comes first: nothing of an unauthenticated request is read.
 		h := requireWrite(checkAPIVersion(withRegion(guard(withResponseHints(bounded(osbErrorShape(bindingMetadata(
 			serveProvision(opts.Broker, osbLog, stripToV2(osb))))))))))
-		r.Handle(prefix+"/v2/catalog", requireWrite(checkAPIVersion(checkRegion(catalogHandler)))).Methods(http.MethodGet)
+		r.Handle(prefix+"/v2/catalog", checkWrite(checkAPIVersion(checkRegion(catalogHandler)))).Methods(http.MethodGet)
 		for _, rt := range osbRoutes[1:] {
 			// mux upper-cases the slice it is given in place: a copy keeps
 			// routers built concurrently (tests) from racing on it.
