@@ -2,11 +2,16 @@ package httpapi
 
 import (
 	"crypto"
+	"fmt"
+	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
@@ -60,5 +65,59 @@ func BenchmarkCatalogRequest(b *testing.B) {
 		if w.status != http.StatusOK {
 			b.Fatalf("status %d", w.status)
 		}
+	}
+}
+
+// Requests served at once are each counted once, under their route, method
+// and code, and timed once; the series cache is filled concurrently.
+func TestMetricsCountConcurrentRequests(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	m := newMetrics(reg)
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	r := mux.NewRouter()
+	r.Use(requestContext(log), m.middleware, accessLog)
+	r.HandleFunc("/a/{id}", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusAccepted) })
+	r.HandleFunc("/b", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	const workers, each = 8, 50
+	var wg sync.WaitGroup
+	for i := range workers {
+		wg.Go(func() {
+			for j := range each {
+				path := "/b"
+				if (i+j)%2 == 0 {
+					path = fmt.Sprintf("/a/%d", j)
+				}
+				r.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, path, nil))
+			}
+		})
+	}
+	wg.Wait()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := map[string]float64{}
+	for _, f := range families {
+		for _, metric := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range metric.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			key := f.GetName() + " " + labels["route"] + " " + labels["method"] + " " + labels["code"]
+			if metric.GetCounter() != nil {
+				counted[key] = metric.GetCounter().GetValue()
+			} else {
+				counted[key] = float64(metric.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	want := map[string]float64{}
+	for _, name := range []string{"keb_http_requests_total", "keb_http_request_duration_seconds"} {
+		want[name+" /a/{id} GET 202"], want[name+" /b GET 200"] = workers*each/2, workers*each/2
+	}
+	if !maps.Equal(counted, want) {
+		t.Errorf("series %v, want %v", counted, want)
 	}
 }
