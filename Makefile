@@ -50,7 +50,9 @@ test: postgres k8s-bins helm promtool walkthrough-tools lint
 # The suites that mostly wait (on simulated clusters, polls, restarts of keb dev) and take minutes: go test starts
 # packages in the order named, so these start first and the short packages run beside them, TEST_PACKAGES_AT_ONCE
 # at a time (go test's default is one per core, which left the longest suite to start last, after the others).
-LONG_TEST_PACKAGES := ./testing/readme ./testing/e2e ./testing/faults
+# testing/e2e, one test after another, is the longest chain: it starts first, and the walkthrough and the fault
+# suite run at a lower CPU priority beside it (testing/niceness).
+LONG_TEST_PACKAGES := ./testing/e2e ./testing/readme ./testing/faults
 TEST_PACKAGES_AT_ONCE ?= 4
 
 ## golden-runtime-cr: rewrite internal/process/provisioning/testdata/runtime-cr/*.yaml, the whole Runtime CR

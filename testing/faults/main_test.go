@@ -32,6 +32,7 @@ import (
 	"github.com/kyma-keb/keb/internal/logging"
 	"github.com/kyma-keb/keb/internal/procguard"
 	"github.com/kyma-keb/keb/testing/kebbinary"
+	"github.com/kyma-keb/keb/testing/niceness"
 )
 
 // kebBin is the keb binary the tests run as replicas (make test's shared one, or built here).
@@ -51,6 +52,9 @@ func faultsOnly(t *testing.T) {
 }
 
 func TestMain(m *testing.M) {
+	// Stacks two at a time: they take the CPU left over by make test's serial end-to-end suite (niceness
+	// package). `make faults`, which runs them alone, is unaffected.
+	niceness.Lower(10)
 	// Everything the tests start (PostgreSQL, apiservers, replicas) dies
 	// with the test binary.
 	if err := procguard.Start(os.TempDir()); err != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/kyma-keb/keb/internal/procguard"
 	"github.com/kyma-keb/keb/testing/k8stest"
 	"github.com/kyma-keb/keb/testing/kebbinary"
+	"github.com/kyma-keb/keb/testing/niceness"
 )
 
 // update makes TestREADME write the outputs it got into the documents (`make readme`).
@@ -75,6 +76,8 @@ func docName(path string) string {
 const blockTimeout = 4 * time.Minute
 
 func TestMain(m *testing.M) {
+	// Many stacks at once: they take the CPU left over by make test's serial end-to-end suite (niceness package).
+	niceness.Lower(10)
 	flag.Parse()
 	// keb dev and the bash running the walkthrough die with the test binary, even when `go test -timeout`
 	// kills it.
